@@ -1,0 +1,374 @@
+// audit_log: JSON string escaping, timestamps, and the append-only file with torn-tail repair,
+// size-based rotation, fsync policies and failure/recovery reporting.
+#include "audit/audit_log.hpp"
+
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace meith::audit {
+
+namespace {
+
+constexpr std::size_t max_line_bytes = 16384; // including the newline
+
+/// 1 for bytes that can be copied as they are (printable ASCII but '"' and '\\').
+constexpr std::array<bool, 256> plain_bytes = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0x20; c < 0x80; ++c)
+        t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
+    return t;
+}();
+
+/// Length of the valid UTF-8 sequence at s[i] (lead byte >= 0x80), or 0 if invalid
+/// (overlong forms, surrogates and code points over U+10FFFF are invalid).
+std::size_t valid_utf8_length(std::string_view s, std::size_t i) {
+    auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+    const unsigned char b = at(0);
+    std::size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF; // allowed range of the second byte
+    if (b >= 0xC2 && b <= 0xDF)
+        n = 2;
+    else if (b >= 0xE0 && b <= 0xEF) {
+        n = 3;
+        if (b == 0xE0) lo = 0xA0;
+        if (b == 0xED) hi = 0x9F;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        n = 4;
+        if (b == 0xF0) lo = 0x90;
+        if (b == 0xF4) hi = 0x8F;
+    } else
+        return 0;
+    if (i + n > s.size()) return 0;
+    if (at(1) < lo || at(1) > hi) return 0;
+    for (std::size_t k = 2; k < n; ++k)
+        if ((at(k) & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+std::string errno_text(int err) {
+    return std::strerror(err);
+}
+
+int open_log(const std::filesystem::path& p) {
+    int fd;
+    do
+        fd = ::open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+/// Offset just past the last '\n' of the file at `p` (size `size`), 0 if it has none.
+std::uint64_t end_of_last_line(const std::filesystem::path& p, std::uint64_t size) {
+    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error("audit log " + p.string() + ": " + errno_text(errno));
+    char buf[65536];
+    std::uint64_t end = size;
+    std::uint64_t found = 0;
+    while (end > 0) {
+        const std::uint64_t begin = end > sizeof buf ? end - sizeof buf : 0;
+        const auto want = static_cast<std::size_t>(end - begin);
+        ssize_t n = ::pread(fd, buf, want, static_cast<off_t>(begin));
+        if (n < 0 && errno == EINTR) continue;
+        if (n != static_cast<ssize_t>(want)) {
+            int err = n < 0 ? errno : EIO;
+            ::close(fd);
+            throw std::runtime_error("audit log " + p.string() + ": " + errno_text(err));
+        }
+        if (const void* nl = ::memrchr(buf, '\n', want)) {
+            found = begin + static_cast<std::uint64_t>(static_cast<const char*>(nl) - buf) + 1;
+            break;
+        }
+        end = begin;
+    }
+    ::close(fd);
+    return found;
+}
+
+/// Keeps ts, event and requestId of an over-long line and notes the cut.
+std::string cut_line(std::string_view json_object) {
+    std::string out = "{";
+    simdjson::dom::parser parser;
+    simdjson::dom::object obj;
+    const bool parsed =
+        parser.parse(json_object.data(), json_object.size()).get(obj) == simdjson::SUCCESS;
+    bool have_ts = false;
+    for (std::string_view key : {"ts", "event", "requestId"}) {
+        simdjson::dom::element v;
+        if (!parsed || obj.at_key(key).get(v) != simdjson::SUCCESS) continue;
+        std::string_view str;
+        if (v.get_string().get(str) == simdjson::SUCCESS) {
+            if (str.size() > 256) continue; // these are short ids; a long one is not worth keeping
+            append_json_string(out, key);
+            out += ':';
+            append_json_string(out, str);
+        } else if (v.is_number() || v.is_bool() || v.is_null()) {
+            append_json_string(out, key);
+            out += ':';
+            out += simdjson::minify(v);
+        } else {
+            continue;
+        }
+        out += ',';
+        have_ts = have_ts || key == "ts";
+    }
+    if (!have_ts) {
+        out += "\"ts\":";
+        append_json_string(out, now_rfc3339());
+        out += ',';
+    }
+    out += "\"cut\":";
+    append_json_string(out, "line over " + std::to_string(max_line_bytes) + " bytes (" +
+                                std::to_string(json_object.size() + 1) + " bytes)");
+    out += '}';
+    return out;
+}
+
+} // namespace
+
+std::string now_rfc3339() {
+    using namespace std::chrono;
+    const auto now = system_clock::now();
+    const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count();
+    const std::time_t secs = static_cast<std::time_t>(ms / 1000 - (ms % 1000 < 0 ? 1 : 0));
+    const int millis = static_cast<int>(((ms % 1000) + 1000) % 1000);
+    std::tm tm{};
+    ::gmtime_r(&secs, &tm);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+    return buf;
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+    static constexpr char hex[] = "0123456789abcdef";
+    out.reserve(out.size() + s.size() + 2);
+    out += '"';
+    std::size_t run = 0; // start of the pending run of bytes copied verbatim
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto b = static_cast<unsigned char>(s[i]);
+        if (plain_bytes[b]) {
+            ++i;
+            continue;
+        }
+        if (b >= 0x80) {
+            if (std::size_t n = valid_utf8_length(s, i)) {
+                i += n;
+                continue;
+            }
+        }
+        out.append(s.data() + run, i - run);
+        switch (b) {
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\b':
+            out += "\\b";
+            break;
+        case '\f':
+            out += "\\f";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        default:
+            if (b < 0x20) {
+                const char esc[] = {'\\', 'u', '0', '0', hex[b >> 4], hex[b & 0xF]};
+                out.append(esc, sizeof esc);
+            } else {
+                out += "\xEF\xBF\xBD"; // U+FFFD for an invalid byte
+            }
+        }
+        run = ++i;
+    }
+    out.append(s.data() + run, s.size() - run);
+    out += '"';
+}
+
+audit_log::audit_log(std::filesystem::path path, const config::audit_config& cfg)
+    : path_(std::move(path)), cfg_(cfg) {
+    fd_ = open_log(path_);
+    if (fd_ < 0) throw std::runtime_error("audit log " + path_.string() + ": " + errno_text(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) {
+        const int err = errno;
+        ::close(fd_);
+        throw std::runtime_error("audit log " + path_.string() + ": " + errno_text(err));
+    }
+    regular_ = S_ISREG(st.st_mode);
+    size_ = regular_ ? static_cast<std::uint64_t>(st.st_size) : 0;
+    if (regular_ && size_ > 0) {
+        try {
+            const std::uint64_t keep = end_of_last_line(path_, size_);
+            if (keep < size_) {
+                if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0)
+                    throw std::runtime_error("audit log " + path_.string() +
+                                             ": cannot truncate torn line: " + errno_text(errno));
+                repaired_bytes_ = size_ - keep;
+                size_ = keep;
+            }
+        } catch (...) {
+            ::close(fd_);
+            throw;
+        }
+    }
+    last_sync_ = std::chrono::steady_clock::now();
+}
+
+audit_log::~audit_log() {
+    if (fd_ < 0) return;
+    flush();
+    ::close(fd_);
+}
+
+void audit_log::report_failure(const char* what, int err) {
+    if (!failing_)
+        spdlog::error("audit log {}: {} failed: {}", path_.string(), what, errno_text(err));
+    failing_ = true;
+}
+
+bool audit_log::ensure_open() {
+    if (fd_ >= 0) {
+        struct stat st {};
+        if (::fstat(fd_, &st) == 0 && st.st_nlink > 0) {
+            if (regular_) size_ = static_cast<std::uint64_t>(st.st_size);
+            return true;
+        }
+        // Removed (or unreadable) under us: lines written to a deleted inode would be lost.
+        ::close(fd_);
+        fd_ = -1;
+    }
+    fd_ = open_log(path_);
+    if (fd_ < 0) {
+        report_failure("reopen", errno);
+        return false;
+    }
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) {
+        report_failure("stat", errno);
+        ::close(fd_);
+        fd_ = -1;
+        return false;
+    }
+    regular_ = S_ISREG(st.st_mode);
+    size_ = regular_ ? static_cast<std::uint64_t>(st.st_size) : 0;
+    return true;
+}
+
+bool audit_log::append(std::string_view json_object) {
+    if (!ensure_open()) return false;
+
+    std::string line;
+    if (json_object.size() + 1 > max_line_bytes)
+        line = cut_line(json_object);
+    else
+        line.assign(json_object);
+    // A raw newline (only possible as whitespace between tokens) would split the record.
+    for (char& c : line)
+        if (c == '\n' || c == '\r') c = ' ';
+    line += '\n';
+
+    if (regular_ && cfg_.max_bytes > 0 && size_ > 0 && size_ + line.size() > cfg_.max_bytes) {
+        rotate();
+        if (fd_ < 0) return false;
+    }
+
+    // One write(2) per line on O_APPEND keeps lines whole. A short write on a regular file
+    // means the disk or quota just filled up: we finish the line with further writes (the
+    // single writer makes that safe), and if that fails, cut the partial line back out so the
+    // next line does not get glued to it.
+    std::size_t done = 0;
+    while (done < line.size()) {
+        const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const int err = n < 0 ? errno : EIO;
+            if (done > 0 && regular_) {
+                struct stat st {};
+                if (::fstat(fd_, &st) == 0 && static_cast<std::uint64_t>(st.st_size) >= done)
+                    (void)!::ftruncate(fd_, st.st_size - static_cast<off_t>(done));
+            }
+            report_failure("write", err);
+            return false;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    size_ += line.size();
+
+    const auto now = std::chrono::steady_clock::now();
+    if (cfg_.fsync == config::fsync_policy::always ||
+        (cfg_.fsync == config::fsync_policy::interval &&
+         now - last_sync_ >= std::chrono::seconds(1)))
+        sync();
+
+    if (failing_) {
+        spdlog::info("audit log {}: writes recovered", path_.string());
+        failing_ = false;
+    }
+    return true;
+}
+
+void audit_log::sync() {
+    last_sync_ = std::chrono::steady_clock::now();
+    if (fd_ < 0 || !regular_) return;
+    if (::fdatasync(fd_) != 0) report_failure("fdatasync", errno);
+}
+
+void audit_log::flush() {
+    sync();
+}
+
+void audit_log::rotate() {
+    // The old file is complete; make it durable before it leaves the name.
+    sync();
+    const std::string base = path_.string();
+    auto numbered = [&](std::uint64_t i) { return base + "." + std::to_string(i); };
+    if (cfg_.keep == 0) {
+        if (::unlink(base.c_str()) != 0 && errno != ENOENT) {
+            report_failure("rotate (unlink)", errno);
+            return; // keep appending to the current file rather than lose lines
+        }
+    } else {
+        // Shift only the files that exist: .1 .. .last, the oldest (.keep) being overwritten.
+        std::uint64_t last = 0;
+        while (last + 1 < cfg_.keep && ::access(numbered(last + 1).c_str(), F_OK) == 0)
+            ++last;
+        for (std::uint64_t i = last; i >= 1; --i)
+            if (::rename(numbered(i).c_str(), numbered(i + 1).c_str()) != 0 && errno != ENOENT)
+                spdlog::warn("audit log rotation: rename {} failed: {}", numbered(i),
+                             errno_text(errno));
+        if (::rename(base.c_str(), numbered(1).c_str()) != 0) {
+            report_failure("rotate (rename)", errno);
+            return;
+        }
+    }
+    ::close(fd_);
+    fd_ = open_log(path_);
+    if (fd_ < 0) {
+        report_failure("reopen after rotation", errno);
+        return;
+    }
+    size_ = 0;
+}
+
+} // namespace meith::audit

@@ -1,0 +1,495 @@
+// redactor: key rules (normalised key names), value rules (RE2 patterns compiled once) and the
+// bounded JSON summary writer built on a simdjson DOM walk.
+#include "audit/redactor.hpp"
+
+#include "audit/audit_log.hpp"
+
+#include <re2/re2.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+namespace meith::audit {
+
+namespace {
+
+constexpr std::string_view redacted_text = "[REDACTED]";
+
+using piece = re2::StringPiece;
+
+std::string_view to_view(piece p) {
+    return {p.data(), p.size()};
+}
+
+bool is_key_separator(char c) {
+    return c == '_' || c == '-' || c == ' ' || c == '.';
+}
+
+char ascii_lower(char c) {
+    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool is_upper(char c) {
+    return c >= 'A' && c <= 'Z';
+}
+bool is_lower(char c) {
+    return c >= 'a' && c <= 'z';
+}
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+bool is_word_char(char c) {
+    return is_lower(c) || is_upper(c) || is_digit(c) || c == '_' || c == '.' || c == '-';
+}
+
+/// Words that make a key secret wherever they appear in the normalised key.
+constexpr std::array<std::string_view, 17> strong_words = {
+    "password",  "passwd",        "passphrase",    "secret",     "token",      "apikey",
+    "accesskey", "authorization", "cookie",        "credential", "privatekey", "privkey",
+    "session",   "signingkey",    "encryptionkey", "masterkey",  "bearer"};
+
+/// Words that make a key secret only as a whole word (segment) of the key: "db_pwd", "authMethod"
+/// but not "author" or "cwd".
+constexpr std::array<std::string_view, 5> weak_segments = {"auth", "pwd", "pw", "jwt", "otp"};
+
+/// Whole normalised keys that are secret although they contain no strong word.
+constexpr std::array<std::string_view, 8> exact_secret_keys = {
+    "signature",        "sig",
+    "xsignature",       "xhubsignature",
+    "xhubsignature256", "webhooksignature",
+    "requestsignature", "xamzsignature"};
+
+/// Normalised keys that contain a strong word but name counters or tooling, not secrets.
+constexpr std::array<std::string_view, 24> allowed_keys = {
+    "tokens",           "maxtokens",           "tokencount",   "tokenscount",     "numtokens",
+    "tokensused",       "tokenusage",          "tokenlimit",   "tokenizer",       "tokenize",
+    "tokenization",     "tokentype",           "inputtokens",  "outputtokens",    "prompttokens",
+    "completiontokens", "totaltokens",         "cachedtokens", "reasoningtokens", "maxoutputtokens",
+    "maxinputtokens",   "maxcompletiontokens", "sessioncount", "cookieconsent"};
+
+/// The key rules; see redactor.hpp.
+bool secret_key(std::string_view key) {
+    // PWD/OLDPWD are the shell's working directories, everywhere in environment dumps.
+    if (key == "PWD" || key == "OLDPWD") return false;
+    std::string norm;
+    norm.reserve(key.size());
+    for (char c : key)
+        if (!is_key_separator(c)) norm += ascii_lower(c);
+    if (std::find(allowed_keys.begin(), allowed_keys.end(), norm) != allowed_keys.end())
+        return false;
+    if (std::find(exact_secret_keys.begin(), exact_secret_keys.end(), norm) !=
+        exact_secret_keys.end())
+        return true;
+    for (auto w : strong_words)
+        if (norm.find(w) != std::string::npos) return true;
+    // Segments: split at separators and at lower->upper (camelCase) boundaries.
+    std::size_t i = 0;
+    while (i < key.size()) {
+        while (i < key.size() && is_key_separator(key[i]))
+            ++i;
+        std::size_t j = i;
+        std::string seg;
+        while (j < key.size() && !is_key_separator(key[j])) {
+            if (j > i && is_upper(key[j]) && is_lower(key[j - 1])) break;
+            seg += ascii_lower(key[j]);
+            ++j;
+        }
+        if (std::find(weak_segments.begin(), weak_segments.end(), seg) != weak_segments.end())
+            return true;
+        i = j;
+    }
+    return false;
+}
+
+/// One value rule: a pattern and how to find the span to replace in a match (nullopt = the match
+/// is not a secret after all, e.g. a key=value pair whose key is harmless).
+struct value_rule {
+    std::unique_ptr<RE2> re;
+    std::function<std::optional<piece>(const piece* groups)> pick;
+};
+
+/// Counts as a token rather than prose: has a digit or punctuation, or an upper-case letter
+/// after the first character ("dXNlcjpwYXNz"), or is long.
+bool looks_like_credential(std::string_view s) {
+    if (s.size() < 3) return false;
+    bool has_lower = false;
+    bool inner_upper = false;
+    bool digit_or_symbol = false;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        char c = s[i];
+        if (is_lower(c))
+            has_lower = true;
+        else if (is_upper(c))
+            inner_upper = inner_upper || i > 0;
+        else
+            digit_or_symbol = true;
+    }
+    return digit_or_symbol || (inner_upper && has_lower) || s.size() >= 20;
+}
+
+/// Random-looking: digits and both letter cases (keeps "sk-learn-tutorial" out).
+bool mixed_alnum(std::string_view s) {
+    bool lower = false, upper = false, digit = false;
+    for (char c : s) {
+        lower = lower || is_lower(c);
+        upper = upper || is_upper(c);
+        digit = digit || is_digit(c);
+    }
+    return lower && upper && digit;
+}
+
+std::optional<piece> first_present(const piece* groups, std::initializer_list<int> indices) {
+    for (int i : indices)
+        if (groups[i].data() != nullptr) return groups[i];
+    return std::nullopt;
+}
+
+/// Number of bytes of the UTF-8 sequence starting at s[i], or 1 for an invalid byte.
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+    auto b = static_cast<unsigned char>(s[i]);
+    std::size_t n = b < 0x80           ? 1
+                    : (b >> 5) == 0x6  ? 2
+                    : (b >> 4) == 0xE  ? 3
+                    : (b >> 3) == 0x1E ? 4
+                                       : 1;
+    if (i + n > s.size()) return 1;
+    for (std::size_t k = 1; k < n; ++k)
+        if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 1;
+    return n;
+}
+
+} // namespace
+
+struct redactor::impl {
+    std::vector<value_rule> rules;
+    std::unique_ptr<RE2> any_rule; ///< all patterns in one, to skip clean strings in one pass
+
+    impl() {
+        // Order matters: whole blocks (PEM) first so their bodies are gone before token rules
+        // look at them; key=value last, where re-redacting "[REDACTED]" is a no-op.
+        add(R"re((-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)((?s:.*?))(-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|$))re",
+            [](const piece* g) { return std::optional<piece>(g[2]); });
+        add(R"re(\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*)re", whole_match);
+        add(R"re(\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@)re",
+            [](const piece* g) { return std::optional<piece>(g[1]); });
+        add(R"re(\b(?i:bearer)[ \t]+([A-Za-z0-9._~+/=-]+))re", [](const piece* g) {
+            return looks_like_credential(to_view(g[1])) ? std::optional<piece>(g[1]) : std::nullopt;
+        });
+        add(R"re(\b(?i:basic)[ \t]+([A-Za-z0-9+/]+={0,2}))re", [](const piece* g) {
+            auto v = to_view(g[1]);
+            return v.size() >= 6 && looks_like_credential(v) ? std::optional<piece>(g[1])
+                                                             : std::nullopt;
+        });
+        add(R"re(\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|AROA|ANPA|ANVA|APKA)[0-9A-Z]{16}\b)re",
+            whole_match);
+        add(R"re((?i:aws[a-z0-9_ .-]{0,30}(?:secret|key|credential)[a-z0-9_ .-]{0,20})["']?(?:[ \t]*[:=][ \t]*|[ \t]+)["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$))re",
+            [](const piece* g) { return std::optional<piece>(g[1]); });
+        add(R"re(\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,})re", whole_match);
+        add(R"re(\bgithub_pat_[A-Za-z0-9_]{22,})re", whole_match);
+        add(R"re(\bglpat-[A-Za-z0-9_-]{20,})re", whole_match);
+        add(R"re(\bxox[abposr]-[A-Za-z0-9-]{10,})re", whole_match);
+        add(R"re(\bxapp-[A-Za-z0-9-]{10,})re", whole_match);
+        add(R"re(\bsk-ant-[A-Za-z0-9_-]{20,})re", whole_match);
+        add(R"re(\bsk-(?:proj-|svcacct-|admin-)?([A-Za-z0-9_-]{20,}))re", [](const piece* g) {
+            return mixed_alnum(to_view(g[1])) ? std::optional<piece>(g[0]) : std::nullopt;
+        });
+        add(R"re(\bAIza[0-9A-Za-z_-]{35})re", whole_match);
+        add(R"re(\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{10,})re", whole_match);
+        // key=value, key: value, "key": "value" with a secret-like key; an auth scheme word
+        // ("Bearer") before the value is kept.
+        add(R"re((?:"([^"\\\n]{1,64})"|'([^'\\\n]{1,64})'|([A-Za-z0-9_.-]*[A-Za-z0-9]))[ \t]*[:=][ \t]*(?:((?i:bearer|basic|digest|token))[ \t]+)?(?:"((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)'|([^\s,;&"'(){}<>=][^\s,;&"'(){}<>]*)))re",
+            [](const piece* g) -> std::optional<piece> {
+                auto key = first_present(g, {1, 2, 3});
+                if (!key || !secret_key(to_view(*key))) return std::nullopt;
+                auto value = first_present(g, {5, 6, 7});
+                if (!value || value->empty()) return std::nullopt;
+                return value;
+            });
+
+        std::string all;
+        for (const auto& r : rules) {
+            if (!all.empty()) all += '|';
+            all += "(?:" + r.re->pattern() + ")";
+        }
+        any_rule = compile(all);
+    }
+
+    static std::optional<piece> whole_match(const piece* g) { return g[0]; }
+
+    static std::unique_ptr<RE2> compile(const std::string& pattern) {
+        RE2::Options opts;
+        opts.set_log_errors(false);
+        opts.set_max_mem(64 << 20);
+        auto re = std::make_unique<RE2>(pattern, opts);
+        if (!re->ok()) throw std::logic_error("redactor: bad pattern: " + re->error());
+        return re;
+    }
+
+    void add(const char* pattern, std::function<std::optional<piece>(const piece*)> pick) {
+        rules.push_back({compile(pattern), std::move(pick)});
+    }
+
+    /// Replaces every picked span of `r` in `s` by "[REDACTED]".
+    static void apply(const value_rule& r, std::string& s) {
+        const int ngroups = 1 + r.re->NumberOfCapturingGroups();
+        std::vector<piece> groups(static_cast<std::size_t>(ngroups));
+        std::string out;
+        bool changed = false;
+        std::size_t copied = 0; // bytes of s already moved to out
+        std::size_t from = 0;   // where the next search starts
+        const piece text(s);
+        while (from <= s.size() &&
+               r.re->Match(text, from, s.size(), RE2::UNANCHORED, groups.data(), ngroups)) {
+            const auto match_begin = static_cast<std::size_t>(groups[0].data() - s.data());
+            const auto match_end = match_begin + groups[0].size();
+            auto secret = r.pick(groups.data());
+            if (!secret || secret->data() == nullptr || to_view(*secret) == redacted_text) {
+                // Resume after the current word: a later, overlapping match may still be a
+                // secret, but a word's tail ("ax_tokens" of "max_tokens") must not be judged.
+                from = match_begin + 1;
+                while (from < s.size() && is_word_char(s[from]))
+                    ++from;
+                continue;
+            }
+            const auto secret_begin = static_cast<std::size_t>(secret->data() - s.data());
+            out.append(s, copied, secret_begin - copied);
+            out += redacted_text;
+            copied = secret_begin + secret->size();
+            from = std::max(match_end, copied + (match_end == match_begin ? 1 : 0));
+            changed = true;
+        }
+        if (!changed) return;
+        out.append(s, copied, std::string::npos);
+        s = std::move(out);
+    }
+
+    std::string redact(std::string_view text) const {
+        if (!RE2::PartialMatch(piece(text.data(), text.size()), *any_rule))
+            return std::string(text);
+        std::string s(text);
+        for (const auto& r : rules)
+            apply(r, s);
+        return s;
+    }
+};
+
+namespace {
+
+/// The bounded summary writer. Containers reserve room for their closer and one cut note, so
+/// whatever is cut, the text stays valid JSON within the limit.
+class summary_writer {
+  public:
+    summary_writer(const redactor& owner, const redaction_limits& limits)
+        : owner_(owner), limits_(limits),
+          limit_(limits.max_summary_bytes > 0 ? limits.max_summary_bytes - 1 : 0),
+          budget_note_("[cut: summary over " + std::to_string(limits.max_summary_bytes) +
+                       " bytes]") {
+        out_.reserve(std::min<std::size_t>(limit_ + 1, 4096));
+    }
+
+    std::string run(simdjson::dom::element root) {
+        if (!value(root, 0, 0)) {
+            out_.clear();
+            append_json_string(out_, budget_note_);
+            if (out_.size() > limit_) out_ = "null";
+        }
+        return std::move(out_);
+    }
+
+  private:
+    /// Appends `e`; false (with out_ unchanged) when it cannot fit leaving `reserve` bytes.
+    bool value(simdjson::dom::element e, std::size_t depth, std::size_t reserve) {
+        const std::size_t start = out_.size();
+        switch (e.type()) {
+        case simdjson::dom::element_type::OBJECT:
+        case simdjson::dom::element_type::ARRAY:
+            if (depth >= limits_.max_depth) {
+                append_json_string(out_,
+                                   "[cut: depth > " + std::to_string(limits_.max_depth) + "]");
+                break;
+            }
+            return e.type() == simdjson::dom::element_type::ARRAY
+                       ? array(e.get_array().value_unsafe(), depth, reserve)
+                       : object(e.get_object().value_unsafe(), depth, reserve);
+        case simdjson::dom::element_type::STRING:
+            string(e.get_string().value_unsafe());
+            break;
+        case simdjson::dom::element_type::INT64:
+            out_ += std::to_string(e.get_int64().value_unsafe());
+            break;
+        case simdjson::dom::element_type::UINT64:
+            out_ += std::to_string(e.get_uint64().value_unsafe());
+            break;
+        case simdjson::dom::element_type::DOUBLE: {
+            char buf[32];
+            auto r = std::to_chars(buf, buf + sizeof buf, e.get_double().value_unsafe());
+            out_.append(buf, r.ptr);
+            break;
+        }
+        case simdjson::dom::element_type::BOOL:
+            out_ += e.get_bool().value_unsafe() ? "true" : "false";
+            break;
+        case simdjson::dom::element_type::NULL_VALUE:
+            out_ += "null";
+            break;
+        }
+        if (out_.size() + reserve > limit_) {
+            out_.resize(start);
+            return false;
+        }
+        return true;
+    }
+
+    /// Redacts first (a secret must not survive by being cut), then cuts to max_string_chars.
+    void string(std::string_view raw) {
+        std::string s = owner_.redact_text(raw);
+        std::size_t pos = 0;
+        std::size_t chars = 0;
+        while (pos < s.size() && chars < limits_.max_string_chars) {
+            pos += utf8_sequence_length(s, pos);
+            ++chars;
+        }
+        if (pos < s.size()) {
+            std::size_t rest = 0;
+            for (std::size_t i = pos; i < s.size(); i += utf8_sequence_length(s, i))
+                ++rest;
+            s.resize(pos);
+            s += "\u2026[cut " + std::to_string(rest) + " chars]";
+        }
+        append_json_string(out_, s);
+    }
+
+    void redacted_value() { append_json_string(out_, redacted_text); }
+
+    /// Appends one container item with `emit`, rolling back if it would not leave `reserve`.
+    template <typename Emit>
+    bool item(bool first, std::size_t reserve, Emit&& emit) {
+        const std::size_t mark = out_.size();
+        if (!first) out_ += ',';
+        if (!emit(reserve) || out_.size() + reserve > limit_) {
+            out_.resize(mark);
+            return false;
+        }
+        return true;
+    }
+
+    bool array(simdjson::dom::array a, std::size_t depth, std::size_t reserve) {
+        std::string note;
+        append_json_string(note, budget_note_);
+        // Room kept behind every item: ',' + note + ']' + what the enclosing levels need.
+        const std::size_t keep = 1 + note.size() + 1 + reserve;
+        const std::size_t start = out_.size();
+        if (start + 1 + keep > limit_) return false;
+        out_ += '[';
+        std::size_t index = 0;
+        const std::size_t total = a.size();
+        bool first = true;
+        for (auto child : a) {
+            if (exhausted_) break;
+            if (index == limits_.max_array_items) {
+                auto more = "[cut " + std::to_string(total - index) + " more items]";
+                if (!item(first, keep, [&](std::size_t) {
+                        append_json_string(out_, more);
+                        return true;
+                    }))
+                    cut_here(first, note);
+                break;
+            }
+            if (!item(first, keep, [&](std::size_t r) { return value(child, depth + 1, r); })) {
+                cut_here(first, note);
+                break;
+            }
+            first = false;
+            ++index;
+        }
+        out_ += ']';
+        return true;
+    }
+
+    bool object(simdjson::dom::object o, std::size_t depth, std::size_t reserve) {
+        std::string note = "\"\u2026\":";
+        append_json_string(note, budget_note_);
+        const std::size_t keep = 1 + note.size() + 1 + reserve;
+        const std::size_t start = out_.size();
+        if (start + 1 + keep > limit_) return false;
+        out_ += '{';
+        bool first = true;
+        for (auto field : o) {
+            if (exhausted_) break;
+            const bool ok = item(first, keep, [&](std::size_t r) {
+                string(field.key);
+                out_ += ':';
+                if (owner_.is_secret_key(field.key)) {
+                    redacted_value();
+                    return out_.size() + r <= limit_;
+                }
+                return value(field.value, depth + 1, r);
+            });
+            if (!ok) {
+                cut_here(first, note);
+                break;
+            }
+            first = false;
+        }
+        out_ += '}';
+        return true;
+    }
+
+    /// Closes the current container with the budget note; every enclosing one stops too.
+    void cut_here(bool first, const std::string& note) {
+        if (!first) out_ += ',';
+        out_ += note;
+        exhausted_ = true;
+    }
+
+    const redactor& owner_;
+    const redaction_limits& limits_;
+    const std::size_t limit_; ///< the summary must stay strictly under max_summary_bytes
+    const std::string budget_note_;
+    std::string out_;
+    bool exhausted_ = false;
+};
+
+} // namespace
+
+redactor::redactor(redaction_limits limits) : impl_(std::make_unique<impl>()), limits_(limits) {
+}
+
+redactor::~redactor() = default;
+
+std::string redactor::summarize_json(std::string_view json) const {
+    try {
+        // One parser per thread: parsers are not thread-safe but are costly to recreate.
+        thread_local simdjson::dom::parser parser;
+        simdjson::dom::element root;
+        if (parser.parse(json.data(), json.size()).get(root) != simdjson::SUCCESS) {
+            std::string out;
+            append_json_string(out, "[invalid JSON: " + std::to_string(json.size()) + " bytes]");
+            return out;
+        }
+        return summary_writer(*this, limits_).run(root);
+    } catch (...) {
+        return "\"[summary failed]\"";
+    }
+}
+
+std::string redactor::redact_text(std::string_view text) const {
+    return impl_->redact(text);
+}
+
+bool redactor::is_secret_key(std::string_view key) const {
+    return secret_key(key);
+}
+
+const redactor& default_redactor() {
+    static const redactor instance;
+    return instance;
+}
+
+} // namespace meith::audit

@@ -1,0 +1,56 @@
+// redactor: turns arbitrary JSON (tool arguments, results) and free text (log lines) into
+// summaries that carry no secret and stay small (PROTOCOL.md §6).
+//
+// Rules: values under secret-like keys (password, passwd, secret, token, api key, access key,
+// authorization, cookie, credential, private key, session, ... in any case and with any of
+// `_`, `-`, ` `, `.` or none as separator) become "[REDACTED]"; string values matching known
+// secret formats (AWS keys, GitHub/GitLab/Slack tokens, OpenAI/Anthropic-style keys, Google API
+// keys, Stripe keys, JWTs, PEM private keys, Bearer/Basic headers, passwords in URLs) have the
+// secret part replaced by "[REDACTED]"; strings over 256 characters, arrays over 50 items and
+// nesting deeper than 6 levels are cut with a note of what was cut. A summary stays under
+// 4 KiB. Patterns are RE2, compiled once. A redactor is immutable after construction and safe
+// to share between threads.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace meith::audit {
+
+struct redaction_limits {
+    std::size_t max_string_chars = 256;
+    std::size_t max_array_items = 50;
+    std::size_t max_depth = 6;
+    std::size_t max_summary_bytes = 4096;
+};
+
+class redactor {
+  public:
+    explicit redactor(redaction_limits limits = {});
+    ~redactor();
+    redactor(const redactor&) = delete;
+    redactor& operator=(const redactor&) = delete;
+
+    /// Redacted, bounded summary of the JSON text `json`, itself valid JSON text. Invalid JSON
+    /// gives a JSON string noting it ("[invalid JSON: N bytes]"). Never throws.
+    std::string summarize_json(std::string_view json) const;
+
+    /// `text` with every secret-looking substring replaced by "[REDACTED]" (also `KEY=value`
+    /// lines with secret-like keys); for the daemon's own log lines. Not length-bounded.
+    std::string redact_text(std::string_view text) const;
+
+    /// True when `key` names a secret (password, api_key, X-Api-Key, sessionToken, ...).
+    bool is_secret_key(std::string_view key) const;
+
+  private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+    redaction_limits limits_;
+};
+
+/// The process-wide redactor used by the logging sink and the audit log.
+const redactor& default_redactor();
+
+} // namespace meith::audit

@@ -1,0 +1,207 @@
+// call: one tool_call, its events as they arrive, then its result. The first Ctrl-C sends
+// cancel_tool_call and keeps waiting for the (CANCELLED) result; a second one exits at once.
+#include "cli/commands.hpp"
+
+#include "cli/errors.hpp"
+#include "cli/session.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <unistd.h>
+
+namespace meith::cli {
+
+namespace {
+
+int sigint_write_fd = -1; // written once before the handler is installed
+
+void on_sigint(int) {
+    const int saved = errno;
+    const char byte = 'i';
+    [[maybe_unused]] ssize_t n = ::write(sigint_write_fd, &byte, 1);
+    errno = saved;
+}
+
+/// Self-pipe for SIGINT while a call is in flight; restores the previous handler on exit.
+class sigint_pipe {
+  public:
+    sigint_pipe() {
+        if (::pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0) {
+            throw cli_error(exit_error, "pipe2 failed");
+        }
+        sigint_write_fd = fds_[1];
+        struct sigaction sa {};
+        sa.sa_handler = on_sigint;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = 0; // no SA_RESTART: poll() must return EINTR promptly
+        ::sigaction(SIGINT, &sa, &old_);
+    }
+    ~sigint_pipe() {
+        ::sigaction(SIGINT, &old_, nullptr);
+        sigint_write_fd = -1;
+        ::close(fds_[0]);
+        ::close(fds_[1]);
+    }
+    sigint_pipe(const sigint_pipe&) = delete;
+    sigint_pipe& operator=(const sigint_pipe&) = delete;
+
+    int read_fd() const { return fds_[0]; }
+
+    /// Number of SIGINTs delivered since the last call.
+    int drain() {
+        char buf[64];
+        int count = 0;
+        ssize_t n;
+        while ((n = ::read(fds_[0], buf, sizeof(buf))) > 0)
+            count += static_cast<int>(n);
+        return count;
+    }
+
+  private:
+    int fds_[2] = {-1, -1};
+    struct sigaction old_ {};
+};
+
+json parse_arguments(const options& opts) {
+    if (opts.words.size() < 3) return json::object();
+    json args;
+    try {
+        args = json::parse(opts.words[2]);
+    } catch (const json::parse_error& e) {
+        std::string what = e.what();
+        // Drop nlohmann's "[json.exception.parse_error.101] " prefix.
+        if (auto pos = what.find("] "); pos != std::string::npos) what.erase(0, pos + 2);
+        throw cli_error(exit_error, fmt::format("arguments are not valid JSON: {}", what));
+    }
+    if (!args.is_object()) {
+        throw cli_error(exit_error,
+                        fmt::format("arguments must be a JSON object, not {}", args.type_name()));
+    }
+    return args;
+}
+
+void print_event(const json& event) {
+    const std::string type = get_string(event, "type").value_or("?");
+    if (type == "part") {
+        const json* payload = get_field(event, "payload");
+        fmt::print(stderr, "[part] {}\n", payload ? compact(*payload) : "null");
+    } else if (type == "progress") {
+        std::string line = "[progress]";
+        if (const json* f = get_field(event, "fraction"); f && f->is_number()) {
+            line += fmt::format(" {}%", std::lround(f->get<double>() * 100.0));
+        }
+        if (auto msg = get_string(event, "message")) line += " " + sanitize(*msg, false);
+        fmt::print(stderr, "{}\n", line);
+    } else if (type == "log") {
+        fmt::print(stderr, "[log {}] {}\n",
+                   sanitize(get_string(event, "level").value_or("info"), false),
+                   sanitize(get_string(event, "message").value_or(""), true));
+    } else if (type == "partial_text") {
+        fmt::print(stderr, "[partial_text] {}\n",
+                   sanitize(get_string(event, "text").value_or(""), true));
+    } else if (type == "artifact") {
+        // Artifacts may carry large inline data; name the artifact instead of dumping it.
+        std::string line =
+            "[artifact] " + sanitize(get_string(event, "mimeType").value_or("?"), false);
+        if (auto name = get_string(event, "name")) line += " " + sanitize(*name, false);
+        fmt::print(stderr, "{}\n", line);
+    } else {
+        fmt::print(stderr, "[{}] {}\n", sanitize(type, false), compact(event));
+    }
+}
+
+int print_result(const json& result, bool as_json) {
+    const json* ok = get_field(result, "ok");
+    if (ok == nullptr || !ok->is_boolean()) {
+        throw cli_error(exit_error, "protocol error: tool_result without a boolean \"ok\"");
+    }
+    if (as_json) {
+        fmt::print("{}\n", pretty(result));
+        return ok->get<bool>() ? exit_ok : exit_tool_failed;
+    }
+    if (const json* diags = get_field(result, "diagnostics"); diags && diags->is_array()) {
+        for (const json& d : *diags) {
+            fmt::print(stderr, "[diagnostic {}] {}\n",
+                       sanitize(get_string(d, "level").value_or("info"), false),
+                       sanitize(get_string(d, "message").value_or(""), true));
+        }
+    }
+    if (ok->get<bool>()) {
+        const json* content = get_field(result, "content");
+        if (content == nullptr || content->is_null()) return exit_ok;
+        if (content->is_string()) {
+            const std::string& text = content->get_ref<const std::string&>();
+            fmt::print("{}{}", text, !text.empty() && text.back() != '\n' ? "\n" : "");
+        } else {
+            fmt::print("{}\n", pretty(*content));
+        }
+        return exit_ok;
+    }
+    const json* error = get_field(result, "error");
+    const json empty = json::object();
+    if (error == nullptr) error = &empty;
+    fmt::print(stderr, "error {}: {}\n", sanitize(get_string(*error, "code").value_or("?"), false),
+               sanitize(get_string(*error, "message").value_or(""), true));
+    if (const json* details = get_field(*error, "details"); details && !details->is_null()) {
+        fmt::print(stderr, "  details: {}\n", compact(*details));
+    }
+    return exit_tool_failed;
+}
+
+} // namespace
+
+int run_call(const options& opts) {
+    const std::string& tool = opts.words.at(1);
+    const json arguments = parse_arguments(opts); // before connecting: bad input is never sent
+
+    session s = open_session(opts.socket, opts.home, opts.caller);
+    sigint_pipe interrupts;
+
+    const std::string id = s.conn.next_request_id();
+    json frame = {{"type", "tool_call"},    {"protocol", 1},
+                  {"requestId", id},        {"toolName", tool},
+                  {"arguments", arguments}, {"clientInfo", {{"caller", opts.caller}}}};
+    if (opts.timeout_ms) frame["timeoutMs"] = *opts.timeout_ms;
+    s.conn.send_frame(compact(frame));
+
+    bool cancel_sent = false;
+    for (;;) {
+        client::read_result r = s.conn.read_frame(std::nullopt, interrupts.read_fd());
+        if (r.status == client::read_status::woken) {
+            const int count = interrupts.drain();
+            if (count == 0) continue;
+            if (cancel_sent || count > 1) {
+                throw cli_error(exit_interrupted, "interrupted; not waiting for the result");
+            }
+            fmt::print(stderr, "cancelling… (Ctrl-C again to quit now)\n");
+            s.conn.send_frame(compact({{"type", "cancel_tool_call"}, {"requestId", id}}));
+            cancel_sent = true;
+            continue;
+        }
+        if (r.status != client::read_status::frame) {
+            throw cli_error(exit_error, "connection to meithd closed before the result arrived");
+        }
+
+        const json msg = parse_frame(r.frame);
+        check_error_frame(msg, id);
+        if (get_string(msg, "requestId") != id) continue;
+        const std::string type = get_string(msg, "type").value_or("");
+        if (type == "tool_event") {
+            if (const json* event = get_field(msg, "event"); event && event->is_object()) {
+                print_event(*event);
+            }
+        } else if (type == "tool_result") {
+            const json* result = get_field(msg, "result");
+            if (result == nullptr || !result->is_object()) {
+                throw cli_error(exit_error, "protocol error: tool_result without a \"result\"");
+            }
+            return print_result(*result, opts.json);
+        }
+    }
+}
+
+} // namespace meith::cli

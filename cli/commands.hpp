@@ -1,0 +1,13 @@
+// commands: one function per subcommand. Each returns the process exit status or throws
+// cli_error; `opts.words[0]` is the subcommand's own name.
+#pragma once
+
+#include "cli/options.hpp"
+
+namespace meith::cli {
+
+int run_status(const options& opts);
+int run_tools(const options& opts);
+int run_call(const options& opts);
+
+} // namespace meith::cli

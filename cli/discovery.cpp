@@ -1,0 +1,113 @@
+#include "cli/discovery.hpp"
+
+#include "cli/errors.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+#include <pwd.h>
+#include <unistd.h>
+
+namespace meith::cli {
+
+namespace {
+
+std::optional<std::string> env(const char* name) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    return std::string(v);
+}
+
+std::filesystem::path user_home() {
+    if (auto h = env("HOME")) return *h;
+    if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) {
+        return pw->pw_dir;
+    }
+    throw cli_error(exit_error, "cannot find the home folder: HOME is not set");
+}
+
+struct instance_record {
+    std::optional<std::filesystem::path> socket;
+    std::optional<long> pid;
+};
+
+/// Reads config.json; a missing file is an empty record, an unreadable one an error message.
+instance_record read_instance(const std::filesystem::path& file, std::string* error) {
+    instance_record rec;
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return rec;
+    std::stringstream text;
+    text << in.rdbuf();
+    nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        if (error != nullptr) *error = j.is_discarded() ? "is not valid JSON" : "is not an object";
+        return rec;
+    }
+    if (auto it = j.find("socketPath"); it != j.end() && it->is_string()) {
+        std::filesystem::path p = it->get<std::string>();
+        if (!p.empty()) rec.socket = p.is_absolute() ? p : file.parent_path() / p;
+    }
+    if (auto it = j.find("pid"); it != j.end() && it->is_number_integer()) {
+        rec.pid = it->get<long>();
+    }
+    return rec;
+}
+
+} // namespace
+
+std::filesystem::path resolve_home(const std::optional<std::filesystem::path>& home_flag) {
+    if (home_flag && !home_flag->empty()) return *home_flag;
+    if (auto h = env("MEITH_HOME")) return *h;
+    return user_home() / ".meith";
+}
+
+std::string display_path(const std::filesystem::path& path) {
+    const std::string s = path.string();
+    const char* h = std::getenv("HOME");
+    if (h == nullptr || *h == '\0') return s;
+    std::string home = h;
+    while (home.size() > 1 && home.back() == '/')
+        home.pop_back();
+    if (s.size() > home.size() && s.compare(0, home.size(), home) == 0 && s[home.size()] == '/') {
+        return "~" + s.substr(home.size());
+    }
+    return s;
+}
+
+daemon_location locate_daemon(const std::optional<std::filesystem::path>& socket_flag,
+                              const std::optional<std::filesystem::path>& home_flag) {
+    daemon_location loc;
+    loc.home = resolve_home(home_flag);
+    const std::filesystem::path record_file = loc.home / "config.json";
+    std::string error;
+    instance_record rec = read_instance(record_file, &error);
+
+    if (socket_flag && !socket_flag->empty()) {
+        loc.socket = *socket_flag;
+        // The pid only means something if the record describes the socket we were pointed at.
+        if (rec.socket && rec.socket->lexically_normal() == loc.socket.lexically_normal()) {
+            loc.pid = rec.pid;
+        }
+        return loc;
+    }
+    if (!error.empty()) {
+        throw cli_error(exit_error,
+                        fmt::format("cannot read socketPath: {} {}; pass --socket PATH or "
+                                    "restart meithd",
+                                    display_path(record_file), error));
+    }
+    if (!rec.socket) {
+        throw cli_error(exit_error,
+                        fmt::format("meithd is not running (no socketPath in {}); start it "
+                                    "with: meithd",
+                                    display_path(record_file)));
+    }
+    loc.socket = *rec.socket;
+    loc.pid = rec.pid;
+    return loc;
+}
+
+} // namespace meith::cli

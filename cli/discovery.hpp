@@ -1,0 +1,28 @@
+// discovery: where the running meithd listens — `--socket`, else `socketPath` from the instance
+// record `$MEITH_HOME/config.json` that meithd writes while it runs.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace meith::cli {
+
+struct daemon_location {
+    std::filesystem::path home;
+    std::filesystem::path socket;
+    std::optional<long> pid; ///< from config.json, only when it describes this socket
+};
+
+/// `home_flag` (--home) > env MEITH_HOME > `$HOME/.meith` (same rule as config/paths.hpp).
+std::filesystem::path resolve_home(const std::optional<std::filesystem::path>& home_flag);
+
+/// Finds the socket; throws cli_error(exit_error) with a "start it with: meithd" hint when
+/// there is no `--socket` and config.json has no usable `socketPath`.
+daemon_location locate_daemon(const std::optional<std::filesystem::path>& socket_flag,
+                              const std::optional<std::filesystem::path>& home_flag);
+
+/// `path` with a leading $HOME shown as "~", for messages.
+std::string display_path(const std::filesystem::path& path);
+
+} // namespace meith::cli

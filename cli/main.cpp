@@ -1,0 +1,112 @@
+// meith: the command-line client of meithd. Parses the command line, picks the subcommand
+// from the table below and turns cli_error into "meith: ..." plus an exit status.
+#include "cli/commands.hpp"
+#include "cli/errors.hpp"
+#include "cli/options.hpp"
+
+#include <cstddef>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/core.h>
+
+namespace {
+
+using namespace meith::cli;
+
+struct command {
+    std::string_view name;
+    std::string_view synopsis; ///< arguments after the name, for the usage text
+    std::string_view summary;
+    std::size_t min_args; ///< positionals after the name
+    std::size_t max_args;
+    bool takes_json;
+    bool takes_timeout;
+    int (*run)(const options&);
+};
+
+// New subcommands (sources, audit, policy check) are added here.
+constexpr command commands[] = {
+    {"status", "", "show the daemon, session and tool counts", 0, 0, false, false, run_status},
+    {"tools", "[--json]", "list tools with their permission for the caller", 0, 0, true, false,
+     run_tools},
+    {"call", "TOOL [JSON] [--timeout-ms N] [--json]", "call TOOL with JSON arguments (default {})",
+     1, 2, true, true, run_call},
+};
+
+std::string usage() {
+    std::string out = "usage: meith [OPTIONS] COMMAND [ARGS]\n\nCommands:\n";
+    for (const command& c : commands) {
+        std::string head = fmt::format("{} {}", c.name, c.synopsis);
+        if (head.size() <= 28) {
+            out += fmt::format("  {:<30}{}\n", head, c.summary);
+        } else {
+            out += fmt::format("  {}\n  {:<30}{}\n", head, "", c.summary);
+        }
+    }
+    out += "\nOptions (before or after COMMAND):\n"
+           "  --socket PATH     daemon socket (default: socketPath in $MEITH_HOME/config.json)\n"
+           "  --home DIR        meith home (default: $MEITH_HOME, else ~/.meith)\n"
+           "  --caller NAME     cli or plugin (default: cli)\n"
+           "  -h, --help        show this help\n"
+           "  --version         show the version\n"
+           "\nDuring call, Ctrl-C cancels the call; a second Ctrl-C exits at once.\n"
+           "Exit status: 0 ok, 1 the tool returned an error, 2 usage/connection/protocol error,\n"
+           "130 interrupted.\n";
+    return out;
+}
+
+const command* find_command(std::string_view name) {
+    for (const command& c : commands) {
+        if (c.name == name) return &c;
+    }
+    return nullptr;
+}
+
+int run(const std::vector<std::string>& args) {
+    const options opts = parse_options(args);
+    if (opts.help) {
+        fmt::print("{}", usage());
+        return exit_ok;
+    }
+    if (opts.version) {
+        fmt::print("meith {}\n", MEITH_VERSION);
+        return exit_ok;
+    }
+    if (opts.words.empty()) throw usage_error("no command given");
+
+    const command* cmd = find_command(opts.words[0]);
+    if (cmd == nullptr) {
+        throw usage_error(fmt::format("unknown command '{}'", opts.words[0]));
+    }
+    const std::size_t n = opts.words.size() - 1;
+    if (n < cmd->min_args || n > cmd->max_args) {
+        throw usage_error(fmt::format("usage: meith {} {}", cmd->name, cmd->synopsis));
+    }
+    if (opts.json && !cmd->takes_json) {
+        throw usage_error(fmt::format("'{}' does not take --json", cmd->name));
+    }
+    if (opts.timeout_ms && !cmd->takes_timeout) {
+        throw usage_error(fmt::format("'{}' does not take --timeout-ms", cmd->name));
+    }
+    return cmd->run(opts);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(std::vector<std::string>(argv + 1, argv + argc));
+    } catch (const usage_error& e) {
+        fmt::print(stderr, "meith: {}\nTry 'meith --help'.\n", e.what());
+        return e.exit_code();
+    } catch (const cli_error& e) {
+        fmt::print(stderr, "meith: {}\n", e.what());
+        return e.exit_code();
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "meith: internal error: {}\n", e.what());
+        return exit_error;
+    }
+}

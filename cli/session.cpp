@@ -1,0 +1,100 @@
+#include "cli/session.hpp"
+
+#include "cli/errors.hpp"
+
+#include <fmt/core.h>
+
+namespace meith::cli {
+
+std::optional<std::string> get_string(const json& obj, std::string_view key) {
+    const json* v = get_field(obj, key);
+    if (v == nullptr || !v->is_string()) return std::nullopt;
+    return v->get<std::string>();
+}
+
+const json* get_field(const json& obj, std::string_view key) {
+    if (!obj.is_object()) return nullptr;
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+}
+
+std::string compact(const json& j) {
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string pretty(const json& j) {
+    return j.dump(2, ' ', false, json::error_handler_t::replace);
+}
+
+std::string sanitize(std::string_view text, bool keep_newlines) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '\n' || c == '\t') {
+            out.push_back(keep_newlines ? c : ' ');
+        } else if (u < 0x20 || u == 0x7f) {
+            out.push_back('?');
+        } else {
+            out.push_back(c);
+        }
+    }
+    return out;
+}
+
+json parse_frame(const std::string& line) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !get_string(j, "type")) {
+        throw cli_error(exit_error, "protocol error: meithd sent a frame that is not a JSON "
+                                    "object with a \"type\"");
+    }
+    return j;
+}
+
+void check_error_frame(const json& frame, const std::string& request_id) {
+    if (get_string(frame, "type") != "error") return;
+    auto id = get_string(frame, "requestId");
+    if (id && *id != request_id) return;
+    throw cli_error(exit_error,
+                    fmt::format("meithd error {}: {}",
+                                get_string(frame, "code").value_or("PROTOCOL_ERROR"),
+                                sanitize(get_string(frame, "message").value_or(""), false)));
+}
+
+json await_reply(client& conn, const std::string& request_id, std::string_view type) {
+    const auto deadline = client::clock::now() + reply_timeout;
+    for (;;) {
+        client::read_result r = conn.read_frame(deadline);
+        switch (r.status) {
+        case client::read_status::frame:
+            break;
+        case client::read_status::closed:
+            throw cli_error(exit_error,
+                            fmt::format("connection to meithd closed while waiting for {}", type));
+        case client::read_status::timed_out:
+            throw cli_error(exit_error, fmt::format("no {} from meithd within {} s", type,
+                                                    reply_timeout.count()));
+        case client::read_status::woken:
+            continue; // no wake fd given; cannot happen
+        }
+        json frame = parse_frame(r.frame);
+        check_error_frame(frame, request_id);
+        if (get_string(frame, "requestId") == request_id && get_string(frame, "type") == type) {
+            return frame;
+        }
+    }
+}
+
+session open_session(const std::optional<std::filesystem::path>& socket_flag,
+                     const std::optional<std::filesystem::path>& home_flag,
+                     const std::string& caller) {
+    session s{locate_daemon(socket_flag, home_flag), client{}, json{}};
+    s.conn.connect(s.where.socket);
+    const std::string id = s.conn.next_request_id();
+    s.conn.send_frame(
+        compact({{"type", "hello"}, {"requestId", id}, {"clientInfo", {{"caller", caller}}}}));
+    s.hello = await_reply(s.conn, id, "hello_result");
+    return s;
+}
+
+} // namespace meith::cli

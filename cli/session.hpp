@@ -1,0 +1,58 @@
+// session: the JSON layer over `client` shared by every subcommand — connect and hello, wait
+// for the reply to one request, and small accessors for frames from the daemon.
+#pragma once
+
+#include "cli/client.hpp"
+#include "cli/discovery.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace meith::cli {
+
+// ordered: `--json` output keeps the daemon's field order, and our frames read type-first.
+using json = nlohmann::ordered_json;
+
+/// How long status/tools/hello wait for a reply; tool calls themselves wait without limit.
+inline constexpr std::chrono::seconds reply_timeout{10};
+
+/// A connected client that has completed hello.
+struct session {
+    daemon_location where;
+    client conn;
+    json hello; ///< the hello_result frame
+};
+
+/// Locates the daemon, connects and says hello as `caller`. Throws cli_error(exit_error).
+session open_session(const std::optional<std::filesystem::path>& socket_flag,
+                     const std::optional<std::filesystem::path>& home_flag,
+                     const std::string& caller);
+
+/// Parses one frame; anything but a JSON object is a protocol error (cli_error).
+json parse_frame(const std::string& line);
+
+/// Throws cli_error(exit_error) if `frame` is an error frame for `request_id` or for the
+/// whole connection (no requestId).
+void check_error_frame(const json& frame, const std::string& request_id);
+
+/// Reads frames until one of `type` answers `request_id`, skipping unrelated ones. Throws on
+/// an error frame for it, on close and on timeout.
+json await_reply(client& conn, const std::string& request_id, std::string_view type);
+
+/// Field accessors that tolerate absence and wrong types.
+std::optional<std::string> get_string(const json& obj, std::string_view key);
+const json* get_field(const json& obj, std::string_view key);
+
+/// Compact/pretty JSON text; invalid UTF-8 is replaced rather than thrown on.
+std::string compact(const json& j);
+std::string pretty(const json& j);
+
+/// Replaces control characters (terminal escapes from tool output) with '?'; keeps `\n` and
+/// `\t` when `keep_newlines`, else turns them into spaces.
+std::string sanitize(std::string_view text, bool keep_newlines);
+
+} // namespace meith::cli

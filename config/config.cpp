@@ -1,0 +1,732 @@
+#include "config/config.hpp"
+
+#include "config/paths.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <initializer_list>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <toml++/toml.h>
+#include <unistd.h>
+
+namespace meith::config {
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::string_view_literals;
+
+constexpr std::array capability_names{
+    "read-only"sv,        "writes-files"sv, "controls-browser"sv, "starts-process"sv,
+    "accesses-network"sv, "destructive"sv,  "unknown"sv,
+};
+
+constexpr std::array source_kind_names{"host"sv, "exec"sv};
+constexpr std::array exec_mode_names{"oneshot"sv, "server"sv};
+constexpr std::array hook_kind_names{"filter"sv, "observe"sv};
+constexpr std::array filter_phases{"before_execution"sv, "after_execution"sv};
+constexpr std::array observe_phases{"session_start"sv, "session_end"sv, "before_execution"sv,
+                                    "after_execution"sv};
+constexpr std::array fsync_names{"never"sv, "always"sv, "interval"sv};
+constexpr std::array on_failure_names{"fail_closed"sv, "continue"sv};
+constexpr std::array caller_names{"cli"sv, "plugin"sv};
+constexpr std::array decision_names{"allow"sv, "deny"sv};
+
+std::string_view type_name(toml::node_type t) {
+    switch (t) {
+    case toml::node_type::table:
+        return "a table";
+    case toml::node_type::array:
+        return "an array";
+    case toml::node_type::string:
+        return "a string";
+    case toml::node_type::integer:
+        return "an integer";
+    case toml::node_type::floating_point:
+        return "a float";
+    case toml::node_type::boolean:
+        return "a boolean";
+    case toml::node_type::date:
+        return "a date";
+    case toml::node_type::time:
+        return "a time";
+    case toml::node_type::date_time:
+        return "a date-time";
+    case toml::node_type::none:
+        break;
+    }
+    return "nothing";
+}
+
+template <std::size_t N>
+std::string quoted_list(const std::array<std::string_view, N>& names) {
+    std::string out;
+    for (std::size_t i = 0; i < N; ++i) {
+        if (i > 0) out += i + 1 == N ? " or " : ", ";
+        out += fmt::format("\"{}\"", names[i]);
+    }
+    return out;
+}
+
+template <std::size_t N>
+std::optional<std::size_t> index_of(const std::array<std::string_view, N>& names,
+                                    std::string_view v) {
+    for (std::size_t i = 0; i < N; ++i)
+        if (names[i] == v) return i;
+    return std::nullopt;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diag = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1 : 0)});
+            diag = up;
+        }
+    }
+    return row[b.size()];
+}
+
+/// TOML value -> JSON: tables, arrays and scalars map one to one; dates and times become
+/// their TOML text (e.g. "1979-05-27T07:32:00Z").
+nlohmann::json to_json(const toml::node& n) {
+    if (const auto* t = n.as_table()) {
+        auto obj = nlohmann::json::object();
+        for (auto&& [k, v] : *t)
+            obj[std::string(k.str())] = to_json(v);
+        return obj;
+    }
+    if (const auto* a = n.as_array()) {
+        auto arr = nlohmann::json::array();
+        for (const auto& e : *a)
+            arr.push_back(to_json(e));
+        return arr;
+    }
+    if (const auto* v = n.as_string()) return v->get();
+    if (const auto* v = n.as_integer()) return v->get();
+    if (const auto* v = n.as_floating_point()) return v->get();
+    if (const auto* v = n.as_boolean()) return v->get();
+    std::ostringstream os;
+    if (const auto* v = n.as_date()) os << v->get();
+    if (const auto* v = n.as_time()) os << v->get();
+    if (const auto* v = n.as_date_time()) os << v->get();
+    return os.str();
+}
+
+std::string json_text(const toml::node& n) {
+    // toml++ only yields valid UTF-8, but "replace" keeps dump() from ever throwing.
+    return to_json(n).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+/// A table being checked and how messages name it ("[limits]", "source 'weather'", or
+/// empty for the document root).
+struct scope {
+    const toml::table& table;
+    std::string name;
+};
+
+/// Walks the document and keeps the problem that comes first in the file, so the user fixes
+/// errors top to bottom whatever order the checks run in. Readers report and return nullopt;
+/// callers then keep the default, and skip checks that depend on the failed value.
+class checker {
+  public:
+    checker(std::string display_name, fs::path base_dir)
+        : display_(std::move(display_name)), base_(std::move(base_dir)) {}
+
+    bool failed() const { return error_.has_value(); }
+    const std::optional<config_error>& error() const { return error_; }
+    const fs::path& base_dir() const { return base_; }
+
+    std::string where(const toml::source_region& r) const {
+        if (r.begin.line == 0) return display_;
+        return fmt::format("{}:{}:{}", display_, r.begin.line, r.begin.column);
+    }
+
+    void fail(const toml::source_region& r, std::string message) {
+        const std::pair<std::uint32_t, std::uint32_t> at{r.begin.line, r.begin.column};
+        if (error_ && at >= at_) return;
+        at_ = at;
+        error_ = config_error{where(r), std::move(message)};
+    }
+
+    static std::string label(const scope& s, std::string_view key) {
+        if (s.name.empty()) return fmt::format("'{}'", key);
+        return fmt::format("'{}' in {}", key, s.name);
+    }
+
+    /// Every key of the table not in `allowed` is an error, with a suggestion for typos.
+    void check_keys(const scope& s, std::initializer_list<std::string_view> allowed) {
+        for (auto&& [k, v] : s.table) {
+            const std::string_view key = k.str();
+            if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+            std::string message = s.name.empty()
+                                      ? fmt::format("unknown top-level key '{}'", key)
+                                      : fmt::format("unknown key '{}' in {}", key, s.name);
+            std::string_view best;
+            std::size_t best_d = 3;
+            for (auto candidate : allowed) {
+                const std::size_t d = edit_distance(key, candidate);
+                if (d < best_d && d < std::max<std::size_t>(2, candidate.size() / 2)) {
+                    best = candidate;
+                    best_d = d;
+                }
+            }
+            if (!best.empty()) message += fmt::format(" (did you mean '{}'?)", best);
+            fail(k.source().begin.line != 0 ? k.source() : v.source(), std::move(message));
+        }
+    }
+
+    /// True when present; otherwise reports the table as missing `key`.
+    bool require(const scope& s, std::string_view key) {
+        if (s.table.contains(key)) return true;
+        fail(s.table.source(), fmt::format("missing required key '{}' in {}", key,
+                                           s.name.empty() ? "the document" : s.name));
+        return false;
+    }
+
+    void type_error(const toml::node& n, const std::string& what, std::string_view expected) {
+        fail(n.source(), fmt::format("{} must be {}, not {}", what, expected, type_name(n.type())));
+    }
+
+    std::optional<std::string> string_of(const toml::node& n, const std::string& what,
+                                         bool non_empty) {
+        const auto* v = n.as_string();
+        if (v == nullptr) {
+            type_error(n, what, non_empty ? "a non-empty string" : "a string");
+            return std::nullopt;
+        }
+        const std::string& s = v->get();
+        if (non_empty && s.empty()) {
+            fail(n.source(), fmt::format("{} must not be empty", what));
+            return std::nullopt;
+        }
+        if (s.find('\0') != std::string::npos) {
+            fail(n.source(), fmt::format("{} must not contain a NUL character", what));
+            return std::nullopt;
+        }
+        return s;
+    }
+
+    std::optional<std::uint64_t> uint_of(const toml::node& n, const std::string& what,
+                                         std::uint64_t min) {
+        const std::string expected = min == 0   ? "a non-negative integer"
+                                     : min == 1 ? "a positive integer"
+                                                : fmt::format("an integer of at least {}", min);
+        const auto* v = n.as_integer();
+        if (v == nullptr) {
+            type_error(n, what, expected);
+            return std::nullopt;
+        }
+        const std::int64_t i = v->get();
+        if (i < 0 || static_cast<std::uint64_t>(i) < min) {
+            fail(n.source(), fmt::format("{} must be {}, not {}", what, expected, i));
+            return std::nullopt;
+        }
+        return static_cast<std::uint64_t>(i);
+    }
+
+    std::optional<std::string> read_string(const scope& s, std::string_view key, bool non_empty) {
+        const auto* n = s.table.get(key);
+        return n ? string_of(*n, label(s, key), non_empty) : std::nullopt;
+    }
+
+    std::optional<std::uint64_t> read_uint(const scope& s, std::string_view key,
+                                           std::uint64_t min = 0) {
+        const auto* n = s.table.get(key);
+        return n ? uint_of(*n, label(s, key), min) : std::nullopt;
+    }
+
+    template <std::size_t N>
+    std::optional<std::size_t> read_enum(const scope& s, std::string_view key,
+                                         const std::array<std::string_view, N>& names) {
+        const auto* n = s.table.get(key);
+        if (n == nullptr) return std::nullopt;
+        auto v = string_of(*n, label(s, key), false);
+        if (!v) return std::nullopt;
+        if (auto i = index_of(names, *v)) return i;
+        fail(n->source(),
+             fmt::format("{} must be {}, not \"{}\"", label(s, key), quoted_list(names), *v));
+        return std::nullopt;
+    }
+
+    const toml::table* read_table(const scope& s, std::string_view key) {
+        const auto* n = s.table.get(key);
+        if (n == nullptr) return nullptr;
+        if (const auto* t = n->as_table()) return t;
+        type_error(*n, label(s, key), "a table");
+        return nullptr;
+    }
+
+    /// `[[key]]` (or `key = [{...}, ...]`): the entries that are tables.
+    std::vector<const toml::table*> read_table_array(const scope& s, std::string_view key) {
+        std::vector<const toml::table*> out;
+        const auto* n = s.table.get(key);
+        if (n == nullptr) return out;
+        const auto* a = n->as_array();
+        if (a == nullptr) {
+            type_error(*n, label(s, key), "an array of tables");
+            return out;
+        }
+        for (const auto& e : *a) {
+            if (const auto* t = e.as_table())
+                out.push_back(t);
+            else
+                type_error(e, fmt::format("each entry of {}", label(s, key)), "a table");
+        }
+        return out;
+    }
+
+    std::optional<std::vector<std::string>> string_array_of(const toml::node& n,
+                                                            const std::string& what,
+                                                            bool non_empty_list,
+                                                            bool non_empty_items) {
+        const auto* a = n.as_array();
+        if (a == nullptr) {
+            type_error(n, what,
+                       non_empty_list ? "a non-empty array of strings" : "an array of strings");
+            return std::nullopt;
+        }
+        if (non_empty_list && a->empty()) {
+            fail(n.source(), fmt::format("{} must not be empty", what));
+            return std::nullopt;
+        }
+        std::vector<std::string> out;
+        bool ok = true;
+        for (std::size_t i = 0; i < a->size(); ++i) {
+            auto s = string_of((*a)[i], fmt::format("each item of {}", what), non_empty_items);
+            if (s)
+                out.push_back(std::move(*s));
+            else
+                ok = false;
+        }
+        if (!ok) return std::nullopt;
+        return out;
+    }
+
+    std::optional<std::vector<std::string>> read_string_array(const scope& s, std::string_view key,
+                                                              bool non_empty_list,
+                                                              bool non_empty_items) {
+        const auto* n = s.table.get(key);
+        if (n == nullptr) return std::nullopt;
+        return string_array_of(*n, label(s, key), non_empty_list, non_empty_items);
+    }
+
+    /// An array of capability names, each checked against PROTOCOL.md §5.
+    std::optional<std::vector<std::string>> capabilities_of(const toml::node& n,
+                                                            const std::string& what) {
+        auto names = string_array_of(n, what, false, false);
+        if (!names) return std::nullopt;
+        const auto& a = *n.as_array();
+        bool ok = true;
+        for (std::size_t i = 0; i < names->size(); ++i) {
+            if (index_of(capability_names, (*names)[i])) continue;
+            fail(a[i].source(),
+                 fmt::format("unknown capability \"{}\" in {}; known capabilities: {}", (*names)[i],
+                             what, quoted_list(capability_names)));
+            ok = false;
+        }
+        if (!ok) return std::nullopt;
+        return names;
+    }
+
+    std::optional<std::vector<std::string>> read_capabilities(const scope& s,
+                                                              std::string_view key) {
+        const auto* n = s.table.get(key);
+        return n ? capabilities_of(*n, label(s, key)) : std::nullopt;
+    }
+
+    /// A path: "~" expanded, relative ones resolved against the config file's folder.
+    std::optional<fs::path> read_path(const scope& s, std::string_view key) {
+        auto v = read_string(s, key, true);
+        if (!v) return std::nullopt;
+        fs::path p = expand_tilde(fs::path(*v));
+        if (p.is_relative()) p = base_ / p;
+        return p.lexically_normal();
+    }
+
+    std::optional<std::map<std::string, std::string>> read_env(const scope& s,
+                                                               std::string_view key) {
+        const auto* t = read_table(s, key);
+        if (t == nullptr) return std::nullopt;
+        std::map<std::string, std::string> out;
+        bool ok = true;
+        for (auto&& [k, v] : *t) {
+            const std::string name(k.str());
+            if (name.empty() || name.find('=') != std::string::npos ||
+                name.find('\0') != std::string::npos) {
+                fail(k.source(), fmt::format("environment variable name '{}' in {} is not valid",
+                                             name, label(s, key)));
+                ok = false;
+                continue;
+            }
+            auto value = string_of(
+                v, fmt::format("environment variable '{}' in {}", name, label(s, key)), false);
+            if (value)
+                out.emplace(name, std::move(*value));
+            else
+                ok = false;
+        }
+        if (!ok) return std::nullopt;
+        return out;
+    }
+
+    std::optional<std::string> read_json_table(const scope& s, std::string_view key) {
+        const auto* t = read_table(s, key);
+        if (t == nullptr) return std::nullopt;
+        return json_text(*t);
+    }
+
+  private:
+    std::string display_;
+    fs::path base_;
+    std::optional<config_error> error_;
+    std::pair<std::uint32_t, std::uint32_t> at_{};
+};
+
+template <typename T>
+void assign(T& field, std::optional<T> v) {
+    if (v) field = std::move(*v);
+}
+
+void parse_socket(checker& c, const scope& s, config& cfg) {
+    c.check_keys(s, {"path"});
+    if (auto p = c.read_path(s, "path")) cfg.socket_path = std::move(*p);
+}
+
+void parse_limits(checker& c, const scope& s, limits_config& l) {
+    c.check_keys(s,
+                 {"max_frame_bytes", "max_result_bytes", "max_timeout_ms", "max_connections",
+                  "max_calls_in_flight_per_connection", "max_outbound_bytes", "idle_timeout_ms"});
+    assign(l.max_frame_bytes, c.read_uint(s, "max_frame_bytes", 1024));
+    assign(l.max_result_bytes, c.read_uint(s, "max_result_bytes"));
+    assign(l.max_timeout_ms, c.read_uint(s, "max_timeout_ms"));
+    assign(l.max_connections, c.read_uint(s, "max_connections", 1));
+    assign(l.max_calls_in_flight_per_connection,
+           c.read_uint(s, "max_calls_in_flight_per_connection", 1));
+    assign(l.max_outbound_bytes, c.read_uint(s, "max_outbound_bytes"));
+    assign(l.idle_timeout_ms, c.read_uint(s, "idle_timeout_ms"));
+}
+
+void parse_tools(checker& c, const scope& s, tools_config& t) {
+    c.check_keys(s, {"default_timeout_ms", "shutdown_grace_ms", "kill_grace_ms"});
+    assign(t.default_timeout_ms, c.read_uint(s, "default_timeout_ms"));
+    assign(t.shutdown_grace_ms, c.read_uint(s, "shutdown_grace_ms"));
+    assign(t.kill_grace_ms, c.read_uint(s, "kill_grace_ms"));
+}
+
+void parse_audit(checker& c, const scope& s, audit_config& a) {
+    c.check_keys(s, {"path", "max_bytes", "keep", "fsync", "on_failure"});
+    if (auto p = c.read_path(s, "path")) a.path = std::move(*p);
+    assign(a.max_bytes, c.read_uint(s, "max_bytes"));
+    assign(a.keep, c.read_uint(s, "keep"));
+    if (auto i = c.read_enum(s, "fsync", fsync_names))
+        a.fsync = std::array{fsync_policy::never, fsync_policy::always, fsync_policy::interval}[*i];
+    if (auto i = c.read_enum(s, "on_failure", on_failure_names))
+        a.on_failure =
+            *i == 0 ? audit_failure_policy::fail_closed : audit_failure_policy::keep_going;
+}
+
+caller_policy_config parse_caller(checker& c, const scope& s) {
+    c.check_keys(s, {"allow", "deny"});
+    caller_policy_config p{{"read-only", "accesses-network"}, {}};
+    assign(p.allow, c.read_capabilities(s, "allow"));
+    assign(p.deny, c.read_capabilities(s, "deny"));
+    return p;
+}
+
+void parse_permissions(checker& c, const scope& s, permissions_config& p) {
+    c.check_keys(s, {"callers", "rules"});
+    if (const auto* callers = c.read_table(s, "callers")) {
+        for (auto&& [k, v] : *callers) {
+            const std::string_view name = k.str();
+            if (!index_of(caller_names, name)) {
+                c.fail(k.source(), fmt::format("[permissions.callers.{}]: only the callers \"cli\" "
+                                               "and \"plugin\" can be configured (other claimed "
+                                               "callers are treated as \"plugin\")",
+                                               name));
+                continue;
+            }
+            const std::string table_name = fmt::format("[permissions.callers.{}]", name);
+            const auto* t = v.as_table();
+            if (t == nullptr) {
+                c.type_error(v, table_name, "a table");
+                continue;
+            }
+            auto parsed = parse_caller(c, scope{*t, table_name});
+            (name == "cli" ? p.cli : p.plugin) = std::move(parsed);
+        }
+    }
+    for (const auto* t : c.read_table_array(s, "rules")) {
+        const scope r{*t, "[[permissions.rules]]"};
+        c.check_keys(r, {"tool", "caller", "decision"});
+        permission_rule_config rule;
+        if (c.require(r, "tool")) assign(rule.tool, c.read_string(r, "tool", true));
+        if (auto i = c.read_enum(r, "caller", caller_names))
+            rule.caller = std::string(caller_names[*i]);
+        if (c.require(r, "decision")) {
+            if (auto i = c.read_enum(r, "decision", decision_names)) rule.allow = *i == 0;
+        }
+        p.rules.push_back(std::move(rule));
+    }
+}
+
+/// `command`, `cwd` and `env`, shared by sources and hooks.
+void parse_process(checker& c, const scope& s, std::vector<std::string>& command, fs::path& cwd,
+                   std::map<std::string, std::string>& env) {
+    if (c.require(s, "command")) {
+        if (auto cmd = c.read_string_array(s, "command", true, false)) {
+            if ((*cmd)[0].empty())
+                c.fail(s.table.get("command")->source(),
+                       fmt::format("the program in {} must not be empty",
+                                   checker::label(s, "command")));
+            else
+                command = std::move(*cmd);
+        }
+    }
+    cwd = c.base_dir();
+    assign(cwd, c.read_path(s, "cwd"));
+    assign(env, c.read_env(s, "env"));
+}
+
+std::optional<exec_tool_config> parse_exec_tool(checker& c, const scope& s) {
+    c.check_keys(s, {"name", "description", "capabilities", "input_schema", "timeout_ms"});
+    exec_tool_config t;
+    bool ok = c.require(s, "name");
+    if (ok) {
+        auto name = c.read_string(s, "name", true);
+        ok = name.has_value();
+        assign(t.name, std::move(name));
+    }
+    assign(t.description, c.read_string(s, "description", false));
+    assign(t.capabilities, c.read_capabilities(s, "capabilities"));
+    assign(t.input_schema_json, c.read_json_table(s, "input_schema"));
+    if (auto v = c.read_uint(s, "timeout_ms", 1)) t.timeout_ms = *v;
+    if (!ok) return std::nullopt;
+    return t;
+}
+
+bool valid_source_name(std::string_view name) {
+    return !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+        return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+               ch == '_' || ch == '.' || ch == '-';
+    });
+}
+
+void parse_sources(checker& c, const scope& root, std::vector<source_config>& out) {
+    std::map<std::string, std::string> first_seen; // name -> where
+    for (const auto* t : c.read_table_array(root, "sources")) {
+        source_config src;
+        scope s{*t, "[[sources]]"};
+        if (c.require(s, "name")) {
+            if (auto name = c.read_string(s, "name", true)) {
+                const auto& where = t->get("name")->source();
+                if (!valid_source_name(*name)) {
+                    c.fail(where, fmt::format("source name \"{}\" may only use letters, digits, "
+                                              "'_', '.' and '-'",
+                                              *name));
+                } else if (auto [it, fresh] = first_seen.emplace(*name, c.where(where)); !fresh) {
+                    c.fail(where, fmt::format("duplicate source name \"{}\" (first defined at {})",
+                                              *name, it->second));
+                } else {
+                    s.name = fmt::format("source '{}'", *name);
+                }
+                src.name = std::move(*name);
+            }
+        }
+        c.check_keys(s, {"name", "kind", "mode", "command", "cwd", "env", "config", "capabilities",
+                         "timeout_ms", "prefix", "start_timeout_ms", "tool"});
+
+        std::optional<source_kind> kind;
+        if (c.require(s, "kind")) {
+            if (auto i = c.read_enum(s, "kind", source_kind_names))
+                kind = *i == 0 ? source_kind::host : source_kind::exec;
+        }
+        if (kind) src.kind = *kind;
+
+        if (const auto* mode = t->get("mode"); mode != nullptr && kind == source_kind::host) {
+            c.fail(mode->source(),
+                   fmt::format("'mode' in {} is only for exec sources (kind = \"exec\")", s.name));
+        } else if (auto i = c.read_enum(s, "mode", exec_mode_names)) {
+            src.mode = *i == 0 ? exec_mode::oneshot : exec_mode::server;
+        }
+
+        parse_process(c, s, src.command, src.cwd, src.env);
+        assign(src.config_json, c.read_json_table(s, "config"));
+
+        if (const auto* caps = c.read_table(s, "capabilities")) {
+            for (auto&& [k, v] : *caps) {
+                auto names = c.capabilities_of(
+                    v, fmt::format("the capabilities of tool '{}' in {}", k.str(), s.name));
+                if (names) src.capabilities.emplace(std::string(k.str()), std::move(*names));
+            }
+        }
+        if (const auto* timeouts = c.read_table(s, "timeout_ms")) {
+            for (auto&& [k, v] : *timeouts) {
+                auto ms = c.uint_of(
+                    v, fmt::format("the timeout_ms of tool '{}' in {}", k.str(), s.name), 1);
+                if (ms) src.timeout_ms.emplace(std::string(k.str()), *ms);
+            }
+        }
+        assign(src.prefix, c.read_string(s, "prefix", false));
+        assign(src.start_timeout_ms, c.read_uint(s, "start_timeout_ms", 1));
+
+        const auto* tool = t->get("tool");
+        if (kind == source_kind::host && tool != nullptr) {
+            c.fail(tool->source(),
+                   fmt::format("'tool' in {} is only for exec sources; a host lists its own tools",
+                               s.name));
+        } else if (kind == source_kind::exec && c.require(s, "tool")) {
+            if (const auto* tt = c.read_table(s, "tool"))
+                src.tool = parse_exec_tool(c, scope{*tt, fmt::format("the tool of {}", s.name)});
+        }
+        out.push_back(std::move(src));
+    }
+}
+
+void parse_hooks(checker& c, const scope& root, std::vector<hook_config>& out) {
+    std::map<std::string, std::string> first_seen;
+    for (const auto* t : c.read_table_array(root, "hooks")) {
+        hook_config hook;
+        scope s{*t, "[[hooks]]"};
+        if (c.require(s, "name")) {
+            if (auto name = c.read_string(s, "name", true)) {
+                const auto& where = t->get("name")->source();
+                if (auto [it, fresh] = first_seen.emplace(*name, c.where(where)); !fresh)
+                    c.fail(where, fmt::format("duplicate hook name \"{}\" (first defined at {})",
+                                              *name, it->second));
+                else
+                    s.name = fmt::format("hook '{}'", *name);
+                hook.name = std::move(*name);
+            }
+        }
+        c.check_keys(
+            s, {"name", "kind", "mode", "phase", "command", "cwd", "env", "tools", "timeout_ms"});
+
+        bool kind_ok = true;
+        if (s.table.contains("kind")) {
+            auto i = c.read_enum(s, "kind", hook_kind_names);
+            kind_ok = i.has_value();
+            if (i) hook.kind = *i == 0 ? hook_kind::filter : hook_kind::observe;
+        }
+        if (auto i = c.read_enum(s, "mode", exec_mode_names))
+            hook.mode = *i == 0 ? exec_mode::oneshot : exec_mode::server;
+        if (c.require(s, "phase") && kind_ok) {
+            const auto* phase = t->get("phase");
+            const auto* text = phase->as_string();
+            if (hook.kind == hook_kind::filter && text != nullptr &&
+                !index_of(filter_phases, text->get()) && index_of(observe_phases, text->get())) {
+                c.fail(phase->source(),
+                       fmt::format("{} is a filter hook, which runs at \"before_execution\" or "
+                                   "\"after_execution\"; phase \"{}\" needs kind = \"observe\"",
+                                   s.name, text->get()));
+            } else if (hook.kind == hook_kind::filter) {
+                if (auto i = c.read_enum(s, "phase", filter_phases))
+                    hook.phase = std::string(filter_phases[*i]);
+            } else if (auto i = c.read_enum(s, "phase", observe_phases)) {
+                hook.phase = std::string(observe_phases[*i]);
+            }
+        }
+        parse_process(c, s, hook.command, hook.cwd, hook.env);
+        assign(hook.tools, c.read_string_array(s, "tools", false, true));
+        assign(hook.timeout_ms, c.read_uint(s, "timeout_ms", 1));
+        out.push_back(std::move(hook));
+    }
+}
+
+config parse_document(checker& c, const toml::table& root) {
+    config cfg;
+    const scope s{root, ""};
+    c.check_keys(s, {"socket", "limits", "tools", "audit", "permissions", "sources", "hooks"});
+    if (const auto* t = c.read_table(s, "socket")) parse_socket(c, scope{*t, "[socket]"}, cfg);
+    if (const auto* t = c.read_table(s, "limits"))
+        parse_limits(c, scope{*t, "[limits]"}, cfg.limits);
+    if (const auto* t = c.read_table(s, "tools")) parse_tools(c, scope{*t, "[tools]"}, cfg.tools);
+    if (const auto* t = c.read_table(s, "audit")) parse_audit(c, scope{*t, "[audit]"}, cfg.audit);
+    if (const auto* t = c.read_table(s, "permissions"))
+        parse_permissions(c, scope{*t, "[permissions]"}, cfg.permissions);
+    parse_sources(c, s, cfg.sources);
+    parse_hooks(c, s, cfg.hooks);
+    // §5: the outbound queue must hold at least one full result.
+    cfg.limits.max_outbound_bytes =
+        std::max(cfg.limits.max_outbound_bytes, cfg.limits.max_result_bytes);
+    return cfg;
+}
+
+std::optional<std::string> read_whole_file(const fs::path& file, std::string& error) {
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        error = std::strerror(errno);
+        return std::nullopt;
+    }
+    std::string text;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            error = std::strerror(errno);
+            ::close(fd);
+            return std::nullopt;
+        }
+        if (n == 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return text;
+}
+
+} // namespace
+
+load_result parse_config(std::string_view toml_text, const std::string& display_name,
+                         const std::filesystem::path& base_dir) {
+    try {
+        std::error_code ec;
+        fs::path base = fs::absolute(base_dir, ec);
+        if (ec) base = base_dir;
+        checker c(display_name, base.lexically_normal());
+
+        toml::table root;
+        try {
+            root = toml::parse(toml_text, std::string_view(display_name));
+        } catch (const toml::parse_error& e) {
+            return {std::nullopt, config_error{c.where(e.source()), std::string(e.description())}};
+        }
+        config cfg = parse_document(c, root);
+        if (c.failed()) return {std::nullopt, c.error()};
+        return {std::move(cfg), std::nullopt};
+    } catch (const std::exception& e) { // e.g. bad_alloc: the promise is "never throws"
+        return {std::nullopt,
+                config_error{display_name, fmt::format("internal error: {}", e.what())}};
+    }
+}
+
+load_result load_config(const std::filesystem::path& file) {
+    std::string error;
+    auto text = read_whole_file(file, error);
+    if (!text)
+        return {std::nullopt,
+                config_error{{}, fmt::format("cannot read {}: {}", file.string(), error)}};
+    std::error_code ec;
+    fs::path abs = fs::absolute(file, ec);
+    if (ec) abs = file;
+    load_result r = parse_config(*text, file.string(), abs.parent_path());
+    if (r.value) r.value->source_file = abs.lexically_normal();
+    return r;
+}
+
+} // namespace meith::config

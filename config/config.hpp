@@ -1,0 +1,149 @@
+// config: the user's TOML config (PROTOCOL.md §8) compiled into a validated, immutable value.
+//
+// Parsing is two-step: toml++ gives located syntax, then `load_config` checks every key
+// (unknown keys are errors), every type and every range, and reports the first problem as
+// "FILE:LINE:COL: message". Nothing here touches the daemon; the value is plain data and
+// safe to share between threads once built.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace meith::config {
+
+/// [limits] (PROTOCOL.md §2, §5, §8). Sizes in bytes, times in milliseconds.
+struct limits_config {
+    std::uint64_t max_frame_bytes = 8 * 1024 * 1024;
+    std::uint64_t max_result_bytes = 8 * 1024 * 1024;
+    std::uint64_t max_timeout_ms = 600000;
+    std::uint64_t max_connections = 1024;
+    std::uint64_t max_calls_in_flight_per_connection = 64;
+    std::uint64_t max_outbound_bytes = 16 * 1024 * 1024; ///< raised to max_result_bytes if lower
+    std::uint64_t idle_timeout_ms = 0;                   ///< 0 = no idle timeout
+};
+
+/// [tools] (PROTOCOL.md §5, §7).
+struct tools_config {
+    std::uint64_t default_timeout_ms = 30000;
+    std::uint64_t shutdown_grace_ms = 5000;
+    std::uint64_t kill_grace_ms = 2000; ///< SIGTERM -> SIGKILL for a stopped process group
+};
+
+enum class fsync_policy { never, always, interval };
+enum class audit_failure_policy { fail_closed, keep_going };
+
+/// [audit] (PROTOCOL.md §6).
+struct audit_config {
+    std::optional<std::filesystem::path> path; ///< absent: $MEITH_HOME/audit.jsonl; "~" expanded
+    std::uint64_t max_bytes = 64 * 1024 * 1024;
+    std::uint64_t keep = 5;
+    fsync_policy fsync = fsync_policy::never;
+    audit_failure_policy on_failure = audit_failure_policy::fail_closed;
+};
+
+/// One `[permissions.callers.X]` table: replaces that caller's default allow/deny lists.
+/// Capability names are validated: read-only, writes-files, controls-browser, starts-process,
+/// accesses-network, destructive, unknown.
+struct caller_policy_config {
+    std::vector<std::string> allow;
+    std::vector<std::string> deny;
+};
+
+/// One `[[permissions.rules]]` entry; first match wins, before the caller defaults.
+struct permission_rule_config {
+    std::string tool;                  ///< glob on the tool name (`*`, `?`, `[...]`)
+    std::optional<std::string> caller; ///< "cli" | "plugin"; absent = every caller
+    bool allow = false;                ///< decision = "allow" | "deny"
+};
+
+struct permissions_config {
+    std::optional<caller_policy_config> cli;    ///< absent: built-in defaults
+    std::optional<caller_policy_config> plugin; ///< absent: built-in defaults
+    std::vector<permission_rule_config> rules;
+};
+
+enum class source_kind { host, exec };
+enum class exec_mode { oneshot, server };
+
+/// The single tool an exec source provides (`tool = {...}`).
+struct exec_tool_config {
+    std::string name;
+    std::string description;
+    std::vector<std::string> capabilities;
+    std::string input_schema_json; ///< JSON text; empty = absent
+    std::optional<std::uint64_t> timeout_ms;
+};
+
+/// One `[[sources]]` entry (PROTOCOL.md §7).
+struct source_config {
+    std::string name;
+    source_kind kind = source_kind::host;
+    exec_mode mode = exec_mode::oneshot;         ///< exec only
+    std::vector<std::string> command;            ///< argv, non-empty
+    std::filesystem::path cwd;                   ///< absolute; default: the config file's folder
+    std::map<std::string, std::string> env;      ///< added to the child's environment
+    std::string config_json = "{}";              ///< host `init` config, as JSON text
+    std::map<std::string, std::vector<std::string>> capabilities; ///< tool -> capabilities
+    std::map<std::string, std::uint64_t> timeout_ms;              ///< tool -> timeout
+    std::string prefix;                          ///< prepended to every tool name
+    std::uint64_t start_timeout_ms = 10000;
+    std::optional<exec_tool_config> tool;        ///< exec only, required there
+};
+
+enum class hook_kind { filter, observe };
+
+/// One `[[hooks]]` entry (PROTOCOL.md §7). Parsed and validated now; run by later work.
+struct hook_config {
+    std::string name;
+    hook_kind kind = hook_kind::filter;
+    exec_mode mode = exec_mode::oneshot;
+    std::string phase; ///< before_execution | after_execution | session_start | session_end | ...
+    std::vector<std::string> command;
+    std::filesystem::path cwd;
+    std::map<std::string, std::string> env;
+    std::vector<std::string> tools = {"*"};
+    std::uint64_t timeout_ms = 2000;
+};
+
+/// The whole validated config. Default-constructed = the built-in defaults (no file).
+struct config {
+    std::optional<std::filesystem::path> source_file; ///< absent when built-in defaults
+    std::optional<std::filesystem::path> socket_path; ///< [socket] path, "~" expanded
+    limits_config limits;
+    tools_config tools;
+    audit_config audit;
+    permissions_config permissions;
+    std::vector<source_config> sources;
+    std::vector<hook_config> hooks;
+};
+
+/// A startup error: `where` is "FILE:LINE:COL" (or just FILE), `message` what is wrong.
+struct config_error {
+    std::string where;
+    std::string message;
+    std::string to_string() const { return where.empty() ? message : where + ": " + message; }
+};
+
+/// Result of loading: exactly one of `value` / `error` is set.
+struct load_result {
+    std::optional<config> value;
+    std::optional<config_error> error;
+};
+
+/// Parses and validates the TOML file at `file`. Relative `cwd` and the default `cwd` of
+/// sources and hooks resolve against the file's folder; `~` in paths expands to $HOME.
+/// Never throws: syntax errors, unknown keys, wrong types, bad enum values and name clashes
+/// (two sources or hooks with one name) come back as `error`.
+load_result load_config(const std::filesystem::path& file);
+
+/// Same, from text (for tests); `display_name` stands in for the file name in errors and
+/// `base_dir` for its folder.
+load_result parse_config(std::string_view toml_text, const std::string& display_name,
+                         const std::filesystem::path& base_dir);
+
+} // namespace meith::config

@@ -1,0 +1,135 @@
+#include "config/paths.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <fmt/format.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+namespace meith::config {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> env_value(const char* name) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    return std::string(v);
+}
+
+/// $HOME, else the passwd entry of the effective user.
+std::optional<fs::path> user_home() {
+    if (auto home = env_value("HOME")) return fs::path(*home);
+    std::vector<char> buf(16384);
+    passwd pw{};
+    passwd* found = nullptr;
+    if (getpwuid_r(geteuid(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr &&
+        found->pw_dir != nullptr && *found->pw_dir != '\0')
+        return fs::path(found->pw_dir);
+    return std::nullopt;
+}
+
+fs::path make_absolute(const fs::path& p) {
+    std::error_code ec;
+    fs::path abs = fs::absolute(p, ec);
+    return ec ? p : abs;
+}
+
+/// Quotes `p` for a shell command line when it holds anything but plain path characters.
+std::string shell_quoted(const fs::path& p) {
+    const std::string s = p.string();
+    const bool plain =
+        !s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "abcdefghijklmnopqrstuvwxyz"
+                                          "0123456789/._-+,:@%=") == std::string::npos;
+    if (plain) return s;
+    std::string out = "'";
+    for (char c : s) {
+        if (c == '\'')
+            out += "'\\''";
+        else
+            out += c;
+    }
+    out += '\'';
+    return out;
+}
+
+} // namespace
+
+fs::path expand_tilde(const fs::path& p) {
+    const std::string& s = p.native();
+    if (s.empty() || s[0] != '~') return p;
+    if (s.size() > 1 && s[1] != '/') return p; // "~user" is not expanded
+    const auto home = user_home();
+    if (!home) return p;
+    if (s.size() <= 2) return *home; // "~" or "~/"
+    return *home / s.substr(2);
+}
+
+fs::path resolve_home(const std::optional<fs::path>& flag) {
+    if (flag && !flag->empty()) return make_absolute(expand_tilde(*flag));
+    if (auto env = env_value("MEITH_HOME")) return make_absolute(expand_tilde(*env));
+    const auto home = user_home();
+    return make_absolute(home ? *home / ".meith" : fs::path(".meith"));
+}
+
+fs::path resolve_socket_path(const std::optional<fs::path>& flag,
+                             const std::optional<fs::path>& from_config, const fs::path& home) {
+    if (flag && !flag->empty()) return make_absolute(expand_tilde(*flag));
+    if (from_config && !from_config->empty()) return make_absolute(expand_tilde(*from_config));
+    // The XDG spec says a relative XDG_RUNTIME_DIR is invalid and must be ignored.
+    if (auto xdg = env_value("XDG_RUNTIME_DIR"); xdg && fs::path(*xdg).is_absolute())
+        return fs::path(*xdg) / "meith" / "meithd.sock";
+    return make_absolute(home / "meithd.sock");
+}
+
+std::optional<std::string> ensure_private_dir(const fs::path& dir, bool allow_sticky) {
+    if (dir.empty()) return std::string("empty directory path");
+    const fs::path target = make_absolute(dir);
+
+    // Create missing components one by one so that every folder we make gets 0700, not
+    // whatever the umask would leave of create_directories' 0777.
+    fs::path prefix;
+    for (const auto& part : target) {
+        prefix /= part;
+        if (part.empty() || prefix == prefix.root_path()) continue;
+        struct stat st {};
+        if (::stat(prefix.c_str(), &st) == 0) continue;
+        if (errno != ENOENT)
+            return fmt::format("cannot access {}: {}", prefix.string(), std::strerror(errno));
+        if (::mkdir(prefix.c_str(), 0700) != 0) {
+            if (errno == EEXIST) continue; // created concurrently
+            return fmt::format("cannot create {}: {}", prefix.string(), std::strerror(errno));
+        }
+        ::chmod(prefix.c_str(), 0700); // the umask may have taken owner bits away
+    }
+
+    struct stat st {};
+    if (::stat(target.c_str(), &st) != 0)
+        return fmt::format("cannot access {}: {}", target.string(), std::strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", target.string());
+
+    const uid_t me = geteuid();
+    if (st.st_uid != me)
+        return fmt::format("{} is owned by uid {}, not you (uid {}): run `chown {} {}` or choose "
+                           "another --home",
+                           target.string(), st.st_uid, me, me, shell_quoted(target));
+
+    const auto mode = static_cast<unsigned>(st.st_mode & 07777);
+    const bool shared_writable = (mode & 022) != 0;
+    const bool sticky = (mode & S_ISVTX) != 0;
+    if (shared_writable && !(allow_sticky && sticky))
+        return fmt::format("{} is writable by group or others (mode {:04o}): run `chmod 700 {}`",
+                           target.string(), mode, shell_quoted(target));
+    return std::nullopt;
+}
+
+} // namespace meith::config

@@ -1,0 +1,29 @@
+// paths: where meithd's files live (PROTOCOL.md §1) and the ownership/mode checks on them.
+// Pure functions over the environment and the file system; no global state.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace meith::config {
+
+/// Resolves the home folder: `flag` (--home) > env MEITH_HOME > `$HOME/.meith`.
+std::filesystem::path resolve_home(const std::optional<std::filesystem::path>& flag);
+
+/// Resolves the socket path: `flag` (--socket) > `from_config` ([socket] path) >
+/// `$XDG_RUNTIME_DIR/meith/meithd.sock` (when set and non-empty) > `home/meithd.sock`.
+std::filesystem::path resolve_socket_path(const std::optional<std::filesystem::path>& flag,
+                                          const std::optional<std::filesystem::path>& from_config,
+                                          const std::filesystem::path& home);
+
+/// Expands a leading "~" or "~/" to $HOME; other paths are returned unchanged.
+std::filesystem::path expand_tilde(const std::filesystem::path& p);
+
+/// Creates `dir` with mode 0700 if missing (parents too, each 0700), then checks it is owned by
+/// the current user and not writable by group or others, unless `allow_sticky` and the folder
+/// has the sticky bit (e.g. /tmp). Returns an error message naming the chmod/chown to run, or
+/// nullopt when the folder is fit for use. (PROTOCOL.md §1)
+std::optional<std::string> ensure_private_dir(const std::filesystem::path& dir, bool allow_sticky);
+
+} // namespace meith::config

@@ -1,0 +1,283 @@
+#include "daemon/connection.hpp"
+
+#include "protocol/json_writer.hpp"
+
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
+
+#include <spdlog/spdlog.h>
+#include <sys/random.h>
+
+namespace meith::daemon {
+
+using protocol::append_json_string;
+using protocol::frame_type;
+
+std::string new_session_id() {
+    unsigned char bytes[16];
+    std::size_t got = 0;
+    while (got < sizeof bytes) {
+        const auto n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+        if (n > 0) got += static_cast<std::size_t>(n);
+        else if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "getrandom");
+    }
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string id = "s_";
+    for (unsigned char b : bytes) {
+        id.push_back(hex[b >> 4]);
+        id.push_back(hex[b & 0xF]);
+    }
+    return id;
+}
+
+namespace {
+// Small first reads keep an idle connection cheap; the framer grows for big frames.
+constexpr std::size_t read_chunk = 16 * 1024;
+} // namespace
+
+connection::connection(asio::local::stream_protocol::socket socket, registry::registry& reg,
+                       peer_identity peer, std::function<void(connection*)> on_closed)
+    : socket_(std::move(socket)), registry_(reg), peer_(peer), on_closed_(std::move(on_closed)),
+      session_id_(new_session_id()), framer_(reg.cfg().limits.max_frame_bytes, read_chunk),
+      idle_timer_(socket_.get_executor()) {}
+
+connection::~connection() = default;
+
+void connection::start() {
+    std::string fields = R"("sessionId":)";
+    append_json_string(fields, session_id_);
+    fields += R"(,"pid":)" + std::to_string(peer_.pid) + R"(,"uid":)" + std::to_string(peer_.uid);
+    registry_.audit_event("connection_open", fields);
+    arm_idle_timer();
+    asio::co_spawn(socket_.get_executor(), read_loop(), asio::detached);
+}
+
+void connection::arm_idle_timer() {
+    const auto ms = registry_.cfg().limits.idle_timeout_ms;
+    if (ms == 0) return;
+    idle_timer_.expires_after(std::chrono::milliseconds(ms));
+    idle_timer_.async_wait([weak = weak_from_this(), ms](const std::error_code& ec) {
+        if (ec) return;
+        auto self = weak.lock();
+        if (!self || self->closed_) return;
+        if (!self->calls_.empty()) { // waiting on a call is not idling
+            self->arm_idle_timer();
+            return;
+        }
+        self->close("idle for " + std::to_string(ms) + " ms (limits.idle_timeout_ms)");
+    });
+}
+
+asio::awaitable<void> connection::read_loop() {
+    auto self = shared_from_this();
+    while (!closed_) {
+        auto buf = framer_.prepare();
+        auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf.data(), buf.size()),
+                                                        asio::experimental::as_tuple(asio::use_awaitable));
+        if (ec || closed_) break;
+        framer_.commit(n);
+        for (;;) {
+            const auto st = framer_.next();
+            if (st == protocol::line_framer::status::need_more) break;
+            if (st == protocol::line_framer::status::oversized) {
+                protocol::append_error_frame(
+                    outbound_, std::nullopt,
+                    "frame of " + std::to_string(framer_.dropped_bytes()) +
+                        " bytes is over limits.max_frame_bytes (" +
+                        std::to_string(registry_.cfg().limits.max_frame_bytes) + ")");
+            } else {
+                handle_frame(framer_.line());
+            }
+            if (closed_) co_return;
+        }
+        if (framer_.buffered() == 0) {
+            framer_.shrink_if_idle();
+            decoder_.shrink_if_large(1024 * 1024);
+        }
+        flush();
+    }
+    if (!closed_) close("client closed the connection");
+}
+
+permissions::caller connection::caller_for(const protocol::client_frame& f) const {
+    if (f.caller_claim) return permissions::caller_from_claim(*f.caller_claim);
+    if (has_hello_claim_) return permissions::caller_from_claim(hello_claim_);
+    return permissions::caller::plugin;
+}
+
+std::string_view connection::claim_for(const protocol::client_frame& f) const {
+    if (f.caller_claim) return *f.caller_claim;
+    if (has_hello_claim_) return hello_claim_;
+    return {};
+}
+
+void connection::handle_frame(std::string_view line) {
+    arm_idle_timer();
+    const protocol::client_frame f = decoder_.decode(line);
+    if (f.error) {
+        protocol::append_error_frame(outbound_, f.request_id, *f.error);
+        if (f.type == frame_type::tool_call) audit_rejected_call(f, *f.error);
+        return;
+    }
+    switch (f.type) {
+    case frame_type::hello:
+        if (f.caller_claim) {
+            hello_claim_ = std::string(*f.caller_claim);
+            has_hello_claim_ = true;
+        }
+        protocol::append_hello_result(outbound_, f.request_id, session_id_,
+                                      permissions::to_string(caller_for(f)), MEITH_VERSION);
+        return;
+    case frame_type::list_tools: {
+        const auto who = caller_for(f);
+        protocol::append_tools_list_head(outbound_, f.request_id);
+        registry_.append_tool_descriptors(outbound_, who);
+        outbound_.append("]}\n");
+        std::string fields = R"("sessionId":)";
+        append_json_string(fields, session_id_);
+        fields += R"(,"caller":)";
+        append_json_string(fields, permissions::to_string(who));
+        fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
+        registry_.audit_event("list_tools", fields);
+        return;
+    }
+    case frame_type::tool_call: handle_tool_call(f); return;
+    case frame_type::cancel_tool_call: {
+        auto it = calls_.find(std::string(*f.request_id));
+        if (it == calls_.end()) return; // naming no call in flight changes nothing (§3)
+        auto c = it->second;
+        c->resolve(protocol::tool_result::failure(protocol::error_code::cancelled,
+                                                  "the call was cancelled by the client"),
+                   registry::call_end::cancel);
+        return;
+    }
+    case frame_type::other: return;
+    }
+}
+
+void connection::handle_tool_call(const protocol::client_frame& f) {
+    const std::string_view id = *f.request_id;
+    std::string key(id);
+    if (calls_.count(key)) {
+        const std::string why = "requestId '" + key + "' is already in flight on this connection";
+        protocol::append_error_frame(outbound_, id, why);
+        audit_rejected_call(f, why);
+        return;
+    }
+    const auto limit = registry_.cfg().limits.max_calls_in_flight_per_connection;
+    if (calls_.size() >= limit) {
+        const std::string why = "too many calls in flight on this connection (limit " +
+                                std::to_string(limit) +
+                                ", limits.max_calls_in_flight_per_connection)";
+        protocol::append_error_frame(outbound_, id, why);
+        audit_rejected_call(f, why);
+        return;
+    }
+    auto c = std::make_shared<registry::call>(socket_.get_executor(), shared_from_this());
+    c->request_id = key;
+    c->session_id = session_id_;
+    c->caller = caller_for(f);
+    c->claimed_caller = std::string(claim_for(f));
+    c->tool_name = std::string(f.tool_name);
+    c->timeout_ms = f.timeout_ms.value_or(0);
+    calls_.emplace(std::move(key), c);
+    if (f.call_error) registry_.reject(c, protocol::error_code::validation_error, *f.call_error);
+    else registry_.dispatch(c, f.arguments);
+}
+
+void connection::audit_rejected_call(const protocol::client_frame& f, std::string_view reason) {
+    std::string l;
+    l += R"("requestId":)";
+    if (f.request_id) append_json_string(l, *f.request_id);
+    else l += "null";
+    l += R"(,"sessionId":)";
+    append_json_string(l, session_id_);
+    l += R"(,"caller":)";
+    append_json_string(l, permissions::to_string(caller_for(f)));
+    l += R"(,"claimedCaller":)";
+    if (auto claim = claim_for(f); !claim.empty()) append_json_string(l, claim);
+    else l += "null";
+    l += R"(,"toolName":)";
+    if (!f.tool_name.empty()) append_json_string(l, f.tool_name);
+    else l += "null";
+    l += R"(,"decision":null,"reason":)";
+    append_json_string(l, reason);
+    l += R"(,"ok":null,"errorCode":null,"result":null)";
+    registry_.audit_event("tool_call_rejected", l);
+}
+
+void connection::on_tool_event(std::string_view request_id, std::string_view event_json) {
+    if (closed_) return;
+    protocol::append_tool_event(outbound_, request_id, event_json);
+    flush();
+}
+
+void connection::on_tool_result(std::string_view request_id, const protocol::tool_result& r) {
+    if (!closed_) protocol::append_tool_result_frame(outbound_, request_id, r);
+    calls_.erase(std::string(request_id));
+    if (!closed_) flush();
+}
+
+void connection::flush() {
+    if (closed_) return;
+    const auto limit = registry_.cfg().limits.max_outbound_bytes;
+    if (outbound_.size() + writing_.size() > limit) {
+        close("client does not read: over " + std::to_string(limit) +
+              " unsent bytes (limits.max_outbound_bytes)");
+        return;
+    }
+    if (write_active_ || outbound_.empty()) {
+        if (!write_active_ && closing_after_flush_) close("daemon shutting down");
+        return;
+    }
+    write_active_ = true;
+    writing_.swap(outbound_);
+    asio::async_write(socket_, asio::buffer(writing_),
+                      [self = shared_from_this()](const std::error_code& ec, std::size_t) {
+                          self->write_active_ = false;
+                          self->writing_.clear();
+                          // Drop a large buffer rather than keep it for an idle connection.
+                          if (self->writing_.capacity() > 256 * 1024) std::string().swap(self->writing_);
+                          if (ec) {
+                              if (!self->closed_) self->close("write failed: " + ec.message());
+                              return;
+                          }
+                          self->flush();
+                      });
+}
+
+void connection::close_after_flush() {
+    closing_after_flush_ = true;
+    flush();
+}
+
+void connection::close(std::string_view reason) {
+    if (closed_) return;
+    closed_ = true;
+    idle_timer_.cancel();
+    std::error_code ignored;
+    socket_.shutdown(asio::socket_base::shutdown_both, ignored);
+    socket_.close(ignored);
+    const std::size_t cancelled = calls_.size();
+    // Calls in flight are cancelled and audited; their replies have nowhere to go.
+    auto calls = std::move(calls_);
+    calls_.clear();
+    for (auto& [id, c] : calls)
+        c->resolve(protocol::tool_result::failure(protocol::error_code::cancelled,
+                                                  "the client disconnected"),
+                   registry::call_end::disconnect);
+    std::string fields = R"("sessionId":)";
+    append_json_string(fields, session_id_);
+    fields += R"(,"reason":)";
+    append_json_string(fields, reason);
+    fields += R"(,"callsCancelled":)" + std::to_string(cancelled);
+    registry_.audit_event("connection_close", fields);
+    spdlog::debug("connection {} closed: {}", session_id_, reason);
+    outbound_.clear();
+    if (on_closed_) std::exchange(on_closed_, nullptr)(this);
+}
+
+} // namespace meith::daemon

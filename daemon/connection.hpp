@@ -1,0 +1,85 @@
+// connection: one client on the Unix socket — framing, frame dispatch, batched replies.
+//
+// A reader coroutine reads into the connection's line framer and handles every complete
+// frame; replies are appended to one outbound buffer and written by a single writer, so
+// frames never interleave and a burst of replies leaves in one write(2). A client that stops
+// reading is closed once its unsent bytes pass `limits.max_outbound_bytes` (back-pressure
+// without unbounded memory). Closing cancels the connection's calls in flight.
+// I/O-thread only.
+#pragma once
+
+#include "protocol/frames.hpp"
+#include "protocol/framing.hpp"
+#include "registry/registry.hpp"
+
+#include <asio/awaitable.hpp>
+#include <asio/local/stream_protocol.hpp>
+#include <asio/steady_timer.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace meith::daemon {
+
+/// Peer credentials from SO_PEERCRED (Linux) / getpeereid (macOS); pid is 0 when unknown.
+struct peer_identity {
+    pid_t pid = 0;
+    uid_t uid = 0;
+};
+
+class connection final : public registry::call_sink,
+                         public std::enable_shared_from_this<connection> {
+  public:
+    connection(asio::local::stream_protocol::socket socket, registry::registry& reg,
+               peer_identity peer, std::function<void(connection*)> on_closed);
+    ~connection() override;
+
+    /// Starts reading; the connection keeps itself alive until it closes.
+    void start();
+
+    /// Closes at once: cancels calls in flight (audited), drops unsent replies.
+    void close(std::string_view reason);
+
+    /// Closes once every queued reply has been written (used at shutdown).
+    void close_after_flush();
+
+    const std::string& session_id() const { return session_id_; }
+
+    // registry::call_sink
+    void on_tool_event(std::string_view request_id, std::string_view event_json) override;
+    void on_tool_result(std::string_view request_id, const protocol::tool_result& r) override;
+
+  private:
+    asio::awaitable<void> read_loop();
+    void handle_frame(std::string_view line);
+    void handle_tool_call(const protocol::client_frame& f);
+    void audit_rejected_call(const protocol::client_frame& f, std::string_view reason);
+    permissions::caller caller_for(const protocol::client_frame& f) const;
+    std::string_view claim_for(const protocol::client_frame& f) const;
+    void flush();
+    void arm_idle_timer();
+
+    asio::local::stream_protocol::socket socket_;
+    registry::registry& registry_;
+    peer_identity peer_;
+    std::function<void(connection*)> on_closed_;
+    std::string session_id_;
+    std::string hello_claim_; ///< clientInfo.caller of the hello, if any
+    bool has_hello_claim_ = false;
+    protocol::line_framer framer_;
+    protocol::frame_decoder decoder_;
+    std::unordered_map<std::string, registry::call_ptr> calls_;
+    std::string outbound_;
+    std::string writing_;
+    bool write_active_ = false;
+    bool closed_ = false;
+    bool closing_after_flush_ = false;
+    asio::steady_timer idle_timer_;
+};
+
+/// A fresh session id: "s_" + 32 hex digits from the OS CSPRNG (getrandom(2)).
+std::string new_session_id();
+
+} // namespace meith::daemon

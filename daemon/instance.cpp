@@ -1,0 +1,128 @@
+#include "daemon/instance.hpp"
+
+#include "audit/audit_log.hpp"
+#include "config/paths.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace meith::daemon {
+
+namespace fs = std::filesystem;
+
+instance_lock::instance_lock(const fs::path& home) {
+    const auto path = home / "meithd.lock";
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ < 0)
+        throw std::runtime_error(fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+        char buf[32] = {};
+        const auto n = ::pread(fd_, buf, sizeof buf - 1, 0);
+        std::string pid = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "?";
+        while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+        ::close(fd_);
+        fd_ = -1;
+        throw std::runtime_error(fmt::format("another meithd (pid {}) is already running with home {}",
+                                             pid, home.string()));
+    }
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0)
+        throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+}
+
+instance_lock::~instance_lock() {
+    if (fd_ >= 0) ::close(fd_); // releases the flock
+}
+
+std::optional<std::string> check_socket_path(const fs::path& socket) {
+    const std::size_t max = sizeof(sockaddr_un{}.sun_path) - 1;
+    if (socket.native().size() > max)
+        return fmt::format("socket path {} is {} bytes, longer than the {} bytes a Unix socket "
+                           "address allows; choose a shorter --socket or [socket] path",
+                           socket.string(), socket.native().size(), max);
+    if (!socket.is_absolute())
+        return fmt::format("socket path {} must be absolute", socket.string());
+    return config::ensure_private_dir(socket.parent_path(), /*allow_sticky=*/true);
+}
+
+namespace {
+
+void write_atomically(const fs::path& path, const std::string& text) {
+    const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << text;
+        out.flush();
+        if (!out) throw std::runtime_error(fmt::format("cannot write {}", tmp.string()));
+    }
+    ::chmod(tmp.c_str(), 0600);
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) {
+        fs::remove(tmp, ec);
+        throw std::runtime_error(fmt::format("cannot replace {}: {}", path.string(), ec.message()));
+    }
+}
+
+} // namespace
+
+void write_runtime_record(const fs::path& home, const fs::path& socket) {
+    const auto path = home / "config.json";
+    nlohmann::json record = nlohmann::json::object();
+    if (std::ifstream in(path); in) {
+        std::stringstream ss;
+        ss << in.rdbuf();
+        auto old = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+        if (old.is_object()) record = std::move(old); // keep keys we do not own (§1)
+    }
+    record["socketPath"] = socket.string();
+    record["pid"] = ::getpid();
+    record["protocol"] = 1;
+    record["version"] = MEITH_VERSION;
+    write_atomically(path, record.dump(2) + "\n");
+}
+
+fs::path write_instance_record(const fs::path& home, const fs::path& socket) {
+    const auto dir = home / "instances";
+    if (auto err = config::ensure_private_dir(dir, false)) throw std::runtime_error(*err);
+    const auto path = dir / (std::to_string(::getpid()) + ".json");
+    nlohmann::json record = {{"pid", ::getpid()},
+                             {"socketPath", socket.string()},
+                             {"protocol", 1},
+                             {"version", MEITH_VERSION},
+                             {"startedAt", audit::now_rfc3339()}};
+    write_atomically(path, record.dump(2) + "\n");
+    return path;
+}
+
+std::size_t sweep_instance_records(const fs::path& home) {
+    std::size_t removed = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(home / "instances", ec)) {
+        const auto stem = entry.path().stem().string();
+        if (entry.path().extension() != ".json" || stem.empty() ||
+            stem.find_first_not_of("0123456789") != std::string::npos)
+            continue;
+        const pid_t pid = static_cast<pid_t>(std::stol(stem));
+        if (pid == ::getpid()) continue;
+        if (::kill(pid, 0) != 0 && errno == ESRCH) {
+            std::error_code rm;
+            if (fs::remove(entry.path(), rm)) ++removed;
+        }
+    }
+    return removed;
+}
+
+} // namespace meith::daemon

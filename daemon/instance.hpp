@@ -1,0 +1,41 @@
+// instance: the daemon's footprint in its home (PROTOCOL.md §1) — the single-instance lock,
+// the runtime record config.json, the instance record instances/<pid>.json, and the socket
+// path checks. Plain blocking file work, done at startup and shutdown only.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace meith::daemon {
+
+/// Holds `meithd.lock` (flock) for the daemon's lifetime.
+class instance_lock {
+  public:
+    /// Takes the lock or throws std::runtime_error naming the pid that holds it
+    /// ("another meithd (pid 123) is already running with home /x").
+    explicit instance_lock(const std::filesystem::path& home);
+    ~instance_lock();
+    instance_lock(const instance_lock&) = delete;
+    instance_lock& operator=(const instance_lock&) = delete;
+
+  private:
+    int fd_ = -1;
+};
+
+/// Checks `socket` fits in sun_path and that its folder is fit (created 0700 when missing;
+/// else owned by us and not group/other-writable, or sticky). Returns an error message.
+std::optional<std::string> check_socket_path(const std::filesystem::path& socket);
+
+/// Writes `home/config.json` atomically (temp + rename), keeping top-level keys it does not
+/// own: {"socketPath","pid","protocol","version"}. Throws std::runtime_error on I/O failure.
+void write_runtime_record(const std::filesystem::path& home, const std::filesystem::path& socket);
+
+/// Writes `home/instances/<pid>.json` {"pid","socketPath","protocol","version","startedAt"}.
+std::filesystem::path write_instance_record(const std::filesystem::path& home,
+                                            const std::filesystem::path& socket);
+
+/// Removes instance records whose pid is no longer alive; returns how many.
+std::size_t sweep_instance_records(const std::filesystem::path& home);
+
+} // namespace meith::daemon

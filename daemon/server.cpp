@@ -1,0 +1,322 @@
+#include "daemon/server.hpp"
+
+#include "audit/audit_log.hpp"
+#include "audit/redacting_sink.hpp"
+#include "config/config.hpp"
+#include "config/paths.hpp"
+#include "daemon/connection.hpp"
+#include "daemon/instance.hpp"
+#include "protocol/frames.hpp"
+#include "protocol/json_writer.hpp"
+#include "registry/registry.hpp"
+#include "registry/subprocess.hpp"
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/io_context.hpp>
+#include <asio/local/stream_protocol.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include <csignal>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace meith::daemon {
+
+namespace fs = std::filesystem;
+using asio::local::stream_protocol;
+
+namespace {
+
+std::optional<peer_identity> peer_of(stream_protocol::socket& sock) {
+#if defined(SO_PEERCRED)
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(sock.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+        return std::nullopt;
+    return peer_identity{cred.pid, cred.uid};
+#else
+    uid_t uid;
+    gid_t gid;
+    if (::getpeereid(sock.native_handle(), &uid, &gid) != 0) return std::nullopt;
+    return peer_identity{0, uid};
+#endif
+}
+
+class server {
+  public:
+    server(asio::io_context& ioc, const config::config& cfg, fs::path home, fs::path socket,
+           audit::audit_log& audit)
+        : ioc_(ioc), cfg_(cfg), home_(std::move(home)), socket_path_(std::move(socket)),
+          audit_(audit), signals_(ioc, SIGINT, SIGTERM), reaper_(ioc.get_executor()),
+          registry_(ioc.get_executor(), cfg, &audit), acceptor_(ioc), grace_timer_(ioc),
+          close_timer_(ioc) {}
+
+    int run() {
+        signals_.async_wait([this](const std::error_code& ec, int sig) {
+            if (!ec) begin_shutdown(sig);
+        });
+        registry_.add_source(registry::make_builtin_source());
+        for (const auto& src : cfg_.sources) {
+            if (src.kind == config::source_kind::host)
+                registry_.add_source(
+                    registry::make_host_source(ioc_.get_executor(), reaper_, src, cfg_));
+            else
+                spdlog::warn("source '{}': exec sources are not supported by this build; skipped",
+                             src.name);
+        }
+        const auto started = std::chrono::steady_clock::now();
+        registry_.start([this, started](std::optional<std::string> error) {
+            if (shutting_down_) return;
+            if (error) {
+                fmt::print(stderr, "meithd: error: {}\n", *error);
+                exit_code_ = 1;
+                begin_shutdown(0);
+                return;
+            }
+            try {
+                listen();
+            } catch (const std::exception& e) {
+                fmt::print(stderr, "meithd: error: {}\n", e.what());
+                exit_code_ = 1;
+                begin_shutdown(0);
+                return;
+            }
+            const std::chrono::duration<double, std::milli> took =
+                std::chrono::steady_clock::now() - started;
+            spdlog::info("meithd {} ready in {:.1f} ms: {} tool(s), socket {}", MEITH_VERSION,
+                         took.count(), registry_.tool_count(), socket_path_.string());
+            spdlog::info(R"(try: meith tools   |   meith call echo '{"hello":"world"}')");
+        });
+        ioc_.run();
+        return exit_code_;
+    }
+
+  private:
+    void listen() {
+        if (auto err = check_socket_path(socket_path_)) throw std::runtime_error(*err);
+        // We hold the lock, so a socket file here is stale (§1): replace it.
+        std::error_code ec;
+        fs::remove(socket_path_, ec);
+        const mode_t old_mask = ::umask(0177); // the socket is born 0600, never briefly wider
+        acceptor_.open(stream_protocol());
+        acceptor_.bind(stream_protocol::endpoint(socket_path_.string()), ec);
+        ::umask(old_mask);
+        if (ec)
+            throw std::runtime_error(
+                fmt::format("cannot bind {}: {}", socket_path_.string(), ec.message()));
+        ::chmod(socket_path_.c_str(), 0600);
+        acceptor_.listen(asio::socket_base::max_listen_connections);
+        bound_ = true;
+        sweep_instance_records(home_);
+        write_runtime_record(home_, socket_path_);
+        instance_record_ = write_instance_record(home_, socket_path_);
+        std::string fields = R"("pid":)" + std::to_string(::getpid()) + R"(,"socketPath":)";
+        protocol::append_json_string(fields, socket_path_.string());
+        fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
+        registry_.audit_event("daemon_start", fields);
+        asio::co_spawn(ioc_, accept_loop(), asio::detached);
+    }
+
+    asio::awaitable<void> accept_loop() {
+        asio::steady_timer backoff(ioc_);
+        while (!shutting_down_) {
+            auto [ec, sock] = co_await acceptor_.async_accept(
+                asio::experimental::as_tuple(asio::use_awaitable));
+            if (shutting_down_) co_return;
+            if (ec) {
+                if (ec == asio::error::operation_aborted) co_return;
+                // EMFILE and friends: back off instead of spinning.
+                spdlog::warn("accept failed: {}", ec.message());
+                backoff.expires_after(std::chrono::milliseconds(100));
+                co_await backoff.async_wait(asio::experimental::as_tuple(asio::use_awaitable));
+                continue;
+            }
+            admit(std::move(sock));
+        }
+    }
+
+    void admit(stream_protocol::socket sock) {
+        const auto peer = peer_of(sock);
+        if (!peer || peer->uid != ::geteuid()) {
+            // Closed before any frame is read or sent (§5).
+            std::string fields = R"("reason":"peer uid differs from the daemon's","pid":)";
+            fields += peer ? std::to_string(peer->pid) : "null";
+            fields += R"(,"uid":)";
+            fields += peer ? std::to_string(peer->uid) : "null";
+            registry_.audit_event("connection_rejected", fields);
+            std::error_code ignored;
+            sock.close(ignored);
+            return;
+        }
+        if (connections_.size() >= cfg_.limits.max_connections) {
+            std::string frame;
+            protocol::append_error_frame(
+                frame, std::nullopt,
+                fmt::format("too many connections (limit {}, limits.max_connections)",
+                            cfg_.limits.max_connections));
+            std::error_code ignored;
+            sock.non_blocking(true, ignored);
+            sock.write_some(asio::buffer(frame), ignored); // best effort, never blocks
+            std::string fields = fmt::format(
+                R"x("reason":"over limits.max_connections ({})","pid":{},"uid":{})x",
+                cfg_.limits.max_connections, peer->pid, peer->uid);
+            registry_.audit_event("connection_rejected", fields);
+            sock.close(ignored);
+            return;
+        }
+        auto conn = std::make_shared<connection>(std::move(sock), registry_, *peer,
+                                                 [this](connection* c) {
+                                                     connections_.erase(c);
+                                                     if (shutting_down_ && connections_.empty())
+                                                         maybe_finish();
+                                                 });
+        connections_.emplace(conn.get(), conn);
+        conn->start();
+    }
+
+    void begin_shutdown(int sig) {
+        if (shutting_down_) return;
+        shutting_down_ = true;
+        if (sig) spdlog::info("signal {} received: shutting down", sig);
+        std::error_code ignored;
+        acceptor_.close(ignored);
+        if (bound_) fs::remove(socket_path_, ignored);
+        registry_.begin_shutdown();
+        shutdown_started_ = std::chrono::steady_clock::now();
+        wait_for_calls();
+    }
+
+    void wait_for_calls() {
+        const auto grace = std::chrono::milliseconds(cfg_.tools.shutdown_grace_ms);
+        if (registry_.calls_in_flight() > 0 &&
+            std::chrono::steady_clock::now() - shutdown_started_ < grace) {
+            grace_timer_.expires_after(std::chrono::milliseconds(10));
+            grace_timer_.async_wait([this](const std::error_code& ec) {
+                if (!ec) wait_for_calls();
+            });
+            return;
+        }
+        registry_.abort_all(protocol::error_code::runtime_shutting_down,
+                            "meithd shut down before the call finished",
+                            registry::call_end::shutdown);
+        std::vector<std::shared_ptr<connection>> conns;
+        for (auto& [raw, c] : connections_) conns.push_back(c);
+        for (auto& c : conns) c->close_after_flush();
+        registry_.stop_sources([this] {
+            sources_stopped_ = true;
+            maybe_finish();
+        });
+        // Clients that do not read their last replies do not hold up the exit.
+        close_timer_.expires_after(std::chrono::seconds(1));
+        close_timer_.async_wait([this](const std::error_code& ec) {
+            if (ec) return;
+            std::vector<std::shared_ptr<connection>> rest;
+            for (auto& [raw, c] : connections_) rest.push_back(c);
+            for (auto& c : rest) c->close("daemon shutting down");
+            maybe_finish();
+        });
+    }
+
+    void maybe_finish() {
+        if (finished_ || !sources_stopped_ || !connections_.empty()) return;
+        finished_ = true;
+        close_timer_.cancel();
+        grace_timer_.cancel();
+        registry_.audit_event("daemon_stop", R"("pid":)" + std::to_string(::getpid()));
+        audit_.flush();
+        std::error_code ignored;
+        if (!instance_record_.empty()) fs::remove(instance_record_, ignored);
+        signals_.cancel();
+        spdlog::info("meithd stopped");
+        ioc_.stop();
+    }
+
+    asio::io_context& ioc_;
+    const config::config& cfg_;
+    fs::path home_;
+    fs::path socket_path_;
+    audit::audit_log& audit_;
+    asio::signal_set signals_;
+    registry::child_reaper reaper_;
+    registry::registry registry_;
+    stream_protocol::acceptor acceptor_;
+    asio::steady_timer grace_timer_;
+    asio::steady_timer close_timer_;
+    std::unordered_map<connection*, std::shared_ptr<connection>> connections_;
+    fs::path instance_record_;
+    std::chrono::steady_clock::time_point shutdown_started_;
+    bool shutting_down_ = false;
+    bool sources_stopped_ = false;
+    bool finished_ = false;
+    bool bound_ = false;
+    int exit_code_ = 0;
+};
+
+void setup_logging(const std::string& level) {
+    auto inner = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+    auto sink = std::make_shared<audit::redacting_sink>(inner);
+    auto logger = std::make_shared<spdlog::logger>("meithd", sink);
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    logger->set_level(spdlog::level::from_str(level));
+    spdlog::set_default_logger(logger);
+}
+
+} // namespace
+
+int run_daemon(const daemon_options& opts) {
+    setup_logging(opts.log_level);
+    std::signal(SIGPIPE, SIG_IGN); // a vanished peer is an error code, not a signal
+
+    const fs::path home = config::resolve_home(opts.home);
+    if (auto err = config::ensure_private_dir(home, false)) {
+        fmt::print(stderr, "meithd: error: {}\n", *err);
+        return 1;
+    }
+
+    std::optional<fs::path> config_file = opts.config;
+    if (!config_file && fs::exists(home / "meithd.toml")) config_file = home / "meithd.toml";
+    config::config cfg;
+    if (config_file) {
+        auto loaded = config::load_config(*config_file);
+        if (loaded.error) {
+            fmt::print(stderr, "meithd: error: {}\n", loaded.error->to_string());
+            return 1;
+        }
+        cfg = std::move(*loaded.value);
+    }
+    const fs::path socket = config::resolve_socket_path(opts.socket, cfg.socket_path, home);
+    if (auto err = check_socket_path(socket)) {
+        fmt::print(stderr, "meithd: error: {}\n", *err);
+        return 1;
+    }
+
+    try {
+        instance_lock lock(home);
+        const fs::path audit_path = cfg.audit.path ? *cfg.audit.path : home / "audit.jsonl";
+        audit::audit_log audit(audit_path, cfg.audit);
+        asio::io_context ioc(1);
+        server srv(ioc, cfg, home, socket, audit);
+        if (audit.repaired_bytes() > 0) {
+            spdlog::warn("audit log {}: cut a torn final line of {} bytes", audit_path.string(),
+                         audit.repaired_bytes());
+            audit.append(fmt::format(R"({{"ts":"{}","event":"audit_repaired","bytesRemoved":{}}})",
+                                     audit::now_rfc3339(), audit.repaired_bytes()));
+        }
+        spdlog::info("meithd {} starting: home {}, config {}", MEITH_VERSION, home.string(),
+                     config_file ? config_file->string() : "(built-in defaults)");
+        return srv.run();
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "meithd: error: {}\n", e.what());
+        return 1;
+    }
+}
+
+} // namespace meith::daemon

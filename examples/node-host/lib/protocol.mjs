@@ -1,0 +1,291 @@
+// The meith tool-host protocol (PROTOCOL.md §7) over stdin/stdout, for Node.js hosts.
+//
+// The daemon writes one JSON request per line to our stdin:
+//   {"v":1,"id":"…","method":"…","params":{…}}
+// and we answer each one, exactly once, with one line on stdout:
+//   {"v":1,"id":"…","ok":true,"result":{"value":…,"state":{…}}}
+//   {"v":1,"id":"…","ok":false,"error":{"type":"…","detail":"…","stack":"…"}}
+// Before the answer a request may stream events: {"v":1,"id":"…","event":{"type":"part",…}}.
+// Requests overlap (they are multiplexed by id), so every request runs as its own async task.
+// Stdout carries protocol lines only: log with `log()`, which writes to stderr.
+//
+// Two layers:
+//   serve(methods)          the wire: framing, dispatch by method, events, errors, shutdown.
+//   runToolHost({tools})    init / get_tool_schemas / execute_tool on top of it, from a list
+//                           of tool definitions (see examples/node-host/host.mjs).
+// Standard library only, so the folder can be copied as it is.
+
+import readline from 'node:readline';
+
+/** Writes a line to stderr, which the daemon keeps in its log (redacted). */
+export function log(...parts) {
+    process.stderr.write(`[host ${process.pid}] ${parts.join(' ')}\n`);
+}
+
+/**
+ * An expected failure of a tool ("no such file", "path outside the root"): the call answers
+ * {"success":false,"error":message}. Any other exception is a bug and answers ok:false with
+ * its stack, which the daemon logs.
+ */
+export class ToolError extends Error {
+    constructor(message) {
+        super(message);
+        this.name = 'ToolError';
+    }
+}
+
+/** An error sent as-is in an ok:false answer, with `type` as its wire type. */
+export class HostError extends Error {
+    constructor(type, detail) {
+        super(detail);
+        this.name = type;
+        this.stack = '';
+    }
+}
+
+/** Writes one protocol line. Stdout is a pipe, and pipe writes are synchronous on Linux. */
+export function writeLine(obj) {
+    process.stdout.write(JSON.stringify(obj) + '\n');
+}
+
+function isPlainObject(x) {
+    return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+function errorToWire(e) {
+    if (e instanceof Error) {
+        return { type: e.name || 'Error', detail: e.message, stack: e.stack ?? '' };
+    }
+    return { type: 'Error', detail: String(e), stack: '' };
+}
+
+/**
+ * Serves the protocol on stdin/stdout until stdin ends.
+ *
+ * `methods` maps a method name to `async (params, ctx) => ({value, state})`; a missing `state`
+ * sends back `params.state`. A thrown error becomes an ok:false answer. `ctx` holds:
+ *   id, method   of this request
+ *   signal       an AbortSignal that fires when the host shuts down: stop timers and work
+ *   emit(p)      streams a part event {"type":"part","payload":p}
+ *   event(e)     streams a typed event as it is, e.g. {"type":"progress","message","fraction"}
+ *   progress(message, fraction), logEvent(level, message)   shorthands for typed events
+ * Events after the answer are dropped: the daemon has forgotten the id by then.
+ *
+ * Stdin EOF aborts `signal`, waits up to `eofGraceMs` for requests in flight to answer, and
+ * exits with status 0.
+ */
+export function serve(methods, { eofGraceMs = 1000 } = {}) {
+    const shutdown = new AbortController();
+    const inFlight = new Set();
+    let exitWhenIdle = false;
+
+    // The daemon went away: nothing more can be answered.
+    process.stdout.on('error', (e) => {
+        log(`stdout failed (${e.code ?? e.message}); exiting`);
+        process.exit(0);
+    });
+
+    const answer = (id, payload) => writeLine({ v: 1, id, ...payload });
+    const fail = (id, type, detail) => answer(id, { ok: false, error: { type, detail, stack: '' } });
+
+    async function handle(id, method, params) {
+        let done = false;
+        const event = (e) => {
+            if (!done) answer(id, { event: e });
+        };
+        const ctx = {
+            id,
+            method,
+            signal: shutdown.signal,
+            event,
+            emit: (payload) => event({ type: 'part', payload }),
+            progress: (message, fraction) => event({ type: 'progress', message, fraction }),
+            logEvent: (level, message) => event({ type: 'log', level, message }),
+        };
+        let line;
+        try {
+            const r = (await methods[method](params, ctx)) ?? {};
+            line = { ok: true, result: { value: r.value ?? null, state: r.state ?? params.state ?? {} } };
+            JSON.stringify(line); // a value that cannot be sent (cycle, BigInt) is an error too
+        } catch (e) {
+            if (shutdown.signal.aborted) {
+                line = { ok: false, error: { type: 'ShuttingDown', detail: 'the host is shutting down', stack: '' } };
+            } else {
+                if (!(e instanceof HostError)) log(`${method} ${id} failed: ${e?.stack ?? e}`);
+                line = { ok: false, error: errorToWire(e) };
+            }
+        }
+        done = true;
+        answer(id, line);
+    }
+
+    function onLine(text) {
+        if (text.trim() === '') return;
+        let msg;
+        try {
+            msg = JSON.parse(text);
+        } catch {
+            log(`ignoring a line that is not JSON: ${JSON.stringify(text.slice(0, 120))}`);
+            return;
+        }
+        if (!isPlainObject(msg) || typeof msg.id !== 'string') {
+            log('ignoring a request without a string id');
+            return;
+        }
+        const { id, method } = msg;
+        if (inFlight.has(id)) {
+            log(`ignoring request ${JSON.stringify(id)}: that id is already in flight`);
+            return;
+        }
+        if (msg.v !== 1) return fail(id, 'UnsupportedVersion', `protocol version ${JSON.stringify(msg.v)} is not supported (expected 1)`);
+        if (typeof method !== 'string' || !Object.hasOwn(methods, method)) {
+            return fail(id, 'MethodNotFound', `unknown method ${JSON.stringify(method)}`);
+        }
+        const params = msg.params ?? {};
+        if (!isPlainObject(params)) return fail(id, 'InvalidParams', 'params must be an object');
+
+        inFlight.add(id);
+        handle(id, method, params).finally(() => {
+            inFlight.delete(id);
+            if (exitWhenIdle && inFlight.size === 0) process.exit(0);
+        });
+    }
+
+    const input = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+    input.on('line', onLine);
+    input.on('close', () => {
+        shutdown.abort();
+        if (inFlight.size === 0 || eofGraceMs <= 0) process.exit(0);
+        exitWhenIdle = true;
+        setTimeout(() => process.exit(0), eofGraceMs);
+    });
+
+    return { signal: shutdown.signal };
+}
+
+/**
+ * Checks `value` against the subset of JSON Schema that tool parameters use: type, properties,
+ * required, additionalProperties, items, enum, minimum/maximum, minLength/maxLength.
+ * Returns the first problem as text, or null.
+ */
+export function checkSchema(schema, value, where = 'arguments') {
+    const types = schema.type === undefined ? [] : [].concat(schema.type);
+    const typeOf = (v) =>
+        v === null ? 'null' : Array.isArray(v) ? 'array' : Number.isInteger(v) ? 'integer' : typeof v;
+    if (types.length > 0) {
+        const actual = typeOf(value);
+        const fits = types.some((t) => t === actual || (t === 'number' && actual === 'integer'));
+        if (!fits) return `${where} must be ${types.join(' or ')}, not ${actual}`;
+    }
+    if (schema.enum && !schema.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) {
+        return `${where} must be one of ${schema.enum.map((e) => JSON.stringify(e)).join(', ')}`;
+    }
+    if (typeof value === 'number') {
+        if (schema.minimum !== undefined && value < schema.minimum) return `${where} must be at least ${schema.minimum}`;
+        if (schema.maximum !== undefined && value > schema.maximum) return `${where} must be at most ${schema.maximum}`;
+    }
+    if (typeof value === 'string') {
+        if (schema.minLength !== undefined && value.length < schema.minLength) return `${where} must have at least ${schema.minLength} characters`;
+        if (schema.maxLength !== undefined && value.length > schema.maxLength) return `${where} must have at most ${schema.maxLength} characters`;
+    }
+    if (Array.isArray(value) && schema.items) {
+        for (let i = 0; i < value.length; i++) {
+            const problem = checkSchema(schema.items, value[i], `${where}[${i}]`);
+            if (problem) return problem;
+        }
+    }
+    if (isPlainObject(value)) {
+        const properties = schema.properties ?? {};
+        for (const key of schema.required ?? []) {
+            if (!Object.hasOwn(value, key)) return `${where}.${key} is required`;
+        }
+        for (const [key, v] of Object.entries(value)) {
+            if (Object.hasOwn(properties, key)) {
+                const problem = checkSchema(properties[key], v, `${where}.${key}`);
+                if (problem) return problem;
+            } else if (schema.additionalProperties === false) {
+                return `${where}.${key} is not an accepted argument`;
+            } else if (isPlainObject(schema.additionalProperties)) {
+                const problem = checkSchema(schema.additionalProperties, v, `${where}.${key}`);
+                if (problem) return problem;
+            }
+        }
+    }
+    return null;
+}
+
+/** The wire schema of a tool definition (OpenAI-style function, or custom/freeform). */
+function toWireSchema(tool) {
+    const extra = {};
+    if (tool.capabilities !== undefined) extra.capabilities = tool.capabilities;
+    if (tool.timeoutMs !== undefined) extra.timeoutMs = tool.timeoutMs;
+    if (tool.type === 'custom') {
+        return { type: 'custom', name: tool.name, description: tool.description, ...extra };
+    }
+    const parameters = tool.parameters ?? { type: 'object', properties: {} };
+    return { type: 'function', function: { name: tool.name, description: tool.description, parameters }, ...extra };
+}
+
+/**
+ * Serves a list of tools. Each tool is
+ *   { name, description, parameters: <JSON Schema>, capabilities: ["read-only", …],
+ *     timeoutMs?: N, run: async (args, ctx) => result }
+ * or a custom (freeform) tool { type: "custom", name, description, capabilities, run }.
+ * `run` gets the arguments (already checked against `parameters`) and the serve() context plus
+ * `ctx.state`, the state the daemon keeps for this host; replace or change it to update it.
+ * Throw ToolError for an expected failure; return the result value otherwise.
+ *
+ * `init(config)` returns {value?, state?} (default {ready:true} and {}); throwing makes the
+ * daemon treat the host as failed to start. `nextState(state, toolName)` runs before every
+ * execute_tool, whether the tool exists or not.
+ */
+export function runToolHost({ tools, init = () => ({}), nextState = (state) => state, ...options }) {
+    const byName = new Map();
+    for (const tool of tools) {
+        if (byName.has(tool.name)) throw new Error(`two tools are named ${tool.name}`);
+        byName.set(tool.name, tool);
+    }
+    const failure = (error) => ({ success: false, error });
+    // Requests that arrive while init runs (say, piped in by hand) wait for it to finish.
+    let initDone = Promise.resolve();
+
+    return serve(
+        {
+            async init(params) {
+                const config = params.config ?? {};
+                if (!isPlainObject(config)) throw new HostError('InvalidParams', 'config must be an object');
+                const running = Promise.resolve().then(() => init(config));
+                initDone = running.then(() => {}, () => {});
+                const r = (await running) ?? {};
+                return { value: r.value ?? { ready: true }, state: r.state ?? {} };
+            },
+
+            async get_tool_schemas(params) {
+                await initDone;
+                return { value: tools.map(toWireSchema), state: params.state ?? {} };
+            },
+
+            async execute_tool(params, ctx) {
+                await initDone;
+                const name = params.tool_name;
+                const tctx = { ...ctx, state: nextState(params.state ?? {}, name) };
+                const tool = byName.get(name);
+                if (!tool) return { value: failure(`unknown tool ${JSON.stringify(name)}`), state: tctx.state };
+
+                const args = params.arguments ?? {};
+                if (tool.type !== 'custom') {
+                    const problem = checkSchema(tool.parameters ?? { type: 'object' }, args);
+                    if (problem) return { value: failure(`invalid arguments: ${problem}`), state: tctx.state };
+                }
+                try {
+                    const result = await tool.run(args, tctx);
+                    return { value: { success: true, result: result ?? null }, state: tctx.state };
+                } catch (e) {
+                    if (e instanceof ToolError) return { value: failure(e.message), state: tctx.state };
+                    throw e;
+                }
+            },
+        },
+        options,
+    );
+}

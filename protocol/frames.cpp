@@ -1,0 +1,186 @@
+#include "protocol/frames.hpp"
+
+#include "protocol/json_writer.hpp"
+
+namespace meith::protocol {
+
+namespace {
+
+frame_type type_from_name(std::string_view name) {
+    if (name == "tool_call") return frame_type::tool_call;
+    if (name == "list_tools") return frame_type::list_tools;
+    if (name == "cancel_tool_call") return frame_type::cancel_tool_call;
+    if (name == "hello") return frame_type::hello;
+    return frame_type::other;
+}
+
+std::string describe_parse_error(simdjson::error_code ec) {
+    std::string msg = "frame is not valid JSON (";
+    msg += simdjson::error_message(ec);
+    msg += ')';
+    return msg;
+}
+
+} // namespace
+
+client_frame frame_decoder::decode(std::string_view line) {
+    client_frame f;
+    simdjson::dom::element root;
+    // The framer guarantees frame_padding readable bytes after the line: parse in place.
+    if (auto ec = parser_.parse(line.data(), line.size(), false).get(root)) {
+        f.error = describe_parse_error(ec);
+        return f;
+    }
+    simdjson::dom::object obj;
+    if (root.get_object().get(obj) != simdjson::SUCCESS) {
+        f.error = "frame is not a JSON object";
+        return f;
+    }
+
+    // One pass over the members; later duplicates win, as in most JSON readers.
+    simdjson::dom::element type_el, protocol_el, request_id_el, client_info_el, tool_name_el,
+        arguments_el, timeout_el;
+    bool has_type = false, has_protocol = false, has_request_id = false, has_client_info = false,
+         has_tool_name = false, has_arguments = false, has_timeout = false;
+    for (auto field : obj) {
+        const std::string_view key = field.key;
+        if (key == "type") has_type = true, type_el = field.value;
+        else if (key == "protocol") has_protocol = true, protocol_el = field.value;
+        else if (key == "requestId") has_request_id = true, request_id_el = field.value;
+        else if (key == "clientInfo") has_client_info = true, client_info_el = field.value;
+        else if (key == "toolName") has_tool_name = true, tool_name_el = field.value;
+        else if (key == "arguments") has_arguments = true, arguments_el = field.value;
+        else if (key == "timeoutMs") has_timeout = true, timeout_el = field.value;
+    }
+
+    if (has_request_id) {
+        std::string_view id;
+        if (request_id_el.get_string().get(id) == simdjson::SUCCESS && !id.empty() &&
+            id.size() <= max_request_id_chars)
+            f.request_id = id;
+    }
+    if (has_client_info) {
+        std::string_view claim;
+        if (client_info_el["caller"].get_string().get(claim) == simdjson::SUCCESS)
+            f.caller_claim = claim;
+    }
+    if (!has_type || type_el.get_string().get(f.type_name) != simdjson::SUCCESS) {
+        f.error = "frame has no string \"type\"";
+        return f;
+    }
+    f.type = type_from_name(f.type_name);
+    if (has_protocol) {
+        int64_t v = 0;
+        if (protocol_el.get_int64().get(v) != simdjson::SUCCESS || v != protocol_version) {
+            f.error = "unsupported protocol version " + simdjson::minify(protocol_el) +
+                      " (this server speaks protocol 1)";
+            return f;
+        }
+    }
+    switch (f.type) {
+    case frame_type::other:
+        f.error = "unknown frame type \"" + std::string(f.type_name) + "\"";
+        return f;
+    case frame_type::hello:
+    case frame_type::list_tools:
+        if (has_request_id && !f.request_id)
+            f.error = "requestId must be a string of 1-128 characters";
+        return f;
+    case frame_type::cancel_tool_call:
+        if (!f.request_id) f.error = "cancel_tool_call needs a requestId string of 1-128 characters";
+        return f;
+    case frame_type::tool_call: break;
+    }
+
+    if (!f.request_id) {
+        f.error = "tool_call needs a requestId string of 1-128 characters";
+        return f;
+    }
+    if (!has_tool_name || tool_name_el.get_string().get(f.tool_name) != simdjson::SUCCESS ||
+        f.tool_name.empty()) {
+        f.call_error = "toolName must be a non-empty string";
+        return f;
+    }
+    if (!has_arguments) {
+        f.call_error = "arguments is missing (send {} for none)";
+        return f;
+    }
+    if (!arguments_el.is_object()) {
+        f.call_error = "arguments must be a JSON object";
+        return f;
+    }
+    f.arguments = arguments_el;
+    if (has_timeout && !timeout_el.is_null()) {
+        uint64_t ms = 0;
+        if (timeout_el.get_uint64().get(ms) != simdjson::SUCCESS || ms == 0) {
+            f.call_error = "timeoutMs must be a positive integer (milliseconds)";
+            return f;
+        }
+        f.timeout_ms = ms;
+    }
+    return f;
+}
+
+void frame_decoder::shrink_if_large(std::size_t keep_bytes) {
+    if (parser_.capacity() > keep_bytes) parser_ = simdjson::dom::parser{};
+}
+
+namespace {
+void append_head(std::string& out, std::string_view type) {
+    out.append(R"({"type":")");
+    out.append(type);
+    out.append(R"(","protocol":1)");
+}
+void append_request_id(std::string& out, std::string_view id) {
+    out.append(R"(,"requestId":)");
+    append_json_string(out, id);
+}
+} // namespace
+
+void append_error_frame(std::string& out, std::optional<std::string_view> request_id,
+                        std::string_view message) {
+    append_head(out, "error");
+    if (request_id) append_request_id(out, *request_id);
+    out.append(R"(,"code":"PROTOCOL_ERROR","message":)");
+    append_json_string(out, message);
+    out.append("}\n");
+}
+
+void append_hello_result(std::string& out, std::optional<std::string_view> request_id,
+                         std::string_view session_id, std::string_view caller,
+                         std::string_view server_version) {
+    append_head(out, "hello_result");
+    if (request_id) append_request_id(out, *request_id);
+    out.append(R"(,"sessionId":)");
+    append_json_string(out, session_id);
+    out.append(R"(,"caller":)");
+    append_json_string(out, caller);
+    out.append(R"(,"server":{"name":"meithd","version":)");
+    append_json_string(out, server_version);
+    out.append("}}\n");
+}
+
+void append_tool_event(std::string& out, std::string_view request_id, std::string_view event_json) {
+    append_head(out, "tool_event");
+    append_request_id(out, request_id);
+    out.append(R"(,"event":)");
+    out.append(event_json);
+    out.append("}\n");
+}
+
+void append_tool_result_frame(std::string& out, std::string_view request_id,
+                              const tool_result& result) {
+    append_head(out, "tool_result");
+    append_request_id(out, request_id);
+    out.append(R"(,"result":)");
+    append_tool_result(out, result);
+    out.append("}\n");
+}
+
+void append_tools_list_head(std::string& out, std::optional<std::string_view> request_id) {
+    append_head(out, "tools_list");
+    if (request_id) append_request_id(out, *request_id);
+    out.append(R"(,"tools":[)");
+}
+
+} // namespace meith::protocol

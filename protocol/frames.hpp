@@ -1,0 +1,75 @@
+// frames: decoding client frames and encoding server frames (PROTOCOL.md §2, §3).
+//
+// `frame_decoder` wraps one reused simdjson DOM parser (one per connection): `decode` parses
+// a line in place (the line must be followed by `frame_padding` readable bytes, which
+// `line_framer` guarantees) and validates the frame's envelope. Views in the returned
+// `client_frame` point into the parser and stay valid until the next `decode`.
+// The encoders append one complete frame, "\n" included, to an output buffer.
+#pragma once
+
+#include "protocol/tool_result.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <simdjson.h>
+
+namespace meith::protocol {
+
+inline constexpr int protocol_version = 1;
+inline constexpr std::size_t max_request_id_chars = 128;
+
+enum class frame_type { hello, list_tools, tool_call, cancel_tool_call, other };
+
+/// A decoded client frame. `error` set means the frame is answered with a PROTOCOL_ERROR
+/// error frame (carrying `request_id` when it is usable) and not processed further.
+/// For tool_call, `call_error` set means "resolve with VALIDATION_ERROR" (§3: usable requestId,
+/// bad toolName/arguments/timeoutMs).
+struct client_frame {
+    frame_type type = frame_type::other;
+    std::string_view type_name;
+    std::optional<std::string_view> request_id; ///< a usable requestId (string, 1-128 chars)
+    std::optional<std::string_view> caller_claim; ///< clientInfo.caller when a string
+    std::optional<std::string> error;             ///< PROTOCOL_ERROR message
+    // tool_call only
+    std::string_view tool_name;
+    simdjson::dom::element arguments; ///< an object when `call_error` is empty
+    std::optional<std::uint64_t> timeout_ms;
+    std::optional<std::string> call_error; ///< VALIDATION_ERROR message
+};
+
+class frame_decoder {
+  public:
+    /// Decodes one line. Never throws; every malformed input yields `error`.
+    client_frame decode(std::string_view line);
+
+    /// Releases parser memory grown by a very large frame.
+    void shrink_if_large(std::size_t keep_bytes);
+
+  private:
+    simdjson::dom::parser parser_;
+};
+
+/// `{"type":"error","protocol":1,"requestId"?,"code":"PROTOCOL_ERROR","message"}`
+void append_error_frame(std::string& out, std::optional<std::string_view> request_id,
+                        std::string_view message);
+
+/// `{"type":"hello_result","protocol":1,"requestId"?,"sessionId","caller","server":{...}}`
+void append_hello_result(std::string& out, std::optional<std::string_view> request_id,
+                         std::string_view session_id, std::string_view caller,
+                         std::string_view server_version);
+
+/// `{"type":"tool_event","protocol":1,"requestId","event":<event_json>}`
+void append_tool_event(std::string& out, std::string_view request_id, std::string_view event_json);
+
+/// `{"type":"tool_result","protocol":1,"requestId","result":<ToolResult>}`
+void append_tool_result_frame(std::string& out, std::string_view request_id,
+                              const tool_result& result);
+
+/// Opening of a tools_list frame up to and including `"tools":[`; the caller appends the
+/// descriptors separated by commas and then `]}\n`.
+void append_tools_list_head(std::string& out, std::optional<std::string_view> request_id);
+
+} // namespace meith::protocol

@@ -1,0 +1,73 @@
+#include "protocol/framing.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace meith::protocol {
+
+line_framer::line_framer(std::size_t max_frame_bytes, std::size_t read_chunk)
+    : max_(max_frame_bytes), chunk_(read_chunk) {}
+
+std::span<char> line_framer::prepare() {
+    line_ = {};
+    // Move the partial frame to the front so the buffer does not creep.
+    if (begin_ > 0) {
+        std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+        end_ -= begin_;
+        begin_ = 0;
+    }
+    const std::size_t need = end_ + chunk_ + frame_padding;
+    if (buf_.size() < need) buf_.resize(need);
+    return {buf_.data() + end_, chunk_};
+}
+
+void line_framer::commit(std::size_t n) { end_ += n; }
+
+line_framer::status line_framer::next() {
+    line_ = {};
+    for (;;) {
+        const char* base = buf_.data() + begin_;
+        const std::size_t avail = end_ - begin_;
+        const void* nl = avail > scan_ ? std::memchr(base + scan_, '\n', avail - scan_) : nullptr;
+        if (nl == nullptr) {
+            scan_ = avail;
+            if (discarding_) {
+                dropped_ += avail;
+                begin_ = end_ = scan_ = 0;
+            } else if (avail > max_ + 1) { // +1: a trailing '\r' may still belong to the ending
+                prefix_.assign(base, std::min<std::size_t>(avail, 256));
+                discarding_ = true;
+                dropped_ = avail;
+                begin_ = end_ = scan_ = 0;
+            }
+            return status::need_more;
+        }
+        const auto len = static_cast<std::size_t>(static_cast<const char*>(nl) - base);
+        begin_ += len + 1;
+        scan_ = 0;
+        if (discarding_) {
+            discarding_ = false;
+            dropped_ += len;
+            return status::oversized;
+        }
+        std::size_t frame_len = len;
+        if (frame_len > 0 && base[frame_len - 1] == '\r') --frame_len;
+        if (frame_len > max_) {
+            prefix_.assign(base, std::min<std::size_t>(frame_len, 256));
+            dropped_ = frame_len;
+            return status::oversized;
+        }
+        if (frame_len == 0) continue; // empty lines are ignored (§2)
+        line_ = std::string_view(base, frame_len);
+        return status::frame;
+    }
+}
+
+void line_framer::shrink_if_idle() {
+    if (begin_ == end_ && buf_.size() > 4 * (chunk_ + frame_padding)) {
+        std::vector<char>().swap(buf_);
+        begin_ = end_ = scan_ = 0;
+    }
+}
+
+} // namespace meith::protocol

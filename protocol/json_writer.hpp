@@ -1,0 +1,28 @@
+// json_writer: appending JSON text to a std::string without a DOM, for the hot path.
+//
+// Server frames are built by appending into one reused buffer per connection; these helpers
+// do the escaping (RFC 8259 §7). Raw JSON fragments (already-valid JSON text, e.g. tool
+// arguments) are appended verbatim by the caller.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace meith::protocol {
+
+/// Appends `s` as a JSON string literal (quotes included). Escapes `"`, `\` and control
+/// characters (as \n, \t, ... or \u00XX); invalid UTF-8 bytes become U+FFFD so the output is
+/// always valid JSON. Runs of plain bytes are appended in one go.
+void append_json_string(std::string& out, std::string_view s);
+
+/// Appends the decimal form of `v`.
+void append_uint(std::string& out, std::uint64_t v);
+
+/// Appends `v` with up to 3 decimals (e.g. durations in ms: 1.234).
+void append_fixed3(std::string& out, double v);
+
+/// True when `s` is valid UTF-8 (RFC 3629: no overlongs, no surrogates, max U+10FFFF).
+bool is_valid_utf8(std::string_view s);
+
+} // namespace meith::protocol

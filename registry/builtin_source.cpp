@@ -1,0 +1,52 @@
+#include "registry/registry.hpp"
+
+namespace meith::registry {
+
+namespace {
+
+/// Tools compiled into the daemon. `echo` resolves synchronously: no allocation beyond the
+/// result itself, which makes it the transport benchmark's reference tool.
+class builtin_source final : public tool_source {
+  public:
+    const std::string& name() const override { return name_; }
+    source_state state() const override { return state_; }
+
+    void start(source_events events) override {
+        std::vector<tool_definition> defs;
+        defs.push_back({"echo", "Returns its arguments unchanged (health checks, benchmarks).",
+                        R"({"type":"object","additionalProperties":true})", {"read-only"}, {}});
+        if (auto err = events.registered(*this, std::move(defs))) state_ = source_state::failed;
+        else state_ = source_state::ready;
+        events.settled(*this);
+    }
+
+    void execute(const call_ptr& c, const tool& t) override {
+        if (t.remote_name == "echo") {
+            c->resolve(protocol::tool_result::success(c->args_json));
+            return;
+        }
+        c->resolve(protocol::tool_result::failure(protocol::error_code::unknown_tool,
+                                                  "no built-in tool " + t.remote_name));
+    }
+
+    void stop(std::chrono::milliseconds, std::function<void()> done) override {
+        state_ = source_state::stopped;
+        done();
+    }
+
+    std::string status_json() const override {
+        return std::string(R"({"name":"builtin","kind":"builtin","state":")") +
+               std::string(to_string(state_)) +
+               R"(","pid":null,"restarts":0,"lastError":null,"tools":1})";
+    }
+
+  private:
+    std::string name_ = "builtin";
+    source_state state_ = source_state::starting;
+};
+
+} // namespace
+
+std::unique_ptr<tool_source> make_builtin_source() { return std::make_unique<builtin_source>(); }
+
+} // namespace meith::registry

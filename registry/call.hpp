@@ -1,0 +1,86 @@
+// call: one tool_call in flight, from dispatch to its single reply.
+//
+// A call is resolved exactly once (the first of: the tool's result, its timeout, a cancel,
+// the client going away, daemon shutdown); later outcomes and late tool output are dropped.
+// Resolution runs the registry's finishing step (audit line, then reply) synchronously.
+// Shared between the connection (to cancel it), the registry (to time it out) and the source
+// (to deliver events and the result). I/O-thread only.
+#pragma once
+
+#include "permissions/policy.hpp"
+#include "protocol/tool_result.hpp"
+
+#include <asio/any_io_executor.hpp>
+#include <asio/steady_timer.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace meith::registry {
+
+struct tool;
+class registry;
+
+/// Where a call's events and result go: the client connection that made it.
+class call_sink {
+  public:
+    virtual ~call_sink() = default;
+    /// A tool_event's `event` object (JSON text) for call `request_id`.
+    virtual void on_tool_event(std::string_view request_id, std::string_view event_json) = 0;
+    /// The call's one result; after this the call is gone.
+    virtual void on_tool_result(std::string_view request_id, const protocol::tool_result& r) = 0;
+};
+
+/// Why a call ended, for the audit line.
+enum class call_end { tool, timeout, cancel, disconnect, shutdown, refused };
+
+class call : public std::enable_shared_from_this<call> {
+  public:
+    call(asio::any_io_executor ex, std::shared_ptr<call_sink> sink);
+
+    // Identity, fixed at dispatch (PROTOCOL.md §3, §5).
+    std::string request_id;
+    std::string session_id;
+    permissions::caller caller = permissions::caller::plugin;
+    std::string claimed_caller; ///< the raw clientInfo.caller claim ("" when none)
+    std::string tool_name;      ///< as requested
+    std::string args_json;      ///< the arguments object, minified JSON text
+    std::shared_ptr<const tool> target; ///< null when the tool is unknown
+    std::uint64_t timeout_ms = 0;
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    bool decided = false;           ///< the permission decision was reached
+    permissions::decision decision; ///< valid when `decided`
+
+    /// Forwards one event (JSON text of the `event` object) unless the call is resolved.
+    void emit(std::string_view event_json);
+
+    /// Resolves the call: the first resolution wins, later ones are ignored. Runs the
+    /// source's abandon hook when the result did not come from the tool.
+    void resolve(protocol::tool_result result, call_end how = call_end::tool);
+
+    bool resolved() const { return resolved_; }
+    call_end end() const { return end_; }
+
+    /// Set by the source when it starts work: undoes it (forget the request id, kill the
+    /// process group) when the call ends some other way.
+    void on_abandon(std::function<void()> fn) { abandon_ = std::move(fn); }
+
+    asio::steady_timer& deadline() { return deadline_; }
+
+  private:
+    friend class registry;
+    registry* owner_ = nullptr;
+    std::shared_ptr<call_sink> sink_;
+    asio::steady_timer deadline_;
+    std::function<void()> abandon_;
+    bool resolved_ = false;
+    call_end end_ = call_end::tool;
+};
+
+using call_ptr = std::shared_ptr<call>;
+
+} // namespace meith::registry

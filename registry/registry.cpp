@@ -1,0 +1,375 @@
+#include "registry/registry.hpp"
+
+#include "protocol/json_writer.hpp"
+#include "registry/schema_validator.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace meith::registry {
+
+using protocol::append_json_string;
+using protocol::error_code;
+using protocol::tool_result;
+
+std::string_view to_string(source_state s) {
+    switch (s) {
+    case source_state::starting: return "starting";
+    case source_state::ready: return "ready";
+    case source_state::restarting: return "restarting";
+    case source_state::failed: return "failed";
+    case source_state::stopped: return "stopped";
+    }
+    return "unknown";
+}
+
+// ---- call ------------------------------------------------------------------------------
+
+call::call(asio::any_io_executor ex, std::shared_ptr<call_sink> sink)
+    : sink_(std::move(sink)), deadline_(std::move(ex)) {}
+
+void call::emit(std::string_view event_json) {
+    if (!resolved_ && sink_) sink_->on_tool_event(request_id, event_json);
+}
+
+void call::resolve(tool_result result, call_end how) {
+    if (resolved_) return;
+    resolved_ = true;
+    end_ = how;
+    deadline_.cancel();
+    auto abandon = std::move(abandon_);
+    abandon_ = nullptr;
+    if (how != call_end::tool && abandon) abandon();
+    if (owner_) owner_->finish(*this, result);
+    else if (sink_) sink_->on_tool_result(request_id, result);
+    sink_.reset(); // breaks the connection <-> call cycle
+}
+
+// ---- registry --------------------------------------------------------------------------
+
+registry::registry(asio::any_io_executor ex, const config::config& cfg, audit::audit_log* audit)
+    : ex_(std::move(ex)), cfg_(cfg), policy_(cfg.permissions), audit_(audit),
+      redactor_(audit::default_redactor()) {}
+
+registry::~registry() = default;
+
+void registry::add_source(std::unique_ptr<tool_source> source) {
+    sources_.push_back(std::move(source));
+}
+
+void registry::start(std::function<void(std::optional<std::string>)> on_ready) {
+    on_ready_ = std::move(on_ready);
+    unsettled_ = sources_.size();
+    source_events events;
+    events.registered = [this](tool_source& src, std::vector<tool_definition> defs) {
+        return register_tools(src, std::move(defs));
+    };
+    events.settled = [this](tool_source&) {
+        if (unsettled_ > 0 && --unsettled_ == 0 && on_ready_) {
+            started_ = true;
+            auto ready = std::move(on_ready_);
+            ready(startup_error_);
+        }
+    };
+    events.lifecycle = [this](tool_source& src, std::string_view event, std::string_view details) {
+        std::string fields = R"("source":)";
+        append_json_string(fields, src.name());
+        if (!details.empty()) {
+            fields += ',';
+            fields += details;
+        }
+        audit_event(event, fields);
+    };
+    if (sources_.empty()) {
+        started_ = true;
+        on_ready_(std::nullopt);
+        return;
+    }
+    for (auto& s : sources_) s->start(events);
+}
+
+std::optional<std::string> registry::register_tools(tool_source& src,
+                                                    std::vector<tool_definition> defs) {
+    std::string prefix;
+    for (const auto& sc : cfg_.sources)
+        if (sc.name == src.name()) prefix = sc.prefix;
+
+    std::vector<std::shared_ptr<const tool>> fresh;
+    for (auto& d : defs) {
+        auto t = std::make_shared<tool>();
+        t->name = prefix + d.name;
+        t->remote_name = std::move(d.name);
+        t->description = std::move(d.description);
+        t->input_schema_json = std::move(d.input_schema_json);
+        t->capabilities = permissions::capability_set_from(d.capabilities);
+        t->timeout_ms = d.timeout_ms;
+        t->source = &src;
+        if (!t->input_schema_json.empty()) {
+            auto compiled = schema_validator::compile(t->input_schema_json);
+            if (compiled.error) {
+                spdlog::error("source '{}': tool '{}' skipped: {}", src.name(), t->name,
+                              *compiled.error);
+                continue;
+            }
+            t->validator = std::move(compiled.validator);
+        }
+        auto it = tools_.find(t->name);
+        if (it != tools_.end() && it->second->source != &src) {
+            std::string err = "tool name '" + t->name + "' is offered by both source '" +
+                              it->second->source->name() + "' and source '" + src.name() +
+                              "' (set `prefix` on one of them)";
+            if (!started_ && !startup_error_) startup_error_ = err;
+            return err;
+        }
+        for (const auto& f : fresh)
+            if (f->name == t->name)
+                return "source '" + src.name() + "' offers tool '" + t->name + "' twice";
+        fresh.push_back(std::move(t));
+    }
+    for (auto it = tools_.begin(); it != tools_.end();) {
+        if (it->second->source == &src) it = tools_.erase(it);
+        else ++it;
+    }
+    for (auto& t : fresh) tools_.emplace(t->name, std::move(t));
+    spdlog::info("source '{}': {} tool(s) registered", src.name(), fresh.size());
+    return std::nullopt;
+}
+
+void registry::reject(const call_ptr& c, error_code code, std::string message) {
+    c->owner_ = this;
+    active_.insert(c.get());
+    c->resolve(tool_result::failure(code, std::move(message)), call_end::refused);
+}
+
+void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
+    c->owner_ = this;
+    c->args_json = simdjson::minify(args);
+    active_.insert(c.get());
+
+    if (shutting_down_) {
+        c->resolve(tool_result::failure(error_code::runtime_shutting_down,
+                                        "meithd is shutting down and accepts no new calls"),
+                   call_end::refused);
+        return;
+    }
+    if (audit_failing_ && cfg_.audit.on_failure == config::audit_failure_policy::fail_closed) {
+        c->resolve(tool_result::failure(error_code::tool_failed,
+                                        "the audit log cannot be written, so calls are refused "
+                                        "(audit.on_failure = \"fail_closed\")"),
+                   call_end::refused);
+        return;
+    }
+    auto it = tools_.find(c->tool_name);
+    if (it == tools_.end()) {
+        c->resolve(tool_result::failure(error_code::unknown_tool,
+                                        "no tool named '" + c->tool_name + "'"),
+                   call_end::refused);
+        return;
+    }
+    c->target = it->second;
+    const tool& t = *c->target;
+    if (t.validator) {
+        if (auto err = t.validator->validate(args)) {
+            c->resolve(tool_result::failure(error_code::validation_error, std::move(*err)),
+                       call_end::refused);
+            return;
+        }
+    }
+    c->decision = policy_.decide(t.name, t.capabilities, c->caller);
+    c->decided = true;
+    if (!c->decision.allow) {
+        c->resolve(tool_result::failure(error_code::permission_denied,
+                                        "permission denied: " + c->decision.reason),
+                   call_end::refused);
+        return;
+    }
+    std::uint64_t timeout = c->timeout_ms ? c->timeout_ms
+                            : t.timeout_ms ? *t.timeout_ms
+                                           : cfg_.tools.default_timeout_ms;
+    if (cfg_.limits.max_timeout_ms > 0 && timeout > cfg_.limits.max_timeout_ms)
+        timeout = cfg_.limits.max_timeout_ms;
+    c->timeout_ms = timeout;
+    c->deadline().expires_after(std::chrono::milliseconds(timeout));
+    c->deadline().async_wait([weak = std::weak_ptr<call>(c), timeout](const std::error_code& ec) {
+        if (ec) return;
+        if (auto self = weak.lock())
+            self->resolve(tool_result::failure(error_code::timeout,
+                                               "the call did not finish within " +
+                                                   std::to_string(timeout) + " ms"),
+                          call_end::timeout);
+    });
+    t.source->execute(c, t);
+}
+
+void registry::finish(call& c, const tool_result& r) {
+    active_.erase(&c);
+    if (r.content_json.size() > cfg_.limits.max_result_bytes) {
+        const auto too_big = tool_result::failure(
+            error_code::tool_failed, "the tool's result is " + std::to_string(r.content_json.size()) +
+                                         " bytes, over limits.max_result_bytes (" +
+                                         std::to_string(cfg_.limits.max_result_bytes) + ")");
+        write_call_audit(c, too_big);
+        if (c.sink_) c.sink_->on_tool_result(c.request_id, too_big);
+        return;
+    }
+    // The audit line is written (visible to readers) before the reply is queued (§6).
+    write_call_audit(c, r);
+    if (c.sink_) c.sink_->on_tool_result(c.request_id, r);
+}
+
+namespace {
+
+std::string_view end_name(call_end how) {
+    switch (how) {
+    case call_end::tool: return "tool";
+    case call_end::timeout: return "timeout";
+    case call_end::cancel: return "cancel";
+    case call_end::disconnect: return "client_disconnected";
+    case call_end::shutdown: return "shutdown";
+    case call_end::refused: return "refused";
+    }
+    return "tool";
+}
+
+void append_capabilities(std::string& out, permissions::capability_set caps) {
+    out.push_back('[');
+    bool first = true;
+    for (auto name : permissions::capability_names(caps)) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_json_string(out, name);
+    }
+    out.push_back(']');
+}
+
+void append_nullable_string(std::string& out, std::string_view s, bool present) {
+    if (present) append_json_string(out, s);
+    else out.append("null");
+}
+
+} // namespace
+
+void registry::write_call_audit(const call& c, const tool_result& r) {
+    std::string& l = line_;
+    l.clear();
+    l.append(R"({"ts":)");
+    append_json_string(l, audit::now_rfc3339());
+    l.append(R"(,"event":"tool_call","requestId":)");
+    append_json_string(l, c.request_id);
+    l.append(R"(,"sessionId":)");
+    append_json_string(l, c.session_id);
+    l.append(R"(,"caller":)");
+    append_json_string(l, permissions::to_string(c.caller));
+    l.append(R"(,"claimedCaller":)");
+    append_nullable_string(l, c.claimed_caller, !c.claimed_caller.empty());
+    l.append(R"(,"toolName":)");
+    append_json_string(l, c.tool_name);
+    l.append(R"(,"source":)");
+    append_nullable_string(l, c.target ? c.target->source->name() : "", c.target != nullptr);
+    l.append(R"(,"capabilities":)");
+    if (c.target) append_capabilities(l, c.target->capabilities);
+    else l.append("null");
+    l.append(R"(,"decision":)");
+    if (c.decided) {
+        l.append(c.decision.allow ? R"("allow")" : R"("deny")");
+        l.append(R"(,"reason":)");
+        append_json_string(l, c.decision.reason);
+    } else {
+        l.append(R"(null,"reason":null)");
+    }
+    l.append(R"(,"timeoutMs":)");
+    if (c.timeout_ms) protocol::append_uint(l, c.timeout_ms);
+    else l.append("null");
+    l.append(R"(,"durationMs":)");
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - c.started;
+    protocol::append_fixed3(l, took.count());
+    l.append(r.ok ? R"(,"ok":true,"errorCode":)" : R"(,"ok":false,"errorCode":)");
+    if (r.error) append_json_string(l, protocol::to_string(r.error->code));
+    else l.append("null");
+    l.append(R"(,"end":")");
+    l.append(end_name(c.end()));
+    l.append(R"(","args":)");
+    l.append(redactor_.summarize_json(c.args_json));
+    l.append(R"(,"result":)");
+    std::string result_json;
+    protocol::append_tool_result(result_json, r);
+    l.append(redactor_.summarize_json(result_json));
+    l.push_back('}');
+    if (audit_) audit_failing_ = !audit_->append(l);
+}
+
+bool registry::audit_event(std::string_view event, std::string_view fields_json) {
+    if (!audit_) return true;
+    std::string l;
+    l.reserve(128 + fields_json.size());
+    l.append(R"({"ts":)");
+    append_json_string(l, audit::now_rfc3339());
+    l.append(R"(,"event":)");
+    append_json_string(l, event);
+    if (!fields_json.empty()) {
+        l.push_back(',');
+        l.append(fields_json);
+    }
+    l.push_back('}');
+    audit_failing_ = !audit_->append(l);
+    return !audit_failing_;
+}
+
+void registry::append_tool_descriptors(std::string& out, permissions::caller who) {
+    bool first = true;
+    for (const auto& [name, t] : tools_) {
+        if (!first) out.push_back(',');
+        first = false;
+        out.append(R"({"name":)");
+        append_json_string(out, t->name);
+        out.append(R"(,"description":)");
+        append_json_string(out, t->description);
+        if (!t->input_schema_json.empty()) {
+            out.append(R"(,"inputSchema":)");
+            out.append(t->input_schema_json);
+        }
+        out.append(R"(,"capabilities":)");
+        append_capabilities(out, t->capabilities);
+        out.append(R"(,"timeoutMs":)");
+        if (t->timeout_ms) protocol::append_uint(out, *t->timeout_ms);
+        else out.append("null");
+        out.append(R"(,"source":)");
+        append_json_string(out, t->source->name());
+        out.append(R"(,"available":)");
+        out.append(t->source->state() == source_state::failed ? "false" : "true");
+        out.append(R"(,"permission":)");
+        out.append(policy_.decide(t->name, t->capabilities, who).allow ? R"("allow"})"
+                                                                        : R"("deny"})");
+    }
+}
+
+std::string registry::sources_json() const {
+    std::string out = "[";
+    for (std::size_t i = 0; i < sources_.size(); ++i) {
+        if (i) out.push_back(',');
+        out += sources_[i]->status_json();
+    }
+    out.push_back(']');
+    return out;
+}
+
+void registry::abort_all(error_code code, const std::string& message, call_end how) {
+    std::vector<call_ptr> calls;
+    for (call* c : active_) calls.push_back(c->shared_from_this());
+    for (auto& c : calls) c->resolve(tool_result::failure(code, message), how);
+}
+
+void registry::stop_sources(std::function<void()> done) {
+    auto remaining = std::make_shared<std::size_t>(sources_.size());
+    auto finish = std::make_shared<std::function<void()>>(std::move(done));
+    if (sources_.empty()) {
+        (*finish)();
+        return;
+    }
+    const std::chrono::milliseconds grace(cfg_.tools.kill_grace_ms);
+    for (auto& s : sources_)
+        s->stop(grace, [remaining, finish] {
+            if (--*remaining == 0) (*finish)();
+        });
+}
+
+} // namespace meith::registry

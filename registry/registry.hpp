@@ -1,0 +1,107 @@
+// registry: the tools of every source and the one dispatch path every call takes.
+//
+// dispatch(): lookup -> validate arguments against the tool's inputSchema -> permission ->
+// run on the source raced against its timeout, a cancel, the client leaving and shutdown ->
+// normalize -> audit line -> reply. This is the only place that owns those cross-cutting
+// duties; sources only run tools and connections only move frames. I/O-thread only.
+#pragma once
+
+#include "audit/audit_log.hpp"
+#include "audit/redactor.hpp"
+#include "config/config.hpp"
+#include "permissions/policy.hpp"
+#include "registry/call.hpp"
+#include "registry/tool_source.hpp"
+
+#include <asio/any_io_executor.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include <simdjson.h>
+
+namespace meith::registry {
+
+class registry {
+  public:
+    /// `audit` may be null (unit tests); it must outlive the registry otherwise.
+    registry(asio::any_io_executor ex, const config::config& cfg, audit::audit_log* audit);
+    ~registry();
+    registry(const registry&) = delete;
+    registry& operator=(const registry&) = delete;
+
+    void add_source(std::unique_ptr<tool_source> source);
+
+    /// Starts every source; `on_ready` runs once each has registered its tools or failed its
+    /// first start (PROTOCOL.md §1 readiness). Returns an error message instead when a tool
+    /// name clashes at first registration (a startup error naming both sources).
+    void start(std::function<void(std::optional<std::string> startup_error)> on_ready);
+
+    /// Runs call `c` (identity fields filled in by the connection) with `args`, an object
+    /// element valid only during this call. Always ends in exactly one result to the sink.
+    void dispatch(const call_ptr& c, simdjson::dom::element args);
+
+    /// Resolves `c` as failed without running anything (frame-level VALIDATION_ERROR).
+    void reject(const call_ptr& c, protocol::error_code code, std::string message);
+
+    /// Appends the ToolDescriptors, comma-separated, as `who` would see them (§3).
+    void append_tool_descriptors(std::string& out, permissions::caller who);
+
+    /// Status objects of every source, as a JSON array.
+    std::string sources_json() const;
+
+    /// Audits a non-call event: `fields_json` is the object's members without braces
+    /// (e.g. `"sessionId":"s_1","pid":42`), may be empty. Returns false if the write failed.
+    bool audit_event(std::string_view event, std::string_view fields_json);
+
+    /// Shutdown, step 1: refuse new calls with RUNTIME_SHUTTING_DOWN.
+    void begin_shutdown() { shutting_down_ = true; }
+    bool shutting_down() const { return shutting_down_; }
+    std::size_t calls_in_flight() const { return active_.size(); }
+    /// Shutdown, step 2: resolve every call still in flight.
+    void abort_all(protocol::error_code code, const std::string& message, call_end how);
+    /// Shutdown, step 3: stop every source; `done` runs when all are stopped.
+    void stop_sources(std::function<void()> done);
+
+    const config::config& cfg() const { return cfg_; }
+    const permissions::policy& policy() const { return policy_; }
+    const audit::redactor& redactor() const { return redactor_; }
+    asio::any_io_executor executor() const { return ex_; }
+    std::size_t tool_count() const { return tools_.size(); }
+
+  private:
+    friend class call;
+    void finish(call& c, const protocol::tool_result& r);
+    std::optional<std::string> register_tools(tool_source& src, std::vector<tool_definition> defs);
+    void write_call_audit(const call& c, const protocol::tool_result& r);
+
+    asio::any_io_executor ex_;
+    const config::config& cfg_;
+    permissions::policy policy_;
+    audit::audit_log* audit_;
+    const audit::redactor& redactor_;
+    std::vector<std::unique_ptr<tool_source>> sources_;
+    std::map<std::string, std::shared_ptr<const tool>, std::less<>> tools_;
+    std::unordered_set<call*> active_;
+    bool shutting_down_ = false;
+    bool audit_failing_ = false;
+    std::string line_; ///< reused audit line buffer
+    std::size_t unsettled_ = 0;
+    bool started_ = false;
+    std::optional<std::string> startup_error_;
+    std::function<void(std::optional<std::string>)> on_ready_;
+};
+
+/// The built-in source: `echo` (read-only; its content is its arguments) — §7.
+std::unique_ptr<tool_source> make_builtin_source();
+
+/// A tool host source (`kind = "host"`, §7) supervised as a subprocess.
+class child_reaper;
+std::unique_ptr<tool_source> make_host_source(asio::any_io_executor ex, child_reaper& reaper,
+                                              const config::source_config& cfg,
+                                              const config::config& whole);
+
+} // namespace meith::registry

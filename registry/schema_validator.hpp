@@ -1,0 +1,38 @@
+// schema_validator: checks tool arguments against a tool's inputSchema (JSON Schema draft 7
+// and earlier, via valijson). Compiled once per tool at registration; `validate` is const and
+// reentrant. Schemas that accept every object (`{"type":"object"}` with nothing else that
+// constrains) compile to "no validator" so the common case costs nothing.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <simdjson.h>
+
+namespace meith::registry {
+
+class schema_validator {
+  public:
+    struct compiled;
+    /// Result of `compile`: `error` when the schema itself is invalid; otherwise `validator`,
+    /// which is null when the schema accepts every object.
+    struct compile_result {
+        std::shared_ptr<const schema_validator> validator;
+        std::optional<std::string> error;
+    };
+    static compile_result compile(std::string_view schema_json);
+
+    /// nullopt when `args` conforms; else a message naming the first violations, e.g.
+    /// "/n: value is below minimum 0".
+    std::optional<std::string> validate(simdjson::dom::element args) const;
+
+    ~schema_validator();
+    explicit schema_validator(std::unique_ptr<compiled> c);
+
+  private:
+    std::unique_ptr<compiled> compiled_;
+};
+
+} // namespace meith::registry

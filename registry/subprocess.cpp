@@ -1,0 +1,173 @@
+#include "registry/subprocess.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <system_error>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+extern char** environ;
+
+namespace meith::registry {
+
+child_reaper::child_reaper(asio::any_io_executor ex) : signals_(ex, SIGCHLD) { arm(); }
+
+void child_reaper::arm() {
+    signals_.async_wait([this](const std::error_code& ec, int) {
+        if (ec) return;
+        poll();
+        arm();
+    });
+}
+
+void child_reaper::watch(pid_t pid, std::function<void(int)> on_exit) {
+    handlers_[pid] = std::move(on_exit);
+    poll(); // the child may already have exited before we started watching
+}
+
+void child_reaper::poll() {
+    std::vector<std::pair<std::function<void(int)>, int>> done;
+    for (auto it = handlers_.begin(); it != handlers_.end();) {
+        int status = 0;
+        const pid_t r = ::waitpid(it->first, &status, WNOHANG);
+        if (r == it->first || (r < 0 && errno == ECHILD)) {
+            done.emplace_back(std::move(it->second), r < 0 ? 0 : status);
+            it = handlers_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    // Handlers run after the scan: they may watch new children.
+    for (auto& [fn, status] : done) fn(status);
+}
+
+std::string describe_wait_status(int status) {
+    if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+    if (WIFSIGNALED(status))
+        return fmt::format("killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+    return fmt::format("ended with wait status {}", status);
+}
+
+const std::vector<std::string>& default_env_allow_list() {
+    static const std::vector<std::string> names = {
+        "PATH",   "HOME", "USER",   "LOGNAME",         "SHELL",      "LANG",      "LC_*",
+        "TZ",     "TMPDIR", "XDG_RUNTIME_DIR", "MEITH_HOME", "NODE_PATH", "NODE_OPTIONS"};
+    return names;
+}
+
+std::vector<std::string> child_environment(const std::vector<std::string>& allow,
+                                           const std::map<std::string, std::string>& extra) {
+    std::vector<std::string> env;
+    for (char** e = environ; e && *e; ++e) {
+        const std::string_view item(*e);
+        const auto eq = item.find('=');
+        if (eq == std::string_view::npos) continue;
+        const auto name = item.substr(0, eq);
+        if (extra.count(std::string(name))) continue;
+        for (const auto& pattern : allow) {
+            const bool prefix = !pattern.empty() && pattern.back() == '*';
+            const bool match =
+                prefix ? name.substr(0, pattern.size() - 1) == std::string_view(pattern).substr(0, pattern.size() - 1)
+                       : name == pattern;
+            if (match) {
+                env.emplace_back(item);
+                break;
+            }
+        }
+    }
+    for (const auto& [name, value] : extra) env.push_back(name + "=" + value);
+    return env;
+}
+
+namespace {
+
+struct pipe_pair {
+    int read = -1, write = -1;
+    pipe_pair() {
+        int fds[2];
+        if (::pipe2(fds, O_CLOEXEC) != 0)
+            throw std::system_error(errno, std::generic_category(), "pipe2");
+        read = fds[0];
+        write = fds[1];
+    }
+    ~pipe_pair() {
+        if (read >= 0) ::close(read);
+        if (write >= 0) ::close(write);
+    }
+    int release_read() { return std::exchange(read, -1); }
+    int release_write() { return std::exchange(write, -1); }
+};
+
+} // namespace
+
+child_process::child_process(asio::any_io_executor ex, const options& opts)
+    : stdin_(ex), stdout_(ex), stderr_(ex) {
+    if (opts.argv.empty()) throw std::system_error(EINVAL, std::generic_category(), "empty command");
+    pipe_pair in, out, err;
+
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attr);
+    // dup2 clears FD_CLOEXEC on the target; every other descriptor of ours is close-on-exec.
+    posix_spawn_file_actions_adddup2(&actions, in.read, 0);
+    posix_spawn_file_actions_adddup2(&actions, out.write, 1);
+    posix_spawn_file_actions_adddup2(&actions, err.write, 2);
+    if (!opts.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, opts.cwd.c_str());
+    posix_spawnattr_setpgroup(&attr, 0);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGCHLD);
+    sigaddset(&defaults, SIGHUP);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+                                        POSIX_SPAWN_SETSIGMASK);
+
+    std::vector<char*> argv;
+    for (const auto& a : opts.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    for (const auto& e : opts.env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+
+    const int rc = ::posix_spawnp(&pid_, argv[0], &actions, &attr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+        pid_ = -1;
+        throw std::system_error(rc, std::generic_category(),
+                                fmt::format("cannot start '{}'{}", opts.argv[0],
+                                            opts.cwd.empty() ? "" : " in " + opts.cwd.string()));
+    }
+    for (int fd : {in.write, out.read, err.read}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    stdin_.assign(in.release_write());
+    stdout_.assign(out.release_read());
+    stderr_.assign(err.release_read());
+}
+
+child_process::~child_process() {
+    // The owner stops children before dropping them; this is the last line of defence.
+    if (!exited_ && pid_ > 0) ::kill(-pid_, SIGKILL);
+}
+
+void child_process::signal_group(int sig) {
+    if (!exited_ && pid_ > 0) ::kill(-pid_, sig);
+}
+
+void child_process::close_stdin() {
+    std::error_code ec;
+    stdin_.close(ec);
+}
+
+} // namespace meith::registry

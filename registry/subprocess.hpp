@@ -1,0 +1,92 @@
+// subprocess: starting, watching and stopping the daemon's child processes.
+//
+// Every child runs in its own process group (so a timeout or stop ends the tool and anything
+// it forked), gets only the environment it is given (see `child_environment`), and talks over
+// close-on-exec pipes wrapped as Asio stream descriptors. Exits are noticed through SIGCHLD
+// at once, not at the next failed write. All of it runs on the daemon's one I/O thread.
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <unordered_map>
+#include <vector>
+
+namespace meith::registry {
+
+/// Calls a handler when a child exits. One per io_context; listens to SIGCHLD and reaps only
+/// the pids registered with it (waitpid per pid, so no other code's children are stolen).
+class child_reaper {
+  public:
+    explicit child_reaper(asio::any_io_executor ex);
+    /// `on_exit(wait_status)` runs on the I/O thread once the child `pid` has been reaped.
+    void watch(pid_t pid, std::function<void(int wait_status)> on_exit);
+    /// Reaps whatever has exited now (also called on each SIGCHLD).
+    void poll();
+    std::size_t watched() const { return handlers_.size(); }
+
+  private:
+    void arm();
+    asio::signal_set signals_;
+    std::unordered_map<pid_t, std::function<void(int)>> handlers_;
+};
+
+/// Describes an exit status for messages: "exited with status 3", "killed by signal 9 (Killed)".
+std::string describe_wait_status(int wait_status);
+
+/// The environment a child gets: the daemon's values of the `allow` names (exact names, or
+/// prefixes ending in `*` such as "LC_*") plus `extra`, which wins. Returns "NAME=value" items.
+std::vector<std::string> child_environment(const std::vector<std::string>& allow,
+                                           const std::map<std::string, std::string>& extra);
+
+/// The default allow-list: PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR,
+/// XDG_RUNTIME_DIR, MEITH_HOME, NODE_PATH, NODE_OPTIONS.
+const std::vector<std::string>& default_env_allow_list();
+
+/// A running child with pipes to its stdin, stdout and stderr.
+class child_process {
+  public:
+    struct options {
+        std::vector<std::string> argv; ///< argv[0] is looked up in PATH
+        std::filesystem::path cwd;     ///< empty = the daemon's
+        std::vector<std::string> env;  ///< "NAME=value" items, the whole environment
+    };
+
+    /// Starts the child. Throws std::system_error naming the command when it cannot start
+    /// (missing program, bad cwd, no pipes).
+    child_process(asio::any_io_executor ex, const options& opts);
+    ~child_process();
+    child_process(const child_process&) = delete;
+    child_process& operator=(const child_process&) = delete;
+
+    pid_t pid() const { return pid_; }
+    asio::posix::stream_descriptor& stdin_pipe() { return stdin_; }
+    asio::posix::stream_descriptor& stdout_pipe() { return stdout_; }
+    asio::posix::stream_descriptor& stderr_pipe() { return stderr_; }
+
+    /// Sends `sig` to the child's whole process group; no-op once the child is reaped.
+    void signal_group(int sig);
+    /// Marks the child reaped (the pid may be reused from now on; signals are no longer sent).
+    void mark_exited() { exited_ = true; }
+    bool exited() const { return exited_; }
+    /// Closes our end of its stdin (the child sees EOF).
+    void close_stdin();
+
+  private:
+    pid_t pid_ = -1;
+    bool exited_ = false;
+    asio::posix::stream_descriptor stdin_;
+    asio::posix::stream_descriptor stdout_;
+    asio::posix::stream_descriptor stderr_;
+};
+
+} // namespace meith::registry

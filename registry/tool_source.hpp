@@ -1,0 +1,75 @@
+// tool_source: where tools come from (PROTOCOL.md §7) — built-in, tool host, exec.
+//
+// A source starts asynchronously, reports its tools (or its failure) to the registry through
+// `source_events`, runs calls, and stops. All methods run on the I/O thread.
+#pragma once
+
+#include "registry/call.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace meith::registry {
+
+class tool_source;
+
+/// A registered tool. Immutable once registered; calls hold it by shared_ptr, so a source
+/// that re-registers after a restart never pulls a tool out from under a running call.
+struct tool {
+    std::string name;        ///< registry-wide name (source prefix applied)
+    std::string remote_name; ///< name the source knows it by
+    std::string description;
+    std::string input_schema_json; ///< JSON Schema text; empty for text-payload tools
+    permissions::capability_set capabilities = 0;
+    std::optional<std::uint64_t> timeout_ms;
+    tool_source* source = nullptr;
+    std::shared_ptr<const class schema_validator> validator; ///< null: accepts any object
+};
+
+/// Lifecycle of a source, as `meith sources` shows it.
+enum class source_state { starting, ready, restarting, failed, stopped };
+std::string_view to_string(source_state s);
+
+/// Tool definition as a source reports it (before prefixing and schema compilation).
+struct tool_definition {
+    std::string name;
+    std::string description;
+    std::string input_schema_json;
+    std::vector<std::string> capabilities; ///< empty: unknown
+    std::optional<std::uint64_t> timeout_ms;
+};
+
+/// Callbacks from a source to the registry.
+struct source_events {
+    /// The source (re)started and offers these tools; replaces its previous set. Returns an
+    /// error message when the set cannot be registered (a name clash).
+    std::function<std::optional<std::string>(tool_source&, std::vector<tool_definition>)> registered;
+    /// The first start attempt finished (ok or not): counts toward readiness.
+    std::function<void(tool_source&)> settled;
+    /// Lifecycle transitions worth an audit line: "source_start", "source_exit", ... with a
+    /// short JSON object of details.
+    std::function<void(tool_source&, std::string_view event, std::string_view details_json)> lifecycle;
+};
+
+class tool_source {
+  public:
+    virtual ~tool_source() = default;
+    virtual const std::string& name() const = 0;
+    virtual source_state state() const = 0;
+    /// Starts asynchronously; reports through `events`.
+    virtual void start(source_events events) = 0;
+    /// Runs `c` against tool `t` of this source; must end in `c->resolve` unless abandoned.
+    virtual void execute(const call_ptr& c, const tool& t) = 0;
+    /// Stops the source (children get SIGTERM, then SIGKILL after `kill_grace`); `done` runs
+    /// once everything is reaped.
+    virtual void stop(std::chrono::milliseconds kill_grace, std::function<void()> done) = 0;
+
+    /// Status for `meith sources`: {"name","kind","state","pid","restarts","lastError"}.
+    virtual std::string status_json() const = 0;
+};
+
+} // namespace meith::registry

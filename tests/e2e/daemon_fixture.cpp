@@ -1,0 +1,300 @@
+#include "daemon_fixture.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <poll.h>
+#include <sstream>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace meith::test {
+
+namespace {
+
+std::string read_file(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+pid_t spawn(const std::vector<std::string>& args, const fs::path& out_file,
+            const fs::path& err_file, const std::vector<std::pair<std::string, std::string>>& env = {}) {
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        const int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        const int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        const int in = ::open("/dev/null", O_RDONLY);
+        ::dup2(in, 0);
+        ::dup2(out, 1);
+        ::dup2(err, 2);
+        ::unsetenv("XDG_RUNTIME_DIR");
+        ::unsetenv("MEITH_HOME");
+        for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+        std::vector<char*> argv;
+        for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    return pid;
+}
+
+int wait_pid(pid_t pid, std::chrono::milliseconds timeout, bool& exited, int& status) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        const pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid) {
+            exited = true;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+        std::this_thread::sleep_for(5ms);
+    }
+    return -1;
+}
+
+} // namespace
+
+temp_dir::temp_dir() {
+    char tmpl[] = "/tmp/meith-e2e-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    path = tmpl;
+}
+
+temp_dir::~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+}
+
+std::string test_host_path() { return std::string(MEITH_SOURCE_DIR) + "/tests/hosts/test_host.mjs"; }
+
+std::string host_source_toml(const std::string& name, const std::vector<std::string>& flags,
+                             const std::string& extra) {
+    std::string cmd = "[\"node\", \"" + test_host_path() + "\"";
+    for (const auto& f : flags) cmd += ", \"" + f + "\"";
+    cmd += "]";
+    return "[[sources]]\nname = \"" + name + "\"\nkind = \"host\"\ncommand = " + cmd + "\n" +
+           extra + "\n";
+}
+
+daemon_process::daemon_process(const std::string& config_toml, std::vector<std::string> extra_args,
+                               bool wait_ready) {
+    socket_ = home_.path / "d.sock";
+    if (!config_toml.empty()) {
+        std::ofstream(home_.path / "meithd.toml") << config_toml;
+    }
+    std::vector<std::string> args = {MEITH_MEITHD, "--home", home_.path.string(), "--socket",
+                                     socket_.string(), "--log-level", "debug"};
+    for (auto& a : extra_args) args.push_back(std::move(a));
+    pid_ = spawn(args, home_.path / "meithd.out", home_.path / "meithd.log");
+    if (!wait_ready) return;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (::waitpid(pid_, &status_, WNOHANG) == pid_) {
+            exited_ = true;
+            throw std::runtime_error("meithd exited during startup:\n" + log());
+        }
+        try {
+            auto record = json::parse(read_file(home_.path / "config.json"));
+            if (record.value("pid", 0) == pid_) return;
+        } catch (...) {
+        }
+        std::this_thread::sleep_for(5ms);
+    }
+    throw std::runtime_error("meithd did not become ready:\n" + log());
+}
+
+daemon_process::~daemon_process() {
+    if (!exited_ && pid_ > 0) {
+        ::kill(pid_, SIGTERM);
+        int st = 0;
+        bool ex = false;
+        if (wait_pid(pid_, 10s, ex, st) < 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, &st, 0);
+        }
+    }
+}
+
+std::string daemon_process::log() const { return read_file(home_.path / "meithd.log"); }
+
+int daemon_process::stop(int sig, std::chrono::milliseconds timeout) {
+    if (exited_) return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+    ::kill(pid_, sig);
+    return wait_pid(pid_, timeout, exited_, status_);
+}
+
+int daemon_process::wait_exit(std::chrono::milliseconds timeout) {
+    if (exited_) return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+    return wait_pid(pid_, timeout, exited_, status_);
+}
+
+bool daemon_process::running() {
+    if (exited_) return false;
+    if (::waitpid(pid_, &status_, WNOHANG) == pid_) exited_ = true;
+    return !exited_;
+}
+
+std::vector<json> daemon_process::audit() const {
+    std::vector<json> lines;
+    std::ifstream in(home_.path / "audit.jsonl");
+    std::string line;
+    while (std::getline(in, line)) lines.push_back(json::parse(line)); // throws on a bad line
+    return lines;
+}
+
+std::vector<json> daemon_process::audit_events(const std::string& event) const {
+    std::vector<json> out;
+    for (auto& l : audit())
+        if (l.value("event", "") == event) out.push_back(l);
+    return out;
+}
+
+json daemon_process::wait_audit(const std::function<bool(const json&)>& pred,
+                                std::chrono::milliseconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        for (auto& l : audit())
+            if (pred(l)) return l;
+        std::this_thread::sleep_for(10ms);
+    }
+    throw std::runtime_error("no matching audit line appeared");
+}
+
+std::pair<int, std::string> run_meithd_expect_exit(const std::vector<std::string>& args,
+                                                    std::chrono::milliseconds timeout) {
+    temp_dir logs;
+    std::vector<std::string> argv = {MEITH_MEITHD};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const pid_t pid = spawn(argv, logs.path / "out", logs.path / "err");
+    bool exited = false;
+    int status = 0;
+    int code = wait_pid(pid, timeout, exited, status);
+    if (!exited) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+    }
+    return {code, read_file(logs.path / "err") + read_file(logs.path / "out")};
+}
+
+client::client(const fs::path& socket) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+        throw std::runtime_error("connect " + socket.string() + ": " + std::strerror(errno));
+}
+
+client::~client() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void client::send_raw(const std::string& bytes) {
+    std::size_t off = 0;
+    while (off < bytes.size()) {
+        const auto n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw std::runtime_error(std::string("send: ") + std::strerror(errno));
+        }
+        off += static_cast<std::size_t>(n);
+    }
+}
+
+void client::send(const json& frame) { send_raw(frame.dump() + "\n"); }
+
+json client::read(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        const auto nl = buf_.find('\n');
+        if (nl != std::string::npos) {
+            std::string line = buf_.substr(0, nl);
+            buf_.erase(0, nl + 1);
+            return json::parse(line);
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) throw std::runtime_error("timed out waiting for a frame");
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+        char tmp[65536];
+        const auto n = ::recv(fd_, tmp, sizeof tmp, 0);
+        if (n == 0) throw std::runtime_error("connection closed by meithd");
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw std::runtime_error(std::string("recv: ") + std::strerror(errno));
+        }
+        buf_.append(tmp, static_cast<std::size_t>(n));
+    }
+}
+
+bool client::wait_closed(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 20) <= 0) continue;
+        char tmp[65536];
+        const auto n = ::recv(fd_, tmp, sizeof tmp, 0);
+        if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+    }
+    return false;
+}
+
+bool client::silent_for(std::chrono::milliseconds quiet) {
+    if (buf_.find('\n') != std::string::npos) return false;
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, static_cast<int>(quiet.count())) == 0;
+}
+
+json client::call(const std::string& tool, const json& args, const json& extra,
+                  std::vector<json>* events, std::chrono::milliseconds timeout) {
+    json frame = {{"type", "tool_call"}, {"protocol", 1},
+                  {"requestId", "t" + std::to_string(++counter_)}, {"toolName", tool},
+                  {"arguments", args}};
+    for (auto& [k, v] : extra.items()) frame[k] = v;
+    send(frame);
+    return wait_result(frame["requestId"], events, timeout);
+}
+
+json client::wait_result(const std::string& request_id, std::vector<json>* events,
+                         std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) throw std::runtime_error("timed out waiting for " + request_id);
+        json f = read(left);
+        if (f.value("requestId", "") != request_id) continue;
+        if (f["type"] == "tool_event") {
+            if (events) events->push_back(f["event"]);
+            continue;
+        }
+        return f;
+    }
+}
+
+cli_result run_cli(const std::vector<std::string>& args, const fs::path& home) {
+    temp_dir out;
+    std::vector<std::string> argv = {MEITH_CLI};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const pid_t pid = spawn(argv, out.path / "out", out.path / "err", {{"MEITH_HOME", home.string()}});
+    bool exited = false;
+    int status = 0;
+    int code = wait_pid(pid, 30s, exited, status);
+    if (!exited) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+    }
+    return {code, read_file(out.path / "out"), read_file(out.path / "err")};
+}
+
+} // namespace meith::test

@@ -1,0 +1,117 @@
+// daemon_fixture: black-box helpers for end-to-end tests — a temporary home, the real meithd
+// binary started as a child process, and a blocking socket client that speaks the frames of
+// PROTOCOL.md §2-§3. Each helper fails loudly (throws) on timeouts so a hung daemon shows up as
+// a failed test, not a stuck one.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace meith::test {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+/// A fresh folder under /tmp (mode 0700), removed with its contents on destruction.
+struct temp_dir {
+    temp_dir();
+    ~temp_dir();
+    temp_dir(const temp_dir&) = delete;
+    temp_dir& operator=(const temp_dir&) = delete;
+    fs::path path;
+};
+
+/// Path of the test tool host, and a TOML `[[sources]]` entry that runs it with `flags`.
+std::string test_host_path();
+std::string host_source_toml(const std::string& name, const std::vector<std::string>& flags = {},
+                             const std::string& extra = "");
+
+/// The meithd binary running on a temporary home.
+class daemon_process {
+  public:
+    /// Writes `config_toml` to HOME/meithd.toml (when non-empty), starts meithd with
+    /// `--home HOME --socket HOME/d.sock` plus `extra_args`, and waits until it is ready
+    /// (config.json names its pid). Throws with the daemon's log if it exits or times out.
+    explicit daemon_process(const std::string& config_toml = "",
+                            std::vector<std::string> extra_args = {}, bool wait_ready = true);
+    ~daemon_process();
+
+    fs::path home() const { return home_.path; }
+    fs::path socket() const { return socket_; }
+    pid_t pid() const { return pid_; }
+
+    /// Everything the daemon wrote to stderr so far.
+    std::string log() const;
+    /// Sends `sig` and waits for the exit (up to `timeout`); returns the exit status or -1.
+    int stop(int sig = 15, std::chrono::milliseconds timeout = 15s);
+    /// Waits for the process to exit on its own; returns its exit status or -1 on timeout.
+    int wait_exit(std::chrono::milliseconds timeout);
+    bool running();
+    /// The audit log's lines, parsed.
+    std::vector<json> audit() const;
+    /// Audit lines with "event" == `event`.
+    std::vector<json> audit_events(const std::string& event) const;
+    /// Waits until an audit line satisfies `pred`.
+    json wait_audit(const std::function<bool(const json&)>& pred, std::chrono::milliseconds timeout = 5s) const;
+
+  private:
+    temp_dir home_;
+    fs::path socket_;
+    pid_t pid_ = -1;
+    bool exited_ = false;
+    int status_ = 0;
+};
+
+/// Starts meithd and waits for it to exit (startup errors); returns {status, stderr}.
+std::pair<int, std::string> run_meithd_expect_exit(const std::vector<std::string>& args,
+                                                    std::chrono::milliseconds timeout = 15s);
+
+/// A blocking client connection.
+class client {
+  public:
+    explicit client(const fs::path& socket);
+    ~client();
+    client(const client&) = delete;
+    client& operator=(const client&) = delete;
+
+    void send(const json& frame);
+    void send_raw(const std::string& bytes);
+    /// The next frame; throws on timeout or EOF.
+    json read(std::chrono::milliseconds timeout = 10s);
+    /// True when the peer closes the connection within `timeout` (frames before are skipped).
+    bool wait_closed(std::chrono::milliseconds timeout = 5s);
+    /// True when no frame arrives within `quiet`.
+    bool silent_for(std::chrono::milliseconds quiet);
+
+    /// Sends a tool_call and returns its tool_result frame; events go to `events`.
+    json call(const std::string& tool, const json& args, const json& extra = json::object(),
+              std::vector<json>* events = nullptr, std::chrono::milliseconds timeout = 15s);
+    /// Reads frames until the tool_result for `request_id`; events go to `events`.
+    json wait_result(const std::string& request_id, std::vector<json>* events = nullptr,
+                     std::chrono::milliseconds timeout = 15s);
+
+    int fd() const { return fd_; }
+
+  private:
+    int fd_ = -1;
+    std::string buf_;
+    int counter_ = 0;
+};
+
+/// Runs the meith CLI with `args`; returns {exit status, stdout, stderr}.
+struct cli_result {
+    int status;
+    std::string out;
+    std::string err;
+};
+cli_result run_cli(const std::vector<std::string>& args, const fs::path& home);
+
+} // namespace meith::test

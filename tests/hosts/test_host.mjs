@@ -1,0 +1,191 @@
+#!/usr/bin/env node
+// A tool host for the daemon's end-to-end tests: each tool is one behaviour to observe
+// (streaming, hangs, crashes, garbage on stdout, failures, big results, state keeping, …),
+// and argv flags make the process itself misbehave. It speaks the protocol through the
+// example host's wire layer (serve) but none of its tool conveniences: no argument checking,
+// so the daemon's own validation is what tests see.
+//
+// Flags:
+//   --name-prefix=X          prepend X to every tool name (two instances can coexist)
+//   --crash-on-init          exit(2) upon receiving init
+//   --exit-after-init-ms=N   exit(4) N ms after answering init (crash loops)
+//   --start-delay-ms=N       answer init after N ms
+//   --pid-file=PATH          append this process's pid and a newline to PATH at startup
+//   --garbage-on-start       print a non-JSON line to stdout before anything else
+//   --stderr-secret          print secret-looking text to stderr at startup (log redaction)
+//
+// State: init returns {"calls":0}; every execute_tool returns {"calls": params.state.calls + 1},
+// and t_state's result is that new count.
+
+import fs from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { serve, writeLine } from '../../examples/node-host/lib/protocol.mjs';
+
+// ---------------------------------------------------------------------------------------------
+// Flags
+
+const flags = {
+    namePrefix: '',
+    crashOnInit: false,
+    exitAfterInitMs: null,
+    startDelayMs: 0,
+    pidFile: null,
+    garbageOnStart: false,
+    stderrSecret: false,
+};
+
+function parseMs(arg, value) {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0) usage(`${arg}: expected a whole number of milliseconds`);
+    return n;
+}
+
+function usage(problem) {
+    process.stderr.write(`test_host: ${problem}\n`);
+    process.exit(64);
+}
+
+for (const arg of process.argv.slice(2)) {
+    const eq = arg.indexOf('=');
+    const [key, value] = eq < 0 ? [arg, undefined] : [arg.slice(0, eq), arg.slice(eq + 1)];
+    switch (key) {
+        case '--name-prefix': flags.namePrefix = value ?? ''; break;
+        case '--crash-on-init': flags.crashOnInit = true; break;
+        case '--exit-after-init-ms': flags.exitAfterInitMs = parseMs(arg, value); break;
+        case '--start-delay-ms': flags.startDelayMs = parseMs(arg, value); break;
+        case '--pid-file':
+            if (!value) usage('--pid-file needs a path');
+            flags.pidFile = value;
+            break;
+        case '--garbage-on-start': flags.garbageOnStart = true; break;
+        case '--stderr-secret': flags.stderrSecret = true; break;
+        default: usage(`unknown argument ${JSON.stringify(arg)}`);
+    }
+}
+
+if (flags.garbageOnStart) process.stdout.write('test_host says hello: this line is not a protocol frame\n');
+if (flags.pidFile) fs.appendFileSync(flags.pidFile, `${process.pid}\n`);
+if (flags.stderrSecret) {
+    process.stderr.write('api_key=sk-live-THISISSECRET12345 token: ghp_abcdefghijklmnopqrstuvwxyz0123456789\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools: name -> {schema fields, run(args, ctx) -> execute_tool value}
+
+const ok = (result) => ({ success: true, result });
+const obj = (properties = {}) => ({ type: 'object', properties });
+const RO = ['read-only'];
+
+const tools = {
+    t_echo: { parameters: obj(), run: (args) => ok(args) },
+    t_typed: {
+        parameters: {
+            type: 'object',
+            properties: { n: { type: 'integer', minimum: 0 } },
+            required: ['n'],
+            additionalProperties: false,
+        },
+        run: (args) => ok({ n: args.n }),
+    },
+    t_stream: {
+        parameters: obj({ n: { type: 'integer' }, interval_ms: { type: 'integer' } }),
+        async run({ n = 3, interval_ms = 10 }, ctx) {
+            for (let i = 1; i <= n; i++) {
+                await sleep(interval_ms, undefined, { signal: ctx.signal });
+                ctx.emit({ i });
+            }
+            return ok({ done: n });
+        },
+    },
+    t_sleep: {
+        parameters: obj({ ms: { type: 'integer' } }),
+        async run({ ms = 1000 }, ctx) {
+            await sleep(ms, undefined, { signal: ctx.signal });
+            return ok({ slept: ms });
+        },
+    },
+    t_hang: { parameters: obj(), run: () => new Promise(() => {}) },
+    t_crash: {
+        parameters: obj({ code: { type: 'integer' } }),
+        run: ({ code }) => process.exit(code ?? 3),
+    },
+    t_garbage: {
+        parameters: obj(),
+        run() {
+            process.stdout.write('this is not json {{{\n');
+            writeLine({ v: 1, id: 'nope', ok: true, result: { value: 1 } });
+            return ok('after-garbage');
+        },
+    },
+    t_fail: { parameters: obj(), run: () => ({ success: false, error: 'tool said no' }) },
+    t_throw: {
+        parameters: obj(),
+        run() {
+            const e = new TypeError('boom');
+            e.stack = 'TypeError: boom\n    at t_throw (test_host.mjs:1:1)';
+            throw e;
+        },
+    },
+    t_big: {
+        parameters: obj({ bytes: { type: 'integer' } }),
+        run: ({ bytes = 0 }) => ok('x'.repeat(bytes)),
+    },
+    t_toolresult: {
+        parameters: obj(),
+        run: () => ok({ ok: true, content: { already: 'enveloped' }, meta: { m: 1 } }),
+    },
+    t_state: { parameters: obj(), run: (args, ctx) => ok(ctx.calls) },
+    t_pid: { parameters: obj(), run: () => ok(process.pid) },
+    t_secret: {
+        parameters: obj({ token: { type: 'string' } }),
+        run: ({ token }) => ok({ echo: token, note: 'Bearer abcdefghijklmnop1234' }),
+    },
+    t_write: { capabilities: ['writes-files'], parameters: obj(), run: () => ok('wrote') },
+    t_nocaps: { capabilities: null, parameters: obj(), run: () => ok('ran') },
+    t_custom: { custom: true, run: (args) => ok(args) },
+};
+
+function schemaOf(name, tool) {
+    const fullName = flags.namePrefix + name;
+    const caps = tool.capabilities === null ? {} : { capabilities: tool.capabilities ?? RO };
+    if (tool.custom) return { type: 'custom', name: fullName, description: 'freeform', ...caps };
+    return {
+        type: 'function',
+        function: { name: fullName, description: `test tool ${name}`, parameters: tool.parameters },
+        ...caps,
+    };
+}
+
+function lookup(fullName) {
+    if (typeof fullName !== 'string' || !fullName.startsWith(flags.namePrefix)) return undefined;
+    const name = fullName.slice(flags.namePrefix.length);
+    return Object.hasOwn(tools, name) ? tools[name] : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+serve(
+    {
+        async init() {
+            if (flags.crashOnInit) process.exit(2);
+            if (flags.startDelayMs > 0) await sleep(flags.startDelayMs);
+            if (flags.exitAfterInitMs !== null) setTimeout(() => process.exit(4), flags.exitAfterInitMs);
+            return { value: { ready: true, pid: process.pid }, state: { calls: 0 } };
+        },
+
+        async get_tool_schemas(params) {
+            return { value: Object.entries(tools).map(([name, tool]) => schemaOf(name, tool)), state: params.state };
+        },
+
+        async execute_tool(params, ctx) {
+            const previous = params.state?.calls;
+            const calls = (Number.isInteger(previous) ? previous : 0) + 1;
+            const state = { ...(params.state ?? {}), calls };
+            const tool = lookup(params.tool_name);
+            if (!tool) return { value: { success: false, error: `unknown tool ${JSON.stringify(params.tool_name)}` }, state };
+            const value = await tool.run(params.arguments ?? {}, { ...ctx, calls });
+            return { value, state };
+        },
+    },
+    { eofGraceMs: 0 }, // stdin EOF: exit 0 at once, even with t_hang in flight
+);

@@ -1,0 +1,707 @@
+// Unit tests for config/: the TOML contract of PROTOCOL.md §8 (values, defaults, located
+// errors) and the path helpers of §1 (precedence, private folders).
+#include "config/config.hpp"
+#include "config/paths.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace meith::config;
+
+namespace {
+
+load_result parse(std::string_view text) {
+    return parse_config(text, "test.toml", "/etc/meith");
+}
+
+config parse_ok(std::string_view text) {
+    load_result r = parse(text);
+    INFO((r.error ? r.error->to_string() : std::string("no error")));
+    REQUIRE(r.value);
+    REQUIRE_FALSE(r.error);
+    return *r.value;
+}
+
+config_error parse_err(std::string_view text) {
+    load_result r = parse(text);
+    REQUIRE(r.error);
+    REQUIRE_FALSE(r.value);
+    return *r.error;
+}
+
+/// Sets (or with nullptr unsets) an environment variable for one scope.
+class env_override {
+  public:
+    env_override(const char* name, const char* value) : name_(name) {
+        if (const char* old = std::getenv(name)) old_ = old;
+        if (value)
+            ::setenv(name, value, 1);
+        else
+            ::unsetenv(name);
+    }
+    ~env_override() {
+        if (old_)
+            ::setenv(name_.c_str(), old_->c_str(), 1);
+        else
+            ::unsetenv(name_.c_str());
+    }
+    env_override(const env_override&) = delete;
+    env_override& operator=(const env_override&) = delete;
+
+  private:
+    std::string name_;
+    std::optional<std::string> old_;
+};
+
+/// A fresh folder under $TMPDIR, removed with everything in it at scope exit.
+class temp_dir {
+  public:
+    temp_dir() {
+        std::string tmpl = (fs::temp_directory_path() / "meith-config-test-XXXXXX").string();
+        REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+        path_ = tmpl;
+    }
+    ~temp_dir() {
+        std::error_code ec;
+        fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
+        fs::remove_all(path_, ec);
+    }
+    temp_dir(const temp_dir&) = delete;
+    temp_dir& operator=(const temp_dir&) = delete;
+    const fs::path& path() const { return path_; }
+
+  private:
+    fs::path path_;
+};
+
+unsigned mode_of(const fs::path& p) {
+    struct stat st {};
+    REQUIRE(::stat(p.c_str(), &st) == 0);
+    return static_cast<unsigned>(st.st_mode & 07777);
+}
+
+constexpr const char* full_example = R"toml([socket]
+path = "/run/user/1000/meith/meithd.sock"
+
+[limits]
+max_frame_bytes = 1048576
+max_result_bytes = 2097152
+max_timeout_ms = 300000
+max_connections = 16
+max_calls_in_flight_per_connection = 8
+max_outbound_bytes = 4194304
+idle_timeout_ms = 60000
+
+[tools]
+default_timeout_ms = 15000
+shutdown_grace_ms = 3000
+kill_grace_ms = 1000
+
+[audit]
+path = "~/.meith/audit.jsonl"
+max_bytes = 1000000
+keep = 3
+fsync = "interval"
+on_failure = "continue"
+
+[permissions.callers.cli]
+allow = ["read-only", "writes-files", "controls-browser", "starts-process", "accesses-network", "unknown"]
+deny = ["destructive"]
+
+[permissions.callers.plugin]
+allow = ["read-only"]
+
+[[permissions.rules]]
+tool = "fs_*"
+caller = "plugin"
+decision = "allow"
+
+[[permissions.rules]]
+tool = "rm_rf"
+decision = "deny"
+
+[[sources]]
+name = "node-tools"
+kind = "host"
+command = ["node", "examples/node-host/host.mjs"]
+config = { root = "/tmp/sandbox", depth = 2, ratio = 0.5, on = true, tags = ["a", "b"], when = 1979-05-27T07:32:00Z }
+capabilities = { read_file = ["read-only"], write_file = ["writes-files", "destructive"] }
+timeout_ms = { slow_count = 120000 }
+prefix = "fs_"
+start_timeout_ms = 5000
+env = { NODE_ENV = "production" }
+
+[[sources]]
+name = "weather"
+kind = "exec"
+mode = "server"
+command = ["python3", "weather.py"]
+cwd = "tools"
+tool = { name = "weather", description = "Current weather", capabilities = ["accesses-network"], input_schema = { type = "object", properties = { city = { type = "string" } }, required = ["city"] }, timeout_ms = 9000 }
+
+[[hooks]]
+name = "policy"
+kind = "filter"
+mode = "server"
+phase = "before_execution"
+command = ["python3", "policy.py"]
+tools = ["fs_*", "weather"]
+timeout_ms = 1500
+
+[[hooks]]
+name = "watcher"
+kind = "observe"
+phase = "session_start"
+command = ["./watch"]
+)toml";
+
+} // namespace
+
+TEST_CASE("the full example parses to the expected values", "[config]") {
+    env_override home("HOME", "/home/tester");
+    const config cfg = parse_ok(full_example);
+
+    CHECK_FALSE(cfg.source_file); // parse_config has no file
+    REQUIRE(cfg.socket_path);
+    CHECK(*cfg.socket_path == "/run/user/1000/meith/meithd.sock");
+
+    CHECK(cfg.limits.max_frame_bytes == 1048576);
+    CHECK(cfg.limits.max_result_bytes == 2097152);
+    CHECK(cfg.limits.max_timeout_ms == 300000);
+    CHECK(cfg.limits.max_connections == 16);
+    CHECK(cfg.limits.max_calls_in_flight_per_connection == 8);
+    CHECK(cfg.limits.max_outbound_bytes == 4194304);
+    CHECK(cfg.limits.idle_timeout_ms == 60000);
+
+    CHECK(cfg.tools.default_timeout_ms == 15000);
+    CHECK(cfg.tools.shutdown_grace_ms == 3000);
+    CHECK(cfg.tools.kill_grace_ms == 1000);
+
+    REQUIRE(cfg.audit.path);
+    CHECK(*cfg.audit.path == "/home/tester/.meith/audit.jsonl");
+    CHECK(cfg.audit.max_bytes == 1000000);
+    CHECK(cfg.audit.keep == 3);
+    CHECK(cfg.audit.fsync == fsync_policy::interval);
+    CHECK(cfg.audit.on_failure == audit_failure_policy::keep_going);
+
+    REQUIRE(cfg.permissions.cli);
+    CHECK(cfg.permissions.cli->allow ==
+          std::vector<std::string>{"read-only", "writes-files", "controls-browser",
+                                   "starts-process", "accesses-network", "unknown"});
+    CHECK(cfg.permissions.cli->deny == std::vector<std::string>{"destructive"});
+    REQUIRE(cfg.permissions.plugin);
+    CHECK(cfg.permissions.plugin->allow == std::vector<std::string>{"read-only"});
+    CHECK(cfg.permissions.plugin->deny.empty());
+    REQUIRE(cfg.permissions.rules.size() == 2);
+    CHECK(cfg.permissions.rules[0].tool == "fs_*");
+    CHECK(cfg.permissions.rules[0].caller == std::optional<std::string>("plugin"));
+    CHECK(cfg.permissions.rules[0].allow);
+    CHECK(cfg.permissions.rules[1].tool == "rm_rf");
+    CHECK_FALSE(cfg.permissions.rules[1].caller);
+    CHECK_FALSE(cfg.permissions.rules[1].allow);
+
+    REQUIRE(cfg.sources.size() == 2);
+    const source_config& host = cfg.sources[0];
+    CHECK(host.name == "node-tools");
+    CHECK(host.kind == source_kind::host);
+    CHECK(host.command == std::vector<std::string>{"node", "examples/node-host/host.mjs"});
+    CHECK(host.cwd == "/etc/meith");
+    CHECK(host.env == std::map<std::string, std::string>{{"NODE_ENV", "production"}});
+    CHECK(nlohmann::json::parse(host.config_json) ==
+          nlohmann::json{{"root", "/tmp/sandbox"},
+                         {"depth", 2},
+                         {"ratio", 0.5},
+                         {"on", true},
+                         {"tags", {"a", "b"}},
+                         {"when", "1979-05-27T07:32:00Z"}});
+    CHECK(host.capabilities ==
+          std::map<std::string, std::vector<std::string>>{
+              {"read_file", {"read-only"}}, {"write_file", {"writes-files", "destructive"}}});
+    CHECK(host.timeout_ms == std::map<std::string, std::uint64_t>{{"slow_count", 120000}});
+    CHECK(host.prefix == "fs_");
+    CHECK(host.start_timeout_ms == 5000);
+    CHECK_FALSE(host.tool);
+
+    const source_config& exec = cfg.sources[1];
+    CHECK(exec.name == "weather");
+    CHECK(exec.kind == source_kind::exec);
+    CHECK(exec.mode == exec_mode::server);
+    CHECK(exec.command == std::vector<std::string>{"python3", "weather.py"});
+    CHECK(exec.cwd == "/etc/meith/tools");
+    CHECK(exec.config_json == "{}");
+    CHECK(exec.start_timeout_ms == 10000);
+    REQUIRE(exec.tool);
+    CHECK(exec.tool->name == "weather");
+    CHECK(exec.tool->description == "Current weather");
+    CHECK(exec.tool->capabilities == std::vector<std::string>{"accesses-network"});
+    CHECK(exec.tool->timeout_ms == std::optional<std::uint64_t>(9000));
+    CHECK(nlohmann::json::parse(exec.tool->input_schema_json) ==
+          nlohmann::json::parse(
+              R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})"));
+    CHECK(exec.tool->input_schema_json.find('\n') == std::string::npos); // compact text
+
+    REQUIRE(cfg.hooks.size() == 2);
+    const hook_config& filter = cfg.hooks[0];
+    CHECK(filter.name == "policy");
+    CHECK(filter.kind == hook_kind::filter);
+    CHECK(filter.mode == exec_mode::server);
+    CHECK(filter.phase == "before_execution");
+    CHECK(filter.command == std::vector<std::string>{"python3", "policy.py"});
+    CHECK(filter.cwd == "/etc/meith");
+    CHECK(filter.tools == std::vector<std::string>{"fs_*", "weather"});
+    CHECK(filter.timeout_ms == 1500);
+    const hook_config& observe = cfg.hooks[1];
+    CHECK(observe.kind == hook_kind::observe);
+    CHECK(observe.mode == exec_mode::oneshot);
+    CHECK(observe.phase == "session_start");
+    CHECK(observe.tools == std::vector<std::string>{"*"});
+    CHECK(observe.timeout_ms == 2000);
+}
+
+TEST_CASE("an empty file gives the built-in defaults", "[config]") {
+    const config cfg = parse_ok("# nothing configured\n");
+    const config defaults;
+    CHECK_FALSE(cfg.socket_path);
+    CHECK(cfg.limits.max_frame_bytes == 8 * 1024 * 1024);
+    CHECK(cfg.limits.max_result_bytes == 8 * 1024 * 1024);
+    CHECK(cfg.limits.max_timeout_ms == 600000);
+    CHECK(cfg.limits.max_connections == 1024);
+    CHECK(cfg.limits.max_calls_in_flight_per_connection == 64);
+    CHECK(cfg.limits.max_outbound_bytes == 16 * 1024 * 1024);
+    CHECK(cfg.limits.idle_timeout_ms == 0);
+    CHECK(cfg.tools.default_timeout_ms == 30000);
+    CHECK(cfg.tools.shutdown_grace_ms == 5000);
+    CHECK(cfg.tools.kill_grace_ms == 2000);
+    CHECK_FALSE(cfg.audit.path);
+    CHECK(cfg.audit.max_bytes == defaults.audit.max_bytes);
+    CHECK(cfg.audit.keep == 5);
+    CHECK(cfg.audit.fsync == fsync_policy::never);
+    CHECK(cfg.audit.on_failure == audit_failure_policy::fail_closed);
+    CHECK_FALSE(cfg.permissions.cli);
+    CHECK_FALSE(cfg.permissions.plugin);
+    CHECK(cfg.permissions.rules.empty());
+    CHECK(cfg.sources.empty());
+    CHECK(cfg.hooks.empty());
+}
+
+TEST_CASE("an absent list in a present callers table takes the caller default", "[config]") {
+    const config cfg = parse_ok("[permissions.callers.plugin]\ndeny = [\"destructive\"]\n");
+    REQUIRE(cfg.permissions.plugin);
+    CHECK(cfg.permissions.plugin->allow ==
+          std::vector<std::string>{"read-only", "accesses-network"});
+    CHECK(cfg.permissions.plugin->deny == std::vector<std::string>{"destructive"});
+    CHECK_FALSE(cfg.permissions.cli);
+
+    const config empty = parse_ok("[permissions.callers.cli]\n");
+    REQUIRE(empty.permissions.cli);
+    CHECK(empty.permissions.cli->allow ==
+          std::vector<std::string>{"read-only", "accesses-network"});
+    CHECK(empty.permissions.cli->deny.empty());
+}
+
+TEST_CASE("unknown keys are errors naming the key and its place", "[config]") {
+    SECTION("top level") {
+        const auto e = parse_err("# a comment\n\nsockets = 1\n");
+        CHECK(e.where == "test.toml:3:1");
+        CHECK_THAT(e.message, Catch::Contains("'sockets'"));
+    }
+    SECTION("nested, with a suggestion") {
+        const auto e = parse_err("[limits]\nmax_frame_bytes = 2048\nmax_frams_bytes = 10\n");
+        CHECK(e.where == "test.toml:3:1");
+        CHECK_THAT(e.message, Catch::Contains("'max_frams_bytes'") && Catch::Contains("[limits]") &&
+                                  Catch::Contains("did you mean 'max_frame_bytes'"));
+        CHECK(e.to_string() == "test.toml:3:1: " + e.message);
+    }
+    SECTION("in a source") {
+        const auto e = parse_err(R"([[sources]]
+name = "a"
+kind = "host"
+command = ["x"]
+  comand = ["y"]
+)");
+        CHECK(e.where == "test.toml:5:3");
+        CHECK_THAT(e.message, Catch::Contains("'comand'") && Catch::Contains("source 'a'"));
+    }
+    SECTION("in an exec tool") {
+        const auto e = parse_err(R"([[sources]]
+name = "w"
+kind = "exec"
+command = ["w"]
+tool = { name = "w", descr = "x" }
+)");
+        CHECK(e.where == "test.toml:5:22");
+        CHECK_THAT(e.message, Catch::Contains("'descr'"));
+    }
+    SECTION("in a hook") {
+        const auto e = parse_err(R"([[hooks]]
+name = "h"
+phase = "before_execution"
+command = ["h"]
+tool = ["*"]
+)");
+        CHECK(e.where == "test.toml:5:1");
+        CHECK_THAT(e.message, Catch::Contains("'tool'") && Catch::Contains("did you mean 'tools'"));
+    }
+    SECTION("the first problem in the file is the one reported") {
+        const auto e = parse_err("[tools]\nkill_grace_ms = \"x\"\n\n[audit]\nbogus = 1\n");
+        CHECK(e.where == "test.toml:2:17");
+        CHECK_THAT(e.message, Catch::Contains("kill_grace_ms"));
+    }
+}
+
+TEST_CASE("TOML syntax errors carry file, line and column", "[config]") {
+    const auto e = parse_err("[limits]\nmax_frame_bytes = 2048\nmax_connections = = 3\n");
+    CHECK(std::regex_match(e.where, std::regex(R"(test\.toml:3:\d+)")));
+    CHECK_FALSE(e.message.empty());
+
+    const auto dup = parse_err("[tools]\nkill_grace_ms = 1\nkill_grace_ms = 2\n");
+    CHECK(std::regex_match(dup.where, std::regex(R"(test\.toml:3:\d+)")));
+}
+
+TEST_CASE("wrong types, bad enum values and out-of-range numbers are located errors", "[config]") {
+    SECTION("string where an integer is expected") {
+        const auto e = parse_err("[limits]\nmax_connections = \"many\"\n");
+        CHECK(e.where == "test.toml:2:19");
+        CHECK_THAT(e.message, Catch::Contains("max_connections") && Catch::Contains("a string"));
+    }
+    SECTION("float where an integer is expected") {
+        const auto e = parse_err("[tools]\ndefault_timeout_ms = 1.5\n");
+        CHECK(e.where == "test.toml:2:22");
+        CHECK_THAT(e.message, Catch::Contains("a float"));
+    }
+    SECTION("bad enum") {
+        const auto e = parse_err("[audit]\nfsync = \"sometimes\"\n");
+        CHECK(e.where == "test.toml:2:9");
+        CHECK_THAT(e.message, Catch::Contains("\"sometimes\"") && Catch::Contains("\"never\"") &&
+                                  Catch::Contains("\"interval\""));
+    }
+    SECTION("negative integer") {
+        const auto e = parse_err("[audit]\nkeep = -1\n");
+        CHECK(e.where == "test.toml:2:8");
+        CHECK_THAT(e.message, Catch::Contains("keep") && Catch::Contains("non-negative"));
+    }
+    SECTION("minimums") {
+        CHECK(parse_err("[limits]\nmax_frame_bytes = 1023\n").where == "test.toml:2:19");
+        CHECK(parse_err("[limits]\nmax_connections = 0\n").where == "test.toml:2:19");
+        CHECK_THAT(parse_err("[limits]\nmax_calls_in_flight_per_connection = 0\n").message,
+                   Catch::Contains("positive"));
+        CHECK(parse_ok("[limits]\nmax_frame_bytes = 1024\n").limits.max_frame_bytes == 1024);
+    }
+    SECTION("a table expected") {
+        const auto e = parse_err("limits = 5\n");
+        CHECK(e.where == "test.toml:1:10");
+        CHECK_THAT(e.message, Catch::Contains("a table"));
+    }
+    SECTION("unknown capability name") {
+        const auto e =
+            parse_err("[permissions.callers.cli]\nallow = [\"read-only\", \"write-files\"]\n");
+        CHECK(e.where == "test.toml:2:23");
+        CHECK_THAT(e.message, Catch::Contains("\"write-files\""));
+    }
+    SECTION("rule without decision") {
+        const auto e = parse_err("\n[[permissions.rules]]\ntool = \"x\"\n");
+        CHECK(e.where == "test.toml:2:1");
+        CHECK_THAT(e.message, Catch::Contains("'decision'"));
+    }
+    SECTION("rule with an unknown caller") {
+        const auto e = parse_err("[[permissions.rules]]\ntool = \"x\"\ncaller = \"agent\"\n"
+                                 "decision = \"deny\"\n");
+        CHECK(e.where == "test.toml:3:10");
+    }
+}
+
+TEST_CASE("only cli and plugin callers can be configured", "[config]") {
+    const auto e = parse_err("[permissions.callers.agent]\nallow = [\"read-only\"]\n");
+    CHECK(std::regex_match(e.where, std::regex(R"(test\.toml:1:\d+)")));
+    CHECK_THAT(e.message, Catch::Contains("agent") && Catch::Contains("\"cli\"") &&
+                              Catch::Contains("\"plugin\""));
+}
+
+TEST_CASE("source checks", "[config]") {
+    SECTION("duplicate names") {
+        const auto e = parse_err(R"([[sources]]
+name = "dup"
+kind = "host"
+command = ["a"]
+
+[[sources]]
+name = "dup"
+kind = "host"
+command = ["b"]
+)");
+        CHECK(e.where == "test.toml:7:8");
+        CHECK_THAT(e.message, Catch::Contains("duplicate") && Catch::Contains("\"dup\"") &&
+                                  Catch::Contains("test.toml:2:8"));
+    }
+    SECTION("exec source without tool") {
+        const auto e =
+            parse_err("\n\n[[sources]]\nname = \"w\"\nkind = \"exec\"\ncommand = [\"w\"]\n");
+        CHECK(e.where == "test.toml:3:1");
+        CHECK_THAT(e.message, Catch::Contains("'tool'"));
+    }
+    SECTION("mode on a host source") {
+        const auto e = parse_err(
+            "[[sources]]\nname = \"h\"\nkind = \"host\"\nmode = \"server\"\ncommand = [\"h\"]\n");
+        CHECK(e.where == "test.toml:4:8");
+        CHECK_THAT(e.message, Catch::Contains("mode") && Catch::Contains("exec"));
+    }
+    SECTION("tool on a host source") {
+        const auto e = parse_err("[[sources]]\nname = \"h\"\nkind = \"host\"\ncommand = [\"h\"]\n"
+                                 "tool = { name = \"t\" }\n");
+        CHECK(e.where == "test.toml:5:8");
+    }
+    SECTION("missing and bad required keys") {
+        CHECK_THAT(parse_err("[[sources]]\nkind = \"host\"\ncommand = [\"h\"]\n").message,
+                   Catch::Contains("'name'"));
+        CHECK_THAT(parse_err("[[sources]]\nname = \"h\"\ncommand = [\"h\"]\n").message,
+                   Catch::Contains("'kind'"));
+        CHECK_THAT(parse_err("[[sources]]\nname = \"h\"\nkind = \"host\"\n").message,
+                   Catch::Contains("'command'"));
+        CHECK(parse_err("[[sources]]\nname = \"h\"\nkind = \"host\"\ncommand = []\n").where ==
+              "test.toml:4:11");
+        CHECK(
+            parse_err("[[sources]]\nname = \"h\"\nkind = \"host\"\ncommand = [\"a\", 1]\n").where ==
+            "test.toml:4:17");
+        CHECK(
+            parse_err("[[sources]]\nname = \"a b\"\nkind = \"host\"\ncommand = [\"h\"]\n").where ==
+            "test.toml:2:8");
+        CHECK(parse_err("[[sources]]\nname = \"\"\nkind = \"host\"\ncommand = [\"h\"]\n").where ==
+              "test.toml:2:8");
+        CHECK(
+            parse_err("[[sources]]\nname = \"h\"\nkind = \"plugin\"\ncommand = [\"h\"]\n").where ==
+            "test.toml:3:8");
+    }
+    SECTION("per-tool tables are validated") {
+        const auto caps =
+            parse_err("[[sources]]\nname = \"h\"\nkind = \"host\"\ncommand = [\"h\"]\n"
+                      "capabilities = { a = [\"read-only\", \"nope\"] }\n");
+        CHECK(caps.where == "test.toml:5:36");
+        const auto timeout = parse_err("[[sources]]\nname = \"h\"\nkind = \"host\"\n"
+                                       "command = [\"h\"]\ntimeout_ms = { a = 0 }\n");
+        CHECK(timeout.where == "test.toml:5:20");
+        const auto env = parse_err("[[sources]]\nname = \"h\"\nkind = \"host\"\n"
+                                   "command = [\"h\"]\nenv = { A = 1 }\n");
+        CHECK(env.where == "test.toml:5:13");
+    }
+}
+
+TEST_CASE("hook checks", "[config]") {
+    SECTION("phase is required") {
+        const auto e = parse_err("[[hooks]]\nname = \"h\"\ncommand = [\"h\"]\n");
+        CHECK(e.where == "test.toml:1:1");
+        CHECK_THAT(e.message, Catch::Contains("'phase'"));
+    }
+    SECTION("a filter hook cannot run at session_start") {
+        const auto e =
+            parse_err("[[hooks]]\nname = \"h\"\nphase = \"session_start\"\ncommand = [\"h\"]\n");
+        CHECK(e.where == "test.toml:3:9");
+        CHECK_THAT(e.message, Catch::Contains("observe"));
+    }
+    SECTION("duplicate names") {
+        const auto e = parse_err(R"([[hooks]]
+name = "h"
+phase = "after_execution"
+command = ["h"]
+[[hooks]]
+name = "h"
+kind = "observe"
+phase = "session_end"
+command = ["h"]
+)");
+        CHECK(e.where == "test.toml:6:8");
+        CHECK_THAT(e.message, Catch::Contains("duplicate"));
+    }
+    SECTION("zero timeout") {
+        CHECK(parse_err("[[hooks]]\nname = \"h\"\nphase = \"after_execution\"\ncommand = [\"h\"]\n"
+                        "timeout_ms = 0\n")
+                  .where == "test.toml:5:14");
+    }
+}
+
+TEST_CASE("max_outbound_bytes is raised to max_result_bytes", "[config]") {
+    const config raised =
+        parse_ok("[limits]\nmax_result_bytes = 33554432\nmax_outbound_bytes = 1048576\n");
+    CHECK(raised.limits.max_outbound_bytes == 33554432);
+    const config by_default = parse_ok("[limits]\nmax_result_bytes = 33554432\n");
+    CHECK(by_default.limits.max_outbound_bytes == 33554432);
+    const config kept = parse_ok("[limits]\nmax_result_bytes = 10\nmax_outbound_bytes = 20\n");
+    CHECK(kept.limits.max_outbound_bytes == 20);
+}
+
+TEST_CASE("paths: ~ expands and relative paths resolve against the config folder", "[config]") {
+    env_override home("HOME", "/home/tester");
+    const config cfg = parse_ok(R"([socket]
+path = "~/run/meithd.sock"
+[audit]
+path = "logs/../audit.jsonl"
+[[sources]]
+name = "a"
+kind = "host"
+command = ["a"]
+cwd = "hosts/a"
+[[sources]]
+name = "b"
+kind = "host"
+command = ["b"]
+cwd = "/opt/b"
+[[sources]]
+name = "c"
+kind = "host"
+command = ["c"]
+cwd = "~"
+[[hooks]]
+name = "h"
+phase = "before_execution"
+command = ["h"]
+cwd = "../hooks"
+)");
+    CHECK(*cfg.socket_path == "/home/tester/run/meithd.sock");
+    CHECK(*cfg.audit.path == "/etc/meith/audit.jsonl");
+    CHECK(cfg.sources[0].cwd == "/etc/meith/hosts/a");
+    CHECK(cfg.sources[1].cwd == "/opt/b");
+    CHECK(cfg.sources[2].cwd == "/home/tester");
+    CHECK(cfg.hooks[0].cwd == "/etc/hooks");
+
+    CHECK(expand_tilde("~") == "/home/tester");
+    CHECK(expand_tilde("~/x/y") == "/home/tester/x/y");
+    CHECK(expand_tilde("~other/x") == "~other/x");
+    CHECK(expand_tilde("/a/~") == "/a/~");
+    CHECK(expand_tilde("rel") == "rel");
+}
+
+TEST_CASE("load_config reads a file and names it in errors", "[config]") {
+    temp_dir dir;
+    SECTION("missing file") {
+        const fs::path missing = dir.path() / "nope.toml";
+        const load_result r = load_config(missing);
+        REQUIRE(r.error);
+        CHECK_FALSE(r.value);
+        CHECK_THAT(r.error->to_string(), Catch::Contains("cannot read " + missing.string()) &&
+                                             Catch::Contains("No such file or directory"));
+    }
+    SECTION("a good file") {
+        const fs::path file = dir.path() / "meithd.toml";
+        std::ofstream(file) << "[[sources]]\nname = \"a\"\nkind = \"host\"\ncommand = [\"a\"]\n";
+        const load_result r = load_config(file);
+        REQUIRE(r.value);
+        CHECK(r.value->source_file == file);
+        REQUIRE(r.value->sources.size() == 1);
+        CHECK(r.value->sources[0].cwd == dir.path());
+    }
+    SECTION("a bad file: errors carry its name") {
+        const fs::path file = dir.path() / "meithd.toml";
+        std::ofstream(file) << "[limits]\nmax_connections = -5\n";
+        const load_result r = load_config(file);
+        REQUIRE(r.error);
+        CHECK(r.error->where == file.string() + ":2:19");
+    }
+}
+
+TEST_CASE("resolve_home: --home > MEITH_HOME > ~/.meith", "[paths]") {
+    env_override home("HOME", "/home/tester");
+    SECTION("flag wins") {
+        env_override meith_home("MEITH_HOME", "/env/home");
+        CHECK(resolve_home(fs::path("/flag/home")) == "/flag/home");
+    }
+    SECTION("then MEITH_HOME") {
+        env_override meith_home("MEITH_HOME", "/env/home");
+        CHECK(resolve_home(std::nullopt) == "/env/home");
+    }
+    SECTION("then $HOME/.meith; an empty MEITH_HOME counts as unset") {
+        env_override meith_home("MEITH_HOME", "");
+        CHECK(resolve_home(std::nullopt) == "/home/tester/.meith");
+        env_override unset("MEITH_HOME", nullptr);
+        CHECK(resolve_home(std::nullopt) == "/home/tester/.meith");
+    }
+}
+
+TEST_CASE("resolve_socket_path: --socket > config > XDG_RUNTIME_DIR > home", "[paths]") {
+    const fs::path home = "/h/.meith";
+    env_override xdg("XDG_RUNTIME_DIR", "/run/user/1000");
+    CHECK(resolve_socket_path(fs::path("/flag.sock"), fs::path("/cfg.sock"), home) == "/flag.sock");
+    CHECK(resolve_socket_path(std::nullopt, fs::path("/cfg.sock"), home) == "/cfg.sock");
+    CHECK(resolve_socket_path(std::nullopt, std::nullopt, home) ==
+          "/run/user/1000/meith/meithd.sock");
+    {
+        env_override empty("XDG_RUNTIME_DIR", "");
+        CHECK(resolve_socket_path(std::nullopt, std::nullopt, home) == "/h/.meith/meithd.sock");
+    }
+    env_override unset("XDG_RUNTIME_DIR", nullptr);
+    CHECK(resolve_socket_path(std::nullopt, std::nullopt, home) == "/h/.meith/meithd.sock");
+}
+
+TEST_CASE("ensure_private_dir creates 0700 folders and refuses shared ones", "[paths]") {
+    temp_dir dir;
+    SECTION("creates missing folders and parents with 0700") {
+        const mode_t old_umask = ::umask(022);
+        const fs::path nested = dir.path() / "a" / "b" / "c";
+        const auto err = ensure_private_dir(nested, false);
+        ::umask(old_umask);
+        CHECK_FALSE(err);
+        CHECK(fs::is_directory(nested));
+        CHECK(mode_of(dir.path() / "a") == 0700);
+        CHECK(mode_of(dir.path() / "a" / "b") == 0700);
+        CHECK(mode_of(nested) == 0700);
+        CHECK_FALSE(ensure_private_dir(nested, false)); // existing and fine
+    }
+    SECTION("refuses a folder others can write, naming the chmod") {
+        const fs::path shared = dir.path() / "shared";
+        fs::create_directory(shared);
+        REQUIRE(::chmod(shared.c_str(), 0777) == 0);
+        const auto err = ensure_private_dir(shared, false);
+        REQUIRE(err);
+        CHECK_THAT(*err,
+                   Catch::Contains("chmod 700 " + shared.string()) && Catch::Contains("0777"));
+        REQUIRE(::chmod(shared.c_str(), 0720) == 0); // group-writable is refused too
+        CHECK(ensure_private_dir(shared, true));
+        REQUIRE(::chmod(shared.c_str(), 0755) == 0); // readable by others is fine
+        CHECK_FALSE(ensure_private_dir(shared, false));
+    }
+    SECTION("a sticky world-writable folder only when allowed") {
+        const fs::path sticky = dir.path() / "tmp";
+        fs::create_directory(sticky);
+        REQUIRE(::chmod(sticky.c_str(), 01777) == 0);
+        CHECK_FALSE(ensure_private_dir(sticky, true));
+        const auto err = ensure_private_dir(sticky, false);
+        REQUIRE(err);
+        CHECK_THAT(*err, Catch::Contains("chmod 700"));
+    }
+    SECTION("a file is not a folder") {
+        const fs::path file = dir.path() / "file";
+        std::ofstream(file) << "x";
+        const auto err = ensure_private_dir(file, false);
+        REQUIRE(err);
+        CHECK_THAT(*err, Catch::Contains("not a directory"));
+        CHECK(ensure_private_dir(file / "sub", false)); // cannot create below a file
+    }
+    SECTION("paths that need quoting are quoted in the command") {
+        const fs::path odd = dir.path() / "it's here";
+        fs::create_directory(odd);
+        REQUIRE(::chmod(odd.c_str(), 0777) == 0);
+        const auto err = ensure_private_dir(odd, false);
+        REQUIRE(err);
+        CHECK_THAT(*err, Catch::Contains("chmod 700 '" + dir.path().string() + "/it'\\''s here'"));
+    }
+    SECTION("a folder owned by someone else names the chown") {
+        if (::geteuid() != 0) {
+            SUCCEED("needs root to give a folder away; covered when run as root");
+            return;
+        }
+        const fs::path theirs = dir.path() / "theirs";
+        fs::create_directory(theirs);
+        REQUIRE(::chown(theirs.c_str(), 4242, 4242) == 0);
+        const auto err = ensure_private_dir(theirs, false);
+        REQUIRE(err);
+        CHECK_THAT(*err, Catch::Contains("owned by uid 4242") &&
+                             Catch::Contains("chown 0 " + theirs.string()));
+    }
+}

@@ -1,0 +1,247 @@
+// Unit tests for permissions/: caller downgrade, capability sets, globbing and the policy
+// decision of PROTOCOL.md §5.
+#include "permissions/policy.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fnmatch.h>
+#include <string>
+#include <vector>
+
+using namespace meith::permissions;
+using meith::config::caller_policy_config;
+using meith::config::permission_rule_config;
+using meith::config::permissions_config;
+
+namespace {
+
+capability_set caps(std::vector<std::string> names) {
+    return capability_set_from(names);
+}
+
+constexpr capability_set none = 0;
+
+/// The [permissions.callers.*] tables of the PROTOCOL.md §8 example.
+permissions_config example_config() {
+    permissions_config cfg;
+    cfg.cli = caller_policy_config{{"read-only", "writes-files", "controls-browser",
+                                    "starts-process", "accesses-network", "unknown"},
+                                   {"destructive"}};
+    cfg.plugin = caller_policy_config{{"read-only"}, {}};
+    return cfg;
+}
+
+} // namespace
+
+TEST_CASE("caller_from_claim keeps cli and plugin, downgrades the rest", "[permissions]") {
+    CHECK(caller_from_claim("cli") == caller::cli);
+    CHECK(caller_from_claim("plugin") == caller::plugin);
+    for (const char* claim : {"renderer", "agent", "internal", "", "CLI", "cli ", " cli", "Plugin"})
+        CHECK(caller_from_claim(claim) == caller::plugin);
+    CHECK(to_string(caller::cli) == "cli");
+    CHECK(to_string(caller::plugin) == "plugin");
+}
+
+TEST_CASE("capability names and sets", "[permissions]") {
+    CHECK(capability_from_string("read-only") == capability::read_only);
+    CHECK(capability_from_string("accesses-network") == capability::accesses_network);
+    CHECK(capability_from_string("unknown") == capability::unknown);
+    CHECK_FALSE(capability_from_string("read_only"));
+    CHECK_FALSE(capability_from_string(""));
+    for (std::size_t i = 0; i < capability_count; ++i) {
+        const auto c = static_cast<capability>(i);
+        CHECK(capability_from_string(to_string(c)) == c);
+    }
+
+    CHECK(caps({}) == caps({"unknown"}));
+    CHECK(caps({"bogus"}) == caps({"unknown"}));
+    CHECK(caps({"read-only", "bogus"}) == caps({"unknown", "read-only"}));
+    CHECK(capability_names(caps({"destructive", "read-only", "read-only"})) ==
+          std::vector<std::string_view>{"read-only", "destructive"});
+    CHECK(capability_names(0).empty());
+}
+
+TEST_CASE("defaults: read-only and accesses-network only", "[permissions]") {
+    const policy p;
+    for (caller who : {caller::cli, caller::plugin}) {
+        CAPTURE(to_string(who));
+        CHECK(p.decide("t", caps({"read-only"}), who).allow);
+        CHECK(p.decide("t", caps({"accesses-network"}), who).allow);
+        CHECK(p.decide("t", caps({"read-only", "accesses-network"}), who).allow);
+        for (const char* denied :
+             {"writes-files", "controls-browser", "starts-process", "destructive", "unknown"}) {
+            CAPTURE(denied);
+            const decision d = p.decide("t", caps({"read-only", denied}), who);
+            CHECK_FALSE(d.allow);
+            CHECK(d.reason == "capability '" + std::string(denied) +
+                                  "' is not allowed for caller '" + std::string(to_string(who)) +
+                                  "'");
+        }
+    }
+}
+
+TEST_CASE("no declared capability counts as unknown", "[permissions]") {
+    const policy p;
+    const decision d = p.decide("mystery", none, caller::cli);
+    CHECK_FALSE(d.allow);
+    CHECK(d.reason == "capability 'unknown' is not allowed for caller 'cli'");
+
+    const policy example(example_config());
+    const decision ok = example.decide("mystery", none, caller::cli);
+    CHECK(ok.allow);
+    CHECK(ok.reason == "capabilities [unknown] allowed for caller 'cli'");
+    CHECK_FALSE(example.decide("mystery", none, caller::plugin).allow);
+}
+
+TEST_CASE("configured caller tables replace the defaults", "[permissions]") {
+    const policy p(example_config());
+
+    const decision writes = p.decide("w", caps({"read-only", "writes-files"}), caller::cli);
+    CHECK(writes.allow);
+    CHECK(writes.reason == "capabilities [read-only, writes-files] allowed for caller 'cli'");
+    CHECK(p.decide("b", caps({"controls-browser"}), caller::cli).allow);
+    CHECK(p.decide("s", caps({"starts-process"}), caller::cli).allow);
+
+    const decision destroy = p.decide("d", caps({"writes-files", "destructive"}), caller::cli);
+    CHECK_FALSE(destroy.allow);
+    CHECK(destroy.reason == "capability 'destructive' is denied for caller 'cli'");
+
+    // plugin's table drops accesses-network from its defaults.
+    CHECK(p.decide("r", caps({"read-only"}), caller::plugin).allow);
+    const decision net = p.decide("n", caps({"accesses-network"}), caller::plugin);
+    CHECK_FALSE(net.allow);
+    CHECK(net.reason == "capability 'accesses-network' is not allowed for caller 'plugin'");
+
+    // A configured table for one caller leaves the other on the defaults.
+    permissions_config only_cli;
+    only_cli.cli = caller_policy_config{{"writes-files"}, {}};
+    const policy q(only_cli);
+    CHECK_FALSE(q.decide("r", caps({"read-only"}), caller::cli).allow);
+    CHECK(q.decide("r", caps({"read-only"}), caller::plugin).allow);
+    CHECK(q.decide("n", caps({"accesses-network"}), caller::plugin).allow);
+}
+
+TEST_CASE("deny wins over allow, and is reported before a not-allowed", "[permissions]") {
+    permissions_config cfg;
+    cfg.plugin = caller_policy_config{{"read-only", "writes-files"}, {"writes-files"}};
+    const policy p(cfg);
+    const decision both = p.decide("w", caps({"writes-files"}), caller::plugin);
+    CHECK_FALSE(both.allow);
+    CHECK(both.reason == "capability 'writes-files' is denied for caller 'plugin'");
+
+    // starts-process (not allowed) comes before writes-files in enum order, yet the deny is
+    // what the reason names.
+    const decision mixed =
+        p.decide("w", caps({"starts-process", "writes-files", "read-only"}), caller::plugin);
+    CHECK_FALSE(mixed.allow);
+    CHECK(mixed.reason == "capability 'writes-files' is denied for caller 'plugin'");
+
+    CHECK(p.decide("r", caps({"read-only"}), caller::plugin).allow);
+}
+
+TEST_CASE("rules: first match wins, before the caller lists", "[permissions]") {
+    permissions_config cfg;
+    cfg.rules = {
+        permission_rule_config{"fs_*", std::string("plugin"), true},
+        permission_rule_config{"fs_delete", std::nullopt, false},
+        permission_rule_config{"fs_?", std::nullopt, false},
+        permission_rule_config{"net_*", std::string("cli"), false},
+    };
+    const policy p(cfg);
+
+    const decision plugin_write = p.decide("fs_write", caps({"writes-files"}), caller::plugin);
+    CHECK(plugin_write.allow);
+    CHECK(plugin_write.reason == "rule 1 (tool 'fs_*', caller 'plugin') allows");
+
+    // Rule 1 is plugin-only: cli falls through to rule 2.
+    const decision cli_delete = p.decide("fs_delete", caps({"read-only"}), caller::cli);
+    CHECK_FALSE(cli_delete.allow);
+    CHECK(cli_delete.reason == "rule 2 (tool 'fs_delete') denies");
+    // ...while for plugin the earlier rule 1 already matched.
+    CHECK(p.decide("fs_delete", caps({"destructive"}), caller::plugin).allow);
+
+    const decision short_name = p.decide("fs_x", caps({"read-only"}), caller::cli);
+    CHECK_FALSE(short_name.allow);
+    CHECK(short_name.reason == "rule 3 (tool 'fs_?') denies");
+
+    const decision net = p.decide("net_get", caps({"accesses-network"}), caller::cli);
+    CHECK_FALSE(net.allow);
+    CHECK(net.reason == "rule 4 (tool 'net_*', caller 'cli') denies");
+    // No rule for plugin: the caller lists decide.
+    const decision plugin_net = p.decide("net_get", caps({"accesses-network"}), caller::plugin);
+    CHECK(plugin_net.allow);
+    CHECK(plugin_net.reason == "capabilities [accesses-network] allowed for caller 'plugin'");
+
+    // A name no rule matches.
+    CHECK_FALSE(p.decide("other", caps({"writes-files"}), caller::cli).allow);
+    CHECK(p.decide("other", caps({"read-only"}), caller::cli).allow);
+}
+
+TEST_CASE("a deny rule overrides capabilities the lists would allow", "[permissions]") {
+    permissions_config cfg = example_config();
+    cfg.rules = {permission_rule_config{"echo", std::nullopt, false}};
+    const policy p(cfg);
+    const decision d = p.decide("echo", caps({"read-only"}), caller::cli);
+    CHECK_FALSE(d.allow);
+    CHECK(d.reason == "rule 1 (tool 'echo') denies");
+}
+
+TEST_CASE("glob_match", "[permissions]") {
+    CHECK(glob_match("*", ""));
+    CHECK(glob_match("*", "anything"));
+    CHECK(glob_match("", ""));
+    CHECK_FALSE(glob_match("", "a"));
+    CHECK(glob_match("fs_*", "fs_"));
+    CHECK(glob_match("fs_*", "fs_read"));
+    CHECK_FALSE(glob_match("fs_*", "xfs_read"));
+    CHECK_FALSE(glob_match("fs_*", "fs"));
+    CHECK(glob_match("*_file", "read_file"));
+    CHECK(glob_match("a*b*c", "aXXbYYc"));
+    CHECK_FALSE(glob_match("a*b*c", "aXXbYYcd"));
+    CHECK(glob_match("fs_?", "fs_x"));
+    CHECK_FALSE(glob_match("fs_?", "fs_"));
+    CHECK_FALSE(glob_match("fs_?", "fs_xy"));
+    CHECK(glob_match("[abc]x", "bx"));
+    CHECK_FALSE(glob_match("[abc]x", "dx"));
+    CHECK(glob_match("v[0-9]", "v7"));
+    CHECK_FALSE(glob_match("v[0-9]", "vx"));
+    CHECK(glob_match("[!x]y", "ay"));
+    CHECK_FALSE(glob_match("[!x]y", "xy"));
+    CHECK(glob_match("[]]", "]"));
+    CHECK(glob_match("[!]]", "a"));
+    CHECK(glob_match("[a-]", "-"));
+    CHECK(glob_match("[", "[")); // unterminated: literal
+    CHECK(glob_match("a[b", "a[b"));
+    CHECK(glob_match("\\*", "*"));
+    CHECK_FALSE(glob_match("\\*", "x"));
+    CHECK_FALSE(glob_match("a\\", "a\\")); // dangling escape matches nothing
+    CHECK(glob_match("[[:digit:]]x", "5x"));
+    CHECK_FALSE(glob_match("[[:bogus:]]", "b"));
+    CHECK(glob_match("a/*", "a/b/c")); // no FNM_PATHNAME: '*' crosses '/'
+    CHECK(glob_match("*", ".hidden")); // no FNM_PERIOD
+
+    // Pathological patterns finish at once (the matcher never backtracks more than O(n*m)).
+    const std::string long_a(5000, 'a');
+    CHECK_FALSE(glob_match("*a*a*a*a*a*a*a*a*a*a*a*a*b", long_a));
+    CHECK(glob_match("*a*a*a*a*a*a*a*a*a*a*a*a*", long_a));
+}
+
+TEST_CASE("glob_match agrees with fnmatch(3) without flags", "[permissions]") {
+    const std::vector<std::string> patterns = {
+        "*",       "?",      "fs_*",   "*_*",  "a?c",          "[abc]",
+        "[!abc]",  "[^abc]", "[a-c]*", "[]a]", "[!]a]",        "[a-]",
+        "[-a]",    "*[0-9]", "\\*",    "\\?x", "a\\b",         "[\\]]",
+        "[a\\-z]", "[",      "a[",     "[!",   "*[[:alpha:]]", "[[:upper:][:digit:]]*",
+        "[[:x]",   "x*y*z",  "**a**",  "a*",   "*.py",         "[z-a]",
+        "[.]",     "[*]",    "[?]"};
+    const std::vector<std::string> names = {"",       "a",  "b",  "abc", "a-c", "fs_read", "x_y",
+                                            "]",      "-",  "*",  "?x",  "ab",  "a\\b",    "[",
+                                            "a[",     "[!", "Z9", "9",   "xyz", "xaybz",   "zz",
+                                            "foo.py", ".",  "A",  "z",   "aa",  "[x",      "x"};
+    for (const auto& pat : patterns) {
+        for (const auto& name : names) {
+            CAPTURE(pat, name);
+            CHECK(glob_match(pat, name) == (::fnmatch(pat.c_str(), name.c_str(), 0) == 0));
+        }
+    }
+}

@@ -1,0 +1,407 @@
+// Redactor tests: a table-driven corpus of secret keys, secret value formats and look-alikes
+// that must survive, plus the cutting rules and the validity of every summary.
+#include "audit/redactor.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+using meith::audit::default_redactor;
+using meith::audit::redaction_limits;
+using meith::audit::redactor;
+
+namespace {
+
+const std::string redacted = "[REDACTED]";
+
+/// Parses a summary, failing the test if it is not JSON or not under the size limit.
+nlohmann::json checked_parse(const std::string& summary, std::size_t limit = 4096) {
+    INFO("summary: " << summary);
+    CHECK(summary.size() < limit);
+    nlohmann::json j;
+    REQUIRE_NOTHROW(j = nlohmann::json::parse(summary));
+    return j;
+}
+
+std::string as_json_string(const std::string& s) {
+    return nlohmann::json(s).dump();
+}
+
+// Realistic fakes, one per format.
+const std::string aws_key_id = "AKIAIOSFODNN7EXAMPLE";
+const std::string aws_session_key_id = "ASIAY34FZKBOKMUTVV7A";
+const std::string aws_secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+const std::string gh_pat = "ghp_R8bX2kLq9ZtY4mWc7NvP1sD3fG6hJ0aE5uIo";
+const std::string gh_oauth = "gho_16C7e42F292c6912E7710c838347Ae178B4a";
+const std::string gh_user = "ghu_Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa";
+const std::string gh_server = "ghs_Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0UvWxYz";
+const std::string gh_refresh = "ghr_1B4a2e77838347a7E420ce178F2E7c6912E169246c";
+const std::string gh_fine =
+    "github_pat_11ABCDEFG0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789abcdefghijklmnopqrstuvwxyzAB";
+const std::string gitlab = "glpat-Ab3dEf6hIj9kLm2nOp5q";
+const std::string slack_bot = "xoxb-2048213948-4711823409123-AbCdEfGhIjKlMnOpQrStUvWx";
+const std::string slack_user = "xoxp-2048213948-2048213948-4711823409123-0f3e5c2a9b7d";
+const std::string slack_app = "xapp-1-A0123456789-4711823409123-9f8e7d6c5b4a39281706";
+const std::string openai = "sk-4fA9bC2dE7fG1hJ6kL3mN8pQ5rS0tU4vW9xY2zA7bC1dE6f";
+const std::string openai_proj = "sk-proj-Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0Ef3Hi6Kl9_Zx-Qw";
+const std::string anthropic = "sk-ant-api03-Xy7Zq3Lm9Np2Rt5Vw8Ab1Cd4Ef6Gh0Jk_Lm-Np4Qr7StAA";
+const std::string google = "AIzaSyD9tSrke72PouQMnMXa7eZSW0jkFMBWY4k";
+const std::string stripe_secret = "sk_live_4eC39HqLyjWDarjtT1zdp7dc";
+const std::string stripe_test = "sk_test_51HqLyjWDarjtT1zdp7dcAbCdEf";
+const std::string stripe_restricted = "rk_live_51H8cLqLyjWDarjtT1zdp7dcXy";
+const std::string stripe_publishable = "pk_live_51H8cLqTyjWDarjtT1zdp7dcQq";
+const std::string jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6"
+                        "IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV"
+                        "_adQssw5c";
+const std::string pem_body = "MIIEowIBAAKCAQEA7bqXkQz9Ls3r1cG0xJ2mTnYh8dVbWqPz4uA6eRf9KcLmN2oPq"
+                             "\nR7sT1uV3wX5yZ8aB0cD2eF4gH6iJ8kL0mN2oP4qR6sT8uV0wX2yZ4aB6cD8eF0g=";
+const std::string pem =
+    "-----BEGIN RSA PRIVATE KEY-----\n" + pem_body + "\n-----END RSA PRIVATE KEY-----";
+
+} // namespace
+
+TEST_CASE("secret-like keys are recognised in any case and separator style", "[redactor]") {
+    const auto& r = default_redactor();
+    for (const char* key : {"password",
+                            "Password",
+                            "PASSWORD",
+                            "db_password",
+                            "passwd",
+                            "pwd",
+                            "db-pwd",
+                            "userPwd",
+                            "passphrase",
+                            "secret",
+                            "client_secret",
+                            "client.secret",
+                            "token",
+                            "access_token",
+                            "refresh_token",
+                            "id_token",
+                            "auth_token",
+                            "API-KEY",
+                            "api key",
+                            "apiKey",
+                            "api_key",
+                            "x_api_key",
+                            "X-Api-Key",
+                            "AccessKeyId",
+                            "access_key_id",
+                            "secret_access_key",
+                            "Authorization",
+                            "auth",
+                            "Auth",
+                            "x-auth",
+                            "cookie",
+                            "Set-Cookie",
+                            "credential",
+                            "db_credentials",
+                            "private key",
+                            "private_key",
+                            "privateKey",
+                            "session",
+                            "session_id",
+                            "sessionToken",
+                            "signature",
+                            "jwt",
+                            "otp"}) {
+        INFO(key);
+        CHECK(r.is_secret_key(key));
+    }
+}
+
+TEST_CASE("harmless keys that look a bit like secret ones are not secret", "[redactor]") {
+    const auto& r = default_redactor();
+    for (const char* key : {"key",
+                            "keys",
+                            "path",
+                            "author",
+                            "authors",
+                            "keyboard",
+                            "max_tokens",
+                            "maxTokens",
+                            "tokens",
+                            "token_count",
+                            "tokens_used",
+                            "tokenizer",
+                            "input_tokens",
+                            "name",
+                            "cwd",
+                            "PWD",
+                            "public_key_fingerprint",
+                            "description",
+                            "passage",
+                            "bypass"}) {
+        INFO(key);
+        CHECK_FALSE(r.is_secret_key(key));
+    }
+}
+
+TEST_CASE("values under secret keys are redacted whatever their type", "[redactor]") {
+    const auto& r = default_redactor();
+    struct key_case {
+        const char* input;
+        const char* expected;
+    };
+    const std::vector<key_case> cases = {
+        {R"({"Password":"hunter2"})", R"({"Password":"[REDACTED]"})"},
+        {R"({"API-KEY":"k-123"})", R"({"API-KEY":"[REDACTED]"})"},
+        {R"({"apiKey":"k-123"})", R"({"apiKey":"[REDACTED]"})"},
+        {R"({"x_api_key":"k-123"})", R"({"x_api_key":"[REDACTED]"})"},
+        {R"({"AccessKeyId":"AKIDEXAMPLE"})", R"({"AccessKeyId":"[REDACTED]"})"},
+        {R"({"client.secret":"s3cr3t"})", R"({"client.secret":"[REDACTED]"})"},
+        {R"({"Authorization":"Token abc"})", R"({"Authorization":"[REDACTED]"})"},
+        {R"({"Set-Cookie":"sid=31d4d96e407aad42"})", R"({"Set-Cookie":"[REDACTED]"})"},
+        {R"({"private key":"abc"})", R"({"private key":"[REDACTED]"})"},
+        {R"({"sessionToken":"FQoGZXIvYXdzEJr"})", R"({"sessionToken":"[REDACTED]"})"},
+        {R"({"db_credentials":{"user":"bob","pass":"x"}})", R"({"db_credentials":"[REDACTED]"})"},
+        {R"({"pin_password":1234})", R"({"pin_password":"[REDACTED]"})"},
+        {R"({"token":["a","b"]})", R"({"token":"[REDACTED]"})"},
+        {R"({"secret":null})", R"({"secret":"[REDACTED]"})"},
+        {R"({"auth":true,"user":"bob"})", R"({"auth":"[REDACTED]","user":"bob"})"},
+        {R"({"outer":{"inner":{"refresh_token":"r-1"}}})",
+         R"({"outer":{"inner":{"refresh_token":"[REDACTED]"}}})"},
+        {R"([{"pwd":"x"},{"passwd":"y"}])", R"([{"pwd":"[REDACTED]"},{"passwd":"[REDACTED]"}])"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.input);
+        CHECK(r.summarize_json(c.input) == c.expected);
+    }
+}
+
+TEST_CASE("known secret formats in string values are redacted, context kept", "[redactor]") {
+    const auto& r = default_redactor();
+    struct value_case {
+        std::string text;   // the string value
+        std::string secret; // must not survive
+        std::string kept;   // must survive (context around the secret)
+    };
+    const std::vector<value_case> cases = {
+        {"key id " + aws_key_id + " in us-east-1", aws_key_id, "key id [REDACTED] in us-east-1"},
+        {"temporary " + aws_session_key_id, aws_session_key_id, "temporary [REDACTED]"},
+        {"aws secret key: " + aws_secret, aws_secret, "aws secret key: [REDACTED]"},
+        {"AWS_SECRET_ACCESS_KEY=" + aws_secret, aws_secret, "AWS_SECRET_ACCESS_KEY=[REDACTED]"},
+        {"cloned with " + gh_pat, gh_pat, "cloned with [REDACTED]"},
+        {"oauth " + gh_oauth, gh_oauth, "oauth [REDACTED]"},
+        {"user-to-server " + gh_user, gh_user, "user-to-server [REDACTED]"},
+        {"server " + gh_server + ".", gh_server, "server [REDACTED]."},
+        {"refresh " + gh_refresh, gh_refresh, "refresh [REDACTED]"},
+        {"fine-grained " + gh_fine, gh_fine, "fine-grained [REDACTED]"},
+        {"gitlab " + gitlab + " ok", gitlab, "gitlab [REDACTED] ok"},
+        {"slack bot " + slack_bot, slack_bot, "slack bot [REDACTED]"},
+        {"slack user " + slack_user, slack_user, "slack user [REDACTED]"},
+        {"slack app " + slack_app, slack_app, "slack app [REDACTED]"},
+        {"openai " + openai, openai, "openai [REDACTED]"},
+        {"project key " + openai_proj, openai_proj, "project key [REDACTED]"},
+        {"claude " + anthropic, anthropic, "claude [REDACTED]"},
+        {"maps " + google + " quota", google, "maps [REDACTED] quota"},
+        {"stripe " + stripe_secret, stripe_secret, "stripe [REDACTED]"},
+        {"stripe " + stripe_test, stripe_test, "stripe [REDACTED]"},
+        {"stripe " + stripe_restricted, stripe_restricted, "stripe [REDACTED]"},
+        {"stripe " + stripe_publishable, stripe_publishable, "stripe [REDACTED]"},
+        {"id " + jwt + " end", jwt, "id [REDACTED] end"},
+        {"key:\n" + pem + "\ndone", pem_body,
+         "key:\n-----BEGIN RSA PRIVATE KEY-----[REDACTED]-----END RSA PRIVATE KEY-----\ndone"},
+        {"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU truncated",
+         "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU", "-----BEGIN OPENSSH PRIVATE KEY-----[REDACTED]"},
+        {"Authorization: Bearer abc.def", "abc.def", "Authorization: Bearer [REDACTED]"},
+        {"Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA==",
+         "Authorization: Basic [REDACTED]"},
+        {"https://alice:s3cr3tP4ss@db.example.com/x", "s3cr3tP4ss",
+         "https://alice:[REDACTED]@db.example.com/x"},
+        {"postgres://app:hunter2@localhost:5432/app", "hunter2",
+         "postgres://app:[REDACTED]@localhost:5432/app"},
+        {"HOME=/home/u\nDB_PASSWORD=hunter2\nSHELL=/bin/sh", "hunter2",
+         "HOME=/home/u\nDB_PASSWORD=[REDACTED]\nSHELL=/bin/sh"},
+        {"export GITHUB_TOKEN=abc123xyz", "abc123xyz", "export GITHUB_TOKEN=[REDACTED]"},
+    };
+    for (const auto& c : cases) {
+        const std::string input = R"({"text":)" + as_json_string(c.text) + "}";
+        const std::string summary = r.summarize_json(input);
+        INFO("input: " << input << "\nsummary: " << summary);
+        const auto j = checked_parse(summary);
+        const std::string out = j.at("text").get<std::string>();
+        CHECK(out.find(c.secret) == std::string::npos);
+        CHECK(out == c.kept);
+    }
+}
+
+TEST_CASE("look-alikes survive unchanged", "[redactor]") {
+    const auto& r = default_redactor();
+    const std::vector<std::string> inputs = {
+        R"({"text":"The quick brown fox jumps over the lazy dog; see the README for details."})",
+        R"({"path":"/home/u/src/token_parser.cpp"})",
+        R"({"file":"/home/u/src/secret_santa/README.md","line":12})",
+        R"({"url":"https://example.com/docs/api?page=2&sort=asc"})",
+        R"({"url":"https://user@example.com/repo.git"})",
+        R"({"id":"123e4567-e89b-12d3-a456-426614174000"})",
+        R"({"message":"Merge commit 3f786850e387550fdab836ed7e6dc881de23001b into main"})",
+        R"({"max_tokens":100,"temperature":0.5})",
+        R"({"author":"x","keyboard":"us"})",
+        R"({"key":"value","keys":["a","b"]})",
+        R"({"tokenizer":"cl100k_base","tokens_used":42})",
+        R"({"text":"a basic idea, the bearer of bad news"})",
+        R"({"text":"pip install scikit-learn; see sk-learn-tutorial-for-beginners"})",
+        R"({"text":"if (token == nullptr) return;"})",
+        R"({"env":"PWD=/home/u/project\nLANG=C.UTF-8"})",
+        R"({"n":-12,"big":18446744073709551615,"x":1.5e-7,"ok":true,"none":null})",
+        R"({"unicode":"Grüße, 日本語 🙂"})",
+        R"([])",
+        R"({})",
+    };
+    for (const auto& input : inputs) {
+        const std::string summary = r.summarize_json(input);
+        INFO("input: " << input << "\nsummary: " << summary);
+        CHECK(summary.find(redacted) == std::string::npos);
+        CHECK(checked_parse(summary) == nlohmann::json::parse(input));
+    }
+}
+
+TEST_CASE("redact_text handles key=value, key: value and JSON-ish pairs", "[redactor]") {
+    const auto& r = default_redactor();
+    struct text_case {
+        const char* input;
+        const char* expected;
+    };
+    const std::vector<text_case> cases = {
+        {"DB_PASSWORD=hunter2", "DB_PASSWORD=[REDACTED]"},
+        {"starting with DB_PASSWORD=hunter2 and PORT=5432",
+         "starting with DB_PASSWORD=[REDACTED] and PORT=5432"},
+        {"Authorization: Bearer abc.def", "Authorization: Bearer [REDACTED]"},
+        {"authorization: Bearer x", "authorization: Bearer [REDACTED]"},
+        {"api_key: 12345 user: bob", "api_key: [REDACTED] user: bob"},
+        {R"(body {"password": "correct horse", "user": "bob"})",
+         R"(body {"password": "[REDACTED]", "user": "bob"})"},
+        {"GET /cb?code=1&access_token=abc123&state=x",
+         "GET /cb?code=1&access_token=[REDACTED]&state=x"},
+        {"secret='s p a c e s' rest", "secret='[REDACTED]' rest"},
+        {"max_tokens=100 tokens_used=42", "max_tokens=100 tokens_used=42"},
+        {"author: bob, path=/tmp/x", "author: bob, path=/tmp/x"},
+        {"listening on /run/user/1000/meith.sock", "listening on /run/user/1000/meith.sock"},
+        {"", ""},
+    };
+    for (const auto& c : cases) {
+        INFO(c.input);
+        CHECK(r.redact_text(c.input) == c.expected);
+    }
+    CHECK(r.redact_text("token " + gh_pat) == "token [REDACTED]");
+    CHECK(r.redact_text("conn " + jwt) == "conn [REDACTED]");
+}
+
+TEST_CASE("long strings are cut after redaction, on a UTF-8 boundary", "[redactor]") {
+    const auto& r = default_redactor();
+    SECTION("plain long string") {
+        const std::string s(1000, 'a');
+        const auto j = checked_parse(r.summarize_json(R"({"s":")" + s + "\"}"));
+        const auto out = j.at("s").get<std::string>();
+        CHECK(out.rfind(std::string(256, 'a'), 0) == 0);
+        CHECK(out.substr(256) == "\u2026[cut 744 chars]");
+    }
+    SECTION("multibyte characters are never split") {
+        std::string s;
+        for (int i = 0; i < 300; ++i)
+            s += "\u00e9"; // 2 bytes each
+        const auto j = checked_parse(r.summarize_json(as_json_string(s)));
+        const auto out = j.get<std::string>();
+        CHECK(out.substr(0, 512) == s.substr(0, 512));
+        CHECK(out.substr(512) == "\u2026[cut 44 chars]");
+    }
+    SECTION("a secret straddling the cut point is still redacted") {
+        const std::string s = std::string(240, 'x') + " " + jwt + " " + pem;
+        const auto summary = r.summarize_json(as_json_string(s));
+        checked_parse(summary);
+        CHECK(summary.find("eyJhbGciOiJIUzI1NiIs") == std::string::npos);
+        CHECK(summary.find("MIIEowIBAAKCAQEA") == std::string::npos);
+        CHECK(summary.find(redacted) != std::string::npos);
+    }
+}
+
+TEST_CASE("long arrays keep 50 items and note the rest", "[redactor]") {
+    const auto& r = default_redactor();
+    nlohmann::json a = nlohmann::json::array();
+    for (int i = 0; i < 200; ++i)
+        a.push_back(i);
+    const auto j = checked_parse(r.summarize_json(a.dump()));
+    REQUIRE(j.is_array());
+    REQUIRE(j.size() == 51);
+    CHECK(j[0] == 0);
+    CHECK(j[49] == 49);
+    CHECK(j[50] == "[cut 150 more items]");
+}
+
+TEST_CASE("nesting deeper than 6 levels is cut", "[redactor]") {
+    const auto& r = default_redactor();
+    const std::string deep = R"({"a":[{"b":[{"c":[{"d":1}]}]}]})"; // 7 levels
+    const auto j = checked_parse(r.summarize_json(deep));
+    CHECK(j["a"][0]["b"][0]["c"][0] == "[cut: depth > 6]");
+    const std::string six = R"({"a":[{"b":[{"c":[1]}]}]})"; // exactly 6 levels
+    CHECK(checked_parse(r.summarize_json(six)) == nlohmann::json::parse(six));
+}
+
+TEST_CASE("summaries stay valid JSON under the byte budget", "[redactor]") {
+    const auto& r = default_redactor();
+    SECTION("huge flat object") {
+        nlohmann::json o;
+        for (int i = 0; i < 500; ++i)
+            o["field_" + std::to_string(i)] = std::string(100, 'v');
+        const auto summary = r.summarize_json(o.dump());
+        const auto j = checked_parse(summary);
+        CHECK(summary.size() > 3000); // the budget is used, not wasted
+        CHECK(j.at("\u2026") == "[cut: summary over 4096 bytes]");
+        CHECK(j.at("field_0") == std::string(100, 'v'));
+    }
+    SECTION("huge nested structures") {
+        nlohmann::json o;
+        for (int i = 0; i < 20; ++i)
+            for (int k = 0; k < 40; ++k)
+                o["group" + std::to_string(i)]["items"].push_back(
+                    {{"name", std::string(50, 'n')}, {"ctl", "\x01\x02\x03\x04\x05"}});
+        const auto summary = r.summarize_json(o.dump());
+        checked_parse(summary);
+        CHECK(summary.find("[cut: summary over 4096 bytes]") != std::string::npos);
+    }
+    SECTION("escaping-heavy strings") {
+        nlohmann::json a = nlohmann::json::array();
+        for (int i = 0; i < 50; ++i)
+            a.push_back(std::string(256, '\x01'));
+        checked_parse(r.summarize_json(a.dump()));
+    }
+    SECTION("every cut point of a big document yields valid JSON under small budgets") {
+        nlohmann::json o;
+        for (int i = 0; i < 30; ++i)
+            o["k" + std::to_string(i)] = {{"a", {1, 2, {{"b", "text"}}}}};
+        for (std::size_t limit = 64; limit < 700; limit += 7) {
+            redaction_limits limits;
+            limits.max_summary_bytes = limit;
+            const redactor small(limits);
+            checked_parse(small.summarize_json(o.dump()), limit);
+        }
+    }
+}
+
+TEST_CASE("invalid JSON becomes a JSON string note", "[redactor]") {
+    const auto& r = default_redactor();
+    CHECK(r.summarize_json(R"({"a":)") == R"("[invalid JSON: 5 bytes]")");
+    CHECK(r.summarize_json("") == R"("[invalid JSON: 0 bytes]")");
+    CHECK(r.summarize_json("{\"password\": \"hunter2\"") == R"("[invalid JSON: 22 bytes]")");
+}
+
+TEST_CASE("a redactor is safe to share between threads", "[redactor]") {
+    const auto& r = default_redactor();
+    const std::string input = R"({"password":"x","text":"Bearer abc.def","n":[1,2,3]})";
+    const std::string expected = r.summarize_json(input);
+    std::vector<std::thread> threads;
+    std::vector<int> mismatches(4, 0);
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 200; ++i)
+                if (r.summarize_json(input) != expected) ++mismatches[static_cast<std::size_t>(t)];
+        });
+    for (auto& th : threads)
+        th.join();
+    CHECK(expected == R"({"password":"[REDACTED]","text":"Bearer [REDACTED]","n":[1,2,3]})");
+    CHECK(mismatches == std::vector<int>(4, 0));
+}

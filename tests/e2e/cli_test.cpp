@@ -1,1 +1,1 @@
-// placeholder, being written
+#include <catch2/catch.hpp>

@@ -86,16 +86,26 @@ std::string host_source_toml(const std::string& name, const std::vector<std::str
 }
 
 daemon_process::daemon_process(const std::string& config_toml, std::vector<std::string> extra_args,
-                               bool wait_ready) {
+                               std::function<void(const fs::path&)> prepare) {
     socket_ = home_.path / "d.sock";
     if (!config_toml.empty()) {
         std::ofstream(home_.path / "meithd.toml") << config_toml;
     }
-    std::vector<std::string> args = {MEITH_MEITHD, "--home", home_.path.string(), "--socket",
-                                     socket_.string(), "--log-level", "debug"};
-    for (auto& a : extra_args) args.push_back(std::move(a));
-    pid_ = spawn(args, home_.path / "meithd.out", home_.path / "meithd.log");
-    if (!wait_ready) return;
+    if (prepare) prepare(home_.path);
+    args_ = {MEITH_MEITHD, "--home", home_.path.string(), "--socket", socket_.string(),
+             "--log-level", "debug"};
+    for (auto& a : extra_args) args_.push_back(std::move(a));
+    spawn_and_wait();
+}
+
+void daemon_process::restart() {
+    if (!exited_) stop(SIGTERM);
+    exited_ = false;
+    spawn_and_wait();
+}
+
+void daemon_process::spawn_and_wait() {
+    pid_ = spawn(args_, home_.path / "meithd.out", home_.path / "meithd.log");
     const auto deadline = std::chrono::steady_clock::now() + 20s;
     while (std::chrono::steady_clock::now() < deadline) {
         if (::waitpid(pid_, &status_, WNOHANG) == pid_) {

@@ -40,8 +40,10 @@ class daemon_process {
     /// Writes `config_toml` to HOME/meithd.toml (when non-empty), starts meithd with
     /// `--home HOME --socket HOME/d.sock` plus `extra_args`, and waits until it is ready
     /// (config.json names its pid). Throws with the daemon's log if it exits or times out.
+    /// `prepare(home)` runs before the start, e.g. to plant files in the home.
     explicit daemon_process(const std::string& config_toml = "",
-                            std::vector<std::string> extra_args = {}, bool wait_ready = true);
+                            std::vector<std::string> extra_args = {},
+                            std::function<void(const fs::path&)> prepare = {});
     ~daemon_process();
 
     fs::path home() const { return home_.path; }
@@ -55,6 +57,8 @@ class daemon_process {
     /// Waits for the process to exit on its own; returns its exit status or -1 on timeout.
     int wait_exit(std::chrono::milliseconds timeout);
     bool running();
+    /// Starts the daemon again on the same home and socket after it exited (or was killed).
+    void restart();
     /// The audit log's lines, parsed.
     std::vector<json> audit() const;
     /// Audit lines with "event" == `event`.
@@ -65,6 +69,8 @@ class daemon_process {
   private:
     temp_dir home_;
     fs::path socket_;
+    void spawn_and_wait();
+    std::vector<std::string> args_;
     pid_t pid_ = -1;
     bool exited_ = false;
     int status_ = 0;

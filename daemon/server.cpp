@@ -35,6 +35,8 @@ using asio::local::stream_protocol;
 
 namespace {
 
+std::string cli_hint(const fs::path& home);
+
 std::optional<peer_identity> peer_of(stream_protocol::socket& sock) {
 #if defined(SO_PEERCRED)
     ucred cred{};
@@ -93,7 +95,9 @@ class server {
                 std::chrono::steady_clock::now() - started;
             spdlog::info("meithd {} ready in {:.1f} ms: {} tool(s), socket {}", MEITH_VERSION,
                          took.count(), registry_.tool_count(), socket_path_.string());
-            spdlog::info(R"(try: meith tools   |   meith call echo '{"hello":"world"}')");
+            const std::string cli = cli_hint(home_);
+            spdlog::info("try: {} tools", cli);
+            spdlog::info(R"(     {} call echo '{{"hello":"world"}}')", cli);
         });
         ioc_.run();
         return exit_code_;
@@ -260,6 +264,21 @@ class server {
     bool bound_ = false;
     int exit_code_ = 0;
 };
+
+/// How to run the CLI: the `meith` next to this binary when there is one.
+std::string cli_hint(const fs::path& home) {
+    // The CLI finds the daemon through HOME/config.json: name the home when it is not the default.
+    std::string prefix;
+    if (home != config::resolve_home(std::nullopt)) prefix = "MEITH_HOME=" + home.string() + " ";
+    std::error_code ec;
+    const auto self = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec && fs::exists(self.parent_path() / "meith")) {
+        auto rel = fs::relative(self.parent_path() / "meith", fs::current_path(ec), ec);
+        if (!ec && !rel.empty() && rel.native().rfind("..", 0) != 0) return prefix + rel.string();
+        return prefix + (self.parent_path() / "meith").string();
+    }
+    return prefix + "meith";
+}
 
 void setup_logging(const std::string& level) {
     auto inner = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();

@@ -41,7 +41,7 @@ TEST_CASE("meith status and tools find the daemon through config.json", "[e2e][c
     CHECK(parsed.size() > 10);
 }
 
-TEST_CASE("meith call prints events and the result; exit status follows ok", "[e2e][cli]") {
+TEST_CASE("meith call prints events and the result, and its exit status follows ok", "[e2e][cli]") {
     daemon_process d(host_source_toml("th"));
     auto ok = run_cli({"call", "t_stream", R"({"n":3,"interval_ms":10})"}, d.home());
     CHECK(ok.status == 0);

@@ -168,7 +168,7 @@ TEST_CASE("the tool's and the config's timeouts apply in order, capped by max_ti
     CHECK(lines[2]["timeoutMs"] == 400);
 }
 
-TEST_CASE("cancel_tool_call resolves CANCELLED promptly; unknown ids change nothing", "[e2e][host]") {
+TEST_CASE("cancel_tool_call resolves CANCELLED promptly and unknown ids change nothing", "[e2e][host]") {
     daemon_process d(host_source_toml("th"));
     client c(d.socket());
     c.send({{"type", "tool_call"}, {"requestId", "long"}, {"toolName", "t_sleep"},
@@ -347,7 +347,7 @@ TEST_CASE("secrets never reach the audit log or the daemon log", "[e2e][host]") 
     CHECK(log.find(token) == std::string::npos);
 }
 
-TEST_CASE("tool names are unique across sources; prefix lets two coexist", "[e2e][host]") {
+TEST_CASE("tool names are unique across sources and a prefix lets two coexist", "[e2e][host]") {
     temp_dir home;
     std::ofstream(home.path / "clash.toml") << host_source_toml("one") + host_source_toml("two");
     auto [code, err] = run_meithd_expect_exit({"--home", home.path.string(), "--socket",

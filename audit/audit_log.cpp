@@ -30,6 +30,17 @@ constexpr std::array<bool, 256> plain_bytes = [] {
     return t;
 }();
 
+/// True when none of the 8 bytes at `p` needs escaping or UTF-8 checking (SWAR test).
+bool plain_word(const char* p) {
+    constexpr std::uint64_t ones = 0x0101010101010101ULL;
+    constexpr std::uint64_t highs = 0x8080808080808080ULL;
+    std::uint64_t w;
+    std::memcpy(&w, p, sizeof w);
+    auto has_less = [](std::uint64_t x, std::uint64_t n) { return (x - ones * n) & ~x & highs; };
+    return ((w & highs) | has_less(w, 0x20) | has_less(w ^ (ones * '"'), 1) |
+            has_less(w ^ (ones * '\\'), 1)) == 0;
+}
+
 /// Length of the valid UTF-8 sequence at s[i] (lead byte >= 0x80), or 0 if invalid
 /// (overlong forms, surrogates and code points over U+10FFFF are invalid).
 std::size_t valid_utf8_length(std::string_view s, std::size_t i) {
@@ -157,6 +168,10 @@ void append_json_string(std::string& out, std::string_view s) {
     std::size_t run = 0; // start of the pending run of bytes copied verbatim
     std::size_t i = 0;
     while (i < s.size()) {
+        // Skip 8 plain ASCII bytes at a time (no control char, '"', '\\' or byte >= 0x80).
+        while (i + 8 <= s.size() && plain_word(s.data() + i))
+            i += 8;
+        if (i >= s.size()) break;
         const auto b = static_cast<unsigned char>(s[i]);
         if (plain_bytes[b]) {
             ++i;

@@ -5,6 +5,7 @@
 #include "audit/audit_log.hpp"
 
 #include <re2/re2.h>
+#include <re2/set.h>
 #include <simdjson.h>
 
 #include <algorithm>
@@ -112,7 +113,22 @@ bool secret_key(std::string_view key) {
 struct value_rule {
     std::unique_ptr<RE2> re;
     std::function<std::optional<piece>(const piece* groups)> pick;
+    /// Optional cheap test on the whole match that rules it out before the (costlier)
+    /// submatch extraction; must never rule out a match `pick` would accept.
+    std::function<bool(std::string_view match)> skip = nullptr;
 };
+
+/// The key at the start of a key=value match: quoted, or a run of key characters.
+std::string_view leading_key(std::string_view match) {
+    if (!match.empty() && (match[0] == '"' || match[0] == '\'')) {
+        const auto close = match.find(match[0], 1);
+        return close == std::string_view::npos ? std::string_view{} : match.substr(1, close - 1);
+    }
+    std::size_t n = 0;
+    while (n < match.size() && is_word_char(match[n]))
+        ++n;
+    return match.substr(0, n);
+}
 
 /// Counts as a token rather than prose: has a digit or punctuation, or an upper-case letter
 /// after the first character ("dXNlcjpwYXNz"), or is long.
@@ -168,7 +184,8 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
 
 struct redactor::impl {
     std::vector<value_rule> rules;
-    std::unique_ptr<RE2> any_rule; ///< all patterns in one, to skip clean strings in one pass
+    /// All patterns in one automaton: one pass finds which rules can apply (usually none).
+    std::unique_ptr<RE2::Set> any_rule;
 
     impl() {
         // Order matters: whole blocks (PEM) first so their bodies are gone before token rules
@@ -210,29 +227,36 @@ struct redactor::impl {
                 auto value = first_present(g, {5, 6, 7});
                 if (!value || value->empty()) return std::nullopt;
                 return value;
-            });
+            },
+            [](std::string_view match) { return !secret_key(leading_key(match)); });
 
-        std::string all;
+        any_rule = std::make_unique<RE2::Set>(options(), RE2::UNANCHORED);
         for (const auto& r : rules) {
-            if (!all.empty()) all += '|';
-            all += "(?:" + r.re->pattern() + ")";
+            std::string error;
+            if (any_rule->Add(r.re->pattern(), &error) < 0)
+                throw std::logic_error("redactor: bad pattern: " + error);
         }
-        any_rule = compile(all);
+        if (!any_rule->Compile()) throw std::logic_error("redactor: pattern set too large");
+    }
+
+    static RE2::Options options() {
+        RE2::Options opts;
+        opts.set_log_errors(false);
+        opts.set_max_mem(64 << 20);
+        return opts;
     }
 
     static std::optional<piece> whole_match(const piece* g) { return g[0]; }
 
     static std::unique_ptr<RE2> compile(const std::string& pattern) {
-        RE2::Options opts;
-        opts.set_log_errors(false);
-        opts.set_max_mem(64 << 20);
-        auto re = std::make_unique<RE2>(pattern, opts);
+        auto re = std::make_unique<RE2>(pattern, options());
         if (!re->ok()) throw std::logic_error("redactor: bad pattern: " + re->error());
         return re;
     }
 
-    void add(const char* pattern, std::function<std::optional<piece>(const piece*)> pick) {
-        rules.push_back({compile(pattern), std::move(pick)});
+    void add(const char* pattern, std::function<std::optional<piece>(const piece*)> pick,
+             std::function<bool(std::string_view)> skip = nullptr) {
+        rules.push_back({compile(pattern), std::move(pick), std::move(skip)});
     }
 
     /// Replaces every picked span of `r` in `s` by "[REDACTED]".
@@ -244,11 +268,19 @@ struct redactor::impl {
         std::size_t copied = 0; // bytes of s already moved to out
         std::size_t from = 0;   // where the next search starts
         const piece text(s);
+        // With `skip`, find the bounds first (DFA only) and extract groups only when needed.
+        const int first_groups = r.skip ? 1 : ngroups;
         while (from <= s.size() &&
-               r.re->Match(text, from, s.size(), RE2::UNANCHORED, groups.data(), ngroups)) {
+               r.re->Match(text, from, s.size(), RE2::UNANCHORED, groups.data(), first_groups)) {
             const auto match_begin = static_cast<std::size_t>(groups[0].data() - s.data());
             const auto match_end = match_begin + groups[0].size();
-            auto secret = r.pick(groups.data());
+            const bool skipped = r.skip && r.skip(to_view(groups[0]));
+            if (!skipped && first_groups != ngroups &&
+                !r.re->Match(text, match_begin, match_end, RE2::ANCHOR_BOTH, groups.data(),
+                             ngroups))
+                groups[0] = piece(); // cannot happen: the same text matched just before
+            auto secret =
+                skipped || groups[0].data() == nullptr ? std::nullopt : r.pick(groups.data());
             if (!secret || secret->data() == nullptr || to_view(*secret) == redacted_text) {
                 // Resume after the current word: a later, overlapping match may still be a
                 // secret, but a word's tail ("ax_tokens" of "max_tokens") must not be judged.
@@ -270,11 +302,19 @@ struct redactor::impl {
     }
 
     std::string redact(std::string_view text) const {
-        if (!RE2::PartialMatch(piece(text.data(), text.size()), *any_rule))
-            return std::string(text);
+        std::vector<int> hits;
+        RE2::Set::ErrorInfo error{RE2::Set::kNoError};
+        if (!any_rule->Match(piece(text.data(), text.size()), &hits, &error)) {
+            if (error.kind == RE2::Set::kNoError) return std::string(text);
+            // The set's DFA gave up (huge input): fall back to trying every rule.
+            hits.resize(rules.size());
+            for (std::size_t i = 0; i < rules.size(); ++i)
+                hits[i] = static_cast<int>(i);
+        }
+        std::sort(hits.begin(), hits.end()); // rules run in their declared order
         std::string s(text);
-        for (const auto& r : rules)
-            apply(r, s);
+        for (int i : hits)
+            apply(rules[static_cast<std::size_t>(i)], s);
         return s;
     }
 };

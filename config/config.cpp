@@ -414,7 +414,7 @@ void parse_limits(checker& c, const scope& s, limits_config& l) {
                   "max_calls_in_flight_per_connection", "max_outbound_bytes", "idle_timeout_ms"});
     assign(l.max_frame_bytes, c.read_uint(s, "max_frame_bytes", 1024));
     assign(l.max_result_bytes, c.read_uint(s, "max_result_bytes"));
-    assign(l.max_timeout_ms, c.read_uint(s, "max_timeout_ms"));
+    assign(l.max_timeout_ms, c.read_uint(s, "max_timeout_ms", 1));
     assign(l.max_connections, c.read_uint(s, "max_connections", 1));
     assign(l.max_calls_in_flight_per_connection,
            c.read_uint(s, "max_calls_in_flight_per_connection", 1));
@@ -424,7 +424,7 @@ void parse_limits(checker& c, const scope& s, limits_config& l) {
 
 void parse_tools(checker& c, const scope& s, tools_config& t) {
     c.check_keys(s, {"default_timeout_ms", "shutdown_grace_ms", "kill_grace_ms"});
-    assign(t.default_timeout_ms, c.read_uint(s, "default_timeout_ms"));
+    assign(t.default_timeout_ms, c.read_uint(s, "default_timeout_ms", 1));
     assign(t.shutdown_grace_ms, c.read_uint(s, "shutdown_grace_ms"));
     assign(t.kill_grace_ms, c.read_uint(s, "kill_grace_ms"));
 }

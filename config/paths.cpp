@@ -118,15 +118,18 @@ std::optional<std::string> ensure_private_dir(const fs::path& dir, bool allow_st
     if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", target.string());
 
     const uid_t me = geteuid();
+    const auto mode = static_cast<unsigned>(st.st_mode & 07777);
+    const bool shared_writable = (mode & 022) != 0;
+    const bool sticky = (mode & S_ISVTX) != 0;
+    // A sticky shared folder such as /tmp is fine whoever owns it: nobody can remove or
+    // replace the entries we create in it (PROTOCOL.md §1).
+    if (allow_sticky && sticky) return std::nullopt;
     if (st.st_uid != me)
         return fmt::format("{} is owned by uid {}, not you (uid {}): run `chown {} {}` or choose "
                            "another --home",
                            target.string(), st.st_uid, me, me, shell_quoted(target));
 
-    const auto mode = static_cast<unsigned>(st.st_mode & 07777);
-    const bool shared_writable = (mode & 022) != 0;
-    const bool sticky = (mode & S_ISVTX) != 0;
-    if (shared_writable && !(allow_sticky && sticky))
+    if (shared_writable)
         return fmt::format("{} is writable by group or others (mode {:04o}): run `chmod 700 {}`",
                            target.string(), mode, shell_quoted(target));
     return std::nullopt;

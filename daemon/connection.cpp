@@ -83,11 +83,7 @@ asio::awaitable<void> connection::read_loop() {
             const auto st = framer_.next();
             if (st == protocol::line_framer::status::need_more) break;
             if (st == protocol::line_framer::status::oversized) {
-                protocol::append_error_frame(
-                    outbound_, std::nullopt,
-                    "frame of " + std::to_string(framer_.dropped_bytes()) +
-                        " bytes is over limits.max_frame_bytes (" +
-                        std::to_string(registry_.cfg().limits.max_frame_bytes) + ")");
+                handle_oversized();
             } else {
                 handle_frame(framer_.line());
             }
@@ -100,6 +96,21 @@ asio::awaitable<void> connection::read_loop() {
         flush();
     }
     if (!closed_) close("client closed the connection");
+}
+
+void connection::handle_oversized() {
+    const auto prefix = framer_.oversized_prefix();
+    const auto id = protocol::request_id_from_prefix(prefix);
+    const std::string why = "frame of " + std::to_string(framer_.dropped_bytes()) +
+                            " bytes is over limits.max_frame_bytes (" +
+                            std::to_string(registry_.cfg().limits.max_frame_bytes) + ")";
+    protocol::append_error_frame(outbound_, id, why);
+    if (protocol::prefix_is_tool_call(prefix)) {
+        protocol::client_frame f;
+        f.type = frame_type::tool_call;
+        f.request_id = id;
+        audit_rejected_call(f, why);
+    }
 }
 
 permissions::caller connection::caller_for(const protocol::client_frame& f) const {
@@ -184,11 +195,14 @@ void connection::handle_tool_call(const protocol::client_frame& f) {
     c->tool_name = std::string(f.tool_name);
     c->timeout_ms = f.timeout_ms.value_or(0);
     calls_.emplace(std::move(key), c);
-    if (f.call_error) registry_.reject(c, protocol::error_code::validation_error, *f.call_error);
+    if (f.call_error)
+        registry_.reject(c, protocol::error_code::validation_error, *f.call_error,
+                         f.has_arguments ? &f.arguments : nullptr);
     else registry_.dispatch(c, f.arguments);
 }
 
 void connection::audit_rejected_call(const protocol::client_frame& f, std::string_view reason) {
+    // Same keys as a tool_call line (§6); decision, ok and result are null.
     std::string l;
     l += R"("requestId":)";
     if (f.request_id) append_json_string(l, *f.request_id);
@@ -203,9 +217,13 @@ void connection::audit_rejected_call(const protocol::client_frame& f, std::strin
     l += R"(,"toolName":)";
     if (!f.tool_name.empty()) append_json_string(l, f.tool_name);
     else l += "null";
-    l += R"(,"decision":null,"reason":)";
+    l += R"(,"source":null,"capabilities":null,"decision":null,"reason":)";
     append_json_string(l, reason);
-    l += R"(,"ok":null,"errorCode":null,"result":null)";
+    l += R"(,"timeoutMs":)";
+    l += f.timeout_ms ? std::to_string(*f.timeout_ms) : "null";
+    l += R"(,"durationMs":null,"ok":null,"errorCode":null,"end":"rejected","args":)";
+    l += f.has_arguments ? registry_.redactor().summarize_json(simdjson::minify(f.arguments)) : "null";
+    l += R"(,"result":null)";
     registry_.audit_event("tool_call_rejected", l);
 }
 

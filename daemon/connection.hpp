@@ -55,6 +55,7 @@ class connection final : public registry::call_sink,
     asio::awaitable<void> read_loop();
     void handle_frame(std::string_view line);
     void handle_tool_call(const protocol::client_frame& f);
+    void handle_oversized();
     void audit_rejected_call(const protocol::client_frame& f, std::string_view reason);
     permissions::caller caller_for(const protocol::client_frame& f) const;
     std::string_view claim_for(const protocol::client_frame& f) const;

@@ -20,6 +20,8 @@
 #include <asio/use_awaitable.hpp>
 
 #include <csignal>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <unordered_map>
@@ -106,8 +108,18 @@ class server {
   private:
     void listen() {
         if (auto err = check_socket_path(socket_path_)) throw std::runtime_error(*err);
-        // We hold the lock, so a socket file here is stale (§1): replace it.
+        // We hold our home's lock, but another home's daemon may serve this path: replace the
+        // socket only when nobody answers on it (stale, §1).
         std::error_code ec;
+        if (fs::exists(fs::symlink_status(socket_path_, ec))) {
+            stream_protocol::socket probe(ioc_);
+            probe.connect(stream_protocol::endpoint(socket_path_.string()), ec);
+            if (!ec)
+                throw std::runtime_error(fmt::format(
+                    "socket {} is in use by another meithd (with another home); stop it or "
+                    "choose another --socket",
+                    socket_path_.string()));
+        }
         fs::remove(socket_path_, ec);
         const mode_t old_mask = ::umask(0177); // the socket is born 0600, never briefly wider
         acceptor_.open(stream_protocol());
@@ -117,6 +129,9 @@ class server {
             throw std::runtime_error(
                 fmt::format("cannot bind {}: {}", socket_path_.string(), ec.message()));
         ::chmod(socket_path_.c_str(), 0600);
+        ::fcntl(acceptor_.native_handle(), F_SETFD, FD_CLOEXEC);
+        struct stat st{};
+        if (::stat(socket_path_.c_str(), &st) == 0) socket_inode_ = st.st_ino;
         acceptor_.listen(asio::socket_base::max_listen_connections);
         bound_ = true;
         sweep_instance_records(home_);
@@ -149,6 +164,7 @@ class server {
     }
 
     void admit(stream_protocol::socket sock) {
+        ::fcntl(sock.native_handle(), F_SETFD, FD_CLOEXEC);
         const auto peer = peer_of(sock);
         if (!peer || peer->uid != ::geteuid()) {
             // Closed before any frame is read or sent (§5).
@@ -193,10 +209,19 @@ class server {
         if (sig) spdlog::info("signal {} received: shutting down", sig);
         std::error_code ignored;
         acceptor_.close(ignored);
-        if (bound_) fs::remove(socket_path_, ignored);
+        remove_socket_if_ours();
         registry_.begin_shutdown();
         shutdown_started_ = std::chrono::steady_clock::now();
         wait_for_calls();
+    }
+
+    /// Removes the socket file unless another daemon has replaced it meanwhile.
+    void remove_socket_if_ours() {
+        struct stat st{};
+        if (bound_ && ::stat(socket_path_.c_str(), &st) == 0 && st.st_ino == socket_inode_) {
+            std::error_code ignored;
+            fs::remove(socket_path_, ignored);
+        }
     }
 
     void wait_for_calls() {
@@ -262,6 +287,7 @@ class server {
     bool sources_stopped_ = false;
     bool finished_ = false;
     bool bound_ = false;
+    ino_t socket_inode_ = 0;
     int exit_code_ = 0;
 };
 

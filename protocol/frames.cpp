@@ -56,8 +56,15 @@ client_frame frame_decoder::decode(std::string_view line) {
     if (has_request_id) {
         std::string_view id;
         if (request_id_el.get_string().get(id) == simdjson::SUCCESS && !id.empty() &&
-            id.size() <= max_request_id_chars)
+            utf8_length(id) <= max_request_id_chars)
             f.request_id = id;
+    }
+    // Kept even for frames refused below, so their audit line can name tool and arguments.
+    if (has_tool_name && tool_name_el.get_string().get(f.tool_name) != simdjson::SUCCESS)
+        f.tool_name = {};
+    if (has_arguments) {
+        f.has_arguments = true;
+        f.arguments = arguments_el;
     }
     if (has_client_info) {
         std::string_view claim;
@@ -96,8 +103,7 @@ client_frame frame_decoder::decode(std::string_view line) {
         f.error = "tool_call needs a requestId string of 1-128 characters";
         return f;
     }
-    if (!has_tool_name || tool_name_el.get_string().get(f.tool_name) != simdjson::SUCCESS ||
-        f.tool_name.empty()) {
+    if (f.tool_name.empty()) {
         f.call_error = "toolName must be a non-empty string";
         return f;
     }
@@ -109,7 +115,6 @@ client_frame frame_decoder::decode(std::string_view line) {
         f.call_error = "arguments must be a JSON object";
         return f;
     }
-    f.arguments = arguments_el;
     if (has_timeout && !timeout_el.is_null()) {
         uint64_t ms = 0;
         if (timeout_el.get_uint64().get(ms) != simdjson::SUCCESS || ms == 0) {
@@ -119,6 +124,32 @@ client_frame frame_decoder::decode(std::string_view line) {
         f.timeout_ms = ms;
     }
     return f;
+}
+
+std::size_t utf8_length(std::string_view s) {
+    std::size_t n = 0;
+    for (char ch : s)
+        if ((static_cast<unsigned char>(ch) & 0xC0) != 0x80) ++n;
+    return n;
+}
+
+std::optional<std::string_view> request_id_from_prefix(std::string_view prefix) {
+    constexpr std::string_view key = R"("requestId":")";
+    const auto at = prefix.find(key);
+    if (at == std::string_view::npos) return std::nullopt;
+    const auto start = at + key.size();
+    const auto end = prefix.find('"', start);
+    if (end == std::string_view::npos) return std::nullopt;
+    const auto id = prefix.substr(start, end - start);
+    // Escapes would need a real parser; an id with one is simply not recovered.
+    if (id.empty() || id.find('\\') != std::string_view::npos ||
+        utf8_length(id) > max_request_id_chars || !is_valid_utf8(id))
+        return std::nullopt;
+    return id;
+}
+
+bool prefix_is_tool_call(std::string_view prefix) {
+    return prefix.find(R"("type":"tool_call")") != std::string_view::npos;
 }
 
 void frame_decoder::shrink_if_large(std::size_t keep_bytes) {

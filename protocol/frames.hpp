@@ -34,7 +34,8 @@ struct client_frame {
     std::optional<std::string_view> caller_claim; ///< clientInfo.caller when a string
     std::optional<std::string> error;             ///< PROTOCOL_ERROR message
     // tool_call only
-    std::string_view tool_name;
+    std::string_view tool_name;       ///< when a string (also on refused frames, for the audit)
+    bool has_arguments = false;       ///< `arguments` was present, of any type
     simdjson::dom::element arguments; ///< an object when `call_error` is empty
     std::optional<std::uint64_t> timeout_ms;
     std::optional<std::string> call_error; ///< VALIDATION_ERROR message
@@ -51,6 +52,14 @@ class frame_decoder {
   private:
     simdjson::dom::parser parser_;
 };
+
+/// The requestId of a frame too large to parse, from its first bytes (`"requestId":"…"`),
+/// when it is there and usable; and whether those bytes say it is a tool_call.
+std::optional<std::string_view> request_id_from_prefix(std::string_view prefix);
+bool prefix_is_tool_call(std::string_view prefix);
+
+/// Number of characters (Unicode code points) in UTF-8 text.
+std::size_t utf8_length(std::string_view s);
 
 /// `{"type":"error","protocol":1,"requestId"?,"code":"PROTOCOL_ERROR","message"}`
 void append_error_frame(std::string& out, std::optional<std::string_view> request_id,

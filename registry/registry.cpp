@@ -134,8 +134,10 @@ std::optional<std::string> registry::register_tools(tool_source& src,
     return std::nullopt;
 }
 
-void registry::reject(const call_ptr& c, error_code code, std::string message) {
+void registry::reject(const call_ptr& c, error_code code, std::string message,
+                      const simdjson::dom::element* args) {
     c->owner_ = this;
+    c->args_json = args ? simdjson::minify(*args) : "null";
     active_.insert(c.get());
     c->resolve(tool_result::failure(code, std::move(message)), call_end::refused);
 }

@@ -44,8 +44,10 @@ class registry {
     /// element valid only during this call. Always ends in exactly one result to the sink.
     void dispatch(const call_ptr& c, simdjson::dom::element args);
 
-    /// Resolves `c` as failed without running anything (frame-level VALIDATION_ERROR).
-    void reject(const call_ptr& c, protocol::error_code code, std::string message);
+    /// Resolves `c` as failed without running anything (frame-level VALIDATION_ERROR);
+    /// `args` (any JSON type, may be null) is what the frame carried, for the audit line.
+    void reject(const call_ptr& c, protocol::error_code code, std::string message,
+                const simdjson::dom::element* args);
 
     /// Appends the ToolDescriptors, comma-separated, as `who` would see them (§3).
     void append_tool_descriptors(std::string& out, permissions::caller who);

@@ -118,6 +118,11 @@ child_process::child_process(asio::any_io_executor ex, const options& opts)
     posix_spawn_file_actions_adddup2(&actions, in.read, 0);
     posix_spawn_file_actions_adddup2(&actions, out.write, 1);
     posix_spawn_file_actions_adddup2(&actions, err.write, 2);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34)
+    // Belt and braces: whatever a library opened without O_CLOEXEC (Asio's sockets, for one)
+    // must not leak into a tool, or it could accept() our clients itself.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+#endif
     if (!opts.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, opts.cwd.c_str());
     posix_spawnattr_setpgroup(&attr, 0);
     sigset_t defaults;

@@ -373,3 +373,49 @@ TEST_CASE("the torn final line of the audit log is cut at startup and recorded",
     CHECK(lines[1]["event"] == "audit_repaired");
     CHECK(lines[1]["bytesRemoved"] == torn.size());
 }
+
+TEST_CASE("an oversized tool_call is answered with its requestId and audited as rejected", "[e2e]") {
+    daemon_process d("[limits]\nmax_frame_bytes = 2048\n");
+    client c(d.socket());
+    c.send_raw(R"({"type":"tool_call","requestId":"huge1","toolName":"echo","arguments":{"s":")" +
+               std::string(10000, 'z') + "\"}}\n");
+    auto f = c.read();
+    CHECK(f["type"] == "error");
+    CHECK(f["requestId"] == "huge1");
+    auto rejected = d.audit_events("tool_call_rejected");
+    REQUIRE(rejected.size() == 1);
+    CHECK(rejected[0]["requestId"] == "huge1");
+    for (const char* key : {"sessionId", "caller", "claimedCaller", "toolName", "source", "capabilities",
+                            "decision", "reason", "timeoutMs", "durationMs", "ok", "errorCode", "args", "result"})
+        CHECK(rejected[0].contains(key));
+}
+
+TEST_CASE("frame-level VALIDATION_ERROR calls keep their arguments in the audit line", "[e2e]") {
+    daemon_process d;
+    client c(d.socket());
+    c.send({{"type", "tool_call"}, {"requestId", "v"}, {"toolName", "echo"}, {"arguments", json::array({1, 2})}});
+    CHECK(c.read()["result"]["error"]["code"] == "VALIDATION_ERROR");
+    auto line = d.audit_events("tool_call").at(0);
+    CHECK(line["args"] == json::array({1, 2}));
+}
+
+TEST_CASE("requestId length counts characters, not bytes", "[e2e]") {
+    daemon_process d;
+    client c(d.socket());
+    std::string id;
+    for (int i = 0; i < 128; ++i) id += "é"; // 128 characters, 256 bytes
+    auto r = c.call("echo", json::object(), {{"requestId", id}});
+    CHECK(r["type"] == "tool_result");
+    CHECK(r["requestId"] == id);
+}
+
+TEST_CASE("a socket served by another daemon (another home) is not taken over", "[e2e]") {
+    daemon_process first;
+    temp_dir other;
+    auto [code, err] = run_meithd_expect_exit(
+        {"--home", other.path.string(), "--socket", first.socket().string()});
+    CHECK(code == 1);
+    CHECK_THAT(err, Catch::Contains("in use"));
+    client c(first.socket());
+    CHECK(c.call("echo", json::object())["result"]["ok"] == true);
+}

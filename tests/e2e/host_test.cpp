@@ -380,3 +380,21 @@ TEST_CASE("SIGTERM: new calls are refused, calls in flight get the grace, then e
     auto lines = d.audit();
     CHECK(lines.back()["event"] == "daemon_stop");
 }
+
+TEST_CASE("tool hosts inherit no socket or other stray descriptor from the daemon", "[e2e][host]") {
+    daemon_process d(host_source_toml("th"));
+    client keep(d.socket()); // a live client connection the host must not see
+    keep.send({{"type", "hello"}});
+    keep.read();
+    client c(d.socket());
+    auto crash = c.call("t_crash", json::object()); // the restarted host is spawned after accept
+    CHECK(crash["result"]["ok"] == false);
+    const int pid = c.call("t_pid", json::object())["result"]["content"];
+    int sockets = 0;
+    for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+        std::error_code ec;
+        const auto target = fs::read_symlink(e.path(), ec).string();
+        if (target.rfind("socket:", 0) == 0) ++sockets;
+    }
+    CHECK(sockets == 0);
+}

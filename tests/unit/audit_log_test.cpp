@@ -323,6 +323,18 @@ TEST_CASE("append_json_string escapes per RFC 8259", "[audit_log]") {
     for (int c = 1; c < 128; ++c)
         all += static_cast<char>(c);
     CHECK(nlohmann::json::parse(json_string(all)).get<std::string>() == all);
+    // Special bytes at every offset of a longer string (the 8-byte fast path must stop).
+    for (std::string special : {"\"", "\\", "\x01", "\x1f", "\n", "é", "🙂"}) {
+        for (std::size_t pos = 0; pos < 40; ++pos) {
+            std::string s(40, 'a');
+            s.insert(pos, special);
+            INFO("pos " << pos << " special " << special);
+            CHECK(nlohmann::json::parse(json_string(s)).get<std::string>() == s);
+        }
+        std::string bad(40, 'b');
+        bad[17] = '\xff';
+        CHECK(json_string(bad) == "\"" + bad.substr(0, 17) + fffd + bad.substr(18) + "\"");
+    }
 }
 
 TEST_CASE("now_rfc3339 is UTC with milliseconds", "[audit_log]") {

@@ -1,9 +1,14 @@
 // Redactor tests: a table-driven corpus of secret keys, secret value formats and look-alikes
 // that must survive, plus the cutting rules and the validity of every summary.
+#include "audit/redacting_sink.hpp"
 #include "audit/redactor.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
 
 #include <string>
 #include <thread>
@@ -404,4 +409,20 @@ TEST_CASE("a redactor is safe to share between threads", "[redactor]") {
         th.join();
     CHECK(expected == R"({"password":"[REDACTED]","text":"Bearer [REDACTED]","n":[1,2,3]})");
     CHECK(mismatches == std::vector<int>(4, 0));
+}
+
+TEST_CASE("the redacting sink redacts before the wrapped sink formats", "[redactor]") {
+    std::ostringstream out;
+    auto inner = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+    auto sink = std::make_shared<meith::audit::redacting_sink>(inner);
+    spdlog::logger logger("redact-test", sink);
+    logger.set_pattern("%l|%v"); // must reach the wrapped sink
+    logger.info("connecting with DB_PASSWORD={} to {}", "hunter2", "db.local");
+    logger.warn("token {}", gh_pat);
+    logger.flush();
+    CHECK(out.str() == "info|connecting with DB_PASSWORD=[REDACTED] to db.local\n"
+                       "warning|token [REDACTED]\n");
+    inner->set_level(spdlog::level::err); // the wrapped sink's level is respected
+    logger.info("dropped");
+    CHECK(out.str().find("dropped") == std::string::npos);
 }

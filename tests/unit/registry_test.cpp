@@ -1,1 +1,1053 @@
-// placeholder, being written
+// registry tests: readiness, the dispatch path (lookup, schema validation, permissions,
+// timeouts, cancel, shutdown), name clashes, re-registration, tool descriptors, the result size
+// limit and the audit line written before the reply. Sources are the built-in one and a fake
+// source defined here whose calls the test resolves by hand.
+#include "registry/registry.hpp"
+#include "registry/schema_validator.hpp"
+
+#include <asio/io_context.hpp>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using meith::permissions::caller;
+using meith::protocol::error_code;
+using meith::protocol::tool_result;
+using meith::registry::call;
+using meith::registry::call_end;
+using meith::registry::call_ptr;
+using meith::registry::call_sink;
+using meith::registry::registry;
+using meith::registry::schema_validator;
+using meith::registry::source_events;
+using meith::registry::source_state;
+using meith::registry::tool;
+using meith::registry::tool_definition;
+using meith::registry::tool_source;
+using json = nlohmann::json;
+
+namespace {
+
+// ---- test doubles ------------------------------------------------------------------------
+
+struct recorded_result {
+    std::string request_id;
+    tool_result result;
+};
+
+class recording_sink : public call_sink {
+  public:
+    std::vector<std::pair<std::string, std::string>> events;
+    std::vector<recorded_result> results;
+    /// Runs inside on_tool_result (e.g. to look at the audit file at that moment).
+    std::function<void(std::string_view, const tool_result&)> on_result;
+
+    void on_tool_event(std::string_view request_id, std::string_view event_json) override {
+        events.emplace_back(std::string(request_id), std::string(event_json));
+    }
+    void on_tool_result(std::string_view request_id, const tool_result& r) override {
+        if (on_result) on_result(request_id, r);
+        results.push_back({std::string(request_id), r});
+    }
+    const tool_result& only_result() const {
+        REQUIRE(results.size() == 1);
+        return results.front().result;
+    }
+};
+
+/// A source whose tools are given by the test. By default execute() keeps the call so the
+/// test can resolve it later; `on_execute` replaces that.
+class fake_source : public tool_source {
+  public:
+    fake_source(std::string name, std::vector<tool_definition> defs, bool settle_on_start = true)
+        : name_(std::move(name)), defs_(std::move(defs)), settle_on_start_(settle_on_start) {}
+
+    const std::string& name() const override { return name_; }
+    source_state state() const override { return state_; }
+
+    void start(source_events events) override {
+        events_ = std::move(events);
+        ++starts;
+        register_error = events_.registered(*this, defs_);
+        state_ = register_error ? source_state::failed : source_state::ready;
+        if (settle_on_start_) events_.settled(*this);
+    }
+
+    void settle() { events_.settled(*this); }
+
+    std::optional<std::string> reregister(std::vector<tool_definition> defs) {
+        return events_.registered(*this, std::move(defs));
+    }
+
+    void execute(const call_ptr& c, const tool& t) override {
+        executed_tools.push_back(t.name);
+        calls.push_back(c);
+        auto counter = abandoned;
+        c->on_abandon([counter] { ++*counter; });
+        if (on_execute) on_execute(c, t);
+    }
+
+    void stop(std::chrono::milliseconds, std::function<void()> done) override {
+        state_ = source_state::stopped;
+        done();
+    }
+
+    std::string status_json() const override {
+        return R"({"name":")" + name_ + R"(","kind":"fake","state":")" +
+               std::string(meith::registry::to_string(state_)) +
+               R"(","pid":null,"restarts":0,"lastError":null})";
+    }
+
+    std::vector<std::string> executed_tools;
+    std::vector<call_ptr> calls;
+    std::shared_ptr<int> abandoned = std::make_shared<int>(0);
+    std::function<void(const call_ptr&, const tool&)> on_execute;
+    std::optional<std::string> register_error;
+    int starts = 0;
+
+  private:
+    std::string name_;
+    std::vector<tool_definition> defs_;
+    bool settle_on_start_;
+    source_state state_ = source_state::starting;
+    source_events events_;
+};
+
+tool_definition def(std::string name, std::vector<std::string> caps = {"read-only"},
+                    std::string schema = {}, std::optional<std::uint64_t> timeout = {}) {
+    tool_definition d;
+    d.name = std::move(name);
+    d.description = "test tool " + d.name;
+    d.input_schema_json = std::move(schema);
+    d.capabilities = std::move(caps);
+    d.timeout_ms = timeout;
+    return d;
+}
+
+const char* const counter_schema =
+    R"({"type":"object","properties":{"n":{"type":"integer","minimum":0}},"required":["n"],)"
+    R"("additionalProperties":false})";
+
+/// A registry with its io_context, config and sink; sources are added by each test.
+struct fixture {
+    asio::io_context ioc;
+    meith::config::config cfg;
+    std::unique_ptr<meith::audit::audit_log> audit;
+    std::unique_ptr<registry> reg;
+    std::shared_ptr<recording_sink> sink = std::make_shared<recording_sink>();
+    fake_source* fake = nullptr;
+    std::optional<std::optional<std::string>> ready;
+
+    void make_registry() { reg = std::make_unique<registry>(ioc.get_executor(), cfg, audit.get()); }
+
+    /// Registry with the built-in source and one fake source offering `defs`.
+    void start_with(std::vector<tool_definition> defs, bool builtin = true) {
+        make_registry();
+        if (builtin) reg->add_source(meith::registry::make_builtin_source());
+        auto src = std::make_unique<fake_source>("fake", std::move(defs));
+        fake = src.get();
+        reg->add_source(std::move(src));
+        start();
+    }
+
+    void start() {
+        reg->start([this](std::optional<std::string> err) {
+            REQUIRE_FALSE(ready); // once
+            ready = std::move(err);
+        });
+    }
+
+    call_ptr make_call(std::string request_id, std::string tool_name, caller who = caller::cli,
+                       std::uint64_t timeout_ms = 0) {
+        auto c = std::make_shared<call>(ioc.get_executor(), sink);
+        c->request_id = std::move(request_id);
+        c->session_id = "s_0123456789abcdef";
+        c->caller = who;
+        c->tool_name = std::move(tool_name);
+        c->timeout_ms = timeout_ms;
+        return c;
+    }
+
+    void dispatch(const call_ptr& c, std::string_view args_json = "{}") {
+        simdjson::dom::parser parser;
+        simdjson::padded_string padded(args_json);
+        simdjson::dom::element args;
+        REQUIRE(parser.parse(padded).get(args) == simdjson::SUCCESS);
+        reg->dispatch(c, args);
+    }
+
+    call_ptr call_tool(std::string request_id, std::string tool_name,
+                       std::string_view args_json = "{}", caller who = caller::cli,
+                       std::uint64_t timeout_ms = 0) {
+        auto c = make_call(std::move(request_id), std::move(tool_name), who, timeout_ms);
+        dispatch(c, args_json);
+        return c;
+    }
+
+    /// Runs the io_context until `done()` or `limit` passes.
+    bool run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = 5s) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (!done() && std::chrono::steady_clock::now() < deadline) {
+            ioc.restart();
+            ioc.run_one_for(5ms);
+        }
+        return done();
+    }
+
+    void run_for(std::chrono::milliseconds d) {
+        ioc.restart();
+        ioc.run_for(d);
+    }
+};
+
+struct temp_dir {
+    fs::path path;
+    temp_dir() {
+        std::string tmpl = "/tmp/meith-registry-test-XXXXXX";
+        REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+        path = tmpl;
+    }
+    ~temp_dir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+std::string read_file(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::vector<json> audit_lines(const fs::path& p, std::string_view event = "tool_call") {
+    std::vector<json> out;
+    std::istringstream in(read_file(p));
+    for (std::string line; std::getline(in, line);) {
+        auto j = json::parse(line);
+        if (j.value("event", "") == event) out.push_back(std::move(j));
+    }
+    return out;
+}
+
+error_code code_of(const tool_result& r) {
+    REQUIRE_FALSE(r.ok);
+    REQUIRE(r.error);
+    return r.error->code;
+}
+
+std::string message_of(const tool_result& r) {
+    REQUIRE(r.error);
+    return r.error->message;
+}
+
+} // namespace
+
+// ==== readiness ============================================================================
+
+TEST_CASE("registry: start with no sources is ready at once", "[registry]") {
+    fixture fx;
+    fx.make_registry();
+    fx.start();
+    REQUIRE(fx.ready);
+    CHECK_FALSE(*fx.ready);
+    CHECK(fx.reg->tool_count() == 0);
+}
+
+TEST_CASE("registry: on_ready runs once, after every source has settled", "[registry]") {
+    fixture fx;
+    fx.make_registry();
+    fx.reg->add_source(meith::registry::make_builtin_source());
+    auto a = std::make_unique<fake_source>("a", std::vector{def("ta")}, false);
+    auto b = std::make_unique<fake_source>("b", std::vector{def("tb")}, false);
+    auto* pa = a.get();
+    auto* pb = b.get();
+    fx.reg->add_source(std::move(a));
+    fx.reg->add_source(std::move(b));
+    int ready_calls = 0;
+    fx.reg->start([&](std::optional<std::string> err) {
+        ++ready_calls;
+        CHECK_FALSE(err);
+    });
+    CHECK(ready_calls == 0); // builtin settled; a and b have not
+    CHECK(pa->starts == 1);
+    CHECK(pb->starts == 1);
+    pa->settle();
+    CHECK(ready_calls == 0);
+    pb->settle();
+    CHECK(ready_calls == 1);
+    CHECK(fx.reg->tool_count() == 3);
+    // A source settling again (e.g. after a restart) does not run on_ready again.
+    pa->settle();
+    CHECK(ready_calls == 1);
+}
+
+// ==== the dispatch path ====================================================================
+
+TEST_CASE("registry: echo returns its arguments", "[registry]") {
+    fixture fx;
+    fx.start_with({});
+    REQUIRE(fx.ready);
+    CHECK_FALSE(*fx.ready);
+    const std::string args = R"({"a":[1,"x",{"b":null}],"s":"caf\u00e9"})";
+    auto c = fx.call_tool("r1", "echo", args, caller::plugin);
+    const auto& r = fx.sink->only_result();
+    CHECK(fx.sink->results[0].request_id == "r1");
+    CHECK(r.ok);
+    CHECK(json::parse(r.content_json) == json::parse(args));
+    CHECK(c->resolved());
+    CHECK(c->end() == call_end::tool);
+    CHECK(fx.reg->calls_in_flight() == 0);
+}
+
+TEST_CASE("registry: unknown tool is UNKNOWN_TOOL", "[registry]") {
+    fixture fx;
+    fx.start_with({def("known")});
+    auto c = fx.call_tool("r1", "nope");
+    const auto& r = fx.sink->only_result();
+    CHECK(code_of(r) == error_code::unknown_tool);
+    CHECK(message_of(r).find("nope") != std::string::npos);
+    CHECK(fx.fake->executed_tools.empty());
+    CHECK(c->end() == call_end::refused);
+    CHECK(fx.reg->calls_in_flight() == 0);
+}
+
+TEST_CASE("registry: arguments violating the inputSchema are VALIDATION_ERROR", "[registry]") {
+    fixture fx;
+    fx.start_with({def("count", {"read-only"}, counter_schema)});
+    REQUIRE(fx.ready);
+    CHECK_FALSE(*fx.ready);
+
+    for (const std::string args : {R"({"n":-1})", R"({})", R"({"n":1,"extra":true})",
+                                   R"({"n":"1"})", R"({"n":1.5})", R"({"n":null})"}) {
+        CAPTURE(args);
+        fx.sink->results.clear();
+        auto c = fx.call_tool("v", "count", args);
+        const auto& r = fx.sink->only_result();
+        CHECK(code_of(r) == error_code::validation_error);
+        INFO(message_of(r));
+        CHECK_FALSE(message_of(r).empty());
+        CHECK(fx.fake->executed_tools.empty());
+        CHECK(c->end() == call_end::refused);
+    }
+
+    // Conforming arguments reach the source.
+    fx.sink->results.clear();
+    auto ok = fx.call_tool("good", "count", R"({"n":3})");
+    REQUIRE(fx.fake->executed_tools.size() == 1);
+    CHECK(fx.fake->executed_tools[0] == "count");
+    CHECK(fx.sink->results.empty());
+    CHECK(ok->args_json == R"({"n":3})");
+    ok->resolve(tool_result::success("7"));
+    CHECK(fx.sink->only_result().content_json == "7");
+}
+
+TEST_CASE("registry: permission denied for a writes-files tool called by a plugin", "[registry]") {
+    fixture fx;
+    fx.start_with({def("write", {"writes-files"}), def("mystery", {})});
+
+    auto c = fx.call_tool("p1", "write", "{}", caller::plugin);
+    const auto& r = fx.sink->only_result();
+    CHECK(code_of(r) == error_code::permission_denied);
+    CHECK(message_of(r).find("writes-files") != std::string::npos);
+    CHECK(fx.fake->executed_tools.empty());
+    CHECK(c->decided);
+    CHECK_FALSE(c->decision.allow);
+
+    // Defaults deny writes-files to cli too, and a tool without capabilities is `unknown`.
+    fx.sink->results.clear();
+    fx.call_tool("p2", "write", "{}", caller::cli);
+    CHECK(code_of(fx.sink->only_result()) == error_code::permission_denied);
+    fx.sink->results.clear();
+    fx.call_tool("p3", "mystery", "{}", caller::cli);
+    CHECK(code_of(fx.sink->only_result()) == error_code::permission_denied);
+    CHECK(message_of(fx.sink->only_result()).find("unknown") != std::string::npos);
+    CHECK(fx.fake->executed_tools.empty());
+}
+
+TEST_CASE("registry: a caller policy that allows writes-files lets the call run", "[registry]") {
+    fixture fx;
+    fx.cfg.permissions.cli = meith::config::caller_policy_config{{"read-only", "writes-files"}, {}};
+    fx.start_with({def("write", {"writes-files"})});
+    fx.call_tool("a", "write", "{}", caller::cli);
+    CHECK(fx.fake->executed_tools.size() == 1);
+    fx.call_tool("b", "write", "{}", caller::plugin);
+    CHECK(fx.fake->executed_tools.size() == 1);
+    CHECK(code_of(fx.sink->only_result()) == error_code::permission_denied);
+    fx.reg->abort_all(error_code::runtime_shutting_down, "test over", call_end::shutdown);
+}
+
+TEST_CASE("registry: a call past its timeout resolves with TIMEOUT", "[registry]") {
+    fixture fx;
+    fx.start_with({def("slow")});
+    const auto t0 = std::chrono::steady_clock::now();
+    auto c = fx.call_tool("t1", "slow", "{}", caller::cli, 50);
+    CHECK(c->timeout_ms == 50);
+    REQUIRE(fx.fake->calls.size() == 1);
+    CHECK(fx.sink->results.empty());
+    REQUIRE(fx.run_until([&] { return !fx.sink->results.empty(); }));
+    const auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(took >= 45ms);
+    const auto& r = fx.sink->only_result();
+    CHECK(code_of(r) == error_code::timeout);
+    CHECK(message_of(r).find("50") != std::string::npos);
+    CHECK(c->end() == call_end::timeout);
+    CHECK(*fx.fake->abandoned == 1);
+    CHECK(fx.reg->calls_in_flight() == 0);
+
+    // The tool answering afterwards changes nothing.
+    c->resolve(tool_result::success("1"));
+    c->emit(R"({"type":"part","payload":1})");
+    CHECK(fx.sink->results.size() == 1);
+    CHECK(fx.sink->events.empty());
+}
+
+TEST_CASE("registry: cancel resolves once; late results and events are dropped", "[registry]") {
+    fixture fx;
+    fx.start_with({def("slow")});
+    auto c = fx.call_tool("c1", "slow", "{}", caller::cli, 100);
+    REQUIRE(fx.fake->calls.size() == 1);
+    auto held = fx.fake->calls[0];
+
+    held->emit(R"({"type":"part","payload":"before"})");
+    REQUIRE(fx.sink->events.size() == 1);
+    CHECK(fx.sink->events[0].first == "c1");
+    CHECK(fx.sink->events[0].second == R"({"type":"part","payload":"before"})");
+
+    c->resolve(tool_result::failure(error_code::cancelled, "cancelled by the client"),
+               call_end::cancel);
+    REQUIRE(fx.sink->results.size() == 1);
+    CHECK(code_of(fx.sink->results[0].result) == error_code::cancelled);
+    CHECK(fx.sink->results[0].request_id == "c1");
+    CHECK(*fx.fake->abandoned == 1);
+    CHECK(c->end() == call_end::cancel);
+    CHECK(fx.reg->calls_in_flight() == 0);
+
+    // Late output from the tool, a second cancel, and the (cancelled) timer are all ignored.
+    held->emit(R"({"type":"part","payload":"late"})");
+    held->resolve(tool_result::success(R"("late")"));
+    c->resolve(tool_result::failure(error_code::cancelled, "again"), call_end::cancel);
+    fx.run_for(200ms);
+    CHECK(fx.sink->results.size() == 1);
+    CHECK(fx.sink->events.size() == 1);
+    CHECK(*fx.fake->abandoned == 1);
+    CHECK(c->end() == call_end::cancel);
+}
+
+TEST_CASE("registry: a tool's own result does not run the abandon hook", "[registry]") {
+    fixture fx;
+    fx.start_with({def("slow")});
+    auto c = fx.call_tool("x", "slow");
+    fx.fake->calls[0]->emit(R"({"type":"progress","fraction":0.5})");
+    fx.fake->calls[0]->resolve(tool_result::success(R"({"done":true})"));
+    CHECK(fx.sink->events.size() == 1);
+    CHECK(fx.sink->only_result().ok);
+    CHECK(*fx.fake->abandoned == 0);
+    fx.run_for(50ms);
+    CHECK(fx.sink->results.size() == 1);
+}
+
+TEST_CASE("registry: timeout precedence and the max_timeout_ms cap", "[registry]") {
+    fixture fx;
+    fx.cfg.tools.default_timeout_ms = 1234;
+    fx.cfg.limits.max_timeout_ms = 5000;
+    fx.start_with({def("plain"), def("timed", {"read-only"}, {}, 2000),
+                   def("long", {"read-only"}, {}, 9000)});
+
+    CHECK(fx.call_tool("a", "plain")->timeout_ms == 1234);                      // config default
+    CHECK(fx.call_tool("b", "timed")->timeout_ms == 2000);                      // tool's own
+    CHECK(fx.call_tool("c", "timed", "{}", caller::cli, 70)->timeout_ms == 70); // call's
+    CHECK(fx.call_tool("d", "plain", "{}", caller::cli, 3000)->timeout_ms == 3000);
+    CHECK(fx.call_tool("e", "plain", "{}", caller::cli, 999999)->timeout_ms == 5000); // cap
+    CHECK(fx.call_tool("f", "long")->timeout_ms == 5000); // the tool's timeout is capped too
+    CHECK(fx.reg->calls_in_flight() == 6);
+    CHECK(fx.sink->results.empty());
+    fx.reg->abort_all(error_code::runtime_shutting_down, "test over", call_end::shutdown);
+    CHECK(fx.sink->results.size() == 6);
+}
+
+TEST_CASE("registry: max_timeout_ms = 0 means no cap", "[registry]") {
+    fixture fx;
+    fx.cfg.limits.max_timeout_ms = 0;
+    fx.start_with({def("plain")});
+    CHECK(fx.call_tool("a", "plain", "{}", caller::cli, 7200000)->timeout_ms == 7200000);
+    fx.reg->abort_all(error_code::runtime_shutting_down, "test over", call_end::shutdown);
+}
+
+TEST_CASE("registry: a very large timeout does not overflow into an immediate TIMEOUT",
+          "[registry][!mayfail]") {
+    // registry.cpp converts the uint64 timeout with std::chrono::milliseconds(timeout) and
+    // passes it to expires_after (nanoseconds): with no cap (max_timeout_ms = 0, allowed by the
+    // config) a client's huge timeoutMs overflows. Run in a child: under UBSan the overflow
+    // may abort the process.
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int status = 3;
+        try {
+            fixture fx;
+            fx.cfg.limits.max_timeout_ms = 0;
+            fx.start_with({def("plain")});
+            // ~317 years (ms -> ns overflows int64), and the largest timeoutMs the decoder
+            // accepts (wraps to -1 ms).
+            auto big1 = fx.call_tool("big1", "plain", "{}", caller::cli, 10'000'000'000'000ULL);
+            auto big2 = fx.call_tool("big2", "plain", "{}", caller::cli, UINT64_MAX);
+            fx.run_for(100ms);
+            // bit 0: big1 resolved (TIMEOUT) at once; bit 1: big2 did.
+            status = (big1->resolved() ? 1 : 0) | (big2->resolved() ? 2 : 0);
+            fx.reg->abort_all(error_code::runtime_shutting_down, "over", call_end::shutdown);
+        } catch (...) {
+            status = 4;
+        }
+        ::_exit(status);
+    }
+    int wstatus = 0;
+    REQUIRE(::waitpid(pid, &wstatus, 0) == pid);
+    INFO("child: exited=" << WIFEXITED(wstatus) << " status=" << WEXITSTATUS(wstatus)
+                          << " signaled=" << WIFSIGNALED(wstatus));
+    CHECK(WIFEXITED(wstatus));
+    CHECK(WEXITSTATUS(wstatus) == 0);
+}
+
+TEST_CASE("registry: begin_shutdown refuses new calls", "[registry]") {
+    fixture fx;
+    fx.start_with({def("slow")});
+    auto running = fx.call_tool("before", "slow");
+    CHECK_FALSE(fx.reg->shutting_down());
+    fx.reg->begin_shutdown();
+    CHECK(fx.reg->shutting_down());
+
+    fx.call_tool("after1", "echo", R"({"a":1})");
+    fx.call_tool("after2", "slow");
+    fx.call_tool("after3", "does-not-exist");
+    REQUIRE(fx.sink->results.size() == 3);
+    for (const auto& rr : fx.sink->results)
+        CHECK(code_of(rr.result) == error_code::runtime_shutting_down);
+    CHECK(fx.fake->executed_tools.size() == 1); // only "before"
+    CHECK(fx.reg->calls_in_flight() == 1);
+    CHECK_FALSE(running->resolved());
+
+    // The call already running can still finish normally.
+    running->resolve(tool_result::success("1"));
+    CHECK(fx.sink->results.size() == 4);
+    CHECK(fx.sink->results.back().result.ok);
+}
+
+TEST_CASE("registry: abort_all resolves every call in flight", "[registry]") {
+    fixture fx;
+    fx.start_with({def("slow")});
+    std::vector<call_ptr> calls;
+    for (int i = 0; i < 5; ++i)
+        calls.push_back(fx.call_tool("k" + std::to_string(i), "slow", "{}", caller::cli, 60000));
+    CHECK(fx.reg->calls_in_flight() == 5);
+    fx.reg->begin_shutdown();
+    fx.reg->abort_all(error_code::runtime_shutting_down, "meithd is stopping", call_end::shutdown);
+    CHECK(fx.reg->calls_in_flight() == 0);
+    REQUIRE(fx.sink->results.size() == 5);
+    for (const auto& rr : fx.sink->results) {
+        CHECK(code_of(rr.result) == error_code::runtime_shutting_down);
+        CHECK(rr.result.error->message == "meithd is stopping");
+    }
+    for (const auto& c : calls)
+        CHECK(c->end() == call_end::shutdown);
+    CHECK(*fx.fake->abandoned == 5);
+
+    // Late results from the source are ignored; abort_all again is a no-op.
+    for (const auto& c : fx.fake->calls)
+        c->resolve(tool_result::success("1"));
+    fx.reg->abort_all(error_code::runtime_shutting_down, "again", call_end::shutdown);
+    CHECK(fx.sink->results.size() == 5);
+}
+
+TEST_CASE("registry: reject resolves without running anything", "[registry]") {
+    fixture fx;
+    fx.start_with({def("slow")});
+    auto c = fx.make_call("rj", "slow");
+    fx.reg->reject(c, error_code::validation_error, "arguments must be a JSON object", nullptr);
+    const auto& r = fx.sink->only_result();
+    CHECK(code_of(r) == error_code::validation_error);
+    CHECK(message_of(r) == "arguments must be a JSON object");
+    CHECK(c->end() == call_end::refused);
+    CHECK(c->args_json == "null");
+    CHECK(fx.fake->executed_tools.empty());
+    CHECK(fx.reg->calls_in_flight() == 0);
+
+    // The arguments the frame carried (any JSON type) are kept for the audit line.
+    fx.sink->results.clear();
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(std::string_view(R"([1, "two"])"));
+    simdjson::dom::element args;
+    REQUIRE(parser.parse(padded).get(args) == simdjson::SUCCESS);
+    auto d = fx.make_call("rj2", "slow");
+    fx.reg->reject(d, error_code::validation_error, "arguments must be a JSON object", &args);
+    CHECK(code_of(fx.sink->only_result()) == error_code::validation_error);
+    CHECK(d->args_json == R"([1,"two"])");
+    CHECK(fx.fake->executed_tools.empty());
+}
+
+// ==== registration =========================================================================
+
+TEST_CASE("registry: a tool name offered by two sources is a startup error naming both",
+          "[registry]") {
+    SECTION("two fake sources") {
+        fixture fx;
+        fx.make_registry();
+        fx.reg->add_source(std::make_unique<fake_source>("alpha", std::vector{def("dup")}));
+        fx.reg->add_source(std::make_unique<fake_source>("beta", std::vector{def("dup")}));
+        fx.start();
+        REQUIRE(fx.ready);
+        REQUIRE(*fx.ready);
+        const std::string& err = **fx.ready;
+        CHECK(err.find("dup") != std::string::npos);
+        CHECK(err.find("alpha") != std::string::npos);
+        CHECK(err.find("beta") != std::string::npos);
+    }
+    SECTION("a fake source offering echo") {
+        fixture fx;
+        fx.start_with({def("echo")});
+        REQUIRE(fx.ready);
+        REQUIRE(*fx.ready);
+        CHECK((*fx.ready)->find("builtin") != std::string::npos);
+        CHECK((*fx.ready)->find("fake") != std::string::npos);
+        REQUIRE(fx.fake->register_error);
+        // The first source keeps its tool.
+        fx.call_tool("e", "echo", R"({"x":1})");
+        CHECK(fx.sink->only_result().ok);
+        CHECK(fx.fake->executed_tools.empty());
+    }
+    SECTION("a prefix resolves the clash") {
+        fixture fx;
+        meith::config::source_config sc;
+        sc.name = "beta";
+        sc.prefix = "b_";
+        fx.cfg.sources.push_back(sc);
+        fx.make_registry();
+        fx.reg->add_source(std::make_unique<fake_source>("alpha", std::vector{def("dup")}));
+        auto beta = std::make_unique<fake_source>("beta", std::vector{def("dup")});
+        auto* pb = beta.get();
+        fx.reg->add_source(std::move(beta));
+        fx.start();
+        REQUIRE(fx.ready);
+        CHECK_FALSE(*fx.ready);
+        CHECK(fx.reg->tool_count() == 2);
+        fx.call_tool("p", "b_dup");
+        REQUIRE(pb->executed_tools.size() == 1);
+        CHECK(pb->executed_tools[0] == "b_dup");
+        fx.reg->abort_all(error_code::runtime_shutting_down, "over", call_end::shutdown);
+    }
+}
+
+TEST_CASE("registry: re-registration by the same source replaces its tools", "[registry]") {
+    fixture fx;
+    fx.start_with({def("a"), def("b")});
+    CHECK(fx.reg->tool_count() == 3); // echo, a, b
+    auto old_call = fx.call_tool("old", "a");
+    REQUIRE(fx.fake->calls.size() == 1);
+
+    CHECK_FALSE(fx.fake->reregister({def("b"), def("c")}));
+    CHECK(fx.reg->tool_count() == 3); // echo, b, c
+
+    fx.call_tool("gone", "a");
+    CHECK(code_of(fx.sink->only_result()) == error_code::unknown_tool);
+    fx.sink->results.clear();
+    fx.call_tool("new", "c");
+    CHECK(fx.fake->calls.size() == 2);
+    CHECK(fx.fake->executed_tools.back() == "c");
+
+    // A call on a tool that went away still completes: it holds the tool.
+    REQUIRE(old_call->target);
+    CHECK(old_call->target->name == "a");
+    old_call->resolve(tool_result::success(R"("old ok")"));
+    CHECK(fx.sink->only_result().content_json == R"("old ok")");
+
+    // Re-registering with an empty set removes every tool of the source.
+    CHECK_FALSE(fx.fake->reregister({}));
+    CHECK(fx.reg->tool_count() == 1);
+
+    // A later clash is reported to the source and leaves the registry as it was.
+    CHECK_FALSE(fx.fake->reregister({def("z")}));
+    auto err = fx.fake->reregister({def("y"), def("echo")});
+    REQUIRE(err);
+    CHECK(err->find("builtin") != std::string::npos);
+    CHECK(fx.reg->tool_count() == 2); // echo, z
+    fx.reg->abort_all(error_code::runtime_shutting_down, "over", call_end::shutdown);
+}
+
+TEST_CASE("registry: a source offering the same tool twice is refused", "[registry]") {
+    fixture fx;
+    fx.make_registry();
+    auto src = std::make_unique<fake_source>("twice", std::vector{def("t"), def("t")});
+    auto* p = src.get();
+    fx.reg->add_source(std::move(src));
+    fx.start();
+    REQUIRE(p->register_error);
+    CHECK(p->register_error->find("twice") != std::string::npos);
+    CHECK(fx.reg->tool_count() == 0);
+}
+
+TEST_CASE("registry: a tool with an invalid inputSchema is skipped", "[registry]") {
+    fixture fx;
+    fx.start_with({def("bad", {"read-only"}, R"({"type":)"), def("good")});
+    REQUIRE(fx.ready);
+    CHECK_FALSE(*fx.ready);
+    CHECK(fx.reg->tool_count() == 2); // echo, good
+    fx.call_tool("x", "bad");
+    CHECK(code_of(fx.sink->only_result()) == error_code::unknown_tool);
+}
+
+// ==== descriptors ==========================================================================
+
+TEST_CASE("registry: append_tool_descriptors", "[registry]") {
+    fixture fx;
+    fx.cfg.permissions.cli = meith::config::caller_policy_config{{"read-only", "writes-files"}, {}};
+    fx.start_with({def("write", {"writes-files"}, counter_schema, 1500), def("mystery", {})});
+
+    auto list = [&](caller who) {
+        std::string out = "[";
+        fx.reg->append_tool_descriptors(out, who);
+        out += "]";
+        return json::parse(out);
+    };
+    auto by_name = [](const json& arr, const std::string& name) {
+        for (const auto& t : arr)
+            if (t.at("name") == name) return t;
+        FAIL("no tool " << name);
+        return json();
+    };
+
+    const json plugin = list(caller::plugin);
+    REQUIRE(plugin.is_array());
+    CHECK(plugin.size() == 3);
+    const json echo = by_name(plugin, "echo");
+    CHECK(echo["permission"] == "allow");
+    CHECK(echo["source"] == "builtin");
+    CHECK(echo["capabilities"] == json::array({"read-only"}));
+    CHECK(echo["timeoutMs"].is_null());
+    CHECK(echo["inputSchema"].is_object());
+    CHECK(echo["description"].is_string());
+
+    const json write = by_name(plugin, "write");
+    CHECK(write["permission"] == "deny");
+    CHECK(write["source"] == "fake");
+    CHECK(write["capabilities"] == json::array({"writes-files"}));
+    CHECK(write["timeoutMs"] == 1500);
+    CHECK(write["inputSchema"] == json::parse(counter_schema));
+    CHECK(write["description"] == "test tool write");
+
+    const json mystery = by_name(plugin, "mystery");
+    CHECK(mystery["capabilities"] == json::array({"unknown"}));
+    CHECK(mystery["permission"] == "deny");
+    CHECK_FALSE(mystery.contains("inputSchema"));
+
+    const json cli = list(caller::cli);
+    CHECK(by_name(cli, "write")["permission"] == "allow");
+    CHECK(by_name(cli, "echo")["permission"] == "allow");
+    CHECK(by_name(cli, "mystery")["permission"] == "deny");
+
+    // No tools: nothing appended.
+    fixture empty;
+    empty.make_registry();
+    std::string out;
+    empty.reg->append_tool_descriptors(out, caller::cli);
+    CHECK(out.empty());
+}
+
+TEST_CASE("registry: sources_json lists every source", "[registry]") {
+    fixture fx;
+    fx.start_with({def("t")});
+    auto arr = json::parse(fx.reg->sources_json());
+    REQUIRE(arr.size() == 2);
+    CHECK(arr[0]["name"] == "builtin");
+    CHECK(arr[0]["state"] == "ready");
+    CHECK(arr[1]["name"] == "fake");
+}
+
+// ==== result limit =========================================================================
+
+TEST_CASE("registry: a result larger than max_result_bytes is TOOL_FAILED", "[registry]") {
+    fixture fx;
+    fx.cfg.limits.max_result_bytes = 100;
+    fx.start_with({def("big")});
+
+    auto c = fx.call_tool("big1", "big");
+    c->resolve(tool_result::success("\"" + std::string(200, 'x') + "\""));
+    const auto& r = fx.sink->only_result();
+    CHECK(code_of(r) == error_code::tool_failed);
+    CHECK(message_of(r).find("max_result_bytes") != std::string::npos);
+
+    // Exactly at the limit passes.
+    fx.sink->results.clear();
+    auto d = fx.call_tool("big2", "big");
+    const std::string exact = "\"" + std::string(98, 'y') + "\"";
+    REQUIRE(exact.size() == 100);
+    d->resolve(tool_result::success(exact));
+    CHECK(fx.sink->only_result().ok);
+    CHECK(fx.sink->only_result().content_json == exact);
+
+    // echo with large arguments hits the same limit.
+    fx.sink->results.clear();
+    fx.call_tool("big3", "echo", R"({"s":")" + std::string(300, 'z') + "\"}");
+    CHECK(code_of(fx.sink->only_result()) == error_code::tool_failed);
+}
+
+// ==== audit ================================================================================
+
+TEST_CASE("registry: one audit line per call, written before the reply", "[registry][audit]") {
+    temp_dir dir;
+    const fs::path log = dir.path / "audit.jsonl";
+    fixture fx;
+    fx.cfg.audit.path = log;
+    fx.audit = std::make_unique<meith::audit::audit_log>(log, fx.cfg.audit);
+    fx.start_with({def("slow"), def("write", {"writes-files"})});
+
+    // At the moment the sink gets a result, the file already has that call's line.
+    int checked = 0;
+    fx.sink->on_result = [&](std::string_view request_id, const tool_result&) {
+        const std::string needle = "\"requestId\":\"" + std::string(request_id) + "\"";
+        CHECK(read_file(log).find(needle) != std::string::npos);
+        ++checked;
+    };
+
+    fx.call_tool("a-echo", "echo", R"({"k":"v"})", caller::plugin);
+    fx.call_tool("a-unknown", "zzz");
+    fx.call_tool("a-denied", "write", "{}", caller::plugin);
+    auto slow = fx.call_tool("a-timeout", "slow", "{}", caller::cli, 30);
+    REQUIRE(fx.run_until([&] { return fx.sink->results.size() == 4; }));
+    auto cancelled = fx.call_tool("a-cancel", "slow");
+    cancelled->resolve(tool_result::failure(error_code::cancelled, "cancelled"), call_end::cancel);
+    auto failing = fx.call_tool("a-fail", "slow");
+    fx.fake->calls.back()->resolve(tool_result::failure(error_code::tool_failed, "boom"));
+    auto rejected = fx.make_call("a-reject", "slow");
+    simdjson::dom::parser parser;
+    simdjson::padded_string bad_args(std::string_view(R"("not an object")"));
+    simdjson::dom::element bad;
+    REQUIRE(parser.parse(bad_args).get(bad) == simdjson::SUCCESS);
+    fx.reg->reject(rejected, error_code::validation_error, "bad arguments", &bad);
+    CHECK(checked == 7);
+    REQUIRE(fx.sink->results.size() == 7);
+
+    const auto lines = audit_lines(log);
+    REQUIRE(lines.size() == 7);
+    auto line_of = [&](const std::string& id) {
+        json found;
+        int n = 0;
+        for (const auto& l : lines)
+            if (l["requestId"] == id) found = l, ++n;
+        CHECK(n == 1);
+        return found;
+    };
+
+    auto l = line_of("a-echo");
+    CHECK(l["event"] == "tool_call");
+    CHECK(l["decision"] == "allow");
+    CHECK(l["errorCode"].is_null());
+    CHECK(l["ok"] == true);
+    CHECK(l["end"] == "tool");
+    CHECK(l["caller"] == "plugin");
+    CHECK(l["toolName"] == "echo");
+    CHECK(l["source"] == "builtin");
+    CHECK(l["sessionId"] == "s_0123456789abcdef");
+    CHECK(l["capabilities"] == json::array({"read-only"}));
+    CHECK(l["timeoutMs"] == 30000);
+    CHECK(l["durationMs"].is_number());
+    CHECK(l.contains("ts"));
+    CHECK(l.contains("args"));
+    CHECK(l.contains("result"));
+
+    l = line_of("a-unknown");
+    CHECK(l["decision"].is_null());
+    CHECK(l["errorCode"] == "UNKNOWN_TOOL");
+    CHECK(l["ok"] == false);
+    CHECK(l["end"] == "refused");
+    CHECK(l["source"].is_null());
+
+    l = line_of("a-denied");
+    CHECK(l["decision"] == "deny");
+    CHECK(l["errorCode"] == "PERMISSION_DENIED");
+    CHECK(l["end"] == "refused");
+    CHECK(l["reason"].get<std::string>().find("writes-files") != std::string::npos);
+
+    l = line_of("a-timeout");
+    CHECK(l["decision"] == "allow");
+    CHECK(l["errorCode"] == "TIMEOUT");
+    CHECK(l["end"] == "timeout");
+    CHECK(l["timeoutMs"] == 30);
+
+    l = line_of("a-cancel");
+    CHECK(l["errorCode"] == "CANCELLED");
+    CHECK(l["end"] == "cancel");
+
+    l = line_of("a-fail");
+    CHECK(l["errorCode"] == "TOOL_FAILED");
+    CHECK(l["end"] == "tool");
+
+    l = line_of("a-reject");
+    CHECK(l["errorCode"] == "VALIDATION_ERROR");
+    CHECK(l["end"] == "refused");
+    CHECK(l["args"] == "not an object");
+
+    // Late resolutions write no second line.
+    slow->resolve(tool_result::success("1"));
+    cancelled->resolve(tool_result::success("1"));
+    CHECK(audit_lines(log).size() == 7);
+}
+
+TEST_CASE("registry: audit lines redact secrets in arguments", "[registry][audit]") {
+    temp_dir dir;
+    const fs::path log = dir.path / "audit.jsonl";
+    fixture fx;
+    fx.audit = std::make_unique<meith::audit::audit_log>(log, fx.cfg.audit);
+    fx.start_with({});
+    fx.call_tool("s1", "echo", R"({"password":"hunter2-very-secret","city":"Oslo"})");
+    const std::string text = read_file(log);
+    CHECK(text.find("hunter2-very-secret") == std::string::npos);
+    CHECK(text.find("Oslo") != std::string::npos);
+    CHECK(audit_lines(log).size() == 1);
+}
+
+TEST_CASE("registry: an oversized result writes one audit line with TOOL_FAILED",
+          "[registry][audit]") {
+    temp_dir dir;
+    const fs::path log = dir.path / "audit.jsonl";
+    fixture fx;
+    fx.cfg.limits.max_result_bytes = 10;
+    fx.audit = std::make_unique<meith::audit::audit_log>(log, fx.cfg.audit);
+    fx.start_with({});
+    fx.call_tool("o1", "echo", R"({"long":"0123456789"})");
+    CHECK(code_of(fx.sink->only_result()) == error_code::tool_failed);
+    const auto lines = audit_lines(log);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0]["errorCode"] == "TOOL_FAILED");
+}
+
+// ==== schema_validator =====================================================================
+
+TEST_CASE("schema_validator: invalid schemas are errors", "[schema]") {
+    for (const std::string schema : {"{", "[]", "\"object\"", "42", R"({"type":"nonsense"})",
+                                     R"({"type":"object","properties":5})"}) {
+        CAPTURE(schema);
+        auto res = schema_validator::compile(schema);
+        CHECK(res.error);
+        CHECK_FALSE(res.validator);
+    }
+}
+
+TEST_CASE("schema_validator: schemas accepting every object compile to no validator", "[schema]") {
+    for (const std::string schema :
+         {R"({"type":"object"})", R"({"type":"object","additionalProperties":true})",
+          R"({"type":"object","properties":{},"required":[],"description":"d"})"}) {
+        CAPTURE(schema);
+        auto res = schema_validator::compile(schema);
+        CHECK_FALSE(res.error);
+        CHECK_FALSE(res.validator);
+    }
+}
+
+TEST_CASE("schema_validator: validate", "[schema]") {
+    auto res = schema_validator::compile(counter_schema);
+    REQUIRE_FALSE(res.error);
+    REQUIRE(res.validator);
+    simdjson::dom::parser parser;
+    auto check = [&](std::string_view args) {
+        simdjson::padded_string padded(args);
+        simdjson::dom::element el;
+        REQUIRE(parser.parse(padded).get(el) == simdjson::SUCCESS);
+        return res.validator->validate(el);
+    };
+    CHECK_FALSE(check(R"({"n":0})"));
+    CHECK_FALSE(check(R"({"n":12345678901})"));
+    auto err = check(R"({"n":-1})");
+    REQUIRE(err);
+    INFO(*err);
+    CHECK(err->find("n") != std::string::npos);
+    CHECK(check(R"({})"));
+    CHECK(check(R"({"n":1,"m":2})"));
+    CHECK(check(R"({"n":"x"})"));
+}
+
+TEST_CASE("schema_validator: messages name the failing property as a path like /n",
+          "[schema][!mayfail]") {
+    // schema_validator.hpp documents messages such as "/n: value is below minimum 0"; the
+    // implementation concatenates valijson's context entries, which are "[n]".
+    auto res = schema_validator::compile(counter_schema);
+    REQUIRE(res.validator);
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(std::string_view(R"({"n":-1})"));
+    simdjson::dom::element el;
+    REQUIRE(parser.parse(padded).get(el) == simdjson::SUCCESS);
+    auto err = res.validator->validate(el);
+    REQUIRE(err);
+    INFO(*err);
+    CHECK(err->find("/n:") != std::string::npos);
+}
+
+TEST_CASE("schema_validator: a pattern schema rejects a 20 KiB string with a message", "[schema]") {
+    auto res = schema_validator::compile(
+        R"({"type":"object","properties":{"s":{"type":"string","pattern":"^[a-z]+$"}}})");
+    REQUIRE_FALSE(res.error);
+    REQUIRE(res.validator);
+    simdjson::dom::parser parser;
+    auto check = [&](const std::string& args) {
+        simdjson::padded_string padded(args);
+        simdjson::dom::element el;
+        REQUIRE(parser.parse(padded).get(el) == simdjson::SUCCESS);
+        return res.validator->validate(el);
+    };
+    CHECK_FALSE(check(R"({"s":"abc"})"));
+    CHECK(check(R"({"s":"ABC"})"));
+
+    auto err = check(R"({"s":")" + std::string(20 * 1024, 'a') + "\"}");
+    REQUIRE(err);
+    CHECK_FALSE(err->empty());
+
+    // Also when the long string is nested or is a key.
+    CHECK(check(R"({"x":[{"y":")" + std::string(20 * 1024, 'a') + "\"}]}"));
+    CHECK(check(R"({")" + std::string(20 * 1024, 'k') + "\":1}"));
+}
+
+TEST_CASE("schema_validator: a pattern check on a string just under the limit does not "
+          "exhaust the stack",
+          "[schema]") {
+    // Run in a child so a stack overflow in std::regex fails this test, not the whole run.
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int status = 4;
+        try {
+            auto res = schema_validator::compile(
+                R"({"type":"object","properties":{"s":{"type":"string","pattern":"^[a-z]+$"}}})");
+            if (!res.validator) ::_exit(2);
+            simdjson::dom::parser parser;
+            const std::string args = R"({"s":")" + std::string(16 * 1024, 'a') + "\"}";
+            simdjson::padded_string padded(args);
+            simdjson::dom::element el;
+            if (parser.parse(padded).get(el) != simdjson::SUCCESS) ::_exit(3);
+            status = res.validator->validate(el) ? 1 : 0;
+        } catch (...) {
+            status = 5;
+        }
+        ::_exit(status);
+    }
+    int wstatus = 0;
+    REQUIRE(::waitpid(pid, &wstatus, 0) == pid);
+    INFO("child: exited=" << WIFEXITED(wstatus) << " status=" << WEXITSTATUS(wstatus)
+                          << " signaled=" << WIFSIGNALED(wstatus)
+                          << " signal=" << (WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0));
+    CHECK(WIFEXITED(wstatus));
+    CHECK(WEXITSTATUS(wstatus) == 0);
+}

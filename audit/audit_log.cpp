@@ -236,9 +236,11 @@ audit_log::audit_log(std::filesystem::path path, const config::audit_config& cfg
         try {
             const std::uint64_t keep = end_of_last_line(path_, size_);
             if (keep < size_) {
-                if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0)
+                if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0) {
+                    const int err = errno;
                     throw std::runtime_error("audit log " + path_.string() +
-                                             ": cannot truncate torn line: " + errno_text(errno));
+                                             ": cannot truncate torn line: " + errno_text(err));
+                }
                 repaired_bytes_ = size_ - keep;
                 size_ = keep;
             }
@@ -330,11 +332,13 @@ bool audit_log::append(std::string_view json_object) {
     }
     size_ += line.size();
 
-    const auto now = std::chrono::steady_clock::now();
-    if (cfg_.fsync == config::fsync_policy::always ||
-        (cfg_.fsync == config::fsync_policy::interval &&
-         now - last_sync_ >= std::chrono::seconds(1)))
-        sync();
+    // The line is in the file either way; a failed sync still fails the append because the
+    // policy promised durability.
+    if ((cfg_.fsync == config::fsync_policy::always ||
+         (cfg_.fsync == config::fsync_policy::interval &&
+          std::chrono::steady_clock::now() - last_sync_ >= std::chrono::seconds(1))) &&
+        !sync())
+        return false;
 
     if (failing_) {
         spdlog::info("audit log {}: writes recovered", path_.string());
@@ -343,10 +347,12 @@ bool audit_log::append(std::string_view json_object) {
     return true;
 }
 
-void audit_log::sync() {
+bool audit_log::sync() {
     last_sync_ = std::chrono::steady_clock::now();
-    if (fd_ < 0 || !regular_) return;
-    if (::fdatasync(fd_) != 0) report_failure("fdatasync", errno);
+    if (fd_ < 0 || !regular_) return true;
+    if (::fdatasync(fd_) == 0) return true;
+    report_failure("fdatasync", errno);
+    return false;
 }
 
 void audit_log::flush() {

@@ -50,7 +50,7 @@ class audit_log {
   private:
     void rotate();
     bool ensure_open();                             ///< reopens a removed or closed file
-    void sync();                                    ///< fdatasync + reset the interval clock
+    bool sync();                                    ///< fdatasync + reset the interval clock
     void report_failure(const char* what, int err); ///< logs once per failure streak
     std::filesystem::path path_;
     config::audit_config cfg_;

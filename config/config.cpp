@@ -423,7 +423,8 @@ void parse_limits(checker& c, const scope& s, limits_config& l) {
 }
 
 void parse_tools(checker& c, const scope& s, tools_config& t) {
-    c.check_keys(s, {"default_timeout_ms", "shutdown_grace_ms", "kill_grace_ms"});
+    c.check_keys(s, {"default_timeout_ms", "shutdown_grace_ms", "kill_grace_ms", "env_allow"});
+    assign(t.env_allow, c.read_string_array(s, "env_allow", false, true));
     assign(t.default_timeout_ms, c.read_uint(s, "default_timeout_ms", 1));
     assign(t.shutdown_grace_ms, c.read_uint(s, "shutdown_grace_ms"));
     assign(t.kill_grace_ms, c.read_uint(s, "kill_grace_ms"));

@@ -32,6 +32,13 @@ struct tools_config {
     std::uint64_t default_timeout_ms = 30000;
     std::uint64_t shutdown_grace_ms = 5000;
     std::uint64_t kill_grace_ms = 2000; ///< SIGTERM -> SIGKILL for a stopped process group
+    /// Names of the daemon's environment variables passed on to every child (exact names, or
+    /// prefixes ending in `*`); each source's and hook's `env` table is added on top.
+    std::vector<std::string> env_allow = {"PATH",   "HOME",   "USER",
+                                          "LOGNAME", "SHELL",  "LANG",
+                                          "LC_*",   "TZ",     "TMPDIR",
+                                          "XDG_RUNTIME_DIR", "MEITH_HOME", "NODE_PATH",
+                                          "NODE_OPTIONS"};
 };
 
 enum class fsync_policy { never, always, interval };

@@ -6,7 +6,8 @@
 namespace meith::protocol {
 
 line_framer::line_framer(std::size_t max_frame_bytes, std::size_t read_chunk)
-    : max_(max_frame_bytes), chunk_(read_chunk) {}
+    : max_(max_frame_bytes), chunk_(read_chunk) {
+}
 
 std::span<char> line_framer::prepare() {
     line_ = {};
@@ -21,7 +22,9 @@ std::span<char> line_framer::prepare() {
     return {buf_.data() + end_, chunk_};
 }
 
-void line_framer::commit(std::size_t n) { end_ += n; }
+void line_framer::commit(std::size_t n) {
+    end_ += n;
+}
 
 line_framer::status line_framer::next() {
     line_ = {};
@@ -33,11 +36,13 @@ line_framer::status line_framer::next() {
             scan_ = avail;
             if (discarding_) {
                 dropped_ += avail;
+                if (avail > 0) dropped_cr_ = base[avail - 1] == '\r';
                 begin_ = end_ = scan_ = 0;
             } else if (avail > max_ + 1) { // +1: a trailing '\r' may still belong to the ending
                 prefix_.assign(base, std::min<std::size_t>(avail, 256));
                 discarding_ = true;
                 dropped_ = avail;
+                dropped_cr_ = base[avail - 1] == '\r';
                 begin_ = end_ = scan_ = 0;
             }
             return status::need_more;
@@ -47,7 +52,11 @@ line_framer::status line_framer::next() {
         scan_ = 0;
         if (discarding_) {
             discarding_ = false;
-            dropped_ += len;
+            // The '\r' of a "\r\n" ending is not part of the frame, wherever it arrived.
+            if (len > 0)
+                dropped_ += base[len - 1] == '\r' ? len - 1 : len;
+            else if (dropped_cr_)
+                --dropped_;
             return status::oversized;
         }
         std::size_t frame_len = len;

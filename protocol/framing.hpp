@@ -60,6 +60,7 @@ class line_framer {
     std::size_t end_ = 0;   ///< one past the last filled byte
     std::size_t scan_ = 0;  ///< bytes from begin_ already known to hold no '\n'
     bool discarding_ = false;
+    bool dropped_cr_ = false; ///< the last byte dropped while discarding was '\r'
     std::size_t dropped_ = 0;
     std::string_view line_;
     std::string prefix_;

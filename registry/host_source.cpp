@@ -9,6 +9,7 @@
 #include "protocol/json_writer.hpp"
 #include "registry/registry.hpp"
 #include "registry/subprocess.hpp"
+#include "registry/supervisor.hpp"
 
 #include <charconv>
 #include <csignal>
@@ -26,13 +27,7 @@ namespace {
 using protocol::append_json_string;
 using protocol::error_code;
 using protocol::tool_result;
-using clock = std::chrono::steady_clock;
 
-constexpr auto first_backoff = std::chrono::milliseconds(200);
-constexpr auto max_backoff = std::chrono::milliseconds(10000);
-constexpr std::size_t crash_limit = 5;                 // exits within the window ...
-constexpr auto crash_window = std::chrono::seconds(60); // ... that mark the source failed
-constexpr std::size_t max_log_line = 16 * 1024;
 
 std::string cut_for_log(std::string_view s) {
     if (s.size() <= 200) return std::string(s);
@@ -50,46 +45,40 @@ std::optional<std::uint64_t> id_from_prefix(std::string_view prefix) {
     return id;
 }
 
-class host_source;
-
-/// One launch of the child: its process, pipes and buffers. Handlers hold it by shared_ptr
-/// and check `owner`, which the source clears when it retires the instance.
-struct instance {
-    instance(asio::any_io_executor ex, const child_process::options& opts, std::size_t max_line)
-        : child(ex, opts), out_framer(max_line), err_framer(max_log_line) {}
-    child_process child;
-    protocol::line_framer out_framer;
-    protocol::line_framer err_framer;
-    std::string outbound;
-    std::string writing;
-    bool write_active = false;
-    host_source* owner = nullptr;
-};
+/// Maps the supervisor's states onto the source's.
+source_state state_of(process_state s) {
+    switch (s) {
+    case process_state::starting: return source_state::starting;
+    case process_state::ready: return source_state::ready;
+    case process_state::restarting: return source_state::restarting;
+    case process_state::failed: return source_state::failed;
+    case process_state::stopped: return source_state::stopped;
+    }
+    return source_state::failed;
+}
 
 class host_source final : public tool_source {
   public:
     host_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                 const config::config& whole)
-        : ex_(std::move(ex)), reaper_(reaper), cfg_(cfg), whole_(whole), restart_timer_(ex_),
-          start_timer_(ex_), stop_timer_(ex_) {}
-
-    ~host_source() override {
-        if (inst_) {
-            inst_->owner = nullptr;
-            inst_->child.signal_group(SIGKILL);
-        }
-    }
+        : cfg_(cfg), whole_(whole),
+          proc_(std::move(ex), reaper, make_spec(cfg, whole), make_policy(cfg, whole),
+                make_handlers()) {}
 
     const std::string& name() const override { return cfg_.name; }
-    source_state state() const override { return state_; }
+    source_state state() const override {
+        if (!started_) return source_state::starting;
+        return state_of(proc_.state());
+    }
 
     void start(source_events events) override {
         events_ = std::move(events);
-        launch();
+        started_ = true;
+        proc_.start();
     }
 
     void execute(const call_ptr& c, const tool& t) override {
-        switch (state_) {
+        switch (state()) {
         case source_state::ready: send_execute(c, t); return;
         case source_state::starting:
         case source_state::restarting: {
@@ -104,42 +93,34 @@ class host_source final : public tool_source {
         case source_state::stopped:
             c->resolve(tool_result::failure(
                 error_code::tool_failed,
-                fmt::format("tool host '{}' is {}: {}", cfg_.name, to_string(state_),
-                            last_error_.empty() ? "not running" : last_error_)));
+                fmt::format("tool host '{}' is {}: {}", cfg_.name, to_string(state()),
+                            proc_.last_error().empty() ? "not running" : proc_.last_error())));
             return;
         }
     }
 
     void stop(std::chrono::milliseconds kill_grace, std::function<void()> done) override {
-        state_ = source_state::stopped;
-        restart_timer_.cancel();
-        start_timer_.cancel();
         fail_waiting("the daemon is shutting down");
-        if (!inst_ || inst_->child.exited()) {
-            done();
-            return;
-        }
-        stop_done_ = std::move(done);
-        inst_->child.close_stdin(); // a well-behaved host exits on EOF
-        inst_->child.signal_group(SIGTERM);
-        stop_timer_.expires_after(kill_grace);
-        stop_timer_.async_wait([inst = inst_](const std::error_code& ec) {
-            if (!ec) inst->child.signal_group(SIGKILL);
-        });
+        proc_.stop(kill_grace, std::move(done));
+    }
+
+    void restart() override {
+        proc_.restart();
     }
 
     std::string status_json() const override {
         std::string out = R"({"name":)";
         append_json_string(out, cfg_.name);
         out += R"(,"kind":"host","state":")";
-        out += to_string(state_);
+        out += to_string(state());
         out += R"(","pid":)";
-        out += inst_ && !inst_->child.exited() ? std::to_string(inst_->child.pid()) : "null";
+        const auto pid = proc_.pid();
+        out += pid ? std::to_string(*pid) : "null";
         out += R"(,"restarts":)";
-        out += std::to_string(restarts_);
+        out += std::to_string(proc_.restarts());
         out += R"(,"lastError":)";
-        if (last_error_.empty()) out += "null";
-        else append_json_string(out, last_error_);
+        if (proc_.last_error().empty()) out += "null";
+        else append_json_string(out, proc_.last_error());
         out += R"(,"tools":)";
         out += std::to_string(tool_count_);
         out += '}';
@@ -153,60 +134,41 @@ class host_source final : public tool_source {
         call_ptr c;
     };
 
-    // ---- lifecycle ------------------------------------------------------------------------
-
-    void launch() {
-        ready_ = false;
-        child_process::options opts;
-        opts.argv = cfg_.command;
-        opts.cwd = cfg_.cwd;
-        opts.env = child_environment(default_env_allow_list(), cfg_.env);
-        const std::size_t max_line = whole_.limits.max_result_bytes + 1024 * 1024;
-        try {
-            inst_ = std::make_shared<instance>(ex_, opts, max_line);
-        } catch (const std::exception& e) {
-            inst_.reset();
-            last_error_ = e.what();
-            spdlog::error("tool host '{}': {}", cfg_.name, last_error_);
-            lifecycle("source_exit", fmt::format(R"("pid":null,"status":{})", json_str(last_error_)));
-            after_exit();
-            return;
-        }
-        inst_->owner = this;
-        const pid_t pid = inst_->child.pid();
-        spdlog::info("tool host '{}' started (pid {})", cfg_.name, pid);
-        lifecycle("source_start", fmt::format(R"("pid":{})", pid));
-        reaper_.watch(pid, [inst = inst_](int status) {
-            inst->child.mark_exited();
-            if (inst->owner) inst->owner->on_exit(inst, status);
-        });
-        read_stdout(inst_);
-        read_stderr(inst_);
-
-        start_timer_.expires_after(std::chrono::milliseconds(cfg_.start_timeout_ms));
-        start_timer_.async_wait([this, inst = inst_](const std::error_code& ec) {
-            if (ec || inst != inst_ || ready_) return;
-            last_error_ = fmt::format("did not register its tools within {} ms (start_timeout_ms)",
-                                      cfg_.start_timeout_ms);
-            spdlog::error("tool host '{}' {}", cfg_.name, last_error_);
-            inst->child.signal_group(SIGKILL);
-        });
-
-        std::string params = R"({"config":)";
-        params += cfg_.config_json;
-        params += '}';
-        send_request(request_kind::init, "init", params, nullptr);
+    static process_spec make_spec(const config::source_config& cfg, const config::config& whole) {
+        return {"tool host '" + cfg.name + "'", cfg.command, cfg.cwd,
+                child_environment(whole.tools.env_allow, cfg.env)};
     }
 
-    void on_exit(const std::shared_ptr<instance>& inst, int status) {
-        if (inst != inst_) return;
-        const std::string how = describe_wait_status(status);
-        spdlog::log(state_ == source_state::stopped ? spdlog::level::info : spdlog::level::warn,
-                    "tool host '{}' (pid {}) {}", cfg_.name, inst->child.pid(), how);
-        lifecycle("source_exit", fmt::format(R"("pid":{},"status":{})", inst->child.pid(), json_str(how)));
-        inst->owner = nullptr;
-        inst_.reset();
-        ready_ = false;
+    static supervised_process::policy make_policy(const config::source_config& cfg,
+                                                  const config::config& whole) {
+        supervised_process::policy p;
+        p.max_line_bytes = whole.limits.max_result_bytes + 1024 * 1024; // envelope slack
+        p.start_timeout = std::chrono::milliseconds(cfg.start_timeout_ms);
+        return p;
+    }
+
+    supervised_process::handlers make_handlers() {
+        supervised_process::handlers h;
+        h.on_spawn = [this] {
+            std::string params = R"({"config":)";
+            params += cfg_.config_json;
+            params += '}';
+            send_request(request_kind::init, "init", params, nullptr);
+        };
+        h.on_line = [this](std::string_view line) { on_line(line); };
+        h.on_oversized = [this](std::string_view prefix, std::size_t) { on_oversized(prefix); };
+        h.on_exit = [this](const std::string& how) { on_exit(how); };
+        h.on_lifecycle = [this](std::string_view event, const std::string& details) {
+            if (events_.lifecycle) events_.lifecycle(*this, event, details);
+            if (event == "source_failed") {
+                settle();
+                fail_waiting(proc_.last_error());
+            }
+        };
+        return h;
+    }
+
+    void on_exit(const std::string& how) {
         tool_count_ = 0;
         // Calls in flight fail at once: the child is gone, no answer will come.
         auto pending = std::move(pending_);
@@ -216,50 +178,12 @@ class host_source final : public tool_source {
                 p.c->resolve(tool_result::failure(
                     error_code::tool_failed,
                     fmt::format("tool host '{}' {} while the call was running", cfg_.name, how)));
-        if (state_ == source_state::stopped) {
-            stop_timer_.cancel();
-            if (stop_done_) std::exchange(stop_done_, nullptr)();
-            return;
-        }
-        if (last_error_.empty() || state_ == source_state::ready) last_error_ = "tool host " + how;
-        after_exit();
-    }
-
-    /// Decides between restart with backoff and marking the source failed.
-    void after_exit() {
-        const auto now = clock::now();
-        exits_.push_back(now);
-        while (!exits_.empty() && now - exits_.front() > crash_window) exits_.pop_front();
+        // A first start that failed still counts toward readiness (§7).
         settle();
-        if (state_ == source_state::stopped) return;
-        if (exits_.size() >= crash_limit) {
-            state_ = source_state::failed;
-            last_error_ = fmt::format("crashed {} times within {} s; last: {}", exits_.size(),
-                                      crash_window.count(), last_error_);
-            spdlog::error("tool host '{}' marked failed: {}", cfg_.name, last_error_);
-            lifecycle("source_failed", fmt::format(R"("reason":{})", json_str(last_error_)));
-            fail_waiting(last_error_);
-            return;
-        }
-        state_ = source_state::restarting;
-        auto delay = first_backoff * (1 << std::min<std::size_t>(consecutive_failures_, 6));
-        if (delay > max_backoff) delay = max_backoff;
-        ++consecutive_failures_;
-        ++restarts_;
-        lifecycle("source_restart",
-                  fmt::format(R"("attempt":{},"delayMs":{})", restarts_, delay.count()));
-        restart_timer_.expires_after(delay);
-        restart_timer_.async_wait([this](const std::error_code& ec) {
-            if (!ec && state_ == source_state::restarting) launch();
-        });
     }
 
     void became_ready() {
-        ready_ = true;
-        start_timer_.cancel();
-        state_ = source_state::ready;
-        consecutive_failures_ = 0;
-        last_error_.clear();
+        proc_.mark_ready();
         settle();
         auto waiting = std::move(waiting_);
         waiting_.clear();
@@ -282,22 +206,13 @@ class host_source final : public tool_source {
                                             fmt::format("tool host '{}': {}", cfg_.name, why)));
     }
 
-    void lifecycle(std::string_view event, const std::string& details) {
-        if (events_.lifecycle) events_.lifecycle(*this, event, details);
-    }
-
-    static std::string json_str(std::string_view s) {
-        std::string out;
-        append_json_string(out, s);
-        return out;
-    }
-
     // ---- requests ---------------------------------------------------------------------------
 
     std::uint64_t send_request(request_kind kind, std::string_view method, std::string_view params,
                                call_ptr c) {
         const std::uint64_t id = ++next_id_;
-        std::string& out = inst_->outbound;
+        std::string& out = frame_;
+        out.clear();
         out.append(R"({"v":1,"id":")");
         protocol::append_uint(out, id);
         out.append(R"(","method":")");
@@ -306,15 +221,20 @@ class host_source final : public tool_source {
         out.append(params);
         out.append("}\n");
         pending_.emplace(id, pending_request{kind, std::move(c)});
-        flush(inst_);
+        if (!proc_.send(out)) {
+            // No child, or it stopped reading: fail now rather than at the timeout.
+            auto it = pending_.find(id);
+            auto call = std::move(it->second.c);
+            pending_.erase(it);
+            if (call)
+                call->resolve(tool_result::failure(
+                    error_code::tool_failed,
+                    fmt::format("tool host '{}' is not accepting requests", cfg_.name)));
+        }
         return id;
     }
 
     void send_execute(const call_ptr& c, const tool& t) {
-        if (!inst_) { // exited between ready and now
-            waiting_.emplace_back(c, &t);
-            return;
-        }
         params_.clear();
         params_.append(R"({"tool_name":)");
         append_json_string(params_, t.remote_name);
@@ -328,69 +248,8 @@ class host_source final : public tool_source {
         c->on_abandon([this, id] { pending_.erase(id); });
     }
 
-    void flush(const std::shared_ptr<instance>& inst) {
-        if (inst->write_active || inst->outbound.empty()) return;
-        inst->write_active = true;
-        inst->writing.swap(inst->outbound);
-        asio::async_write(inst->child.stdin_pipe(), asio::buffer(inst->writing),
-                          [this, inst](const std::error_code& ec, std::size_t) {
-                              inst->write_active = false;
-                              inst->writing.clear();
-                              if (!inst->owner) return;
-                              if (ec) {
-                                  // EPIPE and friends: the exit handler will fail the calls.
-                                  inst->outbound.clear();
-                                  return;
-                              }
-                              flush(inst);
-                          });
-    }
-
-    // ---- reading ----------------------------------------------------------------------------
-
-    void read_stdout(const std::shared_ptr<instance>& inst) {
-        auto buf = inst->out_framer.prepare();
-        inst->child.stdout_pipe().async_read_some(
-            asio::buffer(buf.data(), buf.size()), [inst](const std::error_code& ec, std::size_t n) {
-                if (ec || !inst->owner) return; // EOF: the exit is reported by the reaper
-                inst->out_framer.commit(n);
-                for (;;) {
-                    const auto st = inst->out_framer.next();
-                    if (st == protocol::line_framer::status::need_more) break;
-                    if (!inst->owner) return;
-                    if (st == protocol::line_framer::status::oversized)
-                        inst->owner->on_oversized(inst->out_framer);
-                    else
-                        inst->owner->on_line(inst->out_framer.line());
-                }
-                if (inst->owner) inst->owner->read_stdout(inst);
-            });
-    }
-
-    void read_stderr(const std::shared_ptr<instance>& inst) {
-        auto buf = inst->err_framer.prepare();
-        inst->child.stderr_pipe().async_read_some(
-            asio::buffer(buf.data(), buf.size()), [inst](const std::error_code& ec, std::size_t n) {
-                if (ec || !inst->owner) return;
-                inst->err_framer.commit(n);
-                for (;;) {
-                    const auto st = inst->err_framer.next();
-                    if (st == protocol::line_framer::status::need_more) break;
-                    const auto& name = inst->owner->cfg_.name;
-                    if (st == protocol::line_framer::status::oversized)
-                        spdlog::info("[{}] (a stderr line of {} bytes was cut)", name,
-                                     inst->err_framer.dropped_bytes());
-                    else
-                        spdlog::info("[{}] {}", name, inst->err_framer.line());
-                }
-                inst->owner->read_stderr(inst);
-            });
-    }
-
-    void on_oversized(const protocol::line_framer& framer) {
-        const auto id = id_from_prefix(framer.oversized_prefix());
-        spdlog::warn("tool host '{}' wrote a line of {} bytes, over the limit; dropped", cfg_.name,
-                     framer.dropped_bytes());
+    void on_oversized(std::string_view prefix) {
+        const auto id = id_from_prefix(prefix);
         if (!id) return;
         auto it = pending_.find(*id);
         if (it == pending_.end() || !it->second.c) return;
@@ -521,11 +380,7 @@ class host_source final : public tool_source {
                                  detail));
     }
 
-    void start_failed(std::string why) {
-        last_error_ = std::move(why);
-        spdlog::error("tool host '{}': {}", cfg_.name, last_error_);
-        if (inst_) inst_->child.signal_group(SIGKILL); // the exit handler restarts it
-    }
+    void start_failed(std::string why) { proc_.fail_start(std::move(why)); }
 
     void on_schemas(simdjson::dom::element value, bool has_value) {
         simdjson::dom::array list;
@@ -540,13 +395,7 @@ class host_source final : public tool_source {
         }
         const std::size_t count = defs.size();
         if (auto err = events_.registered(*this, std::move(defs))) {
-            last_error_ = *err;
-            spdlog::error("tool host '{}': {}", cfg_.name, *err);
-            state_ = source_state::failed;
-            lifecycle("source_failed", fmt::format(R"("reason":{})", json_str(*err)));
-            if (inst_) inst_->child.signal_group(SIGKILL);
-            settle();
-            fail_waiting(*err);
+            proc_.fail_permanently(*err);
             return;
         }
         tool_count_ = count;
@@ -591,29 +440,19 @@ class host_source final : public tool_source {
         return d;
     }
 
-    asio::any_io_executor ex_;
-    child_reaper& reaper_;
     const config::source_config& cfg_;
     const config::config& whole_;
+    supervised_process proc_;
     source_events events_;
-    std::shared_ptr<instance> inst_;
-    asio::steady_timer restart_timer_;
-    asio::steady_timer start_timer_;
-    asio::steady_timer stop_timer_;
-    std::function<void()> stop_done_;
-    source_state state_ = source_state::starting;
-    bool ready_ = false;
+    bool started_ = false;
     bool settled_ = false;
     std::unordered_map<std::uint64_t, pending_request> pending_;
     std::deque<std::pair<call_ptr, const tool*>> waiting_;
-    std::deque<clock::time_point> exits_;
-    std::size_t consecutive_failures_ = 0;
-    std::size_t restarts_ = 0;
     std::size_t tool_count_ = 0;
     std::uint64_t next_id_ = 0;
     std::string state_json_ = "{}";
-    std::string last_error_;
     std::string params_;
+    std::string frame_;
     simdjson::dom::parser parser_;
 };
 

@@ -13,11 +13,16 @@ using protocol::tool_result;
 
 std::string_view to_string(source_state s) {
     switch (s) {
-    case source_state::starting: return "starting";
-    case source_state::ready: return "ready";
-    case source_state::restarting: return "restarting";
-    case source_state::failed: return "failed";
-    case source_state::stopped: return "stopped";
+    case source_state::starting:
+        return "starting";
+    case source_state::ready:
+        return "ready";
+    case source_state::restarting:
+        return "restarting";
+    case source_state::failed:
+        return "failed";
+    case source_state::stopped:
+        return "stopped";
     }
     return "unknown";
 }
@@ -25,7 +30,8 @@ std::string_view to_string(source_state s) {
 // ---- call ------------------------------------------------------------------------------
 
 call::call(asio::any_io_executor ex, std::shared_ptr<call_sink> sink)
-    : sink_(std::move(sink)), deadline_(std::move(ex)) {}
+    : sink_(std::move(sink)), deadline_(std::move(ex)) {
+}
 
 void call::emit(std::string_view event_json) {
     if (!resolved_ && sink_) sink_->on_tool_event(request_id, event_json);
@@ -39,8 +45,10 @@ void call::resolve(tool_result result, call_end how) {
     auto abandon = std::move(abandon_);
     abandon_ = nullptr;
     if (how != call_end::tool && abandon) abandon();
-    if (owner_) owner_->finish(*this, result);
-    else if (sink_) sink_->on_tool_result(request_id, result);
+    if (owner_)
+        owner_->finish(*this, result);
+    else if (sink_)
+        sink_->on_tool_result(request_id, result);
     sink_.reset(); // breaks the connection <-> call cycle
 }
 
@@ -48,7 +56,8 @@ void call::resolve(tool_result result, call_end how) {
 
 registry::registry(asio::any_io_executor ex, const config::config& cfg, audit::audit_log* audit)
     : ex_(std::move(ex)), cfg_(cfg), policy_(cfg.permissions), audit_(audit),
-      redactor_(audit::default_redactor()) {}
+      redactor_(audit::default_redactor()) {
+}
 
 registry::~registry() = default;
 
@@ -84,7 +93,8 @@ void registry::start(std::function<void(std::optional<std::string>)> on_ready) {
         on_ready_(std::nullopt);
         return;
     }
-    for (auto& s : sources_) s->start(events);
+    for (auto& s : sources_)
+        s->start(events);
 }
 
 std::optional<std::string> registry::register_tools(tool_source& src,
@@ -126,10 +136,13 @@ std::optional<std::string> registry::register_tools(tool_source& src,
         fresh.push_back(std::move(t));
     }
     for (auto it = tools_.begin(); it != tools_.end();) {
-        if (it->second->source == &src) it = tools_.erase(it);
-        else ++it;
+        if (it->second->source == &src)
+            it = tools_.erase(it);
+        else
+            ++it;
     }
-    for (auto& t : fresh) tools_.emplace(t->name, std::move(t));
+    for (auto& t : fresh)
+        tools_.emplace(t->name, std::move(t));
     spdlog::info("source '{}': {} tool(s) registered", src.name(), fresh.size());
     return std::nullopt;
 }
@@ -162,9 +175,9 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
     }
     auto it = tools_.find(c->tool_name);
     if (it == tools_.end()) {
-        c->resolve(tool_result::failure(error_code::unknown_tool,
-                                        "no tool named '" + c->tool_name + "'"),
-                   call_end::refused);
+        c->resolve(
+            tool_result::failure(error_code::unknown_tool, "no tool named '" + c->tool_name + "'"),
+            call_end::refused);
         return;
     }
     c->target = it->second;
@@ -184,20 +197,23 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
                    call_end::refused);
         return;
     }
-    std::uint64_t timeout = c->timeout_ms ? c->timeout_ms
+    std::uint64_t timeout = c->timeout_ms  ? c->timeout_ms
                             : t.timeout_ms ? *t.timeout_ms
                                            : cfg_.tools.default_timeout_ms;
     if (cfg_.limits.max_timeout_ms > 0 && timeout > cfg_.limits.max_timeout_ms)
         timeout = cfg_.limits.max_timeout_ms;
+    // steady_timer counts nanoseconds in 64 bits: keep far from overflow (~31 years).
+    constexpr std::uint64_t max_representable_ms = 1'000'000'000'000;
+    if (timeout > max_representable_ms) timeout = max_representable_ms;
     c->timeout_ms = timeout;
     c->deadline().expires_after(std::chrono::milliseconds(timeout));
     c->deadline().async_wait([weak = std::weak_ptr<call>(c), timeout](const std::error_code& ec) {
         if (ec) return;
         if (auto self = weak.lock())
-            self->resolve(tool_result::failure(error_code::timeout,
-                                               "the call did not finish within " +
-                                                   std::to_string(timeout) + " ms"),
-                          call_end::timeout);
+            self->resolve(
+                tool_result::failure(error_code::timeout, "the call did not finish within " +
+                                                              std::to_string(timeout) + " ms"),
+                call_end::timeout);
     });
     t.source->execute(c, t);
 }
@@ -205,10 +221,11 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
 void registry::finish(call& c, const tool_result& r) {
     active_.erase(&c);
     if (r.content_json.size() > cfg_.limits.max_result_bytes) {
-        const auto too_big = tool_result::failure(
-            error_code::tool_failed, "the tool's result is " + std::to_string(r.content_json.size()) +
-                                         " bytes, over limits.max_result_bytes (" +
-                                         std::to_string(cfg_.limits.max_result_bytes) + ")");
+        const auto too_big =
+            tool_result::failure(error_code::tool_failed,
+                                 "the tool's result is " + std::to_string(r.content_json.size()) +
+                                     " bytes, over limits.max_result_bytes (" +
+                                     std::to_string(cfg_.limits.max_result_bytes) + ")");
         write_call_audit(c, too_big);
         if (c.sink_) c.sink_->on_tool_result(c.request_id, too_big);
         return;
@@ -222,12 +239,18 @@ namespace {
 
 std::string_view end_name(call_end how) {
     switch (how) {
-    case call_end::tool: return "tool";
-    case call_end::timeout: return "timeout";
-    case call_end::cancel: return "cancel";
-    case call_end::disconnect: return "client_disconnected";
-    case call_end::shutdown: return "shutdown";
-    case call_end::refused: return "refused";
+    case call_end::tool:
+        return "tool";
+    case call_end::timeout:
+        return "timeout";
+    case call_end::cancel:
+        return "cancel";
+    case call_end::disconnect:
+        return "client_disconnected";
+    case call_end::shutdown:
+        return "shutdown";
+    case call_end::refused:
+        return "refused";
     }
     return "tool";
 }
@@ -244,8 +267,10 @@ void append_capabilities(std::string& out, permissions::capability_set caps) {
 }
 
 void append_nullable_string(std::string& out, std::string_view s, bool present) {
-    if (present) append_json_string(out, s);
-    else out.append("null");
+    if (present)
+        append_json_string(out, s);
+    else
+        out.append("null");
 }
 
 } // namespace
@@ -268,8 +293,10 @@ void registry::write_call_audit(const call& c, const tool_result& r) {
     l.append(R"(,"source":)");
     append_nullable_string(l, c.target ? c.target->source->name() : "", c.target != nullptr);
     l.append(R"(,"capabilities":)");
-    if (c.target) append_capabilities(l, c.target->capabilities);
-    else l.append("null");
+    if (c.target)
+        append_capabilities(l, c.target->capabilities);
+    else
+        l.append("null");
     l.append(R"(,"decision":)");
     if (c.decided) {
         l.append(c.decision.allow ? R"("allow")" : R"("deny")");
@@ -279,14 +306,19 @@ void registry::write_call_audit(const call& c, const tool_result& r) {
         l.append(R"(null,"reason":null)");
     }
     l.append(R"(,"timeoutMs":)");
-    if (c.timeout_ms) protocol::append_uint(l, c.timeout_ms);
-    else l.append("null");
+    if (c.timeout_ms)
+        protocol::append_uint(l, c.timeout_ms);
+    else
+        l.append("null");
     l.append(R"(,"durationMs":)");
-    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - c.started;
+    const std::chrono::duration<double, std::milli> took =
+        std::chrono::steady_clock::now() - c.started;
     protocol::append_fixed3(l, took.count());
     l.append(r.ok ? R"(,"ok":true,"errorCode":)" : R"(,"ok":false,"errorCode":)");
-    if (r.error) append_json_string(l, protocol::to_string(r.error->code));
-    else l.append("null");
+    if (r.error)
+        append_json_string(l, protocol::to_string(r.error->code));
+    else
+        l.append("null");
     l.append(R"(,"end":")");
     l.append(end_name(c.end()));
     l.append(R"(","args":)");
@@ -332,15 +364,17 @@ void registry::append_tool_descriptors(std::string& out, permissions::caller who
         out.append(R"(,"capabilities":)");
         append_capabilities(out, t->capabilities);
         out.append(R"(,"timeoutMs":)");
-        if (t->timeout_ms) protocol::append_uint(out, *t->timeout_ms);
-        else out.append("null");
+        if (t->timeout_ms)
+            protocol::append_uint(out, *t->timeout_ms);
+        else
+            out.append("null");
         out.append(R"(,"source":)");
         append_json_string(out, t->source->name());
         out.append(R"(,"available":)");
         out.append(t->source->state() == source_state::failed ? "false" : "true");
         out.append(R"(,"permission":)");
         out.append(policy_.decide(t->name, t->capabilities, who).allow ? R"("allow"})"
-                                                                        : R"("deny"})");
+                                                                       : R"("deny"})");
     }
 }
 
@@ -356,8 +390,10 @@ std::string registry::sources_json() const {
 
 void registry::abort_all(error_code code, const std::string& message, call_end how) {
     std::vector<call_ptr> calls;
-    for (call* c : active_) calls.push_back(c->shared_from_this());
-    for (auto& c : calls) c->resolve(tool_result::failure(code, message), how);
+    for (call* c : active_)
+        calls.push_back(c->shared_from_this());
+    for (auto& c : calls)
+        c->resolve(tool_result::failure(code, message), how);
 }
 
 void registry::stop_sources(std::function<void()> done) {

@@ -21,21 +21,31 @@ nlohmann::json to_nlohmann(simdjson::dom::element el) {
     switch (el.type()) {
     case element_type::ARRAY: {
         auto arr = nlohmann::json::array();
-        for (auto item : el.get_array().value_unsafe()) arr.push_back(to_nlohmann(item));
+        const simdjson::dom::array items =
+            el.get_array().value_unsafe(); // copy: the result is a temporary
+        for (auto item : items)
+            arr.push_back(to_nlohmann(item));
         return arr;
     }
     case element_type::OBJECT: {
         auto obj = nlohmann::json::object();
-        for (auto field : el.get_object().value_unsafe())
+        const simdjson::dom::object fields = el.get_object().value_unsafe();
+        for (auto field : fields)
             obj[std::string(field.key)] = to_nlohmann(field.value);
         return obj;
     }
-    case element_type::INT64: return el.get_int64().value_unsafe();
-    case element_type::UINT64: return el.get_uint64().value_unsafe();
-    case element_type::DOUBLE: return el.get_double().value_unsafe();
-    case element_type::STRING: return std::string(el.get_string().value_unsafe());
-    case element_type::BOOL: return el.get_bool().value_unsafe();
-    case element_type::NULL_VALUE: return nullptr;
+    case element_type::INT64:
+        return el.get_int64().value_unsafe();
+    case element_type::UINT64:
+        return el.get_uint64().value_unsafe();
+    case element_type::DOUBLE:
+        return el.get_double().value_unsafe();
+    case element_type::STRING:
+        return std::string(el.get_string().value_unsafe());
+    case element_type::BOOL:
+        return el.get_bool().value_unsafe();
+    case element_type::NULL_VALUE:
+        return nullptr;
     }
     return nullptr;
 }
@@ -43,17 +53,23 @@ nlohmann::json to_nlohmann(simdjson::dom::element el) {
 bool has_long_string(simdjson::dom::element el) {
     using simdjson::dom::element_type;
     switch (el.type()) {
-    case element_type::STRING: return el.get_string().value_unsafe().size() > max_pattern_checked_string;
-    case element_type::ARRAY:
-        for (auto item : el.get_array().value_unsafe())
+    case element_type::STRING:
+        return el.get_string().value_unsafe().size() > max_pattern_checked_string;
+    case element_type::ARRAY: {
+        const simdjson::dom::array items = el.get_array().value_unsafe();
+        for (auto item : items)
             if (has_long_string(item)) return true;
+    }
         return false;
-    case element_type::OBJECT:
-        for (auto field : el.get_object().value_unsafe())
+    case element_type::OBJECT: {
+        const simdjson::dom::object fields = el.get_object().value_unsafe();
+        for (auto field : fields)
             if (field.key.size() > max_pattern_checked_string || has_long_string(field.value))
                 return true;
+    }
         return false;
-    default: return false;
+    default:
+        return false;
     }
 }
 
@@ -81,7 +97,8 @@ struct schema_validator::compiled {
     bool uses_patterns = false;
 };
 
-schema_validator::schema_validator(std::unique_ptr<compiled> c) : compiled_(std::move(c)) {}
+schema_validator::schema_validator(std::unique_ptr<compiled> c) : compiled_(std::move(c)) {
+}
 schema_validator::~schema_validator() = default;
 
 schema_validator::compile_result schema_validator::compile(std::string_view schema_json) {
@@ -121,20 +138,21 @@ std::optional<std::string> schema_validator::validate(simdjson::dom::element arg
     } catch (const std::exception& e) {
         return std::string("arguments could not be validated: ") + e.what();
     }
-    // valijson reports the outermost failures first; the innermost entry names the leaf.
+    // valijson lists the innermost failure first, then the enclosing ones; the first entries
+    // name the leaves. Paths come as ["<root>", "[n]", "[0]"]; we print them as "/n/0".
     std::string message = "arguments do not match the tool's inputSchema";
     valijson::ValidationResults::Error err;
     int shown = 0;
-    std::string last;
-    while (results.popError(err) && shown < 3) {
+    while (results.popError(err) && shown < 2) {
         std::string path;
-        for (const auto& p : err.context)
-            if (p != "<root>") path += p;
-        std::string entry = (path.empty() ? "/" : path) + ": " + err.description;
-        if (entry == last) continue;
+        for (const auto& p : err.context) {
+            if (p == "<root>") continue;
+            path += '/';
+            path += p.size() >= 2 && p.front() == '[' && p.back() == ']' ? p.substr(1, p.size() - 2)
+                                                                         : p;
+        }
         message += shown == 0 ? ": " : "; ";
-        message += entry;
-        last = std::move(entry);
+        message += (path.empty() ? "/" : path) + ": " + err.description;
         ++shown;
     }
     return message;

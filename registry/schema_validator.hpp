@@ -25,7 +25,8 @@ class schema_validator {
     static compile_result compile(std::string_view schema_json);
 
     /// nullopt when `args` conforms; else a message naming the first violations, e.g.
-    /// "/n: value is below minimum 0".
+    /// "arguments do not match the tool's inputSchema: /n: Expected number greater than or equal to
+    /// 0".
     std::optional<std::string> validate(simdjson::dom::element args) const;
 
     ~schema_validator();

@@ -53,13 +53,6 @@ std::string describe_wait_status(int status) {
     return fmt::format("ended with wait status {}", status);
 }
 
-const std::vector<std::string>& default_env_allow_list() {
-    static const std::vector<std::string> names = {
-        "PATH",   "HOME", "USER",   "LOGNAME",         "SHELL",      "LANG",      "LC_*",
-        "TZ",     "TMPDIR", "XDG_RUNTIME_DIR", "MEITH_HOME", "NODE_PATH", "NODE_OPTIONS"};
-    return names;
-}
-
 std::vector<std::string> child_environment(const std::vector<std::string>& allow,
                                            const std::map<std::string, std::string>& extra) {
     std::vector<std::string> env;

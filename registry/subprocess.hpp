@@ -48,9 +48,6 @@ std::string describe_wait_status(int wait_status);
 std::vector<std::string> child_environment(const std::vector<std::string>& allow,
                                            const std::map<std::string, std::string>& extra);
 
-/// The default allow-list: PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_*, TZ, TMPDIR,
-/// XDG_RUNTIME_DIR, MEITH_HOME, NODE_PATH, NODE_OPTIONS.
-const std::vector<std::string>& default_env_allow_list();
 
 /// A running child with pipes to its stdin, stdout and stderr.
 class child_process {

@@ -68,6 +68,9 @@ class tool_source {
     /// once everything is reaped.
     virtual void stop(std::chrono::milliseconds kill_grace, std::function<void()> done) = 0;
 
+    /// Manual restart (`meith sources restart`): clears a failed state and starts again.
+    virtual void restart() {}
+
     /// Status for `meith sources`: {"name","kind","state","pid","restarts","lastError"}.
     virtual std::string status_json() const = 0;
 };

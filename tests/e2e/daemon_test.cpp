@@ -173,7 +173,11 @@ TEST_CASE("oversized frames are discarded, answered, and memory stays bounded", 
     while (std::getline(status, line))
         if (line.rfind("VmHWM:", 0) == 0) rss_kb = std::stol(line.substr(6));
     CHECK(rss_kb > 0);
+#if defined(__SANITIZE_ADDRESS__)
+    WARN("AddressSanitizer build: peak RSS " << rss_kb << " KiB, not checked (shadow memory)");
+#else
     CHECK(rss_kb < 48 * 1024);
+#endif
 }
 
 TEST_CASE("bad tool_call fields resolve as VALIDATION_ERROR or UNKNOWN_TOOL results", "[e2e]") {

@@ -327,7 +327,8 @@ TEST_CASE("registry: unknown tool is UNKNOWN_TOOL", "[registry]") {
     CHECK(fx.reg->calls_in_flight() == 0);
 }
 
-TEST_CASE("registry: arguments violating the inputSchema are VALIDATION_ERROR", "[registry]") {
+TEST_CASE("registry: arguments violating the inputSchema are VALIDATION_ERROR",
+          "[registry][validate]") {
     fixture fx;
     fx.start_with({def("count", {"read-only"}, counter_schema)});
     REQUIRE(fx.ready);
@@ -490,7 +491,7 @@ TEST_CASE("registry: max_timeout_ms = 0 means no cap", "[registry]") {
 }
 
 TEST_CASE("registry: a very large timeout does not overflow into an immediate TIMEOUT",
-          "[registry][!mayfail]") {
+          "[registry]") {
     // registry.cpp converts the uint64 timeout with std::chrono::milliseconds(timeout) and
     // passes it to expires_after (nanoseconds): with no cap (max_timeout_ms = 0, allowed by the
     // config) a client's huge timeoutMs overflows. Run in a child: under UBSan the overflow
@@ -958,7 +959,7 @@ TEST_CASE("schema_validator: schemas accepting every object compile to no valida
     }
 }
 
-TEST_CASE("schema_validator: validate", "[schema]") {
+TEST_CASE("schema_validator: validate", "[schema][validate]") {
     auto res = schema_validator::compile(counter_schema);
     REQUIRE_FALSE(res.error);
     REQUIRE(res.validator);
@@ -980,8 +981,43 @@ TEST_CASE("schema_validator: validate", "[schema]") {
     CHECK(check(R"({"n":"x"})"));
 }
 
+// Tests tagged [validate] call schema_validator::validate in-process. Until the
+// stack-use-after-scope below is fixed they abort an AddressSanitizer build; run that build
+// with the filter "~[validate]" (this canary still runs there, in a child process).
+TEST_CASE("schema_validator: validate does not touch dead temporaries (run under ASan)",
+          "[schema]") {
+    // schema_validator.cpp lines 24/29/48/52 iterate `el.get_object().value_unsafe()` in a
+    // range-for: value_unsafe()&& returns a reference into the temporary simdjson_result, which
+    // dies before the loop body runs. Only a sanitizer sees it, so run it in a child.
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int status = 4;
+        try {
+            auto res = schema_validator::compile(
+                R"({"type":"object","properties":{"s":{"type":"string","pattern":"^[a-z]+$"}}})");
+            if (!res.validator) ::_exit(2);
+            simdjson::dom::parser parser;
+            simdjson::padded_string padded(
+                std::string_view(R"({"s":"abc","a":[1,{"b":[2,"c"]}],"o":{"p":null}})"));
+            simdjson::dom::element el;
+            if (parser.parse(padded).get(el) != simdjson::SUCCESS) ::_exit(3);
+            status = res.validator->validate(el) ? 1 : 0;
+        } catch (...) {
+            status = 5;
+        }
+        ::_exit(status);
+    }
+    int wstatus = 0;
+    REQUIRE(::waitpid(pid, &wstatus, 0) == pid);
+    INFO("child: exited=" << WIFEXITED(wstatus) << " status=" << WEXITSTATUS(wstatus)
+                          << " signaled=" << WIFSIGNALED(wstatus));
+    CHECK(WIFEXITED(wstatus));
+    CHECK(WEXITSTATUS(wstatus) == 0);
+}
+
 TEST_CASE("schema_validator: messages name the failing property as a path like /n",
-          "[schema][!mayfail]") {
+          "[schema][validate]") {
     // schema_validator.hpp documents messages such as "/n: value is below minimum 0"; the
     // implementation concatenates valijson's context entries, which are "[n]".
     auto res = schema_validator::compile(counter_schema);
@@ -996,7 +1032,8 @@ TEST_CASE("schema_validator: messages name the failing property as a path like /
     CHECK(err->find("/n:") != std::string::npos);
 }
 
-TEST_CASE("schema_validator: a pattern schema rejects a 20 KiB string with a message", "[schema]") {
+TEST_CASE("schema_validator: a pattern schema rejects a 20 KiB string with a message",
+          "[schema][validate]") {
     auto res = schema_validator::compile(
         R"({"type":"object","properties":{"s":{"type":"string","pattern":"^[a-z]+$"}}})");
     REQUIRE_FALSE(res.error);
@@ -1022,7 +1059,7 @@ TEST_CASE("schema_validator: a pattern schema rejects a 20 KiB string with a mes
 
 TEST_CASE("schema_validator: a pattern check on a string just under the limit does not "
           "exhaust the stack",
-          "[schema]") {
+          "[schema][validate]") {
     // Run in a child so a stack overflow in std::regex fails this test, not the whole run.
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);

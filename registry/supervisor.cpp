@@ -1,0 +1,395 @@
+#include "registry/supervisor.hpp"
+
+#include "protocol/json_writer.hpp"
+
+#include <csignal>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <asio/post.hpp>
+#include <asio/write.hpp>
+
+namespace meith::registry {
+
+namespace {
+constexpr std::size_t max_log_line = 16 * 1024;
+constexpr std::size_t stderr_tail_lines = 20;
+
+std::string json_str(std::string_view s) {
+    std::string out;
+    protocol::append_json_string(out, s);
+    return out;
+}
+} // namespace
+
+std::string_view to_string(process_state s) {
+    switch (s) {
+    case process_state::starting: return "starting";
+    case process_state::ready: return "ready";
+    case process_state::restarting: return "restarting";
+    case process_state::failed: return "failed";
+    case process_state::stopped: return "stopped";
+    }
+    return "unknown";
+}
+
+// ---- supervised_process ------------------------------------------------------------------
+
+/// One launch of the child. Handlers hold it by shared_ptr and check `owner`, which is cleared
+/// when the launch is retired, so callbacks of a dead child never reach a newer one.
+struct supervised_process::instance {
+    instance(asio::any_io_executor ex, const child_process::options& opts, std::size_t max_line)
+        : child(ex, opts), out_framer(max_line), err_framer(max_log_line) {}
+    child_process child;
+    protocol::line_framer out_framer;
+    protocol::line_framer err_framer;
+    std::string outbound;
+    std::string writing;
+    bool write_active = false;
+    supervised_process* owner = nullptr;
+};
+
+supervised_process::supervised_process(asio::any_io_executor ex, child_reaper& reaper,
+                                       process_spec spec, policy pol, handlers h)
+    : ex_(std::move(ex)), reaper_(reaper), spec_(std::move(spec)), policy_(pol), h_(std::move(h)),
+      restart_timer_(ex_), start_timer_(ex_), stop_timer_(ex_) {}
+
+supervised_process::~supervised_process() {
+    if (inst_) {
+        inst_->owner = nullptr;
+        inst_->child.signal_group(SIGKILL);
+    }
+}
+
+std::optional<pid_t> supervised_process::pid() const {
+    if (inst_ && !inst_->child.exited()) return inst_->child.pid();
+    return std::nullopt;
+}
+
+void supervised_process::start() {
+    state_ = process_state::starting;
+    spawn();
+}
+
+void supervised_process::spawn() {
+    ready_ = false;
+    child_process::options opts{spec_.argv, spec_.cwd, spec_.env};
+    try {
+        inst_ = std::make_shared<instance>(ex_, opts, policy_.max_line_bytes);
+    } catch (const std::exception& e) {
+        inst_.reset();
+        last_error_ = e.what();
+        spdlog::error("{}: {}", spec_.name, last_error_);
+        lifecycle("source_exit", fmt::format(R"("pid":null,"status":{})", json_str(last_error_)));
+        if (h_.on_exit) h_.on_exit(last_error_);
+        after_exit();
+        return;
+    }
+    inst_->owner = this;
+    const pid_t pid = inst_->child.pid();
+    spdlog::info("{}: started (pid {})", spec_.name, pid);
+    lifecycle("source_start", fmt::format(R"("pid":{})", pid));
+    reaper_.watch(pid, [inst = inst_](int status) {
+        inst->child.mark_exited();
+        if (inst->owner) inst->owner->on_child_exit(inst, status);
+    });
+    read_stdout(inst_);
+    read_stderr(inst_);
+    start_timer_.expires_after(policy_.start_timeout);
+    start_timer_.async_wait([this, inst = inst_](const std::error_code& ec) {
+        if (ec || inst != inst_ || ready_) return;
+        fail_start(fmt::format("not ready within {} ms (start_timeout_ms)",
+                               policy_.start_timeout.count()));
+    });
+    if (h_.on_spawn) h_.on_spawn();
+}
+
+void supervised_process::mark_ready() {
+    ready_ = true;
+    start_timer_.cancel();
+    state_ = process_state::ready;
+    consecutive_failures_ = 0;
+    last_error_.clear();
+}
+
+void supervised_process::fail_start(std::string why) {
+    last_error_ = std::move(why);
+    spdlog::error("{}: {}", spec_.name, last_error_);
+    if (inst_) inst_->child.signal_group(SIGKILL); // the exit handler decides what next
+}
+
+void supervised_process::fail_permanently(std::string why) {
+    last_error_ = std::move(why);
+    state_ = process_state::failed;
+    restart_timer_.cancel();
+    start_timer_.cancel();
+    spdlog::error("{}: marked failed: {}", spec_.name, last_error_);
+    lifecycle("source_failed", fmt::format(R"("reason":{})", json_str(last_error_)));
+    if (inst_) inst_->child.signal_group(SIGKILL);
+}
+
+void supervised_process::on_child_exit(const std::shared_ptr<instance>& inst, int status) {
+    if (inst != inst_) return;
+    const std::string how = describe_wait_status(status);
+    const bool expected = state_ == process_state::stopped || state_ == process_state::failed;
+    spdlog::log(expected ? spdlog::level::info : spdlog::level::warn, "{} (pid {}) {}", spec_.name,
+                inst->child.pid(), how);
+    lifecycle("source_exit",
+              fmt::format(R"("pid":{},"status":{})", inst->child.pid(), json_str(how)));
+    inst->owner = nullptr;
+    inst_.reset();
+    ready_ = false;
+    if (state_ == process_state::ready || last_error_.empty()) last_error_ = how;
+    if (h_.on_exit) h_.on_exit(how);
+    if (state_ == process_state::stopped) {
+        stop_timer_.cancel();
+        if (stop_done_) std::exchange(stop_done_, nullptr)();
+        return;
+    }
+    if (state_ == process_state::failed) return;
+    after_exit();
+}
+
+void supervised_process::after_exit() {
+    const auto now = std::chrono::steady_clock::now();
+    exits_.push_back(now);
+    while (!exits_.empty() && now - exits_.front() > policy_.crash_window) exits_.pop_front();
+    if (state_ == process_state::stopped || state_ == process_state::failed) return;
+    if (exits_.size() >= policy_.crash_limit) {
+        fail_permanently(fmt::format("exited {} times within {} s; last: {}", exits_.size(),
+                                     policy_.crash_window.count(), last_error_));
+        return;
+    }
+    state_ = process_state::restarting;
+    auto delay = policy_.first_backoff * (1LL << std::min<std::size_t>(consecutive_failures_, 10));
+    if (delay > policy_.max_backoff) delay = policy_.max_backoff;
+    ++consecutive_failures_;
+    ++restarts_;
+    lifecycle("source_restart", fmt::format(R"("attempt":{},"delayMs":{})", restarts_, delay.count()));
+    restart_timer_.expires_after(delay);
+    restart_timer_.async_wait([this](const std::error_code& ec) {
+        if (!ec && state_ == process_state::restarting) spawn();
+    });
+}
+
+void supervised_process::restart() {
+    if (state_ == process_state::stopped) return;
+    exits_.clear();
+    consecutive_failures_ = 0;
+    restart_timer_.cancel();
+    if (inst_) {
+        // The exit handler sees state restarting and respawns after the first backoff.
+        state_ = process_state::restarting;
+        last_error_ = "restarted on request";
+        inst_->child.signal_group(SIGKILL);
+        return;
+    }
+    state_ = process_state::starting;
+    last_error_.clear();
+    spawn();
+}
+
+void supervised_process::stop(std::chrono::milliseconds grace, std::function<void()> done) {
+    state_ = process_state::stopped;
+    restart_timer_.cancel();
+    start_timer_.cancel();
+    if (!inst_ || inst_->child.exited()) {
+        done();
+        return;
+    }
+    stop_done_ = std::move(done);
+    inst_->child.close_stdin(); // a well-behaved child exits on EOF
+    inst_->child.signal_group(SIGTERM);
+    stop_timer_.expires_after(grace);
+    stop_timer_.async_wait([inst = inst_](const std::error_code& ec) {
+        if (!ec) inst->child.signal_group(SIGKILL);
+    });
+}
+
+bool supervised_process::send(std::string_view bytes) {
+    if (!inst_) return false;
+    if (inst_->outbound.size() + inst_->writing.size() > max_pending_input) return false;
+    inst_->outbound.append(bytes);
+    flush(inst_);
+    return true;
+}
+
+void supervised_process::flush(const std::shared_ptr<instance>& inst) {
+    if (inst->write_active || inst->outbound.empty()) return;
+    inst->write_active = true;
+    inst->writing.swap(inst->outbound);
+    asio::async_write(inst->child.stdin_pipe(), asio::buffer(inst->writing),
+                      [inst](const std::error_code& ec, std::size_t) {
+                          inst->write_active = false;
+                          inst->writing.clear();
+                          if (!inst->owner) return;
+                          if (ec) { // EPIPE: the exit handler fails the work in flight
+                              inst->outbound.clear();
+                              return;
+                          }
+                          inst->owner->flush(inst);
+                      });
+}
+
+void supervised_process::read_stdout(const std::shared_ptr<instance>& inst) {
+    auto buf = inst->out_framer.prepare();
+    inst->child.stdout_pipe().async_read_some(
+        asio::buffer(buf.data(), buf.size()), [inst](const std::error_code& ec, std::size_t n) {
+            if (ec || !inst->owner) return; // EOF: the exit is reported by the reaper
+            inst->out_framer.commit(n);
+            for (;;) {
+                const auto st = inst->out_framer.next();
+                if (st == protocol::line_framer::status::need_more) break;
+                auto* owner = inst->owner;
+                if (!owner) return;
+                if (st == protocol::line_framer::status::oversized) {
+                    spdlog::warn("{}: a stdout line of {} bytes is over the limit; dropped",
+                                 owner->spec_.name, inst->out_framer.dropped_bytes());
+                    if (owner->h_.on_oversized)
+                        owner->h_.on_oversized(inst->out_framer.oversized_prefix(),
+                                               inst->out_framer.dropped_bytes());
+                } else if (owner->h_.on_line) {
+                    owner->h_.on_line(inst->out_framer.line());
+                }
+            }
+            if (inst->owner) inst->owner->read_stdout(inst);
+        });
+}
+
+void supervised_process::read_stderr(const std::shared_ptr<instance>& inst) {
+    auto buf = inst->err_framer.prepare();
+    inst->child.stderr_pipe().async_read_some(
+        asio::buffer(buf.data(), buf.size()), [inst](const std::error_code& ec, std::size_t n) {
+            if (ec || !inst->owner) return;
+            inst->err_framer.commit(n);
+            for (;;) {
+                const auto st = inst->err_framer.next();
+                if (st == protocol::line_framer::status::need_more) break;
+                const auto& name = inst->owner->spec_.name;
+                if (st == protocol::line_framer::status::oversized)
+                    spdlog::info("[{}] (a stderr line of {} bytes was cut)", name,
+                                 inst->err_framer.dropped_bytes());
+                else
+                    spdlog::info("[{}] {}", name, inst->err_framer.line());
+            }
+            inst->owner->read_stderr(inst);
+        });
+}
+
+void supervised_process::lifecycle(std::string_view event, const std::string& details) {
+    if (h_.on_lifecycle) h_.on_lifecycle(event, details);
+}
+
+// ---- oneshot_run ---------------------------------------------------------------------------
+
+oneshot_run::oneshot_run(asio::any_io_executor ex, std::chrono::milliseconds kill_grace)
+    : kill_grace_(kill_grace), kill_timer_(std::move(ex)) {}
+
+std::shared_ptr<oneshot_run> oneshot_run::start(asio::any_io_executor ex, child_reaper& reaper,
+                                                const process_spec& spec, std::string input,
+                                                std::size_t max_stdout,
+                                                std::chrono::milliseconds kill_grace,
+                                                std::function<void(oneshot_outcome)> done) {
+    auto run = std::make_shared<oneshot_run>(ex, kill_grace);
+    run->name_ = spec.name;
+    run->done_ = std::move(done);
+    run->max_stdout_ = max_stdout;
+    try {
+        run->child_ = std::make_unique<child_process>(
+            ex, child_process::options{spec.argv, spec.cwd, spec.env});
+    } catch (const std::exception& e) {
+        run->outcome_.spawn_error = e.what();
+        run->exited_ = run->out_eof_ = run->err_eof_ = true;
+        // Report asynchronously, like every other outcome.
+        asio::post(ex, [run] { run->maybe_done(); });
+        return run;
+    }
+    reaper.watch(run->child_->pid(), [run](int status) {
+        run->child_->mark_exited();
+        run->outcome_.wait_status = status;
+        run->exited_ = true;
+        // Stragglers of the group (a forked grandchild) must not outlive the tool or keep
+        // its stdout open.
+        ::kill(-run->child_->pid(), SIGKILL);
+        run->maybe_done();
+    });
+    run->input_ = std::move(input);
+    asio::async_write(run->child_->stdin_pipe(), asio::buffer(run->input_),
+                      [run](const std::error_code&, std::size_t) {
+                          run->child_->close_stdin(); // EPIPE: the tool did not read; fine
+                          std::string().swap(run->input_);
+                      });
+    run->read_out();
+    run->read_err();
+    return run;
+}
+
+std::optional<pid_t> oneshot_run::pid() const {
+    if (child_ && !child_->exited()) return child_->pid();
+    return std::nullopt;
+}
+
+void oneshot_run::read_out() {
+    child_->stdout_pipe().async_read_some(
+        asio::buffer(out_buf_), [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+            if (ec) {
+                self->out_eof_ = true;
+                self->maybe_done();
+                return;
+            }
+            auto& out = self->outcome_;
+            if (out.out.size() + n > self->max_stdout_) {
+                out.out_overflow = true;
+                self->kill();
+            } else {
+                out.out.append(self->out_buf_, n);
+            }
+            self->read_out();
+        });
+}
+
+void oneshot_run::read_err() {
+    auto buf = err_framer_.prepare();
+    child_->stderr_pipe().async_read_some(
+        asio::buffer(buf.data(), buf.size()),
+        [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+            if (ec) {
+                self->err_eof_ = true;
+                self->maybe_done();
+                return;
+            }
+            self->err_framer_.commit(n);
+            for (;;) {
+                const auto st = self->err_framer_.next();
+                if (st == protocol::line_framer::status::need_more) break;
+                std::string line = st == protocol::line_framer::status::oversized
+                                       ? fmt::format("(a stderr line of {} bytes was cut)",
+                                                     self->err_framer_.dropped_bytes())
+                                       : std::string(self->err_framer_.line());
+                spdlog::info("[{}] {}", self->name_, line);
+                auto& tail = self->outcome_.stderr_tail;
+                tail.push_back(std::move(line));
+                if (tail.size() > stderr_tail_lines) tail.erase(tail.begin());
+            }
+            self->read_err();
+        });
+}
+
+void oneshot_run::kill() {
+    if (!child_ || child_->exited() || outcome_.killed) return;
+    outcome_.killed = true;
+    child_->signal_group(SIGTERM);
+    kill_timer_.expires_after(kill_grace_);
+    kill_timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+        if (!ec) self->child_->signal_group(SIGKILL);
+    });
+}
+
+void oneshot_run::maybe_done() {
+    if (reported_ || !exited_ || !out_eof_ || !err_eof_) return;
+    reported_ = true;
+    kill_timer_.cancel();
+    if (done_) std::exchange(done_, nullptr)(std::move(outcome_));
+}
+
+} // namespace meith::registry

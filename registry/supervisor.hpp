@@ -1,0 +1,172 @@
+// supervisor: the one way the daemon runs child processes (tool hosts, exec tools, hooks).
+//
+// Two shapes, built on child_process/child_reaper:
+//  * `supervised_process` — a long-running child speaking line-delimited JSON on stdio. Its
+//    stdout is split into bounded lines, its stderr is forwarded to the daemon log line by
+//    line, its exit is noticed at once (SIGCHLD), and it is restarted with exponential backoff
+//    (200 ms doubling to 10 s) until it exits `crash_limit` times within `crash_window`, when
+//    it is marked failed and stays down until `restart()`.
+//  * `oneshot_run` — a child per request: write stdin, close it, collect stdout (capped) and
+//    the last lines of stderr, and report once the child has exited. `kill()` ends its whole
+//    process group: SIGTERM, then SIGKILL after the kill grace.
+// Every child gets its own process group, an explicit environment and a working directory.
+// I/O-thread only.
+#pragma once
+
+#include "protocol/framing.hpp"
+#include "registry/subprocess.hpp"
+
+#include <asio/steady_timer.hpp>
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace meith::registry {
+
+/// What to run and how. `name` labels log lines ("[name] ...").
+struct process_spec {
+    std::string name;
+    std::vector<std::string> argv;
+    std::filesystem::path cwd;
+    std::vector<std::string> env; ///< "NAME=value" items: the child's whole environment
+};
+
+/// Lifecycle of a supervised process.
+enum class process_state { starting, ready, restarting, failed, stopped };
+std::string_view to_string(process_state s);
+
+class supervised_process {
+  public:
+    struct handlers {
+        /// The child was spawned (also after each restart): send the handshake.
+        std::function<void()> on_spawn;
+        /// One line of the child's stdout (without its line ending).
+        std::function<void(std::string_view line)> on_line;
+        /// A stdout line over `max_line_bytes` was dropped; `prefix` is its first bytes.
+        std::function<void(std::string_view prefix, std::size_t bytes)> on_oversized;
+        /// The child ended; `why` describes it ("exited with status 3"). Fail work in flight.
+        std::function<void(const std::string& why)> on_exit;
+        /// Audit-worthy transitions: "source_start", "source_exit", "source_restart",
+        /// "source_failed", with JSON members (no braces) as details.
+        std::function<void(std::string_view event, const std::string& details)> on_lifecycle;
+    };
+
+    struct policy {
+        std::size_t max_line_bytes = 8 * 1024 * 1024;
+        std::chrono::milliseconds start_timeout{10000}; ///< from spawn to `mark_ready`
+        std::size_t crash_limit = 5;
+        std::chrono::seconds crash_window{60};
+        std::chrono::milliseconds first_backoff{200};
+        std::chrono::milliseconds max_backoff{10000};
+    };
+
+    supervised_process(asio::any_io_executor ex, child_reaper& reaper, process_spec spec,
+                       policy pol, handlers h);
+    ~supervised_process();
+    supervised_process(const supervised_process&) = delete;
+    supervised_process& operator=(const supervised_process&) = delete;
+
+    /// Spawns the child (state starting). A spawn failure counts as a crash.
+    void start();
+    /// The handshake succeeded: state ready, backoff reset.
+    void mark_ready();
+    /// The handshake failed: records `why`, kills the child; the exit counts as a crash.
+    void fail_start(std::string why);
+    /// Marks the process failed for good (e.g. its tools clash): kills it, no restart.
+    void fail_permanently(std::string why);
+    /// Queues `bytes` for the child's stdin; dropped when no child is running. Returns false
+    /// when the pending input is over `max_pending_input` (the child does not read).
+    bool send(std::string_view bytes);
+    /// Manual restart: clears a failed state and the crash history, respawns now.
+    void restart();
+    /// Stops for good: closes stdin, SIGTERM to the group, SIGKILL after `grace`; `done` runs
+    /// once the child is reaped (at once when none runs).
+    void stop(std::chrono::milliseconds grace, std::function<void()> done);
+
+    process_state state() const { return state_; }
+    std::optional<pid_t> pid() const;
+    std::size_t restarts() const { return restarts_; }
+    const std::string& last_error() const { return last_error_; }
+    const process_spec& spec() const { return spec_; }
+
+    static constexpr std::size_t max_pending_input = 16 * 1024 * 1024;
+
+  private:
+    struct instance;
+    void spawn();
+    void on_child_exit(const std::shared_ptr<instance>& inst, int status);
+    void after_exit();
+    void read_stdout(const std::shared_ptr<instance>& inst);
+    void read_stderr(const std::shared_ptr<instance>& inst);
+    void flush(const std::shared_ptr<instance>& inst);
+    void lifecycle(std::string_view event, const std::string& details);
+
+    asio::any_io_executor ex_;
+    child_reaper& reaper_;
+    process_spec spec_;
+    policy policy_;
+    handlers h_;
+    std::shared_ptr<instance> inst_;
+    asio::steady_timer restart_timer_;
+    asio::steady_timer start_timer_;
+    asio::steady_timer stop_timer_;
+    std::function<void()> stop_done_;
+    process_state state_ = process_state::stopped;
+    std::deque<std::chrono::steady_clock::time_point> exits_;
+    std::size_t consecutive_failures_ = 0;
+    std::size_t restarts_ = 0;
+    std::string last_error_;
+    bool ready_ = false;
+};
+
+/// The outcome of a one-shot child.
+struct oneshot_outcome {
+    std::string spawn_error;   ///< non-empty: the child never ran
+    int wait_status = 0;       ///< as from waitpid
+    std::string out;           ///< stdout, up to the cap
+    bool out_overflow = false; ///< stdout passed the cap (the child was killed)
+    std::vector<std::string> stderr_tail; ///< last lines of stderr
+    bool killed = false;       ///< ended by `kill()`
+};
+
+class oneshot_run : public std::enable_shared_from_this<oneshot_run> {
+  public:
+    /// Starts `spec` with `input` on stdin (then closed). `done` runs once, after the child is
+    /// reaped and its stdout is drained; stragglers in its process group are killed then.
+    static std::shared_ptr<oneshot_run> start(asio::any_io_executor ex, child_reaper& reaper,
+                                              const process_spec& spec, std::string input,
+                                              std::size_t max_stdout,
+                                              std::chrono::milliseconds kill_grace,
+                                              std::function<void(oneshot_outcome)> done);
+    /// Ends the process group (SIGTERM, SIGKILL after the grace). `done` still runs.
+    void kill();
+    std::optional<pid_t> pid() const;
+
+    oneshot_run(asio::any_io_executor ex, std::chrono::milliseconds kill_grace);
+
+  private:
+    void read_out();
+    void read_err();
+    void maybe_done();
+    std::unique_ptr<child_process> child_;
+    std::string name_;
+    std::string input_;
+    std::size_t max_stdout_ = 0;
+    std::chrono::milliseconds kill_grace_;
+    asio::steady_timer kill_timer_;
+    std::function<void(oneshot_outcome)> done_;
+    oneshot_outcome outcome_;
+    protocol::line_framer err_framer_{16 * 1024, 4096};
+    char out_buf_[16 * 1024];
+    bool exited_ = false;
+    bool out_eof_ = false;
+    bool err_eof_ = false;
+    bool reported_ = false;
+};
+
+} // namespace meith::registry

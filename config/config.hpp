@@ -34,11 +34,10 @@ struct tools_config {
     std::uint64_t kill_grace_ms = 2000; ///< SIGTERM -> SIGKILL for a stopped process group
     /// Names of the daemon's environment variables passed on to every child (exact names, or
     /// prefixes ending in `*`); each source's and hook's `env` table is added on top.
-    std::vector<std::string> env_allow = {"PATH",   "HOME",   "USER",
-                                          "LOGNAME", "SHELL",  "LANG",
-                                          "LC_*",   "TZ",     "TMPDIR",
-                                          "XDG_RUNTIME_DIR", "MEITH_HOME", "NODE_PATH",
-                                          "NODE_OPTIONS"};
+    std::vector<std::string> env_allow = {
+        "PATH",       "HOME",      "USER",        "LOGNAME", "SHELL",
+        "LANG",       "LC_*",      "TZ",          "TMPDIR",  "XDG_RUNTIME_DIR",
+        "MEITH_HOME", "NODE_PATH", "NODE_OPTIONS"};
 };
 
 enum class fsync_policy { never, always, interval };
@@ -90,16 +89,16 @@ struct exec_tool_config {
 struct source_config {
     std::string name;
     source_kind kind = source_kind::host;
-    exec_mode mode = exec_mode::oneshot;         ///< exec only
-    std::vector<std::string> command;            ///< argv, non-empty
-    std::filesystem::path cwd;                   ///< absolute; default: the config file's folder
-    std::map<std::string, std::string> env;      ///< added to the child's environment
-    std::string config_json = "{}";              ///< host `init` config, as JSON text
+    exec_mode mode = exec_mode::oneshot;    ///< exec only
+    std::vector<std::string> command;       ///< argv, non-empty
+    std::filesystem::path cwd;              ///< absolute; default: the config file's folder
+    std::map<std::string, std::string> env; ///< added to the child's environment
+    std::string config_json = "{}";         ///< host `init` config, as JSON text
     std::map<std::string, std::vector<std::string>> capabilities; ///< tool -> capabilities
     std::map<std::string, std::uint64_t> timeout_ms;              ///< tool -> timeout
-    std::string prefix;                          ///< prepended to every tool name
+    std::string prefix;                                           ///< prepended to every tool name
     std::uint64_t start_timeout_ms = 10000;
-    std::optional<exec_tool_config> tool;        ///< exec only, required there
+    std::optional<exec_tool_config> tool; ///< exec only, required there
 };
 
 enum class hook_kind { filter, observe };

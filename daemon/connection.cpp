@@ -2,9 +2,9 @@
 
 #include "protocol/json_writer.hpp"
 
-#include <asio/experimental/as_tuple.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 
@@ -21,8 +21,10 @@ std::string new_session_id() {
     std::size_t got = 0;
     while (got < sizeof bytes) {
         const auto n = ::getrandom(bytes + got, sizeof bytes - got, 0);
-        if (n > 0) got += static_cast<std::size_t>(n);
-        else if (errno != EINTR) throw std::system_error(errno, std::generic_category(), "getrandom");
+        if (n > 0)
+            got += static_cast<std::size_t>(n);
+        else if (errno != EINTR)
+            throw std::system_error(errno, std::generic_category(), "getrandom");
     }
     static constexpr char hex[] = "0123456789abcdef";
     std::string id = "s_";
@@ -42,7 +44,8 @@ connection::connection(asio::local::stream_protocol::socket socket, registry::re
                        peer_identity peer, std::function<void(connection*)> on_closed)
     : socket_(std::move(socket)), registry_(reg), peer_(peer), on_closed_(std::move(on_closed)),
       session_id_(new_session_id()), framer_(reg.cfg().limits.max_frame_bytes, read_chunk),
-      idle_timer_(socket_.get_executor()) {}
+      idle_timer_(socket_.get_executor()) {
+}
 
 connection::~connection() = default;
 
@@ -75,8 +78,9 @@ asio::awaitable<void> connection::read_loop() {
     auto self = shared_from_this();
     while (!closed_) {
         auto buf = framer_.prepare();
-        auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf.data(), buf.size()),
-                                                        asio::experimental::as_tuple(asio::use_awaitable));
+        auto [ec, n] =
+            co_await socket_.async_read_some(asio::buffer(buf.data(), buf.size()),
+                                             asio::experimental::as_tuple(asio::use_awaitable));
         if (ec || closed_) break;
         framer_.commit(n);
         for (;;) {
@@ -155,7 +159,9 @@ void connection::handle_frame(std::string_view line) {
         registry_.audit_event("list_tools", fields);
         return;
     }
-    case frame_type::tool_call: handle_tool_call(f); return;
+    case frame_type::tool_call:
+        handle_tool_call(f);
+        return;
     case frame_type::cancel_tool_call: {
         auto it = calls_.find(std::string(*f.request_id));
         if (it == calls_.end()) return; // naming no call in flight changes nothing (§3)
@@ -165,7 +171,8 @@ void connection::handle_frame(std::string_view line) {
                    registry::call_end::cancel);
         return;
     }
-    case frame_type::other: return;
+    case frame_type::other:
+        return;
     }
 }
 
@@ -198,31 +205,39 @@ void connection::handle_tool_call(const protocol::client_frame& f) {
     if (f.call_error)
         registry_.reject(c, protocol::error_code::validation_error, *f.call_error,
                          f.has_arguments ? &f.arguments : nullptr);
-    else registry_.dispatch(c, f.arguments);
+    else
+        registry_.dispatch(c, f.arguments);
 }
 
 void connection::audit_rejected_call(const protocol::client_frame& f, std::string_view reason) {
     // Same keys as a tool_call line (§6); decision, ok and result are null.
     std::string l;
     l += R"("requestId":)";
-    if (f.request_id) append_json_string(l, *f.request_id);
-    else l += "null";
+    if (f.request_id)
+        append_json_string(l, *f.request_id);
+    else
+        l += "null";
     l += R"(,"sessionId":)";
     append_json_string(l, session_id_);
     l += R"(,"caller":)";
     append_json_string(l, permissions::to_string(caller_for(f)));
     l += R"(,"claimedCaller":)";
-    if (auto claim = claim_for(f); !claim.empty()) append_json_string(l, claim);
-    else l += "null";
+    if (auto claim = claim_for(f); !claim.empty())
+        append_json_string(l, claim);
+    else
+        l += "null";
     l += R"(,"toolName":)";
-    if (!f.tool_name.empty()) append_json_string(l, f.tool_name);
-    else l += "null";
+    if (!f.tool_name.empty())
+        append_json_string(l, f.tool_name);
+    else
+        l += "null";
     l += R"(,"source":null,"capabilities":null,"decision":null,"reason":)";
     append_json_string(l, reason);
     l += R"(,"timeoutMs":)";
     l += f.timeout_ms ? std::to_string(*f.timeout_ms) : "null";
     l += R"(,"durationMs":null,"ok":null,"errorCode":null,"end":"rejected","args":)";
-    l += f.has_arguments ? registry_.redactor().summarize_json(simdjson::minify(f.arguments)) : "null";
+    l += f.has_arguments ? registry_.redactor().summarize_json(simdjson::minify(f.arguments))
+                         : "null";
     l += R"(,"result":null)";
     registry_.audit_event("tool_call_rejected", l);
 }
@@ -258,7 +273,8 @@ void connection::flush() {
                           self->write_active_ = false;
                           self->writing_.clear();
                           // Drop a large buffer rather than keep it for an idle connection.
-                          if (self->writing_.capacity() > 256 * 1024) std::string().swap(self->writing_);
+                          if (self->writing_.capacity() > 256 * 1024)
+                              std::string().swap(self->writing_);
                           if (ec) {
                               if (!self->closed_) self->close("write failed: " + ec.message());
                               return;

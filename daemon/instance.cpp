@@ -26,20 +26,23 @@ instance_lock::instance_lock(const fs::path& home) {
     const auto path = home / "meithd.lock";
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd_ < 0)
-        throw std::runtime_error(fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
+        throw std::runtime_error(
+            fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
         char buf[32] = {};
         const auto n = ::pread(fd_, buf, sizeof buf - 1, 0);
         std::string pid = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "?";
-        while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+        while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' '))
+            pid.pop_back();
         ::close(fd_);
         fd_ = -1;
-        throw std::runtime_error(fmt::format("another meithd (pid {}) is already running with home {}",
-                                             pid, home.string()));
+        throw std::runtime_error(fmt::format(
+            "another meithd (pid {}) is already running with home {}", pid, home.string()));
     }
     const std::string pid = std::to_string(::getpid()) + "\n";
     if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0)
-        throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+        throw std::runtime_error(
+            fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
 }
 
 instance_lock::~instance_lock() {

@@ -21,8 +21,8 @@
 
 #include <csignal>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -130,7 +130,7 @@ class server {
                 fmt::format("cannot bind {}: {}", socket_path_.string(), ec.message()));
         ::chmod(socket_path_.c_str(), 0600);
         ::fcntl(acceptor_.native_handle(), F_SETFD, FD_CLOEXEC);
-        struct stat st{};
+        struct stat st {};
         if (::stat(socket_path_.c_str(), &st) == 0) socket_inode_ = st.st_ino;
         acceptor_.listen(asio::socket_base::max_listen_connections);
         bound_ = true;
@@ -148,8 +148,8 @@ class server {
     asio::awaitable<void> accept_loop() {
         asio::steady_timer backoff(ioc_);
         while (!shutting_down_) {
-            auto [ec, sock] = co_await acceptor_.async_accept(
-                asio::experimental::as_tuple(asio::use_awaitable));
+            auto [ec, sock] =
+                co_await acceptor_.async_accept(asio::experimental::as_tuple(asio::use_awaitable));
             if (shutting_down_) co_return;
             if (ec) {
                 if (ec == asio::error::operation_aborted) co_return;
@@ -186,19 +186,18 @@ class server {
             std::error_code ignored;
             sock.non_blocking(true, ignored);
             sock.write_some(asio::buffer(frame), ignored); // best effort, never blocks
-            std::string fields = fmt::format(
-                R"x("reason":"over limits.max_connections ({})","pid":{},"uid":{})x",
-                cfg_.limits.max_connections, peer->pid, peer->uid);
+            std::string fields =
+                fmt::format(R"x("reason":"over limits.max_connections ({})","pid":{},"uid":{})x",
+                            cfg_.limits.max_connections, peer->pid, peer->uid);
             registry_.audit_event("connection_rejected", fields);
             sock.close(ignored);
             return;
         }
-        auto conn = std::make_shared<connection>(std::move(sock), registry_, *peer,
-                                                 [this](connection* c) {
-                                                     connections_.erase(c);
-                                                     if (shutting_down_ && connections_.empty())
-                                                         maybe_finish();
-                                                 });
+        auto conn =
+            std::make_shared<connection>(std::move(sock), registry_, *peer, [this](connection* c) {
+                connections_.erase(c);
+                if (shutting_down_ && connections_.empty()) maybe_finish();
+            });
         connections_.emplace(conn.get(), conn);
         conn->start();
     }
@@ -217,7 +216,7 @@ class server {
 
     /// Removes the socket file unless another daemon has replaced it meanwhile.
     void remove_socket_if_ours() {
-        struct stat st{};
+        struct stat st {};
         if (bound_ && ::stat(socket_path_.c_str(), &st) == 0 && st.st_ino == socket_inode_) {
             std::error_code ignored;
             fs::remove(socket_path_, ignored);
@@ -238,8 +237,10 @@ class server {
                             "meithd shut down before the call finished",
                             registry::call_end::shutdown);
         std::vector<std::shared_ptr<connection>> conns;
-        for (auto& [raw, c] : connections_) conns.push_back(c);
-        for (auto& c : conns) c->close_after_flush();
+        for (auto& [raw, c] : connections_)
+            conns.push_back(c);
+        for (auto& c : conns)
+            c->close_after_flush();
         registry_.stop_sources([this] {
             sources_stopped_ = true;
             maybe_finish();
@@ -249,8 +250,10 @@ class server {
         close_timer_.async_wait([this](const std::error_code& ec) {
             if (ec) return;
             std::vector<std::shared_ptr<connection>> rest;
-            for (auto& [raw, c] : connections_) rest.push_back(c);
-            for (auto& c : rest) c->close("daemon shutting down");
+            for (auto& [raw, c] : connections_)
+                rest.push_back(c);
+            for (auto& c : rest)
+                c->close("daemon shutting down");
             maybe_finish();
         });
     }

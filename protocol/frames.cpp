@@ -44,13 +44,20 @@ client_frame frame_decoder::decode(std::string_view line) {
          has_tool_name = false, has_arguments = false, has_timeout = false;
     for (auto field : obj) {
         const std::string_view key = field.key;
-        if (key == "type") has_type = true, type_el = field.value;
-        else if (key == "protocol") has_protocol = true, protocol_el = field.value;
-        else if (key == "requestId") has_request_id = true, request_id_el = field.value;
-        else if (key == "clientInfo") has_client_info = true, client_info_el = field.value;
-        else if (key == "toolName") has_tool_name = true, tool_name_el = field.value;
-        else if (key == "arguments") has_arguments = true, arguments_el = field.value;
-        else if (key == "timeoutMs") has_timeout = true, timeout_el = field.value;
+        if (key == "type")
+            has_type = true, type_el = field.value;
+        else if (key == "protocol")
+            has_protocol = true, protocol_el = field.value;
+        else if (key == "requestId")
+            has_request_id = true, request_id_el = field.value;
+        else if (key == "clientInfo")
+            has_client_info = true, client_info_el = field.value;
+        else if (key == "toolName")
+            has_tool_name = true, tool_name_el = field.value;
+        else if (key == "arguments")
+            has_arguments = true, arguments_el = field.value;
+        else if (key == "timeoutMs")
+            has_timeout = true, timeout_el = field.value;
     }
 
     if (has_request_id) {
@@ -94,9 +101,11 @@ client_frame frame_decoder::decode(std::string_view line) {
             f.error = "requestId must be a string of 1-128 characters";
         return f;
     case frame_type::cancel_tool_call:
-        if (!f.request_id) f.error = "cancel_tool_call needs a requestId string of 1-128 characters";
+        if (!f.request_id)
+            f.error = "cancel_tool_call needs a requestId string of 1-128 characters";
         return f;
-    case frame_type::tool_call: break;
+    case frame_type::tool_call:
+        break;
     }
 
     if (!f.request_id) {

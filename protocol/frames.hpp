@@ -30,7 +30,7 @@ enum class frame_type { hello, list_tools, tool_call, cancel_tool_call, other };
 struct client_frame {
     frame_type type = frame_type::other;
     std::string_view type_name;
-    std::optional<std::string_view> request_id; ///< a usable requestId (string, 1-128 chars)
+    std::optional<std::string_view> request_id;   ///< a usable requestId (string, 1-128 chars)
     std::optional<std::string_view> caller_claim; ///< clientInfo.caller when a string
     std::optional<std::string> error;             ///< PROTOCOL_ERROR message
     // tool_call only

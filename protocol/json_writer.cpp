@@ -11,11 +11,13 @@ namespace {
 // 0 = copy as is, 1 = needs escaping (ASCII), 2 = non-ASCII (validate UTF-8 sequence).
 constexpr std::array<std::uint8_t, 256> make_class_table() {
     std::array<std::uint8_t, 256> t{};
-    for (int c = 0; c < 0x20; ++c) t[c] = 1;
+    for (int c = 0; c < 0x20; ++c)
+        t[c] = 1;
     t['"'] = 1;
     t['\\'] = 1;
     t[0x7f] = 0;
-    for (int c = 0x80; c < 0x100; ++c) t[c] = 2;
+    for (int c = 0x80; c < 0x100; ++c)
+        t[c] = 2;
     return t;
 }
 constexpr auto class_table = make_class_table();
@@ -29,12 +31,16 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
         len = 2;
     } else if (b0 >= 0xE0 && b0 <= 0xEF) {
         len = 3;
-        if (b0 == 0xE0) lo = 0xA0;      // no overlongs
-        else if (b0 == 0xED) hi = 0x9F; // no surrogates
+        if (b0 == 0xE0)
+            lo = 0xA0; // no overlongs
+        else if (b0 == 0xED)
+            hi = 0x9F; // no surrogates
     } else if (b0 >= 0xF0 && b0 <= 0xF4) {
         len = 4;
-        if (b0 == 0xF0) lo = 0x90;
-        else if (b0 == 0xF4) hi = 0x8F; // max U+10FFFF
+        if (b0 == 0xF0)
+            lo = 0x90;
+        else if (b0 == 0xF4)
+            hi = 0x8F; // max U+10FFFF
     } else {
         return 0;
     }
@@ -74,13 +80,27 @@ void append_json_string(std::string& out, std::string_view s) {
             out.append("\xEF\xBF\xBD"); // U+FFFD for an invalid byte
         } else {
             switch (c) {
-            case '"': out.append("\\\""); break;
-            case '\\': out.append("\\\\"); break;
-            case '\n': out.append("\\n"); break;
-            case '\r': out.append("\\r"); break;
-            case '\t': out.append("\\t"); break;
-            case '\b': out.append("\\b"); break;
-            case '\f': out.append("\\f"); break;
+            case '"':
+                out.append("\\\"");
+                break;
+            case '\\':
+                out.append("\\\\");
+                break;
+            case '\n':
+                out.append("\\n");
+                break;
+            case '\r':
+                out.append("\\r");
+                break;
+            case '\t':
+                out.append("\\t");
+                break;
+            case '\b':
+                out.append("\\b");
+                break;
+            case '\f':
+                out.append("\\f");
+                break;
             default:
                 out.append("\\u00");
                 out.push_back(hex[c >> 4]);

@@ -13,7 +13,9 @@ constexpr std::array<std::string_view, 8> code_names = {
 };
 } // namespace
 
-std::string_view to_string(error_code code) { return code_names[static_cast<std::size_t>(code)]; }
+std::string_view to_string(error_code code) {
+    return code_names[static_cast<std::size_t>(code)];
+}
 
 std::optional<error_code> error_code_from_string(std::string_view name) {
     for (std::size_t i = 0; i < code_names.size(); ++i)

@@ -43,8 +43,7 @@ struct tool_result {
     std::optional<tool_error> error;
 
     static tool_result success(std::string content_json);
-    static tool_result failure(error_code code, std::string message,
-                               std::string details_json = {});
+    static tool_result failure(error_code code, std::string message, std::string details_json = {});
     /// The error code, if any (ok:false results always have one).
     std::optional<error_code> code() const {
         return error ? std::optional<error_code>(error->code) : std::nullopt;

@@ -13,10 +13,15 @@ class builtin_source final : public tool_source {
 
     void start(source_events events) override {
         std::vector<tool_definition> defs;
-        defs.push_back({"echo", "Returns its arguments unchanged (health checks, benchmarks).",
-                        R"({"type":"object","additionalProperties":true})", {"read-only"}, {}});
-        if (auto err = events.registered(*this, std::move(defs))) state_ = source_state::failed;
-        else state_ = source_state::ready;
+        defs.push_back({"echo",
+                        "Returns its arguments unchanged (health checks, benchmarks).",
+                        R"({"type":"object","additionalProperties":true})",
+                        {"read-only"},
+                        {}});
+        if (auto err = events.registered(*this, std::move(defs)))
+            state_ = source_state::failed;
+        else
+            state_ = source_state::ready;
         events.settled(*this);
     }
 
@@ -47,6 +52,8 @@ class builtin_source final : public tool_source {
 
 } // namespace
 
-std::unique_ptr<tool_source> make_builtin_source() { return std::make_unique<builtin_source>(); }
+std::unique_ptr<tool_source> make_builtin_source() {
+    return std::make_unique<builtin_source>();
+}
 
 } // namespace meith::registry

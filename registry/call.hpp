@@ -46,9 +46,9 @@ class call : public std::enable_shared_from_this<call> {
     std::string request_id;
     std::string session_id;
     permissions::caller caller = permissions::caller::plugin;
-    std::string claimed_caller; ///< the raw clientInfo.caller claim ("" when none)
-    std::string tool_name;      ///< as requested
-    std::string args_json;      ///< the arguments object, minified JSON text
+    std::string claimed_caller;         ///< the raw clientInfo.caller claim ("" when none)
+    std::string tool_name;              ///< as requested
+    std::string args_json;              ///< the arguments object, minified JSON text
     std::shared_ptr<const tool> target; ///< null when the tool is unknown
     std::uint64_t timeout_ms = 0;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();

@@ -28,7 +28,6 @@ using protocol::append_json_string;
 using protocol::error_code;
 using protocol::tool_result;
 
-
 std::string cut_for_log(std::string_view s) {
     if (s.size() <= 200) return std::string(s);
     return fmt::format("{}… ({} bytes)", s.substr(0, 200), s.size());
@@ -41,18 +40,24 @@ std::optional<std::uint64_t> id_from_prefix(std::string_view prefix) {
     const char* first = prefix.data() + key + 6;
     std::uint64_t id = 0;
     auto [ptr, ec] = std::from_chars(first, prefix.data() + prefix.size(), id);
-    if (ec != std::errc{} || ptr == prefix.data() + prefix.size() || *ptr != '"') return std::nullopt;
+    if (ec != std::errc{} || ptr == prefix.data() + prefix.size() || *ptr != '"')
+        return std::nullopt;
     return id;
 }
 
 /// Maps the supervisor's states onto the source's.
 source_state state_of(process_state s) {
     switch (s) {
-    case process_state::starting: return source_state::starting;
-    case process_state::ready: return source_state::ready;
-    case process_state::restarting: return source_state::restarting;
-    case process_state::failed: return source_state::failed;
-    case process_state::stopped: return source_state::stopped;
+    case process_state::starting:
+        return source_state::starting;
+    case process_state::ready:
+        return source_state::ready;
+    case process_state::restarting:
+        return source_state::restarting;
+    case process_state::failed:
+        return source_state::failed;
+    case process_state::stopped:
+        return source_state::stopped;
     }
     return source_state::failed;
 }
@@ -61,9 +66,8 @@ class host_source final : public tool_source {
   public:
     host_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                 const config::config& whole)
-        : cfg_(cfg), whole_(whole),
-          proc_(std::move(ex), reaper, make_spec(cfg, whole), make_policy(cfg, whole),
-                make_handlers()) {}
+        : cfg_(cfg), whole_(whole), proc_(std::move(ex), reaper, make_spec(cfg, whole),
+                                          make_policy(cfg, whole), make_handlers()) {}
 
     const std::string& name() const override { return cfg_.name; }
     source_state state() const override {
@@ -79,7 +83,9 @@ class host_source final : public tool_source {
 
     void execute(const call_ptr& c, const tool& t) override {
         switch (state()) {
-        case source_state::ready: send_execute(c, t); return;
+        case source_state::ready:
+            send_execute(c, t);
+            return;
         case source_state::starting:
         case source_state::restarting: {
             // Wait for the host within the call's own timeout (§7).
@@ -104,9 +110,7 @@ class host_source final : public tool_source {
         proc_.stop(kill_grace, std::move(done));
     }
 
-    void restart() override {
-        proc_.restart();
-    }
+    void restart() override { proc_.restart(); }
 
     std::string status_json() const override {
         std::string out = R"({"name":)";
@@ -119,8 +123,10 @@ class host_source final : public tool_source {
         out += R"(,"restarts":)";
         out += std::to_string(proc_.restarts());
         out += R"(,"lastError":)";
-        if (proc_.last_error().empty()) out += "null";
-        else append_json_string(out, proc_.last_error());
+        if (proc_.last_error().empty())
+            out += "null";
+        else
+            append_json_string(out, proc_.last_error());
         out += R"(,"tools":)";
         out += std::to_string(tool_count_);
         out += '}';
@@ -273,7 +279,8 @@ class host_source final : public tool_source {
         std::string_view id_text;
         std::uint64_t id = 0;
         if (msg["id"].get_string().get(id_text) != simdjson::SUCCESS ||
-            std::from_chars(id_text.data(), id_text.data() + id_text.size(), id).ec != std::errc{}) {
+            std::from_chars(id_text.data(), id_text.data() + id_text.size(), id).ec !=
+                std::errc{}) {
             spdlog::warn("tool host '{}' wrote a frame without a known id (skipped): {}", cfg_.name,
                          cut_for_log(line));
             return;
@@ -322,7 +329,9 @@ class host_source final : public tool_source {
             send_request(request_kind::schemas, "get_tool_schemas",
                          R"({"state":)" + state_json_ + "}", nullptr);
             return;
-        case request_kind::schemas: on_schemas(has_value ? value : simdjson::dom::element{}, has_value); return;
+        case request_kind::schemas:
+            on_schemas(has_value ? value : simdjson::dom::element{}, has_value);
+            return;
         case request_kind::execute:
             if (req.c) req.c->resolve(execute_result(has_value, value));
             return;
@@ -330,7 +339,9 @@ class host_source final : public tool_source {
     }
 
     tool_result execute_result(bool has_value, simdjson::dom::element value) {
-        if (!has_value) return tool_result::failure(error_code::tool_failed, "tool host response has no result.value");
+        if (!has_value)
+            return tool_result::failure(error_code::tool_failed,
+                                        "tool host response has no result.value");
         simdjson::dom::object obj;
         bool success = false;
         if (value.get_object().get(obj) == simdjson::SUCCESS &&
@@ -344,9 +355,11 @@ class host_source final : public tool_source {
             std::string_view message = "the tool failed";
             simdjson::dom::element err;
             if (obj["error"].get(err) == simdjson::SUCCESS) {
-                if (err.is_string()) message = err.get_string().value_unsafe();
-                else return tool_result::failure(error_code::tool_failed, "the tool failed",
-                                                 simdjson::minify(err));
+                if (err.is_string())
+                    message = err.get_string().value_unsafe();
+                else
+                    return tool_result::failure(error_code::tool_failed, "the tool failed",
+                                                simdjson::minify(err));
             }
             return tool_result::failure(error_code::tool_failed, std::string(message));
         }
@@ -360,7 +373,8 @@ class host_source final : public tool_source {
         if (msg["error"].get_object().get(err) == simdjson::SUCCESS) {
             // Missing fields keep their defaults.
             if (err["type"].get_string().get(type) != simdjson::SUCCESS) type = "Error";
-            if (err["detail"].get_string().get(detail) != simdjson::SUCCESS) detail = "tool host error";
+            if (err["detail"].get_string().get(detail) != simdjson::SUCCESS)
+                detail = "tool host error";
             if (err["stack"].get_string().get(stack) != simdjson::SUCCESS) stack = {};
         }
         if (!stack.empty()) spdlog::warn("tool host '{}' error stack: {}", cfg_.name, stack);
@@ -423,11 +437,13 @@ class host_source final : public tool_source {
             return std::nullopt;
         }
         d.name = std::string(text);
-        if (fn["description"].get_string().get(text) == simdjson::SUCCESS) d.description = std::string(text);
+        if (fn["description"].get_string().get(text) == simdjson::SUCCESS)
+            d.description = std::string(text);
         simdjson::dom::array caps;
         if (item["capabilities"].get_array().get(caps) == simdjson::SUCCESS) {
             for (auto cap : caps)
-                if (cap.get_string().get(text) == simdjson::SUCCESS) d.capabilities.emplace_back(text);
+                if (cap.get_string().get(text) == simdjson::SUCCESS)
+                    d.capabilities.emplace_back(text);
         } else if (auto it = cfg_.capabilities.find(d.name); it != cfg_.capabilities.end()) {
             d.capabilities = it->second;
         }
@@ -435,7 +451,8 @@ class host_source final : public tool_source {
             d.timeout_ms = it->second;
         } else {
             std::uint64_t ms = 0;
-            if (item["timeoutMs"].get_uint64().get(ms) == simdjson::SUCCESS && ms > 0) d.timeout_ms = ms;
+            if (item["timeoutMs"].get_uint64().get(ms) == simdjson::SUCCESS && ms > 0)
+                d.timeout_ms = ms;
         }
         return d;
     }

@@ -15,7 +15,9 @@ extern char** environ;
 
 namespace meith::registry {
 
-child_reaper::child_reaper(asio::any_io_executor ex) : signals_(ex, SIGCHLD) { arm(); }
+child_reaper::child_reaper(asio::any_io_executor ex) : signals_(ex, SIGCHLD) {
+    arm();
+}
 
 void child_reaper::arm() {
     signals_.async_wait([this](const std::error_code& ec, int) {
@@ -43,13 +45,15 @@ void child_reaper::poll() {
         }
     }
     // Handlers run after the scan: they may watch new children.
-    for (auto& [fn, status] : done) fn(status);
+    for (auto& [fn, status] : done)
+        fn(status);
 }
 
 std::string describe_wait_status(int status) {
     if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
     if (WIFSIGNALED(status))
-        return fmt::format("killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+        return fmt::format("killed by signal {} ({})", WTERMSIG(status),
+                           ::strsignal(WTERMSIG(status)));
     return fmt::format("ended with wait status {}", status);
 }
 
@@ -64,16 +68,17 @@ std::vector<std::string> child_environment(const std::vector<std::string>& allow
         if (extra.count(std::string(name))) continue;
         for (const auto& pattern : allow) {
             const bool prefix = !pattern.empty() && pattern.back() == '*';
-            const bool match =
-                prefix ? name.substr(0, pattern.size() - 1) == std::string_view(pattern).substr(0, pattern.size() - 1)
-                       : name == pattern;
+            const bool match = prefix ? name.substr(0, pattern.size() - 1) ==
+                                            std::string_view(pattern).substr(0, pattern.size() - 1)
+                                      : name == pattern;
             if (match) {
                 env.emplace_back(item);
                 break;
             }
         }
     }
-    for (const auto& [name, value] : extra) env.push_back(name + "=" + value);
+    for (const auto& [name, value] : extra)
+        env.push_back(name + "=" + value);
     return env;
 }
 
@@ -100,7 +105,8 @@ struct pipe_pair {
 
 child_process::child_process(asio::any_io_executor ex, const options& opts)
     : stdin_(ex), stdout_(ex), stderr_(ex) {
-    if (opts.argv.empty()) throw std::system_error(EINVAL, std::generic_category(), "empty command");
+    if (opts.argv.empty())
+        throw std::system_error(EINVAL, std::generic_category(), "empty command");
     pipe_pair in, out, err;
 
     posix_spawn_file_actions_t actions;
@@ -133,10 +139,12 @@ child_process::child_process(asio::any_io_executor ex, const options& opts)
                                         POSIX_SPAWN_SETSIGMASK);
 
     std::vector<char*> argv;
-    for (const auto& a : opts.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : opts.argv)
+        argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     std::vector<char*> envp;
-    for (const auto& e : opts.env) envp.push_back(const_cast<char*>(e.c_str()));
+    for (const auto& e : opts.env)
+        envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
 
     const int rc = ::posix_spawnp(&pid_, argv[0], &actions, &attr, argv.data(), envp.data());
@@ -148,7 +156,8 @@ child_process::child_process(asio::any_io_executor ex, const options& opts)
                                 fmt::format("cannot start '{}'{}", opts.argv[0],
                                             opts.cwd.empty() ? "" : " in " + opts.cwd.string()));
     }
-    for (int fd : {in.write, out.read, err.read}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    for (int fd : {in.write, out.read, err.read})
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
     stdin_.assign(in.release_write());
     stdout_.assign(out.release_read());
     stderr_.assign(err.release_read());

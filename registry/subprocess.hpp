@@ -48,7 +48,6 @@ std::string describe_wait_status(int wait_status);
 std::vector<std::string> child_environment(const std::vector<std::string>& allow,
                                            const std::map<std::string, std::string>& extra);
 
-
 /// A running child with pipes to its stdin, stdout and stderr.
 class child_process {
   public:

@@ -24,11 +24,16 @@ std::string json_str(std::string_view s) {
 
 std::string_view to_string(process_state s) {
     switch (s) {
-    case process_state::starting: return "starting";
-    case process_state::ready: return "ready";
-    case process_state::restarting: return "restarting";
-    case process_state::failed: return "failed";
-    case process_state::stopped: return "stopped";
+    case process_state::starting:
+        return "starting";
+    case process_state::ready:
+        return "ready";
+    case process_state::restarting:
+        return "restarting";
+    case process_state::failed:
+        return "failed";
+    case process_state::stopped:
+        return "stopped";
     }
     return "unknown";
 }
@@ -52,7 +57,8 @@ struct supervised_process::instance {
 supervised_process::supervised_process(asio::any_io_executor ex, child_reaper& reaper,
                                        process_spec spec, policy pol, handlers h)
     : ex_(std::move(ex)), reaper_(reaper), spec_(std::move(spec)), policy_(pol), h_(std::move(h)),
-      restart_timer_(ex_), start_timer_(ex_), stop_timer_(ex_) {}
+      restart_timer_(ex_), start_timer_(ex_), stop_timer_(ex_) {
+}
 
 supervised_process::~supervised_process() {
     if (inst_) {
@@ -153,7 +159,8 @@ void supervised_process::on_child_exit(const std::shared_ptr<instance>& inst, in
 void supervised_process::after_exit() {
     const auto now = std::chrono::steady_clock::now();
     exits_.push_back(now);
-    while (!exits_.empty() && now - exits_.front() > policy_.crash_window) exits_.pop_front();
+    while (!exits_.empty() && now - exits_.front() > policy_.crash_window)
+        exits_.pop_front();
     if (state_ == process_state::stopped || state_ == process_state::failed) return;
     if (exits_.size() >= policy_.crash_limit) {
         fail_permanently(fmt::format("exited {} times within {} s; last: {}", exits_.size(),
@@ -165,7 +172,8 @@ void supervised_process::after_exit() {
     if (delay > policy_.max_backoff) delay = policy_.max_backoff;
     ++consecutive_failures_;
     ++restarts_;
-    lifecycle("source_restart", fmt::format(R"("attempt":{},"delayMs":{})", restarts_, delay.count()));
+    lifecycle("source_restart",
+              fmt::format(R"("attempt":{},"delayMs":{})", restarts_, delay.count()));
     restart_timer_.expires_after(delay);
     restart_timer_.async_wait([this](const std::error_code& ec) {
         if (!ec && state_ == process_state::restarting) spawn();
@@ -283,7 +291,8 @@ void supervised_process::lifecycle(std::string_view event, const std::string& de
 // ---- oneshot_run ---------------------------------------------------------------------------
 
 oneshot_run::oneshot_run(asio::any_io_executor ex, std::chrono::milliseconds kill_grace)
-    : kill_grace_(kill_grace), kill_timer_(std::move(ex)) {}
+    : kill_grace_(kill_grace), kill_timer_(std::move(ex)) {
+}
 
 std::shared_ptr<oneshot_run> oneshot_run::start(asio::any_io_executor ex, child_reaper& reaper,
                                                 const process_spec& spec, std::string input,
@@ -331,7 +340,8 @@ std::optional<pid_t> oneshot_run::pid() const {
 
 void oneshot_run::read_out() {
     child_->stdout_pipe().async_read_some(
-        asio::buffer(out_buf_), [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+        asio::buffer(out_buf_),
+        [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
             if (ec) {
                 self->out_eof_ = true;
                 self->maybe_done();

@@ -126,12 +126,12 @@ class supervised_process {
 
 /// The outcome of a one-shot child.
 struct oneshot_outcome {
-    std::string spawn_error;   ///< non-empty: the child never ran
-    int wait_status = 0;       ///< as from waitpid
-    std::string out;           ///< stdout, up to the cap
-    bool out_overflow = false; ///< stdout passed the cap (the child was killed)
+    std::string spawn_error;              ///< non-empty: the child never ran
+    int wait_status = 0;                  ///< as from waitpid
+    std::string out;                      ///< stdout, up to the cap
+    bool out_overflow = false;            ///< stdout passed the cap (the child was killed)
     std::vector<std::string> stderr_tail; ///< last lines of stderr
-    bool killed = false;       ///< ended by `kill()`
+    bool killed = false;                  ///< ended by `kill()`
 };
 
 class oneshot_run : public std::enable_shared_from_this<oneshot_run> {

@@ -47,12 +47,14 @@ struct tool_definition {
 struct source_events {
     /// The source (re)started and offers these tools; replaces its previous set. Returns an
     /// error message when the set cannot be registered (a name clash).
-    std::function<std::optional<std::string>(tool_source&, std::vector<tool_definition>)> registered;
+    std::function<std::optional<std::string>(tool_source&, std::vector<tool_definition>)>
+        registered;
     /// The first start attempt finished (ok or not): counts toward readiness.
     std::function<void(tool_source&)> settled;
     /// Lifecycle transitions worth an audit line: "source_start", "source_exit", ... with a
     /// short JSON object of details.
-    std::function<void(tool_source&, std::string_view event, std::string_view details_json)> lifecycle;
+    std::function<void(tool_source&, std::string_view event, std::string_view details_json)>
+        lifecycle;
 };
 
 class tool_source {

@@ -32,8 +32,8 @@ TEST_CASE("meith status and tools find the daemon through config.json", "[e2e][c
 
     auto tools = run_cli({"tools"}, d.home());
     CHECK(tools.status == 0);
-    CHECK_THAT(tools.out, Catch::Contains("t_echo") && Catch::Contains("echo") &&
-                              Catch::Contains("builtin"));
+    CHECK_THAT(tools.out,
+               Catch::Contains("t_echo") && Catch::Contains("echo") && Catch::Contains("builtin"));
     auto as_json = run_cli({"tools", "--json"}, d.home());
     REQUIRE(as_json.status == 0);
     auto parsed = json::parse(as_json.out);
@@ -56,7 +56,8 @@ TEST_CASE("meith call prints events and the result, and its exit status follows 
     CHECK(denied.status == 1);
     CHECK_THAT(denied.err, Catch::Contains("PERMISSION_DENIED"));
 
-    auto timed_out = run_cli({"call", "t_sleep", R"({"ms":5000})", "--timeout-ms", "300"}, d.home());
+    auto timed_out =
+        run_cli({"call", "t_sleep", R"({"ms":5000})", "--timeout-ms", "300"}, d.home());
     CHECK(timed_out.status == 1);
     CHECK_THAT(timed_out.err, Catch::Contains("TIMEOUT"));
 

@@ -26,7 +26,8 @@ std::string read_file(const fs::path& p) {
 }
 
 pid_t spawn(const std::vector<std::string>& args, const fs::path& out_file,
-            const fs::path& err_file, const std::vector<std::pair<std::string, std::string>>& env = {}) {
+            const fs::path& err_file,
+            const std::vector<std::pair<std::string, std::string>>& env = {}) {
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
@@ -38,9 +39,11 @@ pid_t spawn(const std::vector<std::string>& args, const fs::path& out_file,
         ::dup2(err, 2);
         ::unsetenv("XDG_RUNTIME_DIR");
         ::unsetenv("MEITH_HOME");
-        for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+        for (const auto& [k, v] : env)
+            ::setenv(k.c_str(), v.c_str(), 1);
         std::vector<char*> argv;
-        for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        for (const auto& a : args)
+            argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
         ::execv(argv[0], argv.data());
         ::_exit(127);
@@ -74,12 +77,15 @@ temp_dir::~temp_dir() {
     fs::remove_all(path, ec);
 }
 
-std::string test_host_path() { return std::string(MEITH_SOURCE_DIR) + "/tests/hosts/test_host.mjs"; }
+std::string test_host_path() {
+    return std::string(MEITH_SOURCE_DIR) + "/tests/hosts/test_host.mjs";
+}
 
 std::string host_source_toml(const std::string& name, const std::vector<std::string>& flags,
                              const std::string& extra) {
     std::string cmd = "[\"node\", \"" + test_host_path() + "\"";
-    for (const auto& f : flags) cmd += ", \"" + f + "\"";
+    for (const auto& f : flags)
+        cmd += ", \"" + f + "\"";
     cmd += "]";
     return "[[sources]]\nname = \"" + name + "\"\nkind = \"host\"\ncommand = " + cmd + "\n" +
            extra + "\n";
@@ -92,9 +98,10 @@ daemon_process::daemon_process(const std::string& config_toml, std::vector<std::
         std::ofstream(home_.path / "meithd.toml") << config_toml;
     }
     if (prepare) prepare(home_.path);
-    args_ = {MEITH_MEITHD, "--home", home_.path.string(), "--socket", socket_.string(),
+    args_ = {MEITH_MEITHD,  "--home", home_.path.string(), "--socket", socket_.string(),
              "--log-level", "debug"};
-    for (auto& a : extra_args) args_.push_back(std::move(a));
+    for (auto& a : extra_args)
+        args_.push_back(std::move(a));
     spawn_and_wait();
 }
 
@@ -134,7 +141,9 @@ daemon_process::~daemon_process() {
     }
 }
 
-std::string daemon_process::log() const { return read_file(home_.path / "meithd.log"); }
+std::string daemon_process::log() const {
+    return read_file(home_.path / "meithd.log");
+}
 
 int daemon_process::stop(int sig, std::chrono::milliseconds timeout) {
     if (exited_) return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
@@ -157,7 +166,8 @@ std::vector<json> daemon_process::audit() const {
     std::vector<json> lines;
     std::ifstream in(home_.path / "audit.jsonl");
     std::string line;
-    while (std::getline(in, line)) lines.push_back(json::parse(line)); // throws on a bad line
+    while (std::getline(in, line))
+        lines.push_back(json::parse(line)); // throws on a bad line
     return lines;
 }
 
@@ -180,7 +190,7 @@ json daemon_process::wait_audit(const std::function<bool(const json&)>& pred,
 }
 
 std::pair<int, std::string> run_meithd_expect_exit(const std::vector<std::string>& args,
-                                                    std::chrono::milliseconds timeout) {
+                                                   std::chrono::milliseconds timeout) {
     temp_dir logs;
     std::vector<std::string> argv = {MEITH_MEITHD};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -220,7 +230,9 @@ void client::send_raw(const std::string& bytes) {
     }
 }
 
-void client::send(const json& frame) { send_raw(frame.dump() + "\n"); }
+void client::send(const json& frame) {
+    send_raw(frame.dump() + "\n");
+}
 
 json client::read(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -267,10 +279,13 @@ bool client::silent_for(std::chrono::milliseconds quiet) {
 
 json client::call(const std::string& tool, const json& args, const json& extra,
                   std::vector<json>* events, std::chrono::milliseconds timeout) {
-    json frame = {{"type", "tool_call"}, {"protocol", 1},
-                  {"requestId", "t" + std::to_string(++counter_)}, {"toolName", tool},
+    json frame = {{"type", "tool_call"},
+                  {"protocol", 1},
+                  {"requestId", "t" + std::to_string(++counter_)},
+                  {"toolName", tool},
                   {"arguments", args}};
-    for (auto& [k, v] : extra.items()) frame[k] = v;
+    for (auto& [k, v] : extra.items())
+        frame[k] = v;
     send(frame);
     return wait_result(frame["requestId"], events, timeout);
 }
@@ -296,7 +311,8 @@ cli_result run_cli(const std::vector<std::string>& args, const fs::path& home) {
     temp_dir out;
     std::vector<std::string> argv = {MEITH_CLI};
     argv.insert(argv.end(), args.begin(), args.end());
-    const pid_t pid = spawn(argv, out.path / "out", out.path / "err", {{"MEITH_HOME", home.string()}});
+    const pid_t pid =
+        spawn(argv, out.path / "out", out.path / "err", {{"MEITH_HOME", home.string()}});
     bool exited = false;
     int status = 0;
     int code = wait_pid(pid, 30s, exited, status);

@@ -64,7 +64,8 @@ class daemon_process {
     /// Audit lines with "event" == `event`.
     std::vector<json> audit_events(const std::string& event) const;
     /// Waits until an audit line satisfies `pred`.
-    json wait_audit(const std::function<bool(const json&)>& pred, std::chrono::milliseconds timeout = 5s) const;
+    json wait_audit(const std::function<bool(const json&)>& pred,
+                    std::chrono::milliseconds timeout = 5s) const;
 
   private:
     temp_dir home_;
@@ -78,7 +79,7 @@ class daemon_process {
 
 /// Starts meithd and waits for it to exit (startup errors); returns {status, stderr}.
 std::pair<int, std::string> run_meithd_expect_exit(const std::vector<std::string>& args,
-                                                    std::chrono::milliseconds timeout = 15s);
+                                                   std::chrono::milliseconds timeout = 15s);
 
 /// A blocking client connection.
 class client {

@@ -19,7 +19,8 @@ using namespace meith::test;
 TEST_CASE("hello assigns a server session id and downgrades claimed callers", "[e2e]") {
     daemon_process d;
     client a(d.socket()), b(d.socket());
-    a.send({{"type", "hello"}, {"requestId", "r1"},
+    a.send({{"type", "hello"},
+            {"requestId", "r1"},
             {"clientInfo", {{"caller", "internal"}, {"sessionId", "mine"}}}});
     auto ha = a.read();
     CHECK(ha["type"] == "hello_result");
@@ -89,8 +90,10 @@ TEST_CASE("pipelined calls on one connection all get their own result", "[e2e]")
     client c(d.socket());
     std::string burst;
     for (int i = 0; i < 200; ++i)
-        burst += json{{"type", "tool_call"}, {"requestId", "p" + std::to_string(i)},
-                      {"toolName", "echo"}, {"arguments", {{"i", i}}}}
+        burst += json{{"type", "tool_call"},
+                      {"requestId", "p" + std::to_string(i)},
+                      {"toolName", "echo"},
+                      {"arguments", {{"i", i}}}}
                      .dump() +
                  "\n";
     c.send_raw(burst);
@@ -124,12 +127,15 @@ TEST_CASE("malformed frames get PROTOCOL_ERROR and the connection stays usable",
     expect_error(R"({"requestId":"x"})", "no type");
     expect_error(R"({"type":5})", "type not a string");
     expect_error(R"({"type":"frobnicate","requestId":"q"})", "unknown type");
-    expect_error(R"({"type":"tool_call","requestId":"x","toolName":"echo","arguments":{})", "truncated");
+    expect_error(R"({"type":"tool_call","requestId":"x","toolName":"echo","arguments":{})",
+                 "truncated");
     expect_error("{\"type\":\"list_tools\",\"x\":\"\xff\xfe\"}", "invalid UTF-8");
-    auto f = expect_error(R"({"type":"tool_call","protocol":2,"requestId":"v2","toolName":"echo","arguments":{}})",
-                          "protocol mismatch");
+    auto f = expect_error(
+        R"({"type":"tool_call","protocol":2,"requestId":"v2","toolName":"echo","arguments":{}})",
+        "protocol mismatch");
     CHECK(f["requestId"] == "v2");
-    auto g = expect_error(R"({"type":"tool_call","toolName":"echo","arguments":{}})", "no requestId");
+    auto g =
+        expect_error(R"({"type":"tool_call","toolName":"echo","arguments":{}})", "no requestId");
     CHECK_FALSE(g.contains("requestId"));
     auto h = expect_error(R"({"type":"tool_call","requestId":")" + std::string(129, 'a') +
                               R"(","toolName":"echo","arguments":{}})",
@@ -155,7 +161,8 @@ TEST_CASE("oversized frames are discarded, answered, and memory stays bounded", 
     daemon_process d("[limits]\nmax_frame_bytes = 4096\nmax_result_bytes = 4096\n");
     client c(d.socket());
     // 64 MiB in one frame: far more than the limit; the daemon must drop it as it streams in.
-    std::string big = R"({"type":"tool_call","requestId":"big","toolName":"echo","arguments":{"s":")";
+    std::string big =
+        R"({"type":"tool_call","requestId":"big","toolName":"echo","arguments":{"s":")";
     big += std::string(64 * 1024 * 1024, 'x');
     big += "\"}}\n";
     std::thread writer([&] { c.send_raw(big); });
@@ -193,14 +200,21 @@ TEST_CASE("bad tool_call fields resolve as VALIDATION_ERROR or UNKNOWN_TOOL resu
         return f["result"]["error"]["code"].get<std::string>();
     };
     CHECK(send({{"requestId", "a"}, {"arguments", json::object()}}) == "VALIDATION_ERROR");
-    CHECK(send({{"requestId", "b"}, {"toolName", 7}, {"arguments", json::object()}}) == "VALIDATION_ERROR");
+    CHECK(send({{"requestId", "b"}, {"toolName", 7}, {"arguments", json::object()}}) ==
+          "VALIDATION_ERROR");
     CHECK(send({{"requestId", "c"}, {"toolName", "echo"}}) == "VALIDATION_ERROR");
-    CHECK(send({{"requestId", "d"}, {"toolName", "echo"}, {"arguments", json::array()}}) == "VALIDATION_ERROR");
-    CHECK(send({{"requestId", "e"}, {"toolName", "echo"}, {"arguments", "x"}}) == "VALIDATION_ERROR");
-    CHECK(send({{"requestId", "f"}, {"toolName", "echo"}, {"arguments", json::object()}, {"timeoutMs", -5}}) ==
+    CHECK(send({{"requestId", "d"}, {"toolName", "echo"}, {"arguments", json::array()}}) ==
           "VALIDATION_ERROR");
-    CHECK(send({{"requestId", "g"}, {"toolName", "echo"}, {"arguments", json::object()}, {"timeoutMs", "10"}}) ==
+    CHECK(send({{"requestId", "e"}, {"toolName", "echo"}, {"arguments", "x"}}) ==
           "VALIDATION_ERROR");
+    CHECK(send({{"requestId", "f"},
+                {"toolName", "echo"},
+                {"arguments", json::object()},
+                {"timeoutMs", -5}}) == "VALIDATION_ERROR");
+    CHECK(send({{"requestId", "g"},
+                {"toolName", "echo"},
+                {"arguments", json::object()},
+                {"timeoutMs", "10"}}) == "VALIDATION_ERROR");
     CHECK(send({{"requestId", "h"}, {"toolName", "no_such_tool"}, {"arguments", json::object()}}) ==
           "UNKNOWN_TOOL");
     // Every one of them has its audit line.
@@ -242,8 +256,10 @@ TEST_CASE("a client that does not read is disconnected at limits.max_outbound_by
     bool send_failed = false;
     for (int i = 0; i < 400 && !send_failed; ++i) {
         try {
-            c.send({{"type", "tool_call"}, {"requestId", "o" + std::to_string(i)},
-                    {"toolName", "echo"}, {"arguments", {{"p", payload}}}});
+            c.send({{"type", "tool_call"},
+                    {"requestId", "o" + std::to_string(i)},
+                    {"toolName", "echo"},
+                    {"arguments", {{"p", payload}}}});
         } catch (const std::exception&) {
             send_failed = true;
         }
@@ -303,7 +319,7 @@ TEST_CASE("runtime and instance records follow PROTOCOL.md section 1", "[e2e]") 
     CHECK(ir["pid"] == d.pid());
     CHECK(std::regex_match(ir["startedAt"].get<std::string>(),
                            std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z)")));
-    struct stat st{};
+    struct stat st {};
     REQUIRE(::stat(d.socket().c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);
     REQUIRE(::stat(d.home().c_str(), &st) == 0);
@@ -318,7 +334,8 @@ TEST_CASE("runtime and instance records follow PROTOCOL.md section 1", "[e2e]") 
 TEST_CASE("startup errors are clear and exit non-zero", "[e2e]") {
     temp_dir home;
     SECTION("an unknown config key names file and line") {
-        std::ofstream(home.path / "bad.toml") << "[limits]\nmax_frame_bytes = 2048\nmax_frams_bytes = 1\n";
+        std::ofstream(home.path / "bad.toml")
+            << "[limits]\nmax_frame_bytes = 2048\nmax_frams_bytes = 1\n";
         auto [code, err] = run_meithd_expect_exit({"--home", home.path.string(), "--socket",
                                                    (home.path / "s").string(), "--config",
                                                    (home.path / "bad.toml").string()});
@@ -368,7 +385,8 @@ TEST_CASE("the torn final line of the audit log is cut at startup and recorded",
     const std::string torn = R"({"ts":"2026-01-01T00:00:01.000Z","event":"tool_ca)";
     daemon_process d("", {}, [&](const fs::path& home) {
         std::ofstream(home / "audit.jsonl")
-            << R"({"ts":"2026-01-01T00:00:00.000Z","event":"daemon_start"})" << "\n"
+            << R"({"ts":"2026-01-01T00:00:00.000Z","event":"daemon_start"})"
+            << "\n"
             << torn;
     });
     auto lines = d.audit(); // throws if any line does not parse
@@ -378,7 +396,8 @@ TEST_CASE("the torn final line of the audit log is cut at startup and recorded",
     CHECK(lines[1]["bytesRemoved"] == torn.size());
 }
 
-TEST_CASE("an oversized tool_call is answered with its requestId and audited as rejected", "[e2e]") {
+TEST_CASE("an oversized tool_call is answered with its requestId and audited as rejected",
+          "[e2e]") {
     daemon_process d("[limits]\nmax_frame_bytes = 2048\n");
     client c(d.socket());
     c.send_raw(R"({"type":"tool_call","requestId":"huge1","toolName":"echo","arguments":{"s":")" +
@@ -389,15 +408,19 @@ TEST_CASE("an oversized tool_call is answered with its requestId and audited as 
     auto rejected = d.audit_events("tool_call_rejected");
     REQUIRE(rejected.size() == 1);
     CHECK(rejected[0]["requestId"] == "huge1");
-    for (const char* key : {"sessionId", "caller", "claimedCaller", "toolName", "source", "capabilities",
-                            "decision", "reason", "timeoutMs", "durationMs", "ok", "errorCode", "args", "result"})
+    for (const char* key :
+         {"sessionId", "caller", "claimedCaller", "toolName", "source", "capabilities", "decision",
+          "reason", "timeoutMs", "durationMs", "ok", "errorCode", "args", "result"})
         CHECK(rejected[0].contains(key));
 }
 
 TEST_CASE("frame-level VALIDATION_ERROR calls keep their arguments in the audit line", "[e2e]") {
     daemon_process d;
     client c(d.socket());
-    c.send({{"type", "tool_call"}, {"requestId", "v"}, {"toolName", "echo"}, {"arguments", json::array({1, 2})}});
+    c.send({{"type", "tool_call"},
+            {"requestId", "v"},
+            {"toolName", "echo"},
+            {"arguments", json::array({1, 2})}});
     CHECK(c.read()["result"]["error"]["code"] == "VALIDATION_ERROR");
     auto line = d.audit_events("tool_call").at(0);
     CHECK(line["args"] == json::array({1, 2}));
@@ -407,7 +430,8 @@ TEST_CASE("requestId length counts characters, not bytes", "[e2e]") {
     daemon_process d;
     client c(d.socket());
     std::string id;
-    for (int i = 0; i < 128; ++i) id += "é"; // 128 characters, 256 bytes
+    for (int i = 0; i < 128; ++i)
+        id += "é"; // 128 characters, 256 bytes
     auto r = c.call("echo", json::object(), {{"requestId", id}});
     CHECK(r["type"] == "tool_result");
     CHECK(r["requestId"] == id);

@@ -86,8 +86,8 @@ TEST_CASE("arguments are validated against the tool's inputSchema before it runs
     daemon_process d(host_source_toml("th"));
     client c(d.socket());
     CHECK(c.call("t_typed", {{"n", 3}})["result"]["content"]["n"] == 3);
-    for (const json& bad : {json{{"n", -1}}, json{{"n", "three"}}, json::object(),
-                            json{{"n", 1}, {"extra", true}}}) {
+    for (const json& bad :
+         {json{{"n", -1}}, json{{"n", "three"}}, json::object(), json{{"n", 1}, {"extra", true}}}) {
         INFO(bad.dump());
         auto r = c.call("t_typed", bad);
         CHECK(error_code(r) == "VALIDATION_ERROR");
@@ -100,7 +100,8 @@ TEST_CASE("arguments are validated against the tool's inputSchema before it runs
     CHECK(after == before + 1);
 }
 
-TEST_CASE("permissions: denied calls resolve PERMISSION_DENIED naming the capability", "[e2e][host]") {
+TEST_CASE("permissions: denied calls resolve PERMISSION_DENIED naming the capability",
+          "[e2e][host]") {
     daemon_process d(host_source_toml("th") + cli_can_write());
     client c(d.socket());
     auto as_plugin = c.call("t_write", json::object(), {{"clientInfo", {{"caller", "plugin"}}}});
@@ -113,7 +114,8 @@ TEST_CASE("permissions: denied calls resolve PERMISSION_DENIED naming the capabi
     CHECK(error_code(claimed) == "PERMISSION_DENIED"); // agent is downgraded to plugin
     auto unknown = c.call("t_nocaps", json::object(), {{"clientInfo", {{"caller", "cli"}}}});
     CHECK(error_code(unknown) == "PERMISSION_DENIED");
-    CHECK_THAT(unknown["result"]["error"]["message"].get<std::string>(), Catch::Contains("unknown"));
+    CHECK_THAT(unknown["result"]["error"]["message"].get<std::string>(),
+               Catch::Contains("unknown"));
 
     auto lines = d.audit_events("tool_call");
     REQUIRE(lines.size() == 4);
@@ -124,9 +126,10 @@ TEST_CASE("permissions: denied calls resolve PERMISSION_DENIED naming the capabi
 }
 
 TEST_CASE("per-tool rules decide before the caller defaults", "[e2e][host]") {
-    daemon_process d(host_source_toml("th") +
-                     "[[permissions.rules]]\ntool = \"t_wr*\"\ncaller = \"plugin\"\ndecision = \"allow\"\n"
-                     "[[permissions.rules]]\ntool = \"t_echo\"\ndecision = \"deny\"\n");
+    daemon_process d(
+        host_source_toml("th") +
+        "[[permissions.rules]]\ntool = \"t_wr*\"\ncaller = \"plugin\"\ndecision = \"allow\"\n"
+        "[[permissions.rules]]\ntool = \"t_echo\"\ndecision = \"deny\"\n");
     client c(d.socket());
     CHECK(c.call("t_write", json::object())["result"]["ok"] == true);
     auto denied = c.call("t_echo", json::object());
@@ -154,7 +157,8 @@ TEST_CASE("timeouts: the call resolves TIMEOUT and the host keeps serving", "[e2
     CHECK(line["timeoutMs"] == 300);
 }
 
-TEST_CASE("the tool's and the config's timeouts apply in order, capped by max_timeout_ms", "[e2e][host]") {
+TEST_CASE("the tool's and the config's timeouts apply in order, capped by max_timeout_ms",
+          "[e2e][host]") {
     daemon_process d(host_source_toml("th", {}, "timeout_ms = { t_hang = 250 }\n") +
                      "[limits]\nmax_timeout_ms = 400\n[tools]\ndefault_timeout_ms = 350\n");
     client c(d.socket());
@@ -168,10 +172,13 @@ TEST_CASE("the tool's and the config's timeouts apply in order, capped by max_ti
     CHECK(lines[2]["timeoutMs"] == 400);
 }
 
-TEST_CASE("cancel_tool_call resolves CANCELLED promptly and unknown ids change nothing", "[e2e][host]") {
+TEST_CASE("cancel_tool_call resolves CANCELLED promptly and unknown ids change nothing",
+          "[e2e][host]") {
     daemon_process d(host_source_toml("th"));
     client c(d.socket());
-    c.send({{"type", "tool_call"}, {"requestId", "long"}, {"toolName", "t_sleep"},
+    c.send({{"type", "tool_call"},
+            {"requestId", "long"},
+            {"toolName", "t_sleep"},
             {"arguments", {{"ms", 20000}}}});
     c.send({{"type", "cancel_tool_call"}, {"requestId", "nobody"}});
     std::this_thread::sleep_for(100ms);
@@ -190,15 +197,27 @@ TEST_CASE("calls of several clients are multiplexed on one host by id", "[e2e][h
     daemon_process d(host_source_toml("th"));
     client a(d.socket()), b(d.socket());
     // Same requestId on two connections: calls of one connection are invisible to others.
-    a.send({{"type", "tool_call"}, {"requestId", "same"}, {"toolName", "t_sleep"}, {"arguments", {{"ms", 300}}}});
-    b.send({{"type", "tool_call"}, {"requestId", "same"}, {"toolName", "t_echo"}, {"arguments", {{"who", "b"}}}});
+    a.send({{"type", "tool_call"},
+            {"requestId", "same"},
+            {"toolName", "t_sleep"},
+            {"arguments", {{"ms", 300}}}});
+    b.send({{"type", "tool_call"},
+            {"requestId", "same"},
+            {"toolName", "t_echo"},
+            {"arguments", {{"who", "b"}}}});
     auto rb = b.wait_result("same");
     CHECK(rb["result"]["content"]["who"] == "b");
     auto ra = a.wait_result("same");
     CHECK(ra["result"]["content"]["slept"] == 300);
     // Duplicate requestId in flight on one connection: error frame; the first is unaffected.
-    a.send({{"type", "tool_call"}, {"requestId", "dup"}, {"toolName", "t_sleep"}, {"arguments", {{"ms", 300}}}});
-    a.send({{"type", "tool_call"}, {"requestId", "dup"}, {"toolName", "t_echo"}, {"arguments", json::object()}});
+    a.send({{"type", "tool_call"},
+            {"requestId", "dup"},
+            {"toolName", "t_sleep"},
+            {"arguments", {{"ms", 300}}}});
+    a.send({{"type", "tool_call"},
+            {"requestId", "dup"},
+            {"toolName", "t_echo"},
+            {"arguments", json::object()}});
     auto err = a.read();
     CHECK(err["type"] == "error");
     CHECK(err["requestId"] == "dup");
@@ -213,7 +232,10 @@ TEST_CASE("calls beyond max_calls_in_flight_per_connection are refused at once",
     daemon_process d(host_source_toml("th") + "[limits]\nmax_calls_in_flight_per_connection = 2\n");
     client c(d.socket());
     for (const char* id : {"a", "b", "c"})
-        c.send({{"type", "tool_call"}, {"requestId", id}, {"toolName", "t_sleep"}, {"arguments", {{"ms", 500}}}});
+        c.send({{"type", "tool_call"},
+                {"requestId", id},
+                {"toolName", "t_sleep"},
+                {"arguments", {{"ms", 500}}}});
     auto err = c.read();
     CHECK(err["type"] == "error");
     CHECK(err["requestId"] == "c");
@@ -228,7 +250,9 @@ TEST_CASE("a client that vanishes mid-call has its calls cancelled and audited",
     daemon_process d(host_source_toml("th"));
     {
         client c(d.socket());
-        c.send({{"type", "tool_call"}, {"requestId", "gone"}, {"toolName", "t_sleep"},
+        c.send({{"type", "tool_call"},
+                {"requestId", "gone"},
+                {"toolName", "t_sleep"},
                 {"arguments", {{"ms", 10000}}}});
         std::this_thread::sleep_for(200ms);
     }
@@ -237,7 +261,8 @@ TEST_CASE("a client that vanishes mid-call has its calls cancelled and audited",
     });
     CHECK(line["errorCode"] == "CANCELLED");
     CHECK(line["end"] == "client_disconnected");
-    auto close = d.wait_audit([](const json& l) { return l.value("event", "") == "connection_close"; });
+    auto close =
+        d.wait_audit([](const json& l) { return l.value("event", "") == "connection_close"; });
     CHECK(close["callsCancelled"] == 1);
     client again(d.socket());
     CHECK(again.call("t_echo", json::object())["result"]["ok"] == true);
@@ -249,12 +274,15 @@ TEST_CASE("a crashing host fails its calls in flight and is restarted", "[e2e][h
     daemon_process d(host_source_toml("th", {"--pid-file=" + pid_file}));
     client c(d.socket());
     const int pid_before = c.call("t_pid", json::object())["result"]["content"];
-    c.send({{"type", "tool_call"}, {"requestId", "inflight"}, {"toolName", "t_sleep"},
+    c.send({{"type", "tool_call"},
+            {"requestId", "inflight"},
+            {"toolName", "t_sleep"},
             {"arguments", {{"ms", 10000}}}});
     std::this_thread::sleep_for(100ms);
     auto crash = c.call("t_crash", {{"code", 3}});
     CHECK(error_code(crash) == "TOOL_FAILED");
-    CHECK_THAT(crash["result"]["error"]["message"].get<std::string>(), Catch::Contains("exited with status 3"));
+    CHECK_THAT(crash["result"]["error"]["message"].get<std::string>(),
+               Catch::Contains("exited with status 3"));
     auto other = c.wait_result("inflight", nullptr, 3s); // failed at once, not at its timeout
     CHECK(error_code(other) == "TOOL_FAILED");
     // A call made while it restarts waits for it within its own timeout.
@@ -323,7 +351,8 @@ TEST_CASE("results over max_result_bytes resolve TOOL_FAILED saying so", "[e2e][
     CHECK(c.call("t_big", {{"bytes", 50000}})["result"]["ok"] == true);
     auto big = c.call("t_big", {{"bytes", 200000}});
     CHECK(error_code(big) == "TOOL_FAILED");
-    CHECK_THAT(big["result"]["error"]["message"].get<std::string>(), Catch::Contains("max_result_bytes"));
+    CHECK_THAT(big["result"]["error"]["message"].get<std::string>(),
+               Catch::Contains("max_result_bytes"));
     auto huge = c.call("t_big", {{"bytes", 3000000}}); // over the host line limit too
     CHECK(error_code(huge) == "TOOL_FAILED");
     CHECK(c.call("t_echo", json::object())["result"]["ok"] == true);
@@ -333,7 +362,8 @@ TEST_CASE("secrets never reach the audit log or the daemon log", "[e2e][host]") 
     daemon_process d(host_source_toml("th", {"--stderr-secret"}));
     client c(d.socket());
     const std::string token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
-    auto r = c.call("t_secret", {{"token", token}, {"password", "hunter2"}, {"path", "/home/u/notes.txt"}});
+    auto r = c.call("t_secret",
+                    {{"token", token}, {"password", "hunter2"}, {"path", "/home/u/notes.txt"}});
     REQUIRE(r["result"]["ok"] == true);
     const auto line = d.audit_events("tool_call")[0].dump();
     CHECK(line.find(token) == std::string::npos);
@@ -362,11 +392,18 @@ TEST_CASE("tool names are unique across sources and a prefix lets two coexist", 
     CHECK(c.call("b_t_echo", json::object())["result"]["ok"] == true);
 }
 
-TEST_CASE("SIGTERM: new calls are refused, calls in flight get the grace, then exit 0", "[e2e][host]") {
+TEST_CASE("SIGTERM: new calls are refused, calls in flight get the grace, then exit 0",
+          "[e2e][host]") {
     daemon_process d(host_source_toml("th") + "[tools]\nshutdown_grace_ms = 1000\n");
     client c(d.socket());
-    c.send({{"type", "tool_call"}, {"requestId", "short"}, {"toolName", "t_sleep"}, {"arguments", {{"ms", 300}}}});
-    c.send({{"type", "tool_call"}, {"requestId", "long"}, {"toolName", "t_sleep"}, {"arguments", {{"ms", 20000}}}});
+    c.send({{"type", "tool_call"},
+            {"requestId", "short"},
+            {"toolName", "t_sleep"},
+            {"arguments", {{"ms", 300}}}});
+    c.send({{"type", "tool_call"},
+            {"requestId", "long"},
+            {"toolName", "t_sleep"},
+            {"arguments", {{"ms", 20000}}}});
     std::this_thread::sleep_for(100ms);
     ::kill(d.pid(), SIGTERM);
     std::this_thread::sleep_for(100ms);

@@ -54,6 +54,7 @@ void connection::start() {
     append_json_string(fields, session_id_);
     fields += R"(,"pid":)" + std::to_string(peer_.pid) + R"(,"uid":)" + std::to_string(peer_.uid);
     registry_.audit_event("connection_open", fields);
+    registry_.observe_session("session_start", session_id_, peer_.pid, peer_.uid);
     arm_idle_timer();
     asio::co_spawn(socket_.get_executor(), read_loop(), asio::detached);
 }
@@ -161,6 +162,20 @@ void connection::handle_frame(std::string_view line) {
     }
     case frame_type::tool_call:
         handle_tool_call(f);
+        return;
+    case frame_type::list_sources:
+        protocol::append_sources_list(outbound_, f.request_id, registry_.sources_json());
+        return;
+    case frame_type::restart_source:
+        // Restarting is an operator's act: only the cli caller may do it.
+        if (caller_for(f) != permissions::caller::cli)
+            protocol::append_error_frame(outbound_, f.request_id,
+                                         "only the cli caller may restart sources");
+        else if (!registry_.restart_source(f.source_name))
+            protocol::append_error_frame(outbound_, f.request_id,
+                                         "no source named '" + std::string(f.source_name) + "'");
+        else
+            protocol::append_source_restarted(outbound_, f.request_id, f.source_name);
         return;
     case frame_type::cancel_tool_call: {
         auto it = calls_.find(std::string(*f.request_id));
@@ -309,6 +324,7 @@ void connection::close(std::string_view reason) {
     append_json_string(fields, reason);
     fields += R"(,"callsCancelled":)" + std::to_string(cancelled);
     registry_.audit_event("connection_close", fields);
+    registry_.observe_session("session_end", session_id_, peer_.pid, peer_.uid);
     spdlog::debug("connection {} closed: {}", session_id_, reason);
     outbound_.clear();
     if (on_closed_) std::exchange(on_closed_, nullptr)(this);

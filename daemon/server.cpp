@@ -8,6 +8,7 @@
 #include "daemon/instance.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/json_writer.hpp"
+#include "registry/hooks.hpp"
 #include "registry/registry.hpp"
 #include "registry/subprocess.hpp"
 
@@ -60,7 +61,8 @@ class server {
            audit::audit_log& audit)
         : ioc_(ioc), cfg_(cfg), home_(std::move(home)), socket_path_(std::move(socket)),
           audit_(audit), signals_(ioc, SIGINT, SIGTERM), reaper_(ioc.get_executor()),
-          registry_(ioc.get_executor(), cfg, &audit), acceptor_(ioc), grace_timer_(ioc),
+          registry_(ioc.get_executor(), cfg, &audit), hooks_(ioc.get_executor(), reaper_, cfg),
+          acceptor_(ioc), grace_timer_(ioc),
           close_timer_(ioc) {}
 
     int run() {
@@ -73,8 +75,12 @@ class server {
                 registry_.add_source(
                     registry::make_host_source(ioc_.get_executor(), reaper_, src, cfg_));
             else
-                spdlog::warn("source '{}': exec sources are not supported by this build; skipped",
-                             src.name);
+                registry_.add_source(
+                    registry::make_exec_source(ioc_.get_executor(), reaper_, src, cfg_));
+        }
+        if (!cfg_.hooks.empty()) {
+            registry_.set_hooks(&hooks_);
+            hooks_.start();
         }
         const auto started = std::chrono::steady_clock::now();
         registry_.start([this, started](std::optional<std::string> error) {
@@ -242,8 +248,10 @@ class server {
         for (auto& c : conns)
             c->close_after_flush();
         registry_.stop_sources([this] {
-            sources_stopped_ = true;
-            maybe_finish();
+            hooks_.stop(std::chrono::milliseconds(cfg_.tools.kill_grace_ms), [this] {
+                sources_stopped_ = true;
+                maybe_finish();
+            });
         });
         // Clients that do not read their last replies do not hold up the exit.
         close_timer_.expires_after(std::chrono::seconds(1));
@@ -280,6 +288,7 @@ class server {
     asio::signal_set signals_;
     registry::child_reaper reaper_;
     registry::registry registry_;
+    registry::hook_set hooks_;
     stream_protocol::acceptor acceptor_;
     asio::steady_timer grace_timer_;
     asio::steady_timer close_timer_;

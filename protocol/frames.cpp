@@ -11,6 +11,8 @@ frame_type type_from_name(std::string_view name) {
     if (name == "list_tools") return frame_type::list_tools;
     if (name == "cancel_tool_call") return frame_type::cancel_tool_call;
     if (name == "hello") return frame_type::hello;
+    if (name == "list_sources") return frame_type::list_sources;
+    if (name == "restart_source") return frame_type::restart_source;
     return frame_type::other;
 }
 
@@ -95,8 +97,18 @@ client_frame frame_decoder::decode(std::string_view line) {
     case frame_type::other:
         f.error = "unknown frame type \"" + std::string(f.type_name) + "\"";
         return f;
+    case frame_type::restart_source: {
+        simdjson::dom::element name_el;
+        if (obj["name"].get(name_el) != simdjson::SUCCESS ||
+            name_el.get_string().get(f.source_name) != simdjson::SUCCESS || f.source_name.empty())
+            f.error = "restart_source needs a non-empty string \"name\"";
+        else if (has_request_id && !f.request_id)
+            f.error = "requestId must be a string of 1-128 characters";
+        return f;
+    }
     case frame_type::hello:
     case frame_type::list_tools:
+    case frame_type::list_sources:
         if (has_request_id && !f.request_id)
             f.error = "requestId must be a string of 1-128 characters";
         return f;
@@ -214,6 +226,24 @@ void append_tool_result_frame(std::string& out, std::string_view request_id,
     append_request_id(out, request_id);
     out.append(R"(,"result":)");
     append_tool_result(out, result);
+    out.append("}\n");
+}
+
+void append_sources_list(std::string& out, std::optional<std::string_view> request_id,
+                         std::string_view sources_json) {
+    append_head(out, "sources_list");
+    if (request_id) append_request_id(out, *request_id);
+    out.append(R"(,"sources":)");
+    out.append(sources_json);
+    out.append("}\n");
+}
+
+void append_source_restarted(std::string& out, std::optional<std::string_view> request_id,
+                             std::string_view name) {
+    append_head(out, "source_restarted");
+    if (request_id) append_request_id(out, *request_id);
+    out.append(R"(,"name":)");
+    append_json_string(out, name);
     out.append("}\n");
 }
 

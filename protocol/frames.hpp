@@ -21,7 +21,17 @@ namespace meith::protocol {
 inline constexpr int protocol_version = 1;
 inline constexpr std::size_t max_request_id_chars = 128;
 
-enum class frame_type { hello, list_tools, tool_call, cancel_tool_call, other };
+/// Frame types of §3, plus our additions `list_sources` and `restart_source`
+/// (docs/protocol.md "meith sources").
+enum class frame_type {
+    hello,
+    list_tools,
+    tool_call,
+    cancel_tool_call,
+    list_sources,
+    restart_source,
+    other
+};
 
 /// A decoded client frame. `error` set means the frame is answered with a PROTOCOL_ERROR
 /// error frame (carrying `request_id` when it is usable) and not processed further.
@@ -35,6 +45,7 @@ struct client_frame {
     std::optional<std::string> error;             ///< PROTOCOL_ERROR message
     // tool_call only
     std::string_view tool_name;       ///< when a string (also on refused frames, for the audit)
+    std::string_view source_name;     ///< restart_source: the source's `name`
     bool has_arguments = false;       ///< `arguments` was present, of any type
     simdjson::dom::element arguments; ///< an object when `call_error` is empty
     std::optional<std::uint64_t> timeout_ms;
@@ -76,6 +87,14 @@ void append_tool_event(std::string& out, std::string_view request_id, std::strin
 /// `{"type":"tool_result","protocol":1,"requestId","result":<ToolResult>}`
 void append_tool_result_frame(std::string& out, std::string_view request_id,
                               const tool_result& result);
+
+/// `{"type":"sources_list","protocol":1,"requestId"?,"sources":<sources_json>}`
+void append_sources_list(std::string& out, std::optional<std::string_view> request_id,
+                         std::string_view sources_json);
+
+/// `{"type":"source_restarted","protocol":1,"requestId"?,"name"}`
+void append_source_restarted(std::string& out, std::optional<std::string_view> request_id,
+                             std::string_view name);
 
 /// Opening of a tools_list frame up to and including `"tools":[`; the caller appends the
 /// descriptors separated by commas and then `]}\n`.

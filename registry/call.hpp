@@ -59,10 +59,18 @@ class call : public std::enable_shared_from_this<call> {
     void emit(std::string_view event_json);
 
     /// Resolves the call: the first resolution wins, later ones are ignored. Runs the
-    /// source's abandon hook when the result did not come from the tool.
+    /// source's abandon hook when the result did not come from the tool. A result from the
+    /// tool (`how == call_end::tool`) first passes the after_execution hooks, during which the
+    /// call can still time out or be cancelled.
     void resolve(protocol::tool_result result, call_end how = call_end::tool);
 
     bool resolved() const { return resolved_; }
+    /// The tool has answered (the call may still be in its after_execution hooks).
+    bool tool_done() const { return tool_done_; }
+
+    /// Hook outcomes for the audit line: JSON objects {"name","phase","kind","decision",
+    /// "reason"}, comma-separated (PROTOCOL.md §7).
+    std::string hooks_json;
     call_end end() const { return end_; }
 
     /// Set by the source when it starts work: undoes it (forget the request id, kill the
@@ -73,11 +81,14 @@ class call : public std::enable_shared_from_this<call> {
 
   private:
     friend class registry;
+    /// The final step: no hooks, no second chances.
+    void finalize(protocol::tool_result result, call_end how);
     registry* owner_ = nullptr;
     std::shared_ptr<call_sink> sink_;
     asio::steady_timer deadline_;
     std::function<void()> abandon_;
     bool resolved_ = false;
+    bool tool_done_ = false;
     call_end end_ = call_end::tool;
 };
 

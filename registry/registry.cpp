@@ -1,6 +1,7 @@
 #include "registry/registry.hpp"
 
 #include "protocol/json_writer.hpp"
+#include "registry/hooks.hpp"
 #include "registry/schema_validator.hpp"
 
 #include <spdlog/spdlog.h>
@@ -34,10 +35,24 @@ call::call(asio::any_io_executor ex, std::shared_ptr<call_sink> sink)
 }
 
 void call::emit(std::string_view event_json) {
-    if (!resolved_ && sink_) sink_->on_tool_event(request_id, event_json);
+    if (!resolved_ && !tool_done_ && sink_) sink_->on_tool_event(request_id, event_json);
 }
 
 void call::resolve(tool_result result, call_end how) {
+    if (resolved_) return;
+    if (how == call_end::tool) {
+        if (tool_done_) return;
+        tool_done_ = true;
+        abandon_ = nullptr; // the tool is no longer running: nothing to undo
+        if (owner_) {
+            owner_->after_tool(shared_from_this(), std::move(result));
+            return;
+        }
+    }
+    finalize(std::move(result), how);
+}
+
+void call::finalize(tool_result result, call_end how) {
     if (resolved_) return;
     resolved_ = true;
     end_ = how;
@@ -210,12 +225,148 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
     c->deadline().async_wait([weak = std::weak_ptr<call>(c), timeout](const std::error_code& ec) {
         if (ec) return;
         if (auto self = weak.lock())
-            self->resolve(
+            self->finalize(
                 tool_result::failure(error_code::timeout, "the call did not finish within " +
                                                               std::to_string(timeout) + " ms"),
                 call_end::timeout);
     });
-    t.source->execute(c, t);
+    if (!hooks_) {
+        t.source->execute(c, t);
+        return;
+    }
+    // Hook time counts against the call's timeout (§7): the deadline is already armed.
+    record_observers(*c, "before_execution",
+                     hooks_->observe("before_execution", t.name,
+                                     hook_payload("before_execution", *c, nullptr)));
+    if (!hooks_->has_filters("before_execution", t.name)) {
+        t.source->execute(c, t);
+        return;
+    }
+    hooks_->filter("before_execution", t.name, hook_payload("before_execution", *c, nullptr),
+                   time_left(*c), [weak = std::weak_ptr<call>(c)](std::vector<hook_verdict> verdicts) {
+                       auto c = weak.lock();
+                       if (!c || c->resolved()) return;
+                       record_hooks(*c, verdicts);
+                       if (!verdicts.empty() && !verdicts.back().allow) {
+                           c->decision = {false, verdicts.back().reason};
+                           c->finalize(tool_result::failure(error_code::permission_denied,
+                                                            "permission denied: " +
+                                                                verdicts.back().reason),
+                                       call_end::refused);
+                           return;
+                       }
+                       c->target->source->execute(c, *c->target);
+                   });
+}
+
+std::chrono::milliseconds registry::time_left(const call& c) const {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        c.deadline_.expiry() - std::chrono::steady_clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
+}
+
+std::string registry::hook_payload(std::string_view phase, const call& c,
+                                   const tool_result* response) const {
+    // Arguments stay nested under request.args, beside the metadata, never merged (§7).
+    std::string p = R"({"hook":"tool","phase":)";
+    append_json_string(p, phase);
+    p += R"(,"request":{"name":)";
+    append_json_string(p, c.tool_name);
+    p += R"(,"args":)";
+    p += c.args_json;
+    p += R"(,"call_id":)";
+    append_json_string(p, c.request_id);
+    p += R"(,"session_id":)";
+    append_json_string(p, c.session_id);
+    p += R"(,"caller":)";
+    append_json_string(p, permissions::to_string(c.caller));
+    p += '}';
+    if (response) {
+        p += R"(,"response":)";
+        protocol::append_tool_result(p, *response);
+    }
+    p += '}';
+    return p;
+}
+
+void registry::record_hooks(call& c, const std::vector<hook_verdict>& verdicts) {
+    for (const auto& v : verdicts) {
+        if (!c.hooks_json.empty()) c.hooks_json += ',';
+        c.hooks_json += R"({"name":)";
+        append_json_string(c.hooks_json, v.name);
+        c.hooks_json += R"(,"phase":)";
+        append_json_string(c.hooks_json, v.phase);
+        c.hooks_json += R"(,"kind":"filter","decision":)";
+        c.hooks_json += v.allow ? R"("allow")" : R"("deny")";
+        c.hooks_json += R"(,"reason":)";
+        if (v.reason.empty()) c.hooks_json += "null";
+        else append_json_string(c.hooks_json, v.reason);
+        c.hooks_json += '}';
+    }
+}
+
+void registry::record_observers(call& c, std::string_view phase, const std::vector<std::string>& names) {
+    for (const auto& name : names) {
+        if (!c.hooks_json.empty()) c.hooks_json += ',';
+        c.hooks_json += R"({"name":)";
+        append_json_string(c.hooks_json, name);
+        c.hooks_json += R"(,"phase":)";
+        append_json_string(c.hooks_json, phase);
+        c.hooks_json += R"(,"kind":"observe","decision":"notified","reason":null})";
+    }
+}
+
+void registry::after_tool(const call_ptr& c, tool_result r) {
+    if (!hooks_ || !c->target) {
+        c->finalize(std::move(r), call_end::tool);
+        return;
+    }
+    const auto& name = c->target->name;
+    record_observers(*c, "after_execution",
+                     hooks_->observe("after_execution", name, hook_payload("after_execution", *c, &r)));
+    if (!hooks_->has_filters("after_execution", name)) {
+        c->finalize(std::move(r), call_end::tool);
+        return;
+    }
+    auto payload = hook_payload("after_execution", *c, &r);
+    hooks_->filter("after_execution", name, std::move(payload), time_left(*c),
+                   [weak = std::weak_ptr<call>(c), r = std::move(r)](std::vector<hook_verdict> verdicts) mutable {
+                       auto c = weak.lock();
+                       if (!c || c->resolved()) return;
+                       record_hooks(*c, verdicts);
+                       if (!verdicts.empty() && !verdicts.back().allow) {
+                           // The tool ran, but its result is withheld (§7).
+                           c->decision = {false, verdicts.back().reason};
+                           c->finalize(tool_result::failure(error_code::permission_denied,
+                                                            "result withheld: " + verdicts.back().reason),
+                                       call_end::tool);
+                           return;
+                       }
+                       c->finalize(std::move(r), call_end::tool);
+                   });
+}
+
+void registry::observe_session(std::string_view phase, std::string_view session_id, pid_t pid,
+                               uid_t uid) {
+    if (!hooks_) return;
+    std::string p = R"({"hook":"session","phase":)";
+    append_json_string(p, phase);
+    p += R"(,"event":{"session_id":)";
+    append_json_string(p, session_id);
+    p += R"(,"pid":)" + std::to_string(pid) + R"(,"uid":)" + std::to_string(uid) + "}}";
+    hooks_->observe(phase, "", p);
+}
+
+bool registry::restart_source(std::string_view name) {
+    for (auto& s : sources_)
+        if (s->name() == name) {
+            s->restart();
+            std::string fields = R"("source":)";
+            append_json_string(fields, name);
+            audit_event("source_restart_requested", fields);
+            return true;
+        }
+    return false;
 }
 
 void registry::finish(call& c, const tool_result& r) {
@@ -321,7 +472,9 @@ void registry::write_call_audit(const call& c, const tool_result& r) {
         l.append("null");
     l.append(R"(,"end":")");
     l.append(end_name(c.end()));
-    l.append(R"(","args":)");
+    l.append(R"(","hooks":[)");
+    l.append(c.hooks_json);
+    l.append(R"(],"args":)");
     l.append(redactor_.summarize_json(c.args_json));
     l.append(R"(,"result":)");
     std::string result_json;
@@ -380,10 +533,13 @@ void registry::append_tool_descriptors(std::string& out, permissions::caller who
 
 std::string registry::sources_json() const {
     std::string out = "[";
-    for (std::size_t i = 0; i < sources_.size(); ++i) {
-        if (i) out.push_back(',');
-        out += sources_[i]->status_json();
+    bool first = true;
+    for (const auto& s : sources_) {
+        if (!first) out.push_back(',');
+        first = false;
+        out += s->status_json();
     }
+    if (hooks_) hooks_->append_status(out, first);
     out.push_back(']');
     return out;
 }

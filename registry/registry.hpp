@@ -15,6 +15,7 @@
 
 #include <asio/any_io_executor.hpp>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -68,6 +69,16 @@ class registry {
     /// Shutdown, step 3: stop every source; `done` runs when all are stopped.
     void stop_sources(std::function<void()> done);
 
+    /// Hooks asked about calls and told about sessions; may be null (none configured).
+    void set_hooks(class hook_set* hooks) { hooks_ = hooks; }
+    class hook_set* hooks() const { return hooks_; }
+
+    /// Tells observe hooks about a session (connection) starting or ending.
+    void observe_session(std::string_view phase, std::string_view session_id, pid_t pid, uid_t uid);
+
+    /// Restarts the source named `name`; false when there is none.
+    bool restart_source(std::string_view name);
+
     const config::config& cfg() const { return cfg_; }
     const permissions::policy& policy() const { return policy_; }
     const audit::redactor& redactor() const { return redactor_; }
@@ -77,6 +88,14 @@ class registry {
   private:
     friend class call;
     void finish(call& c, const protocol::tool_result& r);
+    void run_on_source(const call_ptr& c);
+    void after_tool(const call_ptr& c, protocol::tool_result r);
+    std::string hook_payload(std::string_view phase, const call& c,
+                             const protocol::tool_result* response) const;
+    static void record_hooks(call& c, const std::vector<struct hook_verdict>& verdicts);
+    static void record_observers(call& c, std::string_view phase,
+                                 const std::vector<std::string>& names);
+    std::chrono::milliseconds time_left(const call& c) const;
     std::optional<std::string> register_tools(tool_source& src, std::vector<tool_definition> defs);
     void write_call_audit(const call& c, const protocol::tool_result& r);
 
@@ -85,6 +104,7 @@ class registry {
     permissions::policy policy_;
     audit::audit_log* audit_;
     const audit::redactor& redactor_;
+    class hook_set* hooks_ = nullptr;
     std::vector<std::unique_ptr<tool_source>> sources_;
     std::map<std::string, std::shared_ptr<const tool>, std::less<>> tools_;
     std::unordered_set<call*> active_;
@@ -103,6 +123,12 @@ std::unique_ptr<tool_source> make_builtin_source();
 /// A tool host source (`kind = "host"`, §7) supervised as a subprocess.
 class child_reaper;
 std::unique_ptr<tool_source> make_host_source(asio::any_io_executor ex, child_reaper& reaper,
+                                              const config::source_config& cfg,
+                                              const config::config& whole);
+
+/// An exec source (`kind = "exec"`, §7): one-shot (a process per call) or server mode (one
+/// supervised JSON-RPC 2.0 process).
+std::unique_ptr<tool_source> make_exec_source(asio::any_io_executor ex, child_reaper& reaper,
                                               const config::source_config& cfg,
                                               const config::config& whole);
 

@@ -1,0 +1,343 @@
+// exec_source: tools that are plain programs (PROTOCOL.md §7 "exec tool").
+//
+// One-shot mode runs the command per call in its own process group: {"args":…} on stdin, one
+// JSON object from stdout ({"result"} / {"error"} / {"pending"}), exit status ≠ 0 is a failure
+// even after a valid answer (with the last stderr lines, redacted, in details). Timeout and
+// cancel end the whole group: SIGTERM, then SIGKILL after tools.kill_grace_ms.
+// Server mode keeps one supervised process speaking JSON-RPC 2.0 lines; requests are
+// multiplexed and matched strictly by id, so a late answer to an abandoned call is dropped.
+#include "audit/redactor.hpp"
+#include "protocol/json_writer.hpp"
+#include "registry/registry.hpp"
+#include "registry/supervisor.hpp"
+
+#include <charconv>
+#include <deque>
+#include <sys/wait.h>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace meith::registry {
+
+namespace {
+
+using protocol::append_json_string;
+using protocol::error_code;
+using protocol::tool_result;
+
+/// Reads a one-shot answer object: {"result":…} | {"error":"…"} | {"pending":{…}}.
+tool_result read_oneshot_answer(simdjson::dom::element answer) {
+    simdjson::dom::object obj;
+    if (answer.get_object().get(obj) != simdjson::SUCCESS)
+        return tool_result::failure(error_code::tool_failed, "the tool's answer is not a JSON object");
+    simdjson::dom::element v;
+    if (obj["result"].get(v) == simdjson::SUCCESS) return protocol::normalize_value(v);
+    if (obj["error"].get(v) == simdjson::SUCCESS) {
+        std::string_view text;
+        if (v.get_string().get(text) == simdjson::SUCCESS)
+            return tool_result::failure(error_code::tool_failed, std::string(text));
+        return tool_result::failure(error_code::tool_failed, "the tool failed", simdjson::minify(v));
+    }
+    if (obj["pending"].get(v) == simdjson::SUCCESS) {
+        std::string_view message = "the tool needs an external step before it can finish";
+        if (v["message"].get_string().get(message) != simdjson::SUCCESS)
+            message = "the tool needs an external step before it can finish";
+        return tool_result::failure(error_code::tool_failed, std::string(message),
+                                    R"({"pending":)" + simdjson::minify(v) + "}");
+    }
+    return tool_result::failure(error_code::tool_failed,
+                                "the tool's answer has none of result, error, pending");
+}
+
+std::string stderr_details(int wait_status, const std::vector<std::string>& tail) {
+    const auto& redactor = audit::default_redactor();
+    std::string d = R"({"status":)";
+    append_json_string(d, describe_wait_status(wait_status));
+    d += R"(,"stderr":[)";
+    for (std::size_t i = 0; i < tail.size(); ++i) {
+        if (i) d += ',';
+        append_json_string(d, redactor.redact_text(tail[i]));
+    }
+    d += "]}";
+    return d;
+}
+
+source_state state_of(process_state s) {
+    switch (s) {
+    case process_state::starting: return source_state::starting;
+    case process_state::ready: return source_state::ready;
+    case process_state::restarting: return source_state::restarting;
+    case process_state::failed: return source_state::failed;
+    case process_state::stopped: return source_state::stopped;
+    }
+    return source_state::failed;
+}
+
+class exec_source final : public tool_source {
+  public:
+    exec_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
+                const config::config& whole)
+        : ex_(ex), reaper_(reaper), cfg_(cfg), whole_(whole),
+          spec_{"exec tool '" + cfg.name + "'", cfg.command, cfg.cwd,
+                child_environment(whole.tools.env_allow, cfg.env)} {
+        if (cfg_.mode == config::exec_mode::server) {
+            supervised_process::handlers h;
+            h.on_spawn = [this] { // JSON-RPC exec has no handshake: ready once spawned
+                proc_->mark_ready();
+                auto waiting = std::move(waiting_);
+                waiting_.clear();
+                for (auto& c : waiting)
+                    if (!c->resolved()) execute_server(c);
+            };
+            h.on_line = [this](std::string_view line) { on_line(line); };
+            h.on_oversized = [this](std::string_view prefix, std::size_t) { on_oversized(prefix); };
+            h.on_exit = [this](const std::string& how) { on_exit(how); };
+            h.on_lifecycle = [this](std::string_view event, const std::string& details) {
+                if (events_.lifecycle) events_.lifecycle(*this, event, details);
+                if (event == "source_failed") fail_waiting();
+            };
+            supervised_process::policy pol;
+            pol.max_line_bytes = whole.limits.max_result_bytes + 1024 * 1024;
+            pol.start_timeout = std::chrono::milliseconds(cfg.start_timeout_ms);
+            proc_ = std::make_unique<supervised_process>(ex, reaper, spec_, pol, std::move(h));
+        }
+    }
+
+    const std::string& name() const override { return cfg_.name; }
+
+    source_state state() const override {
+        if (proc_) return state_of(proc_->state());
+        return stopped_ ? source_state::stopped : source_state::ready;
+    }
+
+    void start(source_events events) override {
+        events_ = std::move(events);
+        std::vector<tool_definition> defs;
+        const auto& t = *cfg_.tool;
+        defs.push_back({t.name, t.description,
+                        t.input_schema_json.empty() ? R"({"type":"object"})" : t.input_schema_json,
+                        t.capabilities, t.timeout_ms});
+        if (auto err = events_.registered(*this, std::move(defs))) {
+            if (proc_) proc_->fail_permanently(*err);
+            else stopped_ = true;
+        } else if (proc_) {
+            proc_->start();
+        }
+        events_.settled(*this);
+    }
+
+    void execute(const call_ptr& c, const tool&) override {
+        if (proc_) execute_server(c);
+        else execute_oneshot(c);
+    }
+
+    void stop(std::chrono::milliseconds grace, std::function<void()> done) override {
+        stopped_ = true;
+        if (proc_) {
+            fail_waiting();
+            proc_->stop(grace, std::move(done));
+            return;
+        }
+        // One-shot children of abandoned calls were killed already; stragglers get reaped.
+        done();
+    }
+
+    void restart() override {
+        if (proc_) proc_->restart();
+    }
+
+    std::string status_json() const override {
+        std::string out = R"({"name":)";
+        append_json_string(out, cfg_.name);
+        out += proc_ ? R"(,"kind":"exec-server","state":")" : R"(,"kind":"exec-oneshot","state":")";
+        out += to_string(state());
+        out += R"(","pid":)";
+        const auto pid = proc_ ? proc_->pid() : std::nullopt;
+        out += pid ? std::to_string(*pid) : "null";
+        out += R"(,"restarts":)" + std::to_string(proc_ ? proc_->restarts() : 0);
+        out += R"(,"lastError":)";
+        const std::string& err = proc_ ? proc_->last_error() : last_error_;
+        if (err.empty()) out += "null";
+        else append_json_string(out, err);
+        out += R"(,"tools":1})";
+        return out;
+    }
+
+  private:
+    // ---- one-shot ---------------------------------------------------------------------------
+
+    void execute_oneshot(const call_ptr& c) {
+        std::string input = R"({"args":)";
+        input += c->args_json;
+        input += "}\n";
+        const std::size_t cap = whole_.limits.max_result_bytes + 64 * 1024; // answer envelope
+        auto run = oneshot_run::start(
+            ex_, reaper_, spec_, std::move(input), cap,
+            std::chrono::milliseconds(whole_.tools.kill_grace_ms),
+            [this, weak = std::weak_ptr<call>(c)](oneshot_outcome out) {
+                auto c = weak.lock();
+                if (!c || c->resolved() || c->tool_done()) return;
+                c->resolve(oneshot_result(out));
+            });
+        // Timeout and cancel end the whole process group (SIGTERM, then SIGKILL).
+        c->on_abandon([run] { run->kill(); });
+    }
+
+    tool_result oneshot_result(const oneshot_outcome& out) {
+        if (!out.spawn_error.empty()) {
+            last_error_ = out.spawn_error;
+            return tool_result::failure(error_code::tool_failed, out.spawn_error);
+        }
+        if (out.out_overflow)
+            return tool_result::failure(
+                error_code::tool_failed,
+                fmt::format("the tool's output is over limits.max_result_bytes ({} bytes)",
+                            whole_.limits.max_result_bytes));
+        const bool exit_ok = WIFEXITED(out.wait_status) && WEXITSTATUS(out.wait_status) == 0;
+        if (!exit_ok) {
+            last_error_ = describe_wait_status(out.wait_status);
+            return tool_result::failure(error_code::tool_failed,
+                                        fmt::format("exec tool '{}' {}", cfg_.name, last_error_),
+                                        stderr_details(out.wait_status, out.stderr_tail));
+        }
+        simdjson::dom::element answer;
+        if (out.out.find_first_not_of(" \t\r\n") == std::string::npos)
+            return tool_result::failure(error_code::tool_failed, "the tool wrote no answer on stdout");
+        if (parser_.parse(out.out).get(answer) != simdjson::SUCCESS) {
+            spdlog::warn("exec tool '{}' wrote an answer that is not one JSON object: {}", cfg_.name,
+                         out.out.substr(0, 200));
+            return tool_result::failure(error_code::tool_failed,
+                                        "the tool's answer is not one JSON object");
+        }
+        return read_oneshot_answer(answer);
+    }
+
+    // ---- server mode ------------------------------------------------------------------------
+
+    void execute_server(const call_ptr& c) {
+        const auto st = state();
+        if (st == source_state::starting || st == source_state::restarting) {
+            // Wait for the process within the call's own timeout, as for tool hosts.
+            waiting_.push_back(c);
+            c->on_abandon([this, raw = c.get()] {
+                std::erase_if(waiting_, [raw](const call_ptr& w) { return w.get() == raw; });
+            });
+            return;
+        }
+        if (st != source_state::ready) {
+            c->resolve(tool_result::failure(
+                error_code::tool_failed,
+                fmt::format("exec tool '{}' is {}{}", cfg_.name, to_string(st),
+                            proc_->last_error().empty() ? "" : ": " + proc_->last_error())));
+            return;
+        }
+        const std::uint64_t id = ++next_id_;
+        std::string req = R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                          R"(,"method":"execute","params":{"args":)";
+        req += c->args_json;
+        req += "}}\n";
+        if (!proc_->send(req)) {
+            c->resolve(tool_result::failure(error_code::tool_failed,
+                                            fmt::format("exec tool '{}' is not reading its input", cfg_.name)));
+            return;
+        }
+        pending_.emplace(id, c);
+        // A call that ends otherwise forgets its id: a late answer is dropped, never given to
+        // the next call.
+        c->on_abandon([this, id] { pending_.erase(id); });
+    }
+
+    void on_line(std::string_view line) {
+        simdjson::dom::element msg;
+        std::uint64_t id = 0;
+        if (parser_.parse(line.data(), line.size()).get(msg) != simdjson::SUCCESS ||
+            msg.type() != simdjson::dom::element_type::OBJECT ||
+            msg["id"].get_uint64().get(id) != simdjson::SUCCESS) {
+            spdlog::warn("exec tool '{}' wrote a line that is not a JSON-RPC response (skipped): {}",
+                         cfg_.name, line.substr(0, 200));
+            return;
+        }
+        auto it = pending_.find(id);
+        if (it == pending_.end()) {
+            spdlog::debug("exec tool '{}': dropped a response for id {} (no longer in flight)", cfg_.name, id);
+            return;
+        }
+        call_ptr c = std::move(it->second);
+        pending_.erase(it);
+        simdjson::dom::element result, error;
+        if (msg["result"].get(result) == simdjson::SUCCESS) {
+            c->resolve(protocol::normalize_value(result));
+        } else if (msg["error"].get(error) == simdjson::SUCCESS) {
+            std::string_view message = "the tool failed";
+            if (error["message"].get_string().get(message) != simdjson::SUCCESS) message = "the tool failed";
+            std::string details = R"({"code":)";
+            simdjson::dom::element code, data;
+            details += error["code"].get(code) == simdjson::SUCCESS ? simdjson::minify(code) : "null";
+            if (error["data"].get(data) == simdjson::SUCCESS) details += R"(,"data":)" + simdjson::minify(data);
+            details += '}';
+            c->resolve(tool_result::failure(error_code::tool_failed, std::string(message), details));
+        } else {
+            c->resolve(tool_result::failure(error_code::tool_failed,
+                                            "JSON-RPC response has neither result nor error"));
+        }
+    }
+
+    void on_oversized(std::string_view prefix) {
+        const auto at = prefix.find(R"("id":)");
+        if (at == std::string_view::npos) return;
+        std::uint64_t id = 0;
+        const char* first = prefix.data() + at + 5;
+        if (std::from_chars(first, prefix.data() + prefix.size(), id).ec != std::errc{}) return;
+        auto it = pending_.find(id);
+        if (it == pending_.end()) return;
+        call_ptr c = std::move(it->second);
+        pending_.erase(it);
+        c->resolve(tool_result::failure(
+            error_code::tool_failed, fmt::format("the tool's result is over limits.max_result_bytes ({} bytes)",
+                                                 whole_.limits.max_result_bytes)));
+    }
+
+    void fail_waiting() {
+        auto waiting = std::move(waiting_);
+        waiting_.clear();
+        for (auto& c : waiting)
+            c->resolve(tool_result::failure(
+                error_code::tool_failed,
+                fmt::format("exec tool '{}' is failed: {}", cfg_.name, proc_->last_error())));
+    }
+
+    void on_exit(const std::string& how) {
+        auto pending = std::move(pending_);
+        pending_.clear();
+        for (auto& [id, c] : pending)
+            c->resolve(tool_result::failure(
+                error_code::tool_failed,
+                fmt::format("exec tool '{}' {} while the call was running", cfg_.name, how)));
+    }
+
+    asio::any_io_executor ex_;
+    child_reaper& reaper_;
+    const config::source_config& cfg_;
+    const config::config& whole_;
+    process_spec spec_;
+    std::unique_ptr<supervised_process> proc_;
+    source_events events_;
+    std::unordered_map<std::uint64_t, call_ptr> pending_;
+    std::deque<call_ptr> waiting_;
+    std::uint64_t next_id_ = 0;
+    std::string last_error_;
+    bool stopped_ = false;
+    simdjson::dom::parser parser_;
+};
+
+} // namespace
+
+std::unique_ptr<tool_source> make_exec_source(asio::any_io_executor ex, child_reaper& reaper,
+                                              const config::source_config& cfg,
+                                              const config::config& whole) {
+    return std::make_unique<exec_source>(std::move(ex), reaper, cfg, whole);
+}
+
+} // namespace meith::registry

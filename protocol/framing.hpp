@@ -45,6 +45,11 @@ class line_framer {
     std::size_t dropped_bytes() const { return dropped_; }
     /// The first bytes (up to 256) of the last oversized frame, e.g. to find its id.
     std::string_view oversized_prefix() const { return prefix_; }
+    /// The buffered bytes of an unterminated last line (e.g. at EOF), empty while discarding.
+    std::string_view partial() const {
+        return discarding_ ? std::string_view{}
+                           : std::string_view(buf_.data() + begin_, end_ - begin_);
+    }
     /// Bytes buffered but not yet returned (a partial frame).
     std::size_t buffered() const { return end_ - begin_; }
     /// Current allocation, for memory accounting.

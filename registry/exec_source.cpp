@@ -31,14 +31,16 @@ using protocol::tool_result;
 tool_result read_oneshot_answer(simdjson::dom::element answer) {
     simdjson::dom::object obj;
     if (answer.get_object().get(obj) != simdjson::SUCCESS)
-        return tool_result::failure(error_code::tool_failed, "the tool's answer is not a JSON object");
+        return tool_result::failure(error_code::tool_failed,
+                                    "the tool's answer is not a JSON object");
     simdjson::dom::element v;
     if (obj["result"].get(v) == simdjson::SUCCESS) return protocol::normalize_value(v);
     if (obj["error"].get(v) == simdjson::SUCCESS) {
         std::string_view text;
         if (v.get_string().get(text) == simdjson::SUCCESS)
             return tool_result::failure(error_code::tool_failed, std::string(text));
-        return tool_result::failure(error_code::tool_failed, "the tool failed", simdjson::minify(v));
+        return tool_result::failure(error_code::tool_failed, "the tool failed",
+                                    simdjson::minify(v));
     }
     if (obj["pending"].get(v) == simdjson::SUCCESS) {
         std::string_view message = "the tool needs an external step before it can finish";
@@ -66,11 +68,16 @@ std::string stderr_details(int wait_status, const std::vector<std::string>& tail
 
 source_state state_of(process_state s) {
     switch (s) {
-    case process_state::starting: return source_state::starting;
-    case process_state::ready: return source_state::ready;
-    case process_state::restarting: return source_state::restarting;
-    case process_state::failed: return source_state::failed;
-    case process_state::stopped: return source_state::stopped;
+    case process_state::starting:
+        return source_state::starting;
+    case process_state::ready:
+        return source_state::ready;
+    case process_state::restarting:
+        return source_state::restarting;
+    case process_state::failed:
+        return source_state::failed;
+    case process_state::stopped:
+        return source_state::stopped;
     }
     return source_state::failed;
 }
@@ -79,9 +86,9 @@ class exec_source final : public tool_source {
   public:
     exec_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                 const config::config& whole)
-        : ex_(ex), reaper_(reaper), cfg_(cfg), whole_(whole),
-          spec_{"exec tool '" + cfg.name + "'", cfg.command, cfg.cwd,
-                child_environment(whole.tools.env_allow, cfg.env)} {
+        : ex_(ex), reaper_(reaper), cfg_(cfg),
+          whole_(whole), spec_{"exec tool '" + cfg.name + "'", cfg.command, cfg.cwd,
+                               child_environment(whole.tools.env_allow, cfg.env)} {
         if (cfg_.mode == config::exec_mode::server) {
             supervised_process::handlers h;
             h.on_spawn = [this] { // JSON-RPC exec has no handshake: ready once spawned
@@ -120,8 +127,10 @@ class exec_source final : public tool_source {
                         t.input_schema_json.empty() ? R"({"type":"object"})" : t.input_schema_json,
                         t.capabilities, t.timeout_ms});
         if (auto err = events_.registered(*this, std::move(defs))) {
-            if (proc_) proc_->fail_permanently(*err);
-            else stopped_ = true;
+            if (proc_)
+                proc_->fail_permanently(*err);
+            else
+                stopped_ = true;
         } else if (proc_) {
             proc_->start();
         }
@@ -129,8 +138,10 @@ class exec_source final : public tool_source {
     }
 
     void execute(const call_ptr& c, const tool&) override {
-        if (proc_) execute_server(c);
-        else execute_oneshot(c);
+        if (proc_)
+            execute_server(c);
+        else
+            execute_oneshot(c);
     }
 
     void stop(std::chrono::milliseconds grace, std::function<void()> done) override {
@@ -159,8 +170,10 @@ class exec_source final : public tool_source {
         out += R"(,"restarts":)" + std::to_string(proc_ ? proc_->restarts() : 0);
         out += R"(,"lastError":)";
         const std::string& err = proc_ ? proc_->last_error() : last_error_;
-        if (err.empty()) out += "null";
-        else append_json_string(out, err);
+        if (err.empty())
+            out += "null";
+        else
+            append_json_string(out, err);
         out += R"(,"tools":1})";
         return out;
     }
@@ -173,14 +186,13 @@ class exec_source final : public tool_source {
         input += c->args_json;
         input += "}\n";
         const std::size_t cap = whole_.limits.max_result_bytes + 64 * 1024; // answer envelope
-        auto run = oneshot_run::start(
-            ex_, reaper_, spec_, std::move(input), cap,
-            std::chrono::milliseconds(whole_.tools.kill_grace_ms),
-            [this, weak = std::weak_ptr<call>(c)](oneshot_outcome out) {
-                auto c = weak.lock();
-                if (!c || c->resolved() || c->tool_done()) return;
-                c->resolve(oneshot_result(out));
-            });
+        auto run = oneshot_run::start(ex_, reaper_, spec_, std::move(input), cap,
+                                      std::chrono::milliseconds(whole_.tools.kill_grace_ms),
+                                      [this, weak = std::weak_ptr<call>(c)](oneshot_outcome out) {
+                                          auto c = weak.lock();
+                                          if (!c || c->resolved() || c->tool_done()) return;
+                                          c->resolve(oneshot_result(out));
+                                      });
         // Timeout and cancel end the whole process group (SIGTERM, then SIGKILL).
         c->on_abandon([run] { run->kill(); });
     }
@@ -204,10 +216,11 @@ class exec_source final : public tool_source {
         }
         simdjson::dom::element answer;
         if (out.out.find_first_not_of(" \t\r\n") == std::string::npos)
-            return tool_result::failure(error_code::tool_failed, "the tool wrote no answer on stdout");
+            return tool_result::failure(error_code::tool_failed,
+                                        "the tool wrote no answer on stdout");
         if (parser_.parse(out.out).get(answer) != simdjson::SUCCESS) {
-            spdlog::warn("exec tool '{}' wrote an answer that is not one JSON object: {}", cfg_.name,
-                         out.out.substr(0, 200));
+            spdlog::warn("exec tool '{}' wrote an answer that is not one JSON object: {}",
+                         cfg_.name, out.out.substr(0, 200));
             return tool_result::failure(error_code::tool_failed,
                                         "the tool's answer is not one JSON object");
         }
@@ -239,8 +252,9 @@ class exec_source final : public tool_source {
         req += c->args_json;
         req += "}}\n";
         if (!proc_->send(req)) {
-            c->resolve(tool_result::failure(error_code::tool_failed,
-                                            fmt::format("exec tool '{}' is not reading its input", cfg_.name)));
+            c->resolve(tool_result::failure(
+                error_code::tool_failed,
+                fmt::format("exec tool '{}' is not reading its input", cfg_.name)));
             return;
         }
         pending_.emplace(id, c);
@@ -255,13 +269,15 @@ class exec_source final : public tool_source {
         if (parser_.parse(line.data(), line.size()).get(msg) != simdjson::SUCCESS ||
             msg.type() != simdjson::dom::element_type::OBJECT ||
             msg["id"].get_uint64().get(id) != simdjson::SUCCESS) {
-            spdlog::warn("exec tool '{}' wrote a line that is not a JSON-RPC response (skipped): {}",
-                         cfg_.name, line.substr(0, 200));
+            spdlog::warn(
+                "exec tool '{}' wrote a line that is not a JSON-RPC response (skipped): {}",
+                cfg_.name, line.substr(0, 200));
             return;
         }
         auto it = pending_.find(id);
         if (it == pending_.end()) {
-            spdlog::debug("exec tool '{}': dropped a response for id {} (no longer in flight)", cfg_.name, id);
+            spdlog::debug("exec tool '{}': dropped a response for id {} (no longer in flight)",
+                          cfg_.name, id);
             return;
         }
         call_ptr c = std::move(it->second);
@@ -271,13 +287,17 @@ class exec_source final : public tool_source {
             c->resolve(protocol::normalize_value(result));
         } else if (msg["error"].get(error) == simdjson::SUCCESS) {
             std::string_view message = "the tool failed";
-            if (error["message"].get_string().get(message) != simdjson::SUCCESS) message = "the tool failed";
+            if (error["message"].get_string().get(message) != simdjson::SUCCESS)
+                message = "the tool failed";
             std::string details = R"({"code":)";
             simdjson::dom::element code, data;
-            details += error["code"].get(code) == simdjson::SUCCESS ? simdjson::minify(code) : "null";
-            if (error["data"].get(data) == simdjson::SUCCESS) details += R"(,"data":)" + simdjson::minify(data);
+            details +=
+                error["code"].get(code) == simdjson::SUCCESS ? simdjson::minify(code) : "null";
+            if (error["data"].get(data) == simdjson::SUCCESS)
+                details += R"(,"data":)" + simdjson::minify(data);
             details += '}';
-            c->resolve(tool_result::failure(error_code::tool_failed, std::string(message), details));
+            c->resolve(
+                tool_result::failure(error_code::tool_failed, std::string(message), details));
         } else {
             c->resolve(tool_result::failure(error_code::tool_failed,
                                             "JSON-RPC response has neither result nor error"));
@@ -295,8 +315,9 @@ class exec_source final : public tool_source {
         call_ptr c = std::move(it->second);
         pending_.erase(it);
         c->resolve(tool_result::failure(
-            error_code::tool_failed, fmt::format("the tool's result is over limits.max_result_bytes ({} bytes)",
-                                                 whole_.limits.max_result_bytes)));
+            error_code::tool_failed,
+            fmt::format("the tool's result is over limits.max_result_bytes ({} bytes)",
+                        whole_.limits.max_result_bytes)));
     }
 
     void fail_waiting() {

@@ -19,7 +19,7 @@ namespace meith::registry {
 namespace {
 
 constexpr std::size_t max_answer_bytes = 1024 * 1024;
-constexpr std::size_t max_observe_running = 4;  ///< one-shot observe processes per hook
+constexpr std::size_t max_observe_running = 4;   ///< one-shot observe processes per hook
 constexpr std::size_t max_observe_queued = 1024; ///< events waiting for one of them
 
 /// Reads a filter answer: {"allow":bool,"reason"?:string}. Anything else denies.
@@ -33,8 +33,10 @@ hook_verdict read_answer(simdjson::dom::element answer, hook_verdict v) {
     }
     v.allow = allow;
     std::string_view reason;
-    if (answer["reason"].get_string().get(reason) == simdjson::SUCCESS) v.reason = reason;
-    else if (!allow) v.reason = "denied by hook '" + v.name + "'";
+    if (answer["reason"].get_string().get(reason) == simdjson::SUCCESS)
+        v.reason = reason;
+    else if (!allow)
+        v.reason = "denied by hook '" + v.name + "'";
     return v;
 }
 
@@ -50,9 +52,9 @@ class hook_runner {
   public:
     hook_runner(asio::any_io_executor ex, child_reaper& reaper, const config::hook_config& cfg,
                 const config::config& whole)
-        : ex_(ex), reaper_(reaper), cfg_(cfg), whole_(whole),
-          spec_{"hook '" + cfg.name + "'", cfg.command, cfg.cwd,
-                child_environment(whole.tools.env_allow, cfg.env)} {
+        : ex_(ex), reaper_(reaper), cfg_(cfg),
+          whole_(whole), spec_{"hook '" + cfg.name + "'", cfg.command, cfg.cwd,
+                               child_environment(whole.tools.env_allow, cfg.env)} {
         if (cfg_.mode == config::exec_mode::server) {
             supervised_process::handlers h;
             h.on_spawn = [this] { proc_->mark_ready(); };
@@ -80,8 +82,10 @@ class hook_runner {
 
     void stop(std::chrono::milliseconds grace, std::function<void()> done) {
         fail_pending("stopped");
-        if (proc_) proc_->stop(grace, std::move(done));
-        else done();
+        if (proc_)
+            proc_->stop(grace, std::move(done));
+        else
+            done();
     }
 
     /// Asks the hook; `done(verdict)` runs exactly once.
@@ -89,8 +93,10 @@ class hook_runner {
              std::function<void(hook_verdict)> done) {
         hook_verdict v{cfg_.name, cfg_.phase, false, {}};
         const auto limit = std::min(budget, std::chrono::milliseconds(cfg_.timeout_ms));
-        if (proc_) ask_server(payload, limit, std::move(v), std::move(done));
-        else ask_oneshot(payload, limit, std::move(v), std::move(done));
+        if (proc_)
+            ask_server(payload, limit, std::move(v), std::move(done));
+        else
+            ask_oneshot(payload, limit, std::move(v), std::move(done));
     }
 
     /// Hands the event over; never waits for the answer.
@@ -125,8 +131,10 @@ class hook_runner {
         const auto pid = proc_->pid();
         out += pid ? std::to_string(*pid) : "null";
         out += R"(,"restarts":)" + std::to_string(proc_->restarts()) + R"(,"lastError":)";
-        if (proc_->last_error().empty()) out += "null";
-        else protocol::append_json_string(out, proc_->last_error());
+        if (proc_->last_error().empty())
+            out += "null";
+        else
+            protocol::append_json_string(out, proc_->last_error());
         out += R"(,"tools":0})";
     }
     bool is_server() const { return proc_ != nullptr; }
@@ -139,8 +147,8 @@ class hook_runner {
     };
 
     static std::string request(std::uint64_t id, const std::string& payload) {
-        std::string r = R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-                        R"(,"method":"hook","params":)";
+        std::string r =
+            R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":"hook","params":)";
         r += payload;
         r += "}\n";
         return r;
@@ -167,8 +175,7 @@ class hook_runner {
         st->v = v;
         st->run = oneshot_run::start(
             ex_, reaper_, spec_, payload + "\n", max_answer_bytes,
-            std::chrono::milliseconds(whole_.tools.kill_grace_ms),
-            [st, this](oneshot_outcome out) {
+            std::chrono::milliseconds(whole_.tools.kill_grace_ms), [st, this](oneshot_outcome out) {
                 if (st->answered) return;
                 if (!out.spawn_error.empty())
                     return st->answer(deny(st->v, "could not start: " + out.spawn_error));
@@ -191,15 +198,19 @@ class hook_runner {
     void ask_server(const std::string& payload, std::chrono::milliseconds limit, hook_verdict v,
                     std::function<void(hook_verdict)> done) {
         if (proc_->state() != process_state::ready)
-            return done(deny(std::move(v), "is not running (" + std::string(to_string(proc_->state())) +
-                                               (proc_->last_error().empty() ? "" : ": " + proc_->last_error()) + ")"));
+            return done(deny(std::move(v),
+                             "is not running (" + std::string(to_string(proc_->state())) +
+                                 (proc_->last_error().empty() ? "" : ": " + proc_->last_error()) +
+                                 ")"));
         const auto id = ++next_id_;
-        if (!proc_->send(request(id, payload))) return done(deny(std::move(v), "is not reading its input"));
+        if (!proc_->send(request(id, payload)))
+            return done(deny(std::move(v), "is not reading its input"));
         auto timer = std::make_unique<asio::steady_timer>(ex_, limit);
         timer->async_wait([this, id, limit](const std::error_code& ec) {
             if (ec) return;
             finish(id, [limit](hook_verdict v) {
-                return deny(std::move(v), fmt::format("did not answer within {} ms", limit.count()));
+                return deny(std::move(v),
+                            fmt::format("did not answer within {} ms", limit.count()));
             });
         });
         pending_.emplace(id, pending{std::move(v), std::move(done), std::move(timer)});
@@ -218,8 +229,10 @@ class hook_runner {
 
     void fail_pending(const std::string& why) {
         std::vector<std::uint64_t> ids;
-        for (auto& [id, p] : pending_) ids.push_back(id);
-        for (auto id : ids) finish(id, [&](hook_verdict v) { return deny(std::move(v), why); });
+        for (auto& [id, p] : pending_)
+            ids.push_back(id);
+        for (auto id : ids)
+            finish(id, [&](hook_verdict v) { return deny(std::move(v), why); });
         observing_.clear();
     }
 
@@ -229,13 +242,15 @@ class hook_runner {
         if (parser_.parse(line.data(), line.size()).get(msg) != simdjson::SUCCESS ||
             msg.type() != simdjson::dom::element_type::OBJECT ||
             msg["id"].get_uint64().get(id) != simdjson::SUCCESS) {
-            spdlog::warn("hook '{}' wrote a line that is not a JSON-RPC response (skipped)", cfg_.name);
+            spdlog::warn("hook '{}' wrote a line that is not a JSON-RPC response (skipped)",
+                         cfg_.name);
             return;
         }
         if (observing_.erase(id)) {
             simdjson::dom::element err;
             if (msg["error"].get(err) == simdjson::SUCCESS)
-                spdlog::warn("observe hook '{}' answered an error: {}", cfg_.name, simdjson::minify(err));
+                spdlog::warn("observe hook '{}' answered an error: {}", cfg_.name,
+                             simdjson::minify(err));
             return;
         }
         simdjson::dom::element result, error;
@@ -247,24 +262,30 @@ class hook_runner {
             const std::string why = "answered an error: " + std::string(text);
             finish(id, [&](hook_verdict v) { return deny(std::move(v), why); });
         } else {
-            finish(id, [](hook_verdict v) { return deny(std::move(v), "answered neither result nor error"); });
+            finish(id, [](hook_verdict v) {
+                return deny(std::move(v), "answered neither result nor error");
+            });
         }
     }
 
     void run_observe(const std::string& payload) {
         ++running_;
-        auto timer = std::make_shared<asio::steady_timer>(ex_, std::chrono::milliseconds(cfg_.timeout_ms));
+        auto timer =
+            std::make_shared<asio::steady_timer>(ex_, std::chrono::milliseconds(cfg_.timeout_ms));
         auto run = oneshot_run::start(
             ex_, reaper_, spec_, payload + "\n", max_answer_bytes,
-            std::chrono::milliseconds(whole_.tools.kill_grace_ms), [this, timer](oneshot_outcome out) {
+            std::chrono::milliseconds(whole_.tools.kill_grace_ms),
+            [this, timer](oneshot_outcome out) {
                 timer->cancel();
                 if (!out.spawn_error.empty())
-                    spdlog::warn("observe hook '{}' could not start: {}", cfg_.name, out.spawn_error);
+                    spdlog::warn("observe hook '{}' could not start: {}", cfg_.name,
+                                 out.spawn_error);
                 else if (out.killed)
                     spdlog::warn("observe hook '{}' did not answer within {} ms; killed", cfg_.name,
                                  cfg_.timeout_ms);
                 else if (!WIFEXITED(out.wait_status) || WEXITSTATUS(out.wait_status) != 0)
-                    spdlog::warn("observe hook '{}' {}", cfg_.name, describe_wait_status(out.wait_status));
+                    spdlog::warn("observe hook '{}' {}", cfg_.name,
+                                 describe_wait_status(out.wait_status));
                 --running_;
                 if (!queued_.empty()) {
                     auto next = std::move(queued_.front());
@@ -292,13 +313,15 @@ class hook_runner {
 };
 
 hook_set::hook_set(asio::any_io_executor ex, child_reaper& reaper, const config::config& cfg) {
-    for (const auto& h : cfg.hooks) hooks_.push_back(std::make_unique<hook_runner>(ex, reaper, h, cfg));
+    for (const auto& h : cfg.hooks)
+        hooks_.push_back(std::make_unique<hook_runner>(ex, reaper, h, cfg));
 }
 
 hook_set::~hook_set() = default;
 
 void hook_set::start() {
-    for (auto& h : hooks_) h->start();
+    for (auto& h : hooks_)
+        h->start();
 }
 
 void hook_set::stop(std::chrono::milliseconds grace, std::function<void()> done) {
@@ -307,7 +330,8 @@ void hook_set::stop(std::chrono::milliseconds grace, std::function<void()> done)
     auto one_done = [remaining, finish] {
         if (--*remaining == 0) (*finish)();
     };
-    for (auto& h : hooks_) h->stop(grace, one_done);
+    for (auto& h : hooks_)
+        h->stop(grace, one_done);
     one_done();
 }
 
@@ -320,13 +344,29 @@ bool hook_set::has_filters(std::string_view phase, std::string_view tool_name) c
 void hook_set::filter(std::string_view phase, std::string_view tool_name, std::string payload,
                       std::chrono::milliseconds budget,
                       std::function<void(std::vector<hook_verdict>)> done) {
-    struct chain {
+    // Runs the matching hooks one after another; each answer schedules the next ask.
+    struct chain : std::enable_shared_from_this<chain> {
         std::vector<hook_runner*> todo;
         std::size_t next = 0;
         std::vector<hook_verdict> verdicts;
         std::string payload;
         std::chrono::steady_clock::time_point deadline;
         std::function<void(std::vector<hook_verdict>)> done;
+
+        void step() {
+            if (next == todo.size() || (!verdicts.empty() && !verdicts.back().allow)) {
+                std::exchange(done, nullptr)(std::move(verdicts));
+                return;
+            }
+            hook_runner* h = todo[next++];
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            h->ask(payload, std::max(left, std::chrono::milliseconds(1)),
+                   [self = shared_from_this()](hook_verdict v) {
+                       self->verdicts.push_back(std::move(v));
+                       self->step();
+                   });
+        }
     };
     auto c = std::make_shared<chain>();
     for (auto& h : hooks_)
@@ -335,23 +375,7 @@ void hook_set::filter(std::string_view phase, std::string_view tool_name, std::s
     c->payload = std::move(payload);
     c->deadline = std::chrono::steady_clock::now() + budget;
     c->done = std::move(done);
-    auto step = std::make_shared<std::function<void()>>();
-    *step = [c, step] {
-        if (c->next == c->todo.size() || (!c->verdicts.empty() && !c->verdicts.back().allow)) {
-            auto done = std::move(c->done);
-            *step = nullptr; // break the self-reference
-            done(std::move(c->verdicts));
-            return;
-        }
-        hook_runner* h = c->todo[c->next++];
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            c->deadline - std::chrono::steady_clock::now());
-        h->ask(c->payload, std::max(left, std::chrono::milliseconds(1)), [c, step](hook_verdict v) {
-            c->verdicts.push_back(std::move(v));
-            if (*step) (*step)();
-        });
-    };
-    (*step)();
+    c->step();
 }
 
 std::vector<std::string> hook_set::observe(std::string_view phase, std::string_view tool_name,

@@ -235,28 +235,28 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
         return;
     }
     // Hook time counts against the call's timeout (§7): the deadline is already armed.
-    record_observers(*c, "before_execution",
-                     hooks_->observe("before_execution", t.name,
-                                     hook_payload("before_execution", *c, nullptr)));
+    record_observers(
+        *c, "before_execution",
+        hooks_->observe("before_execution", t.name, hook_payload("before_execution", *c, nullptr)));
     if (!hooks_->has_filters("before_execution", t.name)) {
         t.source->execute(c, t);
         return;
     }
-    hooks_->filter("before_execution", t.name, hook_payload("before_execution", *c, nullptr),
-                   time_left(*c), [weak = std::weak_ptr<call>(c)](std::vector<hook_verdict> verdicts) {
-                       auto c = weak.lock();
-                       if (!c || c->resolved()) return;
-                       record_hooks(*c, verdicts);
-                       if (!verdicts.empty() && !verdicts.back().allow) {
-                           c->decision = {false, verdicts.back().reason};
-                           c->finalize(tool_result::failure(error_code::permission_denied,
-                                                            "permission denied: " +
-                                                                verdicts.back().reason),
-                                       call_end::refused);
-                           return;
-                       }
-                       c->target->source->execute(c, *c->target);
-                   });
+    hooks_->filter(
+        "before_execution", t.name, hook_payload("before_execution", *c, nullptr), time_left(*c),
+        [weak = std::weak_ptr<call>(c)](std::vector<hook_verdict> verdicts) {
+            auto c = weak.lock();
+            if (!c || c->resolved()) return;
+            record_hooks(*c, verdicts);
+            if (!verdicts.empty() && !verdicts.back().allow) {
+                c->decision = {false, verdicts.back().reason};
+                c->finalize(tool_result::failure(error_code::permission_denied,
+                                                 "permission denied: " + verdicts.back().reason),
+                            call_end::refused);
+                return;
+            }
+            c->target->source->execute(c, *c->target);
+        });
 }
 
 std::chrono::milliseconds registry::time_left(const call& c) const {
@@ -299,13 +299,16 @@ void registry::record_hooks(call& c, const std::vector<hook_verdict>& verdicts) 
         c.hooks_json += R"(,"kind":"filter","decision":)";
         c.hooks_json += v.allow ? R"("allow")" : R"("deny")";
         c.hooks_json += R"(,"reason":)";
-        if (v.reason.empty()) c.hooks_json += "null";
-        else append_json_string(c.hooks_json, v.reason);
+        if (v.reason.empty())
+            c.hooks_json += "null";
+        else
+            append_json_string(c.hooks_json, v.reason);
         c.hooks_json += '}';
     }
 }
 
-void registry::record_observers(call& c, std::string_view phase, const std::vector<std::string>& names) {
+void registry::record_observers(call& c, std::string_view phase,
+                                const std::vector<std::string>& names) {
     for (const auto& name : names) {
         if (!c.hooks_json.empty()) c.hooks_json += ',';
         c.hooks_json += R"({"name":)";
@@ -322,24 +325,27 @@ void registry::after_tool(const call_ptr& c, tool_result r) {
         return;
     }
     const auto& name = c->target->name;
-    record_observers(*c, "after_execution",
-                     hooks_->observe("after_execution", name, hook_payload("after_execution", *c, &r)));
+    record_observers(
+        *c, "after_execution",
+        hooks_->observe("after_execution", name, hook_payload("after_execution", *c, &r)));
     if (!hooks_->has_filters("after_execution", name)) {
         c->finalize(std::move(r), call_end::tool);
         return;
     }
     auto payload = hook_payload("after_execution", *c, &r);
     hooks_->filter("after_execution", name, std::move(payload), time_left(*c),
-                   [weak = std::weak_ptr<call>(c), r = std::move(r)](std::vector<hook_verdict> verdicts) mutable {
+                   [weak = std::weak_ptr<call>(c),
+                    r = std::move(r)](std::vector<hook_verdict> verdicts) mutable {
                        auto c = weak.lock();
                        if (!c || c->resolved()) return;
                        record_hooks(*c, verdicts);
                        if (!verdicts.empty() && !verdicts.back().allow) {
                            // The tool ran, but its result is withheld (§7).
                            c->decision = {false, verdicts.back().reason};
-                           c->finalize(tool_result::failure(error_code::permission_denied,
-                                                            "result withheld: " + verdicts.back().reason),
-                                       call_end::tool);
+                           c->finalize(
+                               tool_result::failure(error_code::permission_denied,
+                                                    "result withheld: " + verdicts.back().reason),
+                               call_end::tool);
                            return;
                        }
                        c->finalize(std::move(r), call_end::tool);

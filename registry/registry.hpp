@@ -71,7 +71,9 @@ class registry {
 
     /// Hooks asked about calls and told about sessions; may be null (none configured).
     void set_hooks(class hook_set* hooks) { hooks_ = hooks; }
-    class hook_set* hooks() const { return hooks_; }
+    class hook_set* hooks() const {
+        return hooks_;
+    }
 
     /// Tells observe hooks about a session (connection) starting or ending.
     void observe_session(std::string_view phase, std::string_view session_id, pid_t pid, uid_t uid);

@@ -268,7 +268,12 @@ void supervised_process::read_stderr(const std::shared_ptr<instance>& inst) {
     auto buf = inst->err_framer.prepare();
     inst->child.stderr_pipe().async_read_some(
         asio::buffer(buf.data(), buf.size()), [inst](const std::error_code& ec, std::size_t n) {
-            if (ec || !inst->owner) return;
+            if (!inst->owner) return;
+            if (ec) {
+                if (auto rest = inst->err_framer.partial(); !rest.empty())
+                    spdlog::info("[{}] {}", inst->owner->spec_.name, rest);
+                return;
+            }
             inst->err_framer.commit(n);
             for (;;) {
                 const auto st = inst->err_framer.next();
@@ -364,6 +369,9 @@ void oneshot_run::read_err() {
         asio::buffer(buf.data(), buf.size()),
         [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
             if (ec) {
+                // A last line without its newline still counts.
+                if (auto rest = self->err_framer_.partial(); !rest.empty())
+                    self->keep_stderr(std::string(rest));
                 self->err_eof_ = true;
                 self->maybe_done();
                 return;
@@ -372,17 +380,20 @@ void oneshot_run::read_err() {
             for (;;) {
                 const auto st = self->err_framer_.next();
                 if (st == protocol::line_framer::status::need_more) break;
-                std::string line = st == protocol::line_framer::status::oversized
-                                       ? fmt::format("(a stderr line of {} bytes was cut)",
-                                                     self->err_framer_.dropped_bytes())
-                                       : std::string(self->err_framer_.line());
-                spdlog::info("[{}] {}", self->name_, line);
-                auto& tail = self->outcome_.stderr_tail;
-                tail.push_back(std::move(line));
-                if (tail.size() > stderr_tail_lines) tail.erase(tail.begin());
+                self->keep_stderr(st == protocol::line_framer::status::oversized
+                                      ? fmt::format("(a stderr line of {} bytes was cut)",
+                                                    self->err_framer_.dropped_bytes())
+                                      : std::string(self->err_framer_.line()));
             }
             self->read_err();
         });
+}
+
+void oneshot_run::keep_stderr(std::string line) {
+    spdlog::info("[{}] {}", name_, line);
+    auto& tail = outcome_.stderr_tail;
+    tail.push_back(std::move(line));
+    if (tail.size() > stderr_tail_lines) tail.erase(tail.begin());
 }
 
 void oneshot_run::kill() {

@@ -152,6 +152,7 @@ class oneshot_run : public std::enable_shared_from_this<oneshot_run> {
   private:
     void read_out();
     void read_err();
+    void keep_stderr(std::string line);
     void maybe_done();
     std::unique_ptr<child_process> child_;
     std::string name_;

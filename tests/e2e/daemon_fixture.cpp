@@ -91,6 +91,35 @@ std::string host_source_toml(const std::string& name, const std::vector<std::str
            extra + "\n";
 }
 
+namespace {
+std::string toml_command(const std::string& script, const std::vector<std::string>& flags) {
+    const std::string path = std::string(MEITH_SOURCE_DIR) + "/tests/exec/" + script;
+    std::string cmd = script.size() > 3 && script.substr(script.size() - 3) == ".sh"
+                          ? "[\"sh\", \"" + path + "\""
+                          : "[\"node\", \"" + path + "\"";
+    for (const auto& f : flags)
+        cmd += ", \"" + f + "\"";
+    return cmd + "]";
+}
+} // namespace
+
+std::string exec_source_toml(const std::string& name, const std::string& mode,
+                             const std::string& script, const std::string& tool_name,
+                             const std::vector<std::string>& flags, const std::string& extra) {
+    return "[[sources]]\nname = \"" + name + "\"\nkind = \"exec\"\nmode = \"" + mode +
+           "\"\ncommand = " + toml_command(script, flags) + "\ntool = { name = \"" + tool_name +
+           "\", description = \"test exec tool\", capabilities = [\"read-only\"] }\n" + extra +
+           "\n";
+}
+
+std::string hook_toml(const std::string& name, const std::string& kind, const std::string& mode,
+                      const std::string& phase, const std::vector<std::string>& flags,
+                      const std::string& extra) {
+    return "[[hooks]]\nname = \"" + name + "\"\nkind = \"" + kind + "\"\nmode = \"" + mode +
+           "\"\nphase = \"" + phase + "\"\ncommand = " + toml_command("hook.mjs", flags) + "\n" +
+           extra + "\n";
+}
+
 daemon_process::daemon_process(const std::string& config_toml, std::vector<std::string> extra_args,
                                std::function<void(const fs::path&)> prepare) {
     socket_ = home_.path / "d.sock";

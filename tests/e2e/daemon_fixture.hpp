@@ -34,6 +34,18 @@ std::string test_host_path();
 std::string host_source_toml(const std::string& name, const std::vector<std::string>& flags = {},
                              const std::string& extra = "");
 
+/// A TOML `[[sources]]` entry for an exec tool: `script` is a path under tests/exec/ run with
+/// node (.mjs) or sh (.sh); `tool_name` is the tool it provides.
+std::string exec_source_toml(const std::string& name, const std::string& mode,
+                             const std::string& script, const std::string& tool_name,
+                             const std::vector<std::string>& flags = {},
+                             const std::string& extra = "");
+
+/// A TOML `[[hooks]]` entry running tests/exec/hook.mjs with `flags`.
+std::string hook_toml(const std::string& name, const std::string& kind, const std::string& mode,
+                      const std::string& phase, const std::vector<std::string>& flags,
+                      const std::string& extra = "");
+
 /// The meithd binary running on a temporary home.
 class daemon_process {
   public:

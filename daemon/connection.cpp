@@ -166,6 +166,10 @@ void connection::handle_frame(std::string_view line) {
     case frame_type::list_sources:
         protocol::append_sources_list(outbound_, f.request_id, registry_.sources_json());
         return;
+    case frame_type::check_policy:
+        protocol::append_policy_decision(outbound_, f.request_id,
+                                         registry_.explain_policy(f.tool_name, caller_for(f)));
+        return;
     case frame_type::restart_source:
         // Restarting is an operator's act: only the cli caller may do it.
         if (caller_for(f) != permissions::caller::cli)
@@ -179,6 +183,12 @@ void connection::handle_frame(std::string_view line) {
         return;
     case frame_type::cancel_tool_call: {
         auto it = calls_.find(std::string(*f.request_id));
+        std::string fields = R"("requestId":)";
+        append_json_string(fields, *f.request_id);
+        fields += R"(,"sessionId":)";
+        append_json_string(fields, session_id_);
+        fields += it == calls_.end() ? R"(,"inFlight":false)" : R"(,"inFlight":true)";
+        registry_.audit_event("cancel_tool_call", fields);
         if (it == calls_.end()) return; // naming no call in flight changes nothing (§3)
         auto c = it->second;
         c->resolve(protocol::tool_result::failure(protocol::error_code::cancelled,
@@ -323,6 +333,7 @@ void connection::close(std::string_view reason) {
     fields += R"(,"reason":)";
     append_json_string(fields, reason);
     fields += R"(,"callsCancelled":)" + std::to_string(cancelled);
+    fields += R"(,"pid":)" + std::to_string(peer_.pid) + R"(,"uid":)" + std::to_string(peer_.uid);
     registry_.audit_event("connection_close", fields);
     registry_.observe_session("session_end", session_id_, peer_.pid, peer_.uid);
     spdlog::debug("connection {} closed: {}", session_id_, reason);

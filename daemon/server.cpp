@@ -81,6 +81,7 @@ class server {
             registry_.set_hooks(&hooks_);
             hooks_.start();
         }
+        if (cfg_.audit.fsync == config::fsync_policy::interval) sync_audit_periodically();
         const auto started = std::chrono::steady_clock::now();
         registry_.start([this, started](std::optional<std::string> error) {
             if (shutting_down_) return;
@@ -111,6 +112,16 @@ class server {
     }
 
   private:
+    /// audit.fsync = "interval": sync once a second even when no line is appended.
+    void sync_audit_periodically() {
+        sync_timer_.expires_after(std::chrono::seconds(1));
+        sync_timer_.async_wait([this](const std::error_code& ec) {
+            if (ec || finished_) return;
+            audit_.flush();
+            sync_audit_periodically();
+        });
+    }
+
     void listen() {
         if (auto err = check_socket_path(socket_path_)) throw std::runtime_error(*err);
         // We hold our home's lock, but another home's daemon may serve this path: replace the
@@ -270,6 +281,7 @@ class server {
         finished_ = true;
         close_timer_.cancel();
         grace_timer_.cancel();
+        sync_timer_.cancel();
         registry_.audit_event("daemon_stop", R"("pid":)" + std::to_string(::getpid()));
         audit_.flush();
         std::error_code ignored;
@@ -291,6 +303,7 @@ class server {
     stream_protocol::acceptor acceptor_;
     asio::steady_timer grace_timer_;
     asio::steady_timer close_timer_;
+    asio::steady_timer sync_timer_{ioc_};
     std::unordered_map<connection*, std::shared_ptr<connection>> connections_;
     fs::path instance_record_;
     std::chrono::steady_clock::time_point shutdown_started_;

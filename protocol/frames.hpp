@@ -21,7 +21,7 @@ namespace meith::protocol {
 inline constexpr int protocol_version = 1;
 inline constexpr std::size_t max_request_id_chars = 128;
 
-/// Frame types of §3, plus our additions `list_sources` and `restart_source`
+/// Frame types of §3, plus our additions `list_sources`, `restart_source`, `check_policy`
 /// (docs/protocol.md "meith sources").
 enum class frame_type {
     hello,
@@ -30,6 +30,7 @@ enum class frame_type {
     cancel_tool_call,
     list_sources,
     restart_source,
+    check_policy,
     other
 };
 
@@ -95,6 +96,10 @@ void append_sources_list(std::string& out, std::optional<std::string_view> reque
 /// `{"type":"source_restarted","protocol":1,"requestId"?,"name"}`
 void append_source_restarted(std::string& out, std::optional<std::string_view> request_id,
                              std::string_view name);
+
+/// `{"type":"policy_decision","protocol":1,"requestId"?,` + `members_json` + `}`
+void append_policy_decision(std::string& out, std::optional<std::string_view> request_id,
+                            std::string_view members_json);
 
 /// Opening of a tools_list frame up to and including `"tools":[`; the caller appends the
 /// descriptors separated by commas and then `]}\n`.

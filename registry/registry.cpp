@@ -12,6 +12,46 @@ using protocol::append_json_string;
 using protocol::error_code;
 using protocol::tool_result;
 
+namespace {
+
+std::string_view end_name(call_end how) {
+    switch (how) {
+    case call_end::tool:
+        return "tool";
+    case call_end::timeout:
+        return "timeout";
+    case call_end::cancel:
+        return "cancel";
+    case call_end::disconnect:
+        return "client_disconnected";
+    case call_end::shutdown:
+        return "shutdown";
+    case call_end::refused:
+        return "refused";
+    }
+    return "tool";
+}
+
+void append_capabilities(std::string& out, permissions::capability_set caps) {
+    out.push_back('[');
+    bool first = true;
+    for (auto name : permissions::capability_names(caps)) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_json_string(out, name);
+    }
+    out.push_back(']');
+}
+
+void append_nullable_string(std::string& out, std::string_view s, bool present) {
+    if (present)
+        append_json_string(out, s);
+    else
+        out.append("null");
+}
+
+} // namespace
+
 std::string_view to_string(source_state s) {
     switch (s) {
     case source_state::starting:
@@ -363,6 +403,38 @@ void registry::observe_session(std::string_view phase, std::string_view session_
     hooks_->observe(phase, "", p);
 }
 
+std::string registry::explain_policy(std::string_view tool_name, permissions::caller who) const {
+    std::string m = R"("toolName":)";
+    append_json_string(m, tool_name);
+    m += R"(,"caller":)";
+    append_json_string(m, permissions::to_string(who));
+    auto it = tools_.find(tool_name);
+    if (it == tools_.end()) {
+        m += R"(,"known":false,"capabilities":null,"decision":"deny","reason":)";
+        append_json_string(m, "no tool named '" + std::string(tool_name) +
+                                  "' (calls resolve UNKNOWN_TOOL)");
+        m += R"(,"filterHooks":[])";
+        return m;
+    }
+    const auto& t = *it->second;
+    const auto d = policy_.decide(t.name, t.capabilities, who);
+    m += R"(,"known":true,"capabilities":)";
+    append_capabilities(m, t.capabilities);
+    m += d.allow ? R"(,"decision":"allow","reason":)" : R"(,"decision":"deny","reason":)";
+    append_json_string(m, d.reason);
+    m += R"(,"filterHooks":[)";
+    bool first = true;
+    if (hooks_)
+        for (const char* phase : {"before_execution", "after_execution"})
+            if (hooks_->has_filters(phase, t.name)) {
+                if (!first) m += ',';
+                first = false;
+                append_json_string(m, phase);
+            }
+    m += ']';
+    return m;
+}
+
 bool registry::restart_source(std::string_view name) {
     for (auto& s : sources_)
         if (s->name() == name) {
@@ -391,46 +463,6 @@ void registry::finish(call& c, const tool_result& r) {
     write_call_audit(c, r);
     if (c.sink_) c.sink_->on_tool_result(c.request_id, r);
 }
-
-namespace {
-
-std::string_view end_name(call_end how) {
-    switch (how) {
-    case call_end::tool:
-        return "tool";
-    case call_end::timeout:
-        return "timeout";
-    case call_end::cancel:
-        return "cancel";
-    case call_end::disconnect:
-        return "client_disconnected";
-    case call_end::shutdown:
-        return "shutdown";
-    case call_end::refused:
-        return "refused";
-    }
-    return "tool";
-}
-
-void append_capabilities(std::string& out, permissions::capability_set caps) {
-    out.push_back('[');
-    bool first = true;
-    for (auto name : permissions::capability_names(caps)) {
-        if (!first) out.push_back(',');
-        first = false;
-        append_json_string(out, name);
-    }
-    out.push_back(']');
-}
-
-void append_nullable_string(std::string& out, std::string_view s, bool present) {
-    if (present)
-        append_json_string(out, s);
-    else
-        out.append("null");
-}
-
-} // namespace
 
 void registry::write_call_audit(const call& c, const tool_result& r) {
     std::string& l = line_;

@@ -78,6 +78,11 @@ class registry {
     /// Tells observe hooks about a session (connection) starting or ending.
     void observe_session(std::string_view phase, std::string_view session_id, pid_t pid, uid_t uid);
 
+    /// Explains the permission decision for `tool_name` and `who` (for `meith policy check`):
+    /// JSON members `"toolName","caller","known","capabilities","decision","reason",
+    /// "filterHooks"` (the filter hooks that would still be asked).
+    std::string explain_policy(std::string_view tool_name, permissions::caller who) const;
+
     /// Restarts the source named `name`; false when there is none.
     bool restart_source(std::string_view name);
 

@@ -292,9 +292,7 @@ bool audit_log::ensure_open() {
     return true;
 }
 
-bool audit_log::append(std::string_view json_object) {
-    if (!ensure_open()) return false;
-
+std::string audit_log::prepare_line(std::string_view json_object) const {
     std::string line;
     if (json_object.size() + 1 > max_line_bytes)
         line = cut_line(json_object);
@@ -304,19 +302,23 @@ bool audit_log::append(std::string_view json_object) {
     for (char& c : line)
         if (c == '\n' || c == '\r') c = ' ';
     line += '\n';
+    return line;
+}
 
-    if (regular_ && cfg_.max_bytes > 0 && size_ > 0 && size_ + line.size() > cfg_.max_bytes) {
+bool audit_log::write_all(std::string_view bytes) {
+    if (!ensure_open()) return false;
+    if (regular_ && cfg_.max_bytes > 0 && size_ > 0 && size_ + bytes.size() > cfg_.max_bytes) {
         rotate();
         if (fd_ < 0) return false;
     }
 
-    // One write(2) per line on O_APPEND keeps lines whole. A short write on a regular file
-    // means the disk or quota just filled up: we finish the line with further writes (the
-    // single writer makes that safe), and if that fails, cut the partial line back out so the
-    // next line does not get glued to it.
+    // One write(2) of whole lines on O_APPEND keeps lines whole. A short write on a regular
+    // file means the disk or quota just filled up: we finish with further writes (the single
+    // writer makes that safe), and if that fails, cut the partial data back out so the next
+    // line does not get glued to it.
     std::size_t done = 0;
-    while (done < line.size()) {
-        const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             const int err = n < 0 ? errno : EIO;
@@ -330,9 +332,9 @@ bool audit_log::append(std::string_view json_object) {
         }
         done += static_cast<std::size_t>(n);
     }
-    size_ += line.size();
+    size_ += bytes.size();
 
-    // The line is in the file either way; a failed sync still fails the append because the
+    // The lines are in the file either way; a failed sync still fails the write because the
     // policy promised durability.
     if ((cfg_.fsync == config::fsync_policy::always ||
          (cfg_.fsync == config::fsync_policy::interval &&
@@ -347,6 +349,32 @@ bool audit_log::append(std::string_view json_object) {
     return true;
 }
 
+bool audit_log::append(std::string_view json_object) {
+    // Keep the order: anything queued goes first.
+    if (!pending_.empty() && !commit()) return false;
+    return write_all(prepare_line(json_object));
+}
+
+void audit_log::append_deferred(std::string_view json_object) {
+    if (json_object.size() + 1 > max_line_bytes) {
+        pending_ += prepare_line(json_object);
+        return;
+    }
+    const auto start = pending_.size();
+    pending_.append(json_object);
+    for (auto i = start; i < pending_.size(); ++i)
+        if (pending_[i] == '\n' || pending_[i] == '\r') pending_[i] = ' ';
+    pending_ += '\n';
+}
+
+bool audit_log::commit() {
+    if (pending_.empty()) return true;
+    const bool ok = write_all(pending_);
+    pending_.clear();
+    if (pending_.capacity() > 1024 * 1024) std::string().swap(pending_);
+    return ok;
+}
+
 bool audit_log::sync() {
     last_sync_ = std::chrono::steady_clock::now();
     if (fd_ < 0 || !regular_) return true;
@@ -356,6 +384,7 @@ bool audit_log::sync() {
 }
 
 void audit_log::flush() {
+    commit();
     sync();
 }
 

@@ -44,11 +44,23 @@ class audit_log {
     /// streak) when the write fails; true otherwise. fsync per `cfg.fsync`.
     bool append(std::string_view json_object);
 
-    /// fsyncs the file (used at shutdown and by the "interval" policy).
+    /// Group commit: queues one line (same checks as `append`) without writing it yet.
+    /// `commit` then writes every queued line with one write(2) — whole lines only, so lines
+    /// still never tear or interleave. The daemon commits before it sends any reply, which
+    /// keeps "the line is in the file before its tool_result is sent" (PROTOCOL.md §6).
+    void append_deferred(std::string_view json_object);
+    /// Writes the queued lines; false (lines dropped, failure logged) when the write fails.
+    bool commit();
+    bool has_pending() const { return !pending_.empty(); }
+
+    /// Commits queued lines and fsyncs the file (used at shutdown and by "interval").
     void flush();
 
   private:
     void rotate();
+    std::string prepare_line(std::string_view json_object) const;
+    bool write_all(std::string_view bytes);
+    std::string pending_;
     bool ensure_open();                             ///< reopens a removed or closed file
     bool sync();                                    ///< fdatasync + reset the interval clock
     void report_failure(const char* what, int err); ///< logs once per failure streak

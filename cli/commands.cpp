@@ -1,11 +1,13 @@
-// status and tools: one request each after hello, answered within reply_timeout.
+// status, tools and sources: one request each after hello, answered within reply_timeout
+// (`sources restart` waits longer: the daemon answers once the source is restarting).
 #include "cli/commands.hpp"
 
 #include "cli/errors.hpp"
 #include "cli/session.hpp"
 
 #include <algorithm>
-#include <array>
+#include <chrono>
+#include <string_view>
 #include <vector>
 
 #include <fmt/core.h>
@@ -15,7 +17,9 @@ namespace meith::cli {
 namespace {
 
 constexpr std::size_t table_width = 100;
-constexpr std::size_t min_description_width = 20;
+/// How long `sources restart` waits for source_restarted unless --timeout-ms says otherwise.
+constexpr std::chrono::seconds restart_timeout{60};
+constexpr std::size_t min_last_width = 20; ///< the last column (description, error)
 
 json list_tools(session& s) {
     const std::string id = s.conn.next_request_id();
@@ -65,14 +69,67 @@ std::string capabilities_text(const json& tool) {
     return out.empty() ? "-" : out;
 }
 
+/// Prints `rows` (the first is the header) as aligned columns; the last column is cut so a
+/// line stays within table_width (but gets at least min_last_width).
+void print_table(const std::vector<std::vector<std::string>>& rows) {
+    if (rows.empty()) return;
+    const std::size_t n = rows.front().size();
+    std::vector<std::size_t> widths(n - 1, 0);
+    for (const auto& r : rows) {
+        for (std::size_t c = 0; c + 1 < n; ++c) {
+            widths[c] = std::max(widths[c], columns(r[c]));
+        }
+    }
+    std::size_t used = 0;
+    for (std::size_t w : widths)
+        used += w + 2;
+    const std::size_t last_width =
+        used + min_last_width < table_width ? table_width - used : min_last_width;
+
+    for (const auto& r : rows) {
+        std::string line;
+        for (std::size_t c = 0; c + 1 < n; ++c)
+            line += pad(r[c], widths[c] + 2);
+        line += truncate(r[n - 1], last_width);
+        while (!line.empty() && line.back() == ' ')
+            line.pop_back();
+        fmt::print("{}\n", line);
+    }
+}
+
+/// A non-negative integer field as text; "-" when absent, null or not an integer.
+std::string count_text(const json& obj, std::string_view key) {
+    const json* v = get_field(obj, key);
+    if (v == nullptr || !v->is_number_integer()) return "-";
+    return v->is_number_unsigned() ? std::to_string(v->get<unsigned long long>())
+                                   : std::to_string(v->get<long long>());
+}
+
+bool is_unavailable(const json& tool) {
+    const json* a = get_field(tool, "available");
+    return a != nullptr && a->is_boolean() && !a->get<bool>();
+}
+
+json list_sources(session& s) {
+    const std::string id = s.conn.next_request_id();
+    s.conn.send_frame(compact({{"type", "list_sources"}, {"requestId", id}}));
+    json reply = await_reply(s.conn, id, "sources_list");
+    const json* sources = get_field(reply, "sources");
+    if (sources == nullptr || !sources->is_array()) {
+        throw cli_error(exit_error, "protocol error: sources_list without a \"sources\" array");
+    }
+    return *sources;
+}
+
 } // namespace
 
 int run_status(const options& opts) {
     session s = open_session(opts.socket, opts.home, opts.caller);
     const json tools = list_tools(s);
-    std::size_t allowed = 0;
+    std::size_t allowed = 0, unavailable = 0;
     for (const json& t : tools) {
         if (get_string(t, "permission") == "allow") ++allowed;
+        if (is_unavailable(t)) ++unavailable;
     }
 
     const json* server = get_field(s.hello, "server");
@@ -91,8 +148,9 @@ int run_status(const options& opts) {
     fmt::print("  session:  {}\n", sanitize(get_string(s.hello, "sessionId").value_or("?"), false));
     fmt::print("  caller:   {}\n",
                sanitize(get_string(s.hello, "caller").value_or(opts.caller), false));
-    fmt::print("  tools:    {} ({} allowed, {} denied)\n", tools.size(), allowed,
-               tools.size() - allowed);
+    fmt::print("  tools:    {} ({} allowed, {} denied{})\n", tools.size(), allowed,
+               tools.size() - allowed,
+               unavailable > 0 ? fmt::format(", {} unavailable", unavailable) : "");
     return exit_ok;
 }
 
@@ -108,36 +166,60 @@ int run_tools(const options& opts) {
         return exit_ok;
     }
 
-    using row = std::array<std::string, 5>;
-    std::vector<row> rows{{"NAME", "PERMISSION", "CAPABILITIES", "SOURCE", "DESCRIPTION"}};
+    // A tool of a failed source keeps its row, marked: calls to it fail at once.
+    std::vector<std::vector<std::string>> rows{
+        {"NAME", "PERMISSION", "CAPABILITIES", "SOURCE", "DESCRIPTION"}};
     for (const json& t : tools) {
-        rows.push_back({sanitize(get_string(t, "name").value_or("?"), false),
-                        sanitize(get_string(t, "permission").value_or("?"), false),
+        std::string name = sanitize(get_string(t, "name").value_or("?"), false);
+        if (is_unavailable(t)) name += " (unavailable)";
+        rows.push_back({std::move(name), sanitize(get_string(t, "permission").value_or("?"), false),
                         sanitize(capabilities_text(t), false),
                         sanitize(get_string(t, "source").value_or("-"), false),
                         sanitize(get_string(t, "description").value_or(""), false)});
     }
-    std::array<std::size_t, 4> widths{};
-    for (const row& r : rows) {
-        for (std::size_t c = 0; c < widths.size(); ++c) {
-            widths[c] = std::max(widths[c], columns(r[c]));
-        }
-    }
-    std::size_t used = 0;
-    for (std::size_t w : widths)
-        used += w + 2;
-    const std::size_t description_width =
-        used + min_description_width < table_width ? table_width - used : min_description_width;
+    print_table(rows);
+    return exit_ok;
+}
 
-    for (const row& r : rows) {
-        std::string line;
-        for (std::size_t c = 0; c < widths.size(); ++c)
-            line += pad(r[c], widths[c] + 2);
-        line += truncate(r[4], description_width);
-        while (!line.empty() && line.back() == ' ')
-            line.pop_back();
-        fmt::print("{}\n", line);
+int run_sources(const options& opts) {
+    session s = open_session(opts.socket, opts.home, opts.caller);
+    const json sources = list_sources(s);
+    if (opts.json) {
+        fmt::print("{}\n", pretty(sources));
+        return exit_ok;
     }
+    if (sources.empty()) {
+        fmt::print("no sources\n");
+        return exit_ok;
+    }
+    std::vector<std::vector<std::string>> rows{
+        {"NAME", "KIND", "STATE", "PID", "RESTARTS", "TOOLS", "LAST ERROR"}};
+    for (const json& src : sources) {
+        rows.push_back({sanitize(get_string(src, "name").value_or("?"), false),
+                        sanitize(get_string(src, "kind").value_or("?"), false),
+                        sanitize(get_string(src, "state").value_or("?"), false),
+                        count_text(src, "pid"), count_text(src, "restarts"),
+                        count_text(src, "tools"),
+                        sanitize(get_string(src, "lastError").value_or("-"), false)});
+    }
+    print_table(rows);
+    return exit_ok;
+}
+
+int run_source_restart(const options& opts) {
+    const std::string& name = opts.words.at(2);
+    session s = open_session(opts.socket, opts.home, opts.caller);
+    const std::string id = s.conn.next_request_id();
+    s.conn.send_frame(compact({{"type", "restart_source"},
+                               {"requestId", id},
+                               {"name", name},
+                               {"clientInfo", {{"caller", opts.caller}}}}));
+    // A refusal (unknown source, a source that cannot be restarted) is an error frame: exit 1.
+    const auto timeout = opts.timeout_ms ? std::chrono::milliseconds(*opts.timeout_ms)
+                                         : std::chrono::milliseconds(restart_timeout);
+    const json reply = await_reply(s.conn, id, "source_restarted", timeout, exit_tool_failed);
+    fmt::print("restarted source '{}'\n",
+               sanitize(get_string(reply, "name").value_or(name), false));
     return exit_ok;
 }
 

@@ -9,5 +9,7 @@ namespace meith::cli {
 int run_status(const options& opts);
 int run_tools(const options& opts);
 int run_call(const options& opts);
+int run_sources(const options& opts);
+int run_source_restart(const options& opts);
 
 } // namespace meith::cli

@@ -18,28 +18,41 @@ using namespace meith::cli;
 
 struct command {
     std::string_view name;
-    std::string_view synopsis; ///< arguments after the name, for the usage text
+    std::string_view sub;      ///< second word for a subcommand ("sources restart"), or empty
+    std::string_view synopsis; ///< arguments after the name(s), for the usage text
     std::string_view summary;
-    std::size_t min_args; ///< positionals after the name
+    std::size_t min_args; ///< positionals after the name(s)
     std::size_t max_args;
     bool takes_json;
     bool takes_timeout;
     int (*run)(const options&);
 };
 
-// New subcommands (sources, audit, policy check) are added here.
+// New subcommands (audit, policy check) are added here.
 constexpr command commands[] = {
-    {"status", "", "show the daemon, session and tool counts", 0, 0, false, false, run_status},
-    {"tools", "[--json]", "list tools with their permission for the caller", 0, 0, true, false,
+    {"status", "", "", "show the daemon, session and tool counts", 0, 0, false, false, run_status},
+    {"tools", "", "[--json]", "list tools with their permission for the caller", 0, 0, true, false,
      run_tools},
-    {"call", "TOOL [JSON] [--timeout-ms N] [--json]", "call TOOL with JSON arguments (default {})",
-     1, 2, true, true, run_call},
+    {"call", "", "TOOL [JSON] [--timeout-ms N] [--json]",
+     "call TOOL with JSON arguments (default {})", 1, 2, true, true, run_call},
+    {"sources", "", "[--json]", "list tool sources: state, pid, restarts, last error", 0, 0, true,
+     false, run_sources},
+    {"sources", "restart", "NAME [--timeout-ms N]",
+     "restart the tool source NAME (waits up to 60 s)", 1, 1, false, true, run_source_restart},
 };
+
+/// "sources restart NAME …": the words a command is invoked with, then its synopsis.
+std::string head_of(const command& c) {
+    std::string head(c.name);
+    if (!c.sub.empty()) head += fmt::format(" {}", c.sub);
+    if (!c.synopsis.empty()) head += fmt::format(" {}", c.synopsis);
+    return head;
+}
 
 std::string usage() {
     std::string out = "usage: meith [OPTIONS] COMMAND [ARGS]\n\nCommands:\n";
     for (const command& c : commands) {
-        std::string head = fmt::format("{} {}", c.name, c.synopsis);
+        const std::string head = head_of(c);
         if (head.size() <= 28) {
             out += fmt::format("  {:<30}{}\n", head, c.summary);
         } else {
@@ -53,14 +66,20 @@ std::string usage() {
            "  -h, --help        show this help\n"
            "  --version         show the version\n"
            "\nDuring call, Ctrl-C cancels the call; a second Ctrl-C exits at once.\n"
-           "Exit status: 0 ok, 1 the tool returned an error, 2 usage/connection/protocol error,\n"
-           "130 interrupted.\n";
+           "Exit status: 0 ok, 1 the tool returned an error (or meithd refused a restart),\n"
+           "2 usage/connection/protocol error, 130 interrupted.\n";
     return out;
 }
 
-const command* find_command(std::string_view name) {
+/// The command `words` names: one with a matching second word first, else the plain one.
+const command* find_command(const std::vector<std::string>& words) {
     for (const command& c : commands) {
-        if (c.name == name) return &c;
+        if (c.name == words[0] && !c.sub.empty() && words.size() > 1 && c.sub == words[1]) {
+            return &c;
+        }
+    }
+    for (const command& c : commands) {
+        if (c.name == words[0] && c.sub.empty()) return &c;
     }
     return nullptr;
 }
@@ -77,19 +96,21 @@ int run(const std::vector<std::string>& args) {
     }
     if (opts.words.empty()) throw usage_error("no command given");
 
-    const command* cmd = find_command(opts.words[0]);
+    const command* cmd = find_command(opts.words);
     if (cmd == nullptr) {
         throw usage_error(fmt::format("unknown command '{}'", opts.words[0]));
     }
-    const std::size_t n = opts.words.size() - 1;
+    const std::size_t n = opts.words.size() - (cmd->sub.empty() ? 1 : 2);
     if (n < cmd->min_args || n > cmd->max_args) {
-        throw usage_error(fmt::format("usage: meith {} {}", cmd->name, cmd->synopsis));
+        throw usage_error(fmt::format("usage: meith {}", head_of(*cmd)));
     }
+    const std::string full_name =
+        cmd->sub.empty() ? std::string(cmd->name) : fmt::format("{} {}", cmd->name, cmd->sub);
     if (opts.json && !cmd->takes_json) {
-        throw usage_error(fmt::format("'{}' does not take --json", cmd->name));
+        throw usage_error(fmt::format("'{}' does not take --json", full_name));
     }
     if (opts.timeout_ms && !cmd->takes_timeout) {
-        throw usage_error(fmt::format("'{}' does not take --timeout-ms", cmd->name));
+        throw usage_error(fmt::format("'{}' does not take --timeout-ms", full_name));
     }
     return cmd->run(opts);
 }

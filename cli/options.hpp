@@ -16,8 +16,8 @@ struct options {
     std::string caller = "cli";                  ///< --caller cli|plugin
     bool help = false;                           ///< -h, --help
     bool version = false;                        ///< --version
-    bool json = false;                           ///< --json (tools, call)
-    std::optional<std::uint64_t> timeout_ms;     ///< --timeout-ms N (call)
+    bool json = false;                           ///< --json (tools, call, sources)
+    std::optional<std::uint64_t> timeout_ms;     ///< --timeout-ms N (call, sources restart)
     std::vector<std::string> words;              ///< positionals; words[0] is the subcommand
 };
 

@@ -51,18 +51,19 @@ json parse_frame(const std::string& line) {
     return j;
 }
 
-void check_error_frame(const json& frame, const std::string& request_id) {
+void check_error_frame(const json& frame, const std::string& request_id, int error_exit) {
     if (get_string(frame, "type") != "error") return;
     auto id = get_string(frame, "requestId");
     if (id && *id != request_id) return;
-    throw cli_error(exit_error,
+    throw cli_error(error_exit,
                     fmt::format("meithd error {}: {}",
                                 get_string(frame, "code").value_or("PROTOCOL_ERROR"),
                                 sanitize(get_string(frame, "message").value_or(""), false)));
 }
 
-json await_reply(client& conn, const std::string& request_id, std::string_view type) {
-    const auto deadline = client::clock::now() + reply_timeout;
+json await_reply(client& conn, const std::string& request_id, std::string_view type,
+                 std::chrono::milliseconds timeout, int error_exit) {
+    const auto deadline = client::clock::now() + timeout;
     for (;;) {
         client::read_result r = conn.read_frame(deadline);
         switch (r.status) {
@@ -73,12 +74,12 @@ json await_reply(client& conn, const std::string& request_id, std::string_view t
                             fmt::format("connection to meithd closed while waiting for {}", type));
         case client::read_status::timed_out:
             throw cli_error(exit_error, fmt::format("no {} from meithd within {} s", type,
-                                                    reply_timeout.count()));
+                                                    (timeout.count() + 999) / 1000));
         case client::read_status::woken:
             continue; // no wake fd given; cannot happen
         }
         json frame = parse_frame(r.frame);
-        check_error_frame(frame, request_id);
+        check_error_frame(frame, request_id, error_exit);
         if (get_string(frame, "requestId") == request_id && get_string(frame, "type") == type) {
             return frame;
         }

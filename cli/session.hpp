@@ -4,6 +4,7 @@
 
 #include "cli/client.hpp"
 #include "cli/discovery.hpp"
+#include "cli/errors.hpp"
 
 #include <chrono>
 #include <optional>
@@ -35,13 +36,15 @@ session open_session(const std::optional<std::filesystem::path>& socket_flag,
 /// Parses one frame; anything but a JSON object is a protocol error (cli_error).
 json parse_frame(const std::string& line);
 
-/// Throws cli_error(exit_error) if `frame` is an error frame for `request_id` or for the
+/// Throws cli_error(error_exit) if `frame` is an error frame for `request_id` or for the
 /// whole connection (no requestId).
-void check_error_frame(const json& frame, const std::string& request_id);
+void check_error_frame(const json& frame, const std::string& request_id,
+                       int error_exit = exit_error);
 
 /// Reads frames until one of `type` answers `request_id`, skipping unrelated ones. Throws on
-/// an error frame for it, on close and on timeout.
-json await_reply(client& conn, const std::string& request_id, std::string_view type);
+/// an error frame for it (cli_error(error_exit)), and on close and on timeout (exit_error).
+json await_reply(client& conn, const std::string& request_id, std::string_view type,
+                 std::chrono::milliseconds timeout = reply_timeout, int error_exit = exit_error);
 
 /// Field accessors that tolerate absence and wrong types.
 std::optional<std::string> get_string(const json& obj, std::string_view key);

@@ -84,6 +84,7 @@ asio::awaitable<void> connection::read_loop() {
                                              asio::experimental::as_tuple(asio::use_awaitable));
         if (ec || closed_) break;
         framer_.commit(n);
+        in_batch_ = true;
         for (;;) {
             const auto st = framer_.next();
             if (st == protocol::line_framer::status::need_more) break;
@@ -94,6 +95,7 @@ asio::awaitable<void> connection::read_loop() {
             }
             if (closed_) co_return;
         }
+        in_batch_ = false;
         if (framer_.buffered() == 0) {
             framer_.shrink_if_idle();
             decoder_.shrink_if_large(1024 * 1024);
@@ -281,6 +283,9 @@ void connection::on_tool_result(std::string_view request_id, const protocol::too
 
 void connection::flush() {
     if (closed_) return;
+    if (in_batch_) return; // the read loop flushes once after the whole batch
+    // Audit lines of the replies below reach the file first (PROTOCOL.md §6).
+    registry_.commit_audit();
     const auto limit = registry_.cfg().limits.max_outbound_bytes;
     if (outbound_.size() + writing_.size() > limit) {
         close("client does not read: over " + std::to_string(limit) +

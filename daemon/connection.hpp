@@ -75,6 +75,7 @@ class connection final : public registry::call_sink,
     std::string outbound_;
     std::string writing_;
     bool write_active_ = false;
+    bool in_batch_ = false; ///< handling the frames of one read: replies wait for its end
     bool closed_ = false;
     bool closing_after_flush_ = false;
     asio::steady_timer idle_timer_;

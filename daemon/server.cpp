@@ -189,6 +189,7 @@ class server {
             fields += R"(,"uid":)";
             fields += peer ? std::to_string(peer->uid) : "null";
             registry_.audit_event("connection_rejected", fields);
+            registry_.commit_audit(); // on file before the peer sees the close
             std::error_code ignored;
             sock.close(ignored);
             return;
@@ -206,6 +207,7 @@ class server {
                 fmt::format(R"x("reason":"over limits.max_connections ({})","pid":{},"uid":{})x",
                             cfg_.limits.max_connections, peer->pid, peer->uid);
             registry_.audit_event("connection_rejected", fields);
+            registry_.commit_audit(); // on file before the peer sees the close
             sock.close(ignored);
             return;
         }

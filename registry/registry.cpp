@@ -4,6 +4,7 @@
 #include "registry/hooks.hpp"
 #include "registry/schema_validator.hpp"
 
+#include <asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 namespace meith::registry {
@@ -261,19 +262,27 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
     constexpr std::uint64_t max_representable_ms = 1'000'000'000'000;
     if (timeout > max_representable_ms) timeout = max_representable_ms;
     c->timeout_ms = timeout;
-    c->deadline().expires_after(std::chrono::milliseconds(timeout));
-    c->deadline().async_wait([weak = std::weak_ptr<call>(c), timeout](const std::error_code& ec) {
-        if (ec) return;
-        if (auto self = weak.lock())
-            self->finalize(
-                tool_result::failure(error_code::timeout, "the call did not finish within " +
-                                                              std::to_string(timeout) + " ms"),
-                call_end::timeout);
-    });
+    auto arm_deadline = [&c, timeout] {
+        // Measured from the call's arrival, whenever it is armed.
+        c->deadline().expires_at(c->started + std::chrono::milliseconds(timeout));
+        c->deadline().async_wait(
+            [weak = std::weak_ptr<call>(c), timeout](const std::error_code& ec) {
+                if (ec) return;
+                if (auto self = weak.lock())
+                    self->finalize(tool_result::failure(error_code::timeout,
+                                                        "the call did not finish within " +
+                                                            std::to_string(timeout) + " ms"),
+                                   call_end::timeout);
+            });
+    };
     if (!hooks_) {
         t.source->execute(c, t);
+        // A tool that answered at once (built-ins) never needs a timer: saves two
+        // timerfd_settime(2) calls per call on the hot path.
+        if (!c->tool_done() && !c->resolved()) arm_deadline();
         return;
     }
+    arm_deadline();
     // Hook time counts against the call's timeout (§7): the deadline is already armed.
     record_observers(
         *c, "before_execution",
@@ -519,7 +528,24 @@ void registry::write_call_audit(const call& c, const tool_result& r) {
     protocol::append_tool_result(result_json, r);
     l.append(redactor_.summarize_json(result_json));
     l.push_back('}');
-    if (audit_) audit_failing_ = !audit_->append(l);
+    queue_audit_line(l);
+}
+
+void registry::queue_audit_line(std::string_view line) {
+    if (!audit_) return;
+    audit_->append_deferred(line);
+    if (!commit_posted_) {
+        // Whatever queued it, the line reaches the file by the end of this I/O turn.
+        commit_posted_ = true;
+        asio::post(ex_, [this] {
+            commit_posted_ = false;
+            commit_audit();
+        });
+    }
+}
+
+void registry::commit_audit() {
+    if (audit_ && audit_->has_pending()) audit_failing_ = !audit_->commit();
 }
 
 bool registry::audit_event(std::string_view event, std::string_view fields_json) {
@@ -535,7 +561,7 @@ bool registry::audit_event(std::string_view event, std::string_view fields_json)
         l.append(fields_json);
     }
     l.push_back('}');
-    audit_failing_ = !audit_->append(l);
+    queue_audit_line(l);
     return !audit_failing_;
 }
 

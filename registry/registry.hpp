@@ -60,6 +60,10 @@ class registry {
     /// (e.g. `"sessionId":"s_1","pid":42`), may be empty. Returns false if the write failed.
     bool audit_event(std::string_view event, std::string_view fields_json);
 
+    /// Writes the audit lines queued so far (group commit). Called before any reply leaves,
+    /// and at the end of every I/O turn that queued a line.
+    void commit_audit();
+
     /// Shutdown, step 1: refuse new calls with RUNTIME_SHUTTING_DOWN.
     void begin_shutdown() { shutting_down_ = true; }
     bool shutting_down() const { return shutting_down_; }
@@ -117,6 +121,8 @@ class registry {
     std::unordered_set<call*> active_;
     bool shutting_down_ = false;
     bool audit_failing_ = false;
+    bool commit_posted_ = false;
+    void queue_audit_line(std::string_view line);
     std::string line_; ///< reused audit line buffer
     std::size_t unsettled_ = 0;
     bool started_ = false;

@@ -816,10 +816,14 @@ TEST_CASE("registry: one audit line per call, written before the reply", "[regis
     fx.audit = std::make_unique<meith::audit::audit_log>(log, fx.cfg.audit);
     fx.start_with({def("slow"), def("write", {"writes-files"})});
 
-    // At the moment the sink gets a result, the file already has that call's line.
+    // At the moment the sink gets a result, that call's line is queued (group commit) and
+    // one commit_audit() — which the connection does before any reply leaves — puts it in
+    // the file. Nothing is written before the commit, so the commit is what makes it visible.
     int checked = 0;
     fx.sink->on_result = [&](std::string_view request_id, const tool_result&) {
         const std::string needle = "\"requestId\":\"" + std::string(request_id) + "\"";
+        CHECK(fx.audit->has_pending());
+        fx.reg->commit_audit();
         CHECK(read_file(log).find(needle) != std::string::npos);
         ++checked;
     };
@@ -905,6 +909,7 @@ TEST_CASE("registry: one audit line per call, written before the reply", "[regis
     // Late resolutions write no second line.
     slow->resolve(tool_result::success("1"));
     cancelled->resolve(tool_result::success("1"));
+    fx.reg->commit_audit();
     CHECK(audit_lines(log).size() == 7);
 }
 
@@ -915,6 +920,7 @@ TEST_CASE("registry: audit lines redact secrets in arguments", "[registry][audit
     fx.audit = std::make_unique<meith::audit::audit_log>(log, fx.cfg.audit);
     fx.start_with({});
     fx.call_tool("s1", "echo", R"({"password":"hunter2-very-secret","city":"Oslo"})");
+    fx.reg->commit_audit();
     const std::string text = read_file(log);
     CHECK(text.find("hunter2-very-secret") == std::string::npos);
     CHECK(text.find("Oslo") != std::string::npos);
@@ -931,6 +937,7 @@ TEST_CASE("registry: an oversized result writes one audit line with TOOL_FAILED"
     fx.start_with({});
     fx.call_tool("o1", "echo", R"({"long":"0123456789"})");
     CHECK(code_of(fx.sink->only_result()) == error_code::tool_failed);
+    fx.reg->commit_audit();
     const auto lines = audit_lines(log);
     REQUIRE(lines.size() == 1);
     CHECK(lines[0]["errorCode"] == "TOOL_FAILED");

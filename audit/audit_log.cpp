@@ -149,16 +149,26 @@ std::string cut_line(std::string_view json_object) {
 
 std::string now_rfc3339() {
     using namespace std::chrono;
-    const auto now = system_clock::now();
-    const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count();
-    const std::time_t secs = static_cast<std::time_t>(ms / 1000 - (ms % 1000 < 0 ? 1 : 0));
+    const auto ms = duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+    const std::int64_t secs = ms / 1000 - (ms % 1000 < 0 ? 1 : 0);
     const int millis = static_cast<int>(((ms % 1000) + 1000) % 1000);
-    std::tm tm{};
-    ::gmtime_r(&secs, &tm);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
-    return buf;
+    // gmtime_r and snprintf once per second, not once per line (hot path: every audit line).
+    thread_local std::int64_t cached_secs = -1;
+    thread_local char cached[64];
+    if (secs != cached_secs) {
+        const std::time_t t = static_cast<std::time_t>(secs);
+        std::tm tm{};
+        ::gmtime_r(&t, &tm);
+        std::snprintf(cached, sizeof cached, "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900,
+                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        cached_secs = secs;
+    }
+    std::string out(cached);
+    out.push_back(static_cast<char>('0' + millis / 100));
+    out.push_back(static_cast<char>('0' + millis / 10 % 10));
+    out.push_back(static_cast<char>('0' + millis % 10));
+    out.push_back('Z');
+    return out;
 }
 
 void append_json_string(std::string& out, std::string_view s) {
@@ -362,8 +372,12 @@ void audit_log::append_deferred(std::string_view json_object) {
     }
     const auto start = pending_.size();
     pending_.append(json_object);
-    for (auto i = start; i < pending_.size(); ++i)
-        if (pending_[i] == '\n' || pending_[i] == '\r') pending_[i] = ' ';
+    // Lines we build never hold a raw newline; memchr keeps the check cheap.
+    char* first = pending_.data() + start;
+    char* last = pending_.data() + pending_.size();
+    for (char c : {'\n', '\r'})
+        for (char* p = first; (p = static_cast<char*>(std::memchr(p, c, last - p))) != nullptr; ++p)
+            *p = ' ';
     pending_ += '\n';
 }
 

@@ -25,6 +25,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -188,8 +189,14 @@ std::vector<pid_t> descendants(const std::vector<pid_t>& roots) {
     return out;
 }
 
+// Whole-machine CPU from /proc/stat. With tick-based accounting (this kernel) user/system are
+// sampled at timer ticks, which a stopped (NO_HZ) tick misses when a core wakes briefly and
+// sleeps again, so busy time is taken as elapsed × online cores − idle − iowait − steal:
+// idle and iowait are measured exactly on NO_HZ kernels. The tick-sampled busy time is kept
+// for comparison.
 struct machine_cpu {
-    double busy = 0, steal = 0;
+    double idle = 0, steal = 0, tick_busy = 0;
+    int64_t at_ns = 0;
 };
 
 machine_cpu read_proc_stat() {
@@ -198,7 +205,14 @@ machine_cpu read_proc_stat() {
     double user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
     f >> cpu >> user >> nice >> sys >> idle >> iowait >> irq >> softirq >> steal;
     const double t = static_cast<double>(clk_tck());
-    return {(user + nice + sys + irq + softirq) / t, steal / t};
+    return {(idle + iowait) / t, steal / t, (user + nice + sys + irq + softirq) / t, now_ns()};
+}
+
+// Busy CPU seconds of the whole machine between two readings.
+double machine_busy(const machine_cpu& a, const machine_cpu& b) {
+    const double cores = static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN));
+    const double wall = static_cast<double>(b.at_ns - a.at_ns) / 1e9;
+    return wall * cores - (b.idle - a.idle) - (b.steal - a.steal);
 }
 
 double client_cpu_s() {
@@ -215,15 +229,58 @@ long rss_kib(pid_t pid) {
     return std::strtol(s.c_str() + p + 6, nullptr, 10);
 }
 
+// CPU of every process on the machine (utime+stime, and cutime+cstime for children it reaped),
+// keyed by pid and start time, for "other processes" over a window.
+struct proc_cpu {
+    std::string start;
+    double self = 0, reaped = 0;
+};
+
+std::map<pid_t, proc_cpu> all_procs() {
+    std::map<pid_t, proc_cpu> m;
+    const double t = static_cast<double>(clk_tck());
+    if (DIR* d = opendir("/proc")) {
+        while (dirent* e = readdir(d)) {
+            char* end = nullptr;
+            long pid = std::strtol(e->d_name, &end, 10);
+            if (*end != 0 || pid <= 0) continue;
+            auto f = stat_fields(static_cast<pid_t>(pid));
+            if (f.size() < 20) continue;
+            m[static_cast<pid_t>(pid)] = {f[19], (std::stod(f[11]) + std::stod(f[12])) / t,
+                                          (std::stod(f[13]) + std::stod(f[14])) / t};
+        }
+        closedir(d);
+    }
+    return m;
+}
+
+// CPU seconds used between two scans by processes not in `ours`. A process that both started
+// and was reaped inside the window is counted through its parent's cutime; one alive at the
+// start that was reaped inside the window is counted whole (a disturbance all the same).
+double others_cpu(const std::map<pid_t, proc_cpu>& a, const std::map<pid_t, proc_cpu>& b, const std::set<pid_t>& ours) {
+    double sum = 0;
+    for (const auto& [pid, pb] : b) {
+        if (ours.count(pid)) continue;
+        auto it = a.find(pid);
+        if (it != a.end() && it->second.start == pb.start)
+            sum += (pb.self - it->second.self) + (pb.reaped - it->second.reaped);
+        else
+            sum += pb.self + pb.reaped;
+    }
+    return sum;
+}
+
 struct cpu_snapshot {
     double client = 0, server = 0, children = 0;
     machine_cpu machine;
     std::vector<pid_t> kids;
+    std::map<pid_t, proc_cpu> procs;
 };
 
 cpu_snapshot take_snapshot(const std::vector<pid_t>& servers, const std::vector<pid_t>* kids_in) {
     cpu_snapshot s;
     s.kids = kids_in ? *kids_in : descendants(servers);
+    s.procs = all_procs();
     s.machine = read_proc_stat();
     s.client = client_cpu_s();
     for (pid_t p : servers) s.server += std::max(0.0, proc_cpu_s(p));
@@ -692,14 +749,24 @@ int run_load(const options& o) {
         if (win_start == 0) win_start = win_end;
     }
 
-    // Close: sockets, or the MCP servers' stdin (then wait, then TERM).
+    // Close: sockets; for MCP the servers' stdin, then read their stdout to EOF (answers to
+    // calls still in flight) so they do not die of EPIPE, then wait (SIGKILL after 2 s).
     for (conn& c : conns) {
         if (c.wfd != c.rfd) close(c.wfd);
-        close(c.rfd);
+        else close(c.rfd);
     }
     if (st.mcp) {
         const int64_t dl = now_ns() + 2000000000LL;
         for (conn& c : conns) {
+            char tmp[65536];
+            for (;;) {
+                pollfd p{c.rfd, POLLIN, 0};
+                const int64_t left = (dl - now_ns()) / 1000000;
+                if (left <= 0 || poll(&p, 1, static_cast<int>(left)) <= 0) break;
+                ssize_t n = read(c.rfd, tmp, sizeof tmp);
+                if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) break;
+            }
+            close(c.rfd);
             int status;
             while (waitpid(c.pid, &status, WNOHANG) == 0) {
                 if (now_ns() > dl) {
@@ -717,8 +784,14 @@ int run_load(const options& o) {
     const double client = snap1.client - snap0.client;
     const double server = snap1.server - snap0.server;
     const double children = snap1.children - snap0.children;
-    const double busy = snap1.machine.busy - snap0.machine.busy;
+    const double busy = machine_busy(snap0.machine, snap1.machine);
     const double other = busy - client - server - children;
+    std::set<pid_t> ours(server_pids.begin(), server_pids.end());
+    ours.insert(kids.begin(), kids.end());
+    ours.insert(getpid());
+    // Capped by the machine's busy time not ours: a parent's cutime counts a reaped child whole.
+    const double other_procs = std::min(others_cpu(snap0.procs, snap1.procs, ours), std::max(other, 0.0));
+    const double other_tick = (snap1.machine.tick_busy - snap0.machine.tick_busy) - client - server - children;
     double mean = 0;
     for (int64_t v : st.lat) mean += static_cast<double>(v);
     mean = st.lat.empty() ? 0 : mean / static_cast<double>(st.lat.size()) / 1000.0;
@@ -737,6 +810,8 @@ int run_load(const options& o) {
     j += ",\"server_cpu_s\":" + fmt(server, 3);
     j += ",\"children_cpu_s\":" + fmt(children, 3);
     j += ",\"other_cpu_s\":" + fmt(other, 3);
+    j += ",\"other_procs_cpu_s\":" + fmt(other_procs, 3);
+    j += ",\"other_tick_cpu_s\":" + fmt(other_tick, 3);
     j += ",\"steal_s\":" + fmt(snap1.machine.steal - snap0.machine.steal, 3);
     j += ",\"server_pids\":" + std::to_string(server_pids.size());
     j += ",\"children_pids\":" + std::to_string(kids.size());
@@ -769,7 +844,8 @@ int run_list_tools(const options& o) {
         if (!write_all(fd, R"({"type":"list_tools","requestId":")" + id + "\"}\n")) die("write list_tools");
         if (!read_line(fd, buf, line, t0 + static_cast<int64_t>(o.timeout * 1e9))) die("no list_tools answer");
         const int64_t t1 = now_ns();
-        if (!contains(line, "\"type\":\"tools_list\"") || !contains(line, "\"requestId\":\"" + id + "\""))
+        if (line.find("\"type\":\"tools_list\"") == std::string::npos ||
+            line.find("\"requestId\":\"" + id + "\"") == std::string::npos)
             die("unexpected list_tools answer: " + line.substr(0, 300));
         bytes = line.size() + 1;
         tools = 0;

@@ -81,7 +81,7 @@ void write_atomically(const fs::path& path, const std::string& text) {
 
 } // namespace
 
-void write_runtime_record(const fs::path& home, const fs::path& socket) {
+void write_runtime_record(const fs::path& home, const fs::path& socket, const fs::path& audit_path) {
     const auto path = home / "config.json";
     nlohmann::json record = nlohmann::json::object();
     if (std::ifstream in(path); in) {
@@ -94,6 +94,7 @@ void write_runtime_record(const fs::path& home, const fs::path& socket) {
     record["pid"] = ::getpid();
     record["protocol"] = 1;
     record["version"] = MEITH_VERSION;
+    record["auditPath"] = audit_path.string();
     write_atomically(path, record.dump(2) + "\n");
 }
 

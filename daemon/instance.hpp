@@ -29,7 +29,9 @@ std::optional<std::string> check_socket_path(const std::filesystem::path& socket
 
 /// Writes `home/config.json` atomically (temp + rename), keeping top-level keys it does not
 /// own: {"socketPath","pid","protocol","version"}. Throws std::runtime_error on I/O failure.
-void write_runtime_record(const std::filesystem::path& home, const std::filesystem::path& socket);
+/// Also records `auditPath` (our addition) so `meith audit` finds a configured log.
+void write_runtime_record(const std::filesystem::path& home, const std::filesystem::path& socket,
+                          const std::filesystem::path& audit_path);
 
 /// Writes `home/instances/<pid>.json` {"pid","socketPath","protocol","version","startedAt"}.
 std::filesystem::path write_instance_record(const std::filesystem::path& home,

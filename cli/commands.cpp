@@ -1,9 +1,11 @@
-// status, tools and sources: one request each after hello, answered within reply_timeout
-// (`sources restart` waits longer: the daemon answers once the source is restarting).
+// status, tools, sources and policy check: one request each after hello, answered within
+// reply_timeout (`sources restart` waits longer: the daemon answers once the source is
+// restarting).
 #include "cli/commands.hpp"
 
 #include "cli/errors.hpp"
 #include "cli/session.hpp"
+#include "cli/table.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -16,10 +18,8 @@ namespace meith::cli {
 
 namespace {
 
-constexpr std::size_t table_width = 100;
 /// How long `sources restart` waits for source_restarted unless --timeout-ms says otherwise.
 constexpr std::chrono::seconds restart_timeout{60};
-constexpr std::size_t min_last_width = 20; ///< the last column (description, error)
 
 json list_tools(session& s) {
     const std::string id = s.conn.next_request_id();
@@ -32,31 +32,6 @@ json list_tools(session& s) {
     return *tools;
 }
 
-/// Display columns of UTF-8 text, counting one per code point (no East Asian width).
-std::size_t columns(std::string_view s) {
-    return static_cast<std::size_t>(
-        std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
-}
-
-/// Cuts `s` to at most `width` columns, ending in "…" when cut; never splits a code point.
-std::string truncate(const std::string& s, std::size_t width) {
-    if (columns(s) <= width) return s;
-    if (width == 0) return {};
-    std::size_t keep = width - 1, seen = 0, i = 0;
-    for (; i < s.size(); ++i) {
-        if ((s[i] & 0xC0) != 0x80) {
-            if (seen == keep) break;
-            ++seen;
-        }
-    }
-    return s.substr(0, i) + "…";
-}
-
-std::string pad(const std::string& s, std::size_t width) {
-    const std::size_t c = columns(s);
-    return c >= width ? s : s + std::string(width - c, ' ');
-}
-
 std::string capabilities_text(const json& tool) {
     std::string out;
     if (const json* caps = get_field(tool, "capabilities"); caps && caps->is_array()) {
@@ -67,34 +42,6 @@ std::string capabilities_text(const json& tool) {
         }
     }
     return out.empty() ? "-" : out;
-}
-
-/// Prints `rows` (the first is the header) as aligned columns; the last column is cut so a
-/// line stays within table_width (but gets at least min_last_width).
-void print_table(const std::vector<std::vector<std::string>>& rows) {
-    if (rows.empty()) return;
-    const std::size_t n = rows.front().size();
-    std::vector<std::size_t> widths(n - 1, 0);
-    for (const auto& r : rows) {
-        for (std::size_t c = 0; c + 1 < n; ++c) {
-            widths[c] = std::max(widths[c], columns(r[c]));
-        }
-    }
-    std::size_t used = 0;
-    for (std::size_t w : widths)
-        used += w + 2;
-    const std::size_t last_width =
-        used + min_last_width < table_width ? table_width - used : min_last_width;
-
-    for (const auto& r : rows) {
-        std::string line;
-        for (std::size_t c = 0; c + 1 < n; ++c)
-            line += pad(r[c], widths[c] + 2);
-        line += truncate(r[n - 1], last_width);
-        while (!line.empty() && line.back() == ' ')
-            line.pop_back();
-        fmt::print("{}\n", line);
-    }
 }
 
 /// A non-negative integer field as text; "-" when absent, null or not an integer.
@@ -221,6 +168,53 @@ int run_source_restart(const options& opts) {
     fmt::print("restarted source '{}'\n",
                sanitize(get_string(reply, "name").value_or(name), false));
     return exit_ok;
+}
+
+int run_policy_check(const options& opts) {
+    const std::string& tool = opts.words.at(2);
+    session s = open_session(opts.socket, opts.home, opts.caller);
+    const std::string id = s.conn.next_request_id();
+    s.conn.send_frame(compact({{"type", "check_policy"},
+                               {"requestId", id},
+                               {"toolName", tool},
+                               {"clientInfo", {{"caller", opts.caller}}}}));
+    const json reply = await_reply(s.conn, id, "policy_decision");
+    const auto decision = get_string(reply, "decision");
+    if (decision != "allow" && decision != "deny") {
+        throw cli_error(exit_error,
+                        "protocol error: policy_decision without \"decision\" allow or deny");
+    }
+    const int status = decision == "allow" ? exit_ok : exit_tool_failed;
+    if (opts.json) {
+        fmt::print("{}\n", pretty(reply));
+        return status;
+    }
+
+    fmt::print("{} for caller {}: {}\n",
+               sanitize(get_string(reply, "toolName").value_or(tool), false),
+               sanitize(get_string(reply, "caller").value_or(opts.caller), false), *decision);
+    const json* known = get_field(reply, "known");
+    if (known != nullptr && known->is_boolean() && !known->get<bool>()) {
+        fmt::print("  unknown tool\n");
+    } else if (const json* caps = get_field(reply, "capabilities"); caps && caps->is_array()) {
+        const std::string text = capabilities_text(reply);
+        fmt::print("  capabilities: {}\n", text == "-" ? "none" : sanitize(text, false));
+    } else {
+        fmt::print("  capabilities: none declared\n");
+    }
+    if (auto reason = get_string(reply, "reason")) {
+        fmt::print("  reason: {}\n", sanitize(*reason, false));
+    }
+    std::string hooks;
+    if (const json* h = get_field(reply, "filterHooks"); h && h->is_array()) {
+        for (const json& phase : *h) {
+            if (!phase.is_string()) continue;
+            if (!hooks.empty()) hooks += ", ";
+            hooks += sanitize(phase.get<std::string>(), false);
+        }
+    }
+    if (!hooks.empty()) fmt::print("  filter hooks still asked: {}\n", hooks);
+    return status;
 }
 
 } // namespace meith::cli

@@ -32,6 +32,7 @@ std::filesystem::path user_home() {
 struct instance_record {
     std::optional<std::filesystem::path> socket;
     std::optional<long> pid;
+    std::optional<std::filesystem::path> audit;
 };
 
 /// Reads config.json; a missing file is an empty record, an unreadable one an error message.
@@ -49,6 +50,10 @@ instance_record read_instance(const std::filesystem::path& file, std::string* er
     if (auto it = j.find("socketPath"); it != j.end() && it->is_string()) {
         std::filesystem::path p = it->get<std::string>();
         if (!p.empty()) rec.socket = p.is_absolute() ? p : file.parent_path() / p;
+    }
+    if (auto it = j.find("auditPath"); it != j.end() && it->is_string()) {
+        std::filesystem::path p = it->get<std::string>();
+        if (!p.empty()) rec.audit = p.is_absolute() ? p : file.parent_path() / p;
     }
     if (auto it = j.find("pid"); it != j.end() && it->is_number_integer()) {
         rec.pid = it->get<long>();
@@ -108,6 +113,19 @@ daemon_location locate_daemon(const std::optional<std::filesystem::path>& socket
     loc.socket = *rec.socket;
     loc.pid = rec.pid;
     return loc;
+}
+
+std::filesystem::path locate_audit_log(const std::optional<std::filesystem::path>& file_flag,
+                                       const std::optional<std::filesystem::path>& home_flag) {
+    if (file_flag && !file_flag->empty()) return *file_flag;
+    const std::filesystem::path home = resolve_home(home_flag);
+    const std::filesystem::path record_file = home / "config.json";
+    std::string error;
+    const instance_record rec = read_instance(record_file, &error);
+    if (!error.empty()) {
+        fmt::print(stderr, "meith: ignoring {}: {}\n", display_path(record_file), error);
+    }
+    return rec.audit ? *rec.audit : home / "audit.jsonl";
 }
 
 } // namespace meith::cli

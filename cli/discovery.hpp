@@ -1,5 +1,5 @@
 // discovery: where the running meithd listens — `--socket`, else `socketPath` from the instance
-// record `$MEITH_HOME/config.json` that meithd writes while it runs.
+// record `$MEITH_HOME/config.json` that meithd writes while it runs — and where it audits.
 #pragma once
 
 #include <filesystem>
@@ -21,6 +21,11 @@ std::filesystem::path resolve_home(const std::optional<std::filesystem::path>& h
 /// there is no `--socket` and config.json has no usable `socketPath`.
 daemon_location locate_daemon(const std::optional<std::filesystem::path>& socket_flag,
                               const std::optional<std::filesystem::path>& home_flag);
+
+/// The audit log `meith audit` reads: `file_flag` (--file), else `auditPath` from the home's
+/// config.json (written by meithd; kept after it stops), else HOME/audit.jsonl.
+std::filesystem::path locate_audit_log(const std::optional<std::filesystem::path>& file_flag,
+                                       const std::optional<std::filesystem::path>& home_flag);
 
 /// `path` with a leading $HOME shown as "~", for messages.
 std::string display_path(const std::filesystem::path& path);

@@ -25,20 +25,27 @@ struct command {
     std::size_t max_args;
     bool takes_json;
     bool takes_timeout;
+    bool takes_audit_filters; ///< --since, --tool, --denied, --event, --limit, --file
     int (*run)(const options&);
 };
 
-// New subcommands (audit, policy check) are added here.
 constexpr command commands[] = {
-    {"status", "", "", "show the daemon, session and tool counts", 0, 0, false, false, run_status},
+    {"status", "", "", "show the daemon, session and tool counts", 0, 0, false, false, false,
+     run_status},
     {"tools", "", "[--json]", "list tools with their permission for the caller", 0, 0, true, false,
-     run_tools},
+     false, run_tools},
     {"call", "", "TOOL [JSON] [--timeout-ms N] [--json]",
-     "call TOOL with JSON arguments (default {})", 1, 2, true, true, run_call},
+     "call TOOL with JSON arguments (default {})", 1, 2, true, true, false, run_call},
     {"sources", "", "[--json]", "list tool sources: state, pid, restarts, last error", 0, 0, true,
-     false, run_sources},
+     false, false, run_sources},
     {"sources", "restart", "NAME [--timeout-ms N]",
-     "restart the tool source NAME (waits up to 60 s)", 1, 1, false, true, run_source_restart},
+     "restart the tool source NAME (waits up to 60 s)", 1, 1, false, true, false,
+     run_source_restart},
+    {"policy", "check", "TOOL [--caller cli|plugin] [--json]",
+     "would a call to TOOL be allowed? (exit 0 allow, 1 deny)", 1, 1, true, false, false,
+     run_policy_check},
+    {"audit", "", "[FILTERS] [--limit N] [--json] [--file PATH]",
+     "show the audit log (read directly; meithd need not run)", 0, 0, true, false, true, run_audit},
 };
 
 /// "sources restart NAME …": the words a command is invoked with, then its synopsis.
@@ -65,9 +72,21 @@ std::string usage() {
            "  --caller NAME     cli or plugin (default: cli)\n"
            "  -h, --help        show this help\n"
            "  --version         show the version\n"
+           "\nAudit (audit.jsonl and its rotated files audit.jsonl.N, oldest first):\n"
+           "  --since DUR       only lines from the last DUR: 30s, 10m, 2h, 1d\n"
+           "  --tool NAME       only lines for the tool NAME\n"
+           "  --caller C        only lines whose caller is C (cli or plugin)\n"
+           "  --denied          only calls the policy denied (decision \"deny\")\n"
+           "  --event NAME      only events NAME (tool_call, list_tools, daemon_start, ...) or\n"
+           "                    all; default: the table shows tool_call and tool_call_rejected,\n"
+           "                    --json shows every event\n"
+           "  --limit N         only the last N lines that match\n"
+           "  --json            the matching lines as JSON Lines (one object per line, as logged)\n"
+           "  --file PATH       the log to read (default: auditPath in $MEITH_HOME/config.json,\n"
+           "                    else $MEITH_HOME/audit.jsonl)\n"
            "\nDuring call, Ctrl-C cancels the call; a second Ctrl-C exits at once.\n"
-           "Exit status: 0 ok, 1 the tool returned an error (or meithd refused a restart),\n"
-           "2 usage/connection/protocol error, 130 interrupted.\n";
+           "Exit status: 0 ok, 1 the tool returned an error (or meithd refused a restart, or\n"
+           "policy check said deny), 2 usage/connection/protocol error, 130 interrupted.\n";
     return out;
 }
 
@@ -98,6 +117,13 @@ int run(const std::vector<std::string>& args) {
 
     const command* cmd = find_command(opts.words);
     if (cmd == nullptr) {
+        // "policy" alone, "policy nope": point at the subcommands that name exists with.
+        std::string known;
+        for (const command& c : commands) {
+            if (c.name != opts.words[0]) continue;
+            known += fmt::format("{}meith {}", known.empty() ? "" : "\n       ", head_of(c));
+        }
+        if (!known.empty()) throw usage_error("usage: " + known);
         throw usage_error(fmt::format("unknown command '{}'", opts.words[0]));
     }
     const std::size_t n = opts.words.size() - (cmd->sub.empty() ? 1 : 2);
@@ -111,6 +137,11 @@ int run(const std::vector<std::string>& args) {
     }
     if (opts.timeout_ms && !cmd->takes_timeout) {
         throw usage_error(fmt::format("'{}' does not take --timeout-ms", full_name));
+    }
+    if (opts.has_audit_filters() && !cmd->takes_audit_filters) {
+        throw usage_error(fmt::format("'{}' does not take --since, --tool, --denied, --event, "
+                                      "--limit or --file",
+                                      full_name));
     }
     return cmd->run(opts);
 }

@@ -11,14 +11,47 @@ namespace meith::cli {
 
 namespace {
 
-std::uint64_t parse_timeout(const std::string& text) {
+std::uint64_t parse_positive(const std::string& name, const std::string& text) {
     std::uint64_t v = 0;
     const char* end = text.data() + text.size();
     auto [ptr, ec] = std::from_chars(text.data(), end, v);
     if (ec != std::errc() || ptr != end || v == 0) {
-        throw usage_error(fmt::format("--timeout-ms needs a positive integer, got '{}'", text));
+        throw usage_error(fmt::format("{} needs a positive integer, got '{}'", name, text));
     }
     return v;
+}
+
+/// "30s", "10m", "2h", "1d": a positive count and one unit.
+std::chrono::seconds parse_duration(const std::string& text) {
+    const auto bad = [&] {
+        return usage_error(
+            fmt::format("--since needs a duration like 30s, 10m, 2h or 1d, got '{}'", text));
+    };
+    if (text.size() < 2) throw bad();
+    std::uint64_t n = 0;
+    const char* end = text.data() + text.size() - 1;
+    auto [ptr, ec] = std::from_chars(text.data(), end, n);
+    if (ec != std::errc() || ptr != end || n == 0) throw bad();
+    std::uint64_t unit = 0;
+    switch (text.back()) {
+    case 's':
+        unit = 1;
+        break;
+    case 'm':
+        unit = 60;
+        break;
+    case 'h':
+        unit = 3600;
+        break;
+    case 'd':
+        unit = 86400;
+        break;
+    default:
+        throw bad();
+    }
+    constexpr std::uint64_t max_seconds = 100ULL * 366 * 86400; // a century is plenty
+    if (n > max_seconds / unit) throw bad();
+    return std::chrono::seconds(static_cast<std::chrono::seconds::rep>(n * unit));
 }
 
 } // namespace
@@ -58,12 +91,28 @@ options parse_options(const std::vector<std::string>& args) {
             o.home = value();
         } else if (name == "--caller") {
             o.caller = value();
+            o.caller_given = true;
             if (o.caller != "cli" && o.caller != "plugin") {
                 throw usage_error(
                     fmt::format("--caller must be cli or plugin, got '{}'", o.caller));
             }
         } else if (name == "--timeout-ms") {
-            o.timeout_ms = parse_timeout(value());
+            o.timeout_ms = parse_positive(name, value());
+        } else if (name == "--since") {
+            o.since = parse_duration(value());
+        } else if (name == "--tool") {
+            o.tool = value();
+        } else if (name == "--denied") {
+            no_value();
+            o.denied = true;
+        } else if (name == "--event") {
+            o.event = value();
+            if (o.event->empty()) throw usage_error("--event needs a name or 'all'");
+        } else if (name == "--limit") {
+            o.limit = static_cast<std::size_t>(parse_positive(name, value()));
+        } else if (name == "--file") {
+            o.file = value();
+            if (o.file->empty()) throw usage_error("--file needs a path");
         } else if (name == "--json") {
             no_value();
             o.json = true;

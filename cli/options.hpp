@@ -2,6 +2,8 @@
 // after the subcommand; main checks the per-command ones against its command table.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -14,11 +16,23 @@ struct options {
     std::optional<std::filesystem::path> socket; ///< --socket PATH
     std::optional<std::filesystem::path> home;   ///< --home DIR
     std::string caller = "cli";                  ///< --caller cli|plugin
+    bool caller_given = false;                   ///< --caller was on the command line
     bool help = false;                           ///< -h, --help
     bool version = false;                        ///< --version
     bool json = false;                           ///< --json (tools, call, sources)
     std::optional<std::uint64_t> timeout_ms;     ///< --timeout-ms N (call, sources restart)
     std::vector<std::string> words;              ///< positionals; words[0] is the subcommand
+
+    // audit only (main refuses them elsewhere):
+    std::optional<std::chrono::seconds> since; ///< --since DUR (30s, 10m, 2h, 1d)
+    std::optional<std::string> tool;           ///< --tool NAME
+    bool denied = false;                       ///< --denied
+    std::optional<std::string> event;          ///< --event NAME|all
+    std::optional<std::size_t> limit;          ///< --limit N
+    std::optional<std::filesystem::path> file; ///< --file PATH
+
+    /// True when any of the audit-only options above was given.
+    bool has_audit_filters() const { return since || tool || denied || event || limit || file; }
 };
 
 /// Parses the arguments after argv[0]. Accepts `--opt VALUE` and `--opt=VALUE`; everything

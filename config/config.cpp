@@ -245,6 +245,14 @@ class checker {
         return n ? string_of(*n, label(s, key), non_empty) : std::nullopt;
     }
 
+    std::optional<bool> read_bool(const scope& s, std::string_view key) {
+        const auto* n = s.table.get(key);
+        if (n == nullptr) return std::nullopt;
+        if (const auto* v = n->as_boolean()) return v->get();
+        type_error(*n, label(s, key), "true or false");
+        return std::nullopt;
+    }
+
     std::optional<std::uint64_t> read_uint(const scope& s, std::string_view key,
                                            std::uint64_t min = 0) {
         const auto* n = s.table.get(key);
@@ -431,7 +439,8 @@ void parse_tools(checker& c, const scope& s, tools_config& t) {
 }
 
 void parse_audit(checker& c, const scope& s, audit_config& a) {
-    c.check_keys(s, {"path", "max_bytes", "keep", "fsync", "on_failure"});
+    c.check_keys(s, {"enabled", "path", "max_bytes", "keep", "fsync", "on_failure"});
+    assign(a.enabled, c.read_bool(s, "enabled"));
     if (auto p = c.read_path(s, "path")) a.path = std::move(*p);
     assign(a.max_bytes, c.read_uint(s, "max_bytes"));
     assign(a.keep, c.read_uint(s, "keep"));

@@ -45,6 +45,9 @@ enum class audit_failure_policy { fail_closed, keep_going };
 
 /// [audit] (PROTOCOL.md §6).
 struct audit_config {
+    /// false turns the audit trail off entirely (for benchmarks and diagnosis only; the
+    /// daemon warns at startup). Not part of PROTOCOL.md, which audits every call.
+    bool enabled = true;
     std::optional<std::filesystem::path> path; ///< absent: $MEITH_HOME/audit.jsonl; "~" expanded
     std::uint64_t max_bytes = 64 * 1024 * 1024;
     std::uint64_t keep = 5;

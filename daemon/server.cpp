@@ -61,7 +61,7 @@ class server {
            audit::audit_log& audit)
         : ioc_(ioc), cfg_(cfg), home_(std::move(home)), socket_path_(std::move(socket)),
           audit_(audit), signals_(ioc, SIGINT, SIGTERM), reaper_(ioc.get_executor()),
-          registry_(ioc.get_executor(), cfg, &audit), hooks_(ioc.get_executor(), reaper_, cfg),
+          registry_(ioc.get_executor(), cfg, cfg.audit.enabled ? &audit : nullptr), hooks_(ioc.get_executor(), reaper_, cfg),
           acceptor_(ioc), grace_timer_(ioc), close_timer_(ioc) {}
 
     int run() {
@@ -382,6 +382,8 @@ int run_daemon(const daemon_options& opts) {
             audit.append(fmt::format(R"({{"ts":"{}","event":"audit_repaired","bytesRemoved":{}}})",
                                      audit::now_rfc3339(), audit.repaired_bytes()));
         }
+        if (!cfg.audit.enabled)
+            spdlog::warn("[audit] enabled = false: calls are NOT audited (benchmarks only)");
         spdlog::info("meithd {} starting: home {}, config {}", MEITH_VERSION, home.string(),
                      config_file ? config_file->string() : "(built-in defaults)");
         return srv.run();

@@ -474,6 +474,7 @@ void registry::finish(call& c, const tool_result& r) {
 }
 
 void registry::write_call_audit(const call& c, const tool_result& r) {
+    if (!audit_) return;
     std::string& l = line_;
     l.clear();
     l.append(R"({"ts":)");

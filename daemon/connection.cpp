@@ -5,6 +5,7 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
+#include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 
@@ -84,7 +85,6 @@ asio::awaitable<void> connection::read_loop() {
                                              asio::experimental::as_tuple(asio::use_awaitable));
         if (ec || closed_) break;
         framer_.commit(n);
-        in_batch_ = true;
         for (;;) {
             const auto st = framer_.next();
             if (st == protocol::line_framer::status::need_more) break;
@@ -95,7 +95,6 @@ asio::awaitable<void> connection::read_loop() {
             }
             if (closed_) co_return;
         }
-        in_batch_ = false;
         if (framer_.buffered() == 0) {
             framer_.shrink_if_idle();
             decoder_.shrink_if_large(1024 * 1024);
@@ -283,19 +282,30 @@ void connection::on_tool_result(std::string_view request_id, const protocol::too
 
 void connection::flush() {
     if (closed_) return;
-    if (in_batch_) return; // the read loop flushes once after the whole batch
-    // Audit lines of the replies below reach the file first (PROTOCOL.md §6).
-    registry_.commit_audit();
     const auto limit = registry_.cfg().limits.max_outbound_bytes;
     if (outbound_.size() + writing_.size() > limit) {
         close("client does not read: over " + std::to_string(limit) +
               " unsent bytes (limits.max_outbound_bytes)");
         return;
     }
+    if (write_active_ || flush_posted_) return; // the pending write or flush takes it along
+    // Write at the end of this I/O turn: replies of every connection served in the turn share
+    // one audit commit, and each connection's replies leave in one write(2).
+    flush_posted_ = true;
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+        self->flush_posted_ = false;
+        self->write_now();
+    });
+}
+
+void connection::write_now() {
+    if (closed_) return;
     if (write_active_ || outbound_.empty()) {
         if (!write_active_ && closing_after_flush_) close("daemon shutting down");
         return;
     }
+    // Audit lines of the replies below reach the file first (PROTOCOL.md §6).
+    registry_.commit_audit();
     write_active_ = true;
     writing_.swap(outbound_);
     asio::async_write(socket_, asio::buffer(writing_),
@@ -309,13 +319,14 @@ void connection::flush() {
                               if (!self->closed_) self->close("write failed: " + ec.message());
                               return;
                           }
-                          self->flush();
+                          self->write_now();
                       });
 }
 
 void connection::close_after_flush() {
     closing_after_flush_ = true;
     flush();
+    if (!write_active_ && !flush_posted_ && outbound_.empty()) close("daemon shutting down");
 }
 
 void connection::close(std::string_view reason) {

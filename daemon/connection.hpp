@@ -59,7 +59,8 @@ class connection final : public registry::call_sink,
     void audit_rejected_call(const protocol::client_frame& f, std::string_view reason);
     permissions::caller caller_for(const protocol::client_frame& f) const;
     std::string_view claim_for(const protocol::client_frame& f) const;
-    void flush();
+    void flush();     ///< schedules the queued replies for writing (end of this I/O turn)
+    void write_now(); ///< commits the audit lines, then writes the queued replies
     void arm_idle_timer();
 
     asio::local::stream_protocol::socket socket_;
@@ -75,7 +76,7 @@ class connection final : public registry::call_sink,
     std::string outbound_;
     std::string writing_;
     bool write_active_ = false;
-    bool in_batch_ = false; ///< handling the frames of one read: replies wait for its end
+    bool flush_posted_ = false; ///< a write is scheduled for the end of this I/O turn
     bool closed_ = false;
     bool closing_after_flush_ = false;
     asio::steady_timer idle_timer_;

@@ -81,7 +81,8 @@ void write_atomically(const fs::path& path, const std::string& text) {
 
 } // namespace
 
-void write_runtime_record(const fs::path& home, const fs::path& socket, const fs::path& audit_path) {
+void write_runtime_record(const fs::path& home, const fs::path& socket,
+                          const fs::path& audit_path) {
     const auto path = home / "config.json";
     nlohmann::json record = nlohmann::json::object();
     if (std::ifstream in(path); in) {

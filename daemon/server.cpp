@@ -61,8 +61,9 @@ class server {
            audit::audit_log& audit)
         : ioc_(ioc), cfg_(cfg), home_(std::move(home)), socket_path_(std::move(socket)),
           audit_(audit), signals_(ioc, SIGINT, SIGTERM), reaper_(ioc.get_executor()),
-          registry_(ioc.get_executor(), cfg, cfg.audit.enabled ? &audit : nullptr), hooks_(ioc.get_executor(), reaper_, cfg),
-          acceptor_(ioc), grace_timer_(ioc), close_timer_(ioc) {}
+          registry_(ioc.get_executor(), cfg, cfg.audit.enabled ? &audit : nullptr),
+          hooks_(ioc.get_executor(), reaper_, cfg), acceptor_(ioc), grace_timer_(ioc),
+          close_timer_(ioc) {}
 
     int run() {
         signals_.async_wait([this](const std::error_code& ec, int sig) {

@@ -535,6 +535,14 @@ std::string redactor::summarize_json(std::string_view json) const {
     }
 }
 
+std::string redactor::summarize_element(simdjson::dom::element value) const {
+    try {
+        return summary_writer(*this, limits_).run(value);
+    } catch (...) {
+        return "\"[summary failed]\"";
+    }
+}
+
 std::string redactor::redact_text(std::string_view text) const {
     return impl_->redact(text);
 }

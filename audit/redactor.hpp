@@ -17,6 +17,8 @@
 #include <string>
 #include <string_view>
 
+#include <simdjson.h>
+
 namespace meith::audit {
 
 struct redaction_limits {
@@ -36,6 +38,9 @@ class redactor {
     /// Redacted, bounded summary of the JSON text `json`, itself valid JSON text. Invalid JSON
     /// gives a JSON string noting it ("[invalid JSON: N bytes]"). Never throws.
     std::string summarize_json(std::string_view json) const;
+
+    /// The same summary of an already parsed value (saves a parse when the caller holds one).
+    std::string summarize_element(simdjson::dom::element value) const;
 
     /// `text` with every secret-looking substring replaced by "[REDACTED]" (also `KEY=value`
     /// lines with secret-like keys); for the daemon's own log lines. Not length-bounded.

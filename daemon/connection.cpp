@@ -261,7 +261,7 @@ void connection::audit_rejected_call(const protocol::client_frame& f, std::strin
     append_json_string(l, reason);
     l += R"(,"timeoutMs":)";
     l += f.timeout_ms ? std::to_string(*f.timeout_ms) : "null";
-    l += R"(,"durationMs":null,"ok":null,"errorCode":null,"end":"rejected","args":)";
+    l += R"(,"durationMs":null,"ok":null,"errorCode":null,"end":"rejected","hooks":[],"args":)";
     l += f.has_arguments ? registry_.redactor().summarize_json(simdjson::minify(f.arguments))
                          : "null";
     l += R"(,"result":null)";

@@ -79,6 +79,13 @@ class server {
                     registry::make_exec_source(ioc_.get_executor(), reaper_, src, cfg_));
         }
         if (!cfg_.hooks.empty()) {
+            hooks_.on_lifecycle(
+                [this](std::string_view hook, std::string_view event, const std::string& details) {
+                    std::string fields = R"("hook":)";
+                    protocol::append_json_string(fields, hook);
+                    if (!details.empty()) fields += "," + details;
+                    registry_.audit_event(event, fields);
+                });
             registry_.set_hooks(&hooks_);
             hooks_.start();
         }

@@ -49,6 +49,7 @@ class call : public std::enable_shared_from_this<call> {
     std::string claimed_caller;         ///< the raw clientInfo.caller claim ("" when none)
     std::string tool_name;              ///< as requested
     std::string args_json;              ///< the arguments object, minified JSON text
+    std::string args_summary;           ///< its redacted audit summary, made at dispatch
     std::shared_ptr<const tool> target; ///< null when the tool is unknown
     std::uint64_t timeout_ms = 0;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();

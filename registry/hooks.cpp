@@ -60,6 +60,9 @@ class hook_runner {
             h.on_spawn = [this] { proc_->mark_ready(); };
             h.on_line = [this](std::string_view line) { on_line(line); };
             h.on_exit = [this](const std::string& how) { fail_pending("exited: " + how); };
+            h.on_lifecycle = [this](std::string_view event, const std::string& details) {
+                if (lifecycle_) lifecycle_(cfg_.name, event, details);
+            };
             supervised_process::policy pol;
             pol.max_line_bytes = max_answer_bytes;
             proc_ = std::make_unique<supervised_process>(ex, reaper, spec_, pol, std::move(h));
@@ -138,6 +141,10 @@ class hook_runner {
         out += R"(,"tools":0})";
     }
     bool is_server() const { return proc_ != nullptr; }
+    void restart() {
+        if (proc_) proc_->restart();
+    }
+    std::function<void(std::string_view, std::string_view, const std::string&)> lifecycle_;
 
   private:
     struct pending {
@@ -387,6 +394,21 @@ std::vector<std::string> hook_set::observe(std::string_view phase, std::string_v
             names.push_back(h->cfg().name);
         }
     return names;
+}
+
+bool hook_set::restart(std::string_view name) {
+    for (auto& h : hooks_)
+        if (h->cfg().name == name && h->is_server()) {
+            h->restart();
+            return true;
+        }
+    return false;
+}
+
+void hook_set::on_lifecycle(
+    std::function<void(std::string_view, std::string_view, const std::string&)> fn) {
+    for (auto& h : hooks_)
+        h->lifecycle_ = fn;
 }
 
 void hook_set::append_status(std::string& out, bool& first) const {

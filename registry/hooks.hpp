@@ -56,6 +56,15 @@ class hook_set {
     std::vector<std::string> observe(std::string_view phase, std::string_view tool_name,
                                      const std::string& payload);
 
+    /// Restarts the server-mode hook `name` (clearing a failed state); false if there is none.
+    bool restart(std::string_view name);
+
+    /// Receives the lifecycle events of server-mode hook processes ("source_start",
+    /// "source_exit", ...), with the hook's name, for the audit log.
+    void on_lifecycle(std::function<void(std::string_view hook, std::string_view event,
+                                         const std::string& details)>
+                          fn);
+
     /// Status objects of server-mode hooks, like sources' (for `meith sources`).
     void append_status(std::string& out, bool& first) const;
 

@@ -214,6 +214,8 @@ void registry::reject(const call_ptr& c, error_code code, std::string message,
 void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
     c->owner_ = this;
     c->args_json = simdjson::minify(args);
+    // Summarised now, from the parsed arguments, rather than re-parsed for the audit line.
+    if (audit_) c->args_summary = redactor_.summarize_element(args);
     active_.insert(c.get());
 
     if (shutting_down_) {
@@ -453,6 +455,12 @@ bool registry::restart_source(std::string_view name) {
             audit_event("source_restart_requested", fields);
             return true;
         }
+    if (hooks_ && hooks_->restart(name)) {
+        std::string fields = R"("hook":)";
+        append_json_string(fields, name);
+        audit_event("source_restart_requested", fields);
+        return true;
+    }
     return false;
 }
 
@@ -523,7 +531,7 @@ void registry::write_call_audit(const call& c, const tool_result& r) {
     l.append(R"(","hooks":[)");
     l.append(c.hooks_json);
     l.append(R"(],"args":)");
-    l.append(redactor_.summarize_json(c.args_json));
+    l.append(c.args_summary.empty() ? redactor_.summarize_json(c.args_json) : c.args_summary);
     l.append(R"(,"result":)");
     std::string result_json;
     protocol::append_tool_result(result_json, r);

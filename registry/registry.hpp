@@ -84,10 +84,10 @@ class registry {
 
     /// Explains the permission decision for `tool_name` and `who` (for `meith policy check`):
     /// JSON members `"toolName","caller","known","capabilities","decision","reason",
-    /// "filterHooks"` (the filter hooks that would still be asked).
+    /// "filterHooks"` (the phases in which filter hooks would still be asked).
     std::string explain_policy(std::string_view tool_name, permissions::caller who) const;
 
-    /// Restarts the source named `name`; false when there is none.
+    /// Restarts the source (or server-mode hook) named `name`; false when there is none.
     bool restart_source(std::string_view name);
 
     const config::config& cfg() const { return cfg_; }

@@ -5,7 +5,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <thread>
 
@@ -208,4 +210,40 @@ TEST_CASE("hook time counts against the call's timeout", "[e2e][hooks]") {
     CHECK(std::chrono::steady_clock::now() - t0 < 3s);
     const auto code = code_of(r);
     CHECK((code == "TIMEOUT" || code == "PERMISSION_DENIED"));
+}
+
+TEST_CASE("a server-mode hook can be restarted by name and its lifecycle is audited",
+          "[e2e][hooks]") {
+    temp_dir pids;
+    const auto pid_file = pids.path / "pids";
+    daemon_process d(host_source_toml("th") +
+                     hook_toml("gate", "filter", "server", "before_execution",
+                               {"--server", "--allow", "--pid-file=" + pid_file.string()}));
+    client c(d.socket());
+    CHECK(c.call("t_echo", json::object())["result"]["ok"] == true);
+    auto count_pids = [&] {
+        std::ifstream in(pid_file);
+        return std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(),
+                          '\n');
+    };
+    REQUIRE(count_pids() == 1);
+    c.send({{"type", "restart_source"},
+            {"requestId", "r"},
+            {"name", "gate"},
+            {"clientInfo", {{"caller", "cli"}}}});
+    CHECK(c.read()["type"] == "source_restarted");
+    for (int i = 0; i < 300 && count_pids() < 2; ++i)
+        std::this_thread::sleep_for(10ms);
+    CHECK(count_pids() == 2);
+    auto start = d.wait_audit([](const json& l) {
+        return l.value("event", "") == "source_start" && l.value("hook", "") == "gate";
+    });
+    CHECK(start["pid"].is_number());
+    // Served again after the restart.
+    bool ok = false;
+    for (int i = 0; i < 50 && !ok; ++i) {
+        ok = c.call("t_echo", json::object())["result"]["ok"] == true;
+        if (!ok) std::this_thread::sleep_for(50ms);
+    }
+    CHECK(ok);
 }

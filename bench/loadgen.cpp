@@ -828,6 +828,20 @@ int run_load(const options& o) {
     return (st.errors == 0 && st.calls > 0) ? 0 : 1;
 }
 
+// For the single-shot modes: the window's length and what other processes used in it.
+std::string window_fields(const cpu_snapshot& a, const cpu_snapshot& b, std::vector<pid_t> ours_v) {
+    std::set<pid_t> ours(ours_v.begin(), ours_v.end());
+    ours.insert(a.kids.begin(), a.kids.end());
+    ours.insert(getpid());
+    const double secs = static_cast<double>(b.machine.at_ns - a.machine.at_ns) / 1e9;
+    const double mine = (b.client - a.client) + (b.server - a.server) + (b.children - a.children);
+    const double other = machine_busy(a.machine, b.machine) - mine;
+    const double procs = std::min(others_cpu(a.procs, b.procs, ours), std::max(other, 0.0));
+    return ",\"seconds\":" + fmt(secs, 3) + ",\"client_cpu_s\":" + fmt(b.client - a.client, 3) +
+           ",\"server_cpu_s\":" + fmt((b.server - a.server) + (b.children - a.children), 3) +
+           ",\"other_cpu_s\":" + fmt(other, 3) + ",\"other_procs_cpu_s\":" + fmt(procs, 3);
+}
+
 // ------------------------------------------------------------------------------------------
 // list_tools latency
 
@@ -838,7 +852,9 @@ int run_list_tools(const options& o) {
     std::vector<int64_t> samples;
     std::size_t bytes = 0, tools = 0;
     const int warm = 2;
+    cpu_snapshot snap0, snap1;
     for (int i = 0; i < o.iterations + warm; ++i) {
+        if (i == warm) snap0 = take_snapshot(o.server_pids, nullptr);
         const std::string id = "l" + std::to_string(i);
         const int64_t t0 = now_ns();
         if (!write_all(fd, R"({"type":"list_tools","requestId":")" + id + "\"}\n")) die("write list_tools");
@@ -852,6 +868,7 @@ int run_list_tools(const options& o) {
         for (std::size_t p = 0; (p = line.find("\"permission\":", p)) != std::string::npos; ++p) ++tools;
         if (i >= warm) samples.push_back(t1 - t0);
     }
+    snap1 = take_snapshot(o.server_pids, &snap0.kids);
     close(fd);
     std::sort(samples.begin(), samples.end());
     auto ms = [](int64_t ns) { return fmt(static_cast<double>(ns) / 1e6, 3); };
@@ -859,6 +876,7 @@ int run_list_tools(const options& o) {
     j += ",\"tools\":" + std::to_string(tools) + ",\"reply_bytes\":" + std::to_string(bytes);
     j += ",\"p50_ms\":" + ms(samples[(samples.size() - 1) / 2]);
     j += ",\"min_ms\":" + ms(samples.front()) + ",\"max_ms\":" + ms(samples.back());
+    j += window_fields(snap0, snap1, o.server_pids);
     j += ",\"samples_ms\":[";
     for (std::size_t i = 0; i < samples.size(); ++i) j += (i ? "," : "") + ms(samples[i]);
     j += "]}";
@@ -949,6 +967,7 @@ int run_startup(const options& o) {
     if (o.socket_path.empty() || o.spawn_cmd.empty()) usage("--mode startup needs --socket and --spawn-cmd");
     std::signal(SIGPIPE, SIG_IGN);
     std::vector<int64_t> samples;
+    const cpu_snapshot snap0 = take_snapshot({}, nullptr);
     for (int i = 0; i < o.iterations; ++i) {
         unlink(o.socket_path.c_str());
         const int64_t t0 = now_ns();
@@ -970,12 +989,13 @@ int run_startup(const options& o) {
         samples.push_back(dt);
         usleep(200000);
     }
+    const cpu_snapshot snap1 = take_snapshot({}, &snap0.kids);
     std::vector<int64_t> sorted = samples;
     std::sort(sorted.begin(), sorted.end());
     auto ms = [](int64_t ns) { return fmt(static_cast<double>(ns) / 1e6, 2); };
     std::string j = "{\"mode\":\"startup\",\"iterations\":" + std::to_string(samples.size());
     j += ",\"p50_ms\":" + ms(sorted[(sorted.size() - 1) / 2]) + ",\"min_ms\":" + ms(sorted.front()) +
-         ",\"max_ms\":" + ms(sorted.back()) + ",\"samples_ms\":[";
+         ",\"max_ms\":" + ms(sorted.back()) + window_fields(snap0, snap1, {}) + ",\"samples_ms\":[";
     for (std::size_t i = 0; i < samples.size(); ++i) j += (i ? "," : "") + ms(samples[i]);
     j += "]}";
     std::printf("%s\n", j.c_str());

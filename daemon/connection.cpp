@@ -78,11 +78,19 @@ void connection::arm_idle_timer() {
 
 asio::awaitable<void> connection::read_loop() {
     auto self = shared_from_this();
+    std::error_code ec;
+    socket_.non_blocking(true, ec);
     while (!closed_) {
         auto buf = framer_.prepare();
-        auto [ec, n] =
-            co_await socket_.async_read_some(asio::buffer(buf.data(), buf.size()),
-                                             asio::experimental::as_tuple(asio::use_awaitable));
+        const std::size_t n = socket_.read_some(asio::buffer(buf.data(), buf.size()), ec);
+        if (ec == asio::error::would_block || ec == asio::error::try_again) {
+            // Nothing to read: an idle connection waits without a read buffer.
+            framer_.release();
+            auto [wait_ec] = co_await socket_.async_wait(
+                asio::socket_base::wait_read, asio::experimental::as_tuple(asio::use_awaitable));
+            if (wait_ec) break;
+            continue;
+        }
         if (ec || closed_) break;
         framer_.commit(n);
         for (;;) {
@@ -95,10 +103,7 @@ asio::awaitable<void> connection::read_loop() {
             }
             if (closed_) co_return;
         }
-        if (framer_.buffered() == 0) {
-            framer_.shrink_if_idle();
-            decoder_.shrink_if_large(1024 * 1024);
-        }
+        if (framer_.buffered() == 0) protocol::frame_decoder::shrink_if_large(1024 * 1024);
         flush();
     }
     if (!closed_) close("client closed the connection");

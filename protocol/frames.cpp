@@ -30,7 +30,7 @@ client_frame frame_decoder::decode(std::string_view line) {
     client_frame f;
     simdjson::dom::element root;
     // The framer guarantees frame_padding readable bytes after the line: parse in place.
-    if (auto ec = parser_.parse(line.data(), line.size(), false).get(root)) {
+    if (auto ec = parser().parse(line.data(), line.size(), false).get(root)) {
         f.error = describe_parse_error(ec);
         return f;
     }
@@ -180,8 +180,13 @@ bool prefix_is_tool_call(std::string_view prefix) {
     return prefix.find(R"("type":"tool_call")") != std::string_view::npos;
 }
 
+simdjson::dom::parser& frame_decoder::parser() {
+    thread_local simdjson::dom::parser shared;
+    return shared;
+}
+
 void frame_decoder::shrink_if_large(std::size_t keep_bytes) {
-    if (parser_.capacity() > keep_bytes) parser_ = simdjson::dom::parser{};
+    if (parser().capacity() > keep_bytes) parser() = simdjson::dom::parser{};
 }
 
 namespace {

@@ -13,13 +13,18 @@ std::span<char> line_framer::prepare() {
     line_ = {};
     // Move the partial frame to the front so the buffer does not creep.
     if (begin_ > 0) {
-        std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+        std::memmove(buf_.get(), buf_.get() + begin_, end_ - begin_);
         end_ -= begin_;
         begin_ = 0;
     }
     const std::size_t need = end_ + chunk_ + frame_padding;
-    if (buf_.size() < need) buf_.resize(need);
-    return {buf_.data() + end_, chunk_};
+    if (cap_ < need) {
+        auto bigger = std::unique_ptr<char[]>(new char[need]);
+        if (end_ > 0) std::memcpy(bigger.get(), buf_.get(), end_);
+        buf_ = std::move(bigger);
+        cap_ = need;
+    }
+    return {buf_.get() + end_, chunk_};
 }
 
 void line_framer::commit(std::size_t n) {
@@ -29,7 +34,7 @@ void line_framer::commit(std::size_t n) {
 line_framer::status line_framer::next() {
     line_ = {};
     for (;;) {
-        const char* base = buf_.data() + begin_;
+        const char* base = buf_.get() + begin_;
         const std::size_t avail = end_ - begin_;
         const void* nl = avail > scan_ ? std::memchr(base + scan_, '\n', avail - scan_) : nullptr;
         if (nl == nullptr) {
@@ -72,9 +77,18 @@ line_framer::status line_framer::next() {
     }
 }
 
+void line_framer::release() {
+    if (begin_ != end_ || discarding_) return;
+    buf_.reset();
+    cap_ = 0;
+    begin_ = end_ = scan_ = 0;
+    line_ = {};
+}
+
 void line_framer::shrink_if_idle() {
-    if (begin_ == end_ && buf_.size() > 4 * (chunk_ + frame_padding)) {
-        std::vector<char>().swap(buf_);
+    if (begin_ == end_ && cap_ > 4 * (chunk_ + frame_padding)) {
+        buf_.reset();
+        cap_ = 0;
         begin_ = end_ = scan_ = 0;
     }
 }

@@ -10,10 +10,10 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace meith::protocol {
 
@@ -48,19 +48,22 @@ class line_framer {
     /// The buffered bytes of an unterminated last line (e.g. at EOF), empty while discarding.
     std::string_view partial() const {
         return discarding_ ? std::string_view{}
-                           : std::string_view(buf_.data() + begin_, end_ - begin_);
+                           : std::string_view(buf_.get() + begin_, end_ - begin_);
     }
     /// Bytes buffered but not yet returned (a partial frame).
     std::size_t buffered() const { return end_ - begin_; }
     /// Current allocation, for memory accounting.
-    std::size_t capacity() const { return buf_.size(); }
+    std::size_t capacity() const { return cap_; }
+    /// Frees the buffer when no partial frame is held (an idle connection keeps none).
+    void release();
     /// Releases an oversized buffer when nothing is buffered (after a huge frame).
     void shrink_if_idle();
 
   private:
     std::size_t max_;
     std::size_t chunk_;
-    std::vector<char> buf_;
+    std::unique_ptr<char[]> buf_; ///< not value-initialised: no memset per (re)allocation
+    std::size_t cap_ = 0;
     std::size_t begin_ = 0; ///< first unconsumed byte
     std::size_t end_ = 0;   ///< one past the last filled byte
     std::size_t scan_ = 0;  ///< bytes from begin_ already known to hold no '\n'

@@ -136,6 +136,7 @@ void registry::start(std::function<void(std::optional<std::string>)> on_ready) {
         }
     };
     events.lifecycle = [this](tool_source& src, std::string_view event, std::string_view details) {
+        invalidate_descriptors(); // "available" follows the source's state
         std::string fields = R"("source":)";
         append_json_string(fields, src.name());
         if (!details.empty()) {
@@ -199,6 +200,7 @@ std::optional<std::string> registry::register_tools(tool_source& src,
     }
     for (auto& t : fresh)
         tools_.emplace(t->name, std::move(t));
+    invalidate_descriptors();
     spdlog::info("source '{}': {} tool(s) registered", src.name(), fresh.size());
     return std::nullopt;
 }
@@ -450,6 +452,7 @@ bool registry::restart_source(std::string_view name) {
     for (auto& s : sources_)
         if (s->name() == name) {
             s->restart();
+            invalidate_descriptors();
             std::string fields = R"("source":)";
             append_json_string(fields, name);
             audit_event("source_restart_requested", fields);
@@ -575,6 +578,16 @@ bool registry::audit_event(std::string_view event, std::string_view fields_json)
 }
 
 void registry::append_tool_descriptors(std::string& out, permissions::caller who) {
+    const auto i = static_cast<std::size_t>(who);
+    if (!descriptors_valid_[i]) {
+        descriptors_[i].clear();
+        render_descriptors(descriptors_[i], who);
+        descriptors_valid_[i] = true;
+    }
+    out.append(descriptors_[i]);
+}
+
+void registry::render_descriptors(std::string& out, permissions::caller who) const {
     bool first = true;
     for (const auto& [name, t] : tools_) {
         if (!first) out.push_back(',');

@@ -15,6 +15,7 @@
 
 #include <asio/any_io_executor.hpp>
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -124,6 +125,12 @@ class registry {
     bool commit_posted_ = false;
     void queue_audit_line(std::string_view line);
     std::string line_; ///< reused audit line buffer
+    /// Rendered descriptors per caller (index = caller); rebuilt after any change to the tool
+    /// set or a source's state, so list_tools with 10,000 tools is one copy.
+    std::array<std::string, 2> descriptors_;
+    std::array<bool, 2> descriptors_valid_{false, false};
+    void invalidate_descriptors() { descriptors_valid_ = {false, false}; }
+    void render_descriptors(std::string& out, permissions::caller who) const;
     std::size_t unsettled_ = 0;
     bool started_ = false;
     std::optional<std::string> startup_error_;

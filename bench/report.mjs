@@ -1,0 +1,369 @@
+#!/usr/bin/env node
+// bench/report.mjs — turns bench/results/runs.jsonl (written by bench/run) into the table on
+// stdout, bench/results/latest.json and docs/benchmarks.md.
+//
+//   node bench/report.mjs --runs F --machine F [--failures F] [--json F] [--doc F] [--elapsed S]
+
+import fs from 'node:fs';
+
+const args = {};
+for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
+
+const lines = fs.readFileSync(args.runs, 'utf8').split('\n').filter(Boolean);
+const runs = lines.map((l) => JSON.parse(l));
+const machine = JSON.parse(fs.readFileSync(args.machine, 'utf8'));
+const failures = args.failures && fs.existsSync(args.failures)
+    ? fs.readFileSync(args.failures, 'utf8').split('\n').filter(Boolean) : [];
+
+const median = (xs) => {
+    const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+    if (!v.length) return NaN;
+    const m = Math.floor(v.length / 2);
+    return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+};
+
+// ------------------------------------------------------------------------------------------
+// Load scenarios
+
+const LOAD = {
+    a: 'ping-pong: 1 connection × depth 1, echo',
+    b: 'pipelined: 4 connections × depth 16, echo',
+    c: '64 connections × depth 4, echo',
+    d: 'as (b) through a tool host (t_echo, tests/hosts/test_host.mjs)',
+    e: 'as (b), meithd with audit off ([audit] enabled = false: no line built, redacted or written)',
+};
+const ORDER = [
+    ['a', 'raw'], ['a', 'node'], ['a', 'mcp'], ['a', 'meithd'],
+    ['b', 'raw'], ['b', 'node'], ['b', 'mcp'], ['b', 'meithd'],
+    ['c', 'raw'], ['c', 'node'], ['c', 'meithd'],
+    ['d', 'meithd+host'],
+    ['e', 'meithd-audit-off'],
+];
+const SERVER_NAMES = {
+    raw: 'raw echo (C++, epoll)',
+    node: 'node server',
+    mcp: 'MCP SDK (stdio)',
+    meithd: 'meithd (audit on)',
+    'meithd+host': 'meithd + test host',
+    'meithd-audit-off': 'meithd (audit off)',
+};
+
+const rows = {};
+for (const [s, srv] of ORDER) {
+    const all = runs.filter((r) => r.scenario === s && r.server === srv);
+    if (!all.length) continue;
+    const kept = all.filter((r) => r.status === 'ok' || r.status === 'disturbed_kept');
+    const failed = all.filter((r) => r.status === 'failed');
+    const cores = (k) => median(kept.map((r) => r[k] / r.seconds));
+    rows[`${s}/${srv}`] = {
+        scenario: s, server: srv,
+        runs: kept.length, failed: failed.length,
+        disturbed_attempts: all.filter((r) => r.status === 'disturbed').length,
+        disturbed_kept: all.filter((r) => r.status === 'disturbed_kept').length,
+        calls_per_s: median(kept.map((r) => r.calls_per_s)),
+        calls_per_s_min: Math.min(...kept.map((r) => r.calls_per_s)),
+        calls_per_s_max: Math.max(...kept.map((r) => r.calls_per_s)),
+        p50_us: median(kept.map((r) => r.p50_us)),
+        p99_us: median(kept.map((r) => r.p99_us)),
+        p999_us: median(kept.map((r) => r.p999_us)),
+        server_cores: cores('server_cpu_s'),
+        children_cores: cores('children_cpu_s'),
+        client_cores: cores('client_cpu_s'),
+        other_procs_cores: cores('other_procs_cpu_s'),
+        kernel_cores: median(kept.map((r) => (r.other_cpu_s - r.other_procs_cpu_s) / r.seconds)),
+        server_cpu_us_per_call: median(kept.map((r) => ((r.server_cpu_s + r.children_cpu_s) / r.calls) * 1e6)),
+        client_cpu_us_per_call: median(kept.map((r) => (r.client_cpu_s / r.calls) * 1e6)),
+        errors: all.reduce((n, r) => n + (r.errors || 0), 0),
+    };
+}
+const row = (s, srv) => rows[`${s}/${srv}`];
+const ratio = (x, y) => (x && y && Number.isFinite(x) && Number.isFinite(y) ? x / y : NaN);
+const rawOf = (s) => row(s === 'd' || s === 'e' ? 'b' : s, 'raw');
+for (const r of Object.values(rows)) {
+    const raw = rawOf(r.scenario);
+    r.x_raw_calls = ratio(r.calls_per_s, raw?.calls_per_s);
+    r.x_raw_p50 = ratio(r.p50_us, raw?.p50_us);
+    const node = row(r.scenario === 'd' || r.scenario === 'e' ? 'b' : r.scenario, 'node');
+    r.x_node_calls = r.server.startsWith('meithd') ? ratio(r.calls_per_s, node?.calls_per_s) : NaN;
+}
+
+// ------------------------------------------------------------------------------------------
+// Other scenarios
+
+const one = (s, mode) =>
+    runs.find((r) => r.scenario === s && r.mode === mode && (r.status === 'ok' || r.status === 'disturbed_kept'));
+const f = one('f', 'list_tools');
+const g = one('g', 'idle');
+const h = one('h', 'startup');
+const hNode = one('h', 'node_startup');
+const i = one('i', 'idle_rss');
+const nodeStartMs = hNode ? median(hNode.samples_us) / 1000 : NaN;
+
+// ------------------------------------------------------------------------------------------
+// Targets
+
+const T = [];
+const target = (name, value, shown, limit, pass) =>
+    T.push({ name, value, shown, target: limit, result: Number.isFinite(value) ? (pass ? 'PASS' : 'MISS') : 'n/a' });
+{
+    const v = row('b', 'meithd')?.x_raw_calls;
+    target('(b) meithd calls/s ≥ 0.6 × raw echo (audit on)', v, `${fx(v)}×`, '≥ 0.6×', v >= 0.6);
+}
+{
+    const v = row('a', 'meithd')?.x_raw_p50;
+    target('(a) meithd p50 ≤ 1.5 × raw echo p50', v, `${fx(v)}×`, '≤ 1.5×', v <= 1.5);
+}
+{
+    const v = row('d', 'meithd+host')?.x_raw_calls;
+    target('(d) through a tool host ≥ 0.3 × raw echo calls/s', v, `${fx(v)}×`, '≥ 0.3×', v >= 0.3);
+}
+{
+    const v = ratio(row('b', 'meithd')?.calls_per_s, row('e', 'meithd-audit-off')?.calls_per_s);
+    target('(e) audit on / audit off calls/s ≥ 0.85', v, `${fx(v)}`, '≥ 0.85', v >= 0.85);
+}
+{
+    const v = row('b', 'meithd')?.x_node_calls;
+    target('(b) meithd ≥ 3 × node server calls/s', v, `${fx(v)}×`, '≥ 3×', v >= 3);
+}
+{
+    const v = row('c', 'meithd')?.x_node_calls;
+    target('(c) meithd ≥ 3 × node server calls/s', v, `${fx(v)}×`, '≥ 3×', v >= 3);
+}
+{
+    const v = f?.p50_ms;
+    target('(f) list_tools with 10,000 tools ≤ 10 ms (median of 20)', v, `${fx(v, 1)} ms`, '≤ 10 ms', v <= 10);
+}
+{
+    const v = g ? g.bytes_per_connection / 1024 : NaN;
+    target('(g) memory per idle connection ≤ 16 KiB', v, `${fx(v, 1)} KiB`, '≤ 16 KiB', v <= 16);
+}
+{
+    const v = h?.p50_ms;
+    target('(h) start-up to first hello, 3 sources ≤ 100 ms (median of 5)', v, `${fx(v, 1)} ms`, '≤ 100 ms', v <= 100);
+}
+{
+    const v = i ? i.rss_kib / 1024 : NaN;
+    target('(i) idle RSS with examples/meithd.toml ≤ 16 MiB', v, `${fx(v, 1)} MiB`, '≤ 16 MiB', v <= 16);
+}
+
+// ------------------------------------------------------------------------------------------
+// Formatting
+
+function fx(v, d = 2) {
+    return Number.isFinite(v) ? v.toFixed(d) : '—';
+}
+function int(v) {
+    return Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '—';
+}
+function us(v) {
+    if (!Number.isFinite(v)) return '—';
+    return v >= 100 ? Math.round(v).toString() : v.toFixed(1);
+}
+function table(head, body) {
+    const out = [`| ${head.join(' | ')} |`, `| ${head.map((h) => (h.align === 'r' ? '---:' : '---')).join(' | ')} |`];
+    for (const r of body) out.push(`| ${r.join(' | ')} |`);
+    return out.join('\n');
+}
+const R = (s) => Object.assign(new String(s), { align: 'r' });
+
+const mainHead = ['scen.', 'server', R('calls/s'), R('min–max'), R('× raw'), R('p50 µs'), R('p50 × raw'), R('p99 µs'),
+    R('p99.9 µs'), R('meithd / node'), R('runs')];
+const mainBody = [];
+for (const [s, srv] of ORDER) {
+    const r = row(s, srv);
+    if (!r) continue;
+    const flags = [];
+    if (r.failed) flags.push(`**${r.failed} FAILED**`);
+    if (r.disturbed_kept) flags.push(`${r.disturbed_kept} disturbed`);
+    const k = (v) => (Number.isFinite(v) ? (v >= 1e5 ? `${Math.round(v / 1000)}k` : (v / 1000).toFixed(1) + 'k') : '—');
+    mainBody.push([s, SERVER_NAMES[srv] ?? srv, int(r.calls_per_s), `${k(r.calls_per_s_min)}–${k(r.calls_per_s_max)}`, fx(r.x_raw_calls), us(r.p50_us), fx(r.x_raw_p50),
+        us(r.p99_us), us(r.p999_us), fx(r.x_node_calls), `${r.runs}${flags.length ? ' (' + flags.join(', ') + ')' : ''}`]);
+}
+const mainTable = table(mainHead, mainBody);
+
+const cpuHead = ['scen.', 'server', R('server CPU'), R('children CPU'), R('client CPU'), R('other processes'), R('unattributed'),
+    R('server+children CPU µs/call'), R('client CPU µs/call')];
+const cpuBody = [];
+for (const [s, srv] of ORDER) {
+    const r = row(s, srv);
+    if (!r) continue;
+    cpuBody.push([s, SERVER_NAMES[srv] ?? srv, fx(r.server_cores), fx(r.children_cores), fx(r.client_cores),
+        fx(r.other_procs_cores), fx(r.kernel_cores), fx(r.server_cpu_us_per_call), fx(r.client_cpu_us_per_call)]);
+}
+const cpuTable = table(cpuHead, cpuBody);
+
+const otherHead = ['scen.', 'what', R('result'), 'details'];
+const otherBody = [
+    ['f', 'list_tools round trip, 10,000 registered tools', f ? `${fx(f.p50_ms, 1)} ms` : '—',
+        f ? `median of ${f.iterations} (min ${fx(f.min_ms, 1)}, max ${fx(f.max_ms, 1)} ms${f.first_ms !== undefined ? `; the first, unmeasured call after start-up: ${fx(f.first_ms, 1)} ms` : ''}); ${f.tools} descriptors, ${(f.reply_bytes / 1048576).toFixed(2)} MiB reply; CPU per round trip: meithd ${fx((f.server_cpu_s / f.iterations) * 1000, 1)} ms, client ${fx((f.client_cpu_s / f.iterations) * 1000, 1)} ms; daemon RSS ${fx(f.rss_kib / 1024, 1)} MiB with the tools registered` : 'not run'],
+    ['g', 'RSS per idle connection (10,000 connections)', g ? `${fx(g.bytes_per_connection / 1024, 1)} KiB` : '—',
+        g ? `RSS ${fx(g.rss_before_kib / 1024, 1)} → ${fx(g.rss_after_kib / 1024, 1)} MiB with ${g.connections.toLocaleString('en-US')} open (hello answered on each, opened in ${fx(g.open_seconds, 2)} s); ${fx(g.rss_after_close_kib / 1024, 1)} MiB 1 s after closing them` : 'not run'],
+    ['h', 'start-up to first connect + hello, 3 sources', h ? `${fx(h.p50_ms, 1)} ms` : '—',
+        h ? `median of ${h.iterations}: ${h.samples_ms.map((x) => fx(x, 1)).join(', ')} ms (2 Node.js hosts + 1 exec server; \`node -e ''\` alone: ${fx(nodeStartMs, 1)} ms)` : 'not run'],
+    ['i', 'idle RSS, examples/meithd.toml', i ? `${fx(i.rss_kib / 1024, 1)} MiB` : '—',
+        i ? `meithd only, 2 s after ready (anon ${fx(i.rss_anon_kib / 1024, 1)} MiB, peak ${fx(i.hwm_kib / 1024, 1)} MiB); its ${i.children} child processes add ${fx(i.children_rss_kib / 1024, 1)} MiB` : 'not run'],
+];
+const otherTable = table(otherHead, otherBody);
+
+const targetTable = table(['target', R('measured'), R('target'), 'result'],
+    T.map((t) => [t.name, t.shown, t.target, t.result === 'PASS' ? 'PASS' : t.result === 'MISS' ? '**MISS**' : 'n/a']));
+
+const notes = [];
+{
+    const attempts = runs.filter((r) => r.status === 'disturbed').length;
+    const kept = runs.filter((r) => r.status === 'disturbed_kept');
+    if (!attempts) notes.push('No run was disturbed (other processes stayed under 0.10 of a core in every window).');
+    else {
+        notes.push(`${attempts} attempt(s) were disturbed (other processes used more than 0.10 of a core during the window) and repeated, up to ${machine.max_attempts ?? 3} attempts per run.`);
+        if (kept.length)
+            notes.push(`${kept.length} run(s) stayed disturbed in every attempt; the least disturbed attempt of each is used and flagged in the table (${kept.map((r) => `${r.scenario}/${r.server} rep ${r.rep}: ${r.other_cores} cores`).join('; ')}).`);
+    }
+}
+if (args.notes && fs.existsSync(args.notes)) notes.push(...fs.readFileSync(args.notes, 'utf8').split('\n').filter(Boolean));
+for (const fl of failures) notes.push(`FAILED: ${fl}`);
+
+const M = machine;
+const machineText = [
+    `- CPU: ${M.model}, ${M.cores} cores${M.hypervisor ? ` (virtual machine, ${M.hypervisor})` : ''}; ${M.mem_gib} GiB RAM`,
+    `- OS: ${M.os}, kernel ${M.kernel}`,
+    `- Tools: ${M.gxx}; Node.js ${M.node}; open file limit ${M.nofile}`,
+    `- meithd: ${M.meithd}, commit ${M.git_rev}${M.git_dirty_files ? ` plus ${M.git_dirty_files} uncommitted file(s) outside bench/` : ''}, RelWithDebInfo (\`cmake --preset release\`)`,
+    `- Date: ${M.date}; windows of ${M.duration_s} s after ${M.warmup_s} s warm-up, ${M.repeats} repeat(s) per load scenario, medians${M.quick ? ' (**--quick**: not for comparison)' : ''}; whole run ${args.elapsed ?? '?'} s`,
+].join('\n');
+
+const stdoutText = [
+    `Machine: ${M.model}, ${M.cores} cores, kernel ${M.kernel}, ${M.date}`,
+    '',
+    mainTable, '', cpuTable, '', otherTable, '', targetTable, '', ...notes.map((n) => `- ${n}`), '',
+].join('\n');
+process.stdout.write(stdoutText);
+
+// ------------------------------------------------------------------------------------------
+// latest.json
+
+if (args.json) {
+    fs.writeFileSync(args.json, JSON.stringify({ machine, load: rows, list_tools: f ?? null, idle_connections: g ?? null,
+        startup: h ?? null, node_startup_ms: nodeStartMs, idle_rss: i ?? null, targets: T, notes, runs }, null, 2) + '\n');
+}
+
+// ------------------------------------------------------------------------------------------
+// docs/benchmarks.md
+
+if (args.doc) {
+    const doc = `# Benchmarks
+
+This page is written by \`bench/run\` (issue #5): it builds the release daemon and the
+benchmark programs, runs every scenario and rewrites this file with the numbers of that one
+run. Do not edit it by hand; run \`bench/run\` again (\`bench/run --quick\` for a smoke test).
+
+## Machine
+
+${machineText}
+
+## Load scenarios
+
+Medians over the runs (*min–max*: the spread of calls/s between them). **× raw** divides by the raw echo server in the same scenario (for (d)
+and (e): in (b)). **meithd / node** divides a meithd row by the node server in the same
+scenario (for (d) and (e): in (b)). Payload: one 64-byte string argument.
+
+${Object.entries(LOAD).map(([k, v]) => `- (${k}) ${v}`).join('\n')}
+
+${mainTable}
+
+### Where the CPU went
+
+Median cores used during the measurement window (CPU seconds ÷ window seconds). *server* is
+the server process (for MCP: the Node.js server processes), *children* its child processes
+(the tool host in (d)), *client* the load generator (\`getrusage\`), *other processes* every
+other process and kernel thread on the machine (\`/proc/*/stat\`), *unattributed* the
+machine's busy time (\`/proc/stat\`: elapsed × cores − idle − iowait − steal) that no process
+accounts for — on this VM mostly the cost of cores going idle and being woken, so it grows
+with wake-ups per second. The load generator runs on CPU 0, the server and its children on
+CPU 1, so a server or client value near 1.00 means that side was saturated. *CPU µs/call* is
+server+children (or client) CPU time divided by the calls completed in the window.
+
+${cpuTable}
+
+## Other scenarios
+
+${otherTable}
+
+## Targets
+
+${targetTable}
+
+## Notes from this run
+
+${notes.map((n) => `- ${n}`).join('\n')}
+
+## How it is measured
+
+- **Load generator** (\`bench/loadgen.cpp\`, C++20, POSIX and the standard library only; built
+  with \`g++ -O2\`): one thread, one epoll loop over all connections. Each connection keeps
+  *depth* calls in flight; a reply frees its slot and the next request goes out in the same
+  loop turn, requests for one connection batched into one \`write()\`. Latency is per call,
+  from the \`write()\` that carried the request to the \`read()\` that carried its reply
+  (\`steady_clock\`). Every reply is checked: \`"type":"tool_result"\`, the \`requestId\` of a
+  call in flight on that connection, \`"ok":true\` (MCP: a JSON-RPC \`result\` for an id in
+  flight, no \`isError\`). A run with any error counts as failed.
+- **Servers** in the same run: **raw echo** (\`bench/raw_echo.cpp\`: one thread, epoll, no
+  JSON library; finds the \`requestId\` and the \`arguments\` object by scanning, answers a
+  tool_result-shaped line, replies batched per read) — the transport's limit with this
+  client; **node server** (\`bench/node_server.mjs\`: \`net\`, \`readline\`, \`JSON.parse\`,
+  \`JSON.stringify\`, one write per reply) — what a straightforward implementation reaches;
+  **MCP SDK** (\`bench/mcp/\`: \`@modelcontextprotocol/sdk\` pinned in package.json, one
+  \`echo\` tool with a zod schema, stdio) — over stdio one connection is one server process,
+  so (b) runs 4 server processes (all on CPU 1) and (c), which would need 64 Node.js
+  processes, is not run for MCP; **meithd** (\`build/bin/meithd\`, RelWithDebInfo, run from
+  a copy taken right after the build, so a concurrent rebuild cannot swap it mid-run) on a
+  temporary home with a generated config: audit on is the default audit log
+  (\`HOME/audit.jsonl\` on the local disk, \`fsync = "never"\`), audit off is
+  \`[audit] enabled = false\` (no line is built, redacted or written); (d) adds a \`[[sources]] kind = "host"\` running
+  \`node tests/hosts/test_host.mjs\` and calls its \`t_echo\`.
+- **Pinning**: load generator on CPU 0 (\`taskset -c 0\`), server on CPU 1 (\`taskset -c 1\`);
+  a server's children (the tool host, Node.js helper threads) share CPU 1 with it.
+- **Warm-up and repeats**: each run warms up before its window; the load scenarios run
+  repeat by repeat, interleaved (a, b, c, e, d, then again), so slow drift hits every server
+  alike; tables show medians.
+- **Disturbance**: before every run \`bench/run\` waits (up to ${M.quiet_wait_max_s} s) for the machine to be
+  quiet for a second; after it, a run where *other processes* used more than 0.10 of a core
+  is repeated (up to ${M.max_attempts} attempts; then the least disturbed one is kept and
+  flagged). The same check guards (f) and (h). Every attempt is in the raw data below. The
+  check counts other processes rather than \`/proc/stat\` busy time minus ours, because the
+  kernel's idle/wake-up overhead (*unattributed*) alone approaches 0.1 of a core in
+  wake-up-heavy runs, and the tick-sampled user/system counters of \`/proc/stat\` (this
+  kernel: \`TICK_CPU_ACCOUNTING\`, HZ 250, NO_HZ idle) undercount short busy bursts; both
+  numbers are in the raw data (\`other_cpu_s\`, \`other_tick_cpu_s\`).
+- **Ping-pong latency across cores** (a) mostly measures how fast this machine wakes a
+  sleeping thread on the other core (here a KVM guest, where a cross-core wake-up costs
+  tens of µs): compare the servers with each other, not with numbers from other machines.
+- **(f)** one connection, 2 unmeasured list_tools then 20 measured round trips (write to
+  the last byte of the reply read); the tools come from \`bench/many_tools_host.mjs\`
+  (10,000 function schemas with two properties each). **(g)** connections opened in waves of
+  256, each answered a \`hello\` before the next wave; RSS (\`VmRSS\`) of meithd 0.5 s after the
+  last one, minus its RSS before, divided by 10,000 (config \`[limits] max_connections =
+  20000\`). **(h)** time from \`fork\` of meithd to the first successful connect + \`hello\`
+  round trip (connect retried every 0.2 ms), with two Node.js tool hosts
+  (tests/hosts/test_host.mjs, examples/node-host/host.mjs) and one exec tool in server mode
+  (examples/exec-tools/kv_server.mjs); not pinned, median of 5. **(i)** \`VmRSS\` of meithd
+  alone, 2 s after it answered its first call, with \`examples/meithd.toml\`; not pinned.
+
+## Raw data
+
+<details>
+<summary>Every run of this bench/run, one JSON line each (${lines.length} lines)</summary>
+
+\`status\`: \`ok\`; \`disturbed\` (an attempt not used); \`disturbed_kept\` (every attempt was
+disturbed: the least disturbed one again, used and flagged); \`failed\` (errors). CPU fields are seconds in the window: \`other_cpu_s\` is the
+machine's busy time minus client, server and children; \`other_procs_cpu_s\` the part of
+it used by other processes; \`other_tick_cpu_s\` the same subtraction from the tick-sampled
+counters. \`other_cores\` is \`other_procs_cpu_s / seconds\`, the disturbance check.
+
+\`\`\`json
+${lines.join('\n')}
+\`\`\`
+
+</details>
+`;
+    fs.writeFileSync(args.doc, doc);
+}

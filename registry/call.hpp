@@ -16,6 +16,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,7 +79,12 @@ class call : public std::enable_shared_from_this<call> {
     /// process group) when the call ends some other way.
     void on_abandon(std::function<void()> fn) { abandon_ = std::move(fn); }
 
-    asio::steady_timer& deadline() { return deadline_; }
+    /// The call's timeout timer, created on first use: calls that finish at once never need one
+    /// (a timer's construction looks its service up under a lock).
+    asio::steady_timer& deadline() {
+        if (!deadline_) deadline_.emplace(ex_);
+        return *deadline_;
+    }
 
   private:
     friend class registry;
@@ -86,7 +92,8 @@ class call : public std::enable_shared_from_this<call> {
     void finalize(protocol::tool_result result, call_end how);
     registry* owner_ = nullptr;
     std::shared_ptr<call_sink> sink_;
-    asio::steady_timer deadline_;
+    asio::any_io_executor ex_;
+    std::optional<asio::steady_timer> deadline_;
     std::function<void()> abandon_;
     bool resolved_ = false;
     bool tool_done_ = false;

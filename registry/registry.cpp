@@ -72,7 +72,7 @@ std::string_view to_string(source_state s) {
 // ---- call ------------------------------------------------------------------------------
 
 call::call(asio::any_io_executor ex, std::shared_ptr<call_sink> sink)
-    : sink_(std::move(sink)), deadline_(std::move(ex)) {
+    : sink_(std::move(sink)), ex_(std::move(ex)) {
 }
 
 void call::emit(std::string_view event_json) {
@@ -97,7 +97,7 @@ void call::finalize(tool_result result, call_end how) {
     if (resolved_) return;
     resolved_ = true;
     end_ = how;
-    deadline_.cancel();
+    if (deadline_) deadline_->cancel();
     auto abandon = std::move(abandon_);
     abandon_ = nullptr;
     if (how != call_end::tool && abandon) abandon();
@@ -314,7 +314,7 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
 
 std::chrono::milliseconds registry::time_left(const call& c) const {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        c.deadline_.expiry() - std::chrono::steady_clock::now());
+        c.deadline_->expiry() - std::chrono::steady_clock::now());
     return std::max(left, std::chrono::milliseconds(1));
 }
 

@@ -219,6 +219,9 @@ const notes = [];
             notes.push(`${kept.length} run(s) stayed disturbed in every attempt; the least disturbed attempt of each is used and flagged in the table (${kept.map((r) => `${r.scenario}/${r.server} rep ${r.rep}: ${r.other_cores} cores`).join('; ')}).`);
     }
 }
+// Hand-written analysis of the missed targets (bench/PROFILE.md), kept next to the numbers.
+const profilePath = new URL('./PROFILE.md', import.meta.url);
+const profileNotes = fs.existsSync(profilePath) ? fs.readFileSync(profilePath, 'utf8') + '\n' : '';
 if (args.notes && fs.existsSync(args.notes)) notes.push(...fs.readFileSync(args.notes, 'utf8').split('\n').filter(Boolean));
 for (const fl of failures) notes.push(`FAILED: ${fl}`);
 
@@ -292,6 +295,7 @@ ${otherTable}
 
 ${targetTable}
 
+${profileNotes}
 ## Notes from this run
 
 ${notes.map((n) => `- ${n}`).join('\n')}

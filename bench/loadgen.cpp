@@ -54,7 +54,8 @@ namespace {
 using clk = std::chrono::steady_clock;
 
 int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(clk::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(clk::now().time_since_epoch())
+        .count();
 }
 
 [[noreturn]] void die(const std::string& msg) {
@@ -63,13 +64,14 @@ int64_t now_ns() {
 }
 
 [[noreturn]] void usage(const std::string& msg) {
-    std::fprintf(stderr,
-                 "loadgen: %s\n"
-                 "usage: loadgen [--mode meith|mcp|list_tools|idle|startup|wait] [--socket PATH]\n"
-                 "               [--stdio-cmd CMD] [--spawn-cmd CMD] [--connections N] [--depth D]\n"
-                 "               [--payload BYTES] [--duration S] [--warmup S] [--tool NAME]\n"
-                 "               [--iterations N] [--server-pid PID[,PID...]] [--timeout S]\n",
-                 msg.c_str());
+    std::fprintf(
+        stderr,
+        "loadgen: %s\n"
+        "usage: loadgen [--mode meith|mcp|list_tools|idle|startup|wait] [--socket PATH]\n"
+        "               [--stdio-cmd CMD] [--spawn-cmd CMD] [--connections N] [--depth D]\n"
+        "               [--payload BYTES] [--duration S] [--warmup S] [--tool NAME]\n"
+        "               [--iterations N] [--server-pid PID[,PID...]] [--timeout S]\n",
+        msg.c_str());
     std::exit(2);
 }
 
@@ -103,26 +105,40 @@ options parse_args(int argc, char** argv) {
             if (end == s.c_str() || *end != 0 || d < 0) usage(a + ": not a number: " + s);
             return d;
         };
-        if (a == "--mode") o.mode = val();
-        else if (a == "--socket") o.socket_path = val();
-        else if (a == "--stdio-cmd") o.stdio_cmd = val();
-        else if (a == "--spawn-cmd") o.spawn_cmd = val();
-        else if (a == "--connections") o.connections = static_cast<int>(num(val()));
-        else if (a == "--depth") o.depth = static_cast<int>(num(val()));
-        else if (a == "--payload") o.payload = static_cast<std::size_t>(num(val()));
-        else if (a == "--duration") o.duration = num(val());
-        else if (a == "--warmup") o.warmup = num(val());
-        else if (a == "--tool") o.tool = val();
-        else if (a == "--iterations") o.iterations = static_cast<int>(num(val()));
-        else if (a == "--timeout") o.timeout = num(val());
+        if (a == "--mode")
+            o.mode = val();
+        else if (a == "--socket")
+            o.socket_path = val();
+        else if (a == "--stdio-cmd")
+            o.stdio_cmd = val();
+        else if (a == "--spawn-cmd")
+            o.spawn_cmd = val();
+        else if (a == "--connections")
+            o.connections = static_cast<int>(num(val()));
+        else if (a == "--depth")
+            o.depth = static_cast<int>(num(val()));
+        else if (a == "--payload")
+            o.payload = static_cast<std::size_t>(num(val()));
+        else if (a == "--duration")
+            o.duration = num(val());
+        else if (a == "--warmup")
+            o.warmup = num(val());
+        else if (a == "--tool")
+            o.tool = val();
+        else if (a == "--iterations")
+            o.iterations = static_cast<int>(num(val()));
+        else if (a == "--timeout")
+            o.timeout = num(val());
         else if (a == "--server-pid") {
             std::stringstream ss(val());
             std::string item;
             while (std::getline(ss, item, ','))
                 if (!item.empty()) o.server_pids.push_back(static_cast<pid_t>(num(item)));
-        } else usage("unknown argument " + a);
+        } else
+            usage("unknown argument " + a);
     }
-    if (o.connections < 1 || o.depth < 1 || o.iterations < 1) usage("connections, depth, iterations must be >= 1");
+    if (o.connections < 1 || o.depth < 1 || o.iterations < 1)
+        usage("connections, depth, iterations must be >= 1");
     return o;
 }
 
@@ -145,7 +161,8 @@ std::vector<std::string> stat_fields(pid_t pid) {
     std::stringstream ss(s.substr(rp + 2));
     std::vector<std::string> v;
     std::string x;
-    while (ss >> x) v.push_back(x);
+    while (ss >> x)
+        v.push_back(x);
     return v;
 }
 
@@ -174,16 +191,16 @@ std::vector<pid_t> descendants(const std::vector<pid_t>& roots) {
         }
         closedir(d);
     }
-    std::vector<pid_t> out, todo(roots);
+    std::vector<pid_t> out, frontier(roots);
     std::set<pid_t> seen(roots.begin(), roots.end());
-    while (!todo.empty()) {
-        pid_t p = todo.back();
-        todo.pop_back();
+    while (!frontier.empty()) {
+        pid_t p = frontier.back();
+        frontier.pop_back();
         auto [b, e] = kids.equal_range(p);
         for (auto it = b; it != e; ++it)
             if (seen.insert(it->second).second) {
                 out.push_back(it->second);
-                todo.push_back(it->second);
+                frontier.push_back(it->second);
             }
     }
     return out;
@@ -257,7 +274,8 @@ std::map<pid_t, proc_cpu> all_procs() {
 // CPU seconds used between two scans by processes not in `ours`. A process that both started
 // and was reaped inside the window is counted through its parent's cutime; one alive at the
 // start that was reaped inside the window is counted whole (a disturbance all the same).
-double others_cpu(const std::map<pid_t, proc_cpu>& a, const std::map<pid_t, proc_cpu>& b, const std::set<pid_t>& ours) {
+double others_cpu(const std::map<pid_t, proc_cpu>& a, const std::map<pid_t, proc_cpu>& b,
+                  const std::set<pid_t>& ours) {
     double sum = 0;
     for (const auto& [pid, pb] : b) {
         if (ours.count(pid)) continue;
@@ -283,8 +301,10 @@ cpu_snapshot take_snapshot(const std::vector<pid_t>& servers, const std::vector<
     s.procs = all_procs();
     s.machine = read_proc_stat();
     s.client = client_cpu_s();
-    for (pid_t p : servers) s.server += std::max(0.0, proc_cpu_s(p));
-    for (pid_t p : s.kids) s.children += std::max(0.0, proc_cpu_s(p));
+    for (pid_t p : servers)
+        s.server += std::max(0.0, proc_cpu_s(p));
+    for (pid_t p : s.kids)
+        s.children += std::max(0.0, proc_cpu_s(p));
     return s;
 }
 
@@ -384,7 +404,8 @@ pid_t spawn_sh(const std::string& cmd, int* child_stdin, int* child_stdout) {
 }
 
 bool contains(std::string_view hay, std::string_view needle) {
-    return !needle.empty() && memmem(hay.data(), hay.size(), needle.data(), needle.size()) != nullptr;
+    return !needle.empty() &&
+           memmem(hay.data(), hay.size(), needle.data(), needle.size()) != nullptr;
 }
 
 double pct(std::vector<int64_t>& v, double p) { // v sorted, ns → µs
@@ -405,7 +426,8 @@ std::string json_str(std::string_view s) {
             char b[8];
             std::snprintf(b, sizeof b, "\\u%04x", c);
             o += b;
-        } else o += static_cast<char>(c);
+        } else
+            o += static_cast<char>(c);
     }
     return o + "\"";
 }
@@ -518,7 +540,8 @@ void fill(load_state& st, conn& c, int64_t t) {
 uint64_t parse_u64(const char* p, const char* end, const char** stop) {
     uint64_t v = 0;
     const char* q = p;
-    while (q < end && *q >= '0' && *q <= '9') v = v * 10 + static_cast<uint64_t>(*q++ - '0');
+    while (q < end && *q >= '0' && *q <= '9')
+        v = v * 10 + static_cast<uint64_t>(*q++ - '0');
     *stop = q;
     return q == p ? UINT64_MAX : v;
 }
@@ -541,7 +564,8 @@ void handle_line(load_state& st, conn& c, std::string_view line, int64_t t_recv)
                 if (q >= e || *q != '"') seq = UINT64_MAX;
             }
         }
-        ok = seq != UINT64_MAX && contains(line, "\"type\":\"tool_result\"") && contains(line, "\"ok\":true");
+        ok = seq != UINT64_MAX && contains(line, "\"type\":\"tool_result\"") &&
+             contains(line, "\"ok\":true");
     } else {
         // The id of a JSON-RPC response: the last "id": in the line (escaped text cannot match).
         static constexpr std::string_view key = "\"id\":";
@@ -558,16 +582,18 @@ void handle_line(load_state& st, conn& c, std::string_view line, int64_t t_recv)
             const char* q;
             seq = parse_u64(found + key.size(), e, &q);
         }
-        ok = seq != UINT64_MAX && contains(line, "\"result\":") && !contains(line, "\"isError\":true") &&
-             !contains(line, "\"error\":{");
+        ok = seq != UINT64_MAX && contains(line, "\"result\":") &&
+             !contains(line, "\"isError\":true") && !contains(line, "\"error\":{");
     }
     if (seq == UINT64_MAX) {
-        st.error("reply without a usable id on connection " + std::to_string(c.idx) + ": " + std::string(line));
+        st.error("reply without a usable id on connection " + std::to_string(c.idx) + ": " +
+                 std::string(line));
         return;
     }
     slot& s = c.ring[seq & (c.ring.size() - 1)];
     if (s.seq != seq) {
-        st.error("reply for an id not in flight on connection " + std::to_string(c.idx) + ": " + std::string(line));
+        st.error("reply for an id not in flight on connection " + std::to_string(c.idx) + ": " +
+                 std::string(line));
         return;
     }
     s.seq = UINT64_MAX;
@@ -616,8 +642,10 @@ bool on_readable(load_state& st, conn& c) {
     while (c.in_beg < c.in_end) {
         char* nl = static_cast<char*>(std::memchr(base + c.in_beg, '\n', c.in_end - c.in_beg));
         if (!nl) break;
-        handle_line(st, c, std::string_view(base + c.in_beg, static_cast<std::size_t>(nl - (base + c.in_beg))),
-                    t_recv);
+        handle_line(
+            st, c,
+            std::string_view(base + c.in_beg, static_cast<std::size_t>(nl - (base + c.in_beg))),
+            t_recv);
         c.in_beg = static_cast<std::size_t>(nl - base) + 1;
     }
     if (c.in_beg == c.in_end) c.in_beg = c.in_end = 0;
@@ -640,13 +668,14 @@ int run_load(const options& o) {
 
     const std::string payload(o.payload, 'x');
     if (st.mcp)
-        st.suffix = R"(,"method":"tools/call","params":{"name":")" + o.tool + R"(","arguments":{"s":")" + payload +
-                    "\"}}}\n";
+        st.suffix = R"(,"method":"tools/call","params":{"name":")" + o.tool +
+                    R"(","arguments":{"s":")" + payload + "\"}}}\n";
     else
         st.suffix = R"(","toolName":")" + o.tool + R"(","arguments":{"s":")" + payload + "\"}}\n";
 
     std::size_t ring = 1024;
-    while (ring < static_cast<std::size_t>(o.depth) * 64) ring <<= 1;
+    while (ring < static_cast<std::size_t>(o.depth) * 64)
+        ring <<= 1;
 
     std::vector<conn> conns(static_cast<std::size_t>(o.connections));
     std::vector<pid_t> server_pids = o.server_pids;
@@ -661,7 +690,8 @@ int run_load(const options& o) {
             server_pids.push_back(c.pid);
             c.prefix = R"({"jsonrpc":"2.0","id":)";
             std::string buf, line;
-            if (!write_all(c.wfd, mcp_initialize())) die("cannot write initialize to the MCP server");
+            if (!write_all(c.wfd, mcp_initialize()))
+                die("cannot write initialize to the MCP server");
             bool inited = false;
             while (read_line(c.rfd, buf, line, setup_deadline)) {
                 if (contains(line, "\"id\":0") && contains(line, "\"result\"")) {
@@ -754,8 +784,10 @@ int run_load(const options& o) {
     // Close: sockets; for MCP the servers' stdin, then read their stdout to EOF (answers to
     // calls still in flight) so they do not die of EPIPE, then wait (SIGKILL after 2 s).
     for (conn& c : conns) {
-        if (c.wfd != c.rfd) close(c.wfd);
-        else close(c.rfd);
+        if (c.wfd != c.rfd)
+            close(c.wfd);
+        else
+            close(c.rfd);
     }
     if (st.mcp) {
         const int64_t dl = now_ns() + 2000000000LL;
@@ -792,10 +824,13 @@ int run_load(const options& o) {
     ours.insert(kids.begin(), kids.end());
     ours.insert(getpid());
     // Capped by the machine's busy time not ours: a parent's cutime counts a reaped child whole.
-    const double other_procs = std::min(others_cpu(snap0.procs, snap1.procs, ours), std::max(other, 0.0));
-    const double other_tick = (snap1.machine.tick_busy - snap0.machine.tick_busy) - client - server - children;
+    const double other_procs =
+        std::min(others_cpu(snap0.procs, snap1.procs, ours), std::max(other, 0.0));
+    const double other_tick =
+        (snap1.machine.tick_busy - snap0.machine.tick_busy) - client - server - children;
     double mean = 0;
-    for (int64_t v : st.lat) mean += static_cast<double>(v);
+    for (int64_t v : st.lat)
+        mean += static_cast<double>(v);
     mean = st.lat.empty() ? 0 : mean / static_cast<double>(st.lat.size()) / 1000.0;
 
     std::string j = "{";
@@ -860,15 +895,18 @@ int run_list_tools(const options& o) {
         if (i == warm) snap0 = take_snapshot(o.server_pids, nullptr);
         const std::string id = "l" + std::to_string(i);
         const int64_t t0 = now_ns();
-        if (!write_all(fd, R"({"type":"list_tools","requestId":")" + id + "\"}\n")) die("write list_tools");
-        if (!read_line(fd, buf, line, t0 + static_cast<int64_t>(o.timeout * 1e9))) die("no list_tools answer");
+        if (!write_all(fd, R"({"type":"list_tools","requestId":")" + id + "\"}\n"))
+            die("write list_tools");
+        if (!read_line(fd, buf, line, t0 + static_cast<int64_t>(o.timeout * 1e9)))
+            die("no list_tools answer");
         const int64_t t1 = now_ns();
         if (line.find("\"type\":\"tools_list\"") == std::string::npos ||
             line.find("\"requestId\":\"" + id + "\"") == std::string::npos)
             die("unexpected list_tools answer: " + line.substr(0, 300));
         bytes = line.size() + 1;
         tools = 0;
-        for (std::size_t p = 0; (p = line.find("\"permission\":", p)) != std::string::npos; ++p) ++tools;
+        for (std::size_t p = 0; (p = line.find("\"permission\":", p)) != std::string::npos; ++p)
+            ++tools;
         if (i == 0) first = t1 - t0;
         if (i >= warm) samples.push_back(t1 - t0);
     }
@@ -879,10 +917,12 @@ int run_list_tools(const options& o) {
     std::string j = "{\"mode\":\"list_tools\",\"iterations\":" + std::to_string(samples.size());
     j += ",\"tools\":" + std::to_string(tools) + ",\"reply_bytes\":" + std::to_string(bytes);
     j += ",\"p50_ms\":" + ms(samples[(samples.size() - 1) / 2]);
-    j += ",\"min_ms\":" + ms(samples.front()) + ",\"max_ms\":" + ms(samples.back()) + ",\"first_ms\":" + ms(first);
+    j += ",\"min_ms\":" + ms(samples.front()) + ",\"max_ms\":" + ms(samples.back()) +
+         ",\"first_ms\":" + ms(first);
     j += window_fields(snap0, snap1, o.server_pids);
     j += ",\"samples_ms\":[";
-    for (std::size_t i = 0; i < samples.size(); ++i) j += (i ? "," : "") + ms(samples[i]);
+    for (std::size_t i = 0; i < samples.size(); ++i)
+        j += (i ? "," : "") + ms(samples[i]);
     j += "]}";
     std::printf("%s\n", j.c_str());
     return 0;
@@ -892,7 +932,8 @@ int run_list_tools(const options& o) {
 // idle connections and their memory
 
 int run_idle(const options& o) {
-    if (o.socket_path.empty() || o.server_pids.size() != 1) usage("--mode idle needs --socket and one --server-pid");
+    if (o.socket_path.empty() || o.server_pids.size() != 1)
+        usage("--mode idle needs --socket and one --server-pid");
     std::signal(SIGPIPE, SIG_IGN);
     const pid_t srv = o.server_pids[0];
     usleep(300000);
@@ -913,7 +954,8 @@ int run_idle(const options& o) {
         }
         for (int i = base; i < end; ++i) {
             std::string buf;
-            if (!read_line(fds[static_cast<std::size_t>(i)], buf, line, now_ns() + static_cast<int64_t>(o.timeout * 1e9)))
+            if (!read_line(fds[static_cast<std::size_t>(i)], buf, line,
+                           now_ns() + static_cast<int64_t>(o.timeout * 1e9)))
                 die("no hello_result on connection #" + std::to_string(i));
             if (!contains(line, "\"type\":\"hello_result\""))
                 die("connection #" + std::to_string(i) + " got: " + line.substr(0, 300));
@@ -922,12 +964,15 @@ int run_idle(const options& o) {
     const double open_s = static_cast<double>(now_ns() - t0) / 1e9;
     usleep(500000);
     const long after = rss_kib(srv);
-    for (int fd : fds) close(fd);
+    for (int fd : fds)
+        close(fd);
     usleep(1000000);
     const long after_close = rss_kib(srv);
-    const double per = static_cast<double>(after - before) * 1024.0 / static_cast<double>(o.connections);
+    const double per =
+        static_cast<double>(after - before) * 1024.0 / static_cast<double>(o.connections);
     std::string j = "{\"mode\":\"idle\",\"connections\":" + std::to_string(o.connections);
-    j += ",\"rss_before_kib\":" + std::to_string(before) + ",\"rss_after_kib\":" + std::to_string(after);
+    j += ",\"rss_before_kib\":" + std::to_string(before) +
+         ",\"rss_after_kib\":" + std::to_string(after);
     j += ",\"rss_after_close_kib\":" + std::to_string(after_close);
     j += ",\"bytes_per_connection\":" + fmt(per, 0) + ",\"open_seconds\":" + fmt(open_s, 3) + "}";
     std::printf("%s\n", j.c_str());
@@ -938,13 +983,15 @@ int run_idle(const options& o) {
 // start-up to first connect + hello
 
 // Returns elapsed ns, or -1.
-int64_t try_hello_until(const std::string& path, int64_t t0, int64_t deadline, pid_t child, std::string& why) {
+int64_t try_hello_until(const std::string& path, int64_t t0, int64_t deadline, pid_t child,
+                        std::string& why) {
     std::string line;
     while (now_ns() < deadline) {
         if (child > 0) {
             int status;
             if (waitpid(child, &status, WNOHANG) == child) {
-                why = "the daemon exited with status " + std::to_string(status) + " before answering";
+                why =
+                    "the daemon exited with status " + std::to_string(status) + " before answering";
                 return -1;
             }
         }
@@ -968,7 +1015,8 @@ int64_t try_hello_until(const std::string& path, int64_t t0, int64_t deadline, p
 }
 
 int run_startup(const options& o) {
-    if (o.socket_path.empty() || o.spawn_cmd.empty()) usage("--mode startup needs --socket and --spawn-cmd");
+    if (o.socket_path.empty() || o.spawn_cmd.empty())
+        usage("--mode startup needs --socket and --spawn-cmd");
     std::signal(SIGPIPE, SIG_IGN);
     std::vector<int64_t> samples;
     const cpu_snapshot snap0 = take_snapshot({}, nullptr);
@@ -977,7 +1025,8 @@ int run_startup(const options& o) {
         const int64_t t0 = now_ns();
         pid_t pid = spawn_sh(o.spawn_cmd, nullptr, nullptr);
         std::string why;
-        int64_t dt = try_hello_until(o.socket_path, t0, t0 + static_cast<int64_t>(o.timeout * 1e9), pid, why);
+        int64_t dt = try_hello_until(o.socket_path, t0, t0 + static_cast<int64_t>(o.timeout * 1e9),
+                                     pid, why);
         kill(pid, SIGTERM);
         int status;
         const int64_t dl = now_ns() + 15000000000LL;
@@ -998,9 +1047,11 @@ int run_startup(const options& o) {
     std::sort(sorted.begin(), sorted.end());
     auto ms = [](int64_t ns) { return fmt(static_cast<double>(ns) / 1e6, 2); };
     std::string j = "{\"mode\":\"startup\",\"iterations\":" + std::to_string(samples.size());
-    j += ",\"p50_ms\":" + ms(sorted[(sorted.size() - 1) / 2]) + ",\"min_ms\":" + ms(sorted.front()) +
-         ",\"max_ms\":" + ms(sorted.back()) + window_fields(snap0, snap1, {}) + ",\"samples_ms\":[";
-    for (std::size_t i = 0; i < samples.size(); ++i) j += (i ? "," : "") + ms(samples[i]);
+    j += ",\"p50_ms\":" + ms(sorted[(sorted.size() - 1) / 2]) +
+         ",\"min_ms\":" + ms(sorted.front()) + ",\"max_ms\":" + ms(sorted.back()) +
+         window_fields(snap0, snap1, {}) + ",\"samples_ms\":[";
+    for (std::size_t i = 0; i < samples.size(); ++i)
+        j += (i ? "," : "") + ms(samples[i]);
     j += "]}";
     std::printf("%s\n", j.c_str());
     return 0;
@@ -1025,7 +1076,8 @@ int run_wait(const options& o) {
                   read_line(fd, buf, line, deadline);
         close(fd);
         if (ok && contains(line, "\"type\":\"tool_result\"") && contains(line, "\"ok\":true")) {
-            std::printf("{\"mode\":\"wait\",\"ms\":%.1f}\n", static_cast<double>(now_ns() - t0) / 1e6);
+            std::printf("{\"mode\":\"wait\",\"ms\":%.1f}\n",
+                        static_cast<double>(now_ns() - t0) / 1e6);
             return 0;
         }
         if (ok) die("server answered, but not ok: " + line.substr(0, 300));

@@ -42,7 +42,8 @@ volatile sig_atomic_t stop_sender = 0;
 const char* value_end(const char* p, const char* e) {
     if (p >= e) return nullptr;
     if (*p != '{' && *p != '[') { // scalar: up to , or }
-        while (p < e && *p != ',' && *p != '}') ++p;
+        while (p < e && *p != ',' && *p != '}')
+            ++p;
         return p;
     }
     int level = 0;
@@ -50,10 +51,14 @@ const char* value_end(const char* p, const char* e) {
     for (; p < e; ++p) {
         const char c = *p;
         if (in_str) {
-            if (c == '\\') ++p;
-            else if (c == '"') in_str = false;
-        } else if (c == '"') in_str = true;
-        else if (c == '{' || c == '[') ++level;
+            if (c == '\\')
+                ++p;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"')
+            in_str = true;
+        else if (c == '{' || c == '[')
+            ++level;
         else if (c == '}' || c == ']') {
             if (--level == 0) return p + 1;
         }
@@ -70,14 +75,17 @@ void answer(std::string_view line, std::string& out) {
     if (const void* k = memmem(b, line.size(), rid.data(), rid.size())) {
         const char* p = static_cast<const char*>(k) + rid.size();
         const char* q = p;
-        while (q < e && *q != '"') q += (*q == '\\') ? 2 : 1;
+        while (q < e && *q != '"')
+            q += (*q == '\\') ? 2 : 1;
         if (q <= e) id = std::string_view(p, static_cast<std::size_t>(std::min(q, e) - p));
     }
     std::string_view content = "null";
     if (const void* k = memmem(b, line.size(), args.data(), args.size())) {
         const char* p = static_cast<const char*>(k) + args.size();
-        while (p < e && *p == ' ') ++p;
-        if (const char* q = value_end(p, e)) content = std::string_view(p, static_cast<std::size_t>(q - p));
+        while (p < e && *p == ' ')
+            ++p;
+        if (const char* q = value_end(p, e))
+            content = std::string_view(p, static_cast<std::size_t>(q - p));
     }
     out += R"({"type":"tool_result","protocol":1,"requestId":")";
     out += id;
@@ -125,7 +133,8 @@ bool on_readable(conn& c) {
                 std::memmove(c.in.data(), c.in.data() + c.beg, c.end - c.beg);
                 c.end -= c.beg;
                 c.beg = 0;
-            } else c.in.resize(c.in.size() * 2);
+            } else
+                c.in.resize(c.in.size() * 2);
         }
         ssize_t n = read(c.fd, c.in.data() + c.end, c.in.size() - c.end);
         if (n < 0) {
@@ -155,7 +164,8 @@ bool on_readable(conn& c) {
 int main(int argc, char** argv) {
     std::string path;
     for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--socket") == 0 && i + 1 < argc) path = argv[++i];
+        if (std::strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
+            path = argv[++i];
         else {
             std::fprintf(stderr, "usage: raw_echo --socket PATH\n");
             return 2;
@@ -166,7 +176,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::signal(SIGPIPE, SIG_IGN);
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_flags = SA_SIGINFO;
     sa.sa_sigaction = [](int sig, siginfo_t* si, void*) {
         stop = 1;
@@ -228,8 +238,8 @@ int main(int argc, char** argv) {
             }
         }
     }
-    std::fprintf(stderr, "raw_echo: signal %d from pid %d: exiting\n", static_cast<int>(stop_signal),
-                 static_cast<int>(stop_sender));
+    std::fprintf(stderr, "raw_echo: signal %d from pid %d: exiting\n",
+                 static_cast<int>(stop_signal), static_cast<int>(stop_sender));
     unlink(path.c_str());
     return 0;
 }

@@ -66,22 +66,6 @@ std::string stderr_details(int wait_status, const std::vector<std::string>& tail
     return d;
 }
 
-source_state state_of(process_state s) {
-    switch (s) {
-    case process_state::starting:
-        return source_state::starting;
-    case process_state::ready:
-        return source_state::ready;
-    case process_state::restarting:
-        return source_state::restarting;
-    case process_state::failed:
-        return source_state::failed;
-    case process_state::stopped:
-        return source_state::stopped;
-    }
-    return source_state::failed;
-}
-
 class exec_source final : public tool_source {
   public:
     exec_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,

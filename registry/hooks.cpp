@@ -353,7 +353,7 @@ void hook_set::filter(std::string_view phase, std::string_view tool_name, std::s
                       std::function<void(std::vector<hook_verdict>)> done) {
     // Runs the matching hooks one after another; each answer schedules the next ask.
     struct chain : std::enable_shared_from_this<chain> {
-        std::vector<hook_runner*> todo;
+        std::vector<hook_runner*> matching;
         std::size_t next = 0;
         std::vector<hook_verdict> verdicts;
         std::string payload;
@@ -361,11 +361,11 @@ void hook_set::filter(std::string_view phase, std::string_view tool_name, std::s
         std::function<void(std::vector<hook_verdict>)> done;
 
         void step() {
-            if (next == todo.size() || (!verdicts.empty() && !verdicts.back().allow)) {
+            if (next == matching.size() || (!verdicts.empty() && !verdicts.back().allow)) {
                 std::exchange(done, nullptr)(std::move(verdicts));
                 return;
             }
-            hook_runner* h = todo[next++];
+            hook_runner* h = matching[next++];
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                 deadline - std::chrono::steady_clock::now());
             h->ask(payload, std::max(left, std::chrono::milliseconds(1)),
@@ -378,7 +378,7 @@ void hook_set::filter(std::string_view phase, std::string_view tool_name, std::s
     auto c = std::make_shared<chain>();
     for (auto& h : hooks_)
         if (h->cfg().kind == config::hook_kind::filter && h->applies(phase, tool_name))
-            c->todo.push_back(h.get());
+            c->matching.push_back(h.get());
     c->payload = std::move(payload);
     c->deadline = std::chrono::steady_clock::now() + budget;
     c->done = std::move(done);

@@ -45,23 +45,6 @@ std::optional<std::uint64_t> id_from_prefix(std::string_view prefix) {
     return id;
 }
 
-/// Maps the supervisor's states onto the source's.
-source_state state_of(process_state s) {
-    switch (s) {
-    case process_state::starting:
-        return source_state::starting;
-    case process_state::ready:
-        return source_state::ready;
-    case process_state::restarting:
-        return source_state::restarting;
-    case process_state::failed:
-        return source_state::failed;
-    case process_state::stopped:
-        return source_state::stopped;
-    }
-    return source_state::failed;
-}
-
 class host_source final : public tool_source {
   public:
     host_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,

@@ -69,6 +69,22 @@ std::string_view to_string(source_state s) {
     return "unknown";
 }
 
+source_state state_of(process_state s) {
+    switch (s) {
+    case process_state::starting:
+        return source_state::starting;
+    case process_state::ready:
+        return source_state::ready;
+    case process_state::restarting:
+        return source_state::restarting;
+    case process_state::failed:
+        return source_state::failed;
+    case process_state::stopped:
+        return source_state::stopped;
+    }
+    return source_state::failed;
+}
+
 // ---- call ------------------------------------------------------------------------------
 
 call::call(asio::any_io_executor ex, std::shared_ptr<call_sink> sink)

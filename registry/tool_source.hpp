@@ -5,6 +5,7 @@
 #pragma once
 
 #include "registry/call.hpp"
+#include "registry/supervisor.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -33,6 +34,9 @@ struct tool {
 /// Lifecycle of a source, as `meith sources` shows it.
 enum class source_state { starting, ready, restarting, failed, stopped };
 std::string_view to_string(source_state s);
+
+/// A subprocess source's state is its supervised process's state.
+source_state state_of(process_state s);
 
 /// Tool definition as a source reports it (before prefixing and schema compilation).
 struct tool_definition {

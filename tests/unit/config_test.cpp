@@ -10,6 +10,7 @@
 #include <regex>
 #include <string>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -704,4 +705,20 @@ TEST_CASE("ensure_private_dir creates 0700 folders and refuses shared ones", "[p
         CHECK_THAT(*err, Catch::Contains("owned by uid 4242") &&
                              Catch::Contains("chown 0 " + theirs.string()));
     }
+}
+
+TEST_CASE("audit can be switched off and the child environment allow-list set", "[config]") {
+    const config defaults = parse_ok("");
+    CHECK(defaults.audit.enabled);
+    CHECK(std::find(defaults.tools.env_allow.begin(), defaults.tools.env_allow.end(), "PATH") !=
+          defaults.tools.env_allow.end());
+    const config c =
+        parse_ok("[audit]\nenabled = false\n[tools]\nenv_allow = [\"PATH\", \"LC_*\"]\n");
+    CHECK_FALSE(c.audit.enabled);
+    CHECK(c.tools.env_allow == std::vector<std::string>{"PATH", "LC_*"});
+    const auto err = parse_err("[audit]\nenabled = \"no\"\n");
+    CHECK_THAT(err.message, Catch::Contains("enabled"));
+    CHECK_THAT(err.where, Catch::EndsWith(":2:11"));
+    const auto bad_timeout = parse_err("[tools]\ndefault_timeout_ms = 0\n");
+    CHECK_THAT(bad_timeout.message, Catch::Contains("default_timeout_ms"));
 }

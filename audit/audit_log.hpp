@@ -1,4 +1,4 @@
-// audit_log: the append-only audit trail `audit.jsonl` (PROTOCOL.md §6).
+// audit_log: the append-only audit trail `audit.jsonl` (docs/protocol.md §6).
 //
 // One writer per file. Each line is written with a single write(2) on an O_APPEND descriptor,
 // so lines never tear or interleave even with other appenders; a line is visible to readers
@@ -47,7 +47,7 @@ class audit_log {
     /// Group commit: queues one line (same checks as `append`) without writing it yet.
     /// `commit` then writes every queued line with one write(2) — whole lines only, so lines
     /// still never tear or interleave. The daemon commits before it sends any reply, which
-    /// keeps "the line is in the file before its tool_result is sent" (PROTOCOL.md §6).
+    /// keeps "the line is in the file before its tool_result is sent" (docs/protocol.md §6).
     void append_deferred(std::string_view json_object);
     /// Writes the queued lines; false (lines dropped, failure logged) when the write fails.
     bool commit();

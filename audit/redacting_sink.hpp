@@ -1,5 +1,5 @@
 // redacting_sink: an spdlog sink that passes every message through the redactor before
-// handing it to the wrapped sink, so no secret reaches the daemon's own log (PROTOCOL.md §6).
+// handing it to the wrapped sink, so no secret reaches the daemon's own log (docs/protocol.md §6).
 #pragma once
 
 #include <memory>

@@ -1,5 +1,5 @@
 // redactor: turns arbitrary JSON (tool arguments, results) and free text (log lines) into
-// summaries that carry no secret and stay small (PROTOCOL.md §6).
+// summaries that carry no secret and stay small (docs/protocol.md §6).
 //
 // Rules: values under secret-like keys (password, passwd, secret, token, api key, access key,
 // authorization, cookie, credential, private key, session, ... in any case and with any of

@@ -1,5 +1,5 @@
 // client: a blocking connection to meithd's unix socket, one `\n`-terminated frame per line
-// (PROTOCOL.md §2). Transport only: frames are strings here; JSON lives in session.hpp.
+// (docs/protocol.md §2). Transport only: frames are strings here; JSON lives in session.hpp.
 #pragma once
 
 #include <chrono>

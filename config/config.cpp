@@ -334,7 +334,7 @@ class checker {
         return string_array_of(*n, label(s, key), non_empty_list, non_empty_items);
     }
 
-    /// An array of capability names, each checked against PROTOCOL.md §5.
+    /// An array of capability names, each checked against docs/protocol.md §5.
     std::optional<std::vector<std::string>> capabilities_of(const toml::node& n,
                                                             const std::string& what) {
         auto names = string_array_of(n, what, false, false);

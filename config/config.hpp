@@ -1,4 +1,5 @@
-// config: the user's TOML config (PROTOCOL.md §8) compiled into a validated, immutable value.
+// config: the user's TOML config (docs/configuration.md) compiled into a validated, immutable
+// value.
 //
 // Parsing is two-step: toml++ gives located syntax, then `load_config` checks every key
 // (unknown keys are errors), every type and every range, and reports the first problem as
@@ -16,7 +17,7 @@
 
 namespace meith::config {
 
-/// [limits] (PROTOCOL.md §2, §5, §8). Sizes in bytes, times in milliseconds.
+/// [limits] (docs/protocol.md §2, §5, §8). Sizes in bytes, times in milliseconds.
 struct limits_config {
     std::uint64_t max_frame_bytes = 8 * 1024 * 1024;
     std::uint64_t max_result_bytes = 8 * 1024 * 1024;
@@ -27,7 +28,7 @@ struct limits_config {
     std::uint64_t idle_timeout_ms = 0;                   ///< 0 = no idle timeout
 };
 
-/// [tools] (PROTOCOL.md §5, §7).
+/// [tools] (docs/protocol.md §5, §7).
 struct tools_config {
     std::uint64_t default_timeout_ms = 30000;
     std::uint64_t shutdown_grace_ms = 5000;
@@ -43,10 +44,10 @@ struct tools_config {
 enum class fsync_policy { never, always, interval };
 enum class audit_failure_policy { fail_closed, keep_going };
 
-/// [audit] (PROTOCOL.md §6).
+/// [audit] (docs/protocol.md §6).
 struct audit_config {
     /// false turns the audit trail off entirely (for benchmarks and diagnosis only; the
-    /// daemon warns at startup). Not part of PROTOCOL.md, which audits every call.
+    /// daemon warns at startup). Not part of docs/protocol.md, which audits every call.
     bool enabled = true;
     std::optional<std::filesystem::path> path; ///< absent: $MEITH_HOME/audit.jsonl; "~" expanded
     std::uint64_t max_bytes = 64 * 1024 * 1024;
@@ -88,7 +89,7 @@ struct exec_tool_config {
     std::optional<std::uint64_t> timeout_ms;
 };
 
-/// One `[[sources]]` entry (PROTOCOL.md §7).
+/// One `[[sources]]` entry (docs/protocol.md §7).
 struct source_config {
     std::string name;
     source_kind kind = source_kind::host;
@@ -106,7 +107,7 @@ struct source_config {
 
 enum class hook_kind { filter, observe };
 
-/// One `[[hooks]]` entry (PROTOCOL.md §7). Parsed and validated now; run by later work.
+/// One `[[hooks]]` entry (docs/protocol.md §7). Parsed and validated now; run by later work.
 struct hook_config {
     std::string name;
     hook_kind kind = hook_kind::filter;

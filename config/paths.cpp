@@ -122,7 +122,7 @@ std::optional<std::string> ensure_private_dir(const fs::path& dir, bool allow_st
     const bool shared_writable = (mode & 022) != 0;
     const bool sticky = (mode & S_ISVTX) != 0;
     // A sticky shared folder such as /tmp is fine whoever owns it: nobody can remove or
-    // replace the entries we create in it (PROTOCOL.md §1).
+    // replace the entries we create in it (docs/protocol.md §1).
     if (allow_sticky && sticky) return std::nullopt;
     if (st.st_uid != me)
         return fmt::format("{} is owned by uid {}, not you (uid {}): run `chown {} {}` or choose "

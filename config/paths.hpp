@@ -1,4 +1,4 @@
-// paths: where meithd's files live (PROTOCOL.md §1) and the ownership/mode checks on them.
+// paths: where meithd's files live (docs/protocol.md §1) and the ownership/mode checks on them.
 // Pure functions over the environment and the file system; no global state.
 #pragma once
 
@@ -23,7 +23,7 @@ std::filesystem::path expand_tilde(const std::filesystem::path& p);
 /// Creates `dir` with mode 0700 if missing (parents too, each 0700), then checks it is owned by
 /// the current user and not writable by group or others, unless `allow_sticky` and the folder
 /// has the sticky bit (e.g. /tmp). Returns an error message naming the chmod/chown to run, or
-/// nullopt when the folder is fit for use. (PROTOCOL.md §1)
+/// nullopt when the folder is fit for use. (docs/protocol.md §1)
 std::optional<std::string> ensure_private_dir(const std::filesystem::path& dir, bool allow_sticky);
 
 } // namespace meith::config

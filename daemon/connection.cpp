@@ -309,7 +309,7 @@ void connection::write_now() {
         if (!write_active_ && closing_after_flush_) close("daemon shutting down");
         return;
     }
-    // Audit lines of the replies below reach the file first (PROTOCOL.md §6).
+    // Audit lines of the replies below reach the file first (docs/protocol.md §6).
     registry_.commit_audit();
     write_active_ = true;
     writing_.swap(outbound_);

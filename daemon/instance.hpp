@@ -1,4 +1,4 @@
-// instance: the daemon's footprint in its home (PROTOCOL.md §1) — the single-instance lock,
+// instance: the daemon's footprint in its home (docs/protocol.md §1) — the single-instance lock,
 // the runtime record config.json, the instance record instances/<pid>.json, and the socket
 // path checks. Plain blocking file work, done at startup and shutdown only.
 #pragma once

@@ -1,4 +1,4 @@
-// server: meithd's life from startup checks to a clean exit (PROTOCOL.md §1, §5).
+// server: meithd's life from startup checks to a clean exit (docs/protocol.md §1, §5).
 //
 // Startup: home checks, config, single-instance lock, audit log (torn tail repaired), sources
 // started; once every source has registered or failed, the socket is bound (0600), the

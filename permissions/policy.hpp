@@ -1,4 +1,4 @@
-// permissions: who may call what (PROTOCOL.md §5, §8).
+// permissions: who may call what (docs/protocol.md §5, §8).
 //
 // A `policy` is compiled once from the config and is immutable afterwards, so `decide` is a
 // pure function, safe from any thread. Decision order: the first `[[permissions.rules]]` entry
@@ -19,7 +19,7 @@
 
 namespace meith::permissions {
 
-/// The two effective callers a socket peer can be (PROTOCOL.md §5).
+/// The two effective callers a socket peer can be (docs/protocol.md §5).
 enum class caller : std::uint8_t { cli, plugin };
 
 std::string_view to_string(caller c);
@@ -28,7 +28,7 @@ std::string_view to_string(caller c);
 /// anything else (renderer, agent, internal, empty, ...) -> plugin, the least trusted.
 caller caller_from_claim(std::string_view claim);
 
-/// Capabilities of PROTOCOL.md §5 plus `unknown` for tools that declare none.
+/// Capabilities of docs/protocol.md §5 plus `unknown` for tools that declare none.
 enum class capability : std::uint8_t {
     read_only,
     writes_files,
@@ -67,7 +67,7 @@ bool glob_match(std::string_view pattern, std::string_view name);
 
 class policy {
   public:
-    /// Defaults of PROTOCOL.md §5: read-only and accesses-network allowed to every caller,
+    /// Defaults of docs/protocol.md §5: read-only and accesses-network allowed to every caller,
     /// everything else denied; `[permissions.callers.X]` tables replace a caller's lists.
     explicit policy(const config::permissions_config& cfg = {});
 

@@ -1,4 +1,4 @@
-// frames: decoding client frames and encoding server frames (PROTOCOL.md §2, §3).
+// frames: decoding client frames and encoding server frames (docs/protocol.md §2, §3).
 //
 // `frame_decoder` wraps one reused simdjson DOM parser (one per connection): `decode` parses
 // a line in place (the line must be followed by `frame_padding` readable bytes, which

@@ -1,4 +1,4 @@
-// framing: newline-delimited frames with a hard size bound (PROTOCOL.md §2).
+// framing: newline-delimited frames with a hard size bound (docs/protocol.md §2).
 //
 // `line_framer` owns one read buffer per connection. The reader asks for free space with
 // `prepare`, reads into it, `commit`s the bytes, then drains complete frames with `next`.

@@ -1,4 +1,4 @@
-// tool_result: the ToolResult envelope every call resolves to (PROTOCOL.md §4).
+// tool_result: the ToolResult envelope every call resolves to (docs/protocol.md §4).
 //
 // JSON-valued fields are kept as JSON text (already valid, already minified), so a result
 // travels from a tool host to the socket without being re-parsed or re-built.
@@ -12,7 +12,7 @@
 
 namespace meith::protocol {
 
-/// The eight codes of PROTOCOL.md §4.
+/// The eight codes of docs/protocol.md §4.
 enum class error_code {
     unknown_tool,
     validation_error,
@@ -53,7 +53,7 @@ struct tool_result {
 /// Appends the ToolResult as a JSON object.
 void append_tool_result(std::string& out, const tool_result& r);
 
-/// Normalizes a tool's raw value (PROTOCOL.md §4): a value that already is a ToolResult (an
+/// Normalizes a tool's raw value (docs/protocol.md §4): a value that already is a ToolResult (an
 /// object with a boolean `ok` and no keys other than ok/content/meta/diagnostics/error)
 /// passes through; anything else becomes `{ok:true, content:value}`. An ok:false envelope
 /// without a usable `error` gets TOOL_FAILED; an unknown error code becomes TOOL_FAILED with

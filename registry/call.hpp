@@ -43,7 +43,7 @@ class call : public std::enable_shared_from_this<call> {
   public:
     call(asio::any_io_executor ex, std::shared_ptr<call_sink> sink);
 
-    // Identity, fixed at dispatch (PROTOCOL.md §3, §5).
+    // Identity, fixed at dispatch (docs/protocol.md §3, §5).
     std::string request_id;
     std::string session_id;
     permissions::caller caller = permissions::caller::plugin;
@@ -71,7 +71,7 @@ class call : public std::enable_shared_from_this<call> {
     bool tool_done() const { return tool_done_; }
 
     /// Hook outcomes for the audit line: JSON objects {"name","phase","kind","decision",
-    /// "reason"}, comma-separated (PROTOCOL.md §7).
+    /// "reason"}, comma-separated (docs/protocol.md §7).
     std::string hooks_json;
     call_end end() const { return end_; }
 

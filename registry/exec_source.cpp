@@ -1,4 +1,4 @@
-// exec_source: tools that are plain programs (PROTOCOL.md §7 "exec tool").
+// exec_source: tools that are plain programs (docs/protocol.md §7 "exec tool").
 //
 // One-shot mode runs the command per call in its own process group: {"args":…} on stdin, one
 // JSON object from stdout ({"result"} / {"error"} / {"pending"}), exit status ≠ 0 is a failure

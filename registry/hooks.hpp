@@ -1,4 +1,4 @@
-// hooks: the user's own programs asked about calls (PROTOCOL.md §7 "Hooks").
+// hooks: the user's own programs asked about calls (docs/protocol.md §7 "Hooks").
 //
 // Filter hooks (before_execution, after_execution) answer {"allow":bool,"reason"?} and fail
 // closed: no answer, a bad answer, a crash or a timeout all deny. Observe hooks (session_start,

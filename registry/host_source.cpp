@@ -1,4 +1,4 @@
-// host_source: a tool host subprocess speaking NDJSON on stdin/stdout (PROTOCOL.md §7).
+// host_source: a tool host subprocess speaking NDJSON on stdin/stdout (docs/protocol.md §7).
 //
 // One long-running child per source. Requests carry numeric string ids; responses and events
 // are matched to requests strictly by id, so calls of many clients share one host and a late

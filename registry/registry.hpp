@@ -38,7 +38,7 @@ class registry {
     void add_source(std::unique_ptr<tool_source> source);
 
     /// Starts every source; `on_ready` runs once each has registered its tools or failed its
-    /// first start (PROTOCOL.md §1 readiness). Returns an error message instead when a tool
+    /// first start (docs/protocol.md §1 readiness). Returns an error message instead when a tool
     /// name clashes at first registration (a startup error naming both sources).
     void start(std::function<void(std::optional<std::string> startup_error)> on_ready);
 

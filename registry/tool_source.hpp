@@ -1,4 +1,4 @@
-// tool_source: where tools come from (PROTOCOL.md §7) — built-in, tool host, exec.
+// tool_source: where tools come from (docs/protocol.md §7) — built-in, tool host, exec.
 //
 // A source starts asynchronously, reports its tools (or its failure) to the registry through
 // `source_events`, runs calls, and stops. All methods run on the I/O thread.

@@ -1,7 +1,7 @@
 // daemon_fixture: black-box helpers for end-to-end tests — a temporary home, the real meithd
 // binary started as a child process, and a blocking socket client that speaks the frames of
-// PROTOCOL.md §2-§3. Each helper fails loudly (throws) on timeouts so a hung daemon shows up as
-// a failed test, not a stuck one.
+// docs/protocol.md §2-§3. Each helper fails loudly (throws) on timeouts so a hung daemon shows up
+// as a failed test, not a stuck one.
 #pragma once
 
 #include <nlohmann/json.hpp>

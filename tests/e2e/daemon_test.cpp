@@ -1,5 +1,5 @@
 // End-to-end: the real meithd on a real socket with the built-in `echo` tool — framing,
-// frames, limits, identity, startup errors and shutdown (PROTOCOL.md §1-§6).
+// frames, limits, identity, startup errors and shutdown (docs/protocol.md §1-§6).
 #include "daemon_fixture.hpp"
 
 #include <catch2/catch.hpp>
@@ -306,7 +306,7 @@ TEST_CASE("peers with another uid are closed before any frame and audited", "[e2
     CHECK(d.audit_events("connection_open").empty());
 }
 
-TEST_CASE("runtime and instance records follow PROTOCOL.md section 1", "[e2e]") {
+TEST_CASE("runtime and instance records follow docs/protocol.md section 1", "[e2e]") {
     temp_dir keep;
     daemon_process d;
     auto record = json::parse(std::ifstream(d.home() / "config.json"));

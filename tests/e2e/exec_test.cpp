@@ -1,6 +1,6 @@
 // End-to-end: exec tools (one-shot and JSON-RPC server mode) under the shared supervisor —
 // answers, failures, process-group kills on timeout and cancel, no zombies, late answers,
-// restarts, crash loops and the sources listing (PROTOCOL.md §7).
+// restarts, crash loops and the sources listing (docs/protocol.md §7).
 #include "daemon_fixture.hpp"
 
 #include <catch2/catch.hpp>

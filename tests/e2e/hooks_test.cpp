@@ -1,4 +1,4 @@
-// End-to-end: filter and observe hooks, one-shot and server mode (PROTOCOL.md §7 "Hooks") —
+// End-to-end: filter and observe hooks, one-shot and server mode (docs/protocol.md §7 "Hooks") —
 // deny and allow, fail-closed on crash, hang and garbage, results withheld after execution,
 // observe hooks that never delay a call, payload shape and the audit trail of decisions.
 #include "daemon_fixture.hpp"

@@ -1,6 +1,6 @@
 // End-to-end: meithd with real tool-host subprocesses (tests/hosts/test_host.mjs) — schemas,
 // streaming, state, validation, permissions, timeouts, cancel, crashes, restarts, garbage,
-// result limits and redaction (PROTOCOL.md §3-§7).
+// result limits and redaction (docs/protocol.md §3-§7).
 #include "daemon_fixture.hpp"
 
 #include <catch2/catch.hpp>

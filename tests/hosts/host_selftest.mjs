@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Self-test of the two Node tool hosts, without the daemon: spawns
 // examples/node-host/host.mjs and tests/hosts/test_host.mjs, speaks the host protocol
-// (PROTOCOL.md §7) to them over stdio and checks their answers.
+// (docs/protocol.md §7) to them over stdio and checks their answers.
 //
 //   node tests/hosts/host_selftest.mjs        exit status 0 = every check passed
 //

@@ -1,4 +1,4 @@
-// Unit tests for config/: the TOML contract of PROTOCOL.md §8 (values, defaults, located
+// Unit tests for config/: the TOML contract of docs/configuration.md (values, defaults, located
 // errors) and the path helpers of §1 (precedence, private folders).
 #include "config/config.hpp"
 #include "config/paths.hpp"

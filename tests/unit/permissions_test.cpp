@@ -1,5 +1,5 @@
 // Unit tests for permissions/: caller downgrade, capability sets, globbing and the policy
-// decision of PROTOCOL.md §5.
+// decision of docs/protocol.md §5.
 #include "permissions/policy.hpp"
 
 #include <catch2/catch.hpp>
@@ -21,7 +21,7 @@ capability_set caps(std::vector<std::string> names) {
 
 constexpr capability_set none = 0;
 
-/// The [permissions.callers.*] tables of the PROTOCOL.md §8 example.
+/// The [permissions.callers.*] tables of the docs/configuration.md example.
 permissions_config example_config() {
     permissions_config cfg;
     cfg.cli = caller_policy_config{{"read-only", "writes-files", "controls-browser",

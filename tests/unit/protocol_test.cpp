@@ -1,5 +1,5 @@
 // protocol tests: line framing (bounds, oversized frames, line endings), frame decoding (the
-// envelope rules of PROTOCOL.md §2-§3), the server-frame encoders, JSON string escaping and
+// envelope rules of docs/protocol.md §2-§3), the server-frame encoders, JSON string escaping and
 // the ToolResult envelope (§4).
 #include "protocol/frames.hpp"
 #include "protocol/framing.hpp"

@@ -1,4 +1,4 @@
-// The meith tool-host protocol (PROTOCOL.md §7) over stdin/stdout, for Node.js hosts.
+// The meith tool-host protocol (docs/protocol.md §7) over stdin/stdout, for Node.js hosts.
 //
 // The daemon writes one JSON request per line to our stdin:
 //   {"v":1,"id":"…","method":"…","params":{…}}

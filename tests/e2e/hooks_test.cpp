@@ -41,33 +41,35 @@ std::vector<json> wait_lines(const fs::path& file, std::size_t n,
 } // namespace
 
 TEST_CASE("a before_execution filter hook denies and the tool never runs", "[e2e][hooks]") {
+    const std::string cli_writes =
+        "[permissions.callers.cli]\nallow = [\"read-only\", \"writes-files\"]\n";
     for (const char* mode : {"oneshot", "server"}) {
         DYNAMIC_SECTION(mode) {
-            std::vector<std::string> flags = {"--deny-tool=t_state"};
+            std::vector<std::string> flags = {"--deny-tool=t_write"};
             if (std::string(mode) == "server") flags.push_back("--server");
-            daemon_process d(host_source_toml("th") +
+            daemon_process d(host_source_toml("th") + cli_writes +
                              hook_toml("gate", "filter", mode, "before_execution", flags));
             client c(d.socket());
-            const int before = c.call("t_echo", json::object()).is_object() ? 0 : 0;
-            (void)before;
-            auto denied = c.call("t_state", json::object());
+            const json as_cli = {{"clientInfo", {{"caller", "cli"}}}};
+            // t_state returns how many calls the host has executed so far.
+            const int before = c.call("t_state", json::object())["result"]["content"];
+            auto denied = c.call("t_write", json::object(), as_cli);
             CHECK(code_of(denied) == "PERMISSION_DENIED");
             CHECK_THAT(denied["result"]["error"]["message"].get<std::string>(),
-                       Catch::Contains("tool t_state is blocked"));
-            auto allowed = c.call("t_echo", {{"x", 1}});
-            CHECK(allowed["result"]["ok"] == true);
+                       Catch::Contains("tool t_write is blocked"));
+            const int after = c.call("t_state", json::object())["result"]["content"];
+            CHECK(after == before + 1); // the denied t_write never reached the host
             auto lines = d.audit_events("tool_call");
             REQUIRE(lines.size() == 3);
             CHECK(lines[1]["decision"] == "deny");
-            CHECK(lines[1]["reason"] == "tool t_state is blocked");
+            CHECK(lines[1]["reason"] == "tool t_write is blocked");
             REQUIRE(lines[1]["hooks"].size() == 1);
             CHECK(lines[1]["hooks"][0] == json({{"name", "gate"},
                                                 {"phase", "before_execution"},
                                                 {"kind", "filter"},
                                                 {"decision", "deny"},
-                                                {"reason", "tool t_state is blocked"}}));
+                                                {"reason", "tool t_write is blocked"}}));
             CHECK(lines[2]["hooks"][0]["decision"] == "allow");
-            // t_state counts the calls the host ran: the denied one is not among them.
             d.stop();
         }
     }

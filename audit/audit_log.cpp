@@ -22,51 +22,6 @@ namespace {
 
 constexpr std::size_t max_line_bytes = 16384; // including the newline
 
-/// 1 for bytes that can be copied as they are (printable ASCII but '"' and '\\').
-constexpr std::array<bool, 256> plain_bytes = [] {
-    std::array<bool, 256> t{};
-    for (int c = 0x20; c < 0x80; ++c)
-        t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
-    return t;
-}();
-
-/// True when none of the 8 bytes at `p` needs escaping or UTF-8 checking (SWAR test).
-bool plain_word(const char* p) {
-    constexpr std::uint64_t ones = 0x0101010101010101ULL;
-    constexpr std::uint64_t highs = 0x8080808080808080ULL;
-    std::uint64_t w;
-    std::memcpy(&w, p, sizeof w);
-    auto has_less = [](std::uint64_t x, std::uint64_t n) { return (x - ones * n) & ~x & highs; };
-    return ((w & highs) | has_less(w, 0x20) | has_less(w ^ (ones * '"'), 1) |
-            has_less(w ^ (ones * '\\'), 1)) == 0;
-}
-
-/// Length of the valid UTF-8 sequence at s[i] (lead byte >= 0x80), or 0 if invalid
-/// (overlong forms, surrogates and code points over U+10FFFF are invalid).
-std::size_t valid_utf8_length(std::string_view s, std::size_t i) {
-    auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
-    const unsigned char b = at(0);
-    std::size_t n = 0;
-    unsigned char lo = 0x80, hi = 0xBF; // allowed range of the second byte
-    if (b >= 0xC2 && b <= 0xDF)
-        n = 2;
-    else if (b >= 0xE0 && b <= 0xEF) {
-        n = 3;
-        if (b == 0xE0) lo = 0xA0;
-        if (b == 0xED) hi = 0x9F;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-        n = 4;
-        if (b == 0xF0) lo = 0x90;
-        if (b == 0xF4) hi = 0x8F;
-    } else
-        return 0;
-    if (i + n > s.size()) return 0;
-    if (at(1) < lo || at(1) > hi) return 0;
-    for (std::size_t k = 2; k < n; ++k)
-        if ((at(k) & 0xC0) != 0x80) return 0;
-    return n;
-}
-
 std::string errno_text(int err) {
     return std::strerror(err);
 }
@@ -169,65 +124,6 @@ std::string now_rfc3339() {
     out.push_back(static_cast<char>('0' + millis % 10));
     out.push_back('Z');
     return out;
-}
-
-void append_json_string(std::string& out, std::string_view s) {
-    static constexpr char hex[] = "0123456789abcdef";
-    out.reserve(out.size() + s.size() + 2);
-    out += '"';
-    std::size_t run = 0; // start of the pending run of bytes copied verbatim
-    std::size_t i = 0;
-    while (i < s.size()) {
-        // Skip 8 plain ASCII bytes at a time (no control char, '"', '\\' or byte >= 0x80).
-        while (i + 8 <= s.size() && plain_word(s.data() + i))
-            i += 8;
-        if (i >= s.size()) break;
-        const auto b = static_cast<unsigned char>(s[i]);
-        if (plain_bytes[b]) {
-            ++i;
-            continue;
-        }
-        if (b >= 0x80) {
-            if (std::size_t n = valid_utf8_length(s, i)) {
-                i += n;
-                continue;
-            }
-        }
-        out.append(s.data() + run, i - run);
-        switch (b) {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\b':
-            out += "\\b";
-            break;
-        case '\f':
-            out += "\\f";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        default:
-            if (b < 0x20) {
-                const char esc[] = {'\\', 'u', '0', '0', hex[b >> 4], hex[b & 0xF]};
-                out.append(esc, sizeof esc);
-            } else {
-                out += "\xEF\xBF\xBD"; // U+FFFD for an invalid byte
-            }
-        }
-        run = ++i;
-    }
-    out.append(s.data() + run, s.size() - run);
-    out += '"';
 }
 
 audit_log::audit_log(std::filesystem::path path, const config::audit_config& cfg)

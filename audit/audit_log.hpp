@@ -6,6 +6,7 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "protocol/json_writer.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -19,9 +20,8 @@ namespace meith::audit {
 /// RFC 3339 UTC timestamp with milliseconds, e.g. "2026-11-21T10:00:00.123Z".
 std::string now_rfc3339();
 
-/// Appends `s` to `out` as a JSON string literal (quotes included), escaping per RFC 8259;
-/// invalid UTF-8 bytes become U+FFFD.
-void append_json_string(std::string& out, std::string_view s);
+/// JSON string escaping (RFC 8259, invalid UTF-8 → U+FFFD): the protocol's, one implementation.
+using protocol::append_json_string;
 
 class audit_log {
   public:

@@ -338,9 +338,6 @@ void connection::close(std::string_view reason) {
     if (closed_) return;
     closed_ = true;
     idle_timer_.cancel();
-    std::error_code ignored;
-    socket_.shutdown(asio::socket_base::shutdown_both, ignored);
-    socket_.close(ignored);
     const std::size_t cancelled = calls_.size();
     // Calls in flight are cancelled and audited; their replies have nowhere to go.
     auto calls = std::move(calls_);
@@ -356,6 +353,12 @@ void connection::close(std::string_view reason) {
     fields += R"(,"callsCancelled":)" + std::to_string(cancelled);
     fields += R"(,"pid":)" + std::to_string(peer_.pid) + R"(,"uid":)" + std::to_string(peer_.uid);
     registry_.audit_event("connection_close", fields);
+    // The lines of the cancelled calls and of the close are on file before the peer sees
+    // the connection end (closing is rare: no need to batch).
+    registry_.commit_audit();
+    std::error_code ignored;
+    socket_.shutdown(asio::socket_base::shutdown_both, ignored);
+    socket_.close(ignored);
     registry_.observe_session("session_end", session_id_, peer_.pid, peer_.uid);
     spdlog::debug("connection {} closed: {}", session_id_, reason);
     outbound_.clear();

@@ -60,15 +60,13 @@ class server {
     server(asio::io_context& ioc, const config::config& cfg, fs::path home, fs::path socket,
            audit::audit_log& audit)
         : ioc_(ioc), cfg_(cfg), home_(std::move(home)), socket_path_(std::move(socket)),
-          audit_(audit), signals_(ioc, SIGINT, SIGTERM), reaper_(ioc.get_executor()),
+          audit_(audit), signals_(ioc, SIGINT, SIGTERM, SIGHUP), reaper_(ioc.get_executor()),
           registry_(ioc.get_executor(), cfg, cfg.audit.enabled ? &audit : nullptr),
           hooks_(ioc.get_executor(), reaper_, cfg), acceptor_(ioc), grace_timer_(ioc),
           close_timer_(ioc) {}
 
     int run() {
-        signals_.async_wait([this](const std::error_code& ec, int sig) {
-            if (!ec) begin_shutdown(sig);
-        });
+        wait_for_signal();
         registry_.add_source(registry::make_builtin_source());
         for (const auto& src : cfg_.sources) {
             if (src.kind == config::source_kind::host)
@@ -120,6 +118,22 @@ class server {
     }
 
   private:
+    /// SIGTERM/SIGINT start the shutdown; SIGHUP (a reload request) must not kill the daemon
+    /// by its default action, and reloading is not supported, so it is logged and audited.
+    void wait_for_signal() {
+        signals_.async_wait([this](const std::error_code& ec, int sig) {
+            if (ec) return;
+            if (sig == SIGHUP) {
+                spdlog::warn("SIGHUP: reloading the config is not supported; restart meithd to "
+                             "apply changes");
+                registry_.audit_event("config_reload", R"("ok":false,"reason":"not supported")");
+                wait_for_signal();
+                return;
+            }
+            begin_shutdown(sig);
+        });
+    }
+
     /// audit.fsync = "interval": sync once a second even when no line is appended.
     void sync_audit_periodically() {
         sync_timer_.expires_after(std::chrono::seconds(1));

@@ -12,6 +12,8 @@
 #include <ctime>
 #include <stdexcept>
 
+#include <pthread.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -102,7 +104,7 @@ std::string cut_line(std::string_view json_object) {
 
 } // namespace
 
-std::string now_rfc3339() {
+void append_rfc3339_json(std::string& out) {
     using namespace std::chrono;
     const auto ms = duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
     const std::int64_t secs = ms / 1000 - (ms % 1000 < 0 ? 1 : 0);
@@ -110,24 +112,46 @@ std::string now_rfc3339() {
     // gmtime_r and snprintf once per second, not once per line (hot path: every audit line).
     thread_local std::int64_t cached_secs = -1;
     thread_local char cached[64];
+    thread_local std::size_t cached_len = 0;
     if (secs != cached_secs) {
         const std::time_t t = static_cast<std::time_t>(secs);
         std::tm tm{};
         ::gmtime_r(&t, &tm);
-        std::snprintf(cached, sizeof cached, "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900,
-                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        const int n = std::snprintf(cached, sizeof cached, "\"%04d-%02d-%02dT%02d:%02d:%02d.",
+                                    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                                    tm.tm_min, tm.tm_sec);
+        cached_len = n > 0 ? static_cast<std::size_t>(n) : 0;
         cached_secs = secs;
     }
-    std::string out(cached);
-    out.push_back(static_cast<char>('0' + millis / 100));
-    out.push_back(static_cast<char>('0' + millis / 10 % 10));
-    out.push_back(static_cast<char>('0' + millis % 10));
-    out.push_back('Z');
-    return out;
+    out.append(cached, cached_len);
+    const char tail[] = {static_cast<char>('0' + millis / 100),
+                         static_cast<char>('0' + millis / 10 % 10),
+                         static_cast<char>('0' + millis % 10), 'Z', '"'};
+    out.append(tail, sizeof tail);
 }
 
-audit_log::audit_log(std::filesystem::path path, const config::audit_config& cfg)
-    : path_(std::move(path)), cfg_(cfg) {
+std::string now_rfc3339() {
+    std::string quoted;
+    append_rfc3339_json(quoted);
+    return quoted.substr(1, quoted.size() - 2);
+}
+
+namespace {
+
+constexpr char segment_raw = 'R';
+constexpr char segment_summary = 'S';
+constexpr char line_end = 'E';
+constexpr std::size_t no_segment = static_cast<std::size_t>(-1);
+/// Lines waiting for the writer beyond which submit() blocks (back-pressure).
+constexpr std::size_t max_queued_bytes = 16u << 20;
+/// Batch buffers larger than this are freed rather than recycled.
+constexpr std::size_t max_recycled_capacity = 1u << 20;
+
+} // namespace
+
+audit_log::audit_log(std::filesystem::path path, const config::audit_config& cfg,
+                     const redactor& redactor)
+    : path_(std::move(path)), cfg_(cfg), redactor_(redactor), segment_start_(no_segment) {
     fd_ = open_log(path_);
     if (fd_ < 0) throw std::runtime_error("audit log " + path_.string() + ": " + errno_text(errno));
     struct stat st {};
@@ -156,18 +180,245 @@ audit_log::audit_log(std::filesystem::path path, const config::audit_config& cfg
         }
     }
     last_sync_ = std::chrono::steady_clock::now();
+    writer_ = std::thread([this] { writer_main(); });
 }
 
 audit_log::~audit_log() {
+    submit();
+    {
+        std::lock_guard lk(mu_);
+        stop_ = true;
+    }
+    work_cv_.notify_all();
+    writer_.join(); // the writer drains the queue before it stops
+    std::lock_guard f(file_mu_);
     if (fd_ < 0) return;
-    flush();
+    sync();
     ::close(fd_);
 }
 
+// ---- Building ---------------------------------------------------------------------------
+
+void audit_log::open_segment(char kind) {
+    pending_.push_back(kind);
+    segment_start_ = pending_.size();
+    pending_.append(sizeof(std::uint32_t), '\0');
+}
+
+void audit_log::close_segment() {
+    if (segment_start_ == no_segment) return;
+    const auto len =
+        static_cast<std::uint32_t>(pending_.size() - segment_start_ - sizeof(std::uint32_t));
+    std::memcpy(pending_.data() + segment_start_, &len, sizeof len);
+    segment_start_ = no_segment;
+}
+
+std::string& audit_log::begin_line() {
+    close_segment(); // a line left open by mistake is ended by the next one's start
+    open_segment(segment_raw);
+    return pending_;
+}
+
+std::string& audit_log::begin_summary() {
+    close_segment();
+    open_segment(segment_summary);
+    return pending_;
+}
+
+std::string& audit_log::end_summary() {
+    close_segment();
+    open_segment(segment_raw);
+    return pending_;
+}
+
+void audit_log::end_line() {
+    close_segment();
+    pending_.push_back(line_end);
+    ++pending_lines_;
+}
+
+void audit_log::append_deferred(std::string_view json_object) {
+    begin_line().append(json_object);
+    end_line();
+}
+
+// ---- Committing -------------------------------------------------------------------------
+
+std::uint64_t audit_log::submit() {
+    if (pending_lines_ == 0) return submitted_;
+    close_segment();
+    batch b;
+    b.size = pending_.size();
+    // simdjson reads up to SIMDJSON_PADDING bytes past a summary's end: they are ours.
+    pending_.append(simdjson::SIMDJSON_PADDING, ' ');
+    b.bytes = std::move(pending_);
+    b.seq = ++submitted_;
+    pending_lines_ = 0;
+
+    std::unique_lock lk(mu_);
+    if (!spare_.empty()) {
+        pending_ = std::move(spare_.back());
+        spare_.pop_back();
+    } else {
+        pending_ = std::string();
+    }
+    pending_.clear();
+    if (cfg_.fsync == config::fsync_policy::never && queue_.empty() && !writer_busy_) {
+        // Without a sync to wait for, appending on this thread is cheaper than any hand-off
+        // (measured: docs/benchmarks.md (e)); the writer has nothing queued before it.
+        lk.unlock();
+        bool ok;
+        {
+            std::lock_guard f(file_mu_);
+            ok = write_batch(b);
+        }
+        finish_batch(b, ok);
+        lk.lock();
+        if (b.bytes.capacity() <= max_recycled_capacity) spare_.push_back(std::move(b.bytes));
+        return b.seq;
+    }
+    done_cv_.wait(lk, [&] { return queued_bytes_ < max_queued_bytes; });
+    queued_bytes_ += b.size;
+    queue_.push_back(std::move(b));
+    lk.unlock();
+    work_cv_.notify_one();
+    return submitted_;
+}
+
+void audit_log::wait_committed(std::uint64_t seq) {
+    if (committed() >= seq) return;
+    std::unique_lock lk(mu_);
+    done_cv_.wait(lk, [&] { return committed() >= seq; });
+}
+
+void audit_log::set_commit_listener(std::function<void()> listener) {
+    std::lock_guard lk(listener_mu_);
+    listener_ = std::move(listener);
+}
+
+bool audit_log::commit() {
+    wait_committed(submit());
+    return !failing();
+}
+
+bool audit_log::append(std::string_view json_object) {
+    append_deferred(json_object);
+    return commit();
+}
+
+void audit_log::flush() {
+    commit();
+    std::lock_guard f(file_mu_);
+    sync();
+}
+
+void audit_log::finish_batch(const batch& b, bool ok) {
+    (void)ok; // failing_ already says it (write_all / report_failure)
+    committed_.store(b.seq, std::memory_order_release);
+}
+
+void audit_log::writer_main() {
+    ::pthread_setname_np(::pthread_self(), "meithd-audit");
+    std::unique_lock lk(mu_);
+    const auto has_work = [this] { return !queue_.empty() || stop_ || expired_waiting_; };
+    for (;;) {
+        if (expired_waiting_) {
+            expired_waiting_ = false;
+            lk.unlock();
+            const std::string expired = path_.string() + ".expired";
+            if (::unlink(expired.c_str()) != 0 && errno != ENOENT)
+                spdlog::warn("audit log rotation: unlink {} failed: {}", expired,
+                             errno_text(errno));
+            lk.lock();
+            continue;
+        }
+        if (queue_.empty()) {
+            if (stop_) break;
+            if (cfg_.fsync == config::fsync_policy::interval) {
+                // Sync once a second while lines wait unsynced, even when no new line comes.
+                if (!work_cv_.wait_for(lk, std::chrono::seconds(1), has_work)) {
+                    lk.unlock();
+                    {
+                        std::lock_guard f(file_mu_);
+                        if (dirty_ && std::chrono::steady_clock::now() - last_sync_ >=
+                                          std::chrono::seconds(1))
+                            sync();
+                    }
+                    lk.lock();
+                }
+            } else {
+                work_cv_.wait(lk, has_work);
+            }
+            continue;
+        }
+        batch b = std::move(queue_.front());
+        queue_.pop_front();
+        queued_bytes_ -= b.size;
+        writer_busy_ = true;
+        lk.unlock();
+        bool ok;
+        {
+            std::lock_guard f(file_mu_);
+            ok = write_batch(b);
+        }
+        finish_batch(b, ok);
+        {
+            std::lock_guard l(listener_mu_);
+            if (listener_) listener_();
+        }
+        lk.lock();
+        writer_busy_ = false;
+        if (b.bytes.capacity() <= max_recycled_capacity) spare_.push_back(std::move(b.bytes));
+        done_cv_.notify_all();
+    }
+}
+
+// ---- Writing (under file_mu_) ------------------------------------------------------------
+
+bool audit_log::write_batch(const batch& b) {
+    out_.clear();
+    std::size_t line_start = 0;
+    const char* data = b.bytes.data();
+    std::size_t i = 0;
+    while (i < b.size) {
+        const char kind = data[i++];
+        if (kind == line_end) {
+            std::size_t len = out_.size() - line_start;
+            if (len + 1 > max_line_bytes) {
+                std::string cut = cut_line(std::string_view(out_.data() + line_start, len));
+                out_.resize(line_start);
+                out_ += cut;
+                len = cut.size();
+            }
+            // A raw newline (only possible as whitespace between tokens) would split the record.
+            char* first = out_.data() + line_start;
+            char* last = first + len;
+            for (char c : {'\n', '\r'})
+                for (char* p = first; (p = static_cast<char*>(std::memchr(p, c, last - p)));)
+                    *p++ = ' ';
+            out_ += '\n';
+            line_start = out_.size();
+            continue;
+        }
+        std::uint32_t len;
+        std::memcpy(&len, data + i, sizeof len);
+        i += sizeof len;
+        const std::string_view segment(data + i, len);
+        i += len;
+        if (kind == segment_raw)
+            out_.append(segment);
+        else
+            redactor_.append_summary_json(out_, segment, /*padded=*/true);
+    }
+    const bool ok = write_all(out_);
+    if (out_.capacity() > max_recycled_capacity) std::string().swap(out_);
+    return ok;
+}
+
 void audit_log::report_failure(const char* what, int err) {
-    if (!failing_)
+    if (!failing_.load(std::memory_order_relaxed))
         spdlog::error("audit log {}: {} failed: {}", path_.string(), what, errno_text(err));
-    failing_ = true;
+    failing_.store(true, std::memory_order_release);
 }
 
 bool audit_log::ensure_open() {
@@ -198,20 +449,8 @@ bool audit_log::ensure_open() {
     return true;
 }
 
-std::string audit_log::prepare_line(std::string_view json_object) const {
-    std::string line;
-    if (json_object.size() + 1 > max_line_bytes)
-        line = cut_line(json_object);
-    else
-        line.assign(json_object);
-    // A raw newline (only possible as whitespace between tokens) would split the record.
-    for (char& c : line)
-        if (c == '\n' || c == '\r') c = ' ';
-    line += '\n';
-    return line;
-}
-
 bool audit_log::write_all(std::string_view bytes) {
+    if (bytes.empty()) return true;
     if (!ensure_open()) return false;
     if (regular_ && cfg_.max_bytes > 0 && size_ > 0 && size_ + bytes.size() > cfg_.max_bytes) {
         rotate();
@@ -239,6 +478,7 @@ bool audit_log::write_all(std::string_view bytes) {
         done += static_cast<std::size_t>(n);
     }
     size_ += bytes.size();
+    dirty_ = true;
 
     // The lines are in the file either way; a failed sync still fails the write because the
     // policy promised durability.
@@ -248,60 +488,25 @@ bool audit_log::write_all(std::string_view bytes) {
         !sync())
         return false;
 
-    if (failing_) {
+    if (failing_.load(std::memory_order_relaxed)) {
         spdlog::info("audit log {}: writes recovered", path_.string());
-        failing_ = false;
+        failing_.store(false, std::memory_order_release);
     }
     return true;
 }
 
-bool audit_log::append(std::string_view json_object) {
-    // Keep the order: anything queued goes first.
-    if (!pending_.empty() && !commit()) return false;
-    return write_all(prepare_line(json_object));
-}
-
-void audit_log::append_deferred(std::string_view json_object) {
-    if (json_object.size() + 1 > max_line_bytes) {
-        pending_ += prepare_line(json_object);
-        return;
-    }
-    const auto start = pending_.size();
-    pending_.append(json_object);
-    // Lines we build never hold a raw newline; memchr keeps the check cheap.
-    char* first = pending_.data() + start;
-    char* last = pending_.data() + pending_.size();
-    for (char c : {'\n', '\r'})
-        for (char* p = first; (p = static_cast<char*>(std::memchr(p, c, last - p))) != nullptr; ++p)
-            *p = ' ';
-    pending_ += '\n';
-}
-
-bool audit_log::commit() {
-    if (pending_.empty()) return true;
-    const bool ok = write_all(pending_);
-    pending_.clear();
-    if (pending_.capacity() > 1024 * 1024) std::string().swap(pending_);
-    return ok;
-}
-
 bool audit_log::sync() {
     last_sync_ = std::chrono::steady_clock::now();
+    dirty_ = false;
     if (fd_ < 0 || !regular_) return true;
     if (::fdatasync(fd_) == 0) return true;
     report_failure("fdatasync", errno);
     return false;
 }
 
-void audit_log::flush() {
-    commit();
-    sync();
-}
-
 void audit_log::rotate() {
     // With a sync policy, the old file is made durable before it leaves the name. With
-    // fsync = "never" we do not block the I/O thread on fdatasync(2) of up to max_bytes here
-    // (it stalled the daemon for tens of ms at every rotation under load).
+    // fsync = "never" we do not wait for fdatasync(2) of up to max_bytes here.
     if (cfg_.fsync != config::fsync_policy::never) sync();
     const std::string base = path_.string();
     auto numbered = [&](std::uint64_t i) { return base + "." + std::to_string(i); };
@@ -311,7 +516,18 @@ void audit_log::rotate() {
             return; // keep appending to the current file rather than lose lines
         }
     } else {
-        // Shift only the files that exist: .1 .. .last, the oldest (.keep) being overwritten.
+        // The oldest (.keep) leaves the numbered names first, so no rename below replaces an
+        // existing file. It becomes `.expired`, which the writer thread deletes after this
+        // batch is committed: freeing max_bytes of page cache takes milliseconds, and no reply
+        // should wait for it.
+        if (::rename(numbered(cfg_.keep).c_str(), (base + ".expired").c_str()) == 0) {
+            std::lock_guard lk(mu_);
+            expired_waiting_ = true;
+            work_cv_.notify_one();
+        } else if (errno != ENOENT) {
+            spdlog::warn("audit log rotation: rename {} failed: {}", numbered(cfg_.keep),
+                         errno_text(errno));
+        }
         std::uint64_t last = 0;
         while (last + 1 < cfg_.keep && ::access(numbered(last + 1).c_str(), F_OK) == 0)
             ++last;

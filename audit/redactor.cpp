@@ -74,34 +74,47 @@ constexpr std::array<std::string_view, 24> allowed_keys = {
     "completiontokens", "totaltokens",         "cachedtokens", "reasoningtokens", "maxoutputtokens",
     "maxinputtokens",   "maxcompletiontokens", "sessioncount", "cookieconsent"};
 
-/// The key rules; see redactor.hpp.
+/// The key rules; see redactor.hpp. Keys up to 128 bytes are normalised on the stack (every
+/// key of every summarised object comes through here).
 bool secret_key(std::string_view key) {
     // PWD/OLDPWD are the shell's working directories, everywhere in environment dumps.
     if (key == "PWD" || key == "OLDPWD") return false;
-    std::string norm;
-    norm.reserve(key.size());
+    char stack_buf[128];
+    std::string heap_buf;
+    char* buf = stack_buf;
+    if (key.size() > sizeof stack_buf) {
+        heap_buf.resize(key.size());
+        buf = heap_buf.data();
+    }
+    std::size_t len = 0;
     for (char c : key)
-        if (!is_key_separator(c)) norm += ascii_lower(c);
+        if (!is_key_separator(c)) buf[len++] = ascii_lower(c);
+    const std::string_view norm(buf, len);
     if (std::find(allowed_keys.begin(), allowed_keys.end(), norm) != allowed_keys.end())
         return false;
     if (std::find(exact_secret_keys.begin(), exact_secret_keys.end(), norm) !=
         exact_secret_keys.end())
         return true;
     for (auto w : strong_words)
-        if (norm.find(w) != std::string::npos) return true;
-    // Segments: split at separators and at lower->upper (camelCase) boundaries.
+        if (norm.find(w) != std::string_view::npos) return true;
+    // Segments: split at separators and at lower->upper (camelCase) boundaries. A weak word is
+    // at most 4 bytes, so longer segments need no comparison.
     std::size_t i = 0;
     while (i < key.size()) {
         while (i < key.size() && is_key_separator(key[i]))
             ++i;
         std::size_t j = i;
-        std::string seg;
+        char seg[4];
+        std::size_t seg_len = 0;
         while (j < key.size() && !is_key_separator(key[j])) {
             if (j > i && is_upper(key[j]) && is_lower(key[j - 1])) break;
-            seg += ascii_lower(key[j]);
+            if (seg_len < sizeof seg) seg[seg_len] = ascii_lower(key[j]);
+            ++seg_len;
             ++j;
         }
-        if (std::find(weak_segments.begin(), weak_segments.end(), seg) != weak_segments.end())
+        if (seg_len <= sizeof seg &&
+            std::find(weak_segments.begin(), weak_segments.end(), std::string_view(seg, seg_len)) !=
+                weak_segments.end())
             return true;
         i = j;
     }
@@ -301,23 +314,24 @@ struct redactor::impl {
         s = std::move(out);
     }
 
-    std::string redact(std::string_view text) const {
-        // Every rule needs one of these bytes somewhere in a match ('-', '_', ':', '=', '@'
-        // as separators, a space or tab after an auth scheme word, 'A' of AWS ids and AIza
-        // keys, 'J' of a JWT's "eyJ"). Most argument strings have none, and skip the automaton.
+    /// False when no rule can match `text`: every rule needs one of these bytes somewhere in a
+    /// match ('-', '_', ':', '=', '@' as separators, a space or tab after an auth scheme word,
+    /// 'A' of AWS ids and AIza keys, 'J' of a JWT's "eyJ"). Most argument strings have none,
+    /// and skip the automaton.
+    static bool may_match(std::string_view text) {
         static constexpr auto trigger = [] {
             std::array<bool, 256> t{};
             for (unsigned char c : std::string_view("-_:=@ \tAJ"))
                 t[c] = true;
             return t;
         }();
-        bool maybe = false;
         for (unsigned char c : text)
-            if (trigger[c]) {
-                maybe = true;
-                break;
-            }
-        if (!maybe) return std::string(text);
+            if (trigger[c]) return true;
+        return false;
+    }
+
+    std::string redact(std::string_view text) const {
+        if (!may_match(text)) return std::string(text);
         std::vector<int> hits;
         RE2::Set::ErrorInfo error{RE2::Set::kNoError};
         if (!any_rule->Match(piece(text.data(), text.size()), &hits, &error)) {
@@ -337,28 +351,32 @@ struct redactor::impl {
 
 namespace {
 
-/// The bounded summary writer. Containers reserve room for their closer and one cut note, so
-/// whatever is cut, the text stays valid JSON within the limit.
+/// The bounded summary writer: appends to `out` (after whatever it already holds). Containers
+/// reserve room for their closer and one cut note, so whatever is cut, the text stays valid JSON
+/// within the limit. Allocates nothing for ordinary values (no secret-format trigger bytes, no
+/// cut): strings are escaped straight into `out`.
 class summary_writer {
   public:
-    summary_writer(const redactor& owner, const redaction_limits& limits)
+    summary_writer(const redactor& owner, const redaction_limits& limits,
+                   const std::string& budget_note_json, std::string& out)
         : owner_(owner), limits_(limits),
           limit_(limits.max_summary_bytes > 0 ? limits.max_summary_bytes - 1 : 0),
-          budget_note_("[cut: summary over " + std::to_string(limits.max_summary_bytes) +
-                       " bytes]") {
-        out_.reserve(std::min<std::size_t>(limit_ + 1, 4096));
-    }
+          note_(budget_note_json), out_(out), base_(out.size()) {}
 
-    std::string run(simdjson::dom::element root) {
+    void run(simdjson::dom::element root) {
         if (!value(root, 0, 0)) {
-            out_.clear();
-            append_json_string(out_, budget_note_);
-            if (out_.size() > limit_) out_ = "null";
+            out_.resize(base_);
+            out_ += note_;
+            if (size() > limit_) {
+                out_.resize(base_);
+                out_ += "null";
+            }
         }
-        return std::move(out_);
     }
 
   private:
+    std::size_t size() const { return out_.size() - base_; }
+
     /// Appends `e`; false (with out_ unchanged) when it cannot fit leaving `reserve` bytes.
     bool value(simdjson::dom::element e, std::size_t depth, std::size_t reserve) {
         const std::size_t start = out_.size();
@@ -377,17 +395,14 @@ class summary_writer {
             string(e.get_string().value_unsafe());
             break;
         case simdjson::dom::element_type::INT64:
-            out_ += std::to_string(e.get_int64().value_unsafe());
+            number(e.get_int64().value_unsafe());
             break;
         case simdjson::dom::element_type::UINT64:
-            out_ += std::to_string(e.get_uint64().value_unsafe());
+            number(e.get_uint64().value_unsafe());
             break;
-        case simdjson::dom::element_type::DOUBLE: {
-            char buf[32];
-            auto r = std::to_chars(buf, buf + sizeof buf, e.get_double().value_unsafe());
-            out_.append(buf, r.ptr);
+        case simdjson::dom::element_type::DOUBLE:
+            number(e.get_double().value_unsafe());
             break;
-        }
         case simdjson::dom::element_type::BOOL:
             out_ += e.get_bool().value_unsafe() ? "true" : "false";
             break;
@@ -395,16 +410,33 @@ class summary_writer {
             out_ += "null";
             break;
         }
-        if (out_.size() + reserve > limit_) {
+        if (size() + reserve > limit_) {
             out_.resize(start);
             return false;
         }
         return true;
     }
 
+    template <typename T>
+    void number(T v) {
+        char buf[32];
+        auto r = std::to_chars(buf, buf + sizeof buf, v);
+        out_.append(buf, r.ptr);
+    }
+
     /// Redacts first (a secret must not survive by being cut), then cuts to max_string_chars.
     void string(std::string_view raw) {
+        // Common case: nothing a secret format could match and short enough (bytes bound
+        // characters): escaped as is.
+        if (raw.size() <= limits_.max_string_chars && !redactor_may_match(raw)) {
+            append_json_string(out_, raw);
+            return;
+        }
         std::string s = owner_.redact_text(raw);
+        if (s.size() <= limits_.max_string_chars) {
+            append_json_string(out_, s);
+            return;
+        }
         std::size_t pos = 0;
         std::size_t chars = 0;
         while (pos < s.size() && chars < limits_.max_string_chars) {
@@ -428,7 +460,7 @@ class summary_writer {
     bool item(bool first, std::size_t reserve, Emit&& emit) {
         const std::size_t mark = out_.size();
         if (!first) out_ += ',';
-        if (!emit(reserve) || out_.size() + reserve > limit_) {
+        if (!emit(reserve) || size() + reserve > limit_) {
             out_.resize(mark);
             return false;
         }
@@ -436,29 +468,25 @@ class summary_writer {
     }
 
     bool array(simdjson::dom::array a, std::size_t depth, std::size_t reserve) {
-        std::string note;
-        append_json_string(note, budget_note_);
         // Room kept behind every item: ',' + note + ']' + what the enclosing levels need.
-        const std::size_t keep = 1 + note.size() + 1 + reserve;
-        const std::size_t start = out_.size();
-        if (start + 1 + keep > limit_) return false;
+        const std::size_t keep = 1 + note_.size() + 1 + reserve;
+        if (size() + 1 + keep > limit_) return false;
         out_ += '[';
         std::size_t index = 0;
-        const std::size_t total = a.size();
         bool first = true;
         for (auto child : a) {
             if (exhausted_) break;
             if (index == limits_.max_array_items) {
-                auto more = "[cut " + std::to_string(total - index) + " more items]";
+                auto more = "[cut " + std::to_string(a.size() - index) + " more items]";
                 if (!item(first, keep, [&](std::size_t) {
                         append_json_string(out_, more);
                         return true;
                     }))
-                    cut_here(first, note);
+                    cut_here(first, false);
                 break;
             }
             if (!item(first, keep, [&](std::size_t r) { return value(child, depth + 1, r); })) {
-                cut_here(first, note);
+                cut_here(first, false);
                 break;
             }
             first = false;
@@ -469,11 +497,9 @@ class summary_writer {
     }
 
     bool object(simdjson::dom::object o, std::size_t depth, std::size_t reserve) {
-        std::string note = "\"\u2026\":";
-        append_json_string(note, budget_note_);
-        const std::size_t keep = 1 + note.size() + 1 + reserve;
-        const std::size_t start = out_.size();
-        if (start + 1 + keep > limit_) return false;
+        // The note goes in as a member: "…": note.
+        const std::size_t keep = 1 + object_note_key.size() + note_.size() + 1 + reserve;
+        if (size() + 1 + keep > limit_) return false;
         out_ += '{';
         bool first = true;
         for (auto field : o) {
@@ -481,14 +507,14 @@ class summary_writer {
             const bool ok = item(first, keep, [&](std::size_t r) {
                 string(field.key);
                 out_ += ':';
-                if (owner_.is_secret_key(field.key)) {
+                if (secret_key(field.key)) {
                     redacted_value();
-                    return out_.size() + r <= limit_;
+                    return size() + r <= limit_;
                 }
                 return value(field.value, depth + 1, r);
             });
             if (!ok) {
-                cut_here(first, note);
+                cut_here(first, true);
                 break;
             }
             first = false;
@@ -498,49 +524,75 @@ class summary_writer {
     }
 
     /// Closes the current container with the budget note; every enclosing one stops too.
-    void cut_here(bool first, const std::string& note) {
+    void cut_here(bool first, bool in_object) {
         if (!first) out_ += ',';
-        out_ += note;
+        if (in_object) out_ += object_note_key;
+        out_ += note_;
         exhausted_ = true;
     }
 
+    static bool redactor_may_match(std::string_view s);
+
+    static constexpr std::string_view object_note_key = "\"\u2026\":";
     const redactor& owner_;
     const redaction_limits& limits_;
     const std::size_t limit_; ///< the summary must stay strictly under max_summary_bytes
-    const std::string budget_note_;
-    std::string out_;
+    const std::string& note_; ///< the budget note as a JSON string
+    std::string& out_;
+    const std::size_t base_; ///< where this summary starts in out_
     bool exhausted_ = false;
 };
+
+bool summary_writer::redactor_may_match(std::string_view s) {
+    return redactor::impl::may_match(s);
+}
 
 } // namespace
 
 redactor::redactor(redaction_limits limits) : impl_(std::make_unique<impl>()), limits_(limits) {
+    append_json_string(budget_note_json_, "[cut: summary over " +
+                                              std::to_string(limits.max_summary_bytes) + " bytes]");
 }
 
 redactor::~redactor() = default;
 
-std::string redactor::summarize_json(std::string_view json) const {
+void redactor::append_summary_json(std::string& out, std::string_view json, bool padded) const {
+    const std::size_t base = out.size();
     try {
         // One parser per thread: parsers are not thread-safe but are costly to recreate.
         thread_local simdjson::dom::parser parser;
         simdjson::dom::element root;
-        if (parser.parse(json.data(), json.size()).get(root) != simdjson::SUCCESS) {
-            std::string out;
+        if (parser.parse(json.data(), json.size(), !padded).get(root) != simdjson::SUCCESS) {
             append_json_string(out, "[invalid JSON: " + std::to_string(json.size()) + " bytes]");
-            return out;
+            return;
         }
-        return summary_writer(*this, limits_).run(root);
+        summary_writer(*this, limits_, budget_note_json_, out).run(root);
     } catch (...) {
-        return "\"[summary failed]\"";
+        out.resize(base);
+        out += "\"[summary failed]\"";
     }
 }
 
-std::string redactor::summarize_element(simdjson::dom::element value) const {
+void redactor::append_summary_element(std::string& out, simdjson::dom::element value) const {
+    const std::size_t base = out.size();
     try {
-        return summary_writer(*this, limits_).run(value);
+        summary_writer(*this, limits_, budget_note_json_, out).run(value);
     } catch (...) {
-        return "\"[summary failed]\"";
+        out.resize(base);
+        out += "\"[summary failed]\"";
     }
+}
+
+std::string redactor::summarize_json(std::string_view json) const {
+    std::string out;
+    append_summary_json(out, json);
+    return out;
+}
+
+std::string redactor::summarize_element(simdjson::dom::element value) const {
+    std::string out;
+    append_summary_element(out, value);
+    return out;
 }
 
 std::string redactor::redact_text(std::string_view text) const {

@@ -42,6 +42,14 @@ class redactor {
     /// The same summary of an already parsed value (saves a parse when the caller holds one).
     std::string summarize_element(simdjson::dom::element value) const;
 
+    /// Appends the summary of `json` to `out` (no allocation for ordinary values). `padded`:
+    /// the caller guarantees simdjson::SIMDJSON_PADDING readable bytes after `json`, which
+    /// saves copying it (simdjson's padding rule). Thread-safe: one parser per thread.
+    void append_summary_json(std::string& out, std::string_view json, bool padded = false) const;
+
+    /// Appends the summary of an already parsed value to `out`.
+    void append_summary_element(std::string& out, simdjson::dom::element value) const;
+
     /// `text` with every secret-looking substring replaced by "[REDACTED]" (also `KEY=value`
     /// lines with secret-like keys); for the daemon's own log lines. Not length-bounded.
     std::string redact_text(std::string_view text) const;
@@ -49,10 +57,12 @@ class redactor {
     /// True when `key` names a secret (password, api_key, X-Api-Key, sessionToken, ...).
     bool is_secret_key(std::string_view key) const;
 
+    struct impl; ///< RE2 rules (public for the summary writer in redactor.cpp only)
+
   private:
-    struct impl;
     std::unique_ptr<impl> impl_;
     redaction_limits limits_;
+    std::string budget_note_json_; ///< "[cut: summary over N bytes]" as a JSON string
 };
 
 /// The process-wide redactor used by the logging sink and the audit log.

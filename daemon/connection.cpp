@@ -267,8 +267,7 @@ void connection::audit_rejected_call(const protocol::client_frame& f, std::strin
     l += R"(,"timeoutMs":)";
     l += f.timeout_ms ? std::to_string(*f.timeout_ms) : "null";
     l += R"(,"durationMs":null,"ok":null,"errorCode":null,"end":"rejected","hooks":[],"args":)";
-    l += f.has_arguments ? registry_.redactor().summarize_json(simdjson::minify(f.arguments))
-                         : "null";
+    l += f.has_arguments ? registry_.redactor().summarize_element(f.arguments) : "null";
     l += R"(,"result":null)";
     registry_.audit_event("tool_call_rejected", l);
 }
@@ -293,7 +292,8 @@ void connection::flush() {
               " unsent bytes (limits.max_outbound_bytes)");
         return;
     }
-    if (write_active_ || flush_posted_) return; // the pending write or flush takes it along
+    // The pending write, flush or wait for the audit writer takes it along.
+    if (write_active_ || flush_posted_ || audit_wait_) return;
     // Write at the end of this I/O turn: replies of every connection served in the turn share
     // one audit commit, and each connection's replies leave in one write(2).
     flush_posted_ = true;
@@ -309,8 +309,18 @@ void connection::write_now() {
         if (!write_active_ && closing_after_flush_) close("daemon shutting down");
         return;
     }
-    // Audit lines of the replies below reach the file first (docs/protocol.md §6).
-    registry_.commit_audit();
+    // Audit lines of the replies below reach the file first (docs/protocol.md §6): they were
+    // queued before the replies, so the batch submitted now covers them. Under load the audit
+    // writer thread takes the batch and the replies wait for its commit.
+    if (const auto seq = registry_.commit_audit(); !registry_.audit_committed(seq)) {
+        if (audit_wait_) return;
+        audit_wait_ = true;
+        registry_.after_audit(seq, [self = shared_from_this()] {
+            self->audit_wait_ = false;
+            self->write_now();
+        });
+        return;
+    }
     write_active_ = true;
     writing_.swap(outbound_);
     asio::async_write(socket_, asio::buffer(writing_),
@@ -331,7 +341,8 @@ void connection::write_now() {
 void connection::close_after_flush() {
     closing_after_flush_ = true;
     flush();
-    if (!write_active_ && !flush_posted_ && outbound_.empty()) close("daemon shutting down");
+    if (!write_active_ && !flush_posted_ && !audit_wait_ && outbound_.empty())
+        close("daemon shutting down");
 }
 
 void connection::close(std::string_view reason) {
@@ -354,8 +365,8 @@ void connection::close(std::string_view reason) {
     fields += R"(,"pid":)" + std::to_string(peer_.pid) + R"(,"uid":)" + std::to_string(peer_.uid);
     registry_.audit_event("connection_close", fields);
     // The lines of the cancelled calls and of the close are on file before the peer sees
-    // the connection end (closing is rare: no need to batch).
-    registry_.commit_audit();
+    // the connection end (closing is rare: the I/O thread waits for the write).
+    registry_.commit_audit_now();
     std::error_code ignored;
     socket_.shutdown(asio::socket_base::shutdown_both, ignored);
     socket_.close(ignored);

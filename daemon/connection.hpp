@@ -77,6 +77,7 @@ class connection final : public registry::call_sink,
     std::string writing_;
     bool write_active_ = false;
     bool flush_posted_ = false; ///< a write is scheduled for the end of this I/O turn
+    bool audit_wait_ = false;   ///< replies wait for the audit writer to commit their lines
     bool closed_ = false;
     bool closing_after_flush_ = false;
     asio::steady_timer idle_timer_;

@@ -87,7 +87,6 @@ class server {
             registry_.set_hooks(&hooks_);
             hooks_.start();
         }
-        if (cfg_.audit.fsync == config::fsync_policy::interval) sync_audit_periodically();
         const auto started = std::chrono::steady_clock::now();
         registry_.start([this, started](std::optional<std::string> error) {
             if (shutting_down_) return;
@@ -131,16 +130,6 @@ class server {
                 return;
             }
             begin_shutdown(sig);
-        });
-    }
-
-    /// audit.fsync = "interval": sync once a second even when no line is appended.
-    void sync_audit_periodically() {
-        sync_timer_.expires_after(std::chrono::seconds(1));
-        sync_timer_.async_wait([this](const std::error_code& ec) {
-            if (ec || finished_) return;
-            audit_.flush();
-            sync_audit_periodically();
         });
     }
 
@@ -211,7 +200,7 @@ class server {
             fields += R"(,"uid":)";
             fields += peer ? std::to_string(peer->uid) : "null";
             registry_.audit_event("connection_rejected", fields);
-            registry_.commit_audit(); // on file before the peer sees the close
+            registry_.commit_audit_now(); // on file before the peer sees the close
             std::error_code ignored;
             sock.close(ignored);
             return;
@@ -229,7 +218,7 @@ class server {
                 fmt::format(R"x("reason":"over limits.max_connections ({})","pid":{},"uid":{})x",
                             cfg_.limits.max_connections, peer->pid, peer->uid);
             registry_.audit_event("connection_rejected", fields);
-            registry_.commit_audit(); // on file before the peer sees the close
+            registry_.commit_audit_now(); // on file before the peer sees the close
             sock.close(ignored);
             return;
         }
@@ -305,7 +294,6 @@ class server {
         finished_ = true;
         close_timer_.cancel();
         grace_timer_.cancel();
-        sync_timer_.cancel();
         registry_.audit_event("daemon_stop", R"("pid":)" + std::to_string(::getpid()));
         audit_.flush();
         std::error_code ignored;
@@ -327,7 +315,6 @@ class server {
     stream_protocol::acceptor acceptor_;
     asio::steady_timer grace_timer_;
     asio::steady_timer close_timer_;
-    asio::steady_timer sync_timer_{ioc_};
     std::unordered_map<connection*, std::shared_ptr<connection>> connections_;
     fs::path instance_record_;
     std::chrono::steady_clock::time_point shutdown_started_;

@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 namespace meith::protocol {
 
@@ -54,6 +55,17 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
     return len;
 }
 
+/// True when none of the 8 bytes of `w` needs attention: no control byte (< 0x20), no '"', no
+/// '\\' and no byte >= 0x80. (SWAR "has zero/less-than byte" tests; a false "not plain" only
+/// sends the word to the byte loop, a false "plain" cannot happen.)
+inline bool word_is_plain(std::uint64_t w) {
+    constexpr std::uint64_t ones = 0x0101010101010101ull;
+    constexpr std::uint64_t high = 0x8080808080808080ull;
+    const auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & high; };
+    const std::uint64_t control = (w - ones * 0x20) & ~w & high;
+    return (control | has_zero(w ^ (ones * '"')) | has_zero(w ^ (ones * '\\')) | (w & high)) == 0;
+}
+
 } // namespace
 
 void append_json_string(std::string& out, std::string_view s) {
@@ -63,6 +75,15 @@ void append_json_string(std::string& out, std::string_view s) {
     std::size_t i = 0;
     const std::size_t n = s.size();
     while (i < n) {
+        // Eight plain bytes at a time (most text): one load and a few word operations.
+        if (i + 8 <= n) {
+            std::uint64_t w;
+            std::memcpy(&w, s.data() + i, 8);
+            if (word_is_plain(w)) {
+                i += 8;
+                continue;
+            }
+        }
         const auto c = static_cast<unsigned char>(s[i]);
         const auto cls = class_table[c];
         if (cls == 0) {

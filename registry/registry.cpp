@@ -129,9 +129,19 @@ void call::finalize(tool_result result, call_end how) {
 registry::registry(asio::any_io_executor ex, const config::config& cfg, audit::audit_log* audit)
     : ex_(std::move(ex)), cfg_(cfg), policy_(cfg.permissions), audit_(audit),
       redactor_(audit::default_redactor()) {
+    if (audit_)
+        // The writer thread tells the I/O thread that lines are in the file; the replies that
+        // waited for them go out there.
+        audit_->set_commit_listener([this, alive = std::weak_ptr<bool>(alive_)] {
+            asio::post(ex_, [this, alive] {
+                if (alive.lock()) run_audit_waiters();
+            });
+        });
 }
 
-registry::~registry() = default;
+registry::~registry() {
+    if (audit_) audit_->set_commit_listener(nullptr);
+}
 
 void registry::add_source(std::unique_ptr<tool_source> source) {
     sources_.push_back(std::move(source));
@@ -232,8 +242,8 @@ void registry::reject(const call_ptr& c, error_code code, std::string message,
 void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
     c->owner_ = this;
     c->args_json = simdjson::minify(args);
-    // Summarised now, from the parsed arguments, rather than re-parsed for the audit line.
-    if (audit_) c->args_summary = redactor_.summarize_element(args);
+    // Summarised now, from the parsed arguments, rather than parsed again for the audit line.
+    if (audit_) redactor_.append_summary_element(c->args_summary, args);
     active_.insert(c.get());
 
     if (shutting_down_) {
@@ -242,7 +252,7 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
                    call_end::refused);
         return;
     }
-    if (audit_failing_ && cfg_.audit.on_failure == config::audit_failure_policy::fail_closed) {
+    if (audit_failing() && cfg_.audit.on_failure == config::audit_failure_policy::fail_closed) {
         c->resolve(tool_result::failure(error_code::tool_failed,
                                         "the audit log cannot be written, so calls are refused "
                                         "(audit.on_failure = \"fail_closed\")"),
@@ -502,10 +512,10 @@ void registry::finish(call& c, const tool_result& r) {
 
 void registry::write_call_audit(const call& c, const tool_result& r) {
     if (!audit_) return;
-    std::string& l = line_;
-    l.clear();
+    // Built straight into the audit batch; the writer thread redacts the two summaries.
+    std::string& l = audit_->begin_line();
     l.append(R"({"ts":)");
-    append_json_string(l, audit::now_rfc3339());
+    audit::append_rfc3339_json(l);
     l.append(R"(,"event":"tool_call","requestId":)");
     append_json_string(l, c.request_id);
     l.append(R"(,"sessionId":)");
@@ -550,38 +560,72 @@ void registry::write_call_audit(const call& c, const tool_result& r) {
     l.append(R"(","hooks":[)");
     l.append(c.hooks_json);
     l.append(R"(],"args":)");
-    l.append(c.args_summary.empty() ? redactor_.summarize_json(c.args_json) : c.args_summary);
-    l.append(R"(,"result":)");
-    std::string result_json;
-    protocol::append_tool_result(result_json, r);
-    l.append(redactor_.summarize_json(result_json));
-    l.push_back('}');
-    queue_audit_line(l);
+    if (!c.args_summary.empty())
+        l.append(c.args_summary);
+    else
+        audit_->begin_summary().append(c.args_json.empty() ? std::string_view("null")
+                                                           : c.args_json);
+    audit_->end_summary().append(R"(,"result":)");
+    protocol::append_tool_result(audit_->begin_summary(), r);
+    audit_->end_summary().push_back('}');
+    end_audit_line();
 }
 
-void registry::queue_audit_line(std::string_view line) {
-    if (!audit_) return;
-    audit_->append_deferred(line);
+void registry::end_audit_line() {
+    audit_->end_line();
     if (!commit_posted_) {
-        // Whatever queued it, the line reaches the file by the end of this I/O turn.
+        // Whatever queued it, the line is submitted by the end of this I/O turn.
         commit_posted_ = true;
-        asio::post(ex_, [this] {
+        asio::post(ex_, [this, alive = std::weak_ptr<bool>(alive_)] {
+            if (!alive.lock()) return;
             commit_posted_ = false;
             commit_audit();
         });
     }
 }
 
-void registry::commit_audit() {
-    if (audit_ && audit_->has_pending()) audit_failing_ = !audit_->commit();
+std::uint64_t registry::commit_audit() {
+    if (!audit_) return 0;
+    const auto seq = audit_->submit();
+    // A batch written inline by submit() has no writer notification: waiters run here.
+    if (!audit_waiters_.empty()) run_audit_waiters();
+    return seq;
+}
+
+void registry::commit_audit_now() {
+    if (!audit_) return;
+    audit_->wait_committed(commit_audit());
+    run_audit_waiters();
+}
+
+void registry::after_audit(std::uint64_t seq, std::function<void()> fn) {
+    if (audit_committed(seq)) {
+        fn();
+        return;
+    }
+    audit_waiters_.emplace_back(seq, std::move(fn));
+}
+
+void registry::run_audit_waiters() {
+    if (!audit_ || audit_waiters_.empty()) return;
+    const auto done = audit_->committed();
+    // Waiters are few (one per connection with replies waiting); run the ready ones in order.
+    auto ready = std::stable_partition(audit_waiters_.begin(), audit_waiters_.end(),
+                                       [done](const auto& w) { return w.first > done; });
+    std::vector<std::function<void()>> run;
+    run.reserve(static_cast<std::size_t>(audit_waiters_.end() - ready));
+    for (auto it = ready; it != audit_waiters_.end(); ++it)
+        run.push_back(std::move(it->second));
+    audit_waiters_.erase(ready, audit_waiters_.end());
+    for (auto& fn : run)
+        fn();
 }
 
 bool registry::audit_event(std::string_view event, std::string_view fields_json) {
     if (!audit_) return true;
-    std::string l;
-    l.reserve(128 + fields_json.size());
+    std::string& l = audit_->begin_line();
     l.append(R"({"ts":)");
-    append_json_string(l, audit::now_rfc3339());
+    audit::append_rfc3339_json(l);
     l.append(R"(,"event":)");
     append_json_string(l, event);
     if (!fields_json.empty()) {
@@ -589,8 +633,8 @@ bool registry::audit_event(std::string_view event, std::string_view fields_json)
         l.append(fields_json);
     }
     l.push_back('}');
-    queue_audit_line(l);
-    return !audit_failing_;
+    end_audit_line();
+    return !audit_failing();
 }
 
 void registry::append_tool_descriptors(std::string& out, permissions::caller who) {

@@ -61,9 +61,17 @@ class registry {
     /// (e.g. `"sessionId":"s_1","pid":42`), may be empty. Returns false if the write failed.
     bool audit_event(std::string_view event, std::string_view fields_json);
 
-    /// Writes the audit lines queued so far (group commit). Called before any reply leaves,
-    /// and at the end of every I/O turn that queued a line.
-    void commit_audit();
+    /// Hands the audit lines queued so far to the audit writer (group commit) and returns the
+    /// sequence number that covers them (0 without an audit log). Called before any reply
+    /// leaves, and at the end of every I/O turn that queued a line.
+    std::uint64_t commit_audit();
+    /// True when the lines up to `seq` are in the file (always true without an audit log).
+    bool audit_committed(std::uint64_t seq) const { return !audit_ || audit_->committed() >= seq; }
+    /// Runs `fn` on the I/O thread once the lines up to `seq` are in the file (docs/protocol.md
+    /// §6: a reply leaves only after its line). At once when they already are.
+    void after_audit(std::uint64_t seq, std::function<void()> fn);
+    /// commit_audit() and waits for the write (rare paths: a connection closing, refused).
+    void commit_audit_now();
 
     /// Shutdown, step 1: refuse new calls with RUNTIME_SHUTTING_DOWN.
     void begin_shutdown() { shutting_down_ = true; }
@@ -121,10 +129,14 @@ class registry {
     std::map<std::string, std::shared_ptr<const tool>, std::less<>> tools_;
     std::unordered_set<call*> active_;
     bool shutting_down_ = false;
-    bool audit_failing_ = false;
+    bool audit_failing() const { return audit_ && audit_->failing(); }
     bool commit_posted_ = false;
-    void queue_audit_line(std::string_view line);
-    std::string line_; ///< reused audit line buffer
+    /// Ends the audit line being built and makes sure it is submitted by the end of this turn.
+    void end_audit_line();
+    /// Runs the after_audit() waiters whose lines are in the file (I/O thread).
+    void run_audit_waiters();
+    std::vector<std::pair<std::uint64_t, std::function<void()>>> audit_waiters_;
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); ///< for the writer's posts
     /// Rendered descriptors per caller (index = caller); rebuilt after any change to the tool
     /// set or a source's state, so list_tools with 10,000 tools is one copy.
     std::array<std::string, 2> descriptors_;

@@ -7,6 +7,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -259,6 +260,103 @@ TEST_CASE("fsync policies all write every line", "[audit_log]") {
         log.flush();
         CHECK(lines_of(path).size() == 5);
     }
+}
+
+TEST_CASE("lines built from pieces: summaries are redacted when written, in every fsync mode",
+          "[audit_log]") {
+    temp_dir dir;
+    for (auto policy : {fsync_policy::never, fsync_policy::always, fsync_policy::interval}) {
+        CAPTURE(static_cast<int>(policy));
+        const auto path = dir.path / ("pieces-" + std::to_string(static_cast<int>(policy)));
+        audit_config cfg;
+        cfg.fsync = policy;
+        audit_log log(path, cfg);
+        const int total = 30;
+        std::uint64_t last = 0;
+        for (int i = 0; i < total; ++i) {
+            log.begin_line() += R"({"event":"call","n":)" + std::to_string(i) + R"(,"args":)";
+            log.begin_summary() += R"({"password":"hunter2","path":"/tmp/x","token":"abc"})";
+            log.end_summary() += R"(,"result":)";
+            log.begin_summary() +=
+                i % 2 ? "not json"
+                      : R"({"ok":true,"content":"ghp_)" + std::string(36, 'a') + R"("})";
+            log.end_summary() += "}";
+            log.end_line();
+            if (i % 7 == 6) last = log.submit(); // several batches, not waited for one by one
+        }
+        CHECK(log.has_pending());
+        const auto seq = log.submit();
+        CHECK(seq > last);
+        CHECK_FALSE(log.has_pending());
+        CHECK(log.submit() == seq); // nothing new: the same sequence number
+        log.wait_committed(seq);
+        CHECK(log.committed() >= seq);
+        const auto lines = lines_of(path);
+        REQUIRE(lines.size() == static_cast<std::size_t>(total));
+        for (int i = 0; i < total; ++i) {
+            const auto j = nlohmann::json::parse(lines[static_cast<std::size_t>(i)]);
+            CHECK(j.at("n") == i); // in order
+            CHECK(j.at("args").at("password") == "[REDACTED]");
+            CHECK(j.at("args").at("token") == "[REDACTED]");
+            CHECK(j.at("args").at("path") == "/tmp/x");
+            if (i % 2)
+                CHECK(j.at("result") == "[invalid JSON: 8 bytes]");
+            else
+                CHECK(j.at("result").at("content") == "[REDACTED]");
+        }
+        CHECK(read_file(path).find("hunter2") == std::string::npos);
+        CHECK(read_file(path).find("ghp_") == std::string::npos);
+    }
+}
+
+TEST_CASE("the writer thread commits queued batches in order and tells the listener",
+          "[audit_log]") {
+    temp_dir dir;
+    const auto path = dir.path / "audit.jsonl";
+    audit_config cfg;
+    cfg.fsync = fsync_policy::always; // every batch goes through the writer thread
+    std::atomic<int> told{0};
+    std::uint64_t seq = 0;
+    {
+        audit_log log(path, cfg);
+        log.set_commit_listener([&] { ++told; });
+        for (int b = 0; b < 40; ++b) {
+            for (int k = 0; k < 3; ++k)
+                log.append_deferred(event_line(b * 3 + k));
+            const auto next = log.submit();
+            CHECK(next == seq + 1);
+            seq = next;
+        }
+        log.wait_committed(seq);
+        CHECK(log.committed() == seq);
+        CHECK(told.load() >= 1);
+        log.set_commit_listener(nullptr);
+        CHECK_FALSE(log.failing());
+    }
+    const auto lines = lines_of(path);
+    REQUIRE(lines.size() == 120);
+    for (std::size_t i = 0; i < lines.size(); ++i)
+        CHECK(nlohmann::json::parse(lines[i]).at("seq") == static_cast<int>(i));
+}
+
+TEST_CASE("rotation deletes the oldest file off the append path and leaves no expired file",
+          "[audit_log]") {
+    temp_dir dir;
+    const auto path = dir.path / "audit.jsonl";
+    audit_config cfg;
+    cfg.max_bytes = 300;
+    cfg.keep = 1;
+    {
+        audit_log log(path, cfg);
+        for (int i = 0; i < 30; ++i)
+            REQUIRE(log.append(event_line(i)));
+    } // the destructor waits for the writer thread, which deletes `.expired`
+    CHECK(fs::exists(path.string() + ".1"));
+    CHECK_FALSE(fs::exists(path.string() + ".2"));
+    CHECK_FALSE(fs::exists(path.string() + ".expired"));
+    const auto last = lines_of(path);
+    REQUIRE_FALSE(last.empty());
+    CHECK(nlohmann::json::parse(last.back()).at("seq") == 29);
 }
 
 TEST_CASE("lines over 16 KiB are replaced by a short line", "[audit_log]") {

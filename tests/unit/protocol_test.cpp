@@ -842,6 +842,29 @@ TEST_CASE("append_json_string: escaping", "[json]") {
     CHECK(json_string("/") == "\"/\"");
 }
 
+TEST_CASE("append_json_string: a byte needing care at every offset of a long run", "[json]") {
+    // The escaper skips 8 plain bytes at a time; whatever the offset of the one byte that
+    // needs escaping, replacing or validating, the output equals the escaped pieces joined.
+    const std::vector<std::pair<std::string, std::string>> specials = {
+        {"\"", R"(\")"},          {"\\", R"(\\)"},
+        {"\n", R"(\n)"},          {std::string(1, '\0'), R"(\u0000)"},
+        {"\x1f", R"(\u001f)"},    {"\xFF", "\xEF\xBF\xBD"},
+        {"\xC3\xA9", "\xC3\xA9"}, {"\xF0\x9F\x98\x80", "\xF0\x9F\x98\x80"},
+        {"\xC3", "\xEF\xBF\xBD"}};
+    for (const auto& [raw, escaped] : specials)
+        for (std::size_t before = 0; before < 20; ++before)
+            for (std::size_t after : {0, 1, 7, 8, 9, 17}) {
+                const std::string in = std::string(before, 'a') + raw + std::string(after, 'b');
+                CAPTURE(in, before, after);
+                CHECK(json_string(in) ==
+                      "\"" + std::string(before, 'a') + escaped + std::string(after, 'b') + "\"");
+            }
+    // Plain bytes next to the limits of the word test: ' ' (0x20), '!' (0x21), '#', '[', ']',
+    // DEL (0x7f) pass unchanged.
+    const std::string edges(64, ' ');
+    CHECK(json_string(edges + "!#[]\x7f" + edges) == "\"" + edges + "!#[]\x7f" + edges + "\"");
+}
+
 TEST_CASE("append_json_string: UTF-8", "[json]") {
     // Valid multibyte sequences pass unchanged (2, 3 and 4 bytes; edge code points).
     for (const std::string s :

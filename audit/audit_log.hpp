@@ -1,18 +1,18 @@
 // audit_log: the append-only audit trail `audit.jsonl` (docs/protocol.md §6).
 //
-// Lines are built by one producer thread (the daemon's I/O thread) and written by one writer:
-// a dedicated thread ("meithd-audit") that redacts the summaries, assembles the lines and
-// appends them, whole lines only, to an O_APPEND descriptor — several lines per write(2)
-// (group commit), so lines never tear or interleave. Every pending line is handed over with
-// `submit()`, which returns a sequence number; the producer sends the replies those lines
-// describe only once `committed()` has reached it, which keeps "the line is in the file
-// before its tool_result is sent". A small batch submitted while the writer is idle is written
-// at once on the calling thread (no hand-off, no added latency for a lone call).
+// Lines are built by one producer thread (the daemon's I/O thread) into a pending batch and
+// handed over with `submit()`, which returns a sequence number; the producer sends the replies
+// those lines describe only once `committed()` has reached it ("the line is in the file before
+// its tool_result is sent"). One writer at a time (under a mutex) turns the batch into lines —
+// redacting the summaries — and appends them, whole lines only, to an O_APPEND descriptor with
+// one write(2) per batch (group commit), so lines never tear or interleave.
 //
-// Why a thread: appending a ~0.5 KiB line to ext4 costs ~0.5 µs of kernel time and the two
-// redacted summaries about as much again, more than the rest of a call's path; on the writer
-// thread that work runs beside the I/O thread instead of in front of every reply
-// (docs/benchmarks.md, scenario e).
+// Who writes: with audit.fsync = "never" the batch is written inside submit(), on the I/O
+// thread. Handing it to another thread was measured slower (docs/benchmarks.md (e)): every
+// batch then costs two cross-core wake-ups, and the replies wait for both. With "always" and
+// "interval" the writer thread ("meithd-audit") writes and syncs, so the I/O thread keeps
+// reading and dispatching while the disk syncs, and batches grow with the load. The writer
+// thread also deletes the oldest rotated file, off the reply path.
 #pragma once
 
 #include "audit/redactor.hpp"
@@ -84,8 +84,8 @@ class audit_log {
     // ---- Committing ----------------------------------------------------------------------
 
     /// Hands every pending line to the writer and returns the sequence number that covers them
-    /// (the previous one when nothing is pending; 0 before any line). Small batches submitted
-    /// while the writer is idle are written before this returns (unless fsync = "always").
+    /// (the previous one when nothing is pending; 0 before any line). With fsync = "never" (and
+    /// nothing queued before) the lines are written before this returns.
     /// Blocks while more than 16 MiB of lines wait for the writer (back-pressure: the daemon
     /// cannot outrun its audit trail).
     std::uint64_t submit();

@@ -156,6 +156,17 @@ void append_fixed3(std::string& out, double v) {
     out.append(buf, end);
 }
 
+void append_duration_ms(std::string& out, std::int64_t nanoseconds) {
+    const std::uint64_t us =
+        nanoseconds > 0 ? (static_cast<std::uint64_t>(nanoseconds) + 500) / 1000 : 0;
+    append_uint(out, us / 1000);
+    const auto frac = static_cast<unsigned>(us % 1000);
+    const char digits[] = {'.', static_cast<char>('0' + frac / 100),
+                           static_cast<char>('0' + frac / 10 % 10),
+                           static_cast<char>('0' + frac % 10)};
+    out.append(digits, sizeof digits);
+}
+
 bool is_valid_utf8(std::string_view s) {
     for (std::size_t i = 0; i < s.size();) {
         if (static_cast<unsigned char>(s[i]) < 0x80) {

@@ -22,6 +22,11 @@ void append_uint(std::string& out, std::uint64_t v);
 /// Appends `v` with up to 3 decimals (e.g. durations in ms: 1.234).
 void append_fixed3(std::string& out, double v);
 
+/// Appends a duration of `nanoseconds` as milliseconds with 3 decimals, rounded to the
+/// nearest microsecond ("1.234"); negative durations count as 0. Integer arithmetic only
+/// (the audit line's durationMs, once per call).
+void append_duration_ms(std::string& out, std::int64_t nanoseconds);
+
 /// True when `s` is valid UTF-8 (RFC 3629: no overlongs, no surrogates, max U+10FFFF).
 bool is_valid_utf8(std::string_view s);
 

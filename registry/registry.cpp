@@ -547,9 +547,9 @@ void registry::write_call_audit(const call& c, const tool_result& r) {
     else
         l.append("null");
     l.append(R"(,"durationMs":)");
-    const std::chrono::duration<double, std::milli> took =
-        std::chrono::steady_clock::now() - c.started;
-    protocol::append_fixed3(l, took.count());
+    protocol::append_duration_ms(l, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now() - c.started)
+                                        .count());
     l.append(r.ok ? R"(,"ok":true,"errorCode":)" : R"(,"ok":false,"errorCode":)");
     if (r.error)
         append_json_string(l, protocol::to_string(r.error->code));

@@ -940,6 +940,18 @@ TEST_CASE("append_uint and append_fixed3", "[json]") {
         append_fixed3(s, v);
         return s;
     };
+    auto duration = [](std::int64_t ns) {
+        std::string s;
+        append_duration_ms(s, ns);
+        return s;
+    };
+    CHECK(duration(0) == "0.000");
+    CHECK(duration(499) == "0.000");
+    CHECK(duration(500) == "0.001");
+    CHECK(duration(1'234'000) == "1.234");
+    CHECK(duration(1'234'567) == "1.235");
+    CHECK(duration(42'000'000'000) == "42000.000");
+    CHECK(duration(-5) == "0.000");
     CHECK(fixed3(0) == "0.000");
     CHECK(fixed3(1.234) == "1.234");
     CHECK(fixed3(1.2344) == "1.234");

@@ -170,6 +170,45 @@ int run_source_restart(const options& opts) {
     return exit_ok;
 }
 
+int run_reload(const options& opts) {
+    session s = open_session(opts.socket, opts.home, opts.caller);
+    const std::string id = s.conn.next_request_id();
+    s.conn.send_frame(compact(
+        {{"type", "reload_config"}, {"requestId", id}, {"clientInfo", {{"caller", opts.caller}}}}));
+    const json reply = await_reply(s.conn, id, "config_reloaded", reply_timeout, exit_tool_failed);
+    const json* ok = get_field(reply, "ok");
+    if (ok == nullptr || !ok->is_boolean())
+        throw cli_error(exit_error, "protocol error: config_reloaded without a boolean \"ok\"");
+    if (opts.json) {
+        fmt::print("{}\n", pretty(reply));
+        return ok->get<bool>() ? exit_ok : exit_tool_failed;
+    }
+    const std::string file =
+        sanitize(get_string(reply, "file").value_or("(built-in defaults)"), false);
+    if (!ok->get<bool>()) {
+        fmt::print(stderr, "meith: reload refused, the running config stays: {}\n",
+                   sanitize(get_string(reply, "error").value_or("?"), false));
+        return exit_tool_failed;
+    }
+    auto words = [](const json* arr) {
+        std::string out;
+        if (arr == nullptr || !arr->is_array()) return out;
+        for (const json& w : *arr)
+            if (w.is_string())
+                out += (out.empty() ? "" : ", ") + sanitize(w.get<std::string>(), false);
+        return out;
+    };
+    const std::string changed = words(get_field(reply, "changed"));
+    fmt::print("reloaded {}: {}\n", file, changed.empty() ? "no changes" : "changed " + changed);
+    if (const json* src = get_field(reply, "sources"); src != nullptr && src->is_object())
+        for (const char* key : {"added", "removed", "replaced", "restarted"})
+            if (auto names = words(get_field(*src, key)); !names.empty())
+                fmt::print("  sources {}: {}\n", key, names);
+    if (auto later = words(get_field(reply, "needsRestart")); !later.empty())
+        fmt::print("  not applied until meithd restarts: {}\n", later);
+    return exit_ok;
+}
+
 int run_policy_check(const options& opts) {
     const std::string& tool = opts.words.at(2);
     session s = open_session(opts.socket, opts.home, opts.caller);

@@ -11,6 +11,7 @@ int run_tools(const options& opts);
 int run_call(const options& opts);
 int run_sources(const options& opts);
 int run_source_restart(const options& opts);
+int run_reload(const options& opts);
 int run_policy_check(const options& opts);
 int run_audit(const options& opts);
 

@@ -26,6 +26,8 @@ struct limits_config {
     std::uint64_t max_calls_in_flight_per_connection = 64;
     std::uint64_t max_outbound_bytes = 16 * 1024 * 1024; ///< raised to max_result_bytes if lower
     std::uint64_t idle_timeout_ms = 0;                   ///< 0 = no idle timeout
+
+    bool operator==(const limits_config&) const = default;
 };
 
 /// [tools] (docs/protocol.md §5, §7).
@@ -39,6 +41,8 @@ struct tools_config {
         "PATH",       "HOME",      "USER",        "LOGNAME", "SHELL",
         "LANG",       "LC_*",      "TZ",          "TMPDIR",  "XDG_RUNTIME_DIR",
         "MEITH_HOME", "NODE_PATH", "NODE_OPTIONS"};
+
+    bool operator==(const tools_config&) const = default;
 };
 
 enum class fsync_policy { never, always, interval };
@@ -54,6 +58,8 @@ struct audit_config {
     std::uint64_t keep = 5;
     fsync_policy fsync = fsync_policy::never;
     audit_failure_policy on_failure = audit_failure_policy::fail_closed;
+
+    bool operator==(const audit_config&) const = default;
 };
 
 /// One `[permissions.callers.X]` table: replaces that caller's default allow/deny lists.
@@ -62,6 +68,8 @@ struct audit_config {
 struct caller_policy_config {
     std::vector<std::string> allow;
     std::vector<std::string> deny;
+
+    bool operator==(const caller_policy_config&) const = default;
 };
 
 /// One `[[permissions.rules]]` entry; first match wins, before the caller defaults.
@@ -69,12 +77,16 @@ struct permission_rule_config {
     std::string tool;                  ///< glob on the tool name (`*`, `?`, `[...]`)
     std::optional<std::string> caller; ///< "cli" | "plugin"; absent = every caller
     bool allow = false;                ///< decision = "allow" | "deny"
+
+    bool operator==(const permission_rule_config&) const = default;
 };
 
 struct permissions_config {
     std::optional<caller_policy_config> cli;    ///< absent: built-in defaults
     std::optional<caller_policy_config> plugin; ///< absent: built-in defaults
     std::vector<permission_rule_config> rules;
+
+    bool operator==(const permissions_config&) const = default;
 };
 
 enum class source_kind { host, exec };
@@ -87,6 +99,8 @@ struct exec_tool_config {
     std::vector<std::string> capabilities;
     std::string input_schema_json; ///< JSON text; empty = absent
     std::optional<std::uint64_t> timeout_ms;
+
+    bool operator==(const exec_tool_config&) const = default;
 };
 
 /// One `[[sources]]` entry (docs/protocol.md §7).
@@ -103,6 +117,8 @@ struct source_config {
     std::string prefix;                                           ///< prepended to every tool name
     std::uint64_t start_timeout_ms = 10000;
     std::optional<exec_tool_config> tool; ///< exec only, required there
+
+    bool operator==(const source_config&) const = default;
 };
 
 enum class hook_kind { filter, observe };
@@ -118,6 +134,8 @@ struct hook_config {
     std::map<std::string, std::string> env;
     std::vector<std::string> tools = {"*"};
     std::uint64_t timeout_ms = 2000;
+
+    bool operator==(const hook_config&) const = default;
 };
 
 /// The whole validated config. Default-constructed = the built-in defaults (no file).

@@ -187,6 +187,18 @@ void connection::handle_frame(std::string_view line) {
         else
             protocol::append_source_restarted(outbound_, f.request_id, f.source_name);
         return;
+    case frame_type::reload_config:
+        // Like restarting a source, reloading is an operator's act: cli caller only.
+        if (caller_for(f) != permissions::caller::cli) {
+            protocol::append_error_frame(outbound_, f.request_id,
+                                         "only the cli caller may reload the config");
+        } else if (auto result = registry_.reload_config()) {
+            protocol::append_config_reloaded(outbound_, f.request_id, *result);
+        } else {
+            protocol::append_error_frame(outbound_, f.request_id,
+                                         "this daemon cannot reload its config");
+        }
+        return;
     case frame_type::cancel_tool_call: {
         auto it = calls_.find(std::string(*f.request_id));
         std::string fields = R"("requestId":)";

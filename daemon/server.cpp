@@ -20,6 +20,7 @@
 #include <asio/signal_set.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -28,6 +29,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -57,25 +59,23 @@ std::optional<peer_identity> peer_of(stream_protocol::socket& sock) {
 
 class server {
   public:
-    server(asio::io_context& ioc, const config::config& cfg, fs::path home, fs::path socket,
-           audit::audit_log& audit)
-        : ioc_(ioc), cfg_(cfg), home_(std::move(home)), socket_path_(std::move(socket)),
-          audit_(audit), signals_(ioc, SIGINT, SIGTERM, SIGHUP), reaper_(ioc.get_executor()),
+    /// `cfg` is the daemon's live config: a reload assigns the parts it applies in place.
+    /// `config_arg` is --config (absent: HOME/meithd.toml when it exists, else the defaults).
+    server(asio::io_context& ioc, config::config& cfg, std::optional<fs::path> config_arg,
+           fs::path home, fs::path socket, audit::audit_log& audit)
+        : ioc_(ioc), cfg_(cfg), config_arg_(std::move(config_arg)), home_(std::move(home)),
+          socket_path_(std::move(socket)), audit_(audit), signals_(ioc, SIGINT, SIGTERM, SIGHUP),
+          reaper_(ioc.get_executor()),
           registry_(ioc.get_executor(), cfg, cfg.audit.enabled ? &audit : nullptr),
           hooks_(ioc.get_executor(), reaper_, cfg), acceptor_(ioc), grace_timer_(ioc),
           close_timer_(ioc) {}
 
     int run() {
         wait_for_signal();
+        registry_.set_reload_handler([this] { return reload(); });
         registry_.add_source(registry::make_builtin_source());
-        for (const auto& src : cfg_.sources) {
-            if (src.kind == config::source_kind::host)
-                registry_.add_source(
-                    registry::make_host_source(ioc_.get_executor(), reaper_, src, cfg_));
-            else
-                registry_.add_source(
-                    registry::make_exec_source(ioc_.get_executor(), reaper_, src, cfg_));
-        }
+        for (const auto& src : cfg_.sources)
+            registry_.add_source(make_source(src));
         if (!cfg_.hooks.empty()) {
             hooks_.on_lifecycle(
                 [this](std::string_view hook, std::string_view event, const std::string& details) {
@@ -117,20 +117,135 @@ class server {
     }
 
   private:
-    /// SIGTERM/SIGINT start the shutdown; SIGHUP (a reload request) must not kill the daemon
-    /// by its default action, and reloading is not supported, so it is logged and audited.
+    /// SIGTERM/SIGINT start the shutdown; SIGHUP reloads the config (as `meith reload` does).
     void wait_for_signal() {
         signals_.async_wait([this](const std::error_code& ec, int sig) {
             if (ec) return;
             if (sig == SIGHUP) {
-                spdlog::warn("SIGHUP: reloading the config is not supported; restart meithd to "
-                             "apply changes");
-                registry_.audit_event("config_reload", R"("ok":false,"reason":"not supported")");
+                if (!shutting_down_) reload();
                 wait_for_signal();
                 return;
             }
             begin_shutdown(sig);
         });
+    }
+
+    /// Reloads the config file (docs/configuration.md "Reloading"): on any error the running
+    /// config stays; otherwise [limits], [tools] and [permissions] are replaced, sources are
+    /// added, removed or replaced (by name, when their table changed), failed sources are
+    /// restarted, and what cannot change without a restart ([socket], [audit], [[hooks]]) is
+    /// reported. Audited as `config_reload`; returns the members of the `config_reloaded`
+    /// reply.
+    std::string reload() {
+        std::optional<fs::path> file = config_arg_;
+        std::error_code ec;
+        if (!file && fs::exists(home_ / "meithd.toml", ec)) file = home_ / "meithd.toml";
+        std::string m = R"("ok":)";
+        config::config next;
+        if (file) {
+            auto loaded = config::load_config(*file);
+            if (loaded.error) {
+                const std::string why = loaded.error->to_string();
+                spdlog::error("config reload failed, keeping the running config: {}", why);
+                m += R"(false,"file":)";
+                protocol::append_json_string(m, file->string());
+                m += R"(,"error":)";
+                protocol::append_json_string(m, why);
+                registry_.audit_event("config_reload", m);
+                return m;
+            }
+            next = std::move(*loaded.value);
+        }
+
+        std::vector<std::string> changed, needs_restart, added, removed, replaced, restarted;
+        if (next.socket_path != cfg_.socket_path) needs_restart.emplace_back("socket");
+        if (!(next.audit == cfg_.audit)) needs_restart.emplace_back("audit");
+        if (!(next.hooks == cfg_.hooks)) needs_restart.emplace_back("hooks");
+        if (!(next.limits == cfg_.limits)) {
+            cfg_.limits = next.limits;
+            changed.emplace_back("limits");
+        }
+        if (!(next.tools == cfg_.tools)) {
+            cfg_.tools = next.tools;
+            changed.emplace_back("tools");
+        }
+        if (!(next.permissions == cfg_.permissions)) {
+            cfg_.permissions = next.permissions;
+            registry_.set_permissions(cfg_.permissions);
+            changed.emplace_back("permissions");
+        }
+        auto named = [](const std::vector<config::source_config>& v, const std::string& name) {
+            auto it =
+                std::find_if(v.begin(), v.end(), [&](const auto& s) { return s.name == name; });
+            return it == v.end() ? nullptr : &*it;
+        };
+        for (const auto& old : cfg_.sources)
+            if (!named(next.sources, old.name)) {
+                registry_.remove_source(old.name);
+                removed.push_back(old.name);
+            }
+        for (const auto& src : next.sources) {
+            const auto* old = named(cfg_.sources, src.name);
+            if (old && *old == src) {
+                // Unchanged; a source marked failed gets a fresh start (docs/protocol.md §7).
+                if (registry_.source_state_of(src.name) == registry::source_state::failed) {
+                    registry_.restart_source(src.name);
+                    restarted.push_back(src.name);
+                }
+                continue;
+            }
+            if (old) {
+                registry_.remove_source(src.name);
+                replaced.push_back(src.name);
+            } else {
+                added.push_back(src.name);
+            }
+            registry_.add_live_source(make_source(src));
+        }
+        if (!added.empty() || !removed.empty() || !replaced.empty())
+            changed.emplace_back("sources");
+        cfg_.sources = std::move(next.sources); // every source owns a copy of its table
+        cfg_.source_file = file;
+
+        auto list = [&m](std::string_view key, const std::vector<std::string>& v) {
+            protocol::append_json_string(m, key);
+            m += ":[";
+            for (std::size_t i = 0; i < v.size(); ++i) {
+                if (i) m += ',';
+                protocol::append_json_string(m, v[i]);
+            }
+            m += ']';
+        };
+        m += R"(true,"file":)";
+        if (file)
+            protocol::append_json_string(m, file->string());
+        else
+            m += "null";
+        m += ',';
+        list("changed", changed);
+        m += R"(,"sources":{)";
+        list("added", added);
+        m += ',';
+        list("removed", removed);
+        m += ',';
+        list("replaced", replaced);
+        m += ',';
+        list("restarted", restarted);
+        m += "},";
+        list("needsRestart", needs_restart);
+        spdlog::info("config reloaded from {}: changed [{}]{}",
+                     file ? file->string() : "(defaults)", fmt::join(changed, ", "),
+                     needs_restart.empty() ? std::string()
+                                           : fmt::format("; needs a restart to apply: {}",
+                                                         fmt::join(needs_restart, ", ")));
+        registry_.audit_event("config_reload", m);
+        return m;
+    }
+
+    std::unique_ptr<registry::tool_source> make_source(const config::source_config& src) {
+        if (src.kind == config::source_kind::host)
+            return registry::make_host_source(ioc_.get_executor(), reaper_, src, cfg_);
+        return registry::make_exec_source(ioc_.get_executor(), reaper_, src, cfg_);
     }
 
     void listen() {
@@ -304,7 +419,8 @@ class server {
     }
 
     asio::io_context& ioc_;
-    const config::config& cfg_;
+    config::config& cfg_;
+    std::optional<fs::path> config_arg_;
     fs::path home_;
     fs::path socket_path_;
     audit::audit_log& audit_;
@@ -384,7 +500,7 @@ int run_daemon(const daemon_options& opts) {
         const fs::path audit_path = cfg.audit.path ? *cfg.audit.path : home / "audit.jsonl";
         audit::audit_log audit(audit_path, cfg.audit);
         asio::io_context ioc(1);
-        server srv(ioc, cfg, home, socket, audit);
+        server srv(ioc, cfg, opts.config, home, socket, audit);
         if (audit.repaired_bytes() > 0) {
             spdlog::warn("audit log {}: cut a torn final line of {} bytes", audit_path.string(),
                          audit.repaired_bytes());

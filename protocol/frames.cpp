@@ -13,6 +13,7 @@ frame_type type_from_name(std::string_view name) {
     if (name == "hello") return frame_type::hello;
     if (name == "list_sources") return frame_type::list_sources;
     if (name == "restart_source") return frame_type::restart_source;
+    if (name == "reload_config") return frame_type::reload_config;
     if (name == "check_policy") return frame_type::check_policy;
     return frame_type::other;
 }
@@ -116,6 +117,7 @@ client_frame frame_decoder::decode(std::string_view line) {
     case frame_type::hello:
     case frame_type::list_tools:
     case frame_type::list_sources:
+    case frame_type::reload_config:
         if (has_request_id && !f.request_id)
             f.error = "requestId must be a string of 1-128 characters";
         return f;
@@ -256,6 +258,15 @@ void append_source_restarted(std::string& out, std::optional<std::string_view> r
     if (request_id) append_request_id(out, *request_id);
     out.append(R"(,"name":)");
     append_json_string(out, name);
+    out.append("}\n");
+}
+
+void append_config_reloaded(std::string& out, std::optional<std::string_view> request_id,
+                            std::string_view members_json) {
+    append_head(out, "config_reloaded");
+    if (request_id) append_request_id(out, *request_id);
+    out.push_back(',');
+    out.append(members_json);
     out.append("}\n");
 }
 

@@ -22,7 +22,7 @@ inline constexpr int protocol_version = 1;
 inline constexpr std::size_t max_request_id_chars = 128;
 
 /// Frame types of §3, plus our additions `list_sources`, `restart_source`, `check_policy`
-/// (docs/protocol.md "meith sources").
+/// (docs/protocol.md "meith sources") and `reload_config` (docs/configuration.md "Reloading").
 enum class frame_type {
     hello,
     list_tools,
@@ -31,6 +31,7 @@ enum class frame_type {
     list_sources,
     restart_source,
     check_policy,
+    reload_config,
     other
 };
 
@@ -96,6 +97,11 @@ void append_tool_result_frame(std::string& out, std::string_view request_id,
 /// `{"type":"sources_list","protocol":1,"requestId"?,"sources":<sources_json>}`
 void append_sources_list(std::string& out, std::optional<std::string_view> request_id,
                          std::string_view sources_json);
+
+/// `{"type":"config_reloaded","protocol":1,"requestId"?,` + members_json + `}` (members:
+/// `"ok"`, and `"error"` or what changed; docs/configuration.md "Reloading").
+void append_config_reloaded(std::string& out, std::optional<std::string_view> request_id,
+                            std::string_view members_json);
 
 /// `{"type":"source_restarted","protocol":1,"requestId"?,"name"}`
 void append_source_restarted(std::string& out, std::optional<std::string_view> request_id,

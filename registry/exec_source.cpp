@@ -324,7 +324,7 @@ class exec_source final : public tool_source {
 
     asio::any_io_executor ex_;
     child_reaper& reaper_;
-    const config::source_config& cfg_;
+    const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
     const config::config& whole_;
     process_spec spec_;
     std::unique_ptr<supervised_process> proc_;

@@ -440,7 +440,7 @@ class host_source final : public tool_source {
         return d;
     }
 
-    const config::source_config& cfg_;
+    const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
     const config::config& whole_;
     supervised_process proc_;
     source_events events_;

@@ -152,6 +152,10 @@ void registry::start(std::function<void(std::optional<std::string>)> on_ready) {
     unsettled_ = sources_.size();
     source_events events;
     events.registered = [this](tool_source& src, std::vector<tool_definition> defs) {
+        // A source removed by a config reload may still finish starting: it offers nothing.
+        if (std::none_of(sources_.begin(), sources_.end(),
+                         [&](const auto& s) { return s.get() == &src; }))
+            return std::optional<std::string>();
         return register_tools(src, std::move(defs));
     };
     events.settled = [this](tool_source&) {
@@ -171,6 +175,7 @@ void registry::start(std::function<void(std::optional<std::string>)> on_ready) {
         }
         audit_event(event, fields);
     };
+    events_ = events;
     if (sources_.empty()) {
         started_ = true;
         on_ready_(std::nullopt);
@@ -491,6 +496,47 @@ bool registry::restart_source(std::string_view name) {
         return true;
     }
     return false;
+}
+
+void registry::add_live_source(std::unique_ptr<tool_source> source) {
+    sources_.push_back(std::move(source));
+    invalidate_descriptors();
+    sources_.back()->start(events_);
+}
+
+bool registry::remove_source(std::string_view name) {
+    auto it = std::find_if(sources_.begin(), sources_.end(),
+                           [&](const auto& s) { return s->name() == name; });
+    if (it == sources_.end()) return false;
+    tool_source* src = it->get();
+    for (auto t = tools_.begin(); t != tools_.end();) {
+        if (t->second->source == src)
+            t = tools_.erase(t);
+        else
+            ++t;
+    }
+    invalidate_descriptors();
+    retiring_.push_back(std::move(*it));
+    sources_.erase(it);
+    src->stop(std::chrono::milliseconds(cfg_.tools.kill_grace_ms), [this, src] {
+        // Destroyed after this handler returns (the source may still be on the stack).
+        asio::post(ex_, [this, src, alive = std::weak_ptr<bool>(alive_)] {
+            if (!alive.lock()) return;
+            std::erase_if(retiring_, [src](const auto& s) { return s.get() == src; });
+        });
+    });
+    return true;
+}
+
+std::optional<source_state> registry::source_state_of(std::string_view name) const {
+    for (const auto& s : sources_)
+        if (s->name() == name) return s->state();
+    return std::nullopt;
+}
+
+void registry::set_permissions(const config::permissions_config& permissions) {
+    policy_ = permissions::policy(permissions);
+    invalidate_descriptors();
 }
 
 void registry::finish(call& c, const tool_result& r) {

@@ -99,6 +99,29 @@ class registry {
     /// Restarts the source (or server-mode hook) named `name`; false when there is none.
     bool restart_source(std::string_view name);
 
+    // ---- Config reload (docs/configuration.md "Reloading") --------------------------------
+
+    /// Adds `source` after start() and starts it; its tools appear when it registers them.
+    void add_live_source(std::unique_ptr<tool_source> source);
+    /// Removes the source named `name`: its tools are unregistered at once (new calls get
+    /// UNKNOWN_TOOL), then it is stopped (calls in flight on it fail as on its exit) and
+    /// destroyed once its process is gone. False when there is none.
+    bool remove_source(std::string_view name);
+    /// State of the source named `name`, if there is one.
+    std::optional<source_state> source_state_of(std::string_view name) const;
+    /// Replaces the permission policy; decisions of later calls and list_tools use it.
+    void set_permissions(const config::permissions_config& permissions);
+    /// The daemon's reload: returns the members of a `config_reloaded` reply
+    /// (`"ok":...,"changed":[...],...`). Set by the daemon; without it reloading is refused.
+    void set_reload_handler(std::function<std::string()> handler) {
+        reload_handler_ = std::move(handler);
+    }
+    /// Runs the reload handler; nullopt when there is none.
+    std::optional<std::string> reload_config() {
+        if (!reload_handler_) return std::nullopt;
+        return reload_handler_();
+    }
+
     const config::config& cfg() const { return cfg_; }
     const permissions::policy& policy() const { return policy_; }
     const audit::redactor& redactor() const { return redactor_; }
@@ -143,6 +166,10 @@ class registry {
     std::array<bool, 2> descriptors_valid_{false, false};
     void invalidate_descriptors() { descriptors_valid_ = {false, false}; }
     void render_descriptors(std::string& out, permissions::caller who) const;
+    source_events events_; ///< what sources report through (set by start())
+    /// Removed sources still stopping, destroyed when their stop completes.
+    std::vector<std::unique_ptr<tool_source>> retiring_;
+    std::function<std::string()> reload_handler_;
     std::size_t unsettled_ = 0;
     bool started_ = false;
     std::optional<std::string> startup_error_;

@@ -447,14 +447,3 @@ TEST_CASE("a socket served by another daemon (another home) is not taken over", 
     client c(first.socket());
     CHECK(c.call("echo", json::object())["result"]["ok"] == true);
 }
-
-TEST_CASE("SIGHUP neither kills the daemon nor reloads; it is logged and audited", "[e2e]") {
-    daemon_process d;
-    ::kill(d.pid(), SIGHUP);
-    auto line = d.wait_audit([](const json& l) { return l.value("event", "") == "config_reload"; });
-    CHECK(line["ok"] == false);
-    CHECK(d.running());
-    client c(d.socket());
-    CHECK(c.call("echo", json::object())["result"]["ok"] == true);
-    CHECK_THAT(d.log(), Catch::Contains("SIGHUP"));
-}

@@ -69,7 +69,11 @@ struct load {
 
 TEST_CASE("kill -9 under load leaves an intact log with a line for every answered call",
           "[e2e][audit]") {
-    daemon_process d;
+    // "never": the I/O thread writes each group of lines; "always" and "interval": the audit
+    // writer thread does, and replies wait for its commit.
+    const std::string fsync = GENERATE(as<std::string>{}, "never", "always", "interval");
+    CAPTURE(fsync);
+    daemon_process d("[audit]\nfsync = \"" + fsync + "\"\n");
     load l(d.socket(), 8);
     std::this_thread::sleep_for(1500ms);
     ::kill(d.pid(), SIGKILL);
@@ -87,7 +91,9 @@ TEST_CASE("kill -9 under load leaves an intact log with a line for every answere
 }
 
 TEST_CASE("rotation under load loses no line", "[e2e][audit]") {
-    daemon_process d("[audit]\nmax_bytes = 65536\nkeep = 1000\n");
+    const std::string fsync = GENERATE(as<std::string>{}, "never", "always");
+    CAPTURE(fsync);
+    daemon_process d("[audit]\nmax_bytes = 65536\nkeep = 1000\nfsync = \"" + fsync + "\"\n");
     load l(d.socket(), 4);
     std::this_thread::sleep_for(1500ms);
     l.finish();
@@ -106,6 +112,26 @@ TEST_CASE("rotation under load loses no line", "[e2e][audit]") {
     for (const auto& e : fs::directory_iterator(d.home()))
         if (e.path().filename().string().rfind("audit.jsonl", 0) == 0)
             CHECK(fs::file_size(e.path()) <= 65536 + 16384);
+}
+
+TEST_CASE("rotation under load with keep = 2 keeps two old files and no expired one",
+          "[e2e][audit]") {
+    daemon_process d("[audit]\nmax_bytes = 32768\nkeep = 2\n");
+    load l(d.socket(), 4);
+    std::this_thread::sleep_for(1000ms);
+    l.finish();
+    d.stop(); // the writer thread deletes the last expired file before the daemon exits
+    std::set<std::string> names;
+    for (const auto& e : fs::directory_iterator(d.home()))
+        if (e.path().filename().string().rfind("audit.jsonl", 0) == 0)
+            names.insert(e.path().filename().string());
+    CHECK(names == std::set<std::string>{"audit.jsonl", "audit.jsonl.1", "audit.jsonl.2"});
+    // The newest lines survive: the last answered call is in the live file or .1.
+    REQUIRE_FALSE(l.received.empty());
+    std::size_t lines = 0;
+    for (const auto& line : all_audit_lines(d.home())) // every line parses
+        lines += line["event"] == "tool_call" ? 1 : 0;
+    CHECK(lines > 0);
 }
 
 TEST_CASE("an audit log that cannot be written refuses calls (fail_closed) or not (continue)",

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -74,9 +75,8 @@ constexpr std::array<std::string_view, 24> allowed_keys = {
     "completiontokens", "totaltokens",         "cachedtokens", "reasoningtokens", "maxoutputtokens",
     "maxinputtokens",   "maxcompletiontokens", "sessioncount", "cookieconsent"};
 
-/// The key rules; see redactor.hpp. Keys up to 128 bytes are normalised on the stack (every
-/// key of every summarised object comes through here).
-bool secret_key(std::string_view key) {
+/// The key rules; see redactor.hpp. Keys up to 128 bytes are normalised on the stack.
+bool secret_key_uncached(std::string_view key) {
     // PWD/OLDPWD are the shell's working directories, everywhere in environment dumps.
     if (key == "PWD" || key == "OLDPWD") return false;
     char stack_buf[128];
@@ -119,6 +119,25 @@ bool secret_key(std::string_view key) {
         i = j;
     }
     return false;
+}
+
+/// secret_key_uncached with a small per-thread memory: every key of every summarised object
+/// comes through here, and keys repeat (the same tools, the same argument names), while the
+/// rules cost dozens of comparisons per key.
+bool secret_key(std::string_view key) {
+    struct slot {
+        std::uint8_t len = 0xff; ///< 0xff: empty
+        bool secret = false;
+        char text[46];
+    };
+    if (key.size() >= sizeof(slot::text)) return secret_key_uncached(key);
+    thread_local std::array<slot, 256> cache;
+    slot& s = cache[std::hash<std::string_view>{}(key)&0xff];
+    if (s.len == key.size() && std::memcmp(s.text, key.data(), key.size()) == 0) return s.secret;
+    s.secret = secret_key_uncached(key);
+    s.len = static_cast<std::uint8_t>(key.size());
+    std::memcpy(s.text, key.data(), key.size());
+    return s.secret;
 }
 
 /// One value rule: a pattern and how to find the span to replace in a match (nullopt = the match

@@ -9,6 +9,8 @@
 
 namespace meith::registry {
 
+using namespace std::string_view_literals;
+
 using protocol::append_json_string;
 using protocol::error_code;
 using protocol::tool_result;
@@ -34,14 +36,24 @@ std::string_view end_name(call_end how) {
 }
 
 void append_capabilities(std::string& out, permissions::capability_set caps) {
-    out.push_back('[');
-    bool first = true;
-    for (auto name : permissions::capability_names(caps)) {
-        if (!first) out.push_back(',');
-        first = false;
-        append_json_string(out, name);
-    }
-    out.push_back(']');
+    // Every audit line carries its tool's capabilities: each set's JSON is built once.
+    static const auto rendered = [] {
+        std::array<std::string, 256> all;
+        for (std::size_t set = 0; set < all.size(); ++set) {
+            std::string& json = all[set];
+            json.push_back('[');
+            bool first = true;
+            for (auto name :
+                 permissions::capability_names(static_cast<permissions::capability_set>(set))) {
+                if (!first) json.push_back(',');
+                first = false;
+                append_json_string(json, name);
+            }
+            json.push_back(']');
+        }
+        return all;
+    }();
+    out.append(rendered[caps]);
 }
 
 void append_nullable_string(std::string& out, std::string_view s, bool present) {
@@ -560,52 +572,52 @@ void registry::write_call_audit(const call& c, const tool_result& r) {
     if (!audit_) return;
     // Built straight into the audit batch; the writer thread redacts the two summaries.
     std::string& l = audit_->begin_line();
-    l.append(R"({"ts":)");
+    l.append(R"({"ts":)"sv);
     audit::append_rfc3339_json(l);
-    l.append(R"(,"event":"tool_call","requestId":)");
+    l.append(R"(,"event":"tool_call","requestId":)"sv);
     append_json_string(l, c.request_id);
-    l.append(R"(,"sessionId":)");
+    l.append(R"(,"sessionId":)"sv);
     append_json_string(l, c.session_id);
-    l.append(R"(,"caller":)");
+    l.append(R"(,"caller":)"sv);
     append_json_string(l, permissions::to_string(c.caller));
-    l.append(R"(,"claimedCaller":)");
+    l.append(R"(,"claimedCaller":)"sv);
     append_nullable_string(l, c.claimed_caller, !c.claimed_caller.empty());
-    l.append(R"(,"toolName":)");
+    l.append(R"(,"toolName":)"sv);
     append_json_string(l, c.tool_name);
-    l.append(R"(,"source":)");
+    l.append(R"(,"source":)"sv);
     append_nullable_string(l, c.target ? c.target->source->name() : "", c.target != nullptr);
-    l.append(R"(,"capabilities":)");
+    l.append(R"(,"capabilities":)"sv);
     if (c.target)
         append_capabilities(l, c.target->capabilities);
     else
-        l.append("null");
-    l.append(R"(,"decision":)");
+        l.append("null"sv);
+    l.append(R"(,"decision":)"sv);
     if (c.decided) {
-        l.append(c.decision.allow ? R"("allow")" : R"("deny")");
-        l.append(R"(,"reason":)");
+        l.append(c.decision.allow ? R"("allow")"sv : R"("deny")"sv);
+        l.append(R"(,"reason":)"sv);
         append_json_string(l, c.decision.reason);
     } else {
-        l.append(R"(null,"reason":null)");
+        l.append(R"(null,"reason":null)"sv);
     }
-    l.append(R"(,"timeoutMs":)");
+    l.append(R"(,"timeoutMs":)"sv);
     if (c.timeout_ms)
         protocol::append_uint(l, c.timeout_ms);
     else
-        l.append("null");
-    l.append(R"(,"durationMs":)");
+        l.append("null"sv);
+    l.append(R"(,"durationMs":)"sv);
     protocol::append_duration_ms(l, std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::steady_clock::now() - c.started)
                                         .count());
-    l.append(r.ok ? R"(,"ok":true,"errorCode":)" : R"(,"ok":false,"errorCode":)");
+    l.append(r.ok ? R"(,"ok":true,"errorCode":)"sv : R"(,"ok":false,"errorCode":)"sv);
     if (r.error)
         append_json_string(l, protocol::to_string(r.error->code));
     else
-        l.append("null");
-    l.append(R"(,"end":")");
+        l.append("null"sv);
+    l.append(R"(,"end":")"sv);
     l.append(end_name(c.end()));
-    l.append(R"(","hooks":[)");
+    l.append(R"(","hooks":[)"sv);
     l.append(c.hooks_json);
-    l.append(R"(],"args":)");
+    l.append(R"(],"args":)"sv);
     if (!c.args_summary.empty())
         l.append(c.args_summary);
     else

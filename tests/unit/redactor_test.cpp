@@ -426,3 +426,20 @@ TEST_CASE("the redacting sink redacts before the wrapped sink formats", "[redact
     logger.info("dropped");
     CHECK(out.str().find("dropped") == std::string::npos);
 }
+
+TEST_CASE("key decisions stay right when many keys share the per-thread memory", "[redactor]") {
+    // 256 slots, thousands of keys: collisions evict and recompute, never mix answers up.
+    const auto& r = meith::audit::default_redactor();
+    for (int round = 0; round < 2; ++round)
+        for (int i = 0; i < 3000; ++i) {
+            const std::string n = std::to_string(i);
+            CAPTURE(round, i);
+            CHECK(r.is_secret_key("db_password_" + n));
+            CHECK(r.is_secret_key("Api-Key" + n));
+            CHECK_FALSE(r.is_secret_key("file_name_" + n));
+            CHECK_FALSE(r.is_secret_key("max_tokens" + std::string(i % 3, '_')));
+        }
+    // Keys longer than the memory's slots go through the rules directly.
+    CHECK(r.is_secret_key(std::string(60, 'a') + "_secret"));
+    CHECK_FALSE(r.is_secret_key(std::string(60, 'a') + "_path"));
+}

@@ -50,6 +50,16 @@ bool is_word_char(char c) {
     return is_lower(c) || is_upper(c) || is_digit(c) || c == '_' || c == '.' || c == '-';
 }
 
+/// Every value rule needs one of these bytes somewhere in a match ('-', '_', ':', '=', '@' as
+/// separators, a space or tab after an auth scheme word, 'A' of AWS ids and AIza keys, 'J' of
+/// a JWT's "eyJ"): a string without any cannot be rewritten and skips the automaton.
+constexpr auto value_rule_trigger = [] {
+    std::array<bool, 256> t{};
+    for (unsigned char c : std::string_view("-_:=@ \tAJ"))
+        t[c] = true;
+    return t;
+}();
+
 /// Words that make a key secret wherever they appear in the normalised key.
 constexpr std::array<std::string_view, 17> strong_words = {
     "password",  "passwd",        "passphrase",    "secret",     "token",      "apikey",
@@ -333,19 +343,11 @@ struct redactor::impl {
         s = std::move(out);
     }
 
-    /// False when no rule can match `text`: every rule needs one of these bytes somewhere in a
-    /// match ('-', '_', ':', '=', '@' as separators, a space or tab after an auth scheme word,
-    /// 'A' of AWS ids and AIza keys, 'J' of a JWT's "eyJ"). Most argument strings have none,
-    /// and skip the automaton.
+    /// False when no rule can match `text` (no byte of value_rule_trigger): most argument
+    /// strings skip the automaton.
     static bool may_match(std::string_view text) {
-        static constexpr auto trigger = [] {
-            std::array<bool, 256> t{};
-            for (unsigned char c : std::string_view("-_:=@ \tAJ"))
-                t[c] = true;
-            return t;
-        }();
         for (unsigned char c : text)
-            if (trigger[c]) return true;
+            if (value_rule_trigger[c]) return true;
         return false;
     }
 
@@ -566,6 +568,161 @@ bool summary_writer::redactor_may_match(std::string_view s) {
     return redactor::impl::may_match(s);
 }
 
+/// The summary's fast path: JSON text that no rule changes is its own summary. Copies `json`
+/// (minus whitespace) to `out` and returns true when it is made only of what the summary
+/// writer would write back unchanged: printable-ASCII strings without escapes, no longer than
+/// max_string_chars, that no value rule rewrites, under keys that are not secret; integers of
+/// up to 18 digits; true, false, null; containers within max_depth and max_array_items; and
+/// short enough that no byte budget can cut it. Anything else returns false with `out`
+/// unchanged, and the caller takes the simdjson path, which gives the same bytes for what this
+/// accepts (tests/unit/redactor_test.cpp compares the two on every corpus case).
+class plain_copier {
+  public:
+    plain_copier(const redactor& owner, const redaction_limits& limits, std::string& out)
+        : owner_(owner), limits_(limits), out_(out) {}
+
+    bool run(std::string_view json) {
+        // Output never exceeds the input; with this much headroom below the summary limit the
+        // budget checks (which keep room for a cut note per open container) never fire.
+        if (json.size() + 64 * (limits_.max_depth + 1) >= limits_.max_summary_bytes) return false;
+        s_ = json;
+        i_ = 0;
+        const std::size_t base = out_.size();
+        out_.reserve(base + json.size());
+        if (value(0) && (skip_ws(), i_ == s_.size())) return true;
+        out_.resize(base);
+        return false;
+    }
+
+  private:
+    void skip_ws() {
+        while (i_ < s_.size() &&
+               (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
+            ++i_;
+    }
+
+    bool value(std::size_t depth) {
+        skip_ws();
+        if (i_ >= s_.size()) return false;
+        switch (s_[i_]) {
+        case '{':
+            return depth < limits_.max_depth && object(depth);
+        case '[':
+            return depth < limits_.max_depth && array(depth);
+        case '"': {
+            std::string_view text;
+            return string(text);
+        }
+        case 't':
+            return literal("true");
+        case 'f':
+            return literal("false");
+        case 'n':
+            return literal("null");
+        default:
+            return integer();
+        }
+    }
+
+    bool literal(std::string_view word) {
+        if (s_.substr(i_, word.size()) != word) return false;
+        out_.append(word);
+        i_ += word.size();
+        return true;
+    }
+
+    /// -?(0|[1-9][0-9]*), at most 18 digits (always an int64, written back as is); "-0",
+    /// fractions and exponents are left to the simdjson path.
+    bool integer() {
+        const std::size_t start = i_;
+        if (s_[i_] == '-') ++i_;
+        const std::size_t digits = i_;
+        while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9')
+            ++i_;
+        const std::size_t n = i_ - digits;
+        if (n == 0 || n > 18 || (s_[digits] == '0' && (n > 1 || digits != start))) return false;
+        if (i_ < s_.size() && (s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E')) return false;
+        out_.append(s_.data() + start, i_ - start);
+        return true;
+    }
+
+    /// A string at s_[i_] == '"': copied when the summary writer would write it back as is.
+    bool string(std::string_view& text) {
+        const std::size_t start = ++i_;
+        bool trigger = false;
+        for (;; ++i_) {
+            if (i_ >= s_.size()) return false;
+            const auto c = static_cast<unsigned char>(s_[i_]);
+            if (c == '"') break;
+            if (c < 0x20 || c > 0x7e || c == '\\') return false;
+            trigger |= value_rule_trigger[c];
+        }
+        text = s_.substr(start, i_ - start);
+        ++i_;
+        if (text.size() > limits_.max_string_chars) return false;
+        if (trigger && owner_.redact_text(text) != text) return false;
+        out_.push_back('"');
+        out_.append(text);
+        out_.push_back('"');
+        return true;
+    }
+
+    bool object(std::size_t depth) {
+        ++i_;
+        out_.push_back('{');
+        skip_ws();
+        if (i_ < s_.size() && s_[i_] == '}') {
+            ++i_;
+            out_.push_back('}');
+            return true;
+        }
+        for (;;) {
+            skip_ws();
+            std::string_view key;
+            if (i_ >= s_.size() || s_[i_] != '"' || !string(key) || secret_key(key)) return false;
+            skip_ws();
+            if (i_ >= s_.size() || s_[i_] != ':') return false;
+            ++i_;
+            out_.push_back(':');
+            if (!value(depth + 1)) return false;
+            skip_ws();
+            if (i_ >= s_.size()) return false;
+            if (s_[i_++] == '}') break;
+            if (s_[i_ - 1] != ',') return false;
+            out_.push_back(',');
+        }
+        out_.push_back('}');
+        return true;
+    }
+
+    bool array(std::size_t depth) {
+        ++i_;
+        out_.push_back('[');
+        skip_ws();
+        if (i_ < s_.size() && s_[i_] == ']') {
+            ++i_;
+            out_.push_back(']');
+            return true;
+        }
+        for (std::size_t items = 1;; ++items) {
+            if (items > limits_.max_array_items || !value(depth + 1)) return false;
+            skip_ws();
+            if (i_ >= s_.size()) return false;
+            if (s_[i_++] == ']') break;
+            if (s_[i_ - 1] != ',') return false;
+            out_.push_back(',');
+        }
+        out_.push_back(']');
+        return true;
+    }
+
+    const redactor& owner_;
+    const redaction_limits& limits_;
+    std::string& out_;
+    std::string_view s_;
+    std::size_t i_ = 0;
+};
+
 } // namespace
 
 redactor::redactor(redaction_limits limits) : impl_(std::make_unique<impl>()), limits_(limits) {
@@ -576,6 +733,7 @@ redactor::redactor(redaction_limits limits) : impl_(std::make_unique<impl>()), l
 redactor::~redactor() = default;
 
 void redactor::append_summary_json(std::string& out, std::string_view json, bool padded) const {
+    if (plain_copier(*this, limits_, out).run(json)) return;
     const std::size_t base = out.size();
     try {
         // One parser per thread: parsers are not thread-safe but are costly to recreate.
@@ -592,7 +750,9 @@ void redactor::append_summary_json(std::string& out, std::string_view json, bool
     }
 }
 
-void redactor::append_summary_element(std::string& out, simdjson::dom::element value) const {
+void redactor::append_summary_element(std::string& out, simdjson::dom::element value,
+                                      std::string_view json) const {
+    if (!json.empty() && plain_copier(*this, limits_, out).run(json)) return;
     const std::size_t base = out.size();
     try {
         summary_writer(*this, limits_, budget_note_json_, out).run(value);

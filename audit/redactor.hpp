@@ -42,13 +42,17 @@ class redactor {
     /// The same summary of an already parsed value (saves a parse when the caller holds one).
     std::string summarize_element(simdjson::dom::element value) const;
 
-    /// Appends the summary of `json` to `out` (no allocation for ordinary values). `padded`:
+    /// Appends the summary of `json` to `out` (no allocation for ordinary values; text that no
+    /// rule changes is copied, minus whitespace, without being parsed). `padded`:
     /// the caller guarantees simdjson::SIMDJSON_PADDING readable bytes after `json`, which
     /// saves copying it (simdjson's padding rule). Thread-safe: one parser per thread.
     void append_summary_json(std::string& out, std::string_view json, bool padded = false) const;
 
-    /// Appends the summary of an already parsed value to `out`.
-    void append_summary_element(std::string& out, simdjson::dom::element value) const;
+    /// Appends the summary of an already parsed value to `out`. `json`, when given, is the
+    /// value's JSON text: text that no rule changes is copied as its own summary without
+    /// walking the value (the same bytes either way).
+    void append_summary_element(std::string& out, simdjson::dom::element value,
+                                std::string_view json = {}) const;
 
     /// `text` with every secret-looking substring replaced by "[REDACTED]" (also `KEY=value`
     /// lines with secret-like keys); for the daemon's own log lines. Not length-bounded.

@@ -259,8 +259,8 @@ void registry::reject(const call_ptr& c, error_code code, std::string message,
 void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
     c->owner_ = this;
     c->args_json = simdjson::minify(args);
-    // Summarised now, from the parsed arguments, rather than parsed again for the audit line.
-    if (audit_) redactor_.append_summary_element(c->args_summary, args);
+    // Summarised now, from the arguments' text or the parsed value, not parsed again later.
+    if (audit_) redactor_.append_summary_element(c->args_summary, args, c->args_json);
     active_.insert(c.get());
 
     if (shutting_down_) {

@@ -31,6 +31,19 @@ nlohmann::json checked_parse(const std::string& summary, std::size_t limit = 409
     return j;
 }
 
+/// r.summarize_json(input), checked against the summary of the parsed value with the text left
+/// out: the copy fast path and the simdjson walk must give the same bytes.
+std::string summary_of(const redactor& r, const std::string& input) {
+    const std::string fast = r.summarize_json(input);
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    if (parser.parse(input).get(root) == simdjson::SUCCESS) {
+        INFO("input: " << input);
+        CHECK(fast == r.summarize_element(root));
+    }
+    return fast;
+}
+
 std::string as_json_string(const std::string& s) {
     return nlohmann::json(s).dump();
 }
@@ -173,7 +186,7 @@ TEST_CASE("values under secret keys are redacted whatever their type", "[redacto
     };
     for (const auto& c : cases) {
         INFO(c.input);
-        CHECK(r.summarize_json(c.input) == c.expected);
+        CHECK(summary_of(r, c.input) == c.expected);
     }
 }
 
@@ -225,7 +238,7 @@ TEST_CASE("known secret formats in string values are redacted, context kept", "[
     };
     for (const auto& c : cases) {
         const std::string input = R"({"text":)" + as_json_string(c.text) + "}";
-        const std::string summary = r.summarize_json(input);
+        const std::string summary = summary_of(r, input);
         INFO("input: " << input << "\nsummary: " << summary);
         const auto j = checked_parse(summary);
         const std::string out = j.at("text").get<std::string>();
@@ -258,7 +271,7 @@ TEST_CASE("look-alikes survive unchanged", "[redactor]") {
         R"({})",
     };
     for (const auto& input : inputs) {
-        const std::string summary = r.summarize_json(input);
+        const std::string summary = summary_of(r, input);
         INFO("input: " << input << "\nsummary: " << summary);
         CHECK(summary.find(redacted) == std::string::npos);
         CHECK(checked_parse(summary) == nlohmann::json::parse(input));
@@ -300,7 +313,7 @@ TEST_CASE("long strings are cut after redaction, on a UTF-8 boundary", "[redacto
     const auto& r = default_redactor();
     SECTION("plain long string") {
         const std::string s(1000, 'a');
-        const auto j = checked_parse(r.summarize_json(R"({"s":")" + s + "\"}"));
+        const auto j = checked_parse(summary_of(r, R"({"s":")" + s + "\"}"));
         const auto out = j.at("s").get<std::string>();
         CHECK(out.rfind(std::string(256, 'a'), 0) == 0);
         CHECK(out.substr(256) == "\u2026[cut 744 chars]");
@@ -309,14 +322,14 @@ TEST_CASE("long strings are cut after redaction, on a UTF-8 boundary", "[redacto
         std::string s;
         for (int i = 0; i < 300; ++i)
             s += "\u00e9"; // 2 bytes each
-        const auto j = checked_parse(r.summarize_json(as_json_string(s)));
+        const auto j = checked_parse(summary_of(r, as_json_string(s)));
         const auto out = j.get<std::string>();
         CHECK(out.substr(0, 512) == s.substr(0, 512));
         CHECK(out.substr(512) == "\u2026[cut 44 chars]");
     }
     SECTION("a secret straddling the cut point is still redacted") {
         const std::string s = std::string(240, 'x') + " " + jwt + " " + pem;
-        const auto summary = r.summarize_json(as_json_string(s));
+        const auto summary = summary_of(r, as_json_string(s));
         checked_parse(summary);
         CHECK(summary.find("eyJhbGciOiJIUzI1NiIs") == std::string::npos);
         CHECK(summary.find("MIIEowIBAAKCAQEA") == std::string::npos);
@@ -329,7 +342,7 @@ TEST_CASE("long arrays keep 50 items and note the rest", "[redactor]") {
     nlohmann::json a = nlohmann::json::array();
     for (int i = 0; i < 200; ++i)
         a.push_back(i);
-    const auto j = checked_parse(r.summarize_json(a.dump()));
+    const auto j = checked_parse(summary_of(r, a.dump()));
     REQUIRE(j.is_array());
     REQUIRE(j.size() == 51);
     CHECK(j[0] == 0);
@@ -340,10 +353,10 @@ TEST_CASE("long arrays keep 50 items and note the rest", "[redactor]") {
 TEST_CASE("nesting deeper than 6 levels is cut", "[redactor]") {
     const auto& r = default_redactor();
     const std::string deep = R"({"a":[{"b":[{"c":[{"d":1}]}]}]})"; // 7 levels
-    const auto j = checked_parse(r.summarize_json(deep));
+    const auto j = checked_parse(summary_of(r, deep));
     CHECK(j["a"][0]["b"][0]["c"][0] == "[cut: depth > 6]");
     const std::string six = R"({"a":[{"b":[{"c":[1]}]}]})"; // exactly 6 levels
-    CHECK(checked_parse(r.summarize_json(six)) == nlohmann::json::parse(six));
+    CHECK(checked_parse(summary_of(r, six)) == nlohmann::json::parse(six));
 }
 
 TEST_CASE("summaries stay valid JSON under the byte budget", "[redactor]") {
@@ -352,7 +365,7 @@ TEST_CASE("summaries stay valid JSON under the byte budget", "[redactor]") {
         nlohmann::json o;
         for (int i = 0; i < 500; ++i)
             o["field_" + std::to_string(i)] = std::string(100, 'v');
-        const auto summary = r.summarize_json(o.dump());
+        const auto summary = summary_of(r, o.dump());
         const auto j = checked_parse(summary);
         CHECK(summary.size() > 3000); // the budget is used, not wasted
         CHECK(j.at("\u2026") == "[cut: summary over 4096 bytes]");
@@ -364,7 +377,7 @@ TEST_CASE("summaries stay valid JSON under the byte budget", "[redactor]") {
             for (int k = 0; k < 40; ++k)
                 o["group" + std::to_string(i)]["items"].push_back(
                     {{"name", std::string(50, 'n')}, {"ctl", "\x01\x02\x03\x04\x05"}});
-        const auto summary = r.summarize_json(o.dump());
+        const auto summary = summary_of(r, o.dump());
         checked_parse(summary);
         CHECK(summary.find("[cut: summary over 4096 bytes]") != std::string::npos);
     }
@@ -372,7 +385,7 @@ TEST_CASE("summaries stay valid JSON under the byte budget", "[redactor]") {
         nlohmann::json a = nlohmann::json::array();
         for (int i = 0; i < 50; ++i)
             a.push_back(std::string(256, '\x01'));
-        checked_parse(r.summarize_json(a.dump()));
+        checked_parse(summary_of(r, a.dump()));
     }
     SECTION("every cut point of a big document yields valid JSON under small budgets") {
         nlohmann::json o;
@@ -382,16 +395,82 @@ TEST_CASE("summaries stay valid JSON under the byte budget", "[redactor]") {
             redaction_limits limits;
             limits.max_summary_bytes = limit;
             const redactor small(limits);
-            checked_parse(small.summarize_json(o.dump()), limit);
+            checked_parse(summary_of(small, o.dump()), limit);
         }
     }
 }
 
+TEST_CASE("copied and walked summaries agree at every limit of the copy path", "[redactor]") {
+    // The copy path (text no rule changes) must give the bytes the simdjson walk gives; each
+    // input sits just inside or just outside one of its limits.
+    const auto& r = default_redactor();
+    const auto nest = [](int levels) {
+        std::string open, close;
+        for (int i = 0; i < levels; ++i) {
+            open += R"({"a":)";
+            close += "}";
+        }
+        return open + "1" + close;
+    };
+    const auto items = [](int n) {
+        std::string a = "[";
+        for (int i = 0; i < n; ++i)
+            a += (i ? ",\"x\"" : "\"x\"");
+        return a + "]";
+    };
+    const std::vector<std::string> inputs = {
+        R"({"s":")" + std::string(256, 'x') + R"("})",
+        R"({"s":")" + std::string(257, 'x') + R"("})",
+        R"({")" + std::string(257, 'k') + R"(":1})",
+        nest(5),
+        nest(6),
+        nest(7),
+        items(50),
+        items(51),
+        R"({"n":0,"m":-1,"big":123456789012345678,"bigger":1234567890123456789})",
+        R"({"z":-0,"f":1.0,"e":1e2,"E":2E-3,"u":18446744073709551615})",
+        R"({"esc":"a\"b","nl":"a\nb","slash":"a\/b","u":"\u0041"})",
+        R"({"utf8":"Grüße"})",
+        R"({"path":"/home/u/src/file_name.cpp","url":"https://example.com/a-b"})",
+        R"({"file_path":"x","max_tokens":5,"password":"y"})",
+        R"({"text":"Authorization: Bearer abc.def"})",
+        R"({"jwt":"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"})",
+        " { \"a\" : [ 1 , true , false , null , { } , [ ] ] } ",
+        R"({"a":1} x)",
+        R"({"a":1,})",
+        R"([1,])",
+        R"({"a" 1})",
+        R"(tru)",
+        R"(nul)",
+        "01",
+        "-",
+        R"("plain")",
+        "true",
+        "null",
+        "42",
+        "[]",
+        "{}",
+        R"({"a":{"b":{"c":["d",{"e":"f"}]}},"g":[[[]]]})",
+        R"({"dup":1,"dup":2})",
+        "[" + std::string(5000, ' ') + "]",
+        R"({"big":")" + std::string(250, 'x') + R"(","list":)" + items(50) + "}",
+    };
+    for (const auto& input : inputs)
+        summary_of(r, input);
+    // Many fields near the byte budget: the copy path stays out, the walk cuts.
+    std::string wide = "{";
+    for (int i = 0; i < 40; ++i)
+        wide += (i ? "," : "") + std::string(R"("k)") + std::to_string(i) + R"(":")" +
+                std::string(200, 'v') + "\"";
+    wide += "}";
+    CHECK(summary_of(r, wide).find("[cut: summary over 4096 bytes]") != std::string::npos);
+}
+
 TEST_CASE("invalid JSON becomes a JSON string note", "[redactor]") {
     const auto& r = default_redactor();
-    CHECK(r.summarize_json(R"({"a":)") == R"("[invalid JSON: 5 bytes]")");
-    CHECK(r.summarize_json("") == R"("[invalid JSON: 0 bytes]")");
-    CHECK(r.summarize_json("{\"password\": \"hunter2\"") == R"("[invalid JSON: 22 bytes]")");
+    CHECK(summary_of(r, R"({"a":)") == R"("[invalid JSON: 5 bytes]")");
+    CHECK(summary_of(r, "") == R"("[invalid JSON: 0 bytes]")");
+    CHECK(summary_of(r, "{\"password\": \"hunter2\"") == R"("[invalid JSON: 22 bytes]")");
 }
 
 TEST_CASE("a redactor is safe to share between threads", "[redactor]") {

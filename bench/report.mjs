@@ -30,7 +30,7 @@ const LOAD = {
     b: 'pipelined: 4 connections × depth 16, echo',
     c: '64 connections × depth 4, echo',
     d: 'as (b) through a tool host (t_echo, tests/hosts/test_host.mjs)',
-    e: 'as (b), meithd with audit off ([audit] enabled = false: no line built, redacted or written)',
+    e: 'as (b), meithd with audit off ([audit] enabled = false: no line built, redacted or written); and as (d) with audit off',
 };
 const ORDER = [
     ['a', 'raw'], ['a', 'node'], ['a', 'mcp'], ['a', 'meithd'],
@@ -38,6 +38,7 @@ const ORDER = [
     ['c', 'raw'], ['c', 'node'], ['c', 'meithd'],
     ['d', 'meithd+host'],
     ['e', 'meithd-audit-off'],
+    ['e', 'meithd+host-audit-off'],
 ];
 const SERVER_NAMES = {
     raw: 'raw echo (C++, epoll)',
@@ -46,6 +47,7 @@ const SERVER_NAMES = {
     meithd: 'meithd (audit on)',
     'meithd+host': 'meithd + test host',
     'meithd-audit-off': 'meithd (audit off)',
+    'meithd+host-audit-off': 'meithd + test host (audit off)',
 };
 
 const rows = {};
@@ -101,6 +103,7 @@ const nodeStartMs = hNode ? median(hNode.samples_us) / 1000 : NaN;
 // (e) floor: appending audit-sized lines and nothing else; and what it leaves of audit off.
 const floors = runs.filter((r) => r.mode === 'append_floor').sort((x, y) => x.batch - y.batch);
 const offCpu = row('e', 'meithd-audit-off')?.server_cpu_us_per_call;
+const hostRatio = ratio(row('d', 'meithd+host')?.calls_per_s, row('e', 'meithd+host-audit-off')?.calls_per_s);
 const ceiling = (fl) => (Number.isFinite(offCpu) ? offCpu / (offCpu + fl.cpu_us_per_line) : NaN);
 
 // ------------------------------------------------------------------------------------------
@@ -200,6 +203,8 @@ const otherHead = ['scen.', 'what', R('result'), 'details'];
 const otherBody = [
     ['e', 'kernel floor of the audit trail: appending lines alone', floors.length ? floors.map((fl) => `${fx(fl.cpu_us_per_line)} µs`).join(' / ') + ' per line' : '—',
         floors.length ? `${floors[0].line_bytes}-byte lines (the average tool_call line meithd wrote in (b)) appended with one write(2) per batch of ${floors.map((fl) => fl.batch).join(' / ')} lines, rotating at 64 MiB like meithd, on CPU 1 and the same file system (\`bench/append_floor.cpp\`). With audit off meithd spends ${fx(offCpu)} µs of CPU per call; an audit trail that cost nothing but this append would still leave at most ${floors.map((fl) => fx(ceiling(fl))).join(' / ')} of audit-off throughput on one core` : 'not run'],
+    ['e', 'audit on / off through a tool host', fx(hostRatio),
+        Number.isFinite(hostRatio) ? `(d) ${int(row('d', 'meithd+host')?.calls_per_s)} calls/s with the audit trail on, ${int(row('e', 'meithd+host-audit-off')?.calls_per_s)} with it off: the same audit line per call, beside a tool that costs what a real one does (the Node.js test host answering t_echo) instead of the built-in echo, where the line is most of the work` : 'not run'],
     ['f', 'list_tools round trip, 10,000 registered tools', f ? `${fx(f.p50_ms, 1)} ms` : '—',
         f ? `median of ${f.iterations} (min ${fx(f.min_ms, 1)}, max ${fx(f.max_ms, 1)} ms${f.first_ms !== undefined ? `; the first, unmeasured call after start-up: ${fx(f.first_ms, 1)} ms` : ''}); ${f.tools} descriptors, ${(f.reply_bytes / 1048576).toFixed(2)} MiB reply; CPU per round trip: meithd ${fx((f.server_cpu_s / f.iterations) * 1000, 1)} ms, client ${fx((f.client_cpu_s / f.iterations) * 1000, 1)} ms; daemon RSS ${fx(f.rss_kib / 1024, 1)} MiB with the tools registered` : 'not run'],
     ['g', 'RSS per idle connection (10,000 connections)', g ? `${fx(g.bytes_per_connection / 1024, 1)} KiB` : '—',

@@ -733,9 +733,9 @@ redactor::redactor(redaction_limits limits) : impl_(std::make_unique<impl>()), l
 redactor::~redactor() = default;
 
 void redactor::append_summary_json(std::string& out, std::string_view json, bool padded) const {
-    if (plain_copier(*this, limits_, out).run(json)) return;
     const std::size_t base = out.size();
     try {
+        if (plain_copier(*this, limits_, out).run(json)) return;
         // One parser per thread: parsers are not thread-safe but are costly to recreate.
         thread_local simdjson::dom::parser parser;
         simdjson::dom::element root;
@@ -752,9 +752,9 @@ void redactor::append_summary_json(std::string& out, std::string_view json, bool
 
 void redactor::append_summary_element(std::string& out, simdjson::dom::element value,
                                       std::string_view json) const {
-    if (!json.empty() && plain_copier(*this, limits_, out).run(json)) return;
     const std::size_t base = out.size();
     try {
+        if (!json.empty() && plain_copier(*this, limits_, out).run(json)) return;
         summary_writer(*this, limits_, budget_note_json_, out).run(value);
     } catch (...) {
         out.resize(base);

@@ -313,7 +313,7 @@ void audit_log::flush() {
 }
 
 void audit_log::finish_batch(const batch& b, bool ok) {
-    (void)ok; // failing_ already says it (write_all / report_failure)
+    if (!ok) failed_.store(b.seq, std::memory_order_release);
     committed_.store(b.seq, std::memory_order_release);
 }
 

@@ -91,6 +91,13 @@ class audit_log {
     std::uint64_t submit();
     /// The highest sequence number whose lines are written (or failed and were dropped).
     std::uint64_t committed() const { return committed_.load(std::memory_order_acquire); }
+    /// The highest sequence number of a batch whose lines could not be written (0: none).
+    /// Set before committed() covers it, so a reader that sees a batch committed also sees
+    /// whether it failed.
+    std::uint64_t failed() const { return failed_.load(std::memory_order_acquire); }
+    /// The sequence number that covers every line built so far: the pending batch's when
+    /// lines are pending, else the last submitted one.
+    std::uint64_t high_seq() const { return submitted_ + (pending_lines_ > 0 ? 1 : 0); }
     /// Blocks until committed() >= seq.
     void wait_committed(std::uint64_t seq);
     /// Called on the writer thread after it commits a batch (not for batches written inline
@@ -149,6 +156,7 @@ class audit_log {
     bool expired_waiting_ = false; ///< rotation left `<path>.expired` for the writer to delete
     bool stop_ = false;
     std::atomic<std::uint64_t> committed_{0};
+    std::atomic<std::uint64_t> failed_{0};
     std::atomic<bool> failing_{false};
     std::mutex listener_mu_;
     std::function<void()> listener_;

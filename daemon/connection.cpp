@@ -9,6 +9,7 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 
+#include <simdjson.h>
 #include <spdlog/spdlog.h>
 #include <sys/random.h>
 
@@ -298,6 +299,8 @@ void connection::on_tool_result(std::string_view request_id, const protocol::too
 
 void connection::flush() {
     if (closed_) return;
+    // Every frame queued so far follows the audit lines built so far (docs/protocol.md §6).
+    audit_seq_ = registry_.audit_high_seq();
     const auto limit = registry_.cfg().limits.max_outbound_bytes;
     if (outbound_.size() + writing_.size() > limit) {
         close("client does not read: over " + std::to_string(limit) +
@@ -324,15 +327,17 @@ void connection::write_now() {
     // Audit lines of the replies below reach the file first (docs/protocol.md §6): they were
     // queued before the replies, so the batch submitted now covers them. Under load the audit
     // writer thread takes the batch and the replies wait for its commit.
-    if (const auto seq = registry_.commit_audit(); !registry_.audit_committed(seq)) {
+    if (registry_.commit_audit(); !registry_.audit_committed(audit_seq_)) {
         if (audit_wait_) return;
         audit_wait_ = true;
-        registry_.after_audit(seq, [self = shared_from_this()] {
+        registry_.after_audit(audit_seq_, [self = shared_from_this()] {
             self->audit_wait_ = false;
             self->write_now();
         });
         return;
     }
+    if (registry_.audit_lost_after(sent_seq_)) withhold_unaudited_results();
+    sent_seq_ = audit_seq_;
     write_active_ = true;
     writing_.swap(outbound_);
     asio::async_write(socket_, asio::buffer(writing_),
@@ -348,6 +353,41 @@ void connection::write_now() {
                           }
                           self->write_now();
                       });
+}
+
+void connection::withhold_unaudited_results() {
+    // Rare path (the audit log just failed): our own frames, one per line, parsed again.
+    thread_local simdjson::dom::parser parser;
+    std::string kept;
+    kept.reserve(outbound_.size());
+    std::size_t withheld = 0;
+    for (std::size_t begin = 0; begin < outbound_.size();) {
+        std::size_t end = outbound_.find('\n', begin);
+        end = end == std::string::npos ? outbound_.size() : end + 1;
+        const std::string_view frame(outbound_.data() + begin, end - begin);
+        begin = end;
+        simdjson::dom::object f;
+        std::string_view type, id;
+        bool ok = false;
+        if (parser.parse(frame.data(), frame.size()).get(f) == simdjson::SUCCESS &&
+            f["type"].get(type) == simdjson::SUCCESS && type == "tool_result" &&
+            f["requestId"].get(id) == simdjson::SUCCESS &&
+            f["result"]["ok"].get(ok) == simdjson::SUCCESS && ok) {
+            protocol::append_tool_result_frame(
+                kept, id,
+                protocol::tool_result::failure(
+                    protocol::error_code::tool_failed,
+                    "the call's audit line could not be written, so its result is withheld "
+                    "(audit.on_failure = \"fail_closed\")"));
+            ++withheld;
+            continue;
+        }
+        kept.append(frame);
+    }
+    outbound_.swap(kept);
+    if (withheld > 0)
+        spdlog::warn("connection {}: withheld {} result(s) whose audit lines were not written",
+                     session_id_, withheld);
 }
 
 void connection::close_after_flush() {

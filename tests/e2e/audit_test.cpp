@@ -7,9 +7,12 @@
 
 #include <atomic>
 #include <csignal>
+#include <fcntl.h>
 #include <fstream>
+#include <linux/fs.h>
 #include <mutex>
 #include <set>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <thread>
 #include <unistd.h>
@@ -64,6 +67,22 @@ struct load {
             w.join();
     }
 };
+
+/// Sets or clears the file's immutable attribute (chattr +i / -i, ioctl_iflags(2)): writes
+/// through descriptors already open then fail with EPERM, for root too. False when this file
+/// system or process cannot (no CAP_LINUX_IMMUTABLE, a file system without the flag).
+bool set_immutable(const fs::path& p, bool on) {
+    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    int flags = 0;
+    bool ok = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+    if (ok) {
+        flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+        ok = ::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+    }
+    ::close(fd);
+    return ok;
+}
 
 } // namespace
 
@@ -190,6 +209,47 @@ TEST_CASE("a full disk triggers fail_closed until space is back", "[e2e][audit]"
     std::string line;
     while (std::getline(in, line))
         CHECK_NOTHROW(json::parse(line)); // nothing torn
+}
+
+TEST_CASE("an audit log made read-only triggers fail_closed and no result leaves unaudited",
+          "[e2e][audit]") {
+    daemon_process d;
+    client c(d.socket());
+    REQUIRE(c.call("echo", {{"n", 0}}, {{"requestId", "before"}})["result"]["ok"] == true);
+    const auto audit = d.home() / "audit.jsonl";
+    if (!set_immutable(audit, true)) {
+        WARN("cannot make " << audit << " immutable here (needs root and ext4/xfs/btrfs)");
+        return;
+    }
+    struct writable_again {
+        fs::path p;
+        ~writable_again() { set_immutable(p, false); }
+    } guard{audit};
+
+    // The call whose line is the first to fail ran, but its result is withheld; later calls
+    // are refused before they run. None of them reaches the client as a success.
+    auto first = c.call("echo", {{"n", 1}}, {{"requestId", "lost"}});
+    CHECK(first["result"]["ok"] == false);
+    CHECK(first["result"]["error"]["code"] == "TOOL_FAILED");
+    CHECK_THAT(first["result"]["error"]["message"].get<std::string>(), Catch::Contains("withheld"));
+    auto refused = c.call("echo", {{"n", 2}}, {{"requestId", "refused"}});
+    CHECK(refused["result"]["ok"] == false);
+    CHECK_THAT(refused["result"]["error"]["message"].get<std::string>(),
+               Catch::Contains("fail_closed"));
+    CHECK_THAT(d.log(), Catch::Contains("Operation not permitted"));
+
+    set_immutable(audit, false);
+    bool recovered = false;
+    for (int i = 0; i < 5 && !recovered; ++i)
+        recovered = c.call("echo", {{"n", 3}}, {{"requestId", "after"}})["result"]["ok"] == true;
+    CHECK(recovered);
+    // Every line parses, and each success the client received has its line.
+    std::set<std::string> ids;
+    for (const auto& l : all_audit_lines(d.home()))
+        if (l["event"] == "tool_call" && l["ok"] == true) ids.insert(l["requestId"]);
+    CHECK(ids.count("before") == 1);
+    CHECK(ids.count("after") == 1);
+    CHECK(ids.count("lost") == 0);
 }
 
 TEST_CASE("cancel requests, list_tools, connections and lifecycle are audited", "[e2e][audit]") {

@@ -1,12 +1,15 @@
 // End-to-end: the audit trail under pressure and the trust boundary (issue "Audit and trust") —
 // kill -9 under load, rotation under load, a full or failing disk with fail_closed and
-// continue, the non-call events, and `check_policy` explanations.
+// continue, a read-only file and a disk failing with EIO, the non-call events, and
+// `check_policy` explanations.
 #include "daemon_fixture.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <csignal>
+#include <cstdint>
+#include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
 #include <linux/fs.h>
@@ -250,6 +253,47 @@ TEST_CASE("an audit log made read-only triggers fail_closed and no result leaves
     CHECK(ids.count("before") == 1);
     CHECK(ids.count("after") == 1);
     CHECK(ids.count("lost") == 0);
+}
+
+TEST_CASE("a disk that fails with EIO triggers fail_closed", "[e2e][audit]") {
+    // A small ext4 file system on a loop device, shut down under the daemon as a dying disk
+    // or an `errors=remount-ro` file system would be: every write fails with EIO.
+    temp_dir dir;
+    const auto image = dir.path / "disk.img";
+    const auto mnt = dir.path / "mnt";
+    fs::create_directory(mnt);
+    const std::string mount_cmd = "truncate -s 8M " + image.string() + " && mkfs.ext4 -q -F " +
+                                  image.string() + " >/dev/null 2>&1 && mount -o loop " +
+                                  image.string() + " " + mnt.string() + " 2>/dev/null";
+    if (std::system(mount_cmd.c_str()) != 0) {
+        WARN("cannot loop-mount an ext4 image here (needs root, mkfs.ext4 and loop devices)");
+        return;
+    }
+    struct unmount {
+        fs::path p;
+        ~unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+    } guard{mnt};
+    const auto audit = mnt / "audit.jsonl";
+    daemon_process d("[audit]\npath = \"" + audit.string() + "\"\n");
+    client c(d.socket());
+    REQUIRE(c.call("echo", json::object())["result"]["ok"] == true);
+
+    constexpr unsigned long ext4_ioc_shutdown = _IOR('X', 125, std::uint32_t);
+    std::uint32_t nologflush = 2; // EXT4_GOING_FLAGS_NOLOGFLUSH
+    const int fd = ::open(mnt.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    const bool down = ::ioctl(fd, ext4_ioc_shutdown, &nologflush) == 0;
+    ::close(fd);
+    REQUIRE(down);
+
+    for (int i = 0; i < 3; ++i) {
+        auto r = c.call("echo", {{"i", i}});
+        CHECK(r["result"]["ok"] == false);
+        CHECK(r["result"]["error"]["code"] == "TOOL_FAILED");
+        CHECK_THAT(r["result"]["error"]["message"].get<std::string>(), Catch::Contains("audit"));
+    }
+    CHECK_THAT(d.log(), Catch::Contains("Input/output error"));
+    CHECK(d.running()); // refusing, not crashing
 }
 
 TEST_CASE("cancel requests, list_tools, connections and lifecycle are audited", "[e2e][audit]") {

@@ -206,6 +206,27 @@ policy::policy(const config::permissions_config& cfg) : rules_(cfg.rules) {
         else
             callers_[i] = {default_allow, 0};
     }
+    for (std::size_t i = 0; i < rules_.size(); ++i) {
+        const auto& rule = rules_[i];
+        const std::string scope =
+            rule.caller ? fmt::format(", caller '{}'", *rule.caller) : std::string();
+        rule_reasons_.push_back(fmt::format("rule {} (tool '{}'{}) {}", i + 1, rule.tool, scope,
+                                            rule.allow ? "allows" : "denies"));
+    }
+    for (std::size_t w = 0; w < callers_.size(); ++w) {
+        const std::string_view who_name = to_string(static_cast<caller>(w));
+        for (std::size_t i = 0; i < capability_count; ++i) {
+            denied_reasons_[w][i] = fmt::format("capability '{}' is denied for caller '{}'",
+                                                capability_wire_names[i], who_name);
+            not_allowed_reasons_[w][i] =
+                fmt::format("capability '{}' is not allowed for caller '{}'",
+                            capability_wire_names[i], who_name);
+        }
+        for (std::size_t set = 0; set < allowed_reasons_[w].size(); ++set)
+            allowed_reasons_[w][set] = fmt::format(
+                "capabilities [{}] allowed for caller '{}'",
+                fmt::join(capability_names(static_cast<capability_set>(set)), ", "), who_name);
+    }
 }
 
 decision policy::decide(std::string_view tool_name, capability_set caps, caller who) const {
@@ -214,29 +235,24 @@ decision policy::decide(std::string_view tool_name, capability_set caps, caller 
         const auto& rule = rules_[i];
         if (rule.caller && *rule.caller != who_name) continue;
         if (!glob_match(rule.tool, tool_name)) continue;
-        const std::string scope =
-            rule.caller ? fmt::format(", caller '{}'", *rule.caller) : std::string();
-        return {rule.allow, fmt::format("rule {} (tool '{}'{}) {}", i + 1, rule.tool, scope,
-                                        rule.allow ? "allows" : "denies")};
+        return {rule.allow, rule_reasons_[i]};
     }
 
     // Bits past the known capabilities cannot be vouched for: count them as unknown.
     constexpr auto known = static_cast<capability_set>((1u << capability_count) - 1);
     if (caps == 0 || (caps & ~known) != 0)
         caps = static_cast<capability_set>((caps & known) | bit(capability::unknown));
-    const caller_lists& lists = callers_[static_cast<std::size_t>(who)];
+    const auto w = static_cast<std::size_t>(who);
+    const caller_lists& lists = callers_[w];
     for (std::size_t i = 0; i < capability_count; ++i) {
         if ((caps & (1u << i)) != 0 && (lists.deny & (1u << i)) != 0)
-            return {false, fmt::format("capability '{}' is denied for caller '{}'",
-                                       capability_wire_names[i], who_name)};
+            return {false, denied_reasons_[w][i]};
     }
     for (std::size_t i = 0; i < capability_count; ++i) {
         if ((caps & (1u << i)) != 0 && (lists.allow & (1u << i)) == 0)
-            return {false, fmt::format("capability '{}' is not allowed for caller '{}'",
-                                       capability_wire_names[i], who_name)};
+            return {false, not_allowed_reasons_[w][i]};
     }
-    return {true, fmt::format("capabilities [{}] allowed for caller '{}'",
-                              fmt::join(capability_names(caps), ", "), who_name)};
+    return {true, allowed_reasons_[w][caps]};
 }
 
 } // namespace meith::permissions

@@ -80,6 +80,11 @@ class policy {
     };
     std::array<caller_lists, 2> callers_;
     std::vector<config::permission_rule_config> rules_;
+    // Every reason `decide` can give, rendered once here (decide runs for every call).
+    std::vector<std::string> rule_reasons_;
+    std::array<std::array<std::string, capability_count>, 2> denied_reasons_;
+    std::array<std::array<std::string, capability_count>, 2> not_allowed_reasons_;
+    std::array<std::array<std::string, 1u << capability_count>, 2> allowed_reasons_;
 };
 
 } // namespace meith::permissions

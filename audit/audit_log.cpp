@@ -423,12 +423,19 @@ void audit_log::report_failure(const char* what, int err) {
 
 bool audit_log::ensure_open() {
     if (fd_ >= 0) {
-        struct stat st {};
-        if (::fstat(fd_, &st) == 0 && st.st_nlink > 0) {
-            if (regular_) size_ = static_cast<std::uint64_t>(st.st_size);
+        // A stat per batch was a tenth of the audit trail's cost in ping-pong calls; once per
+        // millisecond bounds what goes to a file that left its name to that millisecond.
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_path_check_ < std::chrono::milliseconds(1)) return true;
+        last_path_check_ = now;
+        struct stat by_fd {};
+        struct stat by_path {};
+        if (::fstat(fd_, &by_fd) == 0 && by_fd.st_nlink > 0 &&
+            ::stat(path_.c_str(), &by_path) == 0 && by_path.st_dev == by_fd.st_dev &&
+            by_path.st_ino == by_fd.st_ino)
             return true;
-        }
-        // Removed (or unreadable) under us: lines written to a deleted inode would be lost.
+        // Removed or renamed under us: lines written to that inode would be lost to readers
+        // of `path_`.
         ::close(fd_);
         fd_ = -1;
     }
@@ -446,6 +453,7 @@ bool audit_log::ensure_open() {
     }
     regular_ = S_ISREG(st.st_mode);
     size_ = regular_ ? static_cast<std::uint64_t>(st.st_size) : 0;
+    last_path_check_ = std::chrono::steady_clock::now();
     return true;
 }
 

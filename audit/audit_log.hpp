@@ -130,7 +130,10 @@ class audit_log {
     void finish_batch(const batch& b, bool ok);
     bool write_all(std::string_view bytes);
     void rotate();
-    bool ensure_open();                             ///< reopens a removed or closed file
+    /// Reopens the file when it was closed, or — checked at most once per millisecond, not per
+    /// batch (two stat calls) — removed or renamed away from `path_` (logrotate without
+    /// copytruncate), so later lines go to a file at the configured path.
+    bool ensure_open();
     bool sync();                                    ///< fdatasync + reset the interval clock
     void report_failure(const char* what, int err); ///< logs once per failure streak
 
@@ -169,6 +172,7 @@ class audit_log {
     bool regular_ = true; ///< false for devices (/dev/full, ...): no rotation, repair or fsync
     bool dirty_ = false;  ///< written since the last sync (fsync = "interval")
     std::chrono::steady_clock::time_point last_sync_;
+    std::chrono::steady_clock::time_point last_path_check_{};
 
     std::thread writer_; ///< last: started when everything above is ready
 };

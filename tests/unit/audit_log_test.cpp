@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cstdlib>
@@ -441,6 +442,11 @@ TEST_CASE("now_rfc3339 is UTC with milliseconds", "[audit_log]") {
     CHECK(ts >= "2024");
 }
 
+/// The log looks at its path at most once per millisecond (audit_log::ensure_open).
+static void past_path_check() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
 TEST_CASE("write failures are reported and recovered from", "[audit_log]") {
     SECTION("a full device fails every append") {
         captured_log captured;
@@ -458,6 +464,7 @@ TEST_CASE("write failures are reported and recovered from", "[audit_log]") {
         REQUIRE(log.append(event_line(1)));
         fs::remove(path);
         fs::create_directory(path);
+        past_path_check();
         CHECK_FALSE(log.append(event_line(2)));
         CHECK_FALSE(log.append(event_line(3)));
         CHECK(captured.count("error ") == 1);
@@ -470,6 +477,7 @@ TEST_CASE("write failures are reported and recovered from", "[audit_log]") {
         // A second streak is reported again.
         fs::remove(path);
         fs::create_directory(path);
+        past_path_check();
         CHECK_FALSE(log.append(event_line(5)));
         CHECK(captured.count("error ") == 2);
         fs::remove(path);
@@ -480,9 +488,23 @@ TEST_CASE("write failures are reported and recovered from", "[audit_log]") {
         audit_log log(path, audit_config{});
         REQUIRE(log.append(event_line(1)));
         fs::remove(path);
+        past_path_check();
         REQUIRE(log.append(event_line(2)));
         const auto lines = lines_of(path);
         REQUIRE(lines.size() == 1);
         CHECK(nlohmann::json::parse(lines[0]).at("seq") == 2);
+    }
+    SECTION("a file renamed away (logrotate without copytruncate) is followed by a new one") {
+        temp_dir dir;
+        const auto path = dir.path / "audit.jsonl";
+        audit_log log(path, audit_config{});
+        REQUIRE(log.append(event_line(1)));
+        fs::rename(path, dir.path / "audit.jsonl.old");
+        past_path_check();
+        REQUIRE(log.append(event_line(2)));
+        const auto now = lines_of(path);
+        REQUIRE(now.size() == 1);
+        CHECK(nlohmann::json::parse(now[0]).at("seq") == 2);
+        CHECK(lines_of(dir.path / "audit.jsonl.old").size() == 1);
     }
 }

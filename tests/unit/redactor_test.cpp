@@ -337,6 +337,34 @@ TEST_CASE("long strings are cut after redaction, on a UTF-8 boundary", "[redacto
     }
 }
 
+TEST_CASE("a long string is redacted only as far as it can be kept", "[redactor]") {
+    const auto& r = default_redactor();
+    SECTION("a secret in the kept part of a 1 MB string is redacted, the count is exact") {
+        std::string s = "see " + gh_pat + " then";
+        while (s.size() < 1000000)
+            s += " \u00e9t\u00e9"; // 5 chars, 7 bytes: spaces make every part a candidate
+        const auto out = checked_parse(summary_of(r, as_json_string(s))).get<std::string>();
+        CHECK(out.find(gh_pat.substr(0, 12)) == std::string::npos);
+        CHECK(out.rfind("see [REDACTED] then", 0) == 0);
+        std::size_t chars = 0; // of the redacted text
+        const std::string redacted_s = "see [REDACTED] then" + s.substr(gh_pat.size() + 9);
+        for (unsigned char c : redacted_s)
+            chars += (c & 0xC0) != 0x80;
+        CHECK_THAT(out, Catch::EndsWith("[cut " + std::to_string(chars - 256) + " chars]"));
+    }
+    SECTION("a PEM block that runs past the redacted part shows none of its body") {
+        std::string body;
+        while (body.size() < 40000)
+            body += "MIIEowIBAAKCAQEAq3Z9\n";
+        const std::string s =
+            "key: -----BEGIN RSA PRIVATE KEY-----\n" + body + "-----END RSA PRIVATE KEY-----\n";
+        const auto summary = summary_of(r, as_json_string(s));
+        checked_parse(summary);
+        CHECK(summary.find("MIIEowIBAAKCAQEA") == std::string::npos);
+        CHECK(summary.find(redacted) != std::string::npos);
+    }
+}
+
 TEST_CASE("long arrays keep 50 items and note the rest", "[redactor]") {
     const auto& r = default_redactor();
     nlohmann::json a = nlohmann::json::array();

@@ -211,9 +211,10 @@ std::optional<piece> first_present(const piece* groups, std::initializer_list<in
 /// Bytes of a long string's summary that are redacted beyond the max_string_chars kept (at
 /// most 4 bytes each): a secret that starts in the kept part and is cut by this window is
 /// still caught by its rule (token rules match a prefix, a PEM block runs to the end), unless
-/// it is a JWT over 16 KiB, whose kept part would then show its header and claims, never
-/// its signature.
-constexpr std::size_t redaction_margin_bytes = 16384;
+/// it is a JWT over 4 KiB, whose kept part would then show its header and claims, never
+/// its signature. Prose costs the rules ~25 ns a byte (docs/benchmarks.md (e)), so this bounds
+/// the summary of any string to ~130 µs.
+constexpr std::size_t redaction_margin_bytes = 4096;
 
 /// Characters of UTF-8 text, counted as the bytes that do not continue a sequence.
 std::size_t utf8_lead_bytes(std::string_view s) {
@@ -480,8 +481,7 @@ class summary_writer {
             pos += utf8_sequence_length(s, pos);
             ++chars;
         }
-        for (std::size_t i = pos; i < s.size(); i += utf8_sequence_length(s, i))
-            ++rest;
+        rest += utf8_lead_bytes(std::string_view(s).substr(pos));
         if (rest > 0) {
             s.resize(pos);
             s += "\u2026[cut " + std::to_string(rest) + " chars]";

@@ -117,6 +117,11 @@ const i = one('i', 'idle_rss');
 const nodeStartMs = hNode ? median(hNode.samples_us) / 1000 : NaN;
 // (e) floor: appending audit-sized lines and nothing else; and what it leaves of audit off.
 const floors = runs.filter((r) => r.mode === 'append_floor').sort((x, y) => x.batch - y.batch);
+// (e) the redacted summary of one tool result, by size and kind.
+const summaryCost = one('e', 'summary_cost');
+const sizeText = (b) => (b >= 1048576 ? `${b / 1048576} MiB` : b >= 1024 ? `${b / 1024} KiB` : `${b} B`);
+const summaryRow = (kind) => (summaryCost?.results ?? []).filter((x) => x.kind === kind)
+    .map((x) => `${sizeText(x.bytes)}: ${us(x.us_per_summary)} µs`).join(', ');
 const offCpu = row('e', 'meithd-audit-off')?.server_cpu_us_per_call;
 const auditByLoad = AUDIT_PAIRS.map(([load, on, off]) => {
     const a = row(load, on);
@@ -226,6 +231,8 @@ const otherHead = ['scen.', 'what', R('result'), 'details'];
 const otherBody = [
     ['e', 'kernel floor of the audit trail: appending lines alone', floors.length ? floors.map((fl) => `${fx(fl.cpu_us_per_line)} µs`).join(' / ') + ' per line' : '—',
         floors.length ? `${floors[0].line_bytes}-byte lines (the average tool_call line meithd wrote in (b)) appended with one write(2) per batch of ${floors.map((fl) => fl.batch).join(' / ')} lines, rotating at 64 MiB like meithd, on CPU 1 and the same file system (\`bench/append_floor.cpp\`). With audit off meithd spends ${fx(offCpu)} µs of CPU per call; an audit trail that cost nothing but this append would still leave at most ${floors.map((fl) => fx(ceiling(fl))).join(' / ')} of audit-off throughput on one core` : 'not run'],
+    ['e', 'redacted summary of one tool result, by size', summaryCost ? 'see details' : '—',
+        summaryCost ? `\`bench/summary_cost\`: \`redactor::append_summary_json\` on \`{"content":[{"type":"text","text":…}]}\`, what the audit writer does for every result, one thread on CPU 1. Prose (spaces and \`key=value\` pairs, so the secret rules must look): ${summaryRow('prose')}. Plain (\`x\` only, nothing for the rules): ${summaryRow('plain')}. A string keeps 256 characters; only those and a 4 KiB margin are redacted, so past ~5 KiB the cost is parsing and copying` : 'not run'],
     ['f', 'list_tools round trip, 10,000 registered tools', f ? `${fx(f.p50_ms, 1)} ms` : '—',
         f ? `median of ${f.iterations} (min ${fx(f.min_ms, 1)}, max ${fx(f.max_ms, 1)} ms${f.first_ms !== undefined ? `; the first, unmeasured call after start-up: ${fx(f.first_ms, 1)} ms` : ''}); ${f.tools} descriptors, ${(f.reply_bytes / 1048576).toFixed(2)} MiB reply; CPU per round trip: meithd ${fx((f.server_cpu_s / f.iterations) * 1000, 1)} ms, client ${fx((f.client_cpu_s / f.iterations) * 1000, 1)} ms; daemon RSS ${fx(f.rss_kib / 1024, 1)} MiB with the tools registered` : 'not run'],
     ['g', 'RSS per idle connection (10,000 connections)', g ? `${fx(g.bytes_per_connection / 1024, 1)} KiB` : '—',

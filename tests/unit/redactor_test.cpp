@@ -309,6 +309,24 @@ TEST_CASE("redact_text handles key=value, key: value and JSON-ish pairs", "[reda
     CHECK(r.redact_text("conn " + jwt) == "conn [REDACTED]");
 }
 
+TEST_CASE("a secret key among many harmless key=value pairs is still found", "[redactor]") {
+    // The key=value rule is skipped for text where no key word occurs at all; keys spelt with
+    // separators or camelCase must still reach it.
+    const auto& r = default_redactor();
+    std::string prose;
+    for (int i = 0; i < 100; ++i)
+        prose += "step " + std::to_string(i) + ": status=ok, files=42; ";
+    CHECK(r.redact_text(prose) == prose);
+    for (const std::string pair :
+         {"db_Pass-Word=hunter2xyz", "userPw: hunter2xyz", "X.Hub.Signature=hunter2xyz",
+          "\"private key\": \"hunter2xyz\"", "OTP=hunter2xyz"}) {
+        INFO(pair);
+        const auto out = r.redact_text(prose + pair + " " + prose);
+        CHECK(out.find("hunter2xyz") == std::string::npos);
+        CHECK(out.find(redacted) != std::string::npos);
+    }
+}
+
 TEST_CASE("long strings are cut after redaction, on a UTF-8 boundary", "[redactor]") {
     const auto& r = default_redactor();
     SECTION("plain long string") {

@@ -313,8 +313,27 @@ void audit_log::flush() {
 }
 
 void audit_log::finish_batch(const batch& b, bool ok) {
-    if (!ok) failed_.store(b.seq, std::memory_order_release);
+    if (!ok) {
+        std::lock_guard lk(failed_mu_);
+        if (!failed_ranges_.empty() && failed_ranges_.back().second + 1 == b.seq)
+            failed_ranges_.back().second = b.seq;
+        else
+            failed_ranges_.emplace_back(b.seq, b.seq);
+        if (failed_ranges_.size() > 64) {
+            failed_ranges_[1].first = failed_ranges_[0].first;
+            failed_ranges_.erase(failed_ranges_.begin());
+        }
+        failed_.store(b.seq, std::memory_order_release);
+    }
     committed_.store(b.seq, std::memory_order_release);
+}
+
+bool audit_log::failed_between(std::uint64_t after, std::uint64_t upto) const {
+    if (failed_.load(std::memory_order_acquire) <= after) return false;
+    std::lock_guard lk(failed_mu_);
+    for (const auto& [first, last] : failed_ranges_)
+        if (first <= upto && last > after) return true;
+    return false;
 }
 
 void audit_log::writer_main() {

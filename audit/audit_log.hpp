@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace meith::audit {
@@ -91,10 +92,11 @@ class audit_log {
     std::uint64_t submit();
     /// The highest sequence number whose lines are written (or failed and were dropped).
     std::uint64_t committed() const { return committed_.load(std::memory_order_acquire); }
-    /// The highest sequence number of a batch whose lines could not be written (0: none).
-    /// Set before committed() covers it, so a reader that sees a batch committed also sees
-    /// whether it failed.
-    std::uint64_t failed() const { return failed_.load(std::memory_order_acquire); }
+    /// True when a batch numbered in (after, upto] could not be written. Recorded before
+    /// committed() covers the batch, so a reader that sees a batch committed also sees whether
+    /// it failed. Lock-free unless a batch after `after` failed; the last 64 failure streaks
+    /// are kept apart, older ones merged (which can only make the answer true more often).
+    bool failed_between(std::uint64_t after, std::uint64_t upto) const;
     /// The sequence number that covers every line built so far: the pending batch's when
     /// lines are pending, else the last submitted one.
     std::uint64_t high_seq() const { return submitted_ + (pending_lines_ > 0 ? 1 : 0); }
@@ -159,7 +161,9 @@ class audit_log {
     bool expired_waiting_ = false; ///< rotation left `<path>.expired` for the writer to delete
     bool stop_ = false;
     std::atomic<std::uint64_t> committed_{0};
-    std::atomic<std::uint64_t> failed_{0};
+    std::atomic<std::uint64_t> failed_{0}; ///< highest failed batch (0: none)
+    mutable std::mutex failed_mu_;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> failed_ranges_; ///< under failed_mu_
     std::atomic<bool> failing_{false};
     std::mutex listener_mu_;
     std::function<void()> listener_;

@@ -292,7 +292,11 @@ void connection::on_tool_event(std::string_view request_id, std::string_view eve
 }
 
 void connection::on_tool_result(std::string_view request_id, const protocol::tool_result& r) {
-    if (!closed_) protocol::append_tool_result_frame(outbound_, request_id, r);
+    if (!closed_) {
+        protocol::append_tool_result_frame(outbound_, request_id, r);
+        // The call's line was just built into the pending batch (registry::finish).
+        result_seqs_.push_back(registry_.audit_high_seq());
+    }
     calls_.erase(std::string(request_id));
     if (!closed_) flush();
 }
@@ -336,8 +340,13 @@ void connection::write_now() {
         });
         return;
     }
-    if (registry_.audit_lost_after(sent_seq_)) withhold_unaudited_results();
-    sent_seq_ = audit_seq_;
+    if (!result_seqs_.empty() && result_seqs_.front() > 0 &&
+        registry_.audit_lost_between(result_seqs_.front() - 1, result_seqs_.back()))
+        withhold_unaudited_results();
+    if (result_seqs_.capacity() > 4096)
+        std::vector<std::uint64_t>().swap(result_seqs_); // not kept for an idle connection
+    else
+        result_seqs_.clear();
     write_active_ = true;
     writing_.swap(outbound_);
     asio::async_write(socket_, asio::buffer(writing_),
@@ -361,6 +370,7 @@ void connection::withhold_unaudited_results() {
     std::string kept;
     kept.reserve(outbound_.size());
     std::size_t withheld = 0;
+    std::size_t result_index = 0;
     for (std::size_t begin = 0; begin < outbound_.size();) {
         std::size_t end = outbound_.find('\n', begin);
         end = end == std::string::npos ? outbound_.size() : end + 1;
@@ -369,10 +379,17 @@ void connection::withhold_unaudited_results() {
         simdjson::dom::object f;
         std::string_view type, id;
         bool ok = false;
-        if (parser.parse(frame.data(), frame.size()).get(f) == simdjson::SUCCESS &&
-            f["type"].get(type) == simdjson::SUCCESS && type == "tool_result" &&
-            f["requestId"].get(id) == simdjson::SUCCESS &&
-            f["result"]["ok"].get(ok) == simdjson::SUCCESS && ok) {
+        if (parser.parse(frame.data(), frame.size()).get(f) != simdjson::SUCCESS ||
+            f["type"].get(type) != simdjson::SUCCESS || type != "tool_result") {
+            kept.append(frame);
+            continue;
+        }
+        const std::uint64_t seq =
+            result_index < result_seqs_.size() ? result_seqs_[result_index] : 0;
+        ++result_index;
+        if (f["requestId"].get(id) == simdjson::SUCCESS &&
+            f["result"]["ok"].get(ok) == simdjson::SUCCESS && ok && seq > 0 &&
+            registry_.audit_lost_between(seq - 1, seq)) {
             protocol::append_tool_result_frame(
                 kept, id,
                 protocol::tool_result::failure(
@@ -425,6 +442,7 @@ void connection::close(std::string_view reason) {
     registry_.observe_session("session_end", session_id_, peer_.pid, peer_.uid);
     spdlog::debug("connection {} closed: {}", session_id_, reason);
     outbound_.clear();
+    result_seqs_.clear();
     if (on_closed_) std::exchange(on_closed_, nullptr)(this);
 }
 

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace meith::daemon {
 
@@ -61,8 +62,8 @@ class connection final : public registry::call_sink,
     std::string_view claim_for(const protocol::client_frame& f) const;
     void flush();     ///< schedules the queued replies for writing (end of this I/O turn)
     void write_now(); ///< commits the audit lines, then writes the queued replies
-    /// Replaces each successful tool_result in the queued replies by a TOOL_FAILED result: their
-    /// audit lines could not be written and audit.on_failure = "fail_closed" (§6).
+    /// Replaces each successful tool_result in the queued replies whose audit line could not be
+    /// written by a TOOL_FAILED result (audit.on_failure = "fail_closed", §6).
     void withhold_unaudited_results();
     void arm_idle_timer();
 
@@ -82,7 +83,8 @@ class connection final : public registry::call_sink,
     bool flush_posted_ = false;   ///< a write is scheduled for the end of this I/O turn
     bool audit_wait_ = false;     ///< replies wait for the audit writer to commit their lines
     std::uint64_t audit_seq_ = 0; ///< audit batch covering the lines of the queued replies
-    std::uint64_t sent_seq_ = 0;  ///< audit batch covering the lines of the replies sent
+    /// Audit batch holding the line of each tool_result frame in outbound_, in frame order.
+    std::vector<std::uint64_t> result_seqs_;
     bool closed_ = false;
     bool closing_after_flush_ = false;
     asio::steady_timer idle_timer_;

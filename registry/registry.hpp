@@ -69,11 +69,12 @@ class registry {
     bool audit_committed(std::uint64_t seq) const { return !audit_ || audit_->committed() >= seq; }
     /// The sequence number that covers every audit line built so far (0 without an audit log).
     std::uint64_t audit_high_seq() const { return audit_ ? audit_->high_seq() : 0; }
-    /// True when audit.on_failure = "fail_closed" and a batch after `seq` could not be written:
-    /// replies that follow lines of such a batch must not carry a tool's result (§6).
-    bool audit_lost_after(std::uint64_t seq) const {
+    /// True when audit.on_failure = "fail_closed" and a batch numbered in (after, upto] could
+    /// not be written: replies that follow lines of such a batch must not carry a tool's
+    /// result (§6).
+    bool audit_lost_between(std::uint64_t after, std::uint64_t upto) const {
         return audit_ && cfg_.audit.on_failure == config::audit_failure_policy::fail_closed &&
-               audit_->failed() > seq;
+               audit_->failed_between(after, upto);
     }
     /// Runs `fn` on the I/O thread once the lines up to `seq` are in the file (docs/protocol.md
     /// §6: a reply leaves only after its line). At once when they already are.

@@ -218,6 +218,9 @@ TEST_CASE("an audit log made read-only triggers fail_closed and no result leaves
           "[e2e][audit]") {
     daemon_process d;
     client c(d.socket());
+    client idle(d.socket()); // connected before the failure, silent until after it
+    idle.send({{"type", "list_tools"}});
+    REQUIRE(idle.read()["type"] == "tools_list"); // its connection_open line is on file
     REQUIRE(c.call("echo", {{"n", 0}}, {{"requestId", "before"}})["result"]["ok"] == true);
     const auto audit = d.home() / "audit.jsonl";
     if (!set_immutable(audit, true)) {
@@ -246,12 +249,19 @@ TEST_CASE("an audit log made read-only triggers fail_closed and no result leaves
     for (int i = 0; i < 5 && !recovered; ++i)
         recovered = c.call("echo", {{"n", 3}}, {{"requestId", "after"}})["result"]["ok"] == true;
     CHECK(recovered);
+    // Connections whose lines were all written have nothing withheld, whether opened after
+    // the failure or idle through it.
+    client later(d.socket());
+    CHECK(later.call("echo", {{"n", 4}}, {{"requestId", "new_conn"}})["result"]["ok"] == true);
+    CHECK(idle.call("echo", {{"n", 5}}, {{"requestId", "idle_conn"}})["result"]["ok"] == true);
     // Every line parses, and each success the client received has its line.
     std::set<std::string> ids;
     for (const auto& l : all_audit_lines(d.home()))
         if (l["event"] == "tool_call" && l["ok"] == true) ids.insert(l["requestId"]);
     CHECK(ids.count("before") == 1);
     CHECK(ids.count("after") == 1);
+    CHECK(ids.count("new_conn") == 1);
+    CHECK(ids.count("idle_conn") == 1);
     CHECK(ids.count("lost") == 0);
 }
 

@@ -482,6 +482,26 @@ TEST_CASE("write failures are reported and recovered from", "[audit_log]") {
         CHECK(captured.count("error ") == 2);
         fs::remove(path);
     }
+    SECTION("failed batches are told apart from written ones") {
+        temp_dir dir;
+        const auto path = dir.path / "audit.jsonl";
+        captured_log captured;
+        audit_log log(path, audit_config{});
+        REQUIRE(log.append(event_line(1))); // batch 1: written
+        fs::remove(path);
+        fs::create_directory(path);
+        past_path_check();
+        CHECK_FALSE(log.append(event_line(2))); // batches 2 and 3: failed
+        CHECK_FALSE(log.append(event_line(3)));
+        fs::remove(path);
+        CHECK(log.append(event_line(4))); // batch 4: written
+        CHECK_FALSE(log.failed_between(0, 1));
+        CHECK(log.failed_between(0, 2));
+        CHECK(log.failed_between(1, 4));
+        CHECK(log.failed_between(2, 3));
+        CHECK_FALSE(log.failed_between(3, 4));
+        CHECK_FALSE(log.failed_between(4, 4));
+    }
     SECTION("a removed file is recreated, not written into the void") {
         temp_dir dir;
         const auto path = dir.path / "audit.jsonl";

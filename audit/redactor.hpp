@@ -7,9 +7,10 @@
 // secret formats (AWS keys, GitHub/GitLab/Slack tokens, OpenAI/Anthropic-style keys, Google API
 // keys, Stripe keys, JWTs, PEM private keys, Bearer/Basic headers, passwords in URLs) have the
 // secret part replaced by "[REDACTED]"; strings over 256 characters, arrays over 50 items and
-// nesting deeper than 6 levels are cut with a note of what was cut. A summary stays under
+// nesting deeper than 6 levels are cut with a note of what was cut (of a long string only the
+// kept part and a 4 KiB margin are redacted, docs/protocol.md §6). A summary stays under
 // 4 KiB. Patterns are RE2, compiled once. A redactor is immutable after construction and safe
-// to share between threads.
+// to share between threads. Cost by size and kind of text: bench/summary_cost.
 #pragma once
 
 #include <cstddef>

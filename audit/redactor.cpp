@@ -382,7 +382,9 @@ struct redactor::impl {
         norm.reserve(text.size());
         for (char c : text)
             if (!is_key_separator(c)) norm.push_back(ascii_lower(c));
-        return RE2::PartialMatch(norm, *key_words);
+        const bool found = RE2::PartialMatch(norm, *key_words);
+        if (norm.capacity() > 65536) std::string().swap(norm); // a huge log line: not kept
+        return found;
     }
 
     /// False when no rule can match `text` (no byte of value_rule_trigger): most argument

@@ -19,10 +19,16 @@ std::span<char> line_framer::prepare() {
     }
     const std::size_t need = end_ + chunk_ + frame_padding;
     if (cap_ < need) {
-        auto bigger = std::unique_ptr<char[]>(new char[need]);
+        // Grow geometrically (a long frame costs linear time, not a copy per read), but never
+        // past what the longest frame can need.
+        const std::size_t ceiling = max_ + 2 + chunk_ + frame_padding;
+        const std::size_t grown = std::max(need, std::min(2 * cap_, ceiling));
+        auto bigger = std::unique_ptr<char[]>(new char[grown]);
         if (end_ > 0) std::memcpy(bigger.get(), buf_.get(), end_);
+        copied_ += end_;
+        ++growths_;
         buf_ = std::move(bigger);
-        cap_ = need;
+        cap_ = grown;
     }
     return {buf_.get() + end_, chunk_};
 }

@@ -54,6 +54,10 @@ class line_framer {
     std::size_t buffered() const { return end_ - begin_; }
     /// Current allocation, for memory accounting.
     std::size_t capacity() const { return cap_; }
+    /// How often the buffer was reallocated, and the bytes those reallocations copied (to check
+    /// that a long frame costs linear time: the buffer doubles, up to the frame bound).
+    std::size_t growths() const { return growths_; }
+    std::size_t bytes_copied() const { return copied_; }
     /// Frees the buffer when no partial frame is held (an idle connection keeps none).
     void release();
     /// Releases an oversized buffer when nothing is buffered (after a huge frame).
@@ -72,6 +76,8 @@ class line_framer {
     std::size_t dropped_ = 0;
     std::string_view line_;
     std::string prefix_;
+    std::size_t growths_ = 0;
+    std::size_t copied_ = 0;
 };
 
 } // namespace meith::protocol

@@ -8,15 +8,34 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <unordered_set>
+
 namespace meith::registry {
 
 namespace {
 
-// valijson evaluates `pattern` with std::regex, whose libstdc++ matcher recurses per input
-// character; bounding the strings it sees keeps a hostile argument from exhausting the stack.
-constexpr std::size_t max_pattern_checked_string = 16 * 1024;
+// Debian's valijson 1.0 matches `pattern`, `patternProperties` and the date `format`s with
+// std::regex, whose libstdc++ matcher recurses per input character (stack overflow on a long
+// string) and backtracks (exponential time); its `uniqueItems` compares every pair, and a
+// schema that refers to itself recurses without end. So the schema is rewritten before valijson
+// sees it: those keywords become our own constraints (RE2, linear time; a hash set), `$ref`
+// cycles that never descend into the arguments are refused, and every subschema carries a
+// guard that bounds the work and the stack one validation may use.
 
-nlohmann::json to_nlohmann(simdjson::dom::element el) {
+constexpr std::size_t max_schema_depth = 128;          ///< nesting of the schema text
+constexpr std::size_t guard_base_visits = 100'000;     ///< subschema visits, plus ...
+constexpr std::size_t guard_visits_per_node = 64;      ///< ... this many per argument node
+constexpr std::ptrdiff_t guard_stack_bytes = 1 << 20;  ///< stack one validation may use
+
+nlohmann::json to_nlohmann(simdjson::dom::element el, std::size_t& nodes) {
+    ++nodes;
     using simdjson::dom::element_type;
     switch (el.type()) {
     case element_type::ARRAY: {
@@ -24,14 +43,14 @@ nlohmann::json to_nlohmann(simdjson::dom::element el) {
         const simdjson::dom::array items =
             el.get_array().value_unsafe(); // copy: the result is a temporary
         for (auto item : items)
-            arr.push_back(to_nlohmann(item));
+            arr.push_back(to_nlohmann(item, nodes));
         return arr;
     }
     case element_type::OBJECT: {
         auto obj = nlohmann::json::object();
         const simdjson::dom::object fields = el.get_object().value_unsafe();
         for (auto field : fields)
-            obj[std::string(field.key)] = to_nlohmann(field.value);
+            obj[std::string(field.key)] = to_nlohmann(field.value, nodes);
         return obj;
     }
     case element_type::INT64:
@@ -50,27 +69,259 @@ nlohmann::json to_nlohmann(simdjson::dom::element el) {
     return nullptr;
 }
 
-bool has_long_string(simdjson::dom::element el) {
-    using simdjson::dom::element_type;
-    switch (el.type()) {
-    case element_type::STRING:
-        return el.get_string().value_unsafe().size() > max_pattern_checked_string;
-    case element_type::ARRAY: {
-        const simdjson::dom::array items = el.get_array().value_unsafe();
-        for (auto item : items)
-            if (has_long_string(item)) return true;
+/// Nesting depth of JSON text (brackets outside strings).
+std::size_t text_depth(std::string_view s) {
+    std::size_t depth = 0, max_depth = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (in_string) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            max_depth = std::max(max_depth, ++depth);
+        } else if ((c == '}' || c == ']') && depth > 0) {
+            --depth;
+        }
     }
-        return false;
-    case element_type::OBJECT: {
-        const simdjson::dom::object fields = el.get_object().value_unsafe();
-        for (auto field : fields)
-            if (field.key.size() > max_pattern_checked_string || has_long_string(field.value))
-                return true;
+    return max_depth;
+}
+
+// ---- the guard: bounded work and stack per validation ------------------------------------
+
+struct guard_state {
+    std::size_t visits = 0;
+    std::size_t budget = 0;
+    const char* stack_base = nullptr;
+};
+thread_local guard_state guard;
+
+struct guard_exhausted : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+class guard_constraint final : public valijson::constraints::PolyConstraint {
+  public:
+    bool validate(const valijson::adapters::Adapter&, const std::vector<std::string>&,
+                  valijson::ValidationResults*) const override {
+        if (++guard.visits > guard.budget)
+            throw guard_exhausted("the schema needs too much work for these arguments (over " +
+                                  std::to_string(guard.budget) + " subschema checks)");
+        const char* here = static_cast<const char*>(__builtin_frame_address(0));
+        if (guard.stack_base && guard.stack_base - here > guard_stack_bytes)
+            throw guard_exhausted("the schema recurses too deeply for these arguments");
+        return true;
     }
-        return false;
-    default:
+
+  private:
+    Constraint* cloneInto(void* p) const override { return new (p) guard_constraint(*this); }
+    size_t sizeOf() const override { return sizeof(guard_constraint); }
+};
+
+// ---- keywords taken from valijson --------------------------------------------------------
+
+/// What the rewritten schema's own keywords refer to (by index, as the keyword's value).
+struct extras {
+    std::vector<std::unique_ptr<RE2>> patterns;
+    struct pattern_properties {
+        std::vector<std::pair<std::unique_ptr<RE2>, std::shared_ptr<const schema_validator::compiled>>>
+            patterns;                     ///< regex -> subschema (null: accepts anything)
+        std::vector<std::string> named;   ///< names in `properties` (not "additional")
+        bool additional_allowed = true;   ///< additionalProperties is not false
+        std::shared_ptr<const schema_validator::compiled> additional; ///< its subschema, if any
+    };
+    std::vector<pattern_properties> pattern_props;
+};
+
+std::string context_path(const std::vector<std::string>& context) {
+    std::string path;
+    for (const auto& p : context) {
+        if (p == "<root>") continue;
+        path += '/';
+        path += p.size() >= 2 && p.front() == '[' && p.back() == ']' ? p.substr(1, p.size() - 2) : p;
+    }
+    return path.empty() ? "/" : path;
+}
+
+class pattern_constraint final : public valijson::constraints::PolyConstraint {
+  public:
+    explicit pattern_constraint(const RE2* re) : re_(re) {}
+    bool validate(const valijson::adapters::Adapter& target,
+                  const std::vector<std::string>& context,
+                  valijson::ValidationResults* results) const override {
+        if (!target.isString()) return true;
+        const std::string s = target.getString();
+        if (RE2::PartialMatch(s, *re_)) return true;
+        if (results)
+            results->pushError(context, "Failed to match the pattern '" + re_->pattern() + "'");
         return false;
     }
+
+  private:
+    Constraint* cloneInto(void* p) const override { return new (p) pattern_constraint(*this); }
+    size_t sizeOf() const override { return sizeof(pattern_constraint); }
+    const RE2* re_;
+};
+
+/// `format` date, time and date-time as valijson checks them, with RE2; others are ignored.
+class format_constraint final : public valijson::constraints::PolyConstraint {
+  public:
+    explicit format_constraint(std::string format) : format_(std::move(format)) {}
+    bool validate(const valijson::adapters::Adapter& target,
+                  const std::vector<std::string>& context,
+                  valijson::ValidationResults* results) const override {
+        if (!target.isString()) return true;
+        static const RE2 date("^([0-9]+)-(0[1-9]|1[012])-(0[1-9]|[12][0-9]|3[01])$");
+        static const RE2 time("^([01][0-9]|2[0-3]):([0-5][0-9]):([0-5][0-9]|60)(\\.[0-9]+)?"
+                              "(([Zz])|([\\+|\\-]([01][0-9]|2[0-3]):[0-5][0-9]))$");
+        static const RE2 date_time(
+            "^([0-9]+)-(0[1-9]|1[012])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):"
+            "([0-5][0-9]):([0-5][0-9]|60)(\\.[0-9]+)?(([Zz])|([\\+|\\-]([01][0-9]|2[0-3]):[0-5]"
+            "[0-9]))$");
+        const RE2* re = format_ == "date"        ? &date
+                        : format_ == "time"      ? &time
+                        : format_ == "date-time" ? &date_time
+                                                 : nullptr;
+        if (!re) return true;
+        if (RE2::FullMatch(target.getString(), *re)) return true;
+        if (results) results->pushError(context, "String is not a valid " + format_);
+        return false;
+    }
+
+  private:
+    Constraint* cloneInto(void* p) const override { return new (p) format_constraint(*this); }
+    size_t sizeOf() const override { return sizeof(format_constraint); }
+    std::string format_;
+};
+
+/// A canonical text of a JSON value, equal for values JSON Schema calls equal (numbers by
+/// value, objects by members in any order).
+void canonical(const valijson::adapters::Adapter& v, std::string& out) {
+    if (v.isNull()) {
+        out += 'n';
+    } else if (v.isBool()) {
+        out += v.getBool() ? 't' : 'f';
+    } else if (v.isNumber()) {
+        char buf[40];
+        const double d = v.getNumber();
+        const int n = std::snprintf(buf, sizeof buf, "d%.17g;", d == 0 ? 0.0 : d);
+        out.append(buf, static_cast<std::size_t>(n));
+    } else if (v.isString()) {
+        const std::string s = v.getString();
+        out += 's' + std::to_string(s.size()) + ':';
+        out += s;
+    } else if (v.isArray()) {
+        out += '[';
+        v.applyToArray([&](const valijson::adapters::Adapter& item) {
+            canonical(item, out);
+            return true;
+        });
+        out += ']';
+    } else if (v.isObject()) {
+        std::vector<std::string> members;
+        v.applyToObject([&](const std::string& key, const valijson::adapters::Adapter& value) {
+            std::string m = std::to_string(key.size()) + ':' + key;
+            canonical(value, m);
+            members.push_back(std::move(m));
+            return true;
+        });
+        std::sort(members.begin(), members.end());
+        out += '{';
+        for (const auto& m : members)
+            out += m;
+        out += '}';
+    }
+}
+
+class unique_items_constraint final : public valijson::constraints::PolyConstraint {
+  public:
+    bool validate(const valijson::adapters::Adapter& target,
+                  const std::vector<std::string>& context,
+                  valijson::ValidationResults* results) const override {
+        if (!target.isArray()) return true;
+        std::unordered_set<std::string> seen;
+        bool unique = true;
+        target.applyToArray([&](const valijson::adapters::Adapter& item) {
+            std::string key;
+            canonical(item, key);
+            unique = seen.insert(std::move(key)).second;
+            return unique;
+        });
+        if (!unique && results) results->pushError(context, "Array items are not unique");
+        return unique;
+    }
+
+  private:
+    Constraint* cloneInto(void* p) const override {
+        return new (p) unique_items_constraint(*this);
+    }
+    size_t sizeOf() const override { return sizeof(unique_items_constraint); }
+};
+
+class pattern_properties_constraint final : public valijson::constraints::PolyConstraint {
+  public:
+    explicit pattern_properties_constraint(const extras::pattern_properties* pp) : pp_(pp) {}
+    bool validate(const valijson::adapters::Adapter& target,
+                  const std::vector<std::string>& context,
+                  valijson::ValidationResults* results) const override {
+        if (!target.isObject()) return true;
+        bool ok = true;
+        target.applyToObject([&](const std::string& key, const valijson::adapters::Adapter& value) {
+            bool matched = false;
+            for (const auto& [re, sub] : pp_->patterns) {
+                if (!RE2::PartialMatch(key, *re)) continue;
+                matched = true;
+                if (sub && !check(*sub, key, value, context, results)) ok = false;
+            }
+            if (!matched &&
+                std::find(pp_->named.begin(), pp_->named.end(), key) == pp_->named.end()) {
+                if (!pp_->additional_allowed) {
+                    ok = false;
+                    if (results) {
+                        auto where = context;
+                        where.push_back("[" + key + "]");
+                        results->pushError(where, "Object property '" + key +
+                                                      "' is not allowed (additionalProperties)");
+                    }
+                } else if (pp_->additional &&
+                           !check(*pp_->additional, key, value, context, results)) {
+                    ok = false;
+                }
+            }
+            return ok || results != nullptr;
+        });
+        return ok;
+    }
+
+  private:
+    static bool check(const schema_validator::compiled& sub, const std::string& key,
+                      const valijson::adapters::Adapter& value,
+                      const std::vector<std::string>& context,
+                      valijson::ValidationResults* results);
+    Constraint* cloneInto(void* p) const override {
+        return new (p) pattern_properties_constraint(*this);
+    }
+    size_t sizeOf() const override { return sizeof(pattern_properties_constraint); }
+    const extras::pattern_properties* pp_;
+};
+
+/// Builds our constraints from the rewritten keywords (values are indexes into `extras`).
+template <class F> class builder final : public valijson::ConstraintBuilder {
+  public:
+    explicit builder(F make) : make_(std::move(make)) {}
+    valijson::constraints::Constraint* make(const valijson::adapters::Adapter& value) const override {
+        return make_(value);
+    }
+
+  private:
+    F make_;
+};
+template <class F> valijson::ConstraintBuilder* make_builder(F f) {
+    return new builder<F>(std::move(f));
 }
 
 /// True when the schema constrains nothing beyond "is an object".
@@ -89,13 +340,287 @@ bool accepts_any_object(const nlohmann::json& schema) {
     return true;
 }
 
+// ---- compile-time checks and the rewrite --------------------------------------------------
+
+using json = nlohmann::json;
+
+/// Keywords whose subschemas apply to the same instance (a cycle through them never ends).
+constexpr std::array<const char*, 3> same_instance_lists{"allOf", "anyOf", "oneOf"};
+constexpr std::array<const char*, 4> same_instance_single{"not", "if", "then", "else"};
+
+/// A JSON pointer reference token (RFC 6901 §3: "~" as "~0", "/" as "~1").
+std::string escape_token(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '~')
+            out += "~0";
+        else if (c == '/')
+            out += "~1";
+        else
+            out += c;
+    }
+    return out;
+}
+
+/// The JSON pointer of a local `$ref` ("#", "#/definitions/a"); nullopt for anything else.
+std::optional<json::json_pointer> local_pointer(const std::string& ref) {
+    if (ref.empty() || ref[0] != '#') return std::nullopt;
+    std::string ptr = ref.substr(1);
+    while (ptr.size() > 1 && ptr.back() == '/')
+        ptr.pop_back();
+    if (!ptr.empty() && ptr[0] != '/') return std::nullopt; // "#anchor": not supported
+    try {
+        return json::json_pointer(ptr);
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+/// Refuses `$ref`s that are not local pointers into the document, and cycles of references
+/// and combinators that never descend into the arguments (valijson would recurse without end,
+/// at compile or at validation).
+std::optional<std::string> check_references(const json& root) {
+    enum class mark { none, active, done };
+    std::map<std::string, mark> marks;
+    std::optional<std::string> error;
+    std::size_t depth = 0; // a chain of references is followed recursively: bound it
+    std::function<void(const json&, const std::string&)> visit;
+    // Walks every schema position; `same` follows same-instance edges for the cycle check.
+    std::function<void(const json&, const std::string&)> walk_all;
+    visit = [&](const json& node, const std::string& path) {
+        if (error || !node.is_object()) return;
+        auto& m = marks[path];
+        if (m == mark::done) return;
+        if (m == mark::active) {
+            error = "inputSchema refers to itself at '" + (path.empty() ? "#" : "#" + path) +
+                    "' without descending into the arguments (a $ref cycle)";
+            return;
+        }
+        if (++depth > 1000) {
+            error = "inputSchema: references and combinators nest more than 1000 deep";
+            return;
+        }
+        m = mark::active;
+        if (auto ref = node.find("$ref"); ref != node.end()) {
+            if (!ref->is_string()) {
+                error = "inputSchema: $ref at '#" + path + "' is not a string";
+                return;
+            }
+            const auto ptr = local_pointer(ref->get<std::string>());
+            if (!ptr) {
+                error = "inputSchema: only local $ref pointers (\"#/...\") are supported, not '" +
+                        ref->get<std::string>() + "'";
+                return;
+            }
+            if (!root.contains(*ptr)) {
+                error = "inputSchema: $ref '" + ref->get<std::string>() + "' points nowhere";
+                return;
+            }
+            visit(root.at(*ptr), ptr->to_string());
+        } else {
+            for (const char* k : same_instance_lists)
+                if (auto it = node.find(k); it != node.end() && it->is_array())
+                    for (std::size_t i = 0; i < it->size(); ++i)
+                        visit((*it)[i], path + "/" + k + "/" + std::to_string(i));
+            for (const char* k : same_instance_single)
+                if (auto it = node.find(k); it != node.end()) visit(*it, path + "/" + k);
+            if (auto it = node.find("dependencies"); it != node.end() && it->is_object())
+                for (const auto& [name, dep] : it->items())
+                    visit(dep, path + "/dependencies/" + escape_token(name));
+        }
+        marks[path] = mark::done;
+        --depth;
+    };
+    walk_all = [&](const json& node, const std::string& path) {
+        if (error || !node.is_object()) return;
+        visit(node, path);
+        for (const auto& [key, value] : node.items()) {
+            if (key == "enum" || key == "const" || key == "default" || key == "examples") continue;
+            const std::string here = path + "/" + escape_token(key);
+            if (value.is_object() &&
+                (key == "properties" || key == "patternProperties" || key == "definitions" ||
+                 key == "$defs" || key == "dependencies")) {
+                for (const auto& [name, sub] : value.items())
+                    walk_all(sub, here + "/" + escape_token(name));
+            } else if (value.is_array()) {
+                for (std::size_t i = 0; i < value.size(); ++i)
+                    walk_all(value[i], here + "/" + std::to_string(i));
+            } else if (value.is_object()) {
+                walk_all(value, here);
+            }
+        }
+    };
+    walk_all(root, "");
+    return error;
+}
+
+std::unique_ptr<RE2> compile_pattern(const std::string& pattern, const std::string& where) {
+    RE2::Options opts;
+    opts.set_log_errors(false);
+    auto re = std::make_unique<RE2>(pattern, opts);
+    if (!re->ok())
+        throw std::runtime_error("pattern '" + pattern + "' at '" + where +
+                                 "' cannot be matched in linear time (RE2: " + re->error() +
+                                 "); backreferences and lookaround are not supported");
+    return re;
+}
+
+class rewriter {
+  public:
+    rewriter(extras& x, const json& root) : x_(x), root_(root) {}
+
+    /// Rewrites the schema at `node` in place (see the comment at the top of this file).
+    void schema(json& node, const std::string& path) {
+        if (!node.is_object()) return;
+        if (node.contains("$ref")) return; // valijson ignores a reference's siblings
+        for (auto& [key, value] : node.items()) {
+            if (key == "enum" || key == "const" || key == "default" || key == "examples") continue;
+            const std::string here = path + "/" + key;
+            if (key == "properties" || key == "definitions" || key == "$defs" ||
+                key == "dependencies") {
+                if (value.is_object())
+                    for (auto& [name, sub] : value.items())
+                        schema(sub, here + "/" + name);
+            } else if (key == "patternProperties") {
+                // handled below, with additionalProperties
+            } else if (value.is_array()) {
+                for (std::size_t i = 0; i < value.size(); ++i)
+                    schema(value[i], here + "/" + std::to_string(i));
+            } else if (value.is_object()) {
+                schema(value, here);
+            }
+        }
+        if (auto it = node.find("pattern"); it != node.end() && it->is_string()) {
+            x_.patterns.push_back(compile_pattern(it->get<std::string>(), path + "/pattern"));
+            node.erase(it);
+            node["x-meith-pattern"] = x_.patterns.size() - 1;
+        }
+        if (auto it = node.find("format"); it != node.end() && it->is_string()) {
+            node["x-meith-format"] = it->get<std::string>();
+            node.erase("format");
+        }
+        if (auto it = node.find("uniqueItems"); it != node.end() && it->is_boolean()) {
+            if (it->get<bool>()) node["x-meith-unique-items"] = true;
+            node.erase("uniqueItems");
+        }
+        if (auto it = node.find("patternProperties"); it != node.end() && it->is_object()) {
+            extras::pattern_properties pp;
+            for (auto& [re, sub] : it->items())
+                pp.patterns.emplace_back(compile_pattern(re, path + "/patternProperties"),
+                                         subschema(sub, path + "/patternProperties/" + re));
+            if (auto props = node.find("properties"); props != node.end() && props->is_object())
+                for (const auto& [name, sub] : props->items())
+                    pp.named.push_back(name);
+            if (auto add = node.find("additionalProperties"); add != node.end()) {
+                if (add->is_boolean())
+                    pp.additional_allowed = add->get<bool>();
+                else if (add->is_object())
+                    pp.additional = subschema(*add, path + "/additionalProperties");
+                node.erase("additionalProperties");
+            }
+            node.erase("patternProperties");
+            x_.pattern_props.push_back(std::move(pp));
+            node["x-meith-pattern-properties"] = x_.pattern_props.size() - 1;
+        }
+        node["x-meith-guard"] = true;
+    }
+
+  private:
+    /// A patternProperties value schema, compiled on its own: `$ref`s in it resolve against it
+    /// plus the root's `definitions` / `$defs` (documented limit).
+    std::shared_ptr<const schema_validator::compiled> subschema(const json& sub,
+                                                                const std::string& where);
+    extras& x_;
+    const json& root_;
+};
+
 } // namespace
 
 struct schema_validator::compiled {
-    nlohmann::json document; // valijson's schema keeps references into it
+    json document; // valijson's schema keeps references into it
     valijson::Schema schema;
-    bool uses_patterns = false;
+    extras x;
+
+    /// Parses the (already checked) `document` into `schema`, with our keywords.
+    void build(const json& root_for_refs) {
+        rewriter(x, root_for_refs).schema(document, "#");
+        valijson::SchemaParser parser;
+        extras* xp = &x;
+        parser.addConstraintBuilder("x-meith-guard", make_builder([](const auto&) {
+                                        return new guard_constraint();
+                                    }));
+        parser.addConstraintBuilder("x-meith-pattern", make_builder([xp](const auto& v) {
+                                        return new pattern_constraint(
+                                            xp->patterns.at(static_cast<std::size_t>(
+                                                v.getInteger())).get());
+                                    }));
+        parser.addConstraintBuilder("x-meith-format", make_builder([](const auto& v) {
+                                        return new format_constraint(v.getString());
+                                    }));
+        parser.addConstraintBuilder("x-meith-unique-items", make_builder([](const auto&) {
+                                        return new unique_items_constraint();
+                                    }));
+        parser.addConstraintBuilder(
+            "x-meith-pattern-properties", make_builder([xp](const auto& v) {
+                return new pattern_properties_constraint(
+                    &xp->pattern_props.at(static_cast<std::size_t>(v.getInteger())));
+            }));
+        valijson::adapters::NlohmannJsonAdapter adapter(document);
+        parser.populateSchema(adapter, schema);
+    }
+
+    bool validate(const valijson::adapters::NlohmannJsonAdapter& target,
+                  valijson::ValidationResults* results) const {
+        valijson::Validator validator;
+        return validator.validate(schema, target, results);
+    }
 };
+
+namespace {
+
+std::shared_ptr<const schema_validator::compiled> rewriter::subschema(const json& sub,
+                                                                      const std::string& where) {
+    if (!sub.is_object()) {
+        if (sub.is_boolean() && sub.get<bool>()) return nullptr;
+        if (!sub.is_boolean())
+            throw std::runtime_error("'" + where + "' is not a schema");
+    }
+    auto c = std::make_shared<schema_validator::compiled>();
+    c->document = sub.is_object() ? sub : json{{"not", json::object()}};
+    for (const char* defs : {"definitions", "$defs"})
+        if (root_.contains(defs) && !c->document.contains(defs)) c->document[defs] = root_[defs];
+    if (auto err = check_references(c->document)) throw std::runtime_error(*err);
+    c->build(c->document);
+    return c;
+}
+
+bool pattern_properties_constraint::check(const schema_validator::compiled& sub,
+                                          const std::string& key,
+                                          const valijson::adapters::Adapter& value,
+                                          const std::vector<std::string>& context,
+                                          valijson::ValidationResults* results) {
+    const auto* concrete = dynamic_cast<const valijson::adapters::NlohmannJsonAdapter*>(&value);
+    if (!concrete) throw std::runtime_error("patternProperties: unexpected value adapter");
+    valijson::ValidationResults inner;
+    if (sub.validate(*concrete, results ? &inner : nullptr)) return true;
+    if (results) {
+        auto where = context;
+        where.push_back("[" + key + "]");
+        valijson::ValidationResults::Error e;
+        bool any = false;
+        while (inner.popError(e)) {
+            auto ctx = where;
+            for (const auto& part : e.context)
+                if (part != "<root>") ctx.push_back(part);
+            results->pushError(ctx, e.description);
+            any = true;
+        }
+        if (!any) results->pushError(where, "Failed to match a patternProperties schema");
+    }
+    return false;
+}
+
+} // namespace
 
 schema_validator::schema_validator(std::unique_ptr<compiled> c) : compiled_(std::move(c)) {
 }
@@ -105,37 +630,49 @@ schema_validator::compile_result schema_validator::compile(std::string_view sche
     compile_result out;
     auto c = std::make_unique<compiled>();
     try {
-        c->document = nlohmann::json::parse(schema_json);
+        if (text_depth(schema_json) > max_schema_depth) {
+            out.error = "inputSchema nests deeper than " + std::to_string(max_schema_depth) +
+                        " levels";
+            return out;
+        }
+        c->document = json::parse(schema_json);
         if (!c->document.is_object()) {
             out.error = "inputSchema must be a JSON object";
             return out;
         }
         if (accepts_any_object(c->document)) return out;
-        valijson::SchemaParser parser;
-        valijson::adapters::NlohmannJsonAdapter adapter(c->document);
-        parser.populateSchema(adapter, c->schema);
+        if (auto err = check_references(c->document)) {
+            out.error = *err;
+            return out;
+        }
+        const json original = c->document;
+        c->build(original);
     } catch (const std::exception& e) {
         out.error = std::string("invalid inputSchema: ") + e.what();
         return out;
     }
-    c->uses_patterns = schema_json.find("\"pattern") != std::string_view::npos ||
-                       schema_json.find("\"format\"") != std::string_view::npos;
     out.validator = std::make_shared<schema_validator>(std::move(c));
     return out;
 }
 
 std::optional<std::string> schema_validator::validate(simdjson::dom::element args) const {
-    if (compiled_->uses_patterns && has_long_string(args))
-        return "a string in the arguments is longer than " +
-               std::to_string(max_pattern_checked_string) +
-               " bytes, the limit for tools whose schema uses patterns or formats";
-    const nlohmann::json target = to_nlohmann(args);
-    valijson::Validator validator;
+    std::size_t nodes = 0;
+    const json target = to_nlohmann(args, nodes);
     valijson::ValidationResults results;
     valijson::adapters::NlohmannJsonAdapter adapter(target);
+    // Bounded work and stack for this validation (the guard in every subschema checks both).
+    guard.visits = 0;
+    guard.budget = guard_base_visits + guard_visits_per_node * nodes;
+    guard.stack_base = static_cast<const char*>(__builtin_frame_address(0));
     try {
-        if (validator.validate(compiled_->schema, adapter, &results)) return std::nullopt;
+        const bool ok = compiled_->validate(adapter, &results);
+        guard.stack_base = nullptr;
+        if (ok) return std::nullopt;
+    } catch (const guard_exhausted& e) {
+        guard.stack_base = nullptr;
+        return std::string("arguments could not be validated: ") + e.what();
     } catch (const std::exception& e) {
+        guard.stack_base = nullptr;
         return std::string("arguments could not be validated: ") + e.what();
     }
     // valijson lists the innermost failure first, then the enclosing ones; the first entries
@@ -144,15 +681,8 @@ std::optional<std::string> schema_validator::validate(simdjson::dom::element arg
     valijson::ValidationResults::Error err;
     int shown = 0;
     while (results.popError(err) && shown < 2) {
-        std::string path;
-        for (const auto& p : err.context) {
-            if (p == "<root>") continue;
-            path += '/';
-            path += p.size() >= 2 && p.front() == '[' && p.back() == ']' ? p.substr(1, p.size() - 2)
-                                                                         : p;
-        }
         message += shown == 0 ? ": " : "; ";
-        message += (path.empty() ? "/" : path) + ": " + err.description;
+        message += context_path(err.context) + ": " + err.description;
         ++shown;
     }
     return message;

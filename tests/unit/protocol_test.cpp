@@ -1134,3 +1134,19 @@ TEST_CASE("normalize_json: the parser is reusable across calls", "[result]") {
     CHECK_FALSE(b.ok);
     CHECK(c.content_json == "[3]");
 }
+
+TEST_CASE("line_framer: a long frame grows the buffer geometrically, not by a chunk per read",
+          "[framing][hardening]") {
+    // Issue 11, defect 6: growing by one read chunk per read copied the whole partial frame
+    // each time (quadratic: an 8 MiB frame in 16 KiB reads copied ~2 GiB).
+    const std::size_t chunk = 16 * 1024;
+    line_framer f(32 * 1024 * 1024, chunk);
+    const std::string frame = std::string(32 * 1024 * 1024 - 10, 'a') + "\n";
+    auto events = feed(f, frame, chunk);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].status == line_framer::status::frame);
+    CHECK(events[0].line.size() == frame.size() - 1);
+    // 16 KiB -> 32 MiB by doubling is 11 steps; allow a few more, never one per read (2048).
+    CHECK(f.growths() <= 16);
+    CHECK(f.bytes_copied() <= 2 * frame.size());
+}

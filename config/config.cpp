@@ -1,5 +1,7 @@
 #include "config/config.hpp"
 
+#include <limits>
+
 #include "config/paths.hpp"
 
 #include <algorithm>
@@ -223,7 +225,8 @@ class checker {
     }
 
     std::optional<std::uint64_t> uint_of(const toml::node& n, const std::string& what,
-                                         std::uint64_t min) {
+                                         std::uint64_t min,
+                                         std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
         const std::string expected = min == 0   ? "a non-negative integer"
                                      : min == 1 ? "a positive integer"
                                                 : fmt::format("an integer of at least {}", min);
@@ -235,6 +238,16 @@ class checker {
         const std::int64_t i = v->get();
         if (i < 0 || static_cast<std::uint64_t>(i) < min) {
             fail(n.source(), fmt::format("{} must be {}, not {}", what, expected, i));
+            return std::nullopt;
+        }
+        if (static_cast<std::uint64_t>(i) > max) {
+            fail(n.source(), fmt::format("{} must be at most {}{}, not {}", what, max,
+                                         max % 86'400'000 == 0 && max >= 86'400'000
+                                             ? fmt::format(" ({} days)", max / 86'400'000)
+                                         : max % 60'000 == 0
+                                             ? fmt::format(" ({} minutes)", max / 60'000)
+                                             : std::string(),
+                                         i));
             return std::nullopt;
         }
         return static_cast<std::uint64_t>(i);
@@ -254,9 +267,10 @@ class checker {
     }
 
     std::optional<std::uint64_t> read_uint(const scope& s, std::string_view key,
-                                           std::uint64_t min = 0) {
+                                           std::uint64_t min = 0,
+                                           std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
         const auto* n = s.table.get(key);
-        return n ? uint_of(*n, label(s, key), min) : std::nullopt;
+        return n ? uint_of(*n, label(s, key), min, max) : std::nullopt;
     }
 
     template <std::size_t N>
@@ -419,23 +433,25 @@ void parse_socket(checker& c, const scope& s, config& cfg) {
 void parse_limits(checker& c, const scope& s, limits_config& l) {
     c.check_keys(s,
                  {"max_frame_bytes", "max_result_bytes", "max_timeout_ms", "max_connections",
-                  "max_calls_in_flight_per_connection", "max_outbound_bytes", "idle_timeout_ms"});
+                  "max_calls_in_flight_per_connection", "max_outbound_bytes", "idle_timeout_ms",
+                  "write_stall_ms"});
     assign(l.max_frame_bytes, c.read_uint(s, "max_frame_bytes", 1024));
     assign(l.max_result_bytes, c.read_uint(s, "max_result_bytes"));
-    assign(l.max_timeout_ms, c.read_uint(s, "max_timeout_ms", 1));
+    assign(l.max_timeout_ms, c.read_uint(s, "max_timeout_ms", 1, max_call_timeout_ms));
     assign(l.max_connections, c.read_uint(s, "max_connections", 1));
     assign(l.max_calls_in_flight_per_connection,
            c.read_uint(s, "max_calls_in_flight_per_connection", 1));
     assign(l.max_outbound_bytes, c.read_uint(s, "max_outbound_bytes"));
-    assign(l.idle_timeout_ms, c.read_uint(s, "idle_timeout_ms"));
+    assign(l.idle_timeout_ms, c.read_uint(s, "idle_timeout_ms", 0, max_idle_timeout_ms));
+    assign(l.write_stall_ms, c.read_uint(s, "write_stall_ms", 1, max_grace_ms));
 }
 
 void parse_tools(checker& c, const scope& s, tools_config& t) {
     c.check_keys(s, {"default_timeout_ms", "shutdown_grace_ms", "kill_grace_ms", "env_allow"});
     assign(t.env_allow, c.read_string_array(s, "env_allow", false, true));
-    assign(t.default_timeout_ms, c.read_uint(s, "default_timeout_ms", 1));
-    assign(t.shutdown_grace_ms, c.read_uint(s, "shutdown_grace_ms"));
-    assign(t.kill_grace_ms, c.read_uint(s, "kill_grace_ms"));
+    assign(t.default_timeout_ms, c.read_uint(s, "default_timeout_ms", 1, max_call_timeout_ms));
+    assign(t.shutdown_grace_ms, c.read_uint(s, "shutdown_grace_ms", 0, max_grace_ms));
+    assign(t.kill_grace_ms, c.read_uint(s, "kill_grace_ms", 0, max_grace_ms));
 }
 
 void parse_audit(checker& c, const scope& s, audit_config& a) {
@@ -525,7 +541,7 @@ std::optional<exec_tool_config> parse_exec_tool(checker& c, const scope& s) {
     assign(t.description, c.read_string(s, "description", false));
     assign(t.capabilities, c.read_capabilities(s, "capabilities"));
     assign(t.input_schema_json, c.read_json_table(s, "input_schema"));
-    if (auto v = c.read_uint(s, "timeout_ms", 1)) t.timeout_ms = *v;
+    if (auto v = c.read_uint(s, "timeout_ms", 1, max_call_timeout_ms)) t.timeout_ms = *v;
     if (!ok) return std::nullopt;
     return t;
 }
@@ -588,12 +604,13 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
         if (const auto* timeouts = c.read_table(s, "timeout_ms")) {
             for (auto&& [k, v] : *timeouts) {
                 auto ms = c.uint_of(
-                    v, fmt::format("the timeout_ms of tool '{}' in {}", k.str(), s.name), 1);
+                    v, fmt::format("the timeout_ms of tool '{}' in {}", k.str(), s.name), 1,
+                    max_call_timeout_ms);
                 if (ms) src.timeout_ms.emplace(std::string(k.str()), *ms);
             }
         }
         assign(src.prefix, c.read_string(s, "prefix", false));
-        assign(src.start_timeout_ms, c.read_uint(s, "start_timeout_ms", 1));
+        assign(src.start_timeout_ms, c.read_uint(s, "start_timeout_ms", 1, max_grace_ms));
 
         const auto* tool = t->get("tool");
         if (kind == source_kind::host && tool != nullptr) {
@@ -653,7 +670,7 @@ void parse_hooks(checker& c, const scope& root, std::vector<hook_config>& out) {
         }
         parse_process(c, s, hook.command, hook.cwd, hook.env);
         assign(hook.tools, c.read_string_array(s, "tools", false, true));
-        assign(hook.timeout_ms, c.read_uint(s, "timeout_ms", 1));
+        assign(hook.timeout_ms, c.read_uint(s, "timeout_ms", 1, max_grace_ms));
         out.push_back(std::move(hook));
     }
 }

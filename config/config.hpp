@@ -17,6 +17,16 @@
 
 namespace meith::config {
 
+/// Maximum durations (ms): past them a config is refused, naming the key and the maximum, so no
+/// value can overflow std::chrono's 64-bit nanoseconds (docs/configuration.md).
+/// Call timeouts (limits.max_timeout_ms, tools.default_timeout_ms, a tool's timeout_ms): 7 days.
+inline constexpr std::uint64_t max_call_timeout_ms = 7ull * 24 * 3600 * 1000;
+/// limits.idle_timeout_ms: 7 days.
+inline constexpr std::uint64_t max_idle_timeout_ms = 7ull * 24 * 3600 * 1000;
+/// Graces, start and hook timeouts, write stalls (kill_grace_ms, shutdown_grace_ms,
+/// start_timeout_ms, a hook's timeout_ms, limits.write_stall_ms): 1 hour.
+inline constexpr std::uint64_t max_grace_ms = 3600ull * 1000;
+
 /// [limits] (docs/protocol.md §2, §5, §8). Sizes in bytes, times in milliseconds.
 struct limits_config {
     std::uint64_t max_frame_bytes = 8 * 1024 * 1024;
@@ -26,6 +36,8 @@ struct limits_config {
     std::uint64_t max_calls_in_flight_per_connection = 64;
     std::uint64_t max_outbound_bytes = 16 * 1024 * 1024; ///< raised to max_result_bytes if lower
     std::uint64_t idle_timeout_ms = 0;                   ///< 0 = no idle timeout
+    /// A connection over max_outbound_bytes whose socket takes no byte for this long is closed.
+    std::uint64_t write_stall_ms = 10000;
 
     bool operator==(const limits_config&) const = default;
 };

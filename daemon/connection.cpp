@@ -11,6 +11,7 @@
 
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
+#include <poll.h>
 #include <sys/random.h>
 
 namespace meith::daemon {
@@ -46,7 +47,8 @@ connection::connection(asio::local::stream_protocol::socket socket, registry::re
                        peer_identity peer, std::function<void(connection*)> on_closed)
     : socket_(std::move(socket)), registry_(reg), peer_(peer), on_closed_(std::move(on_closed)),
       session_id_(new_session_id()), framer_(reg.cfg().limits.max_frame_bytes, read_chunk),
-      idle_timer_(socket_.get_executor()) {
+      idle_timer_(socket_.get_executor()), resume_timer_(socket_.get_executor()),
+      stall_timer_(socket_.get_executor()) {
 }
 
 connection::~connection() = default;
@@ -82,6 +84,14 @@ asio::awaitable<void> connection::read_loop() {
     std::error_code ec;
     socket_.non_blocking(true, ec);
     while (!closed_) {
+        if (over_outbound_limit()) {
+            // Back-pressure: read no further request until the client takes its replies.
+            reading_paused_ = true;
+            resume_timer_.expires_at(std::chrono::steady_clock::time_point::max());
+            co_await resume_timer_.async_wait(asio::experimental::as_tuple(asio::use_awaitable));
+            reading_paused_ = false;
+            continue;
+        }
         auto buf = framer_.prepare();
         const std::size_t n = socket_.read_some(asio::buffer(buf.data(), buf.size()), ec);
         if (ec == asio::error::would_block || ec == asio::error::try_again) {
@@ -91,6 +101,14 @@ asio::awaitable<void> connection::read_loop() {
                 asio::socket_base::wait_read, asio::experimental::as_tuple(asio::use_awaitable));
             if (wait_ec) break;
             continue;
+        }
+        if (ec == asio::error::eof && !closed_ && !peer_gone()) {
+            // A half-close: no more requests, but the replies of those sent still go out.
+            peer_eof_ = true;
+            framer_.release();
+            flush();
+            close_if_finished();
+            co_return;
         }
         if (ec || closed_) break;
         framer_.commit(n);
@@ -108,6 +126,46 @@ asio::awaitable<void> connection::read_loop() {
         flush();
     }
     if (!closed_) close("client closed the connection");
+}
+
+bool connection::peer_gone() {
+    // EOF on read alone does not tell a half-close (shutdown(SHUT_WR)) from a close: a Unix
+    // socket whose peer closed (or shut down both ways) also polls POLLHUP (unix(7)).
+    pollfd p{socket_.native_handle(), POLLOUT, 0};
+    return ::poll(&p, 1, 0) < 0 || (p.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+bool connection::over_outbound_limit() const {
+    return unsent() > registry_.cfg().limits.max_outbound_bytes;
+}
+
+void connection::watch_stall() {
+    if (stall_armed_ || closed_ || !over_outbound_limit()) return;
+    stall_armed_ = true;
+    progress_at_stall_check_ = progress_;
+    const auto ms = registry_.cfg().limits.write_stall_ms;
+    stall_timer_.expires_after(std::chrono::milliseconds(ms));
+    stall_timer_.async_wait([weak = weak_from_this(), ms](const std::error_code& ec) {
+        auto self = weak.lock();
+        if (ec || !self || self->closed_) return;
+        self->stall_armed_ = false;
+        if (!self->over_outbound_limit()) return;
+        if (self->progress_ != self->progress_at_stall_check_) {
+            self->watch_stall(); // slow, but reading
+            return;
+        }
+        self->close("client does not read: " + std::to_string(self->unsent()) +
+                    " unsent bytes, over limits.max_outbound_bytes (" +
+                    std::to_string(self->registry_.cfg().limits.max_outbound_bytes) +
+                    "), and none taken for " + std::to_string(ms) + " ms (limits.write_stall_ms)");
+    });
+}
+
+void connection::close_if_finished() {
+    if (closed_ || !peer_eof_ || !calls_.empty() || write_active_ || flush_posted_ ||
+        audit_wait_ || !outbound_.empty())
+        return;
+    close("client closed its side; every reply was written");
 }
 
 void connection::handle_oversized() {
@@ -305,12 +363,7 @@ void connection::flush() {
     if (closed_) return;
     // Every frame queued so far follows the audit lines built so far (docs/protocol.md §6).
     audit_seq_ = registry_.audit_high_seq();
-    const auto limit = registry_.cfg().limits.max_outbound_bytes;
-    if (outbound_.size() + writing_.size() > limit) {
-        close("client does not read: over " + std::to_string(limit) +
-              " unsent bytes (limits.max_outbound_bytes)");
-        return;
-    }
+    watch_stall();
     // The pending write, flush or wait for the audit writer takes it along.
     if (write_active_ || flush_posted_ || audit_wait_) return;
     // Write at the end of this I/O turn: replies of every connection served in the turn share
@@ -326,6 +379,7 @@ void connection::write_now() {
     if (closed_) return;
     if (write_active_ || outbound_.empty()) {
         if (!write_active_ && closing_after_flush_) close("daemon shutting down");
+        close_if_finished();
         return;
     }
     // Audit lines of the replies below reach the file first (docs/protocol.md §6): they were
@@ -349,10 +403,21 @@ void connection::write_now() {
         result_seqs_.clear();
     write_active_ = true;
     writing_.swap(outbound_);
+    written_ = 0;
     asio::async_write(socket_, asio::buffer(writing_),
+                      // Counts the bytes the socket takes, for the stall check.
+                      [self = shared_from_this()](const std::error_code& ec,
+                                                  std::size_t total) -> std::size_t {
+                          self->progress_ += total - self->written_;
+                          self->written_ = total;
+                          return ec ? 0 : 64 * 1024;
+                      },
                       [self = shared_from_this()](const std::error_code& ec, std::size_t) {
                           self->write_active_ = false;
                           self->writing_.clear();
+                          self->written_ = 0;
+                          if (self->reading_paused_ && !self->over_outbound_limit())
+                              self->resume_timer_.cancel();
                           // Drop a large buffer rather than keep it for an idle connection.
                           if (self->writing_.capacity() > 256 * 1024)
                               std::string().swap(self->writing_);
@@ -418,6 +483,8 @@ void connection::close(std::string_view reason) {
     if (closed_) return;
     closed_ = true;
     idle_timer_.cancel();
+    stall_timer_.cancel();
+    resume_timer_.cancel();
     const std::size_t cancelled = calls_.size();
     // Calls in flight are cancelled and audited; their replies have nowhere to go.
     auto calls = std::move(calls_);

@@ -2,9 +2,12 @@
 //
 // A reader coroutine reads into the connection's line framer and handles every complete
 // frame; replies are appended to one outbound buffer and written by a single writer, so
-// frames never interleave and a burst of replies leaves in one write(2). A client that stops
-// reading is closed once its unsent bytes pass `limits.max_outbound_bytes` (back-pressure
-// without unbounded memory). Closing cancels the connection's calls in flight.
+// frames never interleave and a burst of replies leaves in one write(2).
+// Back-pressure: while more than `limits.max_outbound_bytes` wait unsent, no further request
+// is read (the client's own writes block); a client whose socket then takes no byte for
+// `limits.write_stall_ms` does not read and is closed. A client that half-closes (EOF on read,
+// as `nc -N` and `socat` do) has sent its last request: its calls run and every reply is
+// written before the daemon closes. Closing cancels the connection's calls in flight.
 // I/O-thread only.
 #pragma once
 
@@ -66,6 +69,15 @@ class connection final : public registry::call_sink,
     /// written by a TOOL_FAILED result (audit.on_failure = "fail_closed", §6).
     void withhold_unaudited_results();
     void arm_idle_timer();
+    /// Bytes queued or being written that the client has not taken yet.
+    std::size_t unsent() const { return outbound_.size() + writing_.size() - written_; }
+    bool over_outbound_limit() const;
+    /// True when the peer closed (not merely half-closed): POLLHUP on the socket.
+    bool peer_gone();
+    /// Arms the write-stall check while over the outbound limit (back-pressure, §5).
+    void watch_stall();
+    /// After a half-close: closes once no call is in flight and every reply is written.
+    void close_if_finished();
 
     asio::local::stream_protocol::socket socket_;
     registry::registry& registry_;
@@ -87,7 +99,15 @@ class connection final : public registry::call_sink,
     std::vector<std::uint64_t> result_seqs_;
     bool closed_ = false;
     bool closing_after_flush_ = false;
+    bool peer_eof_ = false;       ///< the client half-closed: no more requests
+    bool reading_paused_ = false; ///< over the outbound limit: requests wait in the kernel
+    std::size_t written_ = 0;     ///< bytes of writing_ the socket took so far
+    std::uint64_t progress_ = 0;  ///< bytes the socket took, ever (for the stall check)
+    std::uint64_t progress_at_stall_check_ = 0;
+    bool stall_armed_ = false;
     asio::steady_timer idle_timer_;
+    asio::steady_timer resume_timer_; ///< wakes the paused reader (cancelled = resume)
+    asio::steady_timer stall_timer_;
 };
 
 /// A fresh session id: "s_" + 32 hex digits from the OS CSPRNG (getrandom(2)).

@@ -242,7 +242,7 @@ class server {
         return m;
     }
 
-    std::unique_ptr<registry::tool_source> make_source(const config::source_config& src) {
+    std::shared_ptr<registry::tool_source> make_source(const config::source_config& src) {
         if (src.kind == config::source_kind::host)
             return registry::make_host_source(ioc_.get_executor(), reaper_, src, cfg_);
         return registry::make_exec_source(ioc_.get_executor(), reaper_, src, cfg_);

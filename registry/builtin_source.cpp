@@ -52,8 +52,8 @@ class builtin_source final : public tool_source {
 
 } // namespace
 
-std::unique_ptr<tool_source> make_builtin_source() {
-    return std::make_unique<builtin_source>();
+std::shared_ptr<tool_source> make_builtin_source() {
+    return std::make_shared<builtin_source>();
 }
 
 } // namespace meith::registry

@@ -15,6 +15,7 @@
 #include <deque>
 #include <sys/wait.h>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -97,6 +98,7 @@ class exec_source final : public tool_source {
     }
 
     const std::string& name() const override { return cfg_.name; }
+    const std::string& prefix() const override { return cfg_.prefix; }
 
     source_state state() const override {
         if (proc_) return state_of(proc_->state());
@@ -135,8 +137,15 @@ class exec_source final : public tool_source {
             proc_->stop(grace, std::move(done));
             return;
         }
-        // One-shot children of abandoned calls were killed already; stragglers get reaped.
-        done();
+        // One-shot children still running are ended (their calls fail as on the source's
+        // exit); `done` runs once every one of them is reaped.
+        if (runs_.empty()) {
+            done();
+            return;
+        }
+        stop_done_ = std::move(done);
+        for (auto& run : std::vector<std::shared_ptr<oneshot_run>>(runs_.begin(), runs_.end()))
+            run->kill();
     }
 
     void restart() override {
@@ -170,13 +179,29 @@ class exec_source final : public tool_source {
         input += c->args_json;
         input += "}\n";
         const std::size_t cap = whole_.limits.max_result_bytes + 64 * 1024; // answer envelope
-        auto run = oneshot_run::start(ex_, reaper_, spec_, std::move(input), cap,
-                                      std::chrono::milliseconds(whole_.tools.kill_grace_ms),
-                                      [this, weak = std::weak_ptr<call>(c)](oneshot_outcome out) {
-                                          auto c = weak.lock();
-                                          if (!c || c->resolved() || c->tool_done()) return;
-                                          c->resolve(oneshot_result(out));
-                                      });
+        auto self = std::static_pointer_cast<exec_source>(shared_from_this());
+        auto slot = std::make_shared<std::shared_ptr<oneshot_run>>();
+        auto run = oneshot_run::start(
+            ex_, reaper_, spec_, std::move(input), cap,
+            std::chrono::milliseconds(whole_.tools.kill_grace_ms),
+            // The run holds its source: a source removed by a reload lives until it is reaped.
+            [self, slot, weak = std::weak_ptr<call>(c)](oneshot_outcome out) {
+                self->runs_.erase(*slot);
+                slot->reset();
+                if (auto c = weak.lock(); c && !c->resolved() && !c->tool_done())
+                    c->resolve(self->stopped_
+                                   ? tool_result::failure(
+                                         error_code::tool_failed,
+                                         fmt::format("exec tool '{}' was stopped (removed by a "
+                                                     "config reload, or the daemon is shutting "
+                                                     "down) while the call was running",
+                                                     self->cfg_.name))
+                                   : self->oneshot_result(out));
+                if (self->runs_.empty() && self->stop_done_)
+                    std::exchange(self->stop_done_, nullptr)();
+            });
+        *slot = run;
+        runs_.insert(run);
         // Timeout and cancel end the whole process group (SIGTERM, then SIGKILL).
         c->on_abandon([run] { run->kill(); });
     }
@@ -334,15 +359,18 @@ class exec_source final : public tool_source {
     std::uint64_t next_id_ = 0;
     std::string last_error_;
     bool stopped_ = false;
+    /// One-shot children running now; stop() ends them and waits for them.
+    std::unordered_set<std::shared_ptr<oneshot_run>> runs_;
+    std::function<void()> stop_done_;
     simdjson::dom::parser parser_;
 };
 
 } // namespace
 
-std::unique_ptr<tool_source> make_exec_source(asio::any_io_executor ex, child_reaper& reaper,
+std::shared_ptr<tool_source> make_exec_source(asio::any_io_executor ex, child_reaper& reaper,
                                               const config::source_config& cfg,
                                               const config::config& whole) {
-    return std::make_unique<exec_source>(std::move(ex), reaper, cfg, whole);
+    return std::make_shared<exec_source>(std::move(ex), reaper, cfg, whole);
 }
 
 } // namespace meith::registry

@@ -53,6 +53,7 @@ class host_source final : public tool_source {
                                           make_policy(cfg, whole), make_handlers()) {}
 
     const std::string& name() const override { return cfg_.name; }
+    const std::string& prefix() const override { return cfg_.prefix; }
     source_state state() const override {
         if (!started_) return source_state::starting;
         return state_of(proc_.state());
@@ -458,10 +459,10 @@ class host_source final : public tool_source {
 
 } // namespace
 
-std::unique_ptr<tool_source> make_host_source(asio::any_io_executor ex, child_reaper& reaper,
+std::shared_ptr<tool_source> make_host_source(asio::any_io_executor ex, child_reaper& reaper,
                                               const config::source_config& cfg,
                                               const config::config& whole) {
-    return std::make_unique<host_source>(std::move(ex), reaper, cfg, whole);
+    return std::make_shared<host_source>(std::move(ex), reaper, cfg, whole);
 }
 
 } // namespace meith::registry

@@ -155,7 +155,7 @@ registry::~registry() {
     if (audit_) audit_->set_commit_listener(nullptr);
 }
 
-void registry::add_source(std::unique_ptr<tool_source> source) {
+void registry::add_source(std::shared_ptr<tool_source> source) {
     sources_.push_back(std::move(source));
 }
 
@@ -199,9 +199,8 @@ void registry::start(std::function<void(std::optional<std::string>)> on_ready) {
 
 std::optional<std::string> registry::register_tools(tool_source& src,
                                                     std::vector<tool_definition> defs) {
-    std::string prefix;
-    for (const auto& sc : cfg_.sources)
-        if (sc.name == src.name()) prefix = sc.prefix;
+    // The source's own prefix: a reload may add it before the daemon's config is replaced.
+    const std::string& prefix = src.prefix();
 
     std::vector<std::shared_ptr<const tool>> fresh;
     for (auto& d : defs) {
@@ -212,7 +211,7 @@ std::optional<std::string> registry::register_tools(tool_source& src,
         t->input_schema_json = std::move(d.input_schema_json);
         t->capabilities = permissions::capability_set_from(d.capabilities);
         t->timeout_ms = d.timeout_ms;
-        t->source = &src;
+        t->source = src.shared_from_this();
         if (!t->input_schema_json.empty()) {
             auto compiled = schema_validator::compile(t->input_schema_json);
             if (compiled.error) {
@@ -223,7 +222,7 @@ std::optional<std::string> registry::register_tools(tool_source& src,
             t->validator = std::move(compiled.validator);
         }
         auto it = tools_.find(t->name);
-        if (it != tools_.end() && it->second->source != &src) {
+        if (it != tools_.end() && it->second->source.get() != &src) {
             std::string err = "tool name '" + t->name + "' is offered by both source '" +
                               it->second->source->name() + "' and source '" + src.name() +
                               "' (set `prefix` on one of them)";
@@ -236,7 +235,7 @@ std::optional<std::string> registry::register_tools(tool_source& src,
         fresh.push_back(std::move(t));
     }
     for (auto it = tools_.begin(); it != tools_.end();) {
-        if (it->second->source == &src)
+        if (it->second->source.get() == &src)
             it = tools_.erase(it);
         else
             ++it;
@@ -323,7 +322,7 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
             });
     };
     if (!hooks_) {
-        t.source->execute(c, t);
+        run_on_source(c);
         // A tool that answered at once (built-ins) never needs a timer: saves two
         // timerfd_settime(2) calls per call on the hot path.
         if (!c->tool_done() && !c->resolved()) arm_deadline();
@@ -335,14 +334,15 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
         *c, "before_execution",
         hooks_->observe("before_execution", t.name, hook_payload("before_execution", *c, nullptr)));
     if (!hooks_->has_filters("before_execution", t.name)) {
-        t.source->execute(c, t);
+        run_on_source(c);
         return;
     }
     hooks_->filter(
         "before_execution", t.name, hook_payload("before_execution", *c, nullptr), time_left(*c),
-        [weak = std::weak_ptr<call>(c)](std::vector<hook_verdict> verdicts) {
+        [this, weak = std::weak_ptr<call>(c), alive = std::weak_ptr<bool>(alive_)](
+            std::vector<hook_verdict> verdicts) {
             auto c = weak.lock();
-            if (!c || c->resolved()) return;
+            if (!c || c->resolved() || !alive.lock()) return;
             record_hooks(*c, verdicts);
             if (!verdicts.empty() && !verdicts.back().allow) {
                 c->decision = {false, verdicts.back().reason};
@@ -351,8 +351,22 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
                             call_end::refused);
                 return;
             }
-            c->target->source->execute(c, *c->target);
+            run_on_source(c);
         });
+}
+
+void registry::run_on_source(const call_ptr& c) {
+    tool_source& src = *c->target->source;
+    // The source may have been removed by a reload while the call waited (for a hook): it is
+    // still alive (the call's tool holds it) but stopped, and runs nothing more.
+    if (src.state() == source_state::stopped) {
+        c->resolve(tool_result::failure(error_code::tool_failed,
+                                        "source '" + src.name() +
+                                            "' was stopped (removed by a config reload, or the "
+                                            "daemon is shutting down) before the call could run"));
+        return;
+    }
+    src.execute(c, *c->target);
 }
 
 std::chrono::milliseconds registry::time_left(const call& c) const {
@@ -510,7 +524,7 @@ bool registry::restart_source(std::string_view name) {
     return false;
 }
 
-void registry::add_live_source(std::unique_ptr<tool_source> source) {
+void registry::add_live_source(std::shared_ptr<tool_source> source) {
     sources_.push_back(std::move(source));
     invalidate_descriptors();
     sources_.back()->start(events_);
@@ -522,7 +536,7 @@ bool registry::remove_source(std::string_view name) {
     if (it == sources_.end()) return false;
     tool_source* src = it->get();
     for (auto t = tools_.begin(); t != tools_.end();) {
-        if (t->second->source == src)
+        if (t->second->source.get() == src)
             t = tools_.erase(t);
         else
             ++t;

@@ -35,7 +35,7 @@ class registry {
     registry(const registry&) = delete;
     registry& operator=(const registry&) = delete;
 
-    void add_source(std::unique_ptr<tool_source> source);
+    void add_source(std::shared_ptr<tool_source> source);
 
     /// Starts every source; `on_ready` runs once each has registered its tools or failed its
     /// first start (docs/protocol.md §1 readiness). Returns an error message instead when a tool
@@ -111,7 +111,7 @@ class registry {
     // ---- Config reload (docs/configuration.md "Reloading") --------------------------------
 
     /// Adds `source` after start() and starts it; its tools appear when it registers them.
-    void add_live_source(std::unique_ptr<tool_source> source);
+    void add_live_source(std::shared_ptr<tool_source> source);
     /// Removes the source named `name`: its tools are unregistered at once (new calls get
     /// UNKNOWN_TOOL), then it is stopped (calls in flight on it fail as on its exit) and
     /// destroyed once its process is gone. False when there is none.
@@ -157,7 +157,7 @@ class registry {
     audit::audit_log* audit_;
     const audit::redactor& redactor_;
     class hook_set* hooks_ = nullptr;
-    std::vector<std::unique_ptr<tool_source>> sources_;
+    std::vector<std::shared_ptr<tool_source>> sources_;
     std::map<std::string, std::shared_ptr<const tool>, std::less<>> tools_;
     std::unordered_set<call*> active_;
     bool shutting_down_ = false;
@@ -177,7 +177,7 @@ class registry {
     void render_descriptors(std::string& out, permissions::caller who) const;
     source_events events_; ///< what sources report through (set by start())
     /// Removed sources still stopping, destroyed when their stop completes.
-    std::vector<std::unique_ptr<tool_source>> retiring_;
+    std::vector<std::shared_ptr<tool_source>> retiring_;
     std::function<std::string()> reload_handler_;
     std::size_t unsettled_ = 0;
     bool started_ = false;
@@ -186,17 +186,17 @@ class registry {
 };
 
 /// The built-in source: `echo` (read-only; its content is its arguments) — §7.
-std::unique_ptr<tool_source> make_builtin_source();
+std::shared_ptr<tool_source> make_builtin_source();
 
 /// A tool host source (`kind = "host"`, §7) supervised as a subprocess.
 class child_reaper;
-std::unique_ptr<tool_source> make_host_source(asio::any_io_executor ex, child_reaper& reaper,
+std::shared_ptr<tool_source> make_host_source(asio::any_io_executor ex, child_reaper& reaper,
                                               const config::source_config& cfg,
                                               const config::config& whole);
 
 /// An exec source (`kind = "exec"`, §7): one-shot (a process per call) or server mode (one
 /// supervised JSON-RPC 2.0 process).
-std::unique_ptr<tool_source> make_exec_source(asio::any_io_executor ex, child_reaper& reaper,
+std::shared_ptr<tool_source> make_exec_source(asio::any_io_executor ex, child_reaper& reaper,
                                               const config::source_config& cfg,
                                               const config::config& whole);
 

@@ -19,7 +19,9 @@ namespace meith::registry {
 class tool_source;
 
 /// A registered tool. Immutable once registered; calls hold it by shared_ptr, so a source
-/// that re-registers after a restart never pulls a tool out from under a running call.
+/// that re-registers after a restart never pulls a tool out from under a running call, and the
+/// tool holds its source, so a source removed by a config reload outlives the calls that use it
+/// (a stopped source fails them; it is never freed under them).
 struct tool {
     std::string name;        ///< registry-wide name (source prefix applied)
     std::string remote_name; ///< name the source knows it by
@@ -27,7 +29,7 @@ struct tool {
     std::string input_schema_json; ///< JSON Schema text; empty for text-payload tools
     permissions::capability_set capabilities = 0;
     std::optional<std::uint64_t> timeout_ms;
-    tool_source* source = nullptr;
+    std::shared_ptr<tool_source> source;
     std::shared_ptr<const class schema_validator> validator; ///< null: accepts any object
 };
 
@@ -61,10 +63,16 @@ struct source_events {
         lifecycle;
 };
 
-class tool_source {
+/// Sources are owned by shared_ptr (the registry, and every tool they registered).
+class tool_source : public std::enable_shared_from_this<tool_source> {
   public:
     virtual ~tool_source() = default;
     virtual const std::string& name() const = 0;
+    /// Prepended to the name of every tool the source offers (its own config's `prefix`).
+    virtual const std::string& prefix() const {
+        static const std::string none;
+        return none;
+    }
     virtual source_state state() const = 0;
     /// Starts asynchronously; reports through `events`.
     virtual void start(source_events events) = 0;

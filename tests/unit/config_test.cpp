@@ -722,3 +722,32 @@ TEST_CASE("audit can be switched off and the child environment allow-list set", 
     const auto bad_timeout = parse_err("[tools]\ndefault_timeout_ms = 0\n");
     CHECK_THAT(bad_timeout.message, Catch::Contains("default_timeout_ms"));
 }
+
+TEST_CASE("every duration has a maximum, and past it is an error naming key and maximum",
+          "[config][hardening]") {
+    // Issue 11, defect 12: 10^13 ms overflowed std::chrono's nanoseconds (an idle timeout that
+    // closed every connection at once).
+    const std::vector<std::pair<std::string, std::string>> keys{
+        {"limits", "idle_timeout_ms"},     {"limits", "max_timeout_ms"},
+        {"limits", "write_stall_ms"},      {"tools", "default_timeout_ms"},
+        {"tools", "shutdown_grace_ms"},    {"tools", "kill_grace_ms"},
+    };
+    for (const auto& [table, key] : keys) {
+        CAPTURE(table, key);
+        const auto e = parse_err("[" + table + "]\n" + key + " = 10000000000000\n");
+        CHECK(e.where == "test.toml:2:" + std::to_string(key.size() + 4));
+        CHECK_THAT(e.message, Catch::Contains(key) && Catch::Contains("at most"));
+    }
+    const std::string source = "[[sources]]\nname = \"h\"\nkind = \"host\"\ncommand = [\"x\"]\n";
+    CHECK_THAT(parse_err(source + "start_timeout_ms = 10000000000000\n").message,
+               Catch::Contains("start_timeout_ms") && Catch::Contains("at most"));
+    CHECK_THAT(parse_err(source + "timeout_ms = { t = 10000000000000 }\n").message,
+               Catch::Contains("timeout_ms") && Catch::Contains("at most"));
+    const std::string hook = "[[hooks]]\nname = \"k\"\nkind = \"filter\"\nmode = \"oneshot\"\n"
+                             "phase = \"before_execution\"\ncommand = [\"x\"]\n";
+    CHECK_THAT(parse_err(hook + "timeout_ms = 10000000000000\n").message,
+               Catch::Contains("timeout_ms") && Catch::Contains("at most"));
+    // The maximum itself is fine.
+    CHECK(parse_ok("[limits]\nidle_timeout_ms = 604800000\n").limits.idle_timeout_ms ==
+          604800000);
+}

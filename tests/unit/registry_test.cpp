@@ -78,6 +78,8 @@ class fake_source : public tool_source {
         : name_(std::move(name)), defs_(std::move(defs)), settle_on_start_(settle_on_start) {}
 
     const std::string& name() const override { return name_; }
+    const std::string& prefix() const override { return prefix_value; }
+    std::string prefix_value; ///< the source's own `prefix` (config)
     source_state state() const override { return state_; }
 
     void start(source_events events) override {
@@ -633,13 +635,10 @@ TEST_CASE("registry: a tool name offered by two sources is a startup error namin
     }
     SECTION("a prefix resolves the clash") {
         fixture fx;
-        meith::config::source_config sc;
-        sc.name = "beta";
-        sc.prefix = "b_";
-        fx.cfg.sources.push_back(sc);
         fx.make_registry();
         fx.reg->add_source(std::make_unique<fake_source>("alpha", std::vector{def("dup")}));
         auto beta = std::make_unique<fake_source>("beta", std::vector{def("dup")});
+        beta->prefix_value = "b_";
         auto* pb = beta.get();
         fx.reg->add_source(std::move(beta));
         fx.start();

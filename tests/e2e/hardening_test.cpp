@@ -1,0 +1,154 @@
+// End-to-end regression tests for the defects an outside probe found (issue 11): each case
+// failed (crashed, hung, leaked or bypassed a rule) on the code before its fix. The real meithd
+// on a temporary home, real subprocesses, real sockets.
+#include "daemon_fixture.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <sstream>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace meith::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string code_of(const json& f) {
+    if (f["result"].value("ok", false)) return "OK";
+    return f["result"]["error"]["code"].get<std::string>();
+}
+
+void write_config(const daemon_process& d, const std::string& toml) {
+    std::ofstream(d.home() / "meithd.toml", std::ios::trunc) << toml;
+}
+
+json reload(client& c) {
+    c.send({{"type", "reload_config"},
+            {"requestId", "reload-1"},
+            {"clientInfo", {{"caller", "cli"}}}});
+    for (;;) {
+        json f = c.read();
+        if (f.value("requestId", "") == "reload-1") return f;
+    }
+}
+
+json call_frame(const std::string& id, const std::string& tool, const json& args) {
+    return {{"type", "tool_call"}, {"requestId", id}, {"toolName", tool}, {"arguments", args}};
+}
+
+[[maybe_unused]] std::size_t open_fds(pid_t pid) {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e :
+         fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd"))
+        ++n;
+    return n;
+}
+
+} // namespace
+
+// ---- 1. a reload must not free a source that calls still use -------------------------------
+
+TEST_CASE("a one-shot exec source removed by a reload while its call runs ends the call cleanly",
+          "[e2e][hardening][reload]") {
+    daemon_process d(exec_source_toml("slow", "oneshot", "oneshot.mjs", "slow_tool"));
+    client c(d.socket());
+    c.send(call_frame("r1", "slow_tool", {{"mode", "sleep"}, {"ms", 400}}));
+    std::this_thread::sleep_for(100ms); // the one-shot child is running
+    write_config(d, "");
+    client op(d.socket());
+    REQUIRE(reload(op)["ok"] == true);
+    const json r = c.wait_result("r1");
+    // The source is gone: its call fails as on the source's exit, and nothing is freed early.
+    CHECK(code_of(r) == "TOOL_FAILED");
+    CHECK(d.running());
+    CHECK(c.call("echo", {{"after", 1}})["result"]["ok"] == true);
+    CHECK(code_of(c.call("slow_tool", {{"mode", "echo"}})) == "UNKNOWN_TOOL");
+    CHECK(d.stop() == 0);
+}
+
+TEST_CASE("a call waiting in a filter hook when its source is removed fails instead of running",
+          "[e2e][hardening][reload]") {
+    const std::string hook =
+        hook_toml("slow_allow", "filter", "oneshot", "before_execution", {"--sleep-ms=400"});
+    daemon_process d(exec_source_toml("gone", "oneshot", "oneshot.mjs", "gone_tool") + hook);
+    client c(d.socket());
+    c.send(call_frame("r1", "gone_tool", {{"mode", "echo"}}));
+    std::this_thread::sleep_for(100ms); // the call waits for the hook
+    write_config(d, hook);
+    client op(d.socket());
+    REQUIRE(reload(op)["ok"] == true);
+    const json r = c.wait_result("r1");
+    CHECK(code_of(r) == "TOOL_FAILED");
+    CHECK_THAT(r["result"]["error"]["message"].get<std::string>(), Catch::Contains("removed"));
+    CHECK(d.running());
+    CHECK(c.call("echo", {{"after", 1}})["result"]["ok"] == true);
+    CHECK(d.stop() == 0);
+}
+
+// ---- 2. sources added or replaced by a reload get their own prefix -------------------------
+
+TEST_CASE("a source added by a reload registers under its own prefix, so prefix rules apply",
+          "[e2e][hardening][reload]") {
+    daemon_process d;
+    client c(d.socket());
+    write_config(d, exec_source_toml("p", "oneshot", "oneshot.mjs", "t", {}, "prefix = \"p_\"") +
+                        "[[permissions.rules]]\ntool = \"p_*\"\ndecision = \"deny\"\n");
+    REQUIRE(reload(c)["ok"] == true);
+    CHECK(code_of(c.call("p_t", {{"mode", "echo"}})) == "PERMISSION_DENIED");
+    CHECK(code_of(c.call("t", {{"mode", "echo"}})) == "UNKNOWN_TOOL");
+
+    // Replaced with another prefix: the new one applies, the old name is gone.
+    write_config(d, exec_source_toml("p", "oneshot", "oneshot.mjs", "t", {}, "prefix = \"q_\"") +
+                        "[[permissions.rules]]\ntool = \"q_*\"\ndecision = \"deny\"\n");
+    REQUIRE(reload(c)["ok"] == true);
+    CHECK(code_of(c.call("q_t", {{"mode", "echo"}})) == "PERMISSION_DENIED");
+    CHECK(code_of(c.call("p_t", {{"mode", "echo"}})) == "UNKNOWN_TOOL");
+}
+
+// ---- 4. a half-closed client still gets its replies -----------------------------------------
+
+TEST_CASE("a client that half-closes after its frames still gets every reply",
+          "[e2e][hardening]") {
+    daemon_process d;
+    client c(d.socket());
+    std::string frames;
+    for (int i = 0; i < 3; ++i)
+        frames += call_frame("h" + std::to_string(i), "echo", {{"i", i}}).dump() + "\n";
+    frames += json{{"type", "list_tools"}, {"requestId", "lt"}}.dump() + "\n";
+    c.send_raw(frames);
+    REQUIRE(::shutdown(c.fd(), SHUT_WR) == 0); // as `socat` and `nc -N` do
+    for (int i = 0; i < 3; ++i) {
+        const json r = c.wait_result("h" + std::to_string(i));
+        CHECK(r["result"]["content"]["i"] == i);
+    }
+    bool listed = false;
+    for (int i = 0; i < 5 && !listed; ++i)
+        listed = c.read().value("requestId", "") == "lt";
+    CHECK(listed);
+    CHECK(c.wait_closed()); // then the daemon closes its side
+}
+
+// ---- 5. a client that reads is never cut off as "does not read" ---------------------------
+
+TEST_CASE("a reading client gets three pipelined results of 8 MB under the default limits",
+          "[e2e][hardening]") {
+    daemon_process d;
+    client c(d.socket());
+    const std::string payload(8 * 1024 * 1024 - 200, 'z'); // content just under max_result_bytes
+    std::string frames;
+    for (int i = 0; i < 3; ++i)
+        frames += call_frame("b" + std::to_string(i), "echo", {{"p", payload}}).dump() + "\n";
+    std::thread writer([&] { c.send_raw(frames); });
+    for (int i = 0; i < 3; ++i) {
+        const json r = c.wait_result("b" + std::to_string(i), nullptr, 60s);
+        CHECK(r["result"]["ok"] == true);
+        CHECK(r["result"]["content"]["p"].get<std::string>().size() == payload.size());
+    }
+    writer.join();
+    for (const auto& l : d.audit_events("connection_close"))
+        CHECK(l["reason"].get<std::string>().find("max_outbound_bytes") == std::string::npos);
+}

@@ -4,6 +4,7 @@
 
 #include "audit/audit_log.hpp"
 
+#include <cctype>
 #include <re2/re2.h>
 #include <re2/set.h>
 #include <simdjson.h>
@@ -62,14 +63,16 @@ constexpr auto value_rule_trigger = [] {
 }();
 
 /// Words that make a key secret wherever they appear in the normalised key.
-constexpr std::array<std::string_view, 17> strong_words = {
+constexpr std::array<std::string_view, 21> strong_words = {
     "password",  "passwd",        "passphrase",    "secret",     "token",      "apikey",
     "accesskey", "authorization", "cookie",        "credential", "privatekey", "privkey",
-    "session",   "signingkey",    "encryptionkey", "masterkey",  "bearer"};
+    "session",   "signingkey",    "encryptionkey", "masterkey",  "bearer",     "passcode",
+    "clientkey", "sshkey",        "hmac"};
 
 /// Words that make a key secret only as a whole word (segment) of the key: "db_pwd", "authMethod"
 /// but not "author" or "cwd".
-constexpr std::array<std::string_view, 5> weak_segments = {"auth", "pwd", "pw", "jwt", "otp"};
+constexpr std::array<std::string_view, 6> weak_segments = {"auth", "pwd", "pw",
+                                                          "jwt",  "otp", "pass"};
 
 /// Whole normalised keys that are secret although they contain no strong word.
 constexpr std::array<std::string_view, 8> exact_secret_keys = {
@@ -826,6 +829,49 @@ std::string redactor::redact_text(std::string_view text) const {
 
 bool redactor::is_secret_key(std::string_view key) const {
     return secret_key(key);
+}
+
+// ---- pem_block_filter ----------------------------------------------------------------------
+
+namespace {
+bool pem_begin(std::string_view line) {
+    const auto at = line.find("-----BEGIN ");
+    return at != std::string_view::npos && line.find("-----", at + 11) != std::string_view::npos;
+}
+bool pem_end(std::string_view line) {
+    const auto at = line.find("-----END ");
+    return at != std::string_view::npos && line.find("-----", at + 9) != std::string_view::npos;
+}
+/// Base64 body lines, empty lines and RFC 1421 headers ("Proc-Type: 4,ENCRYPTED").
+bool pem_inner(std::string_view line) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    if (line.empty()) return true;
+    if (const auto colon = line.find(": "); colon != std::string_view::npos && colon > 0) {
+        for (char c : line.substr(0, colon))
+            if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return false;
+        return true;
+    }
+    for (char c : line)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '/' && c != '=')
+            return false;
+    return true;
+}
+} // namespace
+
+std::string_view pem_block_filter::filter(std::string_view line) {
+    static constexpr std::string_view redacted = "[REDACTED: PEM block line]";
+    if (!inside_) {
+        if (!pem_begin(line)) return line;
+        inside_ = !pem_end(line); // a one-line block ends where it starts
+        return redacted;
+    }
+    if (pem_end(line)) {
+        inside_ = false;
+        return redacted;
+    }
+    if (pem_inner(line)) return redacted;
+    inside_ = false; // not PEM any more: an unterminated block ends here
+    return line;
 }
 
 const redactor& default_redactor() {

@@ -70,6 +70,20 @@ class redactor {
     std::string budget_note_json_; ///< "[cut: summary over N bytes]" as a JSON string
 };
 
+/// Redacts PEM blocks (`-----BEGIN … PRIVATE KEY-----` … `-----END …-----`) in a stream of
+/// lines, e.g. a child's stderr, which is redacted one line at a time: the body lines of a key
+/// are plain base64 that no single-line rule recognises. Every line from BEGIN to END becomes
+/// "[REDACTED: PEM block line]"; a block without END ends at the first line that is neither
+/// base64, empty nor an RFC 1421 header. One filter per stream; not thread-safe.
+class pem_block_filter {
+  public:
+    /// `line` (without its line ending) as it may be shown: itself, or the redaction note.
+    std::string_view filter(std::string_view line);
+
+  private:
+    bool inside_ = false;
+};
+
 /// The process-wide redactor used by the logging sink and the audit log.
 const redactor& default_redactor();
 

@@ -261,7 +261,7 @@ void connection::handle_frame(std::string_view line) {
     case frame_type::cancel_tool_call: {
         auto it = calls_.find(std::string(*f.request_id));
         std::string fields = R"("requestId":)";
-        append_json_string(fields, *f.request_id);
+        registry_.append_redacted(fields, *f.request_id);
         fields += R"(,"sessionId":)";
         append_json_string(fields, session_id_);
         fields += it == calls_.end() ? R"(,"inFlight":false)" : R"(,"inFlight":true)";
@@ -316,7 +316,7 @@ void connection::audit_rejected_call(const protocol::client_frame& f, std::strin
     std::string l;
     l += R"("requestId":)";
     if (f.request_id)
-        append_json_string(l, *f.request_id);
+        registry_.append_redacted(l, *f.request_id);
     else
         l += "null";
     l += R"(,"sessionId":)";
@@ -325,16 +325,16 @@ void connection::audit_rejected_call(const protocol::client_frame& f, std::strin
     append_json_string(l, permissions::to_string(caller_for(f)));
     l += R"(,"claimedCaller":)";
     if (auto claim = claim_for(f); !claim.empty())
-        append_json_string(l, claim);
+        registry_.append_redacted(l, claim);
     else
         l += "null";
     l += R"(,"toolName":)";
     if (!f.tool_name.empty())
-        append_json_string(l, f.tool_name);
+        registry_.append_redacted(l, f.tool_name);
     else
         l += "null";
     l += R"(,"source":null,"capabilities":null,"decision":null,"reason":)";
-    append_json_string(l, reason);
+    registry_.append_redacted(l, reason); // may echo what the client sent
     l += R"(,"timeoutMs":)";
     l += f.timeout_ms ? std::to_string(*f.timeout_ms) : "null";
     l += R"(,"durationMs":null,"ok":null,"errorCode":null,"end":"rejected","hooks":[],"args":)";

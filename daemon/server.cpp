@@ -150,7 +150,7 @@ class server {
                 m += R"(false,"file":)";
                 protocol::append_json_string(m, file->string());
                 m += R"(,"error":)";
-                protocol::append_json_string(m, why);
+                registry_.append_redacted(m, why); // may quote a value of the file
                 registry_.audit_event("config_reload", m);
                 return m;
             }

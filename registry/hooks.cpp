@@ -21,6 +21,7 @@ namespace {
 constexpr std::size_t max_answer_bytes = 1024 * 1024;
 constexpr std::size_t max_observe_running = 4;   ///< one-shot observe processes per hook
 constexpr std::size_t max_observe_queued = 1024; ///< events waiting for one of them
+constexpr std::size_t max_observe_unanswered = 1024; ///< server-mode observe events remembered
 
 /// Reads a filter answer: {"allow":bool,"reason"?:string}. Anything else denies.
 hook_verdict read_answer(simdjson::dom::element answer, hook_verdict v) {
@@ -110,7 +111,7 @@ class hook_runner {
                 spdlog::warn("observe hook '{}' is not running or not reading; event dropped",
                              cfg_.name);
             else
-                observing_.insert(id);
+                remember_observed(id);
             return;
         }
         if (running_ >= max_observe_running) {
@@ -138,7 +139,7 @@ class hook_runner {
             out += "null";
         else
             protocol::append_json_string(out, proc_->last_error());
-        out += R"(,"tools":0})";
+        out += R"(,"tools":0,"unanswered":)" + std::to_string(observing_.size()) + '}';
     }
     bool is_server() const { return proc_ != nullptr; }
     void restart() {
@@ -234,6 +235,24 @@ class hook_runner {
         p.done(make(std::move(p.v)));
     }
 
+    /// Observe events sent and not answered yet. A hook that never answers would grow this
+    /// without end: past `max_observe_unanswered` the oldest are forgotten (a late answer to
+    /// one is then ignored like any unknown id).
+    void remember_observed(std::uint64_t id) {
+        observing_.insert(id);
+        observing_order_.push_back(id);
+        while (observing_order_.size() > max_observe_unanswered) {
+            observing_.erase(observing_order_.front());
+            observing_order_.pop_front();
+            if (!warned_unanswered_) {
+                warned_unanswered_ = true;
+                spdlog::warn("observe hook '{}' has not answered {} events; forgetting the "
+                             "oldest (events are still sent)",
+                             cfg_.name, max_observe_unanswered);
+            }
+        }
+    }
+
     void fail_pending(const std::string& why) {
         std::vector<std::uint64_t> ids;
         for (auto& [id, p] : pending_)
@@ -241,6 +260,7 @@ class hook_runner {
         for (auto id : ids)
             finish(id, [&](hook_verdict v) { return deny(std::move(v), why); });
         observing_.clear();
+        observing_order_.clear();
     }
 
     void on_line(std::string_view line) {
@@ -313,6 +333,8 @@ class hook_runner {
     std::unique_ptr<supervised_process> proc_;
     std::unordered_map<std::uint64_t, pending> pending_;
     std::unordered_set<std::uint64_t> observing_;
+    std::deque<std::uint64_t> observing_order_; ///< the same ids, oldest first
+    bool warned_unanswered_ = false;
     std::deque<std::string> queued_;
     std::size_t running_ = 0;
     std::uint64_t next_id_ = 0;

@@ -56,11 +56,10 @@ void append_capabilities(std::string& out, permissions::capability_set caps) {
     out.append(rendered[caps]);
 }
 
-void append_nullable_string(std::string& out, std::string_view s, bool present) {
-    if (present)
-        append_json_string(out, s);
-    else
-        out.append("null");
+/// Strings from clients and tools in audit lines: most hold no secret-looking text at all,
+/// which redact_text finds without rewriting anything.
+void append_redacted_string(std::string& out, std::string_view s) {
+    append_json_string(out, audit::default_redactor().redact_text(s));
 }
 
 } // namespace
@@ -369,6 +368,10 @@ void registry::run_on_source(const call_ptr& c) {
     src.execute(c, *c->target);
 }
 
+void registry::append_redacted(std::string& out, std::string_view s) const {
+    append_redacted_string(out, s);
+}
+
 std::chrono::milliseconds registry::time_left(const call& c) const {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         c.deadline_->expiry() - std::chrono::steady_clock::now());
@@ -412,7 +415,7 @@ void registry::record_hooks(call& c, const std::vector<hook_verdict>& verdicts) 
         if (v.reason.empty())
             c.hooks_json += "null";
         else
-            append_json_string(c.hooks_json, v.reason);
+            append_redacted_string(c.hooks_json, v.reason);
         c.hooks_json += '}';
     }
 }
@@ -589,17 +592,23 @@ void registry::write_call_audit(const call& c, const tool_result& r) {
     l.append(R"({"ts":)"sv);
     audit::append_rfc3339_json(l);
     l.append(R"(,"event":"tool_call","requestId":)"sv);
-    append_json_string(l, c.request_id);
+    append_redacted_string(l, c.request_id);
     l.append(R"(,"sessionId":)"sv);
     append_json_string(l, c.session_id);
     l.append(R"(,"caller":)"sv);
     append_json_string(l, permissions::to_string(c.caller));
     l.append(R"(,"claimedCaller":)"sv);
-    append_nullable_string(l, c.claimed_caller, !c.claimed_caller.empty());
+    if (c.claimed_caller.empty())
+        l.append("null"sv);
+    else
+        append_redacted_string(l, c.claimed_caller);
     l.append(R"(,"toolName":)"sv);
-    append_json_string(l, c.tool_name);
+    append_redacted_string(l, c.tool_name);
     l.append(R"(,"source":)"sv);
-    append_nullable_string(l, c.target ? c.target->source->name() : "", c.target != nullptr);
+    if (c.target)
+        append_json_string(l, c.target->source->name());
+    else
+        l.append("null"sv);
     l.append(R"(,"capabilities":)"sv);
     if (c.target)
         append_capabilities(l, c.target->capabilities);
@@ -609,7 +618,7 @@ void registry::write_call_audit(const call& c, const tool_result& r) {
     if (c.decided) {
         l.append(c.decision.allow ? R"("allow")"sv : R"("deny")"sv);
         l.append(R"(,"reason":)"sv);
-        append_json_string(l, c.decision.reason);
+        append_redacted_string(l, c.decision.reason); // may be a hook's words
     } else {
         l.append(R"(null,"reason":null)"sv);
     }

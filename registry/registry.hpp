@@ -134,6 +134,10 @@ class registry {
     const config::config& cfg() const { return cfg_; }
     const permissions::policy& policy() const { return policy_; }
     const audit::redactor& redactor() const { return redactor_; }
+    /// Appends `s` as a JSON string with secrets redacted: every client- or tool-supplied
+    /// string an audit line carries goes through here (request ids, tool names, caller claims,
+    /// hook and rejection reasons), not only arguments and results (§6).
+    void append_redacted(std::string& out, std::string_view s) const;
     asio::any_io_executor executor() const { return ex_; }
     std::size_t tool_count() const { return tools_.size(); }
 

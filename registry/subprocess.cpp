@@ -177,4 +177,14 @@ void child_process::close_stdin() {
     stdin_.close(ec);
 }
 
+void child_process::kill_stragglers() {
+    if (pid_ > 0) ::kill(-pid_, SIGKILL);
+}
+
+void child_process::close_output() {
+    std::error_code ec;
+    stdout_.close(ec);
+    stderr_.close(ec);
+}
+
 } // namespace meith::registry

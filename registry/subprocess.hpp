@@ -76,6 +76,13 @@ class child_process {
     bool exited() const { return exited_; }
     /// Closes our end of its stdin (the child sees EOF).
     void close_stdin();
+    /// After the child was reaped: SIGKILLs what is left in its process group (a forked
+    /// grandchild must not outlive it or keep its pipes). The group id cannot be reused while
+    /// any member lives (credentials(7)), so this reaches only the child's own stragglers.
+    void kill_stragglers();
+    /// Closes our ends of its stdout and stderr (reads in progress complete with an error), for
+    /// pipes still held open by a process outside its group (a setsid'd daemon).
+    void close_output();
 
   private:
     pid_t pid_ = -1;

@@ -1,5 +1,6 @@
 #include "registry/supervisor.hpp"
 
+#include "audit/redactor.hpp"
 #include "protocol/json_writer.hpp"
 
 #include <csignal>
@@ -52,6 +53,7 @@ struct supervised_process::instance {
     std::string writing;
     bool write_active = false;
     supervised_process* owner = nullptr;
+    audit::pem_block_filter err_pem; ///< a key's body lines on stderr are redacted too
 };
 
 supervised_process::supervised_process(asio::any_io_executor ex, child_reaper& reaper,
@@ -97,7 +99,13 @@ void supervised_process::spawn() {
     lifecycle("source_start", fmt::format(R"("pid":{})", pid));
     reaper_.watch(pid, [inst = inst_](int status) {
         inst->child.mark_exited();
-        if (inst->owner) inst->owner->on_child_exit(inst, status);
+        // Children it left in its group die with it, and our ends of its pipes close (nothing
+        // it writes after its exit is read: its work was failed by the exit handler).
+        inst->child.kill_stragglers();
+        auto* owner = inst->owner;
+        if (owner) owner->on_child_exit(inst, status);
+        inst->child.close_output();
+        inst->child.close_stdin();
     });
     read_stdout(inst_);
     read_stderr(inst_);
@@ -271,7 +279,7 @@ void supervised_process::read_stderr(const std::shared_ptr<instance>& inst) {
             if (!inst->owner) return;
             if (ec) {
                 if (auto rest = inst->err_framer.partial(); !rest.empty())
-                    spdlog::info("[{}] {}", inst->owner->spec_.name, rest);
+                    spdlog::info("[{}] {}", inst->owner->spec_.name, inst->err_pem.filter(rest));
                 return;
             }
             inst->err_framer.commit(n);
@@ -283,7 +291,7 @@ void supervised_process::read_stderr(const std::shared_ptr<instance>& inst) {
                     spdlog::info("[{}] (a stderr line of {} bytes was cut)", name,
                                  inst->err_framer.dropped_bytes());
                 else
-                    spdlog::info("[{}] {}", name, inst->err_framer.line());
+                    spdlog::info("[{}] {}", name, inst->err_pem.filter(inst->err_framer.line()));
             }
             inst->owner->read_stderr(inst);
         });
@@ -296,7 +304,7 @@ void supervised_process::lifecycle(std::string_view event, const std::string& de
 // ---- oneshot_run ---------------------------------------------------------------------------
 
 oneshot_run::oneshot_run(asio::any_io_executor ex, std::chrono::milliseconds kill_grace)
-    : kill_grace_(kill_grace), kill_timer_(std::move(ex)) {
+    : kill_grace_(kill_grace), kill_timer_(ex), drain_timer_(std::move(ex)) {
 }
 
 std::shared_ptr<oneshot_run> oneshot_run::start(asio::any_io_executor ex, child_reaper& reaper,
@@ -324,7 +332,15 @@ std::shared_ptr<oneshot_run> oneshot_run::start(asio::any_io_executor ex, child_
         run->exited_ = true;
         // Stragglers of the group (a forked grandchild) must not outlive the tool or keep
         // its stdout open.
-        ::kill(-run->child_->pid(), SIGKILL);
+        run->child_->kill_stragglers();
+        if (!run->out_eof_ || !run->err_eof_) {
+            // What it wrote before exiting is in the pipes already; a process outside its
+            // group (setsid) may hold them open for ever, so stop reading shortly.
+            run->drain_timer_.expires_after(std::chrono::milliseconds(100));
+            run->drain_timer_.async_wait([run](const std::error_code& ec) {
+                if (!ec) run->child_->close_output();
+            });
+        }
         run->maybe_done();
     });
     run->input_ = std::move(input);
@@ -389,7 +405,8 @@ void oneshot_run::read_err() {
         });
 }
 
-void oneshot_run::keep_stderr(std::string line) {
+void oneshot_run::keep_stderr(std::string raw) {
+    std::string line(err_pem_.filter(raw));
     spdlog::info("[{}] {}", name_, line);
     auto& tail = outcome_.stderr_tail;
     tail.push_back(std::move(line));
@@ -410,6 +427,8 @@ void oneshot_run::maybe_done() {
     if (reported_ || !exited_ || !out_eof_ || !err_eof_) return;
     reported_ = true;
     kill_timer_.cancel();
+    drain_timer_.cancel();
+    if (child_) child_->close_output();
     if (done_) std::exchange(done_, nullptr)(std::move(outcome_));
 }
 

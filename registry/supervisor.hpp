@@ -13,6 +13,7 @@
 // I/O-thread only.
 #pragma once
 
+#include "audit/redactor.hpp"
 #include "protocol/framing.hpp"
 #include "registry/subprocess.hpp"
 
@@ -160,9 +161,11 @@ class oneshot_run : public std::enable_shared_from_this<oneshot_run> {
     std::size_t max_stdout_ = 0;
     std::chrono::milliseconds kill_grace_;
     asio::steady_timer kill_timer_;
+    asio::steady_timer drain_timer_; ///< after the exit: stop waiting for EOF on its pipes
     std::function<void(oneshot_outcome)> done_;
     oneshot_outcome outcome_;
     protocol::line_framer err_framer_{16 * 1024, 4096};
+    audit::pem_block_filter err_pem_; ///< a key's body lines on stderr are redacted too
     char out_buf_[16 * 1024];
     bool exited_ = false;
     bool out_eof_ = false;

@@ -40,7 +40,7 @@ json call_frame(const std::string& id, const std::string& tool, const json& args
     return {{"type", "tool_call"}, {"requestId", id}, {"toolName", tool}, {"arguments", args}};
 }
 
-[[maybe_unused]] std::size_t open_fds(pid_t pid) {
+std::size_t open_fds(pid_t pid) {
     std::size_t n = 0;
     for ([[maybe_unused]] const auto& e :
          fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd"))
@@ -151,4 +151,145 @@ TEST_CASE("a reading client gets three pipelined results of 8 MB under the defau
     writer.join();
     for (const auto& l : d.audit_events("connection_close"))
         CHECK(l["reason"].get<std::string>().find("max_outbound_bytes") == std::string::npos);
+}
+
+// ---- 7. every client- or tool-supplied string in the audit log is redacted -----------------
+
+TEST_CASE("secrets in requestId, toolName, claimedCaller, hook reasons and rejected frames are "
+          "redacted in the audit log",
+          "[e2e][hardening][audit]") {
+    const std::string tok = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    daemon_process d(hook_toml("deny_secret", "filter", "oneshot", "before_execution",
+                               {"--deny=reason token=" + tok},
+                               "tools = [\"blocked*\"]") +
+                     exec_source_toml("b", "oneshot", "oneshot.mjs", "blocked"));
+    client c(d.socket());
+    json f = call_frame("id-" + tok, "echo", {{"x", 1}});
+    f["clientInfo"] = {{"caller", "agent " + tok}};
+    c.send(f);
+    CHECK(c.wait_result("id-" + tok)["result"]["ok"] == true);
+    CHECK(code_of(c.call("tool-" + tok, json::object())) == "UNKNOWN_TOOL");
+    CHECK(code_of(c.call("blocked", {{"mode", "echo"}})) == "PERMISSION_DENIED");
+    c.send_raw(R"({"type":"tool_call","requestId":"r-)" + tok +
+               R"(","toolName":"echo","arguments":{},"protocol":")" + tok + "\"}\n");
+    c.read();
+    json cancel{{"type", "cancel_tool_call"}, {"requestId", "c-" + tok}};
+    c.send(cancel);
+    REQUIRE(d.stop() == 0);
+    std::ifstream in(d.home() / "audit.jsonl");
+    std::stringstream all;
+    all << in.rdbuf();
+    INFO(all.str());
+    CHECK(all.str().find(tok) == std::string::npos);
+    CHECK(all.str().find("[REDACTED") != std::string::npos);
+    CHECK(all.str().find("tool_call_rejected") != std::string::npos);
+}
+
+// ---- 8. a multi-line private key on stderr never reaches the log or the audit ---------------
+
+TEST_CASE("a private key a tool writes to stderr is redacted in the log and the audit, body too",
+          "[e2e][hardening][audit]") {
+    daemon_process d(exec_source_toml("k", "oneshot", "oneshot.mjs", "leaky"));
+    client c(d.socket());
+    const json r = c.call("leaky", {{"mode", "pem"}});
+    CHECK(code_of(r) == "TOOL_FAILED");
+    const std::string details = r["result"]["error"].dump();
+    INFO(details);
+    CHECK(details.find("failed to load") != std::string::npos); // the rest of stderr is kept
+    REQUIRE(d.stop() == 0);
+    for (const std::string body : {"b3BlbnNzaC1rZXkt", "QyNTUxOQAAACDcm8g"}) {
+        CHECK(details.find(body) == std::string::npos);
+        CHECK(d.log().find(body) == std::string::npos);
+        std::ifstream in(d.home() / "audit.jsonl");
+        std::stringstream all;
+        all << in.rdbuf();
+        CHECK(all.str().find(body) == std::string::npos);
+    }
+}
+
+// ---- 9. a crashed tool host's process group dies with it -----------------------------------
+
+TEST_CASE("children a crashed tool host left in its group are killed and leak no fds",
+          "[e2e][hardening][host]") {
+    daemon_process d(host_source_toml("h"));
+    client c(d.socket());
+    REQUIRE(c.call("t_echo", json::object())["result"]["ok"] == true);
+    const auto pids = d.home() / "orphans.txt";
+    const std::size_t fds_before = open_fds(d.pid());
+    for (int i = 0; i < 3; ++i) {
+        CHECK(code_of(c.call("t_orphan", {{"pid_file", pids.string()}})) == "TOOL_FAILED");
+        // Wait for the restart before the next round.
+        bool ready = false;
+        for (int k = 0; k < 200 && !ready; ++k) {
+            ready = c.call("t_echo", json::object())["result"]["ok"] == true;
+            if (!ready) std::this_thread::sleep_for(25ms);
+        }
+        REQUIRE(ready);
+    }
+    std::ifstream in(pids);
+    std::vector<pid_t> orphans;
+    for (pid_t p; in >> p;)
+        orphans.push_back(p);
+    REQUIRE(orphans.size() == 3);
+    for (pid_t p : orphans) {
+        bool gone = false;
+        for (int k = 0; k < 100 && !gone; ++k) {
+            gone = ::kill(p, 0) != 0;
+            if (!gone) std::this_thread::sleep_for(20ms);
+        }
+        CHECK(gone);
+    }
+    CHECK(open_fds(d.pid()) <= fds_before + 1);
+}
+
+// ---- 10. a one-shot tool that answered and exited is done, whatever it left behind ----------
+
+TEST_CASE("a one-shot tool that answered and exited 0 is done although a setsid child holds "
+          "its stdout",
+          "[e2e][hardening][exec]") {
+    daemon_process d(exec_source_toml("s", "oneshot", "oneshot.mjs", "leaves_daemon"));
+    client c(d.socket());
+    const auto pids = d.home() / "daemons.txt";
+    const std::size_t fds_before = open_fds(d.pid());
+    const auto t0 = std::chrono::steady_clock::now();
+    const json r = c.call("leaves_daemon",
+                          {{"mode", "daemon"}, {"ms", 20000}, {"pid_file", pids.string()}},
+                          {{"timeoutMs", 10000}});
+    CHECK(r["result"]["ok"] == true);
+    CHECK(r["result"]["content"] == "answered");
+    // Not held until the call's timeout (10 s) or the daemon child's exit (20 s).
+    CHECK(std::chrono::steady_clock::now() - t0 < 8s);
+    std::this_thread::sleep_for(200ms);
+    CHECK(open_fds(d.pid()) <= fds_before + 1);
+    std::ifstream in(pids);
+    for (pid_t p; in >> p;)
+        ::kill(p, SIGKILL); // the test's own cleanup
+}
+
+// ---- 11. an observe hook that never answers costs bounded memory -------------------------
+
+TEST_CASE("a server-mode observe hook that never answers keeps a bounded set of requests",
+          "[e2e][hardening][hooks]") {
+    daemon_process d(
+        hook_toml("mute", "observe", "server", "before_execution", {"--server", "--hang"}));
+    client c(d.socket());
+    std::string frames;
+    for (int i = 0; i < 3000; ++i)
+        frames += call_frame("o" + std::to_string(i), "echo", json::object()).dump() + "\n";
+    std::thread writer([&] { c.send_raw(frames); });
+    for (int i = 0; i < 3000; ++i)
+        c.wait_result("o" + std::to_string(i));
+    writer.join();
+    c.send({{"type", "list_sources"}, {"requestId", "ls"}});
+    json ls;
+    do
+        ls = c.read();
+    while (ls.value("requestId", "") != "ls");
+    json hook;
+    for (const auto& s : ls["sources"])
+        if (s["name"] == "mute") hook = s;
+    REQUIRE(hook.is_object());
+    CHECK(hook["unanswered"].get<int>() <= 1024);
+    CHECK(hook["unanswered"].get<int>() > 0);
+    CHECK_THAT(d.log(), Catch::Contains("has not answered 1024 events"));
 }

@@ -20,6 +20,9 @@
 //            "pipe:[…]", "/path/audit.jsonl", …)
 //   stdin    {"result": "<stdin exactly as received>"}
 //   twice    prints two answers, {"result":1} then {"result":2}
+//   pem      writes a private key (PEM, several lines) to stderr, exits 1
+//   daemon   answers {"result":"answered"}, exits 0, and leaves a setsid'd child that holds
+//            stdout and stderr open for args.ms (default 30000) ms
 //   anything else: {"error":"unknown mode …"}
 // Stdin that is not a JSON object with an "args" object: {"error":…} and exit 2.
 
@@ -106,6 +109,26 @@ if (args === null || typeof args !== 'object' || Array.isArray(args)) {
         case 'stdin':
             answer({ result: stdin });
             break;
+        case 'pem':
+            process.stderr.write(
+                'loading key\n-----BEGIN OPENSSH PRIVATE KEY-----\n' +
+                'b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n' +
+                'QyNTUxOQAAACDcm8gJ0Lw5BGQyFkvLHqFo3Wj9V3jRk7LxyXZwAAAAJjAM5fMAzXz\n' +
+                '-----END OPENSSH PRIVATE KEY-----\nfailed to load\n');
+            process.exitCode = 1;
+            break;
+        case 'daemon': {
+            const { spawn } = await import('node:child_process');
+            const ms = Number(args.ms) || 30000;
+            // setsid: its own session, so no process-group kill reaches it; it keeps our
+            // stdout and stderr open.
+            const child = spawn('setsid', ['sleep', String(ms / 1000)], {
+                stdio: ['ignore', 'inherit', 'inherit'], detached: false });
+            child.unref();
+            if (args.pid_file) fs.appendFileSync(args.pid_file, `${child.pid}\n`);
+            answer({ result: 'answered' });
+            break;
+        }
         case 'twice':
             answer({ result: 1 });
             answer({ result: 2 });

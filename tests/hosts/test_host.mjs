@@ -17,6 +17,7 @@
 // State: init returns {"calls":0}; every execute_tool returns {"calls": params.state.calls + 1},
 // and t_state's result is that new count.
 
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { serve, writeLine } from '../../examples/node-host/lib/protocol.mjs';
@@ -136,6 +137,16 @@ const tools = {
     },
     t_state: { parameters: obj(), run: (args, ctx) => ok(ctx.calls) },
     t_pid: { parameters: obj(), run: () => ok(process.pid) },
+    // Leaves a `sleep` in its own process group (pid appended to args.pid_file), then crashes.
+    t_orphan: {
+        parameters: obj({ pid_file: { type: 'string' } }),
+        run({ pid_file }) {
+            const child = spawn('sleep', ['30'], { stdio: ['ignore', 'inherit', 'inherit'] });
+            if (pid_file) fs.appendFileSync(pid_file, `${child.pid}\n`);
+            setTimeout(() => process.exit(3), 50);
+            return new Promise(() => {});
+        },
+    },
     t_secret: {
         parameters: obj({ token: { type: 'string' } }),
         run: ({ token }) => ok({ echo: token, note: 'Bearer abcdefghijklmnop1234' }),

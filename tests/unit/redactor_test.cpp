@@ -568,3 +568,55 @@ TEST_CASE("key decisions stay right when many keys share the per-thread memory",
     CHECK(r.is_secret_key(std::string(60, 'a') + "_secret"));
     CHECK_FALSE(r.is_secret_key(std::string(60, 'a') + "_path"));
 }
+
+TEST_CASE("more secret-like keys: pass, passcode, client_key, ssh_key, hmac; key stays readable",
+          "[redactor][hardening]") {
+    // Issue 11, defect 16.
+    const auto& r = default_redactor();
+    for (const char* key : {"pass", "db_pass", "userPass", "PASS", "passcode", "user_passcode",
+                            "client_key", "clientKey", "ssh_key", "SSH-KEY", "sshKey", "hmac",
+                            "hmac_key", "hmacSecret", "HMAC-SHA256"}) {
+        INFO(key);
+        CHECK(r.is_secret_key(key));
+    }
+    for (const char* key : {"key", "keys", "passage", "bypass", "compass", "passenger",
+                            "primary_key", "sort_key", "hotkey"}) {
+        INFO(key);
+        CHECK_FALSE(r.is_secret_key(key));
+    }
+    const std::string s = r.summarize_json(R"({"pass":"hunter2","key":"name","hmac":"abc"})");
+    CHECK(s.find("hunter2") == std::string::npos);
+    CHECK(s.find("abc") == std::string::npos);
+    CHECK(s.find("\"name\"") != std::string::npos);
+}
+
+TEST_CASE("a multi-line private key is redacted line by line by the PEM block filter",
+          "[redactor][hardening]") {
+    // Issue 11, defect 8: stderr is redacted a line at a time, so the key's body lines (plain
+    // base64) passed; the filter remembers that it is inside a block.
+    meith::audit::pem_block_filter f;
+    std::vector<std::string> out;
+    for (const char* line :
+         {"starting", "-----BEGIN OPENSSH PRIVATE KEY-----",
+          "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW",
+          "QyNTUxOQAAACDcm8gJ0Lw5BGQyFkvLHqFo3Wj9V3jRk7LxyXZwAAAAJjAM5fMAzXz",
+          "-----END OPENSSH PRIVATE KEY-----", "done"})
+        out.emplace_back(f.filter(line));
+    REQUIRE(out.size() == 6);
+    CHECK(out[0] == "starting");
+    CHECK(out[5] == "done");
+    for (int i = 1; i <= 4; ++i) {
+        INFO(out[i]);
+        CHECK(out[i].find("b3BlbnNz") == std::string::npos);
+        CHECK(out[i].find("QyNTUx") == std::string::npos);
+        CHECK(out[i].find("REDACTED") != std::string::npos);
+    }
+    // An unterminated block lasts while lines look like PEM (base64 or "Header: value").
+    meith::audit::pem_block_filter g;
+    CHECK(g.filter("-----BEGIN RSA PRIVATE KEY-----").find("REDACTED") != std::string::npos);
+    CHECK(g.filter("Proc-Type: 4,ENCRYPTED").find("ENCRYPTED") == std::string::npos);
+    for (int i = 0; i < 200; ++i)
+        CHECK(g.filter("MIIEowIBAAKCAQEA+/=").find("MIIE") == std::string::npos);
+    CHECK(g.filter("listening on port 8080") == "listening on port 8080");
+    CHECK(g.filter("MIIEowIBAAKCAQEA") == "MIIEowIBAAKCAQEA"); // outside a block: kept
+}

@@ -28,18 +28,28 @@ std::string errno_text(int err) {
     return std::strerror(err);
 }
 
+/// Opens (creating it 0600) the log for appending. Never follows a symbolic link (O_NOFOLLOW):
+/// a planted link would make the torn-tail repair truncate, and the log append to, its target.
 int open_log(const std::filesystem::path& p) {
     int fd;
     do
-        fd = ::open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        fd = ::open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     while (fd < 0 && errno == EINTR);
     return fd;
 }
 
+std::string open_error(const std::filesystem::path& p, int err) {
+    if (err == ELOOP)
+        return "audit log " + p.string() +
+               " is a symbolic link; meithd does not follow links (remove it, or set "
+               "audit.path to the real file)";
+    return "audit log " + p.string() + ": " + errno_text(err);
+}
+
 /// Offset just past the last '\n' of the file at `p` (size `size`), 0 if it has none.
 std::uint64_t end_of_last_line(const std::filesystem::path& p, std::uint64_t size) {
-    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw std::runtime_error("audit log " + p.string() + ": " + errno_text(errno));
+    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) throw std::runtime_error(open_error(p, errno));
     char buf[65536];
     std::uint64_t end = size;
     std::uint64_t found = 0;
@@ -153,7 +163,7 @@ audit_log::audit_log(std::filesystem::path path, const config::audit_config& cfg
                      const redactor& redactor)
     : path_(std::move(path)), cfg_(cfg), redactor_(redactor), segment_start_(no_segment) {
     fd_ = open_log(path_);
-    if (fd_ < 0) throw std::runtime_error("audit log " + path_.string() + ": " + errno_text(errno));
+    if (fd_ < 0) throw std::runtime_error(open_error(path_, errno));
     struct stat st {};
     if (::fstat(fd_, &st) != 0) {
         const int err = errno;
@@ -161,6 +171,14 @@ audit_log::audit_log(std::filesystem::path path, const config::audit_config& cfg
         throw std::runtime_error("audit log " + path_.string() + ": " + errno_text(err));
     }
     regular_ = S_ISREG(st.st_mode);
+    if (regular_ && st.st_uid != ::geteuid()) {
+        ::close(fd_);
+        throw std::runtime_error("audit log " + path_.string() + " belongs to uid " +
+                                 std::to_string(st.st_uid) + ", not to this user");
+    }
+    if (regular_ && (st.st_mode & 077) != 0 && ::fchmod(fd_, 0600) == 0)
+        spdlog::warn("audit log {}: was readable or writable by others (mode {:o}); now 0600",
+                     path_.string(), st.st_mode & 0777);
     size_ = regular_ ? static_cast<std::uint64_t>(st.st_size) : 0;
     if (regular_ && size_ > 0) {
         try {

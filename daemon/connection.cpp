@@ -1,9 +1,9 @@
 #include "daemon/connection.hpp"
 
+#include "daemon/coroutine_root.hpp"
 #include "protocol/json_writer.hpp"
 
 #include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
@@ -60,7 +60,12 @@ void connection::start() {
     registry_.audit_event("connection_open", fields);
     registry_.observe_session("session_start", session_id_, peer_.pid, peer_.uid);
     arm_idle_timer();
-    asio::co_spawn(socket_.get_executor(), read_loop(), asio::detached);
+    asio::co_spawn(socket_.get_executor(), read_loop(),
+                   coroutine_root("connection " + session_id_ + " reader",
+                                  [weak = weak_from_this()](const std::string& error) {
+                                      if (auto self = weak.lock())
+                                          self->close("internal error: " + error);
+                                  }));
 }
 
 void connection::arm_idle_timer() {

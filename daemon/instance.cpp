@@ -65,12 +65,27 @@ namespace {
 void write_atomically(const fs::path& path, const std::string& text) {
     const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
     {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << text;
-        out.flush();
-        if (!out) throw std::runtime_error(fmt::format("cannot write {}", tmp.string()));
+        // Created fresh and private, never through a link planted at the temporary name.
+        ::unlink(tmp.c_str());
+        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                              0600);
+        if (fd < 0)
+            throw std::runtime_error(
+                fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno)));
+        std::size_t done = 0;
+        while (done < text.size()) {
+            const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                const int err = errno;
+                ::close(fd);
+                throw std::runtime_error(
+                    fmt::format("cannot write {}: {}", tmp.string(), std::strerror(err)));
+            }
+            done += static_cast<std::size_t>(n);
+        }
+        ::close(fd);
     }
-    ::chmod(tmp.c_str(), 0600);
     std::error_code ec;
     fs::rename(tmp, path, ec);
     if (ec) {
@@ -99,8 +114,21 @@ void write_runtime_record(const fs::path& home, const fs::path& socket,
     write_atomically(path, record.dump(2) + "\n");
 }
 
+namespace {
+/// Nothing in the home is followed through a symbolic link (a planted `instances` link would
+/// make the sweep delete files elsewhere).
+void refuse_link(const fs::path& p) {
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(p, ec)))
+        throw std::runtime_error(fmt::format(
+            "{} is a symbolic link; meithd does not follow links in its home (remove it)",
+            p.string()));
+}
+} // namespace
+
 fs::path write_instance_record(const fs::path& home, const fs::path& socket) {
     const auto dir = home / "instances";
+    refuse_link(dir);
     if (auto err = config::ensure_private_dir(dir, false)) throw std::runtime_error(*err);
     const auto path = dir / (std::to_string(::getpid()) + ".json");
     nlohmann::json record = {{"pid", ::getpid()},
@@ -115,7 +143,9 @@ fs::path write_instance_record(const fs::path& home, const fs::path& socket) {
 std::size_t sweep_instance_records(const fs::path& home) {
     std::size_t removed = 0;
     std::error_code ec;
+    refuse_link(home / "instances");
     for (const auto& entry : fs::directory_iterator(home / "instances", ec)) {
+        if (!entry.is_regular_file(ec) || entry.is_symlink(ec)) continue;
         const auto stem = entry.path().stem().string();
         if (entry.path().extension() != ".json" || stem.empty() ||
             stem.find_first_not_of("0123456789") != std::string::npos)

@@ -5,6 +5,7 @@
 #include "config/config.hpp"
 #include "config/paths.hpp"
 #include "daemon/connection.hpp"
+#include "daemon/coroutine_root.hpp"
 #include "daemon/instance.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/json_writer.hpp"
@@ -141,6 +142,11 @@ class server {
         std::error_code ec;
         if (!file && fs::exists(home_ / "meithd.toml", ec)) file = home_ / "meithd.toml";
         std::string m = R"("ok":)";
+        if (shutting_down_) {
+            // Sources started now would never be stopped: the shutdown already began stopping.
+            m += R"(false,"file":null,"error":"meithd is shutting down; the config is not reloaded")";
+            return m;
+        }
         config::config next;
         if (file) {
             auto loaded = config::load_config(*file);
@@ -284,24 +290,58 @@ class server {
         protocol::append_json_string(fields, socket_path_.string());
         fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
         registry_.audit_event("daemon_start", fields);
-        asio::co_spawn(ioc_, accept_loop(), asio::detached);
+        asio::co_spawn(ioc_, accept_loop(), coroutine_root("accept loop", [this](const std::string&) {
+                           // Without it nobody can connect: stop loudly, not look alive.
+                           spdlog::critical("meithd can no longer accept clients; shutting down");
+                           exit_code_ = 1;
+                           begin_shutdown(0);
+                       }));
     }
 
     asio::awaitable<void> accept_loop() {
         asio::steady_timer backoff(ioc_);
+        // While accept fails (EMFILE: out of descriptors), the first failure is logged, then a
+        // summary once a minute and when accepting works again: not a line per retry.
+        std::size_t failures = 0;
+        std::size_t failures_since_summary = 0;
+        auto failing_since = std::chrono::steady_clock::now();
+        auto last_summary = failing_since;
         while (!shutting_down_) {
             auto [ec, sock] =
                 co_await acceptor_.async_accept(asio::experimental::as_tuple(asio::use_awaitable));
             if (shutting_down_) co_return;
+            const auto now = std::chrono::steady_clock::now();
             if (ec) {
                 if (ec == asio::error::operation_aborted) co_return;
+                if (failures++ == 0) {
+                    failing_since = last_summary = now;
+                    spdlog::warn("accept failed: {} (retrying every 100 ms; further failures "
+                                 "are summarised)",
+                                 ec.message());
+                } else if (++failures_since_summary, now - last_summary >= std::chrono::minutes(1)) {
+                    spdlog::warn("accept still failing: {} ({} failures in the last minute)",
+                                 ec.message(), failures_since_summary);
+                    failures_since_summary = 0;
+                    last_summary = now;
+                }
                 // EMFILE and friends: back off instead of spinning.
-                spdlog::warn("accept failed: {}", ec.message());
                 backoff.expires_after(std::chrono::milliseconds(100));
                 co_await backoff.async_wait(asio::experimental::as_tuple(asio::use_awaitable));
                 continue;
             }
-            admit(std::move(sock));
+            if (failures > 0) {
+                spdlog::info("accepting again after {} failed attempt(s) over {} ms", failures,
+                             std::chrono::duration_cast<std::chrono::milliseconds>(now -
+                                                                                   failing_since)
+                                 .count());
+                failures = failures_since_summary = 0;
+            }
+            try {
+                admit(std::move(sock));
+            } catch (const std::exception& e) {
+                // One client that cannot be admitted (no memory, no entropy) is not the end.
+                spdlog::error("could not admit a client: {}", e.what());
+            }
         }
     }
 

@@ -278,9 +278,10 @@ class exec_source final : public tool_source {
         if (parser_.parse(line.data(), line.size()).get(msg) != simdjson::SUCCESS ||
             msg.type() != simdjson::dom::element_type::OBJECT ||
             msg["id"].get_uint64().get(id) != simdjson::SUCCESS) {
-            spdlog::warn(
-                "exec tool '{}' wrote a line that is not a JSON-RPC response (skipped): {}",
-                cfg_.name, line.substr(0, 200));
+            if (garbage_log_.allow())
+                spdlog::warn(
+                    "exec tool '{}' wrote a line that is not a JSON-RPC response (skipped): {}{}",
+                    cfg_.name, line.substr(0, 200), garbage_log_.suppressed());
             return;
         }
         auto it = pending_.find(id);
@@ -363,6 +364,7 @@ class exec_source final : public tool_source {
     std::unordered_set<std::shared_ptr<oneshot_run>> runs_;
     std::function<void()> stop_done_;
     simdjson::dom::parser parser_;
+    log_throttle garbage_log_;
 };
 
 } // namespace

@@ -269,8 +269,9 @@ class hook_runner {
         if (parser_.parse(line.data(), line.size()).get(msg) != simdjson::SUCCESS ||
             msg.type() != simdjson::dom::element_type::OBJECT ||
             msg["id"].get_uint64().get(id) != simdjson::SUCCESS) {
-            spdlog::warn("hook '{}' wrote a line that is not a JSON-RPC response (skipped)",
-                         cfg_.name);
+            if (garbage_log_.allow())
+                spdlog::warn("hook '{}' wrote a line that is not a JSON-RPC response (skipped){}",
+                             cfg_.name, garbage_log_.suppressed());
             return;
         }
         if (observing_.erase(id)) {
@@ -339,6 +340,7 @@ class hook_runner {
     std::size_t running_ = 0;
     std::uint64_t next_id_ = 0;
     simdjson::dom::parser parser_;
+    log_throttle garbage_log_;
 };
 
 hook_set::hook_set(asio::any_io_executor ex, child_reaper& reaper, const config::config& cfg) {

@@ -256,8 +256,10 @@ class host_source final : public tool_source {
         simdjson::dom::object msg;
         if (parser_.parse(line.data(), line.size(), false).get(root) != simdjson::SUCCESS ||
             root.get_object().get(msg) != simdjson::SUCCESS) {
-            spdlog::warn("tool host '{}' wrote a line that is not a protocol frame (skipped): {}",
-                         cfg_.name, cut_for_log(line));
+            if (garbage_log_.allow())
+                spdlog::warn("tool host '{}' wrote a line that is not a protocol frame (skipped): "
+                             "{}{}",
+                             cfg_.name, cut_for_log(line), garbage_log_.suppressed());
             return;
         }
         std::string_view id_text;
@@ -265,8 +267,9 @@ class host_source final : public tool_source {
         if (msg["id"].get_string().get(id_text) != simdjson::SUCCESS ||
             std::from_chars(id_text.data(), id_text.data() + id_text.size(), id).ec !=
                 std::errc{}) {
-            spdlog::warn("tool host '{}' wrote a frame without a known id (skipped): {}", cfg_.name,
-                         cut_for_log(line));
+            if (garbage_log_.allow())
+                spdlog::warn("tool host '{}' wrote a frame without a known id (skipped): {}{}",
+                             cfg_.name, cut_for_log(line), garbage_log_.suppressed());
             return;
         }
         auto it = pending_.find(id);
@@ -455,6 +458,7 @@ class host_source final : public tool_source {
     std::string params_;
     std::string frame_;
     simdjson::dom::parser parser_;
+    log_throttle garbage_log_;
 };
 
 } // namespace

@@ -528,6 +528,7 @@ bool registry::restart_source(std::string_view name) {
 }
 
 void registry::add_live_source(std::shared_ptr<tool_source> source) {
+    if (shutting_down_) return; // never started: stop_sources() may have run already
     sources_.push_back(std::move(source));
     invalidate_descriptors();
     sources_.back()->start(events_);
@@ -570,11 +571,15 @@ void registry::set_permissions(const config::permissions_config& permissions) {
 
 void registry::finish(call& c, const tool_result& r) {
     active_.erase(&c);
-    if (r.content_json.size() > cfg_.limits.max_result_bytes) {
+    // The whole result counts: content, meta and diagnostics (an error's details are cut by
+    // the sources that make them).
+    const std::size_t size = r.content_json.size() + r.meta_json.size() + r.diagnostics_json.size();
+    if (size > cfg_.limits.max_result_bytes) {
         const auto too_big =
             tool_result::failure(error_code::tool_failed,
-                                 "the tool's result is " + std::to_string(r.content_json.size()) +
-                                     " bytes, over limits.max_result_bytes (" +
+                                 "the tool's result is " + std::to_string(size) +
+                                     " bytes (content, meta and diagnostics), over "
+                                     "limits.max_result_bytes (" +
                                      std::to_string(cfg_.limits.max_result_bytes) + ")");
         write_call_audit(c, too_big);
         if (c.sink_) c.sink_->on_tool_result(c.request_id, too_big);

@@ -29,6 +29,37 @@
 
 namespace meith::registry {
 
+/// At most one log line per second for a repeated complaint (a child writing garbage on stdout
+/// must not flood the daemon log): `allow()` says whether to log now, and `suppressed()` how
+/// many were skipped since the last line logged (to append as "(N more since)").
+class log_throttle {
+  public:
+    bool allow() {
+        const auto now = std::chrono::steady_clock::now();
+        if (logged_once_ && now - last_ < std::chrono::seconds(1)) {
+            ++skipped_;
+            return false;
+        }
+        logged_once_ = true;
+        last_ = now;
+        reported_ = skipped_;
+        skipped_ = 0;
+        return true;
+    }
+    /// Skipped before the line now allowed, as " (N more like it since the last)" or "".
+    std::string suppressed() const {
+        return reported_ == 0 ? std::string()
+                              : " (" + std::to_string(reported_) +
+                                    " more like it since the last such line)";
+    }
+
+  private:
+    std::chrono::steady_clock::time_point last_{};
+    std::size_t skipped_ = 0;
+    std::size_t reported_ = 0;
+    bool logged_once_ = false;
+};
+
 /// What to run and how. `name` labels log lines ("[name] ...").
 struct process_spec {
     std::string name;

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <fstream>
 #include <sstream>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -292,4 +293,136 @@ TEST_CASE("a server-mode observe hook that never answers keeps a bounded set of 
     CHECK(hook["unanswered"].get<int>() <= 1024);
     CHECK(hook["unanswered"].get<int>() > 0);
     CHECK_THAT(d.log(), Catch::Contains("has not answered 1024 events"));
+}
+
+// ---- 13. links and modes in the home ---------------------------------------------------------
+
+TEST_CASE("a symlinked audit.jsonl is refused and its target left untouched",
+          "[e2e][hardening][home]") {
+    temp_dir home, elsewhere;
+    const auto target = elsewhere.path / "precious.txt";
+    std::ofstream(target) << "keep me\nand my torn tail";
+    fs::create_symlink(target, home.path / "audit.jsonl");
+    auto [status, err] = run_meithd_expect_exit(
+        {"--home", home.path.string(), "--socket", (home.path / "d.sock").string()});
+    CHECK(status != 0);
+    CHECK_THAT(err, Catch::Contains("symbolic link"));
+    std::ifstream in(target);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    CHECK(ss.str() == "keep me\nand my torn tail");
+}
+
+TEST_CASE("an audit.jsonl readable by others is made private at start", "[e2e][hardening][home]") {
+    daemon_process d("", {}, [](const fs::path& home) {
+        std::ofstream(home / "audit.jsonl") << "{\"event\":\"old\"}\n";
+        fs::permissions(home / "audit.jsonl", fs::perms(0644));
+    });
+    const auto perms = fs::status(d.home() / "audit.jsonl").permissions();
+    CHECK((perms & fs::perms(0077)) == fs::perms::none);
+}
+
+TEST_CASE("a symlinked instances folder is refused and nothing elsewhere is deleted",
+          "[e2e][hardening][home]") {
+    temp_dir home, elsewhere;
+    const auto victim = elsewhere.path / "999999.json"; // looks like a stale record
+    std::ofstream(victim) << "{}";
+    fs::create_symlink(elsewhere.path, home.path / "instances");
+    auto [status, err] = run_meithd_expect_exit(
+        {"--home", home.path.string(), "--socket", (home.path / "d.sock").string()});
+    CHECK(status != 0);
+    CHECK_THAT(err, Catch::Contains("symbolic link"));
+    CHECK(fs::exists(victim));
+}
+
+// ---- 14. max_result_bytes counts the whole result ------------------------------------------
+
+TEST_CASE("max_result_bytes counts meta and diagnostics, not only content",
+          "[e2e][hardening]") {
+    daemon_process d(exec_source_toml("m", "server", "server.mjs", "meta_tool") +
+                     "[limits]\nmax_result_bytes = 65536\n");
+    client c(d.socket());
+    const json big_meta = {{"mode", "toolresult"}, {"meta_bytes", 100000}};
+    const json r = c.call("meta_tool", big_meta);
+    CHECK(code_of(r) == "TOOL_FAILED");
+    CHECK_THAT(r["result"]["error"]["message"].get<std::string>(),
+               Catch::Contains("max_result_bytes"));
+    CHECK(c.call("meta_tool", {{"mode", "toolresult"}, {"meta_bytes", 100}})["result"]["ok"] ==
+          true);
+}
+
+// ---- 16. accept failures are logged once, then summarised ----------------------------------
+
+TEST_CASE("accept failing for lack of descriptors is logged once, then summarised",
+          "[e2e][hardening]") {
+    daemon_process d;
+    const std::size_t in_use = open_fds(d.pid());
+    rlimit old{};
+    REQUIRE(::prlimit(d.pid(), RLIMIT_NOFILE, nullptr, &old) == 0);
+    rlimit lim{in_use + 3, old.rlim_max}; // only the soft limit: it can be raised again
+    REQUIRE(::prlimit(d.pid(), RLIMIT_NOFILE, &lim, nullptr) == 0);
+    std::vector<std::unique_ptr<client>> clients;
+    for (int i = 0; i < 12; ++i)
+        clients.push_back(std::make_unique<client>(d.socket()));
+    std::this_thread::sleep_for(1500ms); // ~15 retries at 100 ms
+    const std::string log = d.log();
+    std::size_t lines = 0;
+    for (std::size_t at = log.find("accept failed"); at != std::string::npos;
+         at = log.find("accept failed", at + 1))
+        ++lines;
+    CHECK(lines == 1);
+    clients.clear();
+    REQUIRE(::prlimit(d.pid(), RLIMIT_NOFILE, &old, nullptr) == 0);
+    client c(d.socket());
+    CHECK(c.call("echo", {{"x", 1}})["result"]["ok"] == true);
+    CHECK_THAT(d.log(), Catch::Contains("accepting again after"));
+}
+
+TEST_CASE("garbage on a host's stdout is logged at most once a second, with a count",
+          "[e2e][hardening][host]") {
+    daemon_process d(host_source_toml("g"));
+    client c(d.socket());
+    for (int batch = 0; batch < 4; ++batch) { // 50 at a time: under the in-flight limit
+        std::string frames;
+        for (int i = batch * 50; i < batch * 50 + 50; ++i)
+            frames += call_frame("g" + std::to_string(i), "t_garbage", json::object()).dump() + "\n";
+        c.send_raw(frames);
+        for (int i = batch * 50; i < batch * 50 + 50; ++i)
+            CHECK(c.wait_result("g" + std::to_string(i))["result"]["ok"] == true);
+    }
+    std::this_thread::sleep_for(1100ms);
+    CHECK(c.call("t_garbage", json::object())["result"]["ok"] == true);
+    const std::string log = d.log();
+    std::size_t lines = 0;
+    for (const char* what : {"not a protocol frame", "without a known id"})
+        for (auto at = log.find(what); at != std::string::npos; at = log.find(what, at + 1))
+            ++lines;
+    CHECK(lines >= 2);
+    CHECK(lines <= 4); // 402 garbage lines in about two seconds
+    CHECK_THAT(log, Catch::Contains("more like it since the last such line"));
+}
+
+// ---- 17. no reload during the shutdown grace -------------------------------------------------
+
+TEST_CASE("a reload during the shutdown grace is refused and starts no child",
+          "[e2e][hardening][reload]") {
+    daemon_process d(host_source_toml("h") + "[tools]\nshutdown_grace_ms = 3000\n");
+    client busy(d.socket());
+    client op(d.socket());
+    busy.send(call_frame("s1", "t_sleep", {{"ms", 1500}}));
+    std::this_thread::sleep_for(200ms);
+    REQUIRE(::kill(d.pid(), SIGTERM) == 0);
+    std::this_thread::sleep_for(200ms); // in the grace: the call still runs
+    const auto pids = d.home() / "late.txt";
+    write_config(d, host_source_toml("h") + host_source_toml("late", {"--name-prefix=l_",
+                                                                      "--pid-file=" + pids.string()}));
+    const json r = reload(op);
+    CHECK(r["ok"] == false);
+    CHECK_THAT(r.value("error", ""), Catch::Contains("shutting down"));
+    CHECK(busy.wait_result("s1")["result"]["ok"] == true);
+    CHECK(d.wait_exit(10s) == 0);
+    std::this_thread::sleep_for(300ms);
+    std::ifstream in(pids);
+    for (pid_t p; in >> p;)
+        CHECK(::kill(p, 0) != 0); // never started, or stopped with the rest
 }

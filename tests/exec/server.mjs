@@ -14,6 +14,7 @@
 //   pid      result: process.pid
 //   crash    process.exit(9) at once, without an answer
 //   stderr   writes args.text (default "server says hi") to stderr, result "logged"
+//   toolresult  result: a ToolResult envelope {ok, content:"small", meta:{pad:"x"×args.meta_bytes}}
 //   garbage  prints `not json` and {"jsonrpc":"2.0","id":"no-such-id","result":0}, then
 //            answers normally with result "after-garbage"
 //   other    error -32602 "unknown mode …"
@@ -56,6 +57,8 @@ function handle(msg) {
     }
     const ms = Number(args.ms) || 0;
     switch (args.mode) {
+        case 'toolresult':
+            return ok(id, { ok: true, content: 'small', meta: { pad: 'x'.repeat(Number(args.meta_bytes) || 0) } });
         case 'echo':
             return ok(id, args);
         case 'error':

@@ -18,6 +18,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <sys/wait.h>
@@ -75,7 +76,18 @@ class recording_sink : public call_sink {
 class fake_source : public tool_source {
   public:
     fake_source(std::string name, std::vector<tool_definition> defs, bool settle_on_start = true)
-        : name_(std::move(name)), defs_(std::move(defs)), settle_on_start_(settle_on_start) {}
+        : name_(std::move(name)), defs_(std::move(defs)), settle_on_start_(settle_on_start) {
+        live().insert(this);
+    }
+    ~fake_source() override { live().erase(this); }
+
+    /// Every fake alive now. A fake keeps the calls it ran and each call holds its tool, which
+    /// holds its source: the fixture breaks that (test-only) cycle when it ends, so
+    /// LeakSanitizer sees what the registry itself leaks, not what the test keeps.
+    static std::unordered_set<fake_source*>& live() {
+        static std::unordered_set<fake_source*> all;
+        return all;
+    }
 
     const std::string& name() const override { return name_; }
     const std::string& prefix() const override { return prefix_value; }
@@ -156,6 +168,18 @@ struct fixture {
     std::optional<std::optional<std::string>> ready;
 
     void make_registry() { reg = std::make_unique<registry>(ioc.get_executor(), cfg, audit.get()); }
+
+    ~fixture() {
+        reg.reset();
+        // Moved out first, dropped after the loop: dropping them may destroy a fake.
+        std::vector<call_ptr> calls;
+        std::vector<std::function<void(const call_ptr&, const tool&)>> hooks;
+        for (auto* f : fake_source::live()) {
+            calls.insert(calls.end(), f->calls.begin(), f->calls.end());
+            f->calls.clear();
+            hooks.push_back(std::exchange(f->on_execute, nullptr));
+        }
+    }
 
     /// Registry with the built-in source and one fake source offering `defs`.
     void start_with(std::vector<tool_definition> defs, bool builtin = true) {
@@ -1156,10 +1180,8 @@ TEST_CASE("schema_validator: $ref cycles are refused or bounded, never overflow 
     // Recursion that descends into the arguments is fine, and bounded by their depth.
     const std::string tree =
         R"({"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"}}}})";
-    CHECK(in_child([&] { return compile_and_validate(tree, R"({"kids":[{"kids":[{}]}]})"); }) ==
-          1);
-    CHECK(in_child([&] { return compile_and_validate(tree, R"({"kids":[{"kids":[1]}]})"); }) ==
-          2);
+    CHECK(in_child([&] { return compile_and_validate(tree, R"({"kids":[{"kids":[{}]}]})"); }) == 1);
+    CHECK(in_child([&] { return compile_and_validate(tree, R"({"kids":[{"kids":[1]}]})"); }) == 2);
     std::string deep;
     for (int i = 0; i < 400; ++i)
         deep += R"({"kids":[)";
@@ -1215,8 +1237,7 @@ TEST_CASE("schema_validator: formats, uniqueItems and combinators stay bounded",
           1);
     CHECK(in_child([&] { return compile_and_validate(date, R"({"d":"yesterday"})"); }) == 2);
     CHECK(in_child([&] {
-              return compile_and_validate(date,
-                                          R"({"d":")" + std::string(2'000'000, '1') + "\"}");
+              return compile_and_validate(date, R"({"d":")" + std::string(2'000'000, '1') + "\"}");
           }) == 2);
 
     const std::string unique =

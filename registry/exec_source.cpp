@@ -9,6 +9,7 @@
 #include "audit/redactor.hpp"
 #include "protocol/json_writer.hpp"
 #include "registry/registry.hpp"
+#include "registry/rpc_peer.hpp"
 #include "registry/supervisor.hpp"
 
 #include <charconv>
@@ -75,7 +76,7 @@ class exec_source final : public tool_source {
           whole_(whole), spec_{"exec tool '" + cfg.name + "'", cfg.command, cfg.cwd,
                                child_environment(whole.tools.env_allow, cfg.env)} {
         if (cfg_.mode == config::exec_mode::server) {
-            supervised_process::handlers h;
+            rpc_peer::handlers h;
             h.on_spawn = [this] { // JSON-RPC exec has no handshake: ready once spawned
                 proc_->mark_ready();
                 auto waiting = std::move(waiting_);
@@ -83,9 +84,6 @@ class exec_source final : public tool_source {
                 for (auto& c : waiting)
                     if (!c->resolved()) execute_server(c);
             };
-            h.on_line = [this](std::string_view line) { on_line(line); };
-            h.on_oversized = [this](std::string_view prefix, std::size_t) { on_oversized(prefix); };
-            h.on_exit = [this](const std::string& how) { on_exit(how); };
             h.on_lifecycle = [this](std::string_view event, const std::string& details) {
                 if (events_.lifecycle) events_.lifecycle(*this, event, details);
                 if (event == "source_failed") fail_waiting();
@@ -93,7 +91,9 @@ class exec_source final : public tool_source {
             supervised_process::policy pol;
             pol.max_line_bytes = whole.limits.max_result_bytes + 1024 * 1024;
             pol.start_timeout = std::chrono::milliseconds(cfg.start_timeout_ms);
-            proc_ = std::make_unique<supervised_process>(ex, reaper, spec_, pol, std::move(h));
+            peer_ = std::make_unique<rpc_peer>(ex, reaper, spec_, pol, rpc_dialect::jsonrpc,
+                                               "exec tool '" + cfg.name + "'", std::move(h));
+            proc_ = &peer_->process();
         }
     }
 
@@ -255,43 +255,32 @@ class exec_source final : public tool_source {
                             proc_->last_error().empty() ? "" : ": " + proc_->last_error())));
             return;
         }
-        const std::uint64_t id = ++next_id_;
-        std::string req = R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-                          R"(,"method":"execute","params":{"args":)";
-        req += c->args_json;
-        req += "}}\n";
-        if (!proc_->send(req)) {
+        std::string params = R"({"args":)";
+        params += c->args_json;
+        params += '}';
+        rpc_peer::callbacks cb;
+        cb.on_message = [this, c](simdjson::dom::object msg, bool) { on_reply(c, msg); };
+        cb.on_failure = [this, c](rpc_failure failure, const std::string& how) {
+            c->resolve(tool_result::failure(
+                error_code::tool_failed,
+                failure == rpc_failure::oversized
+                    ? fmt::format("the tool's result is over limits.max_result_bytes ({} bytes)",
+                                  whole_.limits.max_result_bytes)
+                    : fmt::format("exec tool '{}' {} while the call was running", cfg_.name, how)));
+        };
+        const auto id = peer_->request("execute", params, std::move(cb));
+        if (!id) {
             c->resolve(tool_result::failure(
                 error_code::tool_failed,
                 fmt::format("exec tool '{}' is not reading its input", cfg_.name)));
             return;
         }
-        pending_.emplace(id, c);
         // A call that ends otherwise forgets its id: a late answer is dropped, never given to
         // the next call.
-        c->on_abandon([this, id] { pending_.erase(id); });
+        c->on_abandon([this, id = *id] { peer_->abandon(id); });
     }
 
-    void on_line(std::string_view line) {
-        simdjson::dom::element msg;
-        std::uint64_t id = 0;
-        if (parser_.parse(line.data(), line.size()).get(msg) != simdjson::SUCCESS ||
-            msg.type() != simdjson::dom::element_type::OBJECT ||
-            msg["id"].get_uint64().get(id) != simdjson::SUCCESS) {
-            if (garbage_log_.allow())
-                spdlog::warn(
-                    "exec tool '{}' wrote a line that is not a JSON-RPC response (skipped): {}{}",
-                    cfg_.name, line.substr(0, 200), garbage_log_.suppressed());
-            return;
-        }
-        auto it = pending_.find(id);
-        if (it == pending_.end()) {
-            spdlog::debug("exec tool '{}': dropped a response for id {} (no longer in flight)",
-                          cfg_.name, id);
-            return;
-        }
-        call_ptr c = std::move(it->second);
-        pending_.erase(it);
+    void on_reply(const call_ptr& c, simdjson::dom::object msg) {
         simdjson::dom::element result, error;
         if (msg["result"].get(result) == simdjson::SUCCESS) {
             c->resolve(protocol::normalize_value(result));
@@ -314,22 +303,6 @@ class exec_source final : public tool_source {
         }
     }
 
-    void on_oversized(std::string_view prefix) {
-        const auto at = prefix.find(R"("id":)");
-        if (at == std::string_view::npos) return;
-        std::uint64_t id = 0;
-        const char* first = prefix.data() + at + 5;
-        if (std::from_chars(first, prefix.data() + prefix.size(), id).ec != std::errc{}) return;
-        auto it = pending_.find(id);
-        if (it == pending_.end()) return;
-        call_ptr c = std::move(it->second);
-        pending_.erase(it);
-        c->resolve(tool_result::failure(
-            error_code::tool_failed,
-            fmt::format("the tool's result is over limits.max_result_bytes ({} bytes)",
-                        whole_.limits.max_result_bytes)));
-    }
-
     void fail_waiting() {
         auto waiting = std::move(waiting_);
         waiting_.clear();
@@ -339,32 +312,21 @@ class exec_source final : public tool_source {
                 fmt::format("exec tool '{}' is failed: {}", cfg_.name, proc_->last_error())));
     }
 
-    void on_exit(const std::string& how) {
-        auto pending = std::move(pending_);
-        pending_.clear();
-        for (auto& [id, c] : pending)
-            c->resolve(tool_result::failure(
-                error_code::tool_failed,
-                fmt::format("exec tool '{}' {} while the call was running", cfg_.name, how)));
-    }
-
     asio::any_io_executor ex_;
     child_reaper& reaper_;
     const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
     const config::config& whole_;
     process_spec spec_;
-    std::unique_ptr<supervised_process> proc_;
+    std::unique_ptr<rpc_peer> peer_;     ///< server mode only
+    supervised_process* proc_ = nullptr; ///< the peer's child (server mode)
     source_events events_;
-    std::unordered_map<std::uint64_t, call_ptr> pending_;
     std::deque<call_ptr> waiting_;
-    std::uint64_t next_id_ = 0;
     std::string last_error_;
     bool stopped_ = false;
     /// One-shot children running now; stop() ends them and waits for them.
     std::unordered_set<std::shared_ptr<oneshot_run>> runs_;
     std::function<void()> stop_done_;
-    simdjson::dom::parser parser_;
-    log_throttle garbage_log_;
+    simdjson::dom::parser parser_; ///< one-shot answers
 };
 
 } // namespace

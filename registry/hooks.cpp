@@ -1,4 +1,5 @@
 #include "registry/hooks.hpp"
+#include "registry/rpc_peer.hpp"
 
 #include "audit/redactor.hpp"
 #include "permissions/policy.hpp"
@@ -19,8 +20,8 @@ namespace meith::registry {
 namespace {
 
 constexpr std::size_t max_answer_bytes = 1024 * 1024;
-constexpr std::size_t max_observe_running = 4;   ///< one-shot observe processes per hook
-constexpr std::size_t max_observe_queued = 1024; ///< events waiting for one of them
+constexpr std::size_t max_observe_running = 4;       ///< one-shot observe processes per hook
+constexpr std::size_t max_observe_queued = 1024;     ///< events waiting for one of them
 constexpr std::size_t max_observe_unanswered = 1024; ///< server-mode observe events remembered
 
 /// Reads a filter answer: {"allow":bool,"reason"?:string}. Anything else denies.
@@ -57,16 +58,20 @@ class hook_runner {
           whole_(whole), spec_{"hook '" + cfg.name + "'", cfg.command, cfg.cwd,
                                child_environment(whole.tools.env_allow, cfg.env)} {
         if (cfg_.mode == config::exec_mode::server) {
-            supervised_process::handlers h;
+            rpc_peer::handlers h;
             h.on_spawn = [this] { proc_->mark_ready(); };
-            h.on_line = [this](std::string_view line) { on_line(line); };
-            h.on_exit = [this](const std::string& how) { fail_pending("exited: " + how); };
+            h.on_exit = [this](const std::string&) {
+                observing_.clear(); // the peer failed every request in flight
+                observing_order_.clear();
+            };
             h.on_lifecycle = [this](std::string_view event, const std::string& details) {
                 if (lifecycle_) lifecycle_(cfg_.name, event, details);
             };
             supervised_process::policy pol;
             pol.max_line_bytes = max_answer_bytes;
-            proc_ = std::make_unique<supervised_process>(ex, reaper, spec_, pol, std::move(h));
+            peer_ = std::make_unique<rpc_peer>(ex, reaper, spec_, pol, rpc_dialect::jsonrpc,
+                                               "hook '" + cfg.name + "'", std::move(h));
+            proc_ = &peer_->process();
         }
     }
 
@@ -105,13 +110,22 @@ class hook_runner {
 
     /// Hands the event over; never waits for the answer.
     void notify(const std::string& payload) {
-        if (proc_) {
-            const auto id = ++next_id_;
-            if (!proc_->send(request(id, payload)))
+        if (peer_) {
+            rpc_peer::callbacks cb;
+            cb.on_message = [this](simdjson::dom::object msg, bool) {
+                std::uint64_t answered = 0;
+                if (msg["id"].get_uint64().get(answered) == simdjson::SUCCESS)
+                    observing_.erase(answered);
+                simdjson::dom::element err;
+                if (msg["error"].get(err) == simdjson::SUCCESS)
+                    spdlog::warn("observe hook '{}' answered an error: {}", cfg_.name,
+                                 simdjson::minify(err));
+            };
+            if (auto id = peer_->request("hook", payload, std::move(cb)))
+                remember_observed(*id);
+            else
                 spdlog::warn("observe hook '{}' is not running or not reading; event dropped",
                              cfg_.name);
-            else
-                remember_observed(id);
             return;
         }
         if (running_ >= max_observe_running) {
@@ -148,19 +162,15 @@ class hook_runner {
     std::function<void(std::string_view, std::string_view, const std::string&)> lifecycle_;
 
   private:
-    struct pending {
+    /// One filter question to a server-mode hook: answered once, by its reply, its timeout,
+    /// the hook's exit or stop().
+    struct asking {
+        explicit asking(asio::any_io_executor ex) : timer(std::move(ex)) {}
         hook_verdict v;
         std::function<void(hook_verdict)> done;
-        std::unique_ptr<asio::steady_timer> timer;
+        asio::steady_timer timer;
+        std::uint64_t id = 0;
     };
-
-    static std::string request(std::uint64_t id, const std::string& payload) {
-        std::string r =
-            R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":"hook","params":)";
-        r += payload;
-        r += "}\n";
-        return r;
-    }
 
     void ask_oneshot(const std::string& payload, std::chrono::milliseconds limit, hook_verdict v,
                      std::function<void(hook_verdict)> done) {
@@ -210,29 +220,49 @@ class hook_runner {
                              "is not running (" + std::string(to_string(proc_->state())) +
                                  (proc_->last_error().empty() ? "" : ": " + proc_->last_error()) +
                                  ")"));
-        const auto id = ++next_id_;
-        if (!proc_->send(request(id, payload)))
-            return done(deny(std::move(v), "is not reading its input"));
-        auto timer = std::make_unique<asio::steady_timer>(ex_, limit);
-        timer->async_wait([this, id, limit](const std::error_code& ec) {
+        auto a = std::make_shared<asking>(ex_);
+        a->v = std::move(v);
+        a->done = std::move(done);
+        rpc_peer::callbacks cb;
+        cb.on_message = [this, a](simdjson::dom::object msg, bool) {
+            simdjson::dom::element result, error;
+            if (msg["result"].get(result) == simdjson::SUCCESS) {
+                answer(a, [&](hook_verdict v) { return read_answer(result, std::move(v)); });
+            } else if (msg["error"].get(error) == simdjson::SUCCESS) {
+                std::string_view text = "error";
+                if (error["message"].get_string().get(text) != simdjson::SUCCESS) text = "error";
+                const std::string why = "answered an error: " + std::string(text);
+                answer(a, [&](hook_verdict v) { return deny(std::move(v), why); });
+            } else {
+                answer(a, [](hook_verdict v) {
+                    return deny(std::move(v), "answered neither result nor error");
+                });
+            }
+        };
+        cb.on_failure = [this, a](rpc_failure, const std::string& how) {
+            answer(a, [&](hook_verdict v) { return deny(std::move(v), "exited: " + how); });
+        };
+        const auto id = peer_->request("hook", payload, std::move(cb));
+        if (!id) return a->done(deny(std::move(a->v), "is not reading its input"));
+        a->id = *id;
+        asking_.emplace(*id, a);
+        a->timer.expires_after(limit);
+        a->timer.async_wait([this, a, limit](const std::error_code& ec) {
             if (ec) return;
-            finish(id, [limit](hook_verdict v) {
+            peer_->abandon(a->id);
+            answer(a, [limit](hook_verdict v) {
                 return deny(std::move(v),
                             fmt::format("did not answer within {} ms", limit.count()));
             });
         });
-        pending_.emplace(id, pending{std::move(v), std::move(done), std::move(timer)});
     }
 
-    /// Completes pending request `id` (if still pending) with `make(verdict)`.
+    /// Completes question `a` (if still open) with `make(verdict)`.
     template <typename F>
-    void finish(std::uint64_t id, F make) {
-        auto it = pending_.find(id);
-        if (it == pending_.end()) return;
-        pending p = std::move(it->second);
-        pending_.erase(it);
-        p.timer->cancel();
-        p.done(make(std::move(p.v)));
+    void answer(const std::shared_ptr<asking>& a, F make) {
+        if (!asking_.erase(a->id) || !a->done) return;
+        a->timer.cancel();
+        std::exchange(a->done, nullptr)(make(std::move(a->v)));
     }
 
     /// Observe events sent and not answered yet. A hook that never answers would grow this
@@ -242,7 +272,8 @@ class hook_runner {
         observing_.insert(id);
         observing_order_.push_back(id);
         while (observing_order_.size() > max_observe_unanswered) {
-            observing_.erase(observing_order_.front());
+            if (observing_.erase(observing_order_.front()))
+                peer_->abandon(observing_order_.front());
             observing_order_.pop_front();
             if (!warned_unanswered_) {
                 warned_unanswered_ = true;
@@ -253,47 +284,20 @@ class hook_runner {
         }
     }
 
+    /// Denies every open filter question (stop()); observe events are forgotten.
     void fail_pending(const std::string& why) {
-        std::vector<std::uint64_t> ids;
-        for (auto& [id, p] : pending_)
-            ids.push_back(id);
-        for (auto id : ids)
-            finish(id, [&](hook_verdict v) { return deny(std::move(v), why); });
+        std::vector<std::shared_ptr<asking>> open;
+        for (auto& [id, a] : asking_)
+            open.push_back(a);
+        for (auto& a : open) {
+            if (peer_) peer_->abandon(a->id);
+            answer(a, [&](hook_verdict v) { return deny(std::move(v), why); });
+        }
+        if (peer_)
+            for (auto id : observing_)
+                peer_->abandon(id);
         observing_.clear();
         observing_order_.clear();
-    }
-
-    void on_line(std::string_view line) {
-        simdjson::dom::element msg;
-        std::uint64_t id = 0;
-        if (parser_.parse(line.data(), line.size()).get(msg) != simdjson::SUCCESS ||
-            msg.type() != simdjson::dom::element_type::OBJECT ||
-            msg["id"].get_uint64().get(id) != simdjson::SUCCESS) {
-            if (garbage_log_.allow())
-                spdlog::warn("hook '{}' wrote a line that is not a JSON-RPC response (skipped){}",
-                             cfg_.name, garbage_log_.suppressed());
-            return;
-        }
-        if (observing_.erase(id)) {
-            simdjson::dom::element err;
-            if (msg["error"].get(err) == simdjson::SUCCESS)
-                spdlog::warn("observe hook '{}' answered an error: {}", cfg_.name,
-                             simdjson::minify(err));
-            return;
-        }
-        simdjson::dom::element result, error;
-        if (msg["result"].get(result) == simdjson::SUCCESS) {
-            finish(id, [&](hook_verdict v) { return read_answer(result, std::move(v)); });
-        } else if (msg["error"].get(error) == simdjson::SUCCESS) {
-            std::string_view text = "error";
-            if (error["message"].get_string().get(text) != simdjson::SUCCESS) text = "error";
-            const std::string why = "answered an error: " + std::string(text);
-            finish(id, [&](hook_verdict v) { return deny(std::move(v), why); });
-        } else {
-            finish(id, [](hook_verdict v) {
-                return deny(std::move(v), "answered neither result nor error");
-            });
-        }
     }
 
     void run_observe(const std::string& payload) {
@@ -331,16 +335,15 @@ class hook_runner {
     const config::hook_config& cfg_;
     const config::config& whole_;
     process_spec spec_;
-    std::unique_ptr<supervised_process> proc_;
-    std::unordered_map<std::uint64_t, pending> pending_;
+    std::unique_ptr<rpc_peer> peer_;     ///< server mode only
+    supervised_process* proc_ = nullptr; ///< the peer's child (server mode)
+    std::unordered_map<std::uint64_t, std::shared_ptr<asking>> asking_;
     std::unordered_set<std::uint64_t> observing_;
     std::deque<std::uint64_t> observing_order_; ///< the same ids, oldest first
     bool warned_unanswered_ = false;
     std::deque<std::string> queued_;
     std::size_t running_ = 0;
-    std::uint64_t next_id_ = 0;
-    simdjson::dom::parser parser_;
-    log_throttle garbage_log_;
+    simdjson::dom::parser parser_; ///< one-shot answers
 };
 
 hook_set::hook_set(asio::any_io_executor ex, child_reaper& reaper, const config::config& cfg) {

@@ -1,13 +1,15 @@
 // host_source: a tool host subprocess speaking NDJSON on stdin/stdout (docs/protocol.md §7).
 //
-// One long-running child per source. Requests carry numeric string ids; responses and events
-// are matched to requests strictly by id, so calls of many clients share one host and a late
-// response to an abandoned call is dropped. The child is supervised: its exit is noticed via
-// SIGCHLD, calls in flight fail with TOOL_FAILED, and it is restarted with exponential
-// backoff until it crashes too often within a window, when the source is marked failed.
+// One long-running child per source, spoken to through an rpc_peer (dialect tool_host):
+// requests carry numeric string ids; responses and events are matched strictly by id, so calls
+// of many clients share one host and a late response to an abandoned call is dropped. The
+// child is supervised: its exit is noticed via SIGCHLD, calls in flight fail with TOOL_FAILED,
+// and it is restarted with exponential backoff until it crashes too often within a window,
+// when the source is marked failed.
 #include "protocol/framing.hpp"
 #include "protocol/json_writer.hpp"
 #include "registry/registry.hpp"
+#include "registry/rpc_peer.hpp"
 #include "registry/subprocess.hpp"
 #include "registry/supervisor.hpp"
 
@@ -28,29 +30,14 @@ using protocol::append_json_string;
 using protocol::error_code;
 using protocol::tool_result;
 
-std::string cut_for_log(std::string_view s) {
-    if (s.size() <= 200) return std::string(s);
-    return fmt::format("{}… ({} bytes)", s.substr(0, 200), s.size());
-}
-
-/// Finds `"id":"123"` near the start of a frame that was too large to parse.
-std::optional<std::uint64_t> id_from_prefix(std::string_view prefix) {
-    const auto key = prefix.find(R"("id":")");
-    if (key == std::string_view::npos) return std::nullopt;
-    const char* first = prefix.data() + key + 6;
-    std::uint64_t id = 0;
-    auto [ptr, ec] = std::from_chars(first, prefix.data() + prefix.size(), id);
-    if (ec != std::errc{} || ptr == prefix.data() + prefix.size() || *ptr != '"')
-        return std::nullopt;
-    return id;
-}
-
 class host_source final : public tool_source {
   public:
     host_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                 const config::config& whole)
-        : cfg_(cfg), whole_(whole), proc_(std::move(ex), reaper, make_spec(cfg, whole),
-                                          make_policy(cfg, whole), make_handlers()) {}
+        : cfg_(cfg), whole_(whole),
+          peer_(std::move(ex), reaper, make_spec(cfg, whole), make_policy(cfg, whole),
+                rpc_dialect::tool_host, "tool host '" + cfg.name + "'", make_handlers()),
+          proc_(peer_.process()) {}
 
     const std::string& name() const override { return cfg_.name; }
     const std::string& prefix() const override { return cfg_.prefix; }
@@ -119,10 +106,6 @@ class host_source final : public tool_source {
 
   private:
     enum class request_kind { init, schemas, execute };
-    struct pending_request {
-        request_kind kind;
-        call_ptr c;
-    };
 
     static process_spec make_spec(const config::source_config& cfg, const config::config& whole) {
         return {"tool host '" + cfg.name + "'", cfg.command, cfg.cwd,
@@ -137,17 +120,15 @@ class host_source final : public tool_source {
         return p;
     }
 
-    supervised_process::handlers make_handlers() {
-        supervised_process::handlers h;
+    rpc_peer::handlers make_handlers() {
+        rpc_peer::handlers h;
         h.on_spawn = [this] {
             std::string params = R"({"config":)";
             params += cfg_.config_json;
             params += '}';
             send_request(request_kind::init, "init", params, nullptr);
         };
-        h.on_line = [this](std::string_view line) { on_line(line); };
-        h.on_oversized = [this](std::string_view prefix, std::size_t) { on_oversized(prefix); };
-        h.on_exit = [this](const std::string& how) { on_exit(how); };
+        h.on_exit = [this](const std::string&) { on_exit(); };
         h.on_lifecycle = [this](std::string_view event, const std::string& details) {
             if (events_.lifecycle) events_.lifecycle(*this, event, details);
             if (event == "source_failed") {
@@ -158,16 +139,8 @@ class host_source final : public tool_source {
         return h;
     }
 
-    void on_exit(const std::string& how) {
-        tool_count_ = 0;
-        // Calls in flight fail at once: the child is gone, no answer will come.
-        auto pending = std::move(pending_);
-        pending_.clear();
-        for (auto& [id, p] : pending)
-            if (p.c)
-                p.c->resolve(tool_result::failure(
-                    error_code::tool_failed,
-                    fmt::format("tool host '{}' {} while the call was running", cfg_.name, how)));
+    void on_exit() {
+        tool_count_ = 0; // calls in flight were failed by the peer
         // A first start that failed still counts toward readiness (§7).
         settle();
     }
@@ -198,29 +171,29 @@ class host_source final : public tool_source {
 
     // ---- requests ---------------------------------------------------------------------------
 
-    std::uint64_t send_request(request_kind kind, std::string_view method, std::string_view params,
-                               call_ptr c) {
-        const std::uint64_t id = ++next_id_;
-        std::string& out = frame_;
-        out.clear();
-        out.append(R"({"v":1,"id":")");
-        protocol::append_uint(out, id);
-        out.append(R"(","method":")");
-        out.append(method);
-        out.append(R"(","params":)");
-        out.append(params);
-        out.append("}\n");
-        pending_.emplace(id, pending_request{kind, std::move(c)});
-        if (!proc_.send(out)) {
+    std::optional<std::uint64_t> send_request(request_kind kind, std::string_view method,
+                                              std::string_view params, call_ptr c) {
+        rpc_peer::callbacks cb;
+        // The call is held by the peer's pending entry until it is answered, fails or is
+        // abandoned (forgotten: a late answer is then dropped).
+        cb.on_message = [this, kind, c](simdjson::dom::object msg, bool final) {
+            on_message(kind, c, msg, final);
+        };
+        cb.on_failure = [this, c](rpc_failure failure, const std::string& how) {
+            if (!c) return;
+            c->resolve(tool_result::failure(
+                error_code::tool_failed,
+                failure == rpc_failure::oversized
+                    ? fmt::format("the tool's result is over limits.max_result_bytes ({} bytes)",
+                                  whole_.limits.max_result_bytes)
+                    : fmt::format("tool host '{}' {} while the call was running", cfg_.name, how)));
+        };
+        auto id = peer_.request(method, params, std::move(cb));
+        if (!id && c)
             // No child, or it stopped reading: fail now rather than at the timeout.
-            auto it = pending_.find(id);
-            auto call = std::move(it->second.c);
-            pending_.erase(it);
-            if (call)
-                call->resolve(tool_result::failure(
-                    error_code::tool_failed,
-                    fmt::format("tool host '{}' is not accepting requests", cfg_.name)));
-        }
+            c->resolve(tool_result::failure(
+                error_code::tool_failed,
+                fmt::format("tool host '{}' is not accepting requests", cfg_.name)));
         return id;
     }
 
@@ -235,70 +208,22 @@ class host_source final : public tool_source {
         params_.push_back('}');
         const auto id = send_request(request_kind::execute, "execute_tool", params_, c);
         // A cancelled or timed-out call forgets its id: a late answer is then dropped.
-        c->on_abandon([this, id] { pending_.erase(id); });
+        if (id) c->on_abandon([this, id = *id] { peer_.abandon(id); });
     }
 
-    void on_oversized(std::string_view prefix) {
-        const auto id = id_from_prefix(prefix);
-        if (!id) return;
-        auto it = pending_.find(*id);
-        if (it == pending_.end() || !it->second.c) return;
-        auto c = std::move(it->second.c);
-        pending_.erase(it);
-        c->resolve(tool_result::failure(
-            error_code::tool_failed,
-            fmt::format("the tool's result is over limits.max_result_bytes ({} bytes)",
-                        whole_.limits.max_result_bytes)));
-    }
-
-    void on_line(std::string_view line) {
-        simdjson::dom::element root;
-        simdjson::dom::object msg;
-        if (parser_.parse(line.data(), line.size(), false).get(root) != simdjson::SUCCESS ||
-            root.get_object().get(msg) != simdjson::SUCCESS) {
-            if (garbage_log_.allow())
-                spdlog::warn("tool host '{}' wrote a line that is not a protocol frame (skipped): "
-                             "{}{}",
-                             cfg_.name, cut_for_log(line), garbage_log_.suppressed());
-            return;
-        }
-        std::string_view id_text;
-        std::uint64_t id = 0;
-        if (msg["id"].get_string().get(id_text) != simdjson::SUCCESS ||
-            std::from_chars(id_text.data(), id_text.data() + id_text.size(), id).ec !=
-                std::errc{}) {
-            if (garbage_log_.allow())
-                spdlog::warn("tool host '{}' wrote a frame without a known id (skipped): {}{}",
-                             cfg_.name, cut_for_log(line), garbage_log_.suppressed());
-            return;
-        }
-        auto it = pending_.find(id);
-        if (it == pending_.end()) {
-            spdlog::debug("tool host '{}': dropped a message for id {} (no longer in flight)",
-                          cfg_.name, id);
-            return;
-        }
-
-        simdjson::dom::element event;
-        if (msg["event"].get(event) == simdjson::SUCCESS) {
+    void on_message(request_kind kind, const call_ptr& c, simdjson::dom::object msg, bool final) {
+        if (!final) {
+            simdjson::dom::element event;
             std::string_view type;
-            if (event["type"].get_string().get(type) != simdjson::SUCCESS) {
+            if (msg["event"].get(event) != simdjson::SUCCESS ||
+                event["type"].get_string().get(type) != simdjson::SUCCESS) {
                 spdlog::warn("tool host '{}': event without a string type (skipped)", cfg_.name);
                 return;
             }
-            if (it->second.c) it->second.c->emit(simdjson::minify(event));
+            if (c) c->emit(simdjson::minify(event));
             return;
         }
-
-        bool ok = false;
-        if (msg["ok"].get_bool().get(ok) != simdjson::SUCCESS) {
-            spdlog::warn("tool host '{}': frame for id {} has neither event nor ok (skipped)",
-                         cfg_.name, id);
-            return;
-        }
-        pending_request req = std::move(it->second);
-        pending_.erase(it);
-
+        const bool ok = msg["ok"].get_bool().value_unsafe(); // the peer checked it is there
         simdjson::dom::element result;
         if (ok && msg["result"].get(result) == simdjson::SUCCESS) {
             simdjson::dom::element state;
@@ -306,12 +231,12 @@ class host_source final : public tool_source {
                 state_json_ = simdjson::minify(state);
         }
         if (!ok) {
-            on_error_response(req, msg);
+            on_error_response(kind, c, msg);
             return;
         }
         simdjson::dom::element value;
         const bool has_value = result["value"].get(value) == simdjson::SUCCESS;
-        switch (req.kind) {
+        switch (kind) {
         case request_kind::init:
             send_request(request_kind::schemas, "get_tool_schemas",
                          R"({"state":)" + state_json_ + "}", nullptr);
@@ -320,7 +245,7 @@ class host_source final : public tool_source {
             on_schemas(has_value ? value : simdjson::dom::element{}, has_value);
             return;
         case request_kind::execute:
-            if (req.c) req.c->resolve(execute_result(has_value, value));
+            if (c) c->resolve(execute_result(has_value, value));
             return;
         }
     }
@@ -353,7 +278,7 @@ class host_source final : public tool_source {
         return protocol::normalize_value(value);
     }
 
-    void on_error_response(const pending_request& req, simdjson::dom::object msg) {
+    void on_error_response(request_kind kind, const call_ptr& c, simdjson::dom::object msg) {
         std::string_view type = "Error", detail = "tool host error";
         std::string_view stack;
         simdjson::dom::object err;
@@ -365,19 +290,19 @@ class host_source final : public tool_source {
             if (err["stack"].get_string().get(stack) != simdjson::SUCCESS) stack = {};
         }
         if (!stack.empty()) spdlog::warn("tool host '{}' error stack: {}", cfg_.name, stack);
-        if (req.kind == request_kind::execute) {
-            if (!req.c) return;
+        if (kind == request_kind::execute) {
+            if (!c) return;
             std::string details = R"({"type":)";
             append_json_string(details, type);
             details += R"(,"detail":)";
             append_json_string(details, detail);
             details += '}';
-            req.c->resolve(tool_result::failure(error_code::tool_failed,
-                                                fmt::format("{}: {}", type, detail), details));
+            c->resolve(tool_result::failure(error_code::tool_failed,
+                                            fmt::format("{}: {}", type, detail), details));
             return;
         }
         start_failed(fmt::format("{} failed: {}: {}",
-                                 req.kind == request_kind::init ? "init" : "get_tool_schemas", type,
+                                 kind == request_kind::init ? "init" : "get_tool_schemas", type,
                                  detail));
     }
 
@@ -446,19 +371,15 @@ class host_source final : public tool_source {
 
     const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
     const config::config& whole_;
-    supervised_process proc_;
+    rpc_peer peer_;
+    supervised_process& proc_; ///< the peer's child
     source_events events_;
     bool started_ = false;
     bool settled_ = false;
-    std::unordered_map<std::uint64_t, pending_request> pending_;
     std::deque<std::pair<call_ptr, const tool*>> waiting_;
     std::size_t tool_count_ = 0;
-    std::uint64_t next_id_ = 0;
     std::string state_json_ = "{}";
     std::string params_;
-    std::string frame_;
-    simdjson::dom::parser parser_;
-    log_throttle garbage_log_;
 };
 
 } // namespace

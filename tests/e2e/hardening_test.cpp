@@ -394,7 +394,7 @@ TEST_CASE("garbage on a host's stdout is logged at most once a second, with a co
     CHECK(c.call("t_garbage", json::object())["result"]["ok"] == true);
     const std::string log = d.log();
     std::size_t lines = 0;
-    for (const char* what : {"not a protocol frame", "without a known id"})
+    for (const char* what : {"not a protocol message", "without a known id"})
         for (auto at = log.find(what); at != std::string::npos; at = log.find(what, at + 1))
             ++lines;
     CHECK(lines >= 2);

@@ -328,7 +328,7 @@ TEST_CASE("garbage on a host's stdout is logged and skipped", "[e2e][host]") {
     auto r = c.call("t_garbage", json::object());
     CHECK(r["result"]["content"] == "after-garbage");
     CHECK(c.call("t_echo", {{"still", "fine"}})["result"]["ok"] == true);
-    CHECK_THAT(d.log(), Catch::Contains("not a protocol frame"));
+    CHECK_THAT(d.log(), Catch::Contains("not a protocol message"));
 }
 
 TEST_CASE("tool failures map to TOOL_FAILED with the host's details", "[e2e][host]") {

@@ -161,28 +161,29 @@ int run_call(const options& opts) {
     session s = open_session(opts.socket, opts.home, opts.caller);
     sigint_pipe interrupts;
 
-    const std::string id = s.conn.next_request_id();
-    json frame = {{"type", "tool_call"},    {"protocol", 1},
-                  {"requestId", id},        {"toolName", tool},
-                  {"arguments", arguments}, {"clientInfo", {{"caller", opts.caller}}}};
-    if (opts.timeout_ms) frame["timeoutMs"] = *opts.timeout_ms;
-    s.conn.send_frame(compact(frame));
+    const std::string id = s.ids.next();
+    const std::string args_text = compact(arguments);
+    s.conn.send_frame(protocol::encode_tool_call({.request_id = id,
+                                                  .tool_name = tool,
+                                                  .arguments_json = args_text,
+                                                  .timeout_ms = opts.timeout_ms,
+                                                  .caller = opts.caller}));
 
     bool cancel_sent = false;
     for (;;) {
-        client::read_result r = s.conn.read_frame(std::nullopt, interrupts.read_fd());
-        if (r.status == client::read_status::woken) {
+        auto r = s.conn.read_frame(std::nullopt, interrupts.read_fd());
+        if (r.status == protocol::client_channel::read_status::woken) {
             const int count = interrupts.drain();
             if (count == 0) continue;
             if (cancel_sent || count > 1) {
                 throw cli_error(exit_interrupted, "interrupted; not waiting for the result");
             }
             fmt::print(stderr, "cancelling… (Ctrl-C again to quit now)\n");
-            s.conn.send_frame(compact({{"type", "cancel_tool_call"}, {"requestId", id}}));
+            s.conn.send_frame(protocol::encode_cancel_tool_call(id));
             cancel_sent = true;
             continue;
         }
-        if (r.status != client::read_status::frame) {
+        if (r.status != protocol::client_channel::read_status::frame) {
             throw cli_error(exit_error, "connection to meithd closed before the result arrived");
         }
 

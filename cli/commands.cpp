@@ -22,8 +22,8 @@ namespace {
 constexpr std::chrono::seconds restart_timeout{60};
 
 json list_tools(session& s) {
-    const std::string id = s.conn.next_request_id();
-    s.conn.send_frame(compact({{"type", "list_tools"}, {"requestId", id}}));
+    const std::string id = s.ids.next();
+    s.conn.send_frame(protocol::encode_list_tools(id));
     json reply = await_reply(s.conn, id, "tools_list");
     const json* tools = get_field(reply, "tools");
     if (tools == nullptr || !tools->is_array()) {
@@ -58,8 +58,8 @@ bool is_unavailable(const json& tool) {
 }
 
 json list_sources(session& s) {
-    const std::string id = s.conn.next_request_id();
-    s.conn.send_frame(compact({{"type", "list_sources"}, {"requestId", id}}));
+    const std::string id = s.ids.next();
+    s.conn.send_frame(protocol::encode_list_sources(id));
     json reply = await_reply(s.conn, id, "sources_list");
     const json* sources = get_field(reply, "sources");
     if (sources == nullptr || !sources->is_array()) {
@@ -156,11 +156,8 @@ int run_sources(const options& opts) {
 int run_source_restart(const options& opts) {
     const std::string& name = opts.words.at(2);
     session s = open_session(opts.socket, opts.home, opts.caller);
-    const std::string id = s.conn.next_request_id();
-    s.conn.send_frame(compact({{"type", "restart_source"},
-                               {"requestId", id},
-                               {"name", name},
-                               {"clientInfo", {{"caller", opts.caller}}}}));
+    const std::string id = s.ids.next();
+    s.conn.send_frame(protocol::encode_restart_source(id, name, opts.caller));
     // A refusal (unknown source, a source that cannot be restarted) is an error frame: exit 1.
     const auto timeout = opts.timeout_ms ? std::chrono::milliseconds(*opts.timeout_ms)
                                          : std::chrono::milliseconds(restart_timeout);
@@ -172,9 +169,8 @@ int run_source_restart(const options& opts) {
 
 int run_reload(const options& opts) {
     session s = open_session(opts.socket, opts.home, opts.caller);
-    const std::string id = s.conn.next_request_id();
-    s.conn.send_frame(compact(
-        {{"type", "reload_config"}, {"requestId", id}, {"clientInfo", {{"caller", opts.caller}}}}));
+    const std::string id = s.ids.next();
+    s.conn.send_frame(protocol::encode_reload_config(id, opts.caller));
     const json reply = await_reply(s.conn, id, "config_reloaded", reply_timeout, exit_tool_failed);
     const json* ok = get_field(reply, "ok");
     if (ok == nullptr || !ok->is_boolean())
@@ -212,11 +208,8 @@ int run_reload(const options& opts) {
 int run_policy_check(const options& opts) {
     const std::string& tool = opts.words.at(2);
     session s = open_session(opts.socket, opts.home, opts.caller);
-    const std::string id = s.conn.next_request_id();
-    s.conn.send_frame(compact({{"type", "check_policy"},
-                               {"requestId", id},
-                               {"toolName", tool},
-                               {"clientInfo", {{"caller", opts.caller}}}}));
+    const std::string id = s.ids.next();
+    s.conn.send_frame(protocol::encode_check_policy(id, tool, opts.caller));
     const json reply = await_reply(s.conn, id, "policy_decision");
     const auto decision = get_string(reply, "decision");
     if (decision != "allow" && decision != "deny") {

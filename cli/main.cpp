@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
 #include "cli/options.hpp"
+#include "cli/session.hpp"
 
 #include <cstddef>
 #include <exception>
@@ -146,7 +147,11 @@ int run(const std::vector<std::string>& args) {
                                       "--limit or --file",
                                       full_name));
     }
-    return cmd->run(opts);
+    try {
+        return cmd->run(opts);
+    } catch (const meith::protocol::client_error& e) {
+        throw to_cli_error(e); // the one place transport errors become CLI errors
+    }
 }
 
 } // namespace

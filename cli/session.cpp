@@ -61,21 +61,22 @@ void check_error_frame(const json& frame, const std::string& request_id, int err
                                 sanitize(get_string(frame, "message").value_or(""), false)));
 }
 
-json await_reply(client& conn, const std::string& request_id, std::string_view type,
-                 std::chrono::milliseconds timeout, int error_exit) {
-    const auto deadline = client::clock::now() + timeout;
+json await_reply(protocol::client_channel& conn, const std::string& request_id,
+                 std::string_view type, std::chrono::milliseconds timeout, int error_exit) {
+    using channel = protocol::client_channel;
+    const auto deadline = channel::clock::now() + timeout;
     for (;;) {
-        client::read_result r = conn.read_frame(deadline);
+        channel::read_result r = conn.read_frame(deadline);
         switch (r.status) {
-        case client::read_status::frame:
+        case channel::read_status::frame:
             break;
-        case client::read_status::closed:
+        case channel::read_status::closed:
             throw cli_error(exit_error,
                             fmt::format("connection to meithd closed while waiting for {}", type));
-        case client::read_status::timed_out:
+        case channel::read_status::timed_out:
             throw cli_error(exit_error, fmt::format("no {} from meithd within {} s", type,
                                                     (timeout.count() + 999) / 1000));
-        case client::read_status::woken:
+        case channel::read_status::woken:
             continue; // no wake fd given; cannot happen
         }
         json frame = parse_frame(r.frame);
@@ -89,13 +90,21 @@ json await_reply(client& conn, const std::string& request_id, std::string_view t
 session open_session(const std::optional<std::filesystem::path>& socket_flag,
                      const std::optional<std::filesystem::path>& home_flag,
                      const std::string& caller) {
-    session s{locate_daemon(socket_flag, home_flag), client{}, json{}};
+    session s{locate_daemon(socket_flag, home_flag), protocol::client_channel{},
+              protocol::request_id_generator{protocol::request_id_generator::process_prefix("cli")},
+              json{}};
     s.conn.connect(s.where.socket);
-    const std::string id = s.conn.next_request_id();
-    s.conn.send_frame(
-        compact({{"type", "hello"}, {"requestId", id}, {"clientInfo", {{"caller", caller}}}}));
+    const std::string id = s.ids.next();
+    s.conn.send_frame(protocol::encode_hello(id, caller));
     s.hello = await_reply(s.conn, id, "hello_result");
     return s;
+}
+
+cli_error to_cli_error(const protocol::client_error& e) {
+    if (e.error_kind() == protocol::client_error::kind::not_running) {
+        return cli_error(exit_error, std::string(e.what()) + "; start it with: meithd");
+    }
+    return cli_error(exit_error, e.what());
 }
 
 } // namespace meith::cli

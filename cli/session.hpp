@@ -1,10 +1,13 @@
-// session: the JSON layer over `client` shared by every subcommand — connect and hello, wait
-// for the reply to one request, and small accessors for frames from the daemon.
+// session: the JSON layer over the protocol's client channel (protocol/client_channel.hpp)
+// shared by every subcommand — connect and hello, wait for the reply to one request, small
+// accessors for frames from the daemon, and the one place where the channel's client_error
+// becomes a cli_error.
 #pragma once
 
-#include "cli/client.hpp"
 #include "cli/discovery.hpp"
 #include "cli/errors.hpp"
+#include "protocol/client_channel.hpp"
+#include "protocol/client_frames.hpp"
 
 #include <chrono>
 #include <optional>
@@ -24,9 +27,15 @@ inline constexpr std::chrono::seconds reply_timeout{10};
 /// A connected client that has completed hello.
 struct session {
     daemon_location where;
-    client conn;
+    protocol::client_channel conn;
+    /// "cli_<pid>_<n>", unique per process.
+    protocol::request_id_generator ids;
     json hello; ///< the hello_result frame
 };
+
+/// The channel's failures as the CLI reports them: exit_error, the channel's message, and for
+/// `not_running` the hint "; start it with: meithd". main applies it to every command.
+cli_error to_cli_error(const protocol::client_error& e);
 
 /// Locates the daemon, connects and says hello as `caller`. Throws cli_error(exit_error).
 session open_session(const std::optional<std::filesystem::path>& socket_flag,
@@ -43,8 +52,9 @@ void check_error_frame(const json& frame, const std::string& request_id,
 
 /// Reads frames until one of `type` answers `request_id`, skipping unrelated ones. Throws on
 /// an error frame for it (cli_error(error_exit)), and on close and on timeout (exit_error).
-json await_reply(client& conn, const std::string& request_id, std::string_view type,
-                 std::chrono::milliseconds timeout = reply_timeout, int error_exit = exit_error);
+json await_reply(protocol::client_channel& conn, const std::string& request_id,
+                 std::string_view type, std::chrono::milliseconds timeout = reply_timeout,
+                 int error_exit = exit_error);
 
 /// Field accessors that tolerate absence and wrong types.
 std::optional<std::string> get_string(const json& obj, std::string_view key);

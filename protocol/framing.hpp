@@ -50,6 +50,9 @@ class line_framer {
         return discarding_ ? std::string_view{}
                            : std::string_view(buf_.get() + begin_, end_ - begin_);
     }
+    /// True while the rest of an over-long line is being dropped (`oversized` follows at its
+    /// newline); a client that gives up on such a line at once looks here after `need_more`.
+    bool discarding() const { return discarding_; }
     /// Bytes buffered but not yet returned (a partial frame).
     std::size_t buffered() const { return end_ - begin_; }
     /// Current allocation, for memory accounting.

@@ -1,18 +1,14 @@
 #include "daemon_fixture.hpp"
 
-#include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <fcntl.h>
 #include <fstream>
-#include <poll.h>
 #include <sstream>
 #include <stdexcept>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 
 namespace meith::test {
 
@@ -235,82 +231,69 @@ std::pair<int, std::string> run_meithd_expect_exit(const std::vector<std::string
 }
 
 client::client(const fs::path& socket) {
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-        throw std::runtime_error("connect " + socket.string() + ": " + std::strerror(errno));
+    channel_.connect(socket); // throws protocol::client_error (a std::runtime_error)
 }
 
-client::~client() {
-    if (fd_ >= 0) ::close(fd_);
-}
+client::~client() = default;
 
 void client::send_raw(const std::string& bytes) {
-    std::size_t off = 0;
-    while (off < bytes.size()) {
-        const auto n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            throw std::runtime_error(std::string("send: ") + std::strerror(errno));
-        }
-        off += static_cast<std::size_t>(n);
-    }
+    channel_.send_bytes(bytes);
 }
 
 void client::send(const json& frame) {
-    send_raw(frame.dump() + "\n");
+    channel_.send_frame(frame.dump());
 }
 
 json client::read(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        const auto nl = buf_.find('\n');
-        if (nl != std::string::npos) {
-            std::string line = buf_.substr(0, nl);
-            buf_.erase(0, nl + 1);
-            return json::parse(line);
-        }
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) throw std::runtime_error("timed out waiting for a frame");
-        pollfd p{fd_, POLLIN, 0};
-        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-        char tmp[65536];
-        const auto n = ::recv(fd_, tmp, sizeof tmp, 0);
-        if (n == 0) throw std::runtime_error("connection closed by meithd");
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            throw std::runtime_error(std::string("recv: ") + std::strerror(errno));
-        }
-        buf_.append(tmp, static_cast<std::size_t>(n));
+    if (pending_) return json::parse(*std::exchange(pending_, std::nullopt));
+    auto r = channel_.read_frame(std::chrono::steady_clock::now() + timeout);
+    using status = protocol::client_channel::read_status;
+    switch (r.status) {
+    case status::frame:
+        return json::parse(r.frame);
+    case status::closed:
+        throw std::runtime_error("connection closed by meithd");
+    case status::timed_out:
+    case status::woken: // no wake fd given
+        break;
     }
+    throw std::runtime_error("timed out waiting for a frame");
 }
 
 bool client::wait_closed(std::chrono::milliseconds timeout) {
+    pending_.reset();
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        pollfd p{fd_, POLLIN, 0};
-        if (::poll(&p, 1, 20) <= 0) continue;
-        char tmp[65536];
-        const auto n = ::recv(fd_, tmp, sizeof tmp, 0);
-        if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+    for (;;) {
+        switch (channel_.read_frame(deadline).status) {
+        case protocol::client_channel::read_status::frame:
+            continue; // frames before the close are skipped
+        case protocol::client_channel::read_status::closed:
+            return true;
+        default:
+            return false;
+        }
     }
-    return false;
 }
 
 bool client::silent_for(std::chrono::milliseconds quiet) {
-    if (buf_.find('\n') != std::string::npos) return false;
-    pollfd p{fd_, POLLIN, 0};
-    return ::poll(&p, 1, static_cast<int>(quiet.count())) == 0;
+    if (pending_) return false;
+    auto r = channel_.read_frame(std::chrono::steady_clock::now() + quiet);
+    switch (r.status) {
+    case protocol::client_channel::read_status::frame:
+        pending_ = std::move(r.frame); // not lost: the next read returns it
+        return false;
+    case protocol::client_channel::read_status::closed:
+        return false; // a close is not silence
+    default:
+        return true;
+    }
 }
 
 json client::call(const std::string& tool, const json& args, const json& extra,
                   std::vector<json>* events, std::chrono::milliseconds timeout) {
     json frame = {{"type", "tool_call"},
                   {"protocol", 1},
-                  {"requestId", "t" + std::to_string(++counter_)},
+                  {"requestId", ids_.next()},
                   {"toolName", tool},
                   {"arguments", args}};
     for (auto& [k, v] : extra.items())

@@ -4,6 +4,9 @@
 // as a failed test, not a stuck one.
 #pragma once
 
+#include "protocol/client_channel.hpp"
+#include "protocol/client_frames.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -93,7 +96,8 @@ class daemon_process {
 std::pair<int, std::string> run_meithd_expect_exit(const std::vector<std::string>& args,
                                                    std::chrono::milliseconds timeout = 15s);
 
-/// A blocking client connection.
+/// A blocking client connection over the protocol's own client channel
+/// (protocol/client_channel.hpp, the one the CLI uses). Frames are parsed with nlohmann_json.
 class client {
   public:
     explicit client(const fs::path& socket);
@@ -117,12 +121,12 @@ class client {
     json wait_result(const std::string& request_id, std::vector<json>* events = nullptr,
                      std::chrono::milliseconds timeout = 15s);
 
-    int fd() const { return fd_; }
+    int fd() const { return channel_.fd(); }
 
   private:
-    int fd_ = -1;
-    std::string buf_;
-    int counter_ = 0;
+    protocol::client_channel channel_;
+    protocol::request_id_generator ids_{"t"}; ///< call(): "t1", "t2", ...
+    std::optional<std::string> pending_;      ///< a frame silent_for saw; read returns it first
 };
 
 /// Runs the meith CLI with `args`; returns {exit status, stdout, stderr}.

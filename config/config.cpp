@@ -719,6 +719,10 @@ std::optional<std::string> read_whole_file(const fs::path& file, std::string& er
 
 } // namespace
 
+std::string_view to_string(source_kind k) {
+    return source_kind_names[static_cast<std::size_t>(k)];
+}
+
 load_result parse_config(std::string_view toml_text, const std::string& display_name,
                          const std::filesystem::path& base_dir) {
     try {

@@ -102,6 +102,9 @@ struct permissions_config {
 };
 
 enum class source_kind { host, exec };
+/// The kind's name as written in the config (`kind = "host"`), and as the source factory
+/// table (registry/source_factory.hpp) knows it.
+std::string_view to_string(source_kind k);
 enum class exec_mode { oneshot, server };
 
 /// The single tool an exec source provides (`tool = {...}`).

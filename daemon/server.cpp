@@ -74,7 +74,7 @@ class server {
     int run() {
         wait_for_signal();
         registry_.set_reload_handler([this] { return reload(); });
-        registry_.add_source(registry::make_builtin_source());
+        registry_.add_source(registry::make_source("builtin", factory_context()));
         for (const auto& src : cfg_.sources)
             registry_.add_source(make_source(src));
         if (!cfg_.hooks.empty()) {
@@ -248,10 +248,11 @@ class server {
         return m;
     }
 
+    /// What the registry's source factories are given (registry/source_factory.hpp).
+    registry::source_context factory_context() { return {ioc_.get_executor(), reaper_, cfg_}; }
+
     std::shared_ptr<registry::tool_source> make_source(const config::source_config& src) {
-        if (src.kind == config::source_kind::host)
-            return registry::make_host_source(ioc_.get_executor(), reaper_, src, cfg_);
-        return registry::make_exec_source(ioc_.get_executor(), reaper_, src, cfg_);
+        return registry::make_source(factory_context(), src);
     }
 
     void listen() {

@@ -1,23 +1,36 @@
 // registry: the tools of every source and the one dispatch path every call takes.
 //
 // dispatch(): lookup -> validate arguments against the tool's inputSchema -> permission ->
-// run on the source raced against its timeout, a cancel, the client leaving and shutdown ->
-// normalize -> audit line -> reply. This is the only place that owns those cross-cutting
-// duties; sources only run tools and connections only move frames. I/O-thread only.
+// hooks -> run on the source raced against its timeout, a cancel, the client leaving and
+// shutdown -> after_execution hooks -> audit line -> reply. This is the only place that owns
+// those cross-cutting duties; sources only run tools and connections only move frames.
+// I/O-thread only.
+//
+// One class, its jobs in one file each:
+//   registry.cpp          construction, policy and status queries
+//   tool_table.*          the tools: registration, name clashes, prefixes, lookup, descriptors
+//   call_pipeline.cpp     `call` and dispatch -> validate -> permission -> hooks -> source ->
+//                         after_tool -> finish
+//   call_audit.*          the call's audit record (tool_call / tool_call_rejected lines)
+//   audit_trail.*         audit lines, the group commit, replies waiting for their lines
+//   source_lifecycle.cpp  start and readiness, live add/remove, retiring, restart, stop
+//   source_factory.*      the table of source kinds (builtin, host, exec)
 #pragma once
 
 #include "audit/audit_log.hpp"
 #include "audit/redactor.hpp"
 #include "config/config.hpp"
 #include "permissions/policy.hpp"
+#include "registry/audit_trail.hpp"
 #include "registry/call.hpp"
+#include "registry/call_audit.hpp"
+#include "registry/source_factory.hpp"
 #include "registry/tool_source.hpp"
+#include "registry/tool_table.hpp"
 
 #include <asio/any_io_executor.hpp>
 
-#include <array>
 #include <chrono>
-#include <map>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -51,6 +64,10 @@ class registry {
     void reject(const call_ptr& c, protocol::error_code code, std::string message,
                 const simdjson::dom::element* args);
 
+    /// Audits a tool_call frame refused before it became a call (`tool_call_rejected`, the
+    /// call record's keys with null outcome).
+    void audit_rejected_call(const rejected_call& r);
+
     /// Appends the ToolDescriptors, comma-separated, as `who` would see them (§3).
     void append_tool_descriptors(std::string& out, permissions::caller who);
 
@@ -66,15 +83,15 @@ class registry {
     /// leaves, and at the end of every I/O turn that queued a line.
     std::uint64_t commit_audit();
     /// True when the lines up to `seq` are in the file (always true without an audit log).
-    bool audit_committed(std::uint64_t seq) const { return !audit_ || audit_->committed() >= seq; }
+    bool audit_committed(std::uint64_t seq) const { return audit_.committed(seq); }
     /// The sequence number that covers every audit line built so far (0 without an audit log).
-    std::uint64_t audit_high_seq() const { return audit_ ? audit_->high_seq() : 0; }
+    std::uint64_t audit_high_seq() const { return audit_.high_seq(); }
     /// True when audit.on_failure = "fail_closed" and a batch numbered in (after, upto] could
     /// not be written: replies that follow lines of such a batch must not carry a tool's
     /// result (§6).
     bool audit_lost_between(std::uint64_t after, std::uint64_t upto) const {
-        return audit_ && cfg_.audit.on_failure == config::audit_failure_policy::fail_closed &&
-               audit_->failed_between(after, upto);
+        return cfg_.audit.on_failure == config::audit_failure_policy::fail_closed &&
+               audit_.failed_between(after, upto);
     }
     /// Runs `fn` on the I/O thread once the lines up to `seq` are in the file (docs/protocol.md
     /// §6: a reply leaves only after its line). At once when they already are.
@@ -143,65 +160,44 @@ class registry {
 
   private:
     friend class call;
-    void finish(call& c, const protocol::tool_result& r);
+
+    // ---- call pipeline (call_pipeline.cpp) ----
     void run_on_source(const call_ptr& c);
     void after_tool(const call_ptr& c, protocol::tool_result r);
-    std::string hook_payload(std::string_view phase, const call& c,
-                             const protocol::tool_result* response) const;
-    static void record_hooks(call& c, const std::vector<struct hook_verdict>& verdicts);
-    static void record_observers(call& c, std::string_view phase,
-                                 const std::vector<std::string>& names);
+    void finish(call& c, const protocol::tool_result& r);
     std::chrono::milliseconds time_left(const call& c) const;
-    std::optional<std::string> register_tools(tool_source& src, std::vector<tool_definition> defs);
-    void write_call_audit(const call& c, const protocol::tool_result& r);
+    bool audit_refuses_calls() const {
+        return audit_.failing() &&
+               cfg_.audit.on_failure == config::audit_failure_policy::fail_closed;
+    }
+
+    // ---- source lifecycle (source_lifecycle.cpp) ----
+    std::optional<std::string> on_registered(tool_source& src, std::vector<tool_definition> defs);
+    void on_settled();
+    void on_lifecycle(tool_source& src, std::string_view event, std::string_view details);
 
     asio::any_io_executor ex_;
     const config::config& cfg_;
     permissions::policy policy_;
-    audit::audit_log* audit_;
+    audit_trail audit_;
     const audit::redactor& redactor_;
     class hook_set* hooks_ = nullptr;
-    std::vector<std::shared_ptr<tool_source>> sources_;
-    std::map<std::string, std::shared_ptr<const tool>, std::less<>> tools_;
-    std::unordered_set<call*> active_;
+    tool_table tools_;
+    std::unordered_set<call*> active_; ///< calls dispatched and not yet finished
     bool shutting_down_ = false;
-    bool audit_failing() const { return audit_ && audit_->failing(); }
-    bool commit_posted_ = false;
-    /// Ends the audit line being built and makes sure it is submitted by the end of this turn.
-    void end_audit_line();
-    /// Runs the after_audit() waiters whose lines are in the file (I/O thread).
-    void run_audit_waiters();
-    std::vector<std::pair<std::uint64_t, std::function<void()>>> audit_waiters_;
-    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); ///< for the writer's posts
-    /// Rendered descriptors per caller (index = caller); rebuilt after any change to the tool
-    /// set or a source's state, so list_tools with 10,000 tools is one copy.
-    std::array<std::string, 2> descriptors_;
-    std::array<bool, 2> descriptors_valid_{false, false};
-    void invalidate_descriptors() { descriptors_valid_ = {false, false}; }
-    void render_descriptors(std::string& out, permissions::caller who) const;
+    std::function<std::string()> reload_handler_;
+
+    // Source lifecycle.
+    std::vector<std::shared_ptr<tool_source>> sources_;
     source_events events_; ///< what sources report through (set by start())
     /// Removed sources still stopping, destroyed when their stop completes.
     std::vector<std::shared_ptr<tool_source>> retiring_;
-    std::function<std::string()> reload_handler_;
     std::size_t unsettled_ = 0;
     bool started_ = false;
     std::optional<std::string> startup_error_;
     std::function<void(std::optional<std::string>)> on_ready_;
+
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); ///< for posted handlers
 };
-
-/// The built-in source: `echo` (read-only; its content is its arguments) — §7.
-std::shared_ptr<tool_source> make_builtin_source();
-
-/// A tool host source (`kind = "host"`, §7) supervised as a subprocess.
-class child_reaper;
-std::shared_ptr<tool_source> make_host_source(asio::any_io_executor ex, child_reaper& reaper,
-                                              const config::source_config& cfg,
-                                              const config::config& whole);
-
-/// An exec source (`kind = "exec"`, §7): one-shot (a process per call) or server mode (one
-/// supervised JSON-RPC 2.0 process).
-std::shared_ptr<tool_source> make_exec_source(asio::any_io_executor ex, child_reaper& reaper,
-                                              const config::source_config& cfg,
-                                              const config::config& whole);
 
 } // namespace meith::registry

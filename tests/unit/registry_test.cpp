@@ -4,11 +4,13 @@
 // source defined here whose calls the test resolves by hand.
 #include "registry/registry.hpp"
 #include "registry/schema_validator.hpp"
+#include "registry/subprocess.hpp"
 
 #include <asio/io_context.hpp>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -964,6 +967,111 @@ TEST_CASE("registry: an oversized result writes one audit line with TOOL_FAILED"
     const auto lines = audit_lines(log);
     REQUIRE(lines.size() == 1);
     CHECK(lines[0]["errorCode"] == "TOOL_FAILED");
+}
+
+TEST_CASE("registry: a rejected tool_call frame has the call record's keys, null outcome",
+          "[registry][audit]") {
+    temp_dir dir;
+    const fs::path log = dir.path / "audit.jsonl";
+    fixture fx;
+    fx.audit = std::make_unique<meith::audit::audit_log>(log, fx.cfg.audit);
+    fx.start_with({});
+    fx.call_tool("r-ok", "echo");
+
+    simdjson::dom::parser parser;
+    simdjson::padded_string args_text(std::string_view(R"({"password":"hunter2-very-secret"})"));
+    simdjson::dom::element args;
+    REQUIRE(parser.parse(args_text).get(args) == simdjson::SUCCESS);
+    meith::registry::rejected_call r;
+    r.request_id = "r-dup";
+    r.session_id = "s_0123456789abcdef";
+    r.caller = caller::plugin;
+    r.claimed_caller = "cli";
+    r.tool_name = "echo";
+    r.reason = "duplicate requestId";
+    r.timeout_ms = 0; // present, even when 0
+    r.arguments = &args;
+    fx.reg->audit_rejected_call(r);
+    meith::registry::rejected_call bare; // nothing known about the frame
+    bare.session_id = "s_0123456789abcdef";
+    bare.reason = "not JSON";
+    fx.reg->audit_rejected_call(bare);
+    fx.reg->commit_audit();
+
+    const auto calls = audit_lines(log);
+    const auto rejected = audit_lines(log, "tool_call_rejected");
+    REQUIRE(calls.size() == 1);
+    REQUIRE(rejected.size() == 2);
+    std::vector<std::string> call_keys, rejected_keys;
+    for (const auto& [k, v] : calls[0].items())
+        call_keys.push_back(k);
+    for (const auto& [k, v] : rejected[0].items())
+        rejected_keys.push_back(k);
+    CHECK(rejected_keys == call_keys);
+
+    const auto& l = rejected[0];
+    CHECK(l["requestId"] == "r-dup");
+    CHECK(l["caller"] == "plugin");
+    CHECK(l["claimedCaller"] == "cli");
+    CHECK(l["toolName"] == "echo");
+    CHECK(l["reason"] == "duplicate requestId");
+    CHECK(l["timeoutMs"] == 0);
+    CHECK(l["end"] == "rejected");
+    CHECK(l["hooks"] == json::array());
+    for (const char* key :
+         {"source", "capabilities", "decision", "durationMs", "ok", "errorCode", "result"})
+        CHECK(l[key].is_null());
+    CHECK(l["args"].is_object());
+    CHECK(read_file(log).find("hunter2-very-secret") == std::string::npos);
+
+    const auto& b = rejected[1];
+    for (const char* key : {"requestId", "claimedCaller", "toolName", "timeoutMs", "args"})
+        CHECK(b[key].is_null());
+    CHECK(b["reason"] == "not JSON");
+}
+
+// ==== source factory =======================================================================
+
+TEST_CASE("source factory: one table of kinds; an unknown kind names the known ones",
+          "[registry][factory]") {
+    using meith::registry::make_source;
+    using meith::registry::source_kinds;
+    asio::io_context ioc;
+    meith::registry::child_reaper reaper(ioc.get_executor());
+    meith::config::config cfg;
+    const meith::registry::source_context ctx{ioc.get_executor(), reaper, cfg};
+
+    std::vector<std::string> kinds;
+    for (const auto& k : source_kinds())
+        kinds.emplace_back(k.kind);
+    CHECK(kinds == std::vector<std::string>{"builtin", "host", "exec"});
+    CHECK(meith::registry::known_source_kinds() == "builtin, host, exec");
+    // Every kind a config can name has a factory.
+    for (auto k : {meith::config::source_kind::host, meith::config::source_kind::exec})
+        CHECK(std::find(kinds.begin(), kinds.end(), meith::config::to_string(k)) != kinds.end());
+
+    auto builtin = make_source("builtin", ctx);
+    REQUIRE(builtin);
+    CHECK(builtin->name() == "builtin");
+
+    meith::config::source_config exec;
+    exec.name = "wc";
+    exec.kind = meith::config::source_kind::exec;
+    exec.command = {"/bin/true"};
+    exec.tool = meith::config::exec_tool_config{"wc", "counts", {"read-only"}, {}, {}};
+    auto made = make_source(ctx, exec); // by the config's kind; not started
+    REQUIRE(made);
+    CHECK(made->name() == "wc");
+    CHECK(made->status_json().find(R"("kind":"exec-oneshot")") != std::string::npos);
+
+    try {
+        make_source("mcp", ctx, exec);
+        FAIL("an unknown kind was accepted");
+    } catch (const std::invalid_argument& e) {
+        const std::string what = e.what();
+        CHECK(what.find("'mcp'") != std::string::npos);
+        CHECK(what.find("builtin, host, exec") != std::string::npos);
+    }
 }
 
 // ==== schema_validator =====================================================================

@@ -1,0 +1,280 @@
+// call_pipeline: the one path every call takes (docs/architecture.md "The path of one call").
+//
+// Owns `call` resolution and the registry's dispatch: shutting down? -> audit failing under
+// fail_closed? -> lookup -> validate the arguments -> permission -> deadline -> observe and
+// filter hooks before_execution -> run on the source -> (the tool's result) observe and filter
+// hooks after_execution -> finish: the result-size limit, the audit line (once), the reply.
+// Also rejections without a run, and aborting every call at shutdown.
+#include "registry/registry.hpp"
+
+#include "protocol/json_writer.hpp"
+#include "registry/hooks.hpp"
+#include "registry/schema_validator.hpp"
+
+namespace meith::registry {
+
+using protocol::append_json_string;
+using protocol::error_code;
+using protocol::tool_result;
+
+namespace {
+
+/// What hooks are given about a call in `phase`: the arguments stay nested under
+/// request.args, beside the metadata, never merged (§7). One per phase, shared by the observe
+/// and the filter hooks.
+std::string hook_payload(std::string_view phase, const call& c, const tool_result* response) {
+    std::string p = R"({"hook":"tool","phase":)";
+    append_json_string(p, phase);
+    p += R"(,"request":{"name":)";
+    append_json_string(p, c.tool_name);
+    p += R"(,"args":)";
+    p += c.args_json;
+    p += R"(,"call_id":)";
+    append_json_string(p, c.request_id);
+    p += R"(,"session_id":)";
+    append_json_string(p, c.session_id);
+    p += R"(,"caller":)";
+    append_json_string(p, permissions::to_string(c.caller));
+    p += '}';
+    if (response) {
+        p += R"(,"response":)";
+        protocol::append_tool_result(p, *response);
+    }
+    p += '}';
+    return p;
+}
+
+/// The call's timeout: its own, else its tool's, else the default; capped by
+/// limits.max_timeout_ms and kept far from the timer's overflow (~31 years).
+std::uint64_t effective_timeout(const call& c, const tool& t, const config::config& cfg) {
+    std::uint64_t timeout = c.timeout_ms   ? c.timeout_ms
+                            : t.timeout_ms ? *t.timeout_ms
+                                           : cfg.tools.default_timeout_ms;
+    if (cfg.limits.max_timeout_ms > 0 && timeout > cfg.limits.max_timeout_ms)
+        timeout = cfg.limits.max_timeout_ms;
+    constexpr std::uint64_t max_representable_ms = 1'000'000'000'000;
+    return std::min(timeout, max_representable_ms);
+}
+
+} // namespace
+
+// ---- call -------------------------------------------------------------------------------
+
+call::call(asio::any_io_executor ex, std::shared_ptr<call_sink> sink)
+    : sink_(std::move(sink)), ex_(std::move(ex)) {
+}
+
+void call::emit(std::string_view event_json) {
+    if (!resolved_ && !tool_done_ && sink_) sink_->on_tool_event(request_id, event_json);
+}
+
+void call::resolve(tool_result result, call_end how) {
+    if (resolved_) return;
+    if (how == call_end::tool) {
+        if (tool_done_) return;
+        tool_done_ = true;
+        abandon_ = nullptr; // the tool is no longer running: nothing to undo
+        if (owner_) {
+            owner_->after_tool(shared_from_this(), std::move(result));
+            return;
+        }
+    }
+    finalize(std::move(result), how);
+}
+
+void call::finalize(tool_result result, call_end how) {
+    if (resolved_) return;
+    resolved_ = true;
+    end_ = how;
+    if (deadline_) deadline_->cancel();
+    auto abandon = std::move(abandon_);
+    abandon_ = nullptr;
+    if (how != call_end::tool && abandon) abandon();
+    if (owner_)
+        owner_->finish(*this, result);
+    else if (sink_)
+        sink_->on_tool_result(request_id, result);
+    sink_.reset(); // breaks the connection <-> call cycle
+}
+
+// ---- dispatch -----------------------------------------------------------------------------
+
+void registry::reject(const call_ptr& c, error_code code, std::string message,
+                      const simdjson::dom::element* args) {
+    c->owner_ = this;
+    c->args_json = args ? simdjson::minify(*args) : "null";
+    active_.insert(c.get());
+    c->resolve(tool_result::failure(code, std::move(message)), call_end::refused);
+}
+
+void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
+    c->owner_ = this;
+    c->args_json = simdjson::minify(args);
+    if (audit_.enabled()) record_args(redactor_, *c, args);
+    active_.insert(c.get());
+
+    if (shutting_down_) {
+        c->resolve(tool_result::failure(error_code::runtime_shutting_down,
+                                        "meithd is shutting down and accepts no new calls"),
+                   call_end::refused);
+        return;
+    }
+    if (audit_refuses_calls()) {
+        c->resolve(tool_result::failure(error_code::tool_failed,
+                                        "the audit log cannot be written, so calls are refused "
+                                        "(audit.on_failure = \"fail_closed\")"),
+                   call_end::refused);
+        return;
+    }
+    c->target = tools_.find(c->tool_name);
+    if (!c->target) {
+        c->resolve(
+            tool_result::failure(error_code::unknown_tool, "no tool named '" + c->tool_name + "'"),
+            call_end::refused);
+        return;
+    }
+    const tool& t = *c->target;
+    if (t.validator) {
+        if (auto err = t.validator->validate(args)) {
+            c->resolve(tool_result::failure(error_code::validation_error, std::move(*err)),
+                       call_end::refused);
+            return;
+        }
+    }
+    c->decision = policy_.decide(t.name, t.capabilities, c->caller);
+    c->decided = true;
+    if (!c->decision.allow) {
+        c->resolve(tool_result::failure(error_code::permission_denied,
+                                        "permission denied: " + c->decision.reason),
+                   call_end::refused);
+        return;
+    }
+    const std::uint64_t timeout = effective_timeout(*c, t, cfg_);
+    c->timeout_ms = timeout;
+    auto arm_deadline = [&c, timeout] {
+        // Measured from the call's arrival, whenever it is armed.
+        c->deadline().expires_at(c->started + std::chrono::milliseconds(timeout));
+        c->deadline().async_wait(
+            [weak = std::weak_ptr<call>(c), timeout](const std::error_code& ec) {
+                if (ec) return;
+                if (auto self = weak.lock())
+                    self->finalize(tool_result::failure(error_code::timeout,
+                                                        "the call did not finish within " +
+                                                            std::to_string(timeout) + " ms"),
+                                   call_end::timeout);
+            });
+    };
+    if (!hooks_) {
+        run_on_source(c);
+        // A tool that answered at once (built-ins) never needs a timer: saves two
+        // timerfd_settime(2) calls per call on the hot path.
+        if (!c->tool_done() && !c->resolved()) arm_deadline();
+        return;
+    }
+    arm_deadline();
+    // Hook time counts against the call's timeout (§7): the deadline is already armed.
+    std::string payload = hook_payload("before_execution", *c, nullptr);
+    record_observers(*c, "before_execution", hooks_->observe("before_execution", t.name, payload));
+    if (!hooks_->has_filters("before_execution", t.name)) {
+        run_on_source(c);
+        return;
+    }
+    hooks_->filter("before_execution", t.name, std::move(payload), time_left(*c),
+                   [this, weak = std::weak_ptr<call>(c),
+                    alive = std::weak_ptr<bool>(alive_)](std::vector<hook_verdict> verdicts) {
+                       auto c = weak.lock();
+                       if (!c || c->resolved() || !alive.lock()) return;
+                       record_filter_verdicts(*c, verdicts);
+                       if (!verdicts.empty() && !verdicts.back().allow) {
+                           c->decision = {false, verdicts.back().reason};
+                           c->finalize(
+                               tool_result::failure(error_code::permission_denied,
+                                                    "permission denied: " + verdicts.back().reason),
+                               call_end::refused);
+                           return;
+                       }
+                       run_on_source(c);
+                   });
+}
+
+void registry::run_on_source(const call_ptr& c) {
+    tool_source& src = *c->target->source;
+    // The source may have been removed by a reload while the call waited (for a hook): it is
+    // still alive (the call's tool holds it) but stopped, and runs nothing more.
+    if (src.state() == source_state::stopped) {
+        c->resolve(tool_result::failure(error_code::tool_failed,
+                                        "source '" + src.name() +
+                                            "' was stopped (removed by a config reload, or the "
+                                            "daemon is shutting down) before the call could run"));
+        return;
+    }
+    src.execute(c, *c->target);
+}
+
+std::chrono::milliseconds registry::time_left(const call& c) const {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        c.deadline_->expiry() - std::chrono::steady_clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
+}
+
+void registry::after_tool(const call_ptr& c, tool_result r) {
+    if (!hooks_ || !c->target) {
+        c->finalize(std::move(r), call_end::tool);
+        return;
+    }
+    const auto& name = c->target->name;
+    std::string payload = hook_payload("after_execution", *c, &r);
+    record_observers(*c, "after_execution", hooks_->observe("after_execution", name, payload));
+    if (!hooks_->has_filters("after_execution", name)) {
+        c->finalize(std::move(r), call_end::tool);
+        return;
+    }
+    hooks_->filter("after_execution", name, std::move(payload), time_left(*c),
+                   [weak = std::weak_ptr<call>(c),
+                    r = std::move(r)](std::vector<hook_verdict> verdicts) mutable {
+                       auto c = weak.lock();
+                       if (!c || c->resolved()) return;
+                       record_filter_verdicts(*c, verdicts);
+                       if (!verdicts.empty() && !verdicts.back().allow) {
+                           // The tool ran, but its result is withheld (§7).
+                           c->decision = {false, verdicts.back().reason};
+                           c->finalize(
+                               tool_result::failure(error_code::permission_denied,
+                                                    "result withheld: " + verdicts.back().reason),
+                               call_end::tool);
+                           return;
+                       }
+                       c->finalize(std::move(r), call_end::tool);
+                   });
+}
+
+// ---- finish -------------------------------------------------------------------------------
+
+void registry::finish(call& c, const tool_result& r) {
+    active_.erase(&c);
+    // The whole result counts: content, meta and diagnostics (an error's details are cut by
+    // the sources that make them).
+    const std::size_t size = r.content_json.size() + r.meta_json.size() + r.diagnostics_json.size();
+    std::optional<tool_result> too_big;
+    if (size > cfg_.limits.max_result_bytes)
+        too_big = tool_result::failure(error_code::tool_failed,
+                                       "the tool's result is " + std::to_string(size) +
+                                           " bytes (content, meta and diagnostics), over "
+                                           "limits.max_result_bytes (" +
+                                           std::to_string(cfg_.limits.max_result_bytes) + ")");
+    const tool_result& outcome = too_big ? *too_big : r;
+    // The call's one audit line is written (visible to readers) before the reply is queued
+    // (§6), and it records what the client receives.
+    write_call_audit(audit_, c, outcome);
+    if (c.sink_) c.sink_->on_tool_result(c.request_id, outcome);
+}
+
+void registry::abort_all(error_code code, const std::string& message, call_end how) {
+    std::vector<call_ptr> calls;
+    for (call* c : active_)
+        calls.push_back(c->shared_from_this());
+    for (auto& c : calls)
+        c->resolve(tool_result::failure(code, message), how);
+}
+
+} // namespace meith::registry

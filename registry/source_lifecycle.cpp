@@ -1,0 +1,142 @@
+// source_lifecycle: the registry's sources from start to stop (docs/protocol.md §1, §7).
+//
+// Owns the source list and what sources report (source_events): start and readiness (each
+// source settles once; a first-registration name clash is the startup error), registering
+// their tools into the tool table, lifecycle audit lines; after start, adding a source live,
+// removing one (its tools go at once, it is stopped and kept in `retiring_` until its stop
+// completes), manual restarts (sources and server-mode hooks), and stopping them all at
+// shutdown.
+#include "registry/registry.hpp"
+
+#include "protocol/json_writer.hpp"
+#include "registry/hooks.hpp"
+
+#include <asio/post.hpp>
+
+#include <algorithm>
+
+namespace meith::registry {
+
+using protocol::append_json_string;
+
+void registry::add_source(std::shared_ptr<tool_source> source) {
+    sources_.push_back(std::move(source));
+}
+
+void registry::start(std::function<void(std::optional<std::string>)> on_ready) {
+    on_ready_ = std::move(on_ready);
+    unsettled_ = sources_.size();
+    source_events events;
+    events.registered = [this](tool_source& src, std::vector<tool_definition> defs) {
+        return on_registered(src, std::move(defs));
+    };
+    events.settled = [this](tool_source&) { on_settled(); };
+    events.lifecycle = [this](tool_source& src, std::string_view event, std::string_view details) {
+        on_lifecycle(src, event, details);
+    };
+    events_ = events;
+    if (sources_.empty()) {
+        started_ = true;
+        on_ready_(std::nullopt);
+        return;
+    }
+    for (auto& s : sources_)
+        s->start(events);
+}
+
+std::optional<std::string> registry::on_registered(tool_source& src,
+                                                   std::vector<tool_definition> defs) {
+    // A source removed by a config reload may still finish starting: it offers nothing.
+    if (std::none_of(sources_.begin(), sources_.end(),
+                     [&](const auto& s) { return s.get() == &src; }))
+        return std::nullopt;
+    auto outcome = tools_.register_source(src, std::move(defs));
+    // A clash before readiness stops the daemon from starting (the first one is reported).
+    if (outcome.clash && !started_ && !startup_error_) startup_error_ = outcome.error;
+    return std::move(outcome.error);
+}
+
+void registry::on_settled() {
+    if (unsettled_ > 0 && --unsettled_ == 0 && on_ready_) {
+        started_ = true;
+        auto ready = std::move(on_ready_);
+        ready(startup_error_);
+    }
+}
+
+void registry::on_lifecycle(tool_source& src, std::string_view event, std::string_view details) {
+    tools_.invalidate(); // "available" follows the source's state
+    std::string fields = R"("source":)";
+    append_json_string(fields, src.name());
+    if (!details.empty()) {
+        fields += ',';
+        fields += details;
+    }
+    audit_event(event, fields);
+}
+
+bool registry::restart_source(std::string_view name) {
+    for (auto& s : sources_)
+        if (s->name() == name) {
+            s->restart();
+            tools_.invalidate();
+            std::string fields = R"("source":)";
+            append_json_string(fields, name);
+            audit_event("source_restart_requested", fields);
+            return true;
+        }
+    if (hooks_ && hooks_->restart(name)) {
+        std::string fields = R"("hook":)";
+        append_json_string(fields, name);
+        audit_event("source_restart_requested", fields);
+        return true;
+    }
+    return false;
+}
+
+void registry::add_live_source(std::shared_ptr<tool_source> source) {
+    if (shutting_down_) return; // never started: stop_sources() may have run already
+    sources_.push_back(std::move(source));
+    tools_.invalidate();
+    sources_.back()->start(events_);
+}
+
+bool registry::remove_source(std::string_view name) {
+    auto it = std::find_if(sources_.begin(), sources_.end(),
+                           [&](const auto& s) { return s->name() == name; });
+    if (it == sources_.end()) return false;
+    tool_source* src = it->get();
+    tools_.remove_source(*src);
+    retiring_.push_back(std::move(*it));
+    sources_.erase(it);
+    src->stop(std::chrono::milliseconds(cfg_.tools.kill_grace_ms), [this, src] {
+        // Destroyed after this handler returns (the source may still be on the stack).
+        asio::post(ex_, [this, src, alive = std::weak_ptr<bool>(alive_)] {
+            if (!alive.lock()) return;
+            std::erase_if(retiring_, [src](const auto& s) { return s.get() == src; });
+        });
+    });
+    return true;
+}
+
+std::optional<source_state> registry::source_state_of(std::string_view name) const {
+    for (const auto& s : sources_)
+        if (s->name() == name) return s->state();
+    return std::nullopt;
+}
+
+void registry::stop_sources(std::function<void()> done) {
+    auto remaining = std::make_shared<std::size_t>(sources_.size());
+    auto finish = std::make_shared<std::function<void()>>(std::move(done));
+    if (sources_.empty()) {
+        (*finish)();
+        return;
+    }
+    const std::chrono::milliseconds grace(cfg_.tools.kill_grace_ms);
+    for (auto& s : sources_)
+        s->stop(grace, [remaining, finish] {
+            if (--*remaining == 0) (*finish)();
+        });
+}
+
+} // namespace meith::registry

@@ -1,0 +1,125 @@
+// tool_table: registration, lookup and the ToolDescriptors cache (see tool_table.hpp).
+#include "registry/tool_table.hpp"
+
+#include "protocol/json_writer.hpp"
+#include "registry/schema_validator.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace meith::registry {
+
+using protocol::append_json_string;
+
+void append_capabilities(std::string& out, permissions::capability_set caps) {
+    // Every audit line and descriptor carries its tool's capabilities: each set's JSON is
+    // built once.
+    static const auto rendered = [] {
+        std::array<std::string, 256> all;
+        for (std::size_t set = 0; set < all.size(); ++set) {
+            std::string& json = all[set];
+            json.push_back('[');
+            bool first = true;
+            for (auto name :
+                 permissions::capability_names(static_cast<permissions::capability_set>(set))) {
+                if (!first) json.push_back(',');
+                first = false;
+                append_json_string(json, name);
+            }
+            json.push_back(']');
+        }
+        return all;
+    }();
+    out.append(rendered[caps]);
+}
+
+tool_table::registration tool_table::register_source(tool_source& src,
+                                                     std::vector<tool_definition> defs) {
+    // The source's own prefix: a reload may add it before the daemon's config is replaced.
+    const std::string& prefix = src.prefix();
+
+    std::vector<std::shared_ptr<const tool>> fresh;
+    for (auto& d : defs) {
+        auto t = std::make_shared<tool>();
+        t->name = prefix + d.name;
+        t->remote_name = std::move(d.name);
+        t->description = std::move(d.description);
+        t->input_schema_json = std::move(d.input_schema_json);
+        t->capabilities = permissions::capability_set_from(d.capabilities);
+        t->timeout_ms = d.timeout_ms;
+        t->source = src.shared_from_this();
+        if (!t->input_schema_json.empty()) {
+            auto compiled = schema_validator::compile(t->input_schema_json);
+            if (compiled.error) {
+                spdlog::error("source '{}': tool '{}' skipped: {}", src.name(), t->name,
+                              *compiled.error);
+                continue;
+            }
+            t->validator = std::move(compiled.validator);
+        }
+        auto it = tools_.find(t->name);
+        if (it != tools_.end() && it->second->source.get() != &src)
+            return {"tool name '" + t->name + "' is offered by both source '" +
+                        it->second->source->name() + "' and source '" + src.name() +
+                        "' (set `prefix` on one of them)",
+                    true};
+        for (const auto& f : fresh)
+            if (f->name == t->name)
+                return {"source '" + src.name() + "' offers tool '" + t->name + "' twice", false};
+        fresh.push_back(std::move(t));
+    }
+    remove_source(src);
+    for (auto& t : fresh)
+        tools_.emplace(t->name, std::move(t));
+    invalidate();
+    spdlog::info("source '{}': {} tool(s) registered", src.name(), fresh.size());
+    return {};
+}
+
+void tool_table::remove_source(const tool_source& src) {
+    std::erase_if(tools_, [&src](const auto& entry) { return entry.second->source.get() == &src; });
+    invalidate();
+}
+
+void tool_table::append_descriptors(std::string& out, permissions::caller who,
+                                    const permissions::policy& policy) {
+    const auto i = static_cast<std::size_t>(who);
+    if (!descriptors_valid_[i]) {
+        descriptors_[i].clear();
+        render(descriptors_[i], who, policy);
+        descriptors_valid_[i] = true;
+    }
+    out.append(descriptors_[i]);
+}
+
+void tool_table::render(std::string& out, permissions::caller who,
+                        const permissions::policy& policy) const {
+    bool first = true;
+    for (const auto& [name, t] : tools_) {
+        if (!first) out.push_back(',');
+        first = false;
+        out.append(R"({"name":)");
+        append_json_string(out, t->name);
+        out.append(R"(,"description":)");
+        append_json_string(out, t->description);
+        if (!t->input_schema_json.empty()) {
+            out.append(R"(,"inputSchema":)");
+            out.append(t->input_schema_json);
+        }
+        out.append(R"(,"capabilities":)");
+        append_capabilities(out, t->capabilities);
+        out.append(R"(,"timeoutMs":)");
+        if (t->timeout_ms)
+            protocol::append_uint(out, *t->timeout_ms);
+        else
+            out.append("null");
+        out.append(R"(,"source":)");
+        append_json_string(out, t->source->name());
+        out.append(R"(,"available":)");
+        out.append(t->source->state() == source_state::failed ? "false" : "true");
+        out.append(R"(,"permission":)");
+        out.append(policy.decide(t->name, t->capabilities, who).allow ? R"("allow"})"
+                                                                      : R"("deny"})");
+    }
+}
+
+} // namespace meith::registry

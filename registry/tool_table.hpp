@@ -1,0 +1,62 @@
+// tool_table: the registry's tools by name (docs/protocol.md §3, §7).
+//
+// Owns registration (the source's prefix, inputSchema compilation, name clashes between
+// sources and within one source), lookup, removing a source's tools, and the rendered
+// ToolDescriptors per caller: a cache rebuilt after any change to the tools, to a source's
+// state or to the policy, so list_tools with 10,000 tools is one copy. I/O-thread only.
+#pragma once
+
+#include "permissions/policy.hpp"
+#include "registry/tool_source.hpp"
+
+#include <array>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace meith::registry {
+
+class tool_table {
+  public:
+    /// Outcome of register_source().
+    struct registration {
+        std::optional<std::string> error; ///< the set was refused; the table is unchanged
+        bool clash = false;               ///< refused because another source offers a name
+    };
+
+    /// Replaces the tools of `src` by `defs`, each named with the source's own prefix. A tool
+    /// whose inputSchema does not compile is skipped (and logged). The whole set is refused
+    /// when a name belongs to another source or appears twice in it.
+    registration register_source(tool_source& src, std::vector<tool_definition> defs);
+    /// Removes every tool of `src`.
+    void remove_source(const tool_source& src);
+
+    /// The tool named `name`, or null.
+    std::shared_ptr<const tool> find(std::string_view name) const {
+        auto it = tools_.find(name);
+        return it == tools_.end() ? nullptr : it->second;
+    }
+    std::size_t size() const { return tools_.size(); }
+
+    /// Appends the ToolDescriptors, comma-separated, as `who` sees them under `policy`.
+    void append_descriptors(std::string& out, permissions::caller who,
+                            const permissions::policy& policy);
+    /// Drops the rendered descriptors (a source's state or the policy changed).
+    void invalidate() { descriptors_valid_ = {false, false}; }
+
+  private:
+    void render(std::string& out, permissions::caller who, const permissions::policy& policy) const;
+
+    std::map<std::string, std::shared_ptr<const tool>, std::less<>> tools_;
+    /// Rendered descriptors per caller (index = caller).
+    std::array<std::string, 2> descriptors_;
+    std::array<bool, 2> descriptors_valid_{false, false};
+};
+
+/// Appends the JSON array of the capability names in `caps` (each set is rendered once).
+void append_capabilities(std::string& out, permissions::capability_set caps);
+
+} // namespace meith::registry

@@ -1,8 +1,15 @@
 // connection: one client on the Unix socket — framing, frame dispatch, batched replies.
 //
-// A reader coroutine reads into the connection's line framer and handles every complete
-// frame; replies are appended to one outbound buffer and written by a single writer, so
-// frames never interleave and a burst of replies leaves in one write(2).
+// A reader coroutine reads into the connection's line framer and hands every complete frame
+// to the route of its type (frame_routes.cpp: a table of {type, operator-only, audited,
+// handler}, so admission and auditing live in one place). Replies are appended to one
+// outbound queue — the bytes of every frame not yet written, plus a mark per successful
+// tool_result naming the audit batch that holds its line — and a writer coroutine drains it:
+// it waits (one state, not a set of flags) until new replies are queued, until the audit
+// writer has committed the lines they follow (docs/protocol.md §6), or until the socket took
+// the previous batch; so frames never interleave and a burst of replies leaves in one
+// write(2). Under audit.on_failure = "fail_closed", a successful result whose own batch failed
+// is replaced by TOOL_FAILED before it leaves, using its mark (no re-parse).
 // Back-pressure: while more than `limits.max_outbound_bytes` wait unsent, no further request
 // is read (the client's own writes block); a client whose socket then takes no byte for
 // `limits.write_stall_ms` does not read and is closed. A client that half-closes (EOF on read,
@@ -56,16 +63,34 @@ class connection final : public registry::call_sink,
     void on_tool_result(std::string_view request_id, const protocol::tool_result& r) override;
 
   private:
+    /// One frame type's route (frame_routes.cpp).
+    struct frame_route;
+    static const frame_route& route_of(protocol::frame_type type);
+
     asio::awaitable<void> read_loop();
+    asio::awaitable<void> write_loop();
     void handle_frame(std::string_view line);
-    void handle_tool_call(const protocol::client_frame& f);
     void handle_oversized();
     void audit_rejected_call(const protocol::client_frame& f, std::string_view reason);
     permissions::caller caller_for(const protocol::client_frame& f) const;
     std::string_view claim_for(const protocol::client_frame& f) const;
-    void flush();     ///< schedules the queued replies for writing (end of this I/O turn)
-    void write_now(); ///< commits the audit lines, then writes the queued replies
-    /// Replaces each successful tool_result in the queued replies whose audit line could not be
+
+    // Routes: each appends its reply to outbound_ and, for an audited route, the audit
+    // event's members (after "sessionId") to `audit_fields`.
+    void on_hello(const protocol::client_frame& f, std::string& audit_fields);
+    void on_list_tools(const protocol::client_frame& f, std::string& audit_fields);
+    void on_tool_call(const protocol::client_frame& f, std::string& audit_fields);
+    void on_cancel_tool_call(const protocol::client_frame& f, std::string& audit_fields);
+    void on_list_sources(const protocol::client_frame& f, std::string& audit_fields);
+    void on_check_policy(const protocol::client_frame& f, std::string& audit_fields);
+    void on_restart_source(const protocol::client_frame& f, std::string& audit_fields);
+    void on_reload_config(const protocol::client_frame& f, std::string& audit_fields);
+    void on_other(const protocol::client_frame& f, std::string& audit_fields);
+
+    /// New replies are queued: wakes the writer if it waits for them. It runs at the end of
+    /// this I/O turn, so replies of every connection served in the turn share one audit commit.
+    void flush();
+    /// Replaces each successful tool_result in outbound_ whose audit line could not be
     /// written by a TOOL_FAILED result (audit.on_failure = "fail_closed", §6).
     void withhold_unaudited_results();
     void arm_idle_timer();
@@ -89,14 +114,26 @@ class connection final : public registry::call_sink,
     protocol::line_framer framer_;
     protocol::frame_decoder decoder_;
     std::unordered_map<std::string, registry::call_ptr> calls_;
-    std::string outbound_;
-    std::string writing_;
-    bool write_active_ = false;
-    bool flush_posted_ = false;   ///< a write is scheduled for the end of this I/O turn
-    bool audit_wait_ = false;     ///< replies wait for the audit writer to commit their lines
-    std::uint64_t audit_seq_ = 0; ///< audit batch covering the lines of the queued replies
-    /// Audit batch holding the line of each tool_result frame in outbound_, in frame order.
-    std::vector<std::uint64_t> result_seqs_;
+
+    // ---- the outbound queue and its writer ------------------------------------------------
+    /// A successful tool_result frame in outbound_ ([begin, end)) and the audit batch that
+    /// holds its call's line: what fail_closed withholding needs, kept only for ok results.
+    struct result_mark {
+        std::size_t begin;
+        std::size_t end;
+        std::uint64_t seq;
+    };
+    /// What the writer waits for; flush() and the audit writer wake it only from their state.
+    enum class writer_state {
+        busy,          ///< draining (or about to): replies queued now go in its next batch
+        idle,          ///< outbound_ was empty: waits for flush()
+        waiting_audit, ///< waits for the audit lines its replies follow
+    };
+    std::string outbound_;           ///< frames queued, not yet handed to the socket
+    std::vector<result_mark> marks_; ///< ok tool_results in outbound_, in order
+    std::string writing_;            ///< the batch the socket is taking
+    writer_state writer_ = writer_state::busy;
+    asio::steady_timer writer_wake_; ///< the writer parks on it; cancelled = wake up
     bool closed_ = false;
     bool closing_after_flush_ = false;
     bool peer_eof_ = false;       ///< the client half-closed: no more requests

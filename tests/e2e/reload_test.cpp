@@ -166,6 +166,12 @@ TEST_CASE("only the cli caller may reload", "[e2e][reload]") {
     CHECK(r["type"] == "error");
     CHECK_THAT(r["message"].get<std::string>(), Catch::Contains("cli"));
     CHECK(c.call("echo", json::object())["result"]["ok"] == true);
+    // The refusal of an operator's act is on file.
+    const json line = d.wait_audit([](const json& l) {
+        return l.value("event", "") == "frame_refused" && l.value("frame", "") == "reload_config";
+    });
+    CHECK(line["caller"] == "plugin");
+    CHECK(line["sessionId"].is_string());
 }
 
 TEST_CASE("meith reload reports the change, and exits 1 when the file is refused",

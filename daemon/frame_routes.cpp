@@ -1,0 +1,218 @@
+// frame_routes: what a connection does with each client frame type (docs/protocol.md §3).
+//
+// One table row per frame type: who may send it (operator-only frames are the cli caller's:
+// restarting a source, reloading the config), whether the connection writes an audit event
+// for it (named after the frame, with the session id and the members the route adds), and
+// the route itself. handle_frame() is the one place that decodes, refuses and audits, so a
+// new frame (tools_changed, preview, grants, approvals) is one row and one function.
+// Tool calls are audited by the registry, one line per call (§6); a refused operator-only
+// frame writes a `frame_refused` event.
+#include "daemon/connection.hpp"
+
+#include "protocol/json_writer.hpp"
+
+#include <array>
+
+namespace meith::daemon {
+
+using protocol::append_json_string;
+using protocol::frame_type;
+
+struct connection::frame_route {
+    frame_type type;
+    bool operator_only;       ///< only the cli caller may send it
+    bool audited;             ///< the connection writes an event named after the frame type
+    std::string_view refusal; ///< the error frame's text when refused
+    void (connection::*handle)(const protocol::client_frame&, std::string& audit_fields);
+};
+
+const connection::frame_route& connection::route_of(frame_type type) {
+    // In frame_type order (checked below), so a route is found by index.
+    static constexpr std::array<frame_route, 9> routes{{
+        {frame_type::hello, false, false, {}, &connection::on_hello},
+        {frame_type::list_tools, false, true, {}, &connection::on_list_tools},
+        {frame_type::tool_call, false, false, {}, &connection::on_tool_call},
+        {frame_type::cancel_tool_call, false, true, {}, &connection::on_cancel_tool_call},
+        {frame_type::list_sources, false, false, {}, &connection::on_list_sources},
+        {frame_type::restart_source, true, false, "only the cli caller may restart sources",
+         &connection::on_restart_source},
+        {frame_type::check_policy, false, false, {}, &connection::on_check_policy},
+        {frame_type::reload_config, true, false, "only the cli caller may reload the config",
+         &connection::on_reload_config},
+        {frame_type::other, false, false, {}, &connection::on_other},
+    }};
+    static_assert([] {
+        for (std::size_t i = 0; i < routes.size(); ++i)
+            if (static_cast<std::size_t>(routes[i].type) != i) return false;
+        return static_cast<std::size_t>(frame_type::other) + 1 == routes.size();
+    }());
+    return routes[static_cast<std::size_t>(type)];
+}
+
+void connection::handle_frame(std::string_view line) {
+    arm_idle_timer();
+    const protocol::client_frame f = decoder_.decode(line);
+    if (f.error) {
+        protocol::append_error_frame(outbound_, f.request_id, *f.error);
+        if (f.type == frame_type::tool_call) audit_rejected_call(f, *f.error);
+        return;
+    }
+    const frame_route& r = route_of(f.type);
+    std::string fields;
+    if (r.operator_only && caller_for(f) != permissions::caller::cli) {
+        // An operator's act asked for by a plugin: refused, and on file.
+        protocol::append_error_frame(outbound_, f.request_id, std::string(r.refusal));
+        fields = R"("sessionId":)";
+        append_json_string(fields, session_id_);
+        fields += R"(,"frame":)";
+        append_json_string(fields, f.type_name);
+        fields += R"(,"caller":)";
+        append_json_string(fields, permissions::to_string(caller_for(f)));
+        fields += R"(,"reason":)";
+        append_json_string(fields, r.refusal);
+        registry_.audit_event("frame_refused", fields);
+        return;
+    }
+    if (r.audited) {
+        fields = R"("sessionId":)";
+        append_json_string(fields, session_id_);
+    }
+    (this->*r.handle)(f, fields);
+    if (r.audited) registry_.audit_event(f.type_name, fields);
+}
+
+void connection::on_hello(const protocol::client_frame& f, std::string&) {
+    if (f.caller_claim) {
+        hello_claim_ = std::string(*f.caller_claim);
+        has_hello_claim_ = true;
+    }
+    protocol::append_hello_result(outbound_, f.request_id, session_id_,
+                                  permissions::to_string(caller_for(f)), MEITH_VERSION);
+}
+
+void connection::on_list_tools(const protocol::client_frame& f, std::string& audit_fields) {
+    const auto who = caller_for(f);
+    protocol::append_tools_list_head(outbound_, f.request_id);
+    registry_.append_tool_descriptors(outbound_, who);
+    outbound_.append("]}\n");
+    audit_fields += R"(,"caller":)";
+    append_json_string(audit_fields, permissions::to_string(who));
+    audit_fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
+}
+
+void connection::on_list_sources(const protocol::client_frame& f, std::string&) {
+    protocol::append_sources_list(outbound_, f.request_id, registry_.sources_json());
+}
+
+void connection::on_check_policy(const protocol::client_frame& f, std::string&) {
+    protocol::append_policy_decision(outbound_, f.request_id,
+                                     registry_.explain_policy(f.tool_name, caller_for(f)));
+}
+
+void connection::on_restart_source(const protocol::client_frame& f, std::string&) {
+    if (!registry_.restart_source(f.source_name))
+        protocol::append_error_frame(outbound_, f.request_id,
+                                     "no source named '" + std::string(f.source_name) + "'");
+    else
+        protocol::append_source_restarted(outbound_, f.request_id, f.source_name);
+}
+
+void connection::on_reload_config(const protocol::client_frame& f, std::string&) {
+    if (auto result = registry_.reload_config())
+        protocol::append_config_reloaded(outbound_, f.request_id, *result);
+    else
+        protocol::append_error_frame(outbound_, f.request_id,
+                                     "this daemon cannot reload its config");
+}
+
+void connection::on_cancel_tool_call(const protocol::client_frame& f, std::string& audit_fields) {
+    auto it = calls_.find(std::string(*f.request_id));
+    audit_fields += R"(,"requestId":)";
+    registry_.append_redacted(audit_fields, *f.request_id);
+    audit_fields += it == calls_.end() ? R"(,"inFlight":false)" : R"(,"inFlight":true)";
+    if (it == calls_.end()) return; // naming no call in flight changes nothing (§3)
+    auto c = it->second;
+    c->resolve(protocol::tool_result::failure(protocol::error_code::cancelled,
+                                              "the call was cancelled by the client"),
+               registry::call_end::cancel);
+}
+
+void connection::on_other(const protocol::client_frame&, std::string&) {
+    // Unknown types are ignored (§3: forward compatibility); the decoder answered bad ones.
+}
+
+void connection::handle_oversized() {
+    const auto prefix = framer_.oversized_prefix();
+    const auto id = protocol::request_id_from_prefix(prefix);
+    const std::string why = "frame of " + std::to_string(framer_.dropped_bytes()) +
+                            " bytes is over limits.max_frame_bytes (" +
+                            std::to_string(registry_.cfg().limits.max_frame_bytes) + ")";
+    protocol::append_error_frame(outbound_, id, why);
+    if (protocol::prefix_is_tool_call(prefix)) {
+        protocol::client_frame f;
+        f.type = frame_type::tool_call;
+        f.request_id = id;
+        audit_rejected_call(f, why);
+    }
+}
+
+permissions::caller connection::caller_for(const protocol::client_frame& f) const {
+    if (f.caller_claim) return permissions::caller_from_claim(*f.caller_claim);
+    if (has_hello_claim_) return permissions::caller_from_claim(hello_claim_);
+    return permissions::caller::plugin;
+}
+
+std::string_view connection::claim_for(const protocol::client_frame& f) const {
+    if (f.caller_claim) return *f.caller_claim;
+    if (has_hello_claim_) return hello_claim_;
+    return {};
+}
+
+void connection::on_tool_call(const protocol::client_frame& f, std::string&) {
+    const std::string_view id = *f.request_id;
+    std::string key(id);
+    if (calls_.count(key)) {
+        const std::string why = "requestId '" + key + "' is already in flight on this connection";
+        protocol::append_error_frame(outbound_, id, why);
+        audit_rejected_call(f, why);
+        return;
+    }
+    const auto limit = registry_.cfg().limits.max_calls_in_flight_per_connection;
+    if (calls_.size() >= limit) {
+        const std::string why = "too many calls in flight on this connection (limit " +
+                                std::to_string(limit) +
+                                ", limits.max_calls_in_flight_per_connection)";
+        protocol::append_error_frame(outbound_, id, why);
+        audit_rejected_call(f, why);
+        return;
+    }
+    auto c = std::make_shared<registry::call>(socket_.get_executor(), shared_from_this());
+    c->request_id = key;
+    c->session_id = session_id_;
+    c->caller = caller_for(f);
+    c->claimed_caller = std::string(claim_for(f));
+    c->tool_name = std::string(f.tool_name);
+    c->timeout_ms = f.timeout_ms.value_or(0);
+    calls_.emplace(std::move(key), c);
+    if (f.call_error)
+        registry_.reject(c, protocol::error_code::validation_error, *f.call_error,
+                         f.has_arguments ? &f.arguments : nullptr);
+    else
+        registry_.dispatch(c, f.arguments);
+}
+
+void connection::audit_rejected_call(const protocol::client_frame& f, std::string_view reason) {
+    // The same record as a tool_call line, written by the registry (registry/call_audit.hpp).
+    registry::rejected_call r;
+    r.request_id = f.request_id;
+    r.session_id = session_id_;
+    r.caller = caller_for(f);
+    r.claimed_caller = claim_for(f);
+    r.tool_name = f.tool_name;
+    r.reason = reason;
+    r.timeout_ms = f.timeout_ms;
+    r.arguments = f.has_arguments ? &f.arguments : nullptr;
+    registry_.audit_rejected_call(r);
+}
+
+} // namespace meith::daemon

@@ -860,18 +860,19 @@ bool pem_inner(std::string_view line) {
 
 std::string_view pem_block_filter::filter(std::string_view line) {
     static constexpr std::string_view redacted = "[REDACTED: PEM block line]";
-    if (!inside_) {
-        if (!pem_begin(line)) return line;
-        inside_ = !pem_end(line); // a one-line block ends where it starts
-        return redacted;
-    }
-    if (pem_end(line)) {
+    if (inside_) {
+        if (pem_end(line)) {
+            inside_ = false;
+            return redacted;
+        }
+        if (pem_inner(line)) return redacted;
+        // Not PEM any more: an unterminated block ends here. The line may begin the next
+        // block (a key cut short, then another), so it is looked at as any other line.
         inside_ = false;
-        return redacted;
     }
-    if (pem_inner(line)) return redacted;
-    inside_ = false; // not PEM any more: an unterminated block ends here
-    return line;
+    if (!pem_begin(line)) return line;
+    inside_ = !pem_end(line); // a one-line block ends where it starts
+    return redacted;
 }
 
 const redactor& default_redactor() {

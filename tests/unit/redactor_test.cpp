@@ -620,3 +620,16 @@ TEST_CASE("a multi-line private key is redacted line by line by the PEM block fi
     CHECK(g.filter("listening on port 8080") == "listening on port 8080");
     CHECK(g.filter("MIIEowIBAAKCAQEA") == "MIIEowIBAAKCAQEA"); // outside a block: kept
 }
+
+TEST_CASE("a key cut short and then another: the second block is redacted too",
+          "[redactor][hardening]") {
+    // Found by tests/fuzz/fuzz_redactor: the line that ended an unterminated block was shown
+    // as is even when it began the next block, whose body then passed unredacted.
+    meith::audit::pem_block_filter f;
+    CHECK(f.filter("-----BEGIN RSA PRIVATE KEY-----").find("REDACTED") != std::string::npos);
+    CHECK(f.filter("MIIEowIBAAKCAQEA7bqX").find("MIIE") == std::string::npos);
+    CHECK(f.filter("-----BEGIN OPENSSH PRIVATE KEY-----").find("REDACTED") != std::string::npos);
+    CHECK(f.filter("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ").find("b3Bl") == std::string::npos);
+    CHECK(f.filter("-----END OPENSSH PRIVATE KEY-----").find("REDACTED") != std::string::npos);
+    CHECK(f.filter("done") == "done");
+}

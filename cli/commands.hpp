@@ -14,5 +14,7 @@ int run_source_restart(const options& opts);
 int run_reload(const options& opts);
 int run_policy_check(const options& opts);
 int run_audit(const options& opts);
+/// `meith mcp`: an MCP server on stdio bridging to meithd (mcp_bridge.cpp, §9.2).
+int run_mcp(const options& opts);
 
 } // namespace meith::cli

@@ -48,6 +48,9 @@ constexpr command commands[] = {
     {"policy", "check", "TOOL [--caller cli|plugin] [--json]",
      "would a call to TOOL be allowed? (exit 0 allow, 1 deny)", 1, 1, true, false, false,
      run_policy_check},
+    {"mcp", "", "[--caller cli|plugin] [--all]",
+     "serve the tools to an MCP client on stdin/stdout (caller plugin unless --caller)", 0, 0,
+     false, false, false, run_mcp},
     {"audit", "", "[FILTERS] [--limit N] [--json] [--file PATH]",
      "show the audit log (read directly; meithd need not run)", 0, 0, true, false, true, run_audit},
 };
@@ -138,6 +141,9 @@ int run(const std::vector<std::string>& args) {
         cmd->sub.empty() ? std::string(cmd->name) : fmt::format("{} {}", cmd->name, cmd->sub);
     if (opts.json && !cmd->takes_json) {
         throw usage_error(fmt::format("'{}' does not take --json", full_name));
+    }
+    if (opts.all && cmd->name != "mcp") {
+        throw usage_error(fmt::format("'{}' does not take --all", full_name));
     }
     if (opts.timeout_ms && !cmd->takes_timeout) {
         throw usage_error(fmt::format("'{}' does not take --timeout-ms", full_name));

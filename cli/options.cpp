@@ -113,6 +113,9 @@ options parse_options(const std::vector<std::string>& args) {
         } else if (name == "--file") {
             o.file = value();
             if (o.file->empty()) throw usage_error("--file needs a path");
+        } else if (name == "--all") {
+            no_value();
+            o.all = true;
         } else if (name == "--json") {
             no_value();
             o.json = true;

@@ -20,6 +20,7 @@ struct options {
     bool help = false;                           ///< -h, --help
     bool version = false;                        ///< --version
     bool json = false;                           ///< --json (tools, call, sources)
+    bool all = false;                            ///< --all (mcp: list every tool)
     std::optional<std::uint64_t> timeout_ms;     ///< --timeout-ms N (call, sources restart)
     std::vector<std::string> words;              ///< positionals; words[0] is the subcommand
 

@@ -33,7 +33,7 @@ constexpr std::array capability_names{
     "accesses-network"sv, "destructive"sv,  "unknown"sv,
 };
 
-constexpr std::array source_kind_names{"host"sv, "exec"sv};
+constexpr std::array source_kind_names{"host"sv, "exec"sv, "mcp"sv};
 constexpr std::array exec_mode_names{"oneshot"sv, "server"sv};
 constexpr std::array hook_kind_names{"filter"sv, "observe"sv};
 constexpr std::array filter_phases{"before_execution"sv, "after_execution"sv};
@@ -575,16 +575,17 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
             }
         }
         c.check_keys(s, {"name", "kind", "mode", "command", "cwd", "env", "config", "capabilities",
-                         "timeout_ms", "prefix", "start_timeout_ms", "tool"});
+                         "timeout_ms", "prefix", "start_timeout_ms", "tool", "trust_annotations"});
 
         std::optional<source_kind> kind;
         if (c.require(s, "kind")) {
             if (auto i = c.read_enum(s, "kind", source_kind_names))
-                kind = *i == 0 ? source_kind::host : source_kind::exec;
+                kind = static_cast<source_kind>(*i);
         }
         if (kind) src.kind = *kind;
 
-        if (const auto* mode = t->get("mode"); mode != nullptr && kind == source_kind::host) {
+        if (const auto* mode = t->get("mode");
+            mode != nullptr && kind && *kind != source_kind::exec) {
             c.fail(mode->source(),
                    fmt::format("'mode' in {} is only for exec sources (kind = \"exec\")", s.name));
         } else if (auto i = c.read_enum(s, "mode", exec_mode_names)) {
@@ -592,7 +593,20 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
         }
 
         parse_process(c, s, src.command, src.cwd, src.env);
-        assign(src.config_json, c.read_json_table(s, "config"));
+        if (const auto* init = t->get("config"); init != nullptr && kind == source_kind::mcp)
+            c.fail(init->source(),
+                   fmt::format("'config' in {} is only for tool hosts (kind = \"host\"); pass an "
+                               "MCP server its settings in `command` or `env`",
+                               s.name));
+        else
+            assign(src.config_json, c.read_json_table(s, "config"));
+        if (const auto* trust = t->get("trust_annotations");
+            trust != nullptr && kind && *kind != source_kind::mcp)
+            c.fail(trust->source(),
+                   fmt::format("'trust_annotations' in {} is only for MCP sources (kind = \"mcp\")",
+                               s.name));
+        else
+            assign(src.trust_annotations, c.read_bool(s, "trust_annotations"));
 
         if (const auto* caps = c.read_table(s, "capabilities")) {
             for (auto&& [k, v] : *caps) {
@@ -613,10 +627,10 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
         assign(src.start_timeout_ms, c.read_uint(s, "start_timeout_ms", 1, max_grace_ms));
 
         const auto* tool = t->get("tool");
-        if (kind == source_kind::host && tool != nullptr) {
+        if (tool != nullptr && kind && *kind != source_kind::exec) {
             c.fail(tool->source(),
-                   fmt::format("'tool' in {} is only for exec sources; a host lists its own tools",
-                               s.name));
+                   fmt::format("'tool' in {} is only for exec sources; {} lists its own tools",
+                               s.name, *kind == source_kind::mcp ? "an MCP server" : "a host"));
         } else if (kind == source_kind::exec && c.require(s, "tool")) {
             if (const auto* tt = c.read_table(s, "tool"))
                 src.tool = parse_exec_tool(c, scope{*tt, fmt::format("the tool of {}", s.name)});

@@ -101,7 +101,8 @@ struct permissions_config {
     bool operator==(const permissions_config&) const = default;
 };
 
-enum class source_kind { host, exec };
+/// `host` (tool host), `exec` (exec tool), `mcp` (an MCP server over stdio, docs/protocol.md §7).
+enum class source_kind { host, exec, mcp };
 /// The kind's name as written in the config (`kind = "host"`), and as the source factory
 /// table (registry/source_factory.hpp) knows it.
 std::string_view to_string(source_kind k);
@@ -127,11 +128,15 @@ struct source_config {
     std::filesystem::path cwd;              ///< absolute; default: the config file's folder
     std::map<std::string, std::string> env; ///< added to the child's environment
     std::string config_json = "{}";         ///< host `init` config, as JSON text
-    std::map<std::string, std::vector<std::string>> capabilities; ///< tool -> capabilities
+    /// tool (unprefixed) -> capabilities; for an MCP source it wins over the tool's annotations
+    std::map<std::string, std::vector<std::string>> capabilities;
     std::map<std::string, std::uint64_t> timeout_ms;              ///< tool -> timeout
     std::string prefix;                                           ///< prepended to every tool name
     std::uint64_t start_timeout_ms = 10000;
     std::optional<exec_tool_config> tool; ///< exec only, required there
+    /// mcp only: map the tools' MCP annotations to capabilities (default: every tool whose
+    /// `capabilities` entry is absent is `unknown`).
+    bool trust_annotations = false;
 
     bool operator==(const source_config&) const = default;
 };

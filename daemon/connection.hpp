@@ -111,6 +111,10 @@ class connection final : public registry::call_sink,
     std::string session_id_;
     std::string hello_claim_; ///< clientInfo.caller of the hello, if any
     bool has_hello_claim_ = false;
+    std::string hello_agent_; ///< clientInfo.agent of the hello, if any
+    /// The registry's tools_changed subscription (hello `subscribe`), 0 when none.
+    std::uint64_t tools_changed_token_ = 0;
+    std::string_view agent_for(const protocol::client_frame& f) const;
     protocol::line_framer framer_;
     protocol::frame_decoder decoder_;
     std::unordered_map<std::string, registry::call_ptr> calls_;

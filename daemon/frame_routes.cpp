@@ -86,6 +86,14 @@ void connection::on_hello(const protocol::client_frame& f, std::string&) {
         hello_claim_ = std::string(*f.caller_claim);
         has_hello_claim_ = true;
     }
+    if (f.agent) hello_agent_ = std::string(*f.agent);
+    if (f.subscribe_tools_changed && tools_changed_token_ == 0)
+        tools_changed_token_ = registry_.subscribe_tools_changed([weak = weak_from_this()] {
+            auto self = weak.lock();
+            if (!self || self->closed_) return;
+            protocol::append_tools_changed(self->outbound_);
+            self->flush();
+        });
     protocol::append_hello_result(outbound_, f.request_id, session_id_,
                                   permissions::to_string(caller_for(f)), MEITH_VERSION);
 }
@@ -162,6 +170,10 @@ permissions::caller connection::caller_for(const protocol::client_frame& f) cons
     return permissions::caller::plugin;
 }
 
+std::string_view connection::agent_for(const protocol::client_frame& f) const {
+    return f.agent ? *f.agent : std::string_view(hello_agent_);
+}
+
 std::string_view connection::claim_for(const protocol::client_frame& f) const {
     if (f.caller_claim) return *f.caller_claim;
     if (has_hello_claim_) return hello_claim_;
@@ -191,6 +203,7 @@ void connection::on_tool_call(const protocol::client_frame& f, std::string&) {
     c->session_id = session_id_;
     c->caller = caller_for(f);
     c->claimed_caller = std::string(claim_for(f));
+    c->agent = std::string(agent_for(f));
     c->tool_name = std::string(f.tool_name);
     c->timeout_ms = f.timeout_ms.value_or(0);
     calls_.emplace(std::move(key), c);
@@ -208,6 +221,7 @@ void connection::audit_rejected_call(const protocol::client_frame& f, std::strin
     r.session_id = session_id_;
     r.caller = caller_for(f);
     r.claimed_caller = claim_for(f);
+    r.agent = agent_for(f);
     r.tool_name = f.tool_name;
     r.reason = reason;
     r.timeout_ms = f.timeout_ms;

@@ -43,9 +43,9 @@ client_frame frame_decoder::decode(std::string_view line) {
 
     // One pass over the members; later duplicates win, as in most JSON readers.
     simdjson::dom::element type_el, protocol_el, request_id_el, client_info_el, tool_name_el,
-        arguments_el, timeout_el;
+        arguments_el, timeout_el, subscribe_el;
     bool has_type = false, has_protocol = false, has_request_id = false, has_client_info = false,
-         has_tool_name = false, has_arguments = false, has_timeout = false;
+         has_tool_name = false, has_arguments = false, has_timeout = false, has_subscribe = false;
     for (auto field : obj) {
         const std::string_view key = field.key;
         if (key == "type")
@@ -62,6 +62,8 @@ client_frame frame_decoder::decode(std::string_view line) {
             has_arguments = true, arguments_el = field.value;
         else if (key == "timeoutMs")
             has_timeout = true, timeout_el = field.value;
+        else if (key == "subscribe")
+            has_subscribe = true, subscribe_el = field.value;
     }
 
     if (has_request_id) {
@@ -81,6 +83,9 @@ client_frame frame_decoder::decode(std::string_view line) {
         std::string_view claim;
         if (client_info_el["caller"].get_string().get(claim) == simdjson::SUCCESS)
             f.caller_claim = claim;
+        std::string_view agent;
+        if (client_info_el["agent"].get_string().get(agent) == simdjson::SUCCESS && !agent.empty())
+            f.agent = agent;
     }
     if (!has_type || type_el.get_string().get(f.type_name) != simdjson::SUCCESS) {
         f.error = "frame has no string \"type\"";
@@ -115,6 +120,23 @@ client_frame frame_decoder::decode(std::string_view line) {
             f.error = "requestId must be a string of 1-128 characters";
         return f;
     case frame_type::hello:
+        if (has_subscribe) {
+            simdjson::dom::array topics;
+            if (subscribe_el.get_array().get(topics) != simdjson::SUCCESS) {
+                f.error = "subscribe must be an array of strings";
+                return f;
+            }
+            for (auto topic : topics) {
+                std::string_view name;
+                if (topic.get_string().get(name) != simdjson::SUCCESS) {
+                    f.error = "subscribe must be an array of strings";
+                    return f;
+                }
+                // Unknown topics are ignored: a newer client may ask for more.
+                if (name == "tools_changed") f.subscribe_tools_changed = true;
+            }
+        }
+        [[fallthrough]];
     case frame_type::list_tools:
     case frame_type::list_sources:
     case frame_type::reload_config:
@@ -283,6 +305,11 @@ void append_tools_list_head(std::string& out, std::optional<std::string_view> re
     append_head(out, "tools_list");
     if (request_id) append_request_id(out, *request_id);
     out.append(R"(,"tools":[)");
+}
+
+void append_tools_changed(std::string& out) {
+    out.append(R"({"type":"tools_changed","protocol":1})"
+               "\n");
 }
 
 } // namespace meith::protocol

@@ -44,7 +44,12 @@ struct client_frame {
     std::string_view type_name;
     std::optional<std::string_view> request_id;   ///< a usable requestId (string, 1-128 chars)
     std::optional<std::string_view> caller_claim; ///< clientInfo.caller when a string
-    std::optional<std::string> error;             ///< PROTOCOL_ERROR message
+    /// clientInfo.agent when a string: the program acting through the client, e.g. the MCP
+    /// client's name that `meith mcp` forwards (docs/protocol.md §9.2); audited as `agent`.
+    std::optional<std::string_view> agent;
+    /// hello: `"subscribe"` names `"tools_changed"` (docs/protocol.md §9.2).
+    bool subscribe_tools_changed = false;
+    std::optional<std::string> error; ///< PROTOCOL_ERROR message
     // tool_call only
     std::string_view tool_name;       ///< when a string (also on refused frames, for the audit)
     std::string_view source_name;     ///< restart_source: the source's `name`
@@ -114,5 +119,10 @@ void append_policy_decision(std::string& out, std::optional<std::string_view> re
 /// Opening of a tools_list frame up to and including `"tools":[`; the caller appends the
 /// descriptors separated by commas and then `]}\n`.
 void append_tools_list_head(std::string& out, std::optional<std::string_view> request_id);
+
+/// `{"type":"tools_changed","protocol":1}`: sent on connections whose hello subscribed to
+/// `tools_changed` whenever the set of tools or their descriptors changed (docs/protocol.md
+/// §9.2). Coalesced: one per I/O turn at most.
+void append_tools_changed(std::string& out);
 
 } // namespace meith::protocol

@@ -17,6 +17,7 @@ class builtin_source final : public tool_source {
                         "Returns its arguments unchanged (health checks, benchmarks).",
                         R"({"type":"object","additionalProperties":true})",
                         {"read-only"},
+                        {},
                         {}});
         if (auto err = events.registered(*this, std::move(defs)))
             state_ = source_state::failed;

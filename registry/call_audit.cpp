@@ -25,6 +25,7 @@ struct record {
     std::string_view session_id;
     permissions::caller caller = permissions::caller::plugin;
     std::string_view claimed_caller; ///< "": null
+    std::string_view agent;          ///< "": null
     std::optional<std::string_view> tool_name;
     const tool* target = nullptr; ///< source and capabilities
     std::optional<bool> allow;    ///< the decision
@@ -61,6 +62,8 @@ void write_record(audit_trail& trail, const record& r) {
     l.append(R"(,"claimedCaller":)"sv);
     append_redacted_or_null(l, r.claimed_caller.empty() ? std::nullopt
                                                         : std::optional(r.claimed_caller));
+    l.append(R"(,"agent":)"sv);
+    append_redacted_or_null(l, r.agent.empty() ? std::nullopt : std::optional(r.agent));
     l.append(R"(,"toolName":)"sv);
     append_redacted_or_null(l, r.tool_name);
     l.append(R"(,"source":)"sv);
@@ -192,6 +195,7 @@ void write_call_audit(audit_trail& trail, const call& c, const protocol::tool_re
     rec.session_id = c.session_id;
     rec.caller = c.caller;
     rec.claimed_caller = c.claimed_caller;
+    rec.agent = c.agent;
     rec.tool_name = c.tool_name;
     rec.target = c.target.get();
     if (c.decided) {
@@ -221,6 +225,7 @@ void write_rejected_call_audit(audit_trail& trail, const audit::redactor& redact
     rec.session_id = r.session_id;
     rec.caller = r.caller;
     rec.claimed_caller = r.claimed_caller;
+    rec.agent = r.agent;
     if (!r.tool_name.empty()) rec.tool_name = r.tool_name;
     rec.reason = r.reason;
     rec.timeout_ms = r.timeout_ms;

@@ -109,9 +109,12 @@ class exec_source final : public tool_source {
         events_ = std::move(events);
         std::vector<tool_definition> defs;
         const auto& t = *cfg_.tool;
-        defs.push_back({t.name, t.description,
+        defs.push_back({t.name,
+                        t.description,
                         t.input_schema_json.empty() ? R"({"type":"object"})" : t.input_schema_json,
-                        t.capabilities, t.timeout_ms});
+                        t.capabilities,
+                        t.timeout_ms,
+                        {}});
         if (auto err = events_.registered(*this, std::move(defs))) {
             if (proc_)
                 proc_->fail_permanently(*err);

@@ -5,6 +5,8 @@
 #include "protocol/json_writer.hpp"
 #include "registry/hooks.hpp"
 
+#include <asio/post.hpp>
+
 namespace meith::registry {
 
 using protocol::append_json_string;
@@ -44,6 +46,27 @@ source_state state_of(process_state s) {
 registry::registry(asio::any_io_executor ex, const config::config& cfg, audit::audit_log* audit)
     : ex_(std::move(ex)), cfg_(cfg), policy_(cfg.permissions), audit_(ex_, audit),
       redactor_(audit::default_redactor()) {
+    tools_.on_change = [this] { post_tools_changed(); };
+}
+
+std::uint64_t registry::subscribe_tools_changed(std::function<void()> fn) {
+    tools_changed_subscribers_.emplace(++next_subscriber_, std::move(fn));
+    return next_subscriber_;
+}
+
+void registry::post_tools_changed() {
+    if (tools_changed_posted_ || tools_changed_subscribers_.empty()) return;
+    tools_changed_posted_ = true;
+    // After this turn: a reload or a re-list changes many tools, the subscribers hear it once.
+    asio::post(ex_, [this, alive = std::weak_ptr<bool>(alive_)] {
+        if (alive.expired()) return;
+        tools_changed_posted_ = false;
+        std::vector<std::function<void()>> notify;
+        for (const auto& [token, fn] : tools_changed_subscribers_)
+            notify.push_back(fn); // a subscriber may unsubscribe while notified
+        for (auto& fn : notify)
+            fn();
+    });
 }
 
 registry::~registry() = default;

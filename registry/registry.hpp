@@ -14,7 +14,7 @@
 //   call_audit.*          the call's audit record (tool_call / tool_call_rejected lines)
 //   audit_trail.*         audit lines, the group commit, replies waiting for their lines
 //   source_lifecycle.cpp  start and readiness, live add/remove, retiring, restart, stop
-//   source_factory.*      the table of source kinds (builtin, host, exec)
+//   source_factory.*      the table of source kinds (builtin, host, exec, mcp)
 #pragma once
 
 #include "audit/audit_log.hpp"
@@ -158,6 +158,12 @@ class registry {
     asio::any_io_executor executor() const { return ex_; }
     std::size_t tool_count() const { return tools_.size(); }
 
+    /// Calls `fn` after the set of tools or their descriptors changed (a source registered,
+    /// re-listed or removed, a source's state, a new policy): at most once per I/O turn, after
+    /// it (docs/protocol.md §9.2 `tools_changed`). Returns a token for unsubscribe.
+    std::uint64_t subscribe_tools_changed(std::function<void()> fn);
+    void unsubscribe_tools_changed(std::uint64_t token) { tools_changed_subscribers_.erase(token); }
+
   private:
     friend class call;
 
@@ -183,6 +189,10 @@ class registry {
     const audit::redactor& redactor_;
     class hook_set* hooks_ = nullptr;
     tool_table tools_;
+    std::map<std::uint64_t, std::function<void()>> tools_changed_subscribers_;
+    std::uint64_t next_subscriber_ = 0;
+    bool tools_changed_posted_ = false;
+    void post_tools_changed();
     std::unordered_set<call*> active_; ///< calls dispatched and not yet finished
     bool shutting_down_ = false;
     std::function<std::string()> reload_handler_;

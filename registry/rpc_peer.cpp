@@ -72,6 +72,26 @@ bool rpc_peer::notify(std::string_view method, std::string_view params_json) {
     return proc_.send(line);
 }
 
+bool rpc_peer::reply(std::string_view id_json, std::string_view result_json) {
+    std::string line = R"({"jsonrpc":"2.0","id":)";
+    line.append(id_json);
+    line.append(R"(,"result":)");
+    line.append(result_json);
+    line.append("}\n");
+    return proc_.send(line);
+}
+
+bool rpc_peer::reply_error(std::string_view id_json, int code, std::string_view message) {
+    std::string line = R"({"jsonrpc":"2.0","id":)";
+    line.append(id_json);
+    line.append(R"(,"error":{"code":)");
+    line.append(std::to_string(code));
+    line.append(R"(,"message":)");
+    protocol::append_json_string(line, message);
+    line.append("}}\n");
+    return proc_.send(line);
+}
+
 namespace rpc_wire {
 
 std::optional<std::uint64_t> id_of(rpc_dialect dialect, simdjson::dom::object msg) {

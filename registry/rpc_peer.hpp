@@ -1,6 +1,6 @@
 // rpc_peer: the request side of a line-delimited request/response protocol spoken with one
-// supervised child — the one implementation behind tool hosts, exec servers and server-mode
-// hooks (and the MCP source next).
+// supervised child — the one implementation behind tool hosts, exec servers, server-mode hooks
+// and MCP servers.
 //
 // It owns the child (a supervised_process) and, for every request in flight, its callbacks:
 // request ids (1, 2, … per peer), the pending map, matching each reply strictly by id (a late
@@ -8,7 +8,7 @@
 // reply too long to parse from its first bytes, abandoning on cancel or timeout, and failing
 // everything in flight when the child exits. Two wire dialects (docs/protocol.md §7):
 //
-//  * `jsonrpc` — JSON-RPC 2.0 (exec servers, server-mode hooks): requests
+//  * `jsonrpc` — JSON-RPC 2.0 (exec servers, server-mode hooks, MCP servers): requests
 //    {"jsonrpc":"2.0","id":N,"method":M,"params":P}; a reply has "result" or "error" and ends
 //    the request. Messages with a "method" from the child (its own requests and
 //    notifications) go to `handlers::on_incoming`.
@@ -115,6 +115,11 @@ class rpc_peer {
     bool notify(std::string_view method, std::string_view params_json);
     /// Writes raw bytes (a reply to the child's own request, e.g. ping). False if not sent.
     bool send_raw(std::string_view line) { return proc_.send(line); }
+    /// JSON-RPC: answers the child's own request whose id is `id_json` (its JSON text, a number
+    /// or a string, copied as the child wrote it) with `result_json`. False if not sent.
+    bool reply(std::string_view id_json, std::string_view result_json);
+    /// JSON-RPC: answers the child's request `id_json` with an error object {code, message}.
+    bool reply_error(std::string_view id_json, int code, std::string_view message);
 
     std::size_t in_flight() const { return pending_.size(); }
     supervised_process& process() { return proc_; }

@@ -21,6 +21,10 @@ constexpr std::array kinds{
                       [](const source_context& ctx, const config::source_config& cfg) {
                           return make_exec_source(ctx.ex, ctx.reaper, cfg, ctx.whole);
                       }},
+    source_kind_entry{"mcp",
+                      [](const source_context& ctx, const config::source_config& cfg) {
+                          return make_mcp_source(ctx.ex, ctx.reaper, cfg, ctx.whole);
+                      }},
 };
 
 } // namespace

@@ -1,8 +1,8 @@
 // source_factory: the kinds of tool source and how each one is made (docs/protocol.md §7).
 //
-// Owns one table {kind name -> factory}: "builtin", "host", "exec". The daemon makes every
-// source through make_source() and never switches on the kind itself, so a new kind (the MCP
-// source is next) is one more row in source_factory.cpp plus its make_*_source function.
+// Owns one table {kind name -> factory}: "builtin", "host", "exec", "mcp". The daemon makes
+// every source through make_source() and never switches on the kind itself, so a new kind is one
+// more row in source_factory.cpp plus its make_*_source function.
 #pragma once
 
 #include "config/config.hpp"
@@ -38,7 +38,7 @@ struct source_kind_entry {
 /// Every known kind, in table order.
 std::span<const source_kind_entry> source_kinds();
 
-/// The known kinds' names, comma-separated ("builtin, host, exec"), for error messages.
+/// The known kinds' names, comma-separated ("builtin, host, exec, mcp"), for error messages.
 std::string known_source_kinds();
 
 /// Makes a source of kind `kind` from `cfg`. Throws std::invalid_argument naming the known
@@ -65,5 +65,12 @@ std::shared_ptr<tool_source> make_host_source(asio::any_io_executor ex, child_re
 std::shared_ptr<tool_source> make_exec_source(asio::any_io_executor ex, child_reaper& reaper,
                                               const config::source_config& cfg,
                                               const config::config& whole);
+
+/// An MCP server over stdio (`kind = "mcp"`, §7, MCP spec 2025-11-25) supervised as a
+/// subprocess: initialize, tools/list (re-listed on list_changed), tools/call with progress
+/// and cancellation.
+std::shared_ptr<tool_source> make_mcp_source(asio::any_io_executor ex, child_reaper& reaper,
+                                             const config::source_config& cfg,
+                                             const config::config& whole);
 
 } // namespace meith::registry

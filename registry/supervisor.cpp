@@ -215,6 +215,21 @@ void supervised_process::stop(std::chrono::milliseconds grace, std::function<voi
     }
     stop_done_ = std::move(done);
     inst_->child.close_stdin(); // a well-behaved child exits on EOF
+    if (policy_.stdin_first) {
+        // MCP's stdio shutdown (spec 2025-11-25, basic/lifecycle "Shutdown"): EOF first, then
+        // SIGTERM after the grace, then SIGKILL after another grace.
+        stop_timer_.expires_after(grace);
+        stop_timer_.async_wait([inst = inst_, grace](const std::error_code& ec) {
+            if (ec || inst->owner == nullptr || inst->child.exited()) return;
+            inst->child.signal_group(SIGTERM);
+            auto& timer = inst->owner->stop_timer_;
+            timer.expires_after(grace);
+            timer.async_wait([inst](const std::error_code& ec2) {
+                if (!ec2) inst->child.signal_group(SIGKILL);
+            });
+        });
+        return;
+    }
     inst_->child.signal_group(SIGTERM);
     stop_timer_.expires_after(grace);
     stop_timer_.async_wait([inst = inst_](const std::error_code& ec) {

@@ -95,6 +95,9 @@ class supervised_process {
         std::chrono::seconds crash_window{60};
         std::chrono::milliseconds first_backoff{200};
         std::chrono::milliseconds max_backoff{10000};
+        /// stop(): close stdin and wait `grace` before SIGTERM (then SIGKILL after another
+        /// `grace`), instead of SIGTERM at once — the MCP stdio shutdown order.
+        bool stdin_first = false;
     };
 
     supervised_process(asio::any_io_executor ex, child_reaper& reaper, process_spec spec,
@@ -116,8 +119,9 @@ class supervised_process {
     bool send(std::string_view bytes);
     /// Manual restart: clears a failed state and the crash history, respawns now.
     void restart();
-    /// Stops for good: closes stdin, SIGTERM to the group, SIGKILL after `grace`; `done` runs
-    /// once the child is reaped (at once when none runs).
+    /// Stops for good: closes stdin, SIGTERM to the group, SIGKILL after `grace` (with
+    /// `policy::stdin_first`: SIGTERM only after `grace`, SIGKILL after a second `grace`); `done`
+    /// runs once the child is reaped (at once when none runs).
     void stop(std::chrono::milliseconds grace, std::function<void()> done);
 
     process_state state() const { return state_; }

@@ -1,4 +1,4 @@
-// tool_source: where tools come from (docs/protocol.md §7) — built-in, tool host, exec.
+// tool_source: where tools come from (docs/protocol.md §7) — built-in, tool host, exec, MCP.
 //
 // A source starts asynchronously, reports its tools (or its failure) to the registry through
 // `source_events`, runs calls, and stops. All methods run on the I/O thread.
@@ -27,6 +27,9 @@ struct tool {
     std::string remote_name; ///< name the source knows it by
     std::string description;
     std::string input_schema_json; ///< JSON Schema text; empty for text-payload tools
+    /// More descriptor members, as JSON members without braces (`"title":"…","annotations":{…}`),
+    /// appended to the ToolDescriptor after `inputSchema`; empty = none (docs/protocol.md §7, MCP).
+    std::string extra_descriptor_json;
     permissions::capability_set capabilities = 0;
     std::optional<std::uint64_t> timeout_ms;
     std::shared_ptr<tool_source> source;
@@ -47,6 +50,8 @@ struct tool_definition {
     std::string input_schema_json;
     std::vector<std::string> capabilities; ///< empty: unknown
     std::optional<std::uint64_t> timeout_ms;
+    /// Extra ToolDescriptor members, JSON members without braces; empty = none (see `tool`).
+    std::string extra_descriptor_json;
 };
 
 /// Callbacks from a source to the registry.

@@ -44,6 +44,7 @@ tool_table::registration tool_table::register_source(tool_source& src,
         t->remote_name = std::move(d.name);
         t->description = std::move(d.description);
         t->input_schema_json = std::move(d.input_schema_json);
+        t->extra_descriptor_json = std::move(d.extra_descriptor_json);
         t->capabilities = permissions::capability_set_from(d.capabilities);
         t->timeout_ms = d.timeout_ms;
         t->source = src.shared_from_this();
@@ -104,6 +105,10 @@ void tool_table::render(std::string& out, permissions::caller who,
         if (!t->input_schema_json.empty()) {
             out.append(R"(,"inputSchema":)");
             out.append(t->input_schema_json);
+        }
+        if (!t->extra_descriptor_json.empty()) {
+            out.push_back(',');
+            out.append(t->extra_descriptor_json);
         }
         out.append(R"(,"capabilities":)");
         append_capabilities(out, t->capabilities);

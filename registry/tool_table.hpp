@@ -10,6 +10,7 @@
 #include "registry/tool_source.hpp"
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -44,8 +45,14 @@ class tool_table {
     /// Appends the ToolDescriptors, comma-separated, as `who` sees them under `policy`.
     void append_descriptors(std::string& out, permissions::caller who,
                             const permissions::policy& policy);
-    /// Drops the rendered descriptors (a source's state or the policy changed).
-    void invalidate() { descriptors_valid_ = {false, false}; }
+    /// Drops the rendered descriptors (a source's state or the policy changed) and tells
+    /// `on_change`: what a caller sees of the tools may have changed.
+    void invalidate() {
+        descriptors_valid_ = {false, false};
+        if (on_change) on_change();
+    }
+    /// Runs on every change to the tools or their descriptors (the registry's tools_changed).
+    std::function<void()> on_change;
 
   private:
     void render(std::string& out, permissions::caller who, const permissions::policy& policy) const;

@@ -751,3 +751,77 @@ TEST_CASE("every duration has a maximum, and past it is an error naming key and 
     CHECK(parse_ok("[limits]\nidle_timeout_ms = 604800000\n").limits.idle_timeout_ms ==
           604800000);
 }
+
+TEST_CASE("an MCP source takes trust_annotations and a capabilities table", "[config]") {
+    const config cfg = parse_ok(R"([[sources]]
+name = "fs"
+kind = "mcp"
+command = ["node", "/opt/mcp/server-filesystem/dist/index.js", "/tmp/sandbox"]
+prefix = "fs_"
+trust_annotations = true
+capabilities = { read_file = ["read-only"] }
+timeout_ms = { read_file = 5000 }
+env = { MEMORY_FILE_PATH = "/tmp/m.jsonl" }
+
+[[sources]]
+name = "mem"
+kind = "mcp"
+command = ["node", "memory.js"]
+)");
+    REQUIRE(cfg.sources.size() == 2);
+    const source_config& fs_src = cfg.sources[0];
+    CHECK(fs_src.kind == source_kind::mcp);
+    CHECK(to_string(fs_src.kind) == "mcp");
+    CHECK(fs_src.trust_annotations);
+    CHECK(fs_src.prefix == "fs_");
+    CHECK(fs_src.capabilities ==
+          std::map<std::string, std::vector<std::string>>{{"read_file", {"read-only"}}});
+    CHECK(fs_src.timeout_ms == std::map<std::string, std::uint64_t>{{"read_file", 5000}});
+    CHECK(fs_src.env.at("MEMORY_FILE_PATH") == "/tmp/m.jsonl");
+    CHECK(fs_src.cwd == "/etc/meith");
+    CHECK_FALSE(cfg.sources[1].trust_annotations); // default false
+}
+
+TEST_CASE("MCP source keys are checked with their location", "[config]") {
+    SECTION("trust_annotations must be a boolean") {
+        auto e = parse_err("[[sources]]\nname = \"m\"\nkind = \"mcp\"\ncommand = [\"x\"]\n"
+                           "trust_annotations = \"yes\"\n");
+        CHECK(e.where == "test.toml:5:21");
+        CHECK(e.message == "'trust_annotations' in source 'm' must be true or false, not a string");
+    }
+    SECTION("trust_annotations is only for MCP sources") {
+        auto e = parse_err("[[sources]]\nname = \"h\"\nkind = \"host\"\ncommand = [\"x\"]\n"
+                           "trust_annotations = true\n");
+        CHECK(e.where == "test.toml:5:21");
+        CHECK_THAT(e.message, Catch::Contains("only for MCP sources"));
+    }
+    SECTION("an unknown capability in the table") {
+        auto e = parse_err("[[sources]]\nname = \"m\"\nkind = \"mcp\"\ncommand = [\"x\"]\n"
+                           "capabilities = { read_file = [\"read-only\", \"reads-minds\"] }\n");
+        CHECK(e.where == "test.toml:5:44");
+        CHECK_THAT(e.message, Catch::Contains("unknown capability \"reads-minds\"") &&
+                                  Catch::Contains("tool 'read_file'"));
+    }
+    SECTION("mode, tool and config are not for MCP sources") {
+        auto mode = parse_err("[[sources]]\nname = \"m\"\nkind = \"mcp\"\ncommand = [\"x\"]\n"
+                              "mode = \"server\"\n");
+        CHECK(mode.where == "test.toml:5:8");
+        CHECK_THAT(mode.message, Catch::Contains("only for exec sources"));
+        auto tool = parse_err("[[sources]]\nname = \"m\"\nkind = \"mcp\"\ncommand = [\"x\"]\n"
+                              "tool = { name = \"t\" }\n");
+        CHECK_THAT(tool.message, Catch::Contains("an MCP server lists its own tools"));
+        auto init = parse_err("[[sources]]\nname = \"m\"\nkind = \"mcp\"\ncommand = [\"x\"]\n"
+                              "config = { a = 1 }\n");
+        CHECK(init.where == "test.toml:5:10");
+        CHECK_THAT(init.message, Catch::Contains("only for tool hosts"));
+    }
+    SECTION("an unknown kind names the three") {
+        auto e = parse_err("[[sources]]\nname = \"m\"\nkind = \"smtp\"\ncommand = [\"x\"]\n");
+        CHECK_THAT(e.message, Catch::Contains(R"("host", "exec" or "mcp")"));
+    }
+    SECTION("a typo near trust_annotations is suggested") {
+        auto e = parse_err("[[sources]]\nname = \"m\"\nkind = \"mcp\"\ncommand = [\"x\"]\n"
+                           "trust_annotation = true\n");
+        CHECK_THAT(e.message, Catch::Contains("did you mean 'trust_annotations'?"));
+    }
+}

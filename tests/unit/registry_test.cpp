@@ -1044,10 +1044,11 @@ TEST_CASE("source factory: one table of kinds; an unknown kind names the known o
     std::vector<std::string> kinds;
     for (const auto& k : source_kinds())
         kinds.emplace_back(k.kind);
-    CHECK(kinds == std::vector<std::string>{"builtin", "host", "exec"});
-    CHECK(meith::registry::known_source_kinds() == "builtin, host, exec");
+    CHECK(kinds == std::vector<std::string>{"builtin", "host", "exec", "mcp"});
+    CHECK(meith::registry::known_source_kinds() == "builtin, host, exec, mcp");
     // Every kind a config can name has a factory.
-    for (auto k : {meith::config::source_kind::host, meith::config::source_kind::exec})
+    for (auto k : {meith::config::source_kind::host, meith::config::source_kind::exec,
+                   meith::config::source_kind::mcp})
         CHECK(std::find(kinds.begin(), kinds.end(), meith::config::to_string(k)) != kinds.end());
 
     auto builtin = make_source("builtin", ctx);
@@ -1064,13 +1065,21 @@ TEST_CASE("source factory: one table of kinds; an unknown kind names the known o
     CHECK(made->name() == "wc");
     CHECK(made->status_json().find(R"("kind":"exec-oneshot")") != std::string::npos);
 
+    meith::config::source_config mcp;
+    mcp.name = "fs";
+    mcp.kind = meith::config::source_kind::mcp;
+    mcp.command = {"/bin/true"};
+    auto server = make_source(ctx, mcp); // not started
+    REQUIRE(server);
+    CHECK(server->status_json().find(R"("kind":"mcp")") != std::string::npos);
+
     try {
-        make_source("mcp", ctx, exec);
+        make_source("smtp", ctx, exec);
         FAIL("an unknown kind was accepted");
     } catch (const std::invalid_argument& e) {
         const std::string what = e.what();
-        CHECK(what.find("'mcp'") != std::string::npos);
-        CHECK(what.find("builtin, host, exec") != std::string::npos);
+        CHECK(what.find("'smtp'") != std::string::npos);
+        CHECK(what.find("builtin, host, exec, mcp") != std::string::npos);
     }
 }
 

@@ -1,0 +1,267 @@
+// mcp_wire: requests to and answers from MCP servers, without I/O (see mcp_wire.hpp).
+#include "registry/mcp_wire.hpp"
+
+#include "protocol/json_writer.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace meith::registry::mcp {
+
+using protocol::append_json_string;
+using protocol::error_code;
+using protocol::tool_result;
+
+std::string initialize_params(std::string_view version) {
+    std::string out = R"({"protocolVersion":)";
+    append_json_string(out, protocol_revisions.front());
+    out += R"(,"capabilities":{},"clientInfo":{"name":"meithd","version":)";
+    append_json_string(out, version);
+    out += "}}";
+    return out;
+}
+
+namespace {
+
+std::string known_revisions() {
+    std::string out;
+    for (auto r : protocol_revisions) {
+        if (!out.empty()) out += ", ";
+        out += r;
+    }
+    return out;
+}
+
+void append_member(std::string& out, std::string_view key, std::string_view json) {
+    if (!out.empty()) out.push_back(',');
+    append_json_string(out, key);
+    out.push_back(':');
+    out.append(json);
+}
+
+} // namespace
+
+negotiation negotiate(simdjson::dom::element initialize_result) {
+    negotiation n;
+    std::string_view answered;
+    if (initialize_result["protocolVersion"].get_string().get(answered) != simdjson::SUCCESS) {
+        n.error = "the server's initialize result has no string protocolVersion";
+        return n;
+    }
+    if (std::find(protocol_revisions.begin(), protocol_revisions.end(), answered) !=
+        protocol_revisions.end()) {
+        n.revision = std::string(answered);
+        return n;
+    }
+    std::string shown;
+    append_json_string(shown, cut_utf8(answered, 64));
+    n.error = fmt::format("the server answered MCP protocol revision {}, which meithd does not "
+                          "speak (it speaks {})",
+                          shown, known_revisions());
+    return n;
+}
+
+tool_hints hints_of(simdjson::dom::element tool) {
+    tool_hints h;
+    simdjson::dom::object a;
+    if (tool["annotations"].get_object().get(a) != simdjson::SUCCESS) return h;
+    bool b = false;
+    if (a["readOnlyHint"].get_bool().get(b) == simdjson::SUCCESS) h.read_only = b;
+    if (a["destructiveHint"].get_bool().get(b) == simdjson::SUCCESS) h.destructive = b;
+    if (a["openWorldHint"].get_bool().get(b) == simdjson::SUCCESS) h.open_world = b;
+    return h;
+}
+
+std::vector<std::string> capabilities_from_hints(const tool_hints& hints) {
+    std::vector<std::string> caps;
+    if (hints.read_only.value_or(false)) {
+        caps.emplace_back("read-only");
+    } else {
+        caps.emplace_back("writes-files");
+        if (hints.destructive.value_or(true)) caps.emplace_back("destructive");
+    }
+    if (hints.open_world.value_or(true)) caps.emplace_back("accesses-network");
+    return caps;
+}
+
+std::vector<std::string> tool_capabilities(const config::source_config& cfg, std::string_view name,
+                                           simdjson::dom::element tool) {
+    if (auto it = cfg.capabilities.find(std::string(name)); it != cfg.capabilities.end())
+        return it->second;
+    if (cfg.trust_annotations) return capabilities_from_hints(hints_of(tool));
+    return {"unknown"};
+}
+
+std::optional<tool_definition> definition_of(simdjson::dom::element item,
+                                             const config::source_config& cfg, std::string& why) {
+    std::string_view text;
+    if (item["name"].get_string().get(text) != simdjson::SUCCESS || text.empty()) {
+        why = "a tool without a non-empty string name";
+        return std::nullopt;
+    }
+    tool_definition d;
+    d.name = std::string(text);
+    if (item["description"].get_string().get(text) == simdjson::SUCCESS)
+        d.description = std::string(text);
+    simdjson::dom::element v;
+    if (item["inputSchema"].get(v) == simdjson::SUCCESS && v.is_object())
+        d.input_schema_json = simdjson::minify(v);
+    else
+        d.input_schema_json = R"({"type":"object"})";
+    d.capabilities = tool_capabilities(cfg, d.name, item);
+    if (auto it = cfg.timeout_ms.find(d.name); it != cfg.timeout_ms.end())
+        d.timeout_ms = it->second;
+    if (item["title"].get(v) == simdjson::SUCCESS && v.is_string())
+        append_member(d.extra_descriptor_json, "title", simdjson::minify(v));
+    if (item["annotations"].get(v) == simdjson::SUCCESS && v.is_object())
+        append_member(d.extra_descriptor_json, "annotations", simdjson::minify(v));
+    if (item["outputSchema"].get(v) == simdjson::SUCCESS && v.is_object())
+        append_member(d.extra_descriptor_json, "outputSchema", simdjson::minify(v));
+    return d;
+}
+
+std::string call_params(std::string_view name, std::string_view args_json, std::uint64_t token) {
+    std::string out = R"({"name":)";
+    append_json_string(out, name);
+    out += R"(,"arguments":)";
+    out += args_json;
+    out += R"(,"_meta":{"progressToken":)";
+    protocol::append_uint(out, token);
+    out += "}}";
+    return out;
+}
+
+std::string cancelled_params(std::uint64_t request_id, std::string_view reason) {
+    std::string out = R"({"requestId":)";
+    protocol::append_uint(out, request_id);
+    out += R"(,"reason":)";
+    append_json_string(out, reason);
+    out += '}';
+    return out;
+}
+
+std::string_view cut_utf8(std::string_view text, std::size_t max) {
+    if (text.size() <= max) return text;
+    std::size_t end = max;
+    // Back up over continuation bytes (10xxxxxx) to the start of the cut character.
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+        --end;
+    return text.substr(0, end);
+}
+
+tool_result call_result(simdjson::dom::element result) {
+    simdjson::dom::object obj;
+    if (result.get_object().get(obj) != simdjson::SUCCESS)
+        return tool_result::failure(error_code::tool_failed,
+                                    "the MCP server's tools/call result is not an object",
+                                    simdjson::minify(result));
+    bool is_error = false;
+    if (obj["isError"].get_bool().get(is_error) != simdjson::SUCCESS) is_error = false;
+    if (is_error) {
+        std::string message;
+        simdjson::dom::array blocks;
+        if (obj["content"].get_array().get(blocks) == simdjson::SUCCESS) {
+            for (auto block : blocks) {
+                std::string_view type, text;
+                if (block["type"].get_string().get(type) != simdjson::SUCCESS || type != "text" ||
+                    block["text"].get_string().get(text) != simdjson::SUCCESS)
+                    continue;
+                if (!message.empty()) message += '\n';
+                message += text;
+                if (message.size() > max_error_text) break;
+            }
+        }
+        if (message.empty()) message = "the MCP tool reported an error (isError) without text";
+        return tool_result::failure(error_code::tool_failed,
+                                    std::string(cut_utf8(message, max_error_text)),
+                                    simdjson::minify(result));
+    }
+    std::string content = "{";
+    bool first = true;
+    for (auto [key, value] : obj) {
+        if (key == "isError") continue;
+        if (!first) content.push_back(',');
+        first = false;
+        append_json_string(content, key);
+        content.push_back(':');
+        content += simdjson::minify(value);
+    }
+    content.push_back('}');
+    return tool_result::success(std::move(content));
+}
+
+tool_result error_answer(simdjson::dom::element error) {
+    std::string_view message = "the MCP server answered a JSON-RPC error";
+    if (error["message"].get_string().get(message) != simdjson::SUCCESS || message.empty())
+        message = "the MCP server answered a JSON-RPC error";
+    std::string details = R"({"code":)";
+    simdjson::dom::element v;
+    details += error["code"].get(v) == simdjson::SUCCESS ? simdjson::minify(v) : "null";
+    details += R"(,"message":)";
+    details += error["message"].get(v) == simdjson::SUCCESS ? simdjson::minify(v) : "null";
+    if (error["data"].get(v) == simdjson::SUCCESS) details += R"(,"data":)" + simdjson::minify(v);
+    details += '}';
+    return tool_result::failure(error_code::tool_failed,
+                                std::string(cut_utf8(message, max_error_text)), details);
+}
+
+std::string progress_event(simdjson::dom::object params) {
+    simdjson::dom::element progress, total;
+    double p = 0, t = 0;
+    if (params["progress"].get(progress) != simdjson::SUCCESS || !progress.is_number() ||
+        progress.get_double().get(p) != simdjson::SUCCESS)
+        return {};
+    std::string out = R"({"type":"progress","progress":)";
+    out += simdjson::minify(progress);
+    if (params["total"].get(total) == simdjson::SUCCESS && total.is_number() &&
+        total.get_double().get(t) == simdjson::SUCCESS) {
+        out += R"(,"total":)";
+        out += simdjson::minify(total);
+        const double fraction = p / t;
+        if (t > 0 && std::isfinite(fraction)) out += fmt::format(R"(,"fraction":{})", fraction);
+    }
+    std::string_view message;
+    if (params["message"].get_string().get(message) == simdjson::SUCCESS) {
+        out += R"(,"message":)";
+        append_json_string(out, message);
+    }
+    out += '}';
+    return out;
+}
+
+std::optional<std::uint64_t> progress_token(simdjson::dom::object params) {
+    std::uint64_t token = 0;
+    if (params["progressToken"].get_uint64().get(token) == simdjson::SUCCESS) return token;
+    return std::nullopt;
+}
+
+std::string file_uri(const std::filesystem::path& dir) {
+    std::string out = "file://";
+    for (unsigned char ch : dir.string()) {
+        const bool plain = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                           (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' ||
+                           ch == '~' || ch == '/';
+        if (plain)
+            out.push_back(static_cast<char>(ch));
+        else
+            out += fmt::format("%{:02X}", ch);
+    }
+    return out;
+}
+
+std::string roots_result(const std::filesystem::path& dir) {
+    std::string out = R"({"roots":[{"uri":)";
+    append_json_string(out, file_uri(dir));
+    auto name = dir.filename().string();
+    if (name.empty()) name = dir.parent_path().filename().string();
+    if (!name.empty()) {
+        out += R"(,"name":)";
+        append_json_string(out, name);
+    }
+    out += "}]}";
+    return out;
+}
+
+} // namespace meith::registry::mcp

@@ -1,0 +1,108 @@
+// mcp_wire: the pure side of the MCP source (docs/protocol.md §7, "MCP servers") — what meithd
+// sends an MCP server and how it reads the answers, free of the child and the registry so it
+// can be unit-tested (tests/unit/mcp_test.cpp).
+//
+// References are to the MCP specification, revision 2025-11-25: basic/lifecycle (initialize,
+// version negotiation), server/tools (Tool, CallToolResult, ToolAnnotations and their
+// defaults), basic/utilities/progress, basic/utilities/cancellation, client/roots.
+#pragma once
+
+#include "config/config.hpp"
+#include "protocol/tool_result.hpp"
+#include "registry/tool_source.hpp"
+
+#include <simdjson.h>
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace meith::registry::mcp {
+
+/// The protocol revisions meithd speaks, newest first; `initialize` offers the first.
+inline constexpr std::array<std::string_view, 4> protocol_revisions{"2025-11-25", "2025-06-18",
+                                                                    "2025-03-26", "2024-11-05"};
+
+/// Params of the `initialize` request: the newest revision, no client capabilities (meithd
+/// offers no sampling, elicitation or roots; see docs/protocol.md §7) and
+/// `clientInfo {"name":"meithd","version":version}`.
+std::string initialize_params(std::string_view version);
+
+/// The outcome of version negotiation (lifecycle "Version Negotiation"): the revision the
+/// server answered in its `initialize` result, or why the start fails.
+struct negotiation {
+    std::string revision; ///< set when accepted
+    std::string error;    ///< set when refused: names the revision (or what was wrong)
+};
+/// Checks an `initialize` result: `protocolVersion` must be one of `protocol_revisions`.
+negotiation negotiate(simdjson::dom::element initialize_result);
+
+/// ToolAnnotations hints as the server gave them; absent (or not a boolean) = not given.
+struct tool_hints {
+    std::optional<bool> read_only;   ///< readOnlyHint, spec default false
+    std::optional<bool> destructive; ///< destructiveHint, spec default true
+    std::optional<bool> open_world;  ///< openWorldHint, spec default true
+};
+/// Reads `tool.annotations`; a missing or non-object `annotations` gives no hints.
+tool_hints hints_of(simdjson::dom::element tool);
+
+/// Capabilities from hints with the spec's defaults: read-only → `read-only`, otherwise
+/// `writes-files` plus `destructive` unless destructiveHint is false; `accesses-network`
+/// is added unless openWorldHint is false.
+std::vector<std::string> capabilities_from_hints(const tool_hints& hints);
+
+/// A tool's capabilities, the first that applies: the source's `capabilities` table entry
+/// (unprefixed name), the trusted annotations (`trust_annotations = true`), else `unknown`.
+std::vector<std::string> tool_capabilities(const config::source_config& cfg, std::string_view name,
+                                           simdjson::dom::element tool);
+
+/// One `tools/list` item as a tool_definition: name (unprefixed), description, inputSchema
+/// (`{"type":"object"}` when absent), capabilities as above, the table's timeout, and as extra
+/// descriptor members `title` (string), `annotations` and `outputSchema` (objects) when given.
+/// nullopt, with `why` set, for an item without a non-empty string name.
+std::optional<tool_definition> definition_of(simdjson::dom::element item,
+                                             const config::source_config& cfg, std::string& why);
+
+/// Params of a `tools/call` request: {"name","arguments","_meta":{"progressToken":token}}.
+std::string call_params(std::string_view name, std::string_view args_json, std::uint64_t token);
+
+/// Params of `notifications/cancelled`: {"requestId":id,"reason":reason}.
+std::string cancelled_params(std::uint64_t request_id, std::string_view reason);
+
+/// A `tools/call` result as a ToolResult: `isError: true` → TOOL_FAILED with the text blocks
+/// joined by "\n" and cut to 1 KiB as message, the whole MCP result as `details`; otherwise
+/// `ok:true` with the result object minus `isError` as content. A result that is not an object
+/// is TOOL_FAILED.
+protocol::tool_result call_result(simdjson::dom::element result);
+
+/// The longest error message taken from an `isError` result's text blocks, in bytes.
+inline constexpr std::size_t max_error_text = 1024;
+
+/// A JSON-RPC `error` answer as a ToolResult: TOOL_FAILED with `error.message` and
+/// `details: {"code","message","data"?}`.
+protocol::tool_result error_answer(simdjson::dom::element error);
+
+/// The `tool_event` of a `notifications/progress` params object:
+/// {"type":"progress","progress":N,"total"?:M,"fraction"?:N/M,"message"?}; `fraction` only
+/// when `total` is a number > 0. Empty when `progress` is not a number.
+std::string progress_event(simdjson::dom::object params);
+
+/// The progress token of a `notifications/progress` params object, when it is one meithd sends
+/// (a non-negative integer).
+std::optional<std::uint64_t> progress_token(simdjson::dom::object params);
+
+/// `file://` URI of an absolute path, bytes outside RFC 3986's unreserved set and `/`
+/// percent-encoded.
+std::string file_uri(const std::filesystem::path& dir);
+
+/// The `roots/list` result: {"roots":[{"uri":file_uri(dir),"name":last path element}]}.
+std::string roots_result(const std::filesystem::path& dir);
+
+/// Cuts `text` to at most `max` bytes on a UTF-8 character boundary.
+std::string_view cut_utf8(std::string_view text, std::size_t max);
+
+} // namespace meith::registry::mcp

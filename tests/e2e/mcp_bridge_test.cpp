@@ -1,0 +1,142 @@
+// End-to-end tests of `meith mcp` (docs/protocol.md §9.2): the real meith CLI serving the real
+// meithd's tools to a real MCP client — the official TypeScript SDK's Client over
+// StdioClientTransport (tests/mcp/bridge_client.mjs, @modelcontextprotocol/sdk pinned in
+// tests/mcp/package-lock.json) — and to JSON-RPC lines written by hand for the bad-input cases.
+#include "daemon_fixture.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sys/wait.h>
+
+using namespace meith::test;
+
+namespace {
+
+/// Runs `node tests/mcp/bridge_client.mjs ARGS…` and parses the one JSON line it prints.
+json run_bridge_client(const std::vector<std::string>& args) {
+    std::string cmd = "node '" + std::string(MEITH_SOURCE_DIR) + "/tests/mcp/bridge_client.mjs'";
+    for (const auto& a : args)
+        cmd += " '" + a + "'";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string out;
+    std::array<char, 65536> buf{};
+    std::size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
+        out.append(buf.data(), n);
+    const int status = ::pclose(p);
+    INFO("bridge_client printed: " << out);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    return json::parse(out);
+}
+
+std::vector<std::string> names_of(const json& tools) {
+    std::vector<std::string> names;
+    for (const auto& t : tools)
+        names.push_back(t["name"].get<std::string>());
+    return names;
+}
+
+} // namespace
+
+TEST_CASE("meith mcp: the TypeScript SDK client lists, calls, streams, cancels and hears "
+          "list_changed",
+          "[e2e][mcp][bridge]") {
+    daemon_process d(host_source_toml("th"));
+    const fs::path next_config = d.home() / "next.toml";
+    std::ofstream(next_config) << host_source_toml("th") +
+                                      host_source_toml("th2", {}, "prefix = \"extra_\"");
+    const json out = run_bridge_client({"sdk", MEITH_CLI, d.home().string(), next_config.string()});
+
+    CHECK(out["serverVersion"]["name"] == "meith");
+    CHECK(out["capabilities"]["tools"]["listChanged"] == true);
+
+    // plugin (the default caller) sees the tools it may call: echo and the read-only host
+    // tools, not t_write (writes-files).
+    const auto names = names_of(out["tools"]);
+    CHECK(std::count(names.begin(), names.end(), "echo") == 1);
+    CHECK(std::count(names.begin(), names.end(), "t_echo") == 1);
+    CHECK(std::count(names.begin(), names.end(), "t_write") == 0);
+    for (const auto& t : out["tools"]) {
+        CHECK(t["inputSchema"].is_object());
+        if (t["name"] == "echo") CHECK(t["annotations"]["readOnlyHint"] == true);
+    }
+
+    // echo's content (an object) is one text block plus structuredContent.
+    CHECK(out["echo"]["content"][0]["type"] == "text");
+    CHECK(out["echo"]["structuredContent"]["hello"] == "mcp");
+    CHECK_FALSE(out["echo"].value("isError", false));
+
+    // A streaming tool's events reach the client as progress notifications (the bridge sends
+    // all three before the result; the SDK drops a notification it has not dispatched when
+    // the result arrives, so the last one may be missing here).
+    REQUIRE(out["progress"].size() >= 1);
+    CHECK(out["progress"].size() <= 3);
+    CHECK(out["progress"][0]["progress"] == 1);
+    CHECK(out["stream"]["structuredContent"]["done"] == 3);
+
+    // Denied: a tool result with isError, not a protocol error.
+    CHECK(out["denied"]["isError"] == true);
+    CHECK_THAT(out["denied"]["content"][0]["text"].get<std::string>(),
+               Catch::StartsWith("PERMISSION_DENIED: "));
+    // Unknown: the JSON-RPC error -32602.
+    CHECK(out["unknown"]["code"] == -32602);
+
+    // Twenty calls in flight at once, each answered with its own result.
+    REQUIRE(out["many"].size() == 20);
+    for (int i = 0; i < 20; ++i)
+        CHECK(out["many"][static_cast<std::size_t>(i)] == i);
+
+    // Cancel through the SDK's AbortSignal ends the call well before its 5 s.
+    CHECK(out["cancel"]["rejected"] == true);
+    CHECK(out["cancel"]["ms"].get<int>() < 3000);
+    CHECK(out["afterCancel"]["structuredContent"]["after"] == "cancel");
+
+    // The reload that added a source was announced and its tools are listed.
+    CHECK(out["listChanged"].get<int>() >= 1);
+    const auto after = out["toolsAfterReload"].get<std::vector<std::string>>();
+    CHECK(std::count(after.begin(), after.end(), "extra_t_echo") == 1);
+
+    // The daemon cancelled the call the client aborted, and audited the MCP client as agent.
+    const json cancelled = d.wait_audit([](const json& l) {
+        return l.value("event", "") == "tool_call" && l.value("toolName", "") == "t_sleep";
+    });
+    CHECK(cancelled["errorCode"] == "CANCELLED");
+    CHECK(cancelled["agent"] == "sdk-test-agent");
+    CHECK(cancelled["caller"] == "plugin");
+}
+
+TEST_CASE("meith mcp: bad JSON-RPC gets errors, pings are answered, stdin EOF ends it",
+          "[e2e][mcp][bridge]") {
+    daemon_process d;
+    const json out = run_bridge_client({"raw", MEITH_CLI, "--home", d.home().string()});
+    CHECK(out["initialize"]["result"]["protocolVersion"] == "2025-06-18");
+    CHECK(out["malformed"]["error"]["code"] == -32700);
+    CHECK(out["malformed"]["id"].is_null());
+    CHECK(out["unknownMethod"]["error"]["code"] == -32601);
+    CHECK(out["unknownMethod"]["id"] == 3);
+    // The cancel for a finished request changed nothing: the ping after it is answered.
+    CHECK(out["ping"]["id"] == 4);
+    CHECK(out["ping"]["result"].is_object());
+    CHECK(names_of(out["toolsList"]["result"]["tools"]) == std::vector<std::string>{"echo"});
+    CHECK(out["badCursor"]["error"]["code"] == -32602);
+    CHECK(out["exitCode"] == 0);
+}
+
+TEST_CASE("meith mcp: with no daemon every request gets an error saying how to start it",
+          "[e2e][mcp][bridge]") {
+    temp_dir home;
+    const json out = run_bridge_client({"raw", MEITH_CLI, "--home", home.path.string(), "--socket",
+                                        (home.path / "no.sock").string()});
+    CHECK(out["initialize"]["error"]["code"] == -32603);
+    CHECK_THAT(out["initialize"]["error"]["message"].get<std::string>(),
+               Catch::Contains("meithd is not running") && Catch::Contains("start it with"));
+    CHECK(out["ping"]["result"].is_object());
+    CHECK(out["toolsList"]["error"]["code"] == -32603);
+    CHECK(out["exitCode"] == 0);
+}

@@ -1,0 +1,114 @@
+// bridge_client.mjs: drives `meith mcp` the way an MCP client does, for tests/e2e/mcp_bridge_test.cpp.
+//
+//   node bridge_client.mjs sdk MEITH HOME NEW_CONFIG   the official TypeScript SDK's Client over
+//       StdioClientTransport: initialize, tools/list, tools/call (echo, a streaming tool with
+//       progress, a denied tool, an unknown tool, 20 calls at once), cancel via AbortSignal,
+//       and notifications/tools/list_changed after NEW_CONFIG is reloaded into the daemon.
+//   node bridge_client.mjs raw MEITH ARGS...           JSON-RPC lines written by hand: malformed
+//       JSON, an unknown method, a cancel for a finished request, ping; then stdin is closed.
+//
+// Prints one JSON object with what it saw; the C++ test asserts on it.
+import { spawn, execFileSync } from 'node:child_process';
+import { copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+
+const [mode, meith, ...rest] = process.argv.slice(2);
+const withTimeout = (p, ms, what) =>
+    Promise.race([p, new Promise((_, no) => setTimeout(() => no(new Error(`timeout: ${what}`)), ms))]);
+
+async function sdk(home, newConfig) {
+    const transport = new StdioClientTransport({ command: meith, args: ['mcp', '--home', home], stderr: 'inherit' });
+    const client = new Client({ name: 'sdk-test-agent', version: '1.0.0' });
+    let listChanged = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => { listChanged++; });
+    await client.connect(transport);
+    const out = {};
+    out.serverVersion = client.getServerVersion();
+    out.capabilities = client.getServerCapabilities();
+    out.tools = (await client.listTools()).tools;
+    out.echo = await client.callTool({ name: 'echo', arguments: { hello: 'mcp' } });
+    const progress = [];
+    out.stream = await client.callTool({ name: 't_stream', arguments: { n: 3, interval_ms: 5 } }, undefined,
+        { onprogress: (p) => progress.push(p) });
+    out.progress = progress;
+    out.denied = await client.callTool({ name: 't_write', arguments: {} });
+    try {
+        await client.callTool({ name: 'no_such_tool', arguments: {} });
+        out.unknown = null;
+    } catch (e) {
+        out.unknown = { code: e.code, message: e.message };
+    }
+    const many = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => client.callTool({ name: 't_echo', arguments: { i } })));
+    out.many = many.map((r) => r.structuredContent?.i ?? null);
+    const abort = new AbortController();
+    const started = Date.now();
+    const slow = client.callTool({ name: 't_sleep', arguments: { ms: 5000 } }, undefined, { signal: abort.signal });
+    setTimeout(() => abort.abort('the test cancels'), 200);
+    try {
+        await slow;
+        out.cancel = { rejected: false };
+    } catch (e) {
+        out.cancel = { rejected: true, ms: Date.now() - started };
+    }
+    // After a cancel the bridge still serves.
+    out.afterCancel = await client.callTool({ name: 'echo', arguments: { after: 'cancel' } });
+    // A reload that adds a tool: the client hears list_changed and sees the tool.
+    copyFileSync(newConfig, join(home, 'meithd.toml'));
+    execFileSync(meith, ['reload', '--home', home], { stdio: 'ignore' });
+    const deadline = Date.now() + 10000;
+    while (listChanged === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    out.listChanged = listChanged;
+    // The reload restarts the host; wait until its tools are back.
+    let names = [];
+    while (Date.now() < deadline) {
+        names = (await client.listTools()).tools.map((t) => t.name);
+        if (names.includes('extra_t_echo')) break;
+        await new Promise((r) => setTimeout(r, 50));
+    }
+    out.toolsAfterReload = names;
+    await client.close();
+    return out;
+}
+
+async function raw(args) {
+    const child = spawn(meith, ['mcp', ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const lines = createInterface({ input: child.stdout });
+    const got = [];
+    const waiting = [];
+    lines.on('line', (l) => {
+        got.push(l);
+        waiting.splice(0).forEach((w) => w());
+    });
+    const next = () => withTimeout(new Promise((res) => {
+        const take = () => (got.length ? res(JSON.parse(got.shift())) : waiting.push(take));
+        take();
+    }), 10000, 'an answer from meith mcp');
+    const send = (s) => child.stdin.write(s + '\n');
+    const out = {};
+    send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }));
+    out.initialize = await next();
+    send('{"jsonrpc":"2.0","id":2,"method":');
+    out.malformed = await next();
+    send(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'resources/list', params: {} }));
+    out.unknownMethod = await next();
+    send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } }));
+    send(JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'ping' }));
+    out.ping = await next();
+    send(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list', params: {} }));
+    out.toolsList = await next();
+    send(JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'tools/list', params: { cursor: 'x' } }));
+    out.badCursor = await next();
+    child.stdin.end();
+    out.exitCode = await withTimeout(new Promise((res) => child.on('exit', (code) => res(code))), 10000, 'exit');
+    return out;
+}
+
+const result = mode === 'sdk' ? await sdk(rest[0], rest[1]) : await raw(rest);
+process.stdout.write(JSON.stringify(result) + '\n');
+process.exit(0);

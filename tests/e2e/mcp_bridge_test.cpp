@@ -140,3 +140,37 @@ TEST_CASE("meith mcp: with no daemon every request gets an error saying how to s
     CHECK(out["toolsList"]["error"]["code"] == -32603);
     CHECK(out["exitCode"] == 0);
 }
+
+TEST_CASE("meith mcp: the MCP Inspector's CLI mode lists and calls tools", "[e2e][mcp][bridge]") {
+    // @modelcontextprotocol/inspector 0.15.0: the newest release that runs on Node.js 20 (0.16
+    // and later want Node >= 22.7.5), pinned in tests/mcp/package.json.
+    daemon_process d;
+    const std::string inspector =
+        std::string(MEITH_SOURCE_DIR) + "/tests/mcp/node_modules/.bin/mcp-inspector";
+    const std::string prefix =
+        "'" + inspector + "' --cli '" + MEITH_CLI + "' mcp --home '" + d.home().string() + "'";
+    const auto run = [](const std::string& cmd) {
+        FILE* p = ::popen((cmd + " 2>/dev/null").c_str(), "r");
+        REQUIRE(p != nullptr);
+        std::string out;
+        std::array<char, 65536> buf{};
+        std::size_t n;
+        while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
+            out.append(buf.data(), n);
+        const int status = ::pclose(p);
+        INFO("inspector printed: " << out);
+        REQUIRE(WIFEXITED(status));
+        REQUIRE(WEXITSTATUS(status) == 0);
+        return json::parse(out);
+    };
+    const json listed = run(prefix + " --method tools/list");
+    CHECK(names_of(listed["tools"]) == std::vector<std::string>{"echo"});
+    CHECK(listed["tools"][0]["annotations"]["readOnlyHint"] == true);
+    const json called = run(prefix + " --method tools/call --tool-name echo --tool-arg msg=hi");
+    CHECK(called["structuredContent"]["msg"] == "hi");
+    const json line = d.wait_audit([](const json& l) {
+        return l.value("event", "") == "tool_call" && l.value("toolName", "") == "echo";
+    });
+    CHECK(line["ok"] == true);
+    CHECK(line["agent"].is_string());
+}

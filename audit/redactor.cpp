@@ -64,15 +64,14 @@ constexpr auto value_rule_trigger = [] {
 
 /// Words that make a key secret wherever they appear in the normalised key.
 constexpr std::array<std::string_view, 21> strong_words = {
-    "password",  "passwd",        "passphrase",    "secret",     "token",      "apikey",
-    "accesskey", "authorization", "cookie",        "credential", "privatekey", "privkey",
-    "session",   "signingkey",    "encryptionkey", "masterkey",  "bearer",     "passcode",
-    "clientkey", "sshkey",        "hmac"};
+    "password",      "passwd",    "passphrase", "secret",     "token",     "apikey",  "accesskey",
+    "authorization", "cookie",    "credential", "privatekey", "privkey",   "session", "signingkey",
+    "encryptionkey", "masterkey", "bearer",     "passcode",   "clientkey", "sshkey",  "hmac"};
 
 /// Words that make a key secret only as a whole word (segment) of the key: "db_pwd", "authMethod"
 /// but not "author" or "cwd".
 constexpr std::array<std::string_view, 6> weak_segments = {"auth", "pwd", "pw",
-                                                          "jwt",  "otp", "pass"};
+                                                           "jwt",  "otp", "pass"};
 
 /// Whole normalised keys that are secret although they contain no strong word.
 constexpr std::array<std::string_view, 8> exact_secret_keys = {
@@ -844,7 +843,8 @@ bool pem_end(std::string_view line) {
 }
 /// Base64 body lines, empty lines and RFC 1421 headers ("Proc-Type: 4,ENCRYPTED").
 bool pem_inner(std::string_view line) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+        line.remove_suffix(1);
     if (line.empty()) return true;
     if (const auto colon = line.find(": "); colon != std::string_view::npos && colon > 0) {
         for (char c : line.substr(0, colon))

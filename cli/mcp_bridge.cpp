@@ -172,10 +172,10 @@ class bridge {
     struct pending {
         json mcp_id;
         bool is_call = false;
-        std::size_t offset = 0; ///< tools/list: the page's first tool
-        json progress_token;    ///< tools/call: null when the client asked for no progress
+        std::size_t offset = 0;     ///< tools/list: the page's first tool
+        json progress_token;        ///< tools/call: null when the client asked for no progress
         std::uint64_t progress = 0; ///< events counted, for events that carry no progress
-        bool cancelled = false; ///< the client cancelled: its answer is not sent (MCP spec)
+        bool cancelled = false;     ///< the client cancelled: its answer is not sent (MCP spec)
     };
 
     void on_daemon_frame(const std::string& line) {

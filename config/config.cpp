@@ -224,9 +224,9 @@ class checker {
         return s;
     }
 
-    std::optional<std::uint64_t> uint_of(const toml::node& n, const std::string& what,
-                                         std::uint64_t min,
-                                         std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
+    std::optional<std::uint64_t>
+    uint_of(const toml::node& n, const std::string& what, std::uint64_t min,
+            std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
         const std::string expected = min == 0   ? "a non-negative integer"
                                      : min == 1 ? "a positive integer"
                                                 : fmt::format("an integer of at least {}", min);
@@ -241,13 +241,13 @@ class checker {
             return std::nullopt;
         }
         if (static_cast<std::uint64_t>(i) > max) {
-            fail(n.source(), fmt::format("{} must be at most {}{}, not {}", what, max,
-                                         max % 86'400'000 == 0 && max >= 86'400'000
-                                             ? fmt::format(" ({} days)", max / 86'400'000)
-                                         : max % 60'000 == 0
-                                             ? fmt::format(" ({} minutes)", max / 60'000)
-                                             : std::string(),
-                                         i));
+            fail(n.source(),
+                 fmt::format("{} must be at most {}{}, not {}", what, max,
+                             max % 86'400'000 == 0 && max >= 86'400'000
+                                 ? fmt::format(" ({} days)", max / 86'400'000)
+                             : max % 60'000 == 0 ? fmt::format(" ({} minutes)", max / 60'000)
+                                                 : std::string(),
+                             i));
             return std::nullopt;
         }
         return static_cast<std::uint64_t>(i);
@@ -266,9 +266,9 @@ class checker {
         return std::nullopt;
     }
 
-    std::optional<std::uint64_t> read_uint(const scope& s, std::string_view key,
-                                           std::uint64_t min = 0,
-                                           std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
+    std::optional<std::uint64_t>
+    read_uint(const scope& s, std::string_view key, std::uint64_t min = 0,
+              std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
         const auto* n = s.table.get(key);
         return n ? uint_of(*n, label(s, key), min, max) : std::nullopt;
     }
@@ -431,10 +431,9 @@ void parse_socket(checker& c, const scope& s, config& cfg) {
 }
 
 void parse_limits(checker& c, const scope& s, limits_config& l) {
-    c.check_keys(s,
-                 {"max_frame_bytes", "max_result_bytes", "max_timeout_ms", "max_connections",
-                  "max_calls_in_flight_per_connection", "max_outbound_bytes", "idle_timeout_ms",
-                  "write_stall_ms"});
+    c.check_keys(s, {"max_frame_bytes", "max_result_bytes", "max_timeout_ms", "max_connections",
+                     "max_calls_in_flight_per_connection", "max_outbound_bytes", "idle_timeout_ms",
+                     "write_stall_ms"});
     assign(l.max_frame_bytes, c.read_uint(s, "max_frame_bytes", 1024));
     assign(l.max_result_bytes, c.read_uint(s, "max_result_bytes"));
     assign(l.max_timeout_ms, c.read_uint(s, "max_timeout_ms", 1, max_call_timeout_ms));
@@ -617,9 +616,9 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
         }
         if (const auto* timeouts = c.read_table(s, "timeout_ms")) {
             for (auto&& [k, v] : *timeouts) {
-                auto ms = c.uint_of(
-                    v, fmt::format("the timeout_ms of tool '{}' in {}", k.str(), s.name), 1,
-                    max_call_timeout_ms);
+                auto ms =
+                    c.uint_of(v, fmt::format("the timeout_ms of tool '{}' in {}", k.str(), s.name),
+                              1, max_call_timeout_ms);
                 if (ms) src.timeout_ms.emplace(std::string(k.str()), *ms);
             }
         }

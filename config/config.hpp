@@ -130,8 +130,8 @@ struct source_config {
     std::string config_json = "{}";         ///< host `init` config, as JSON text
     /// tool (unprefixed) -> capabilities; for an MCP source it wins over the tool's annotations
     std::map<std::string, std::vector<std::string>> capabilities;
-    std::map<std::string, std::uint64_t> timeout_ms;              ///< tool -> timeout
-    std::string prefix;                                           ///< prepended to every tool name
+    std::map<std::string, std::uint64_t> timeout_ms; ///< tool -> timeout
+    std::string prefix;                              ///< prepended to every tool name
     std::uint64_t start_timeout_ms = 10000;
     std::optional<exec_tool_config> tool; ///< exec only, required there
     /// mcp only: map the tools' MCP annotations to capabilities (default: every tool whose

@@ -144,7 +144,8 @@ class server {
         std::string m = R"("ok":)";
         if (shutting_down_) {
             // Sources started now would never be stopped: the shutdown already began stopping.
-            m += R"(false,"file":null,"error":"meithd is shutting down; the config is not reloaded")";
+            m +=
+                R"(false,"file":null,"error":"meithd is shutting down; the config is not reloaded")";
             return m;
         }
         config::config next;
@@ -291,7 +292,8 @@ class server {
         protocol::append_json_string(fields, socket_path_.string());
         fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
         registry_.audit_event("daemon_start", fields);
-        asio::co_spawn(ioc_, accept_loop(), coroutine_root("accept loop", [this](const std::string&) {
+        asio::co_spawn(ioc_, accept_loop(),
+                       coroutine_root("accept loop", [this](const std::string&) {
                            // Without it nobody can connect: stop loudly, not look alive.
                            spdlog::critical("meithd can no longer accept clients; shutting down");
                            exit_code_ = 1;
@@ -319,7 +321,8 @@ class server {
                     spdlog::warn("accept failed: {} (retrying every 100 ms; further failures "
                                  "are summarised)",
                                  ec.message());
-                } else if (++failures_since_summary, now - last_summary >= std::chrono::minutes(1)) {
+                } else if (++failures_since_summary,
+                           now - last_summary >= std::chrono::minutes(1)) {
                     spdlog::warn("accept still failing: {} ({} failures in the last minute)",
                                  ec.message(), failures_since_summary);
                     failures_since_summary = 0;
@@ -331,10 +334,10 @@ class server {
                 continue;
             }
             if (failures > 0) {
-                spdlog::info("accepting again after {} failed attempt(s) over {} ms", failures,
-                             std::chrono::duration_cast<std::chrono::milliseconds>(now -
-                                                                                   failing_since)
-                                 .count());
+                spdlog::info(
+                    "accepting again after {} failed attempt(s) over {} ms", failures,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(now - failing_since)
+                        .count());
                 failures = failures_since_summary = 0;
             }
             try {

@@ -48,9 +48,9 @@ class log_throttle {
     }
     /// Skipped before the line now allowed, as " (N more like it since the last)" or "".
     std::string suppressed() const {
-        return reported_ == 0 ? std::string()
-                              : " (" + std::to_string(reported_) +
-                                    " more like it since the last such line)";
+        return reported_ == 0
+                   ? std::string()
+                   : " (" + std::to_string(reported_) + " more like it since the last such line)";
     }
 
   private:

@@ -112,8 +112,7 @@ TEST_CASE("a source added by a reload registers under its own prefix, so prefix 
 
 // ---- 4. a half-closed client still gets its replies -----------------------------------------
 
-TEST_CASE("a client that half-closes after its frames still gets every reply",
-          "[e2e][hardening]") {
+TEST_CASE("a client that half-closes after its frames still gets every reply", "[e2e][hardening]") {
     daemon_process d;
     client c(d.socket());
     std::string frames;
@@ -161,8 +160,7 @@ TEST_CASE("secrets in requestId, toolName, claimedCaller, hook reasons and rejec
           "[e2e][hardening][audit]") {
     const std::string tok = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
     daemon_process d(hook_toml("deny_secret", "filter", "oneshot", "before_execution",
-                               {"--deny=reason token=" + tok},
-                               "tools = [\"blocked*\"]") +
+                               {"--deny=reason token=" + tok}, "tools = [\"blocked*\"]") +
                      exec_source_toml("b", "oneshot", "oneshot.mjs", "blocked"));
     client c(d.socket());
     json f = call_frame("id-" + tok, "echo", {{"x", 1}});
@@ -253,9 +251,9 @@ TEST_CASE("a one-shot tool that answered and exited 0 is done although a setsid 
     const auto pids = d.home() / "daemons.txt";
     const std::size_t fds_before = open_fds(d.pid());
     const auto t0 = std::chrono::steady_clock::now();
-    const json r = c.call("leaves_daemon",
-                          {{"mode", "daemon"}, {"ms", 20000}, {"pid_file", pids.string()}},
-                          {{"timeoutMs", 10000}});
+    const json r =
+        c.call("leaves_daemon", {{"mode", "daemon"}, {"ms", 20000}, {"pid_file", pids.string()}},
+               {{"timeoutMs", 10000}});
     CHECK(r["result"]["ok"] == true);
     CHECK(r["result"]["content"] == "answered");
     // Not held until the call's timeout (10 s) or the daemon child's exit (20 s).
@@ -337,8 +335,7 @@ TEST_CASE("a symlinked instances folder is refused and nothing elsewhere is dele
 
 // ---- 14. max_result_bytes counts the whole result ------------------------------------------
 
-TEST_CASE("max_result_bytes counts meta and diagnostics, not only content",
-          "[e2e][hardening]") {
+TEST_CASE("max_result_bytes counts meta and diagnostics, not only content", "[e2e][hardening]") {
     daemon_process d(exec_source_toml("m", "server", "server.mjs", "meta_tool") +
                      "[limits]\nmax_result_bytes = 65536\n");
     client c(d.socket());
@@ -385,7 +382,8 @@ TEST_CASE("garbage on a host's stdout is logged at most once a second, with a co
     for (int batch = 0; batch < 4; ++batch) { // 50 at a time: under the in-flight limit
         std::string frames;
         for (int i = batch * 50; i < batch * 50 + 50; ++i)
-            frames += call_frame("g" + std::to_string(i), "t_garbage", json::object()).dump() + "\n";
+            frames +=
+                call_frame("g" + std::to_string(i), "t_garbage", json::object()).dump() + "\n";
         c.send_raw(frames);
         for (int i = batch * 50; i < batch * 50 + 50; ++i)
             CHECK(c.wait_result("g" + std::to_string(i))["result"]["ok"] == true);
@@ -414,8 +412,9 @@ TEST_CASE("a reload during the shutdown grace is refused and starts no child",
     REQUIRE(::kill(d.pid(), SIGTERM) == 0);
     std::this_thread::sleep_for(200ms); // in the grace: the call still runs
     const auto pids = d.home() / "late.txt";
-    write_config(d, host_source_toml("h") + host_source_toml("late", {"--name-prefix=l_",
-                                                                      "--pid-file=" + pids.string()}));
+    write_config(d,
+                 host_source_toml("h") +
+                     host_source_toml("late", {"--name-prefix=l_", "--pid-file=" + pids.string()}));
     const json r = reload(op);
     CHECK(r["ok"] == false);
     CHECK_THAT(r.value("error", ""), Catch::Contains("shutting down"));

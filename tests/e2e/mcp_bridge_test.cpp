@@ -16,11 +16,8 @@ using namespace meith::test;
 
 namespace {
 
-/// Runs `node tests/mcp/bridge_client.mjs ARGS…` and parses the one JSON line it prints.
-json run_bridge_client(const std::vector<std::string>& args) {
-    std::string cmd = "node '" + std::string(MEITH_SOURCE_DIR) + "/tests/mcp/bridge_client.mjs'";
-    for (const auto& a : args)
-        cmd += " '" + a + "'";
+/// Runs `cmd` with /bin/sh, expects exit status 0, and parses what it printed as JSON.
+json run_json_command(const std::string& cmd) {
     FILE* p = ::popen(cmd.c_str(), "r");
     REQUIRE(p != nullptr);
     std::string out;
@@ -29,10 +26,18 @@ json run_bridge_client(const std::vector<std::string>& args) {
     while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
         out.append(buf.data(), n);
     const int status = ::pclose(p);
-    INFO("bridge_client printed: " << out);
+    INFO("`" << cmd << "` printed: " << out);
     REQUIRE(WIFEXITED(status));
     REQUIRE(WEXITSTATUS(status) == 0);
     return json::parse(out);
+}
+
+/// Runs `node tests/mcp/bridge_client.mjs ARGS…` and parses the one JSON line it prints.
+json run_bridge_client(const std::vector<std::string>& args) {
+    std::string cmd = "node '" + std::string(MEITH_SOURCE_DIR) + "/tests/mcp/bridge_client.mjs'";
+    for (const auto& a : args)
+        cmd += " '" + a + "'";
+    return run_json_command(cmd);
 }
 
 std::vector<std::string> names_of(const json& tools) {
@@ -149,24 +154,11 @@ TEST_CASE("meith mcp: the MCP Inspector's CLI mode lists and calls tools", "[e2e
         std::string(MEITH_SOURCE_DIR) + "/tests/mcp/node_modules/.bin/mcp-inspector";
     const std::string prefix =
         "'" + inspector + "' --cli '" + MEITH_CLI + "' mcp --home '" + d.home().string() + "'";
-    const auto run = [](const std::string& cmd) {
-        FILE* p = ::popen((cmd + " 2>/dev/null").c_str(), "r");
-        REQUIRE(p != nullptr);
-        std::string out;
-        std::array<char, 65536> buf{};
-        std::size_t n;
-        while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
-            out.append(buf.data(), n);
-        const int status = ::pclose(p);
-        INFO("inspector printed: " << out);
-        REQUIRE(WIFEXITED(status));
-        REQUIRE(WEXITSTATUS(status) == 0);
-        return json::parse(out);
-    };
-    const json listed = run(prefix + " --method tools/list");
+    const json listed = run_json_command(prefix + " --method tools/list 2>/dev/null");
     CHECK(names_of(listed["tools"]) == std::vector<std::string>{"echo"});
     CHECK(listed["tools"][0]["annotations"]["readOnlyHint"] == true);
-    const json called = run(prefix + " --method tools/call --tool-name echo --tool-arg msg=hi");
+    const json called = run_json_command(
+        prefix + " --method tools/call --tool-name echo --tool-arg msg=hi 2>/dev/null");
     CHECK(called["structuredContent"]["msg"] == "hi");
     const json line = d.wait_audit([](const json& l) {
         return l.value("event", "") == "tool_call" && l.value("toolName", "") == "echo";

@@ -728,9 +728,9 @@ TEST_CASE("every duration has a maximum, and past it is an error naming key and 
     // Issue 11, defect 12: 10^13 ms overflowed std::chrono's nanoseconds (an idle timeout that
     // closed every connection at once).
     const std::vector<std::pair<std::string, std::string>> keys{
-        {"limits", "idle_timeout_ms"},     {"limits", "max_timeout_ms"},
-        {"limits", "write_stall_ms"},      {"tools", "default_timeout_ms"},
-        {"tools", "shutdown_grace_ms"},    {"tools", "kill_grace_ms"},
+        {"limits", "idle_timeout_ms"},  {"limits", "max_timeout_ms"},
+        {"limits", "write_stall_ms"},   {"tools", "default_timeout_ms"},
+        {"tools", "shutdown_grace_ms"}, {"tools", "kill_grace_ms"},
     };
     for (const auto& [table, key] : keys) {
         CAPTURE(table, key);
@@ -748,8 +748,7 @@ TEST_CASE("every duration has a maximum, and past it is an error naming key and 
     CHECK_THAT(parse_err(hook + "timeout_ms = 10000000000000\n").message,
                Catch::Contains("timeout_ms") && Catch::Contains("at most"));
     // The maximum itself is fine.
-    CHECK(parse_ok("[limits]\nidle_timeout_ms = 604800000\n").limits.idle_timeout_ms ==
-          604800000);
+    CHECK(parse_ok("[limits]\nidle_timeout_ms = 604800000\n").limits.idle_timeout_ms == 604800000);
 }
 
 TEST_CASE("an MCP source takes trust_annotations and a capabilities table", "[config]") {

@@ -11,7 +11,8 @@
 //   --mode list_tools  --iterations N round trips of list_tools on one connection
 //   --mode idle        open --connections N idle connections (hello each); RSS of --server-pid
 //   --mode startup     spawn --spawn-cmd CMD --iterations N times; time to connect + hello
-//   --mode wait        retry connect + one echo tool_call until it works (--timeout S)
+//   --mode wait        retry connect + one tool_call of --tool (arguments --wait-args JSON,
+//                      default {"s":"ready?"}) until it works (--timeout S)
 //
 // Load modes print ONE JSON line:
 //   {"calls":N,"errors":E,"seconds":S,"calls_per_s":X,"p50_us":..,"p99_us":..,"p999_us":..,
@@ -70,7 +71,8 @@ int64_t now_ns() {
         "usage: loadgen [--mode meith|mcp|list_tools|idle|startup|wait] [--socket PATH]\n"
         "               [--stdio-cmd CMD] [--spawn-cmd CMD] [--connections N] [--depth D]\n"
         "               [--payload BYTES] [--duration S] [--warmup S] [--tool NAME]\n"
-        "               [--iterations N] [--server-pid PID[,PID...]] [--timeout S]\n",
+        "               [--iterations N] [--server-pid PID[,PID...]] [--timeout S]\n"
+        "               [--wait-args JSON]\n",
         msg.c_str());
     std::exit(2);
 }
@@ -89,6 +91,7 @@ struct options {
     int iterations = 20;
     std::vector<pid_t> server_pids;
     double timeout = 30.0;
+    std::string wait_args = R"({"s":"ready?"})";
 };
 
 options parse_args(int argc, char** argv) {
@@ -129,6 +132,8 @@ options parse_args(int argc, char** argv) {
             o.iterations = static_cast<int>(num(val()));
         else if (a == "--timeout")
             o.timeout = num(val());
+        else if (a == "--wait-args")
+            o.wait_args = val();
         else if (a == "--server-pid") {
             std::stringstream ss(val());
             std::string item;
@@ -1071,8 +1076,7 @@ int run_wait(const options& o) {
         }
         std::string buf;
         bool ok = write_all(fd, R"({"type":"tool_call","requestId":"w1","toolName":")" + o.tool +
-                                    R"(","arguments":{"s":"ready?"}})"
-                                    "\n") &&
+                                    R"(","arguments":)" + o.wait_args + "}\n") &&
                   read_line(fd, buf, line, deadline);
         close(fd);
         if (ok && contains(line, "\"type\":\"tool_result\"") && contains(line, "\"ok\":true")) {

@@ -3,15 +3,38 @@
 // stdout, bench/results/latest.json and docs/benchmarks.md.
 //
 //   node bench/report.mjs --runs F --machine F [--failures F] [--json F] [--doc F] [--elapsed S]
+//                         [--carry OLD_DOC --only LIST]
+//
+// --carry: the runs of scenarios not in --only (bench/run --only) are taken from the raw data
+// of OLD_DOC (the docs/benchmarks.md this run replaces), tagged with the run they came from.
 
 import fs from 'node:fs';
 
 const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
 
-const lines = fs.readFileSync(args.runs, 'utf8').split('\n').filter(Boolean);
-const runs = lines.map((l) => JSON.parse(l));
 const machine = JSON.parse(fs.readFileSync(args.machine, 'utf8'));
+const lines = fs.readFileSync(args.runs, 'utf8').split('\n').filter(Boolean);
+// bench/run --only: the other scenarios' runs from the page being replaced.
+const carried = { lines: [], scenarios: new Set(), from: new Set() };
+if (args.carry && args.only && fs.existsSync(args.carry)) {
+    const old = fs.readFileSync(args.carry, 'utf8');
+    const only = new Set(args.only.split(','));
+    const date = old.match(/^- Date: ([^;]+);/m)?.[1] ?? '?';
+    const commit = old.match(/^- meithd: .*?, commit ([0-9a-f]+)/m)?.[1] ?? '?';
+    const raw = old.slice(old.indexOf('## Raw data')).match(/```json\n([\s\S]*?)\n```/)?.[1] ?? '';
+    for (const l of raw.split('\n').filter(Boolean)) {
+        let r;
+        try { r = JSON.parse(l); } catch { continue; }
+        if (!r.scenario || only.has(r.scenario)) continue;
+        r.carried_from ??= { date, commit };
+        carried.scenarios.add(r.scenario);
+        carried.from.add(`${r.carried_from.date} (commit ${r.carried_from.commit})`);
+        carried.lines.push(JSON.stringify(r));
+    }
+    lines.unshift(...carried.lines);
+}
+const runs = lines.map((l) => JSON.parse(l));
 const failures = args.failures && fs.existsSync(args.failures)
     ? fs.readFileSync(args.failures, 'utf8').split('\n').filter(Boolean) : [];
 
@@ -65,14 +88,13 @@ const SERVER_NAMES = {
     'meithd+host-audit-off': 'meithd + test host (audit off), as (d)',
 };
 
-const rows = {};
-for (const [s, srv] of ORDER) {
+function aggregate(s, srv) {
     const all = runs.filter((r) => r.scenario === s && r.server === srv);
-    if (!all.length) continue;
+    if (!all.length) return undefined;
     const kept = all.filter((r) => r.status === 'ok' || r.status === 'disturbed_kept');
     const failed = all.filter((r) => r.status === 'failed');
     const cores = (k) => median(kept.map((r) => r[k] / r.seconds));
-    rows[`${s}/${srv}`] = {
+    return {
         scenario: s, server: srv,
         runs: kept.length, failed: failed.length,
         disturbed_attempts: all.filter((r) => r.status === 'disturbed').length,
@@ -91,7 +113,13 @@ for (const [s, srv] of ORDER) {
         server_cpu_us_per_call: median(kept.map((r) => ((r.server_cpu_s + r.children_cpu_s) / r.calls) * 1e6)),
         client_cpu_us_per_call: median(kept.map((r) => (r.client_cpu_s / r.calls) * 1e6)),
         errors: all.reduce((n, r) => n + (r.errors || 0), 0),
+        kept,
     };
+}
+const rows = {};
+for (const [s, srv] of ORDER) {
+    const r = aggregate(s, srv);
+    if (r) rows[`${s}/${srv}`] = r;
 }
 const row = (s, srv) => rows[`${s}/${srv}`];
 const ratio = (x, y) => (x && y && Number.isFinite(x) && Number.isFinite(y) ? x / y : NaN);
@@ -103,6 +131,35 @@ for (const r of Object.values(rows)) {
     const node = row(load === 'd' ? 'b' : load, 'node');
     r.x_node_calls = r.server.startsWith('meithd') ? ratio(r.calls_per_s, node?.calls_per_s) : NaN;
 }
+
+// ------------------------------------------------------------------------------------------
+// (j) MCP through meith: the SDK client → `meith mcp` → meithd → server-everything, beside the
+// same client → server-everything over stdio, by calls in flight.
+
+const J_DEPTHS = [1, 16];
+const J_PATHS = [['direct', 'direct (client → server)'], ['meith', 'through meith (client → meith mcp → meithd → server)']];
+const jRows = {};
+for (const depth of J_DEPTHS) {
+    for (const [path] of J_PATHS) {
+        const r = aggregate('j', `${path}-d${depth}`);
+        if (!r) continue;
+        const perCall = (k) => median(r.kept.map((x) => ((x[k] ?? 0) / x.calls) * 1e6));
+        const cores = (f) => median(r.kept.map((x) => f(x) / x.seconds));
+        Object.assign(r, {
+            path, depth,
+            us_client: perCall('client_cpu_s'), us_bridge: perCall('bridge_cpu_s'), us_meithd: perCall('meithd_cpu_s'),
+            us_server: perCall('mcp_server_cpu_s'),
+            us_unattributed: median(r.kept.map((x) => ((x.other_cpu_s - x.other_procs_cpu_s) / x.calls) * 1e6)),
+            us_chain: median(r.kept.map((x) => ((x.client_cpu_s + x.bridge_cpu_s + x.meithd_cpu_s + x.mcp_server_cpu_s) / x.calls) * 1e6)),
+            // by pinning: CPU 0 holds the client (and meith mcp), CPU 1 the answering side
+            cpu0_cores: cores((x) => x.client_cpu_s + x.bridge_cpu_s),
+            cpu1_cores: cores((x) => x.meithd_cpu_s + x.mcp_server_cpu_s),
+            sleeps: Object.fromEntries(['client', 'bridge', 'meithd', 'server'].map((k) => [k, median(r.kept.map((x) => x.sleeps_per_call?.[k]))])),
+        });
+        jRows[`${path}-d${depth}`] = r;
+    }
+}
+const jRatio = (depth, k) => ratio(jRows[`meith-d${depth}`]?.[k], jRows[`direct-d${depth}`]?.[k]);
 
 // ------------------------------------------------------------------------------------------
 // Other scenarios
@@ -165,6 +222,15 @@ for (const x of auditByLoad) {
     target('(c) meithd ≥ 3 × node server calls/s', v, `${fx(v)}×`, '≥ 3×', v >= 3);
 }
 {
+    const r1 = jRatio(1, 'p50_us'), r16 = jRatio(16, 'p50_us');
+    const v = Math.max(r1, r16);
+    target('(j) MCP through meith: p50 ≤ 1.5 × direct (1 / 16 in flight)', v, `${fxx(r1)} / ${fxx(r16)}`, '≤ 1.5×', r1 <= 1.5 && r16 <= 1.5);
+}
+{
+    const v = jRatio(16, 'calls_per_s');
+    target('(j) MCP through meith: calls/s ≥ 0.7 × direct (16 in flight)', v, fxx(v), '≥ 0.7×', v >= 0.7);
+}
+{
     const v = f?.p50_ms;
     target('(f) list_tools with 10,000 tools ≤ 10 ms (median of 20)', v, `${fx(v, 1)} ms`, '≤ 10 ms', v <= 10);
 }
@@ -186,6 +252,9 @@ for (const x of auditByLoad) {
 
 function fx(v, d = 2) {
     return Number.isFinite(v) ? v.toFixed(d) : '—';
+}
+function fxx(v) {
+    return Number.isFinite(v) ? `${v.toFixed(2)}×` : '—';
 }
 function int(v) {
     return Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '—';
@@ -244,6 +313,36 @@ const otherBody = [
 ];
 const otherTable = table(otherHead, otherBody);
 
+// (j) tables
+const jHead = ['in flight', 'path', R('calls/s'), R('min–max'), R('× direct'), R('p50 µs'), R('p50 × direct'), R('p99 µs'),
+    R('p99 × direct'), R('p99.9 µs'), R('runs')];
+const jBody = [];
+const jCpuBody = [];
+for (const depth of J_DEPTHS) {
+    for (const [path, name] of J_PATHS) {
+        const r = jRows[`${path}-d${depth}`];
+        if (!r) continue;
+        const flags = [];
+        if (r.failed) flags.push(`**${r.failed} FAILED**`);
+        if (r.disturbed_kept) flags.push(`${r.disturbed_kept} disturbed`);
+        const mine = path === 'meith';
+        const k = (v) => (Number.isFinite(v) ? (v / 1000).toFixed(1) + 'k' : '—');
+        jBody.push([depth, name, int(r.calls_per_s), `${k(r.calls_per_s_min)}–${k(r.calls_per_s_max)}`,
+            mine ? fx(jRatio(depth, 'calls_per_s')) : '1.00', us(r.p50_us), mine ? fx(jRatio(depth, 'p50_us')) : '1.00',
+            us(r.p99_us), mine ? fx(jRatio(depth, 'p99_us')) : '1.00', us(r.p999_us), `${r.runs}${flags.length ? ' (' + flags.join(', ') + ')' : ''}`]);
+        jCpuBody.push([depth, path === 'meith' ? 'through meith' : 'direct', fx(r.us_client, 1), mine ? fx(r.us_bridge, 1) : '—',
+            mine ? fx(r.us_meithd, 1) : '—', fx(r.us_server, 1), fx(r.us_chain, 1), fx(r.us_unattributed, 1),
+            fx(r.cpu0_cores), fx(r.cpu1_cores),
+            (mine ? ['client', 'bridge', 'meithd', 'server'] : ['client', 'server']).map((k) => fx(r.sleeps[k], 1)).join(' / ')]);
+    }
+}
+const jTable = table(jHead, jBody);
+const jCpuTable = table(['in flight', 'path', R('client'), R('meith mcp'), R('meithd'), R('MCP server'), R('chain total'),
+    R('unattributed'), R('CPU 0 cores'), R('CPU 1 cores'), R('sleeps per call')], jCpuBody);
+const jTargetTable = table(['target', R('measured'), R('target'), 'result'],
+    T.filter((t) => t.name.startsWith('(j)')).map((t) => [t.name, t.shown, t.target, t.result === 'PASS' ? 'PASS' : t.result === 'MISS' ? '**MISS**' : 'n/a']));
+const jRan = Object.keys(jRows).length > 0;
+
 // (e) by load: what the audit trail costs where the tool does nothing (a–c) and beside a tool
 // host (d); the audit's CPU per call is the difference of meithd's CPU per call on and off.
 const auditHead = ['load', R('audit on calls/s'), R('audit off calls/s'), R('on / off'), R('p50 µs on'), R('p50 µs off'),
@@ -258,14 +357,18 @@ const targetTable = table(['target', R('measured'), R('target'), 'result'],
 
 const notes = [];
 {
-    const attempts = runs.filter((r) => r.status === 'disturbed').length;
-    const kept = runs.filter((r) => r.status === 'disturbed_kept');
+    const own = runs.filter((r) => !r.carried_from);
+    const attempts = own.filter((r) => r.status === 'disturbed').length;
+    const kept = own.filter((r) => r.status === 'disturbed_kept');
     if (!attempts) notes.push('No run was disturbed (other processes stayed under 0.10 of a core in every window).');
     else {
         notes.push(`${attempts} attempt(s) were disturbed (other processes used more than 0.10 of a core during the window) and repeated, up to ${machine.max_attempts ?? 3} attempts per run.`);
         if (kept.length)
             notes.push(`${kept.length} run(s) stayed disturbed in every attempt; the least disturbed attempt of each is used and flagged in the table (${kept.map((r) => `${r.scenario}/${r.server} rep ${r.rep}: ${r.other_cores} cores`).join('; ')}).`);
     }
+}
+if (carried.lines.length) {
+    notes.push(`This run was \`bench/run --only ${args.only}\`: scenarios ${[...carried.scenarios].sort().map((x) => `(${x})`).join(', ')} were not re-run; their rows are the runs of ${[...carried.from].join(', ')}, carried over from the raw data of the page this one replaced (tagged \`carried_from\` in the raw data below); the machine and commit above are this run's. Every ratio compares rows of one run: carried rows with carried rows, (${args.only.split(',').join('), (')}) with each other.`);
 }
 // Hand-written analysis of the missed targets (bench/PROFILE.md), kept next to the numbers.
 const profilePath = new URL('./PROFILE.md', import.meta.url);
@@ -279,13 +382,14 @@ const machineText = [
     `- OS: ${M.os}, kernel ${M.kernel}`,
     `- Tools: ${M.gxx}; Node.js ${M.node}; open file limit ${M.nofile}`,
     `- meithd: ${M.meithd}, commit ${M.git_rev}${M.git_dirty_files ? ` plus ${M.git_dirty_files} uncommitted file(s) outside bench/` : ''}, RelWithDebInfo (\`cmake --preset release\`)`,
-    `- Date: ${M.date}; windows of ${M.duration_s} s after ${M.warmup_s} s warm-up, ${M.repeats} repeat(s) per load scenario, medians${M.quick ? ' (**--quick**: not for comparison)' : ''}; whole run ${args.elapsed ?? '?'} s`,
+    `- Date: ${M.date}; windows of ${M.duration_s} s after ${M.warmup_s} s warm-up, ${M.repeats} repeat(s) per load scenario, medians${M.quick ? ' (**--quick**: not for comparison)' : ''}; whole run ${args.elapsed ?? '?'} s${M.only ? ` (\`--only ${M.only}\`; the other scenarios: see the notes)` : ''}`,
 ].join('\n');
 
 const stdoutText = [
     `Machine: ${M.model}, ${M.cores} cores, kernel ${M.kernel}, ${M.date}`,
     '',
-    mainTable, '', cpuTable, '', auditTable, '', otherTable, '', targetTable, '', ...notes.map((n) => `- ${n}`), '',
+    mainTable, '', cpuTable, '', auditTable, '', otherTable, '', ...(jRan ? ['(j) MCP through meith', '', jTable, '', jCpuTable, ''] : []),
+    targetTable, '', ...notes.map((n) => `- ${n}`), '',
 ].join('\n');
 process.stdout.write(stdoutText);
 
@@ -293,7 +397,8 @@ process.stdout.write(stdoutText);
 // latest.json
 
 if (args.json) {
-    fs.writeFileSync(args.json, JSON.stringify({ machine, load: rows, append_floor: floors, list_tools: f ?? null, idle_connections: g ?? null,
+    const strip = (o) => Object.fromEntries(Object.entries(o).map(([key, r]) => [key, { ...r, kept: undefined }]));
+    fs.writeFileSync(args.json, JSON.stringify({ machine, load: strip(rows), mcp_through_meith: strip(jRows), append_floor: floors, list_tools: f ?? null, idle_connections: g ?? null,
         startup: h ?? null, node_startup_ms: nodeStartMs, idle_rss: i ?? null, targets: T, notes, runs }, null, 2) + '\n');
 }
 
@@ -351,6 +456,32 @@ ${auditTable}
 
 ${otherTable}
 
+## (j) MCP through meith
+
+\`tools/call\` of the \`echo\` tool of \`@modelcontextprotocol/server-everything\`
+(tests/mcp, pinned by its package-lock) from the official TypeScript SDK's \`Client\` over
+\`StdioClientTransport\` (\`bench/mcp_load.mjs\`, one client, *in flight* calls kept
+outstanding), two ways in the same run: **direct**, the client spawning the server; **through
+meith**, the client spawning \`meith mcp --caller cli\`, which relays to meithd, which calls
+the server as an MCP source (\`kind = "mcp"\`, \`prefix = "ev_"\`, \`trust_annotations = true\`,
+audit on) — the tool is \`ev_echo\`. The message is 64 bytes, unique per call; every result
+is checked (\`"Echo: " + message\`, not \`isError\`). ${M.j_pinned === false ? 'Not pinned (`J_PIN=0`).' : 'Pinning: the client and `meith mcp` (its child) on CPU 0; the direct server, or meithd with the server it supervises, on CPU 1.'} *× direct*
+divides the through-meith row by the direct row of the same number in flight.
+
+${jRan ? jTable : '(not run)'}
+
+CPU per call in the window, µs (CPU seconds of each process ÷ calls): *client* the SDK client
+(Node.js), *meith mcp* the bridge, *meithd*, *MCP server* (server-everything, Node.js);
+*unattributed* the machine's busy time none of them or any other process accounts for (see
+above); *CPU 0/1 cores* the cores used on each side (client + meith mcp, meithd + server);
+*sleeps per call* the voluntary context switches of each process's main thread per call
+(client / meith mcp / meithd / server, or client / server): how often each one blocked for
+input and had to be woken, about one per message at 1 in flight.
+
+${jRan ? jCpuTable : '(not run)'}
+
+${jRan ? jTargetTable : ''}
+
 ## Targets
 
 ${targetTable}
@@ -398,6 +529,14 @@ ${notes.map((n) => `- ${n}`).join('\n')}
   wake-up-heavy runs, and the tick-sampled user/system counters of \`/proc/stat\` (this
   kernel: \`TICK_CPU_ACCOUNTING\`, HZ 250, NO_HZ idle) undercount short busy bursts; both
   numbers are in the raw data (\`other_cpu_s\`, \`other_tick_cpu_s\`).
+- **(j)** \`bench/mcp_load.mjs\` (Node.js, the SDK from \`tests/mcp/node_modules\`): connect
+  (initialize), \`tools/list\` (the tool must be listed), then *in flight* \`callTool\`
+  promises, a new one started when one settles; latency from \`callTool()\` to its promise
+  settling (\`process.hrtime\`), for calls started and finished inside the window, so it
+  includes the SDK's own request/response handling and zod validation on the client side, the
+  same on both paths. CPU per process from \`/proc/PID/stat\` at the window's ends (the client:
+  \`process.cpuUsage()\`); a new client (and direct server or \`meith mcp\`) per run, while
+  meithd and its server-everything stay up across runs like the other daemons.
 - **Ping-pong latency across cores** (a) mostly measures how fast this machine wakes a
   sleeping thread on the other core (here a KVM guest, where a cross-core wake-up costs
   tens of µs): compare the servers with each other, not with numbers from other machines.

@@ -200,7 +200,10 @@ client_channel::read_result client_channel::read_frame(std::optional<clock::time
             throw client_error(k::io, "poll: " + errno_text(err), err);
         }
         if (n == 0) continue; // re-checks the deadline
-        if (wake_fd >= 0 && (fds[1].revents & POLLIN)) return {read_status::woken, {}};
+        // A pipe whose writer closed polls POLLHUP without POLLIN (poll(2)): that is a wake-up
+        // too (the caller reads EOF), or a bridge whose stdin closed would spin here.
+        if (wake_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
+            return {read_status::woken, {}};
         if (fds[0].revents == 0) continue;
 
         const auto space = framer_.prepare();

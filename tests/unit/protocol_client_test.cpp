@@ -313,6 +313,19 @@ TEST_CASE("a deadline that passes gives timed_out", "[client]") {
     CHECK(expect_frame(p) == "late");
 }
 
+TEST_CASE("a wake fd whose writer closed wakes the wait (POLLHUP), it does not spin", "[client]") {
+    // `meith mcp` reads the daemon with its stdin as the wake fd: a client that closes a pipe
+    // must end the wait, or the bridge spins at 100% CPU forever.
+    pair_fixture p;
+    int wake[2];
+    REQUIRE(::pipe2(wake, O_CLOEXEC) == 0);
+    ::close(wake[1]);
+    const auto t0 = client_channel::clock::now();
+    CHECK(p.read(5s, wake[0]).status == status::woken);
+    CHECK(client_channel::clock::now() - t0 < 1s);
+    ::close(wake[0]);
+}
+
 TEST_CASE("the wake fd interrupts a wait, but buffered frames come first", "[client]") {
     pair_fixture p;
     int wake[2];

@@ -142,15 +142,26 @@ function snapshot(chain) {
     return { procs, m: machine(), client: clientCpu(), bridge: sum(chain.bridge), meithd: sum(chain.meithd), server: sum(chain.server),
         cs: { client: ctxsw(process.pid), bridge: cs(chain.bridge), meithd: cs(chain.meithd), server: cs(chain.server) } };
 }
+// CPU seconds of the processes not in `ours` over the window, and the three that used most
+// themselves.
 function othersCpu(a, b, ours) {
     let sum = 0;
+    const each = [];
     for (const [pid, pb] of b.procs) {
         if (ours.has(pid)) continue;
         const pa = a.procs.get(pid);
-        if (pa && pa.start === pb.start) sum += (pb.self - pa.self) + (pb.reaped - pa.reaped);
-        else sum += pb.self + pb.reaped;
+        const used = pa && pa.start === pb.start ? (pb.self - pa.self) + (pb.reaped - pa.reaped) : pb.self + pb.reaped;
+        sum += used;
+        // ranked by its own CPU: a parent's reaped children (cutime) would count whole builds
+        const self = pa && pa.start === pb.start ? pb.self - pa.self : pb.self;
+        if (self > 0) each.push([pid, self]);
     }
-    return sum;
+    const top = each.sort((x, y) => y[1] - x[1]).slice(0, 3).map(([pid, used]) => {
+        let comm = '?';
+        try { comm = fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { /* gone */ }
+        return { pid, comm, cpu_s: Number(used.toFixed(3)) };
+    });
+    return { sum, top };
 }
 
 // ------------------------------------------------------------------------------------------
@@ -233,7 +244,8 @@ const d = (k) => s1[k] - s0[k];
 const client_cpu = d('client'), bridge = d('bridge'), meithd = d('meithd'), server = d('server');
 const other = busy - client_cpu - bridge - meithd - server;
 const ours = new Set([process.pid, ...chain.bridge, ...chain.meithd, ...chain.server]);
-const otherProcs = Math.min(othersCpu(s0, s1, ours), Math.max(other, 0));
+const others = othersCpu(s0, s1, ours);
+const otherProcs = Math.min(others.sum, Math.max(other, 0));
 const mean = lat.length ? lat.reduce((a, b) => a + b, 0) / lat.length / 1000 : 0;
 const f = (x, n) => Number(x.toFixed(n));
 const out = {
@@ -244,7 +256,7 @@ const out = {
     server_cpu_s: f(o.mode === 'direct' ? server : meithd, 3),
     children_cpu_s: f(o.mode === 'direct' ? 0 : server, 3),
     bridge_cpu_s: f(bridge, 3), meithd_cpu_s: f(meithd, 3), mcp_server_cpu_s: f(server, 3),
-    other_cpu_s: f(other, 3), other_procs_cpu_s: f(otherProcs, 3),
+    other_cpu_s: f(other, 3), other_procs_cpu_s: f(otherProcs, 3), top_other_procs: others.top,
     // voluntary context switches (sleeps) per call of each process's main thread in the window
     sleeps_per_call: Object.fromEntries(Object.keys(s0.cs).map((k) => [k, f(calls ? (s1.cs[k] - s0.cs[k]) / calls : 0, 2)])),
     chain_pids: { bridge: chain.bridge.length, meithd: chain.meithd.length, server: chain.server.length },

@@ -363,6 +363,17 @@ const notes = [];
     if (!attempts) notes.push('No run was disturbed (other processes stayed under 0.10 of a core in every window).');
     else {
         notes.push(`${attempts} attempt(s) were disturbed (other processes used more than 0.10 of a core during the window) and repeated, up to ${machine.max_attempts ?? 3} attempts per run.`);
+        // Who disturbed (bench/mcp_load.mjs names the busiest other processes of its window).
+        const who = new Map();
+        for (const r of own.filter((x) => x.status !== 'ok')) {
+            const t = r.top_other_procs?.[0];
+            if (t && t.cpu_s / r.seconds >= 0.05) {
+                const k = `${t.comm} (pid ${t.pid})`;
+                who.set(k, Math.max(who.get(k) ?? 0, t.cpu_s / r.seconds));
+            }
+        }
+        if (who.size)
+            notes.push(`The busiest other process in the disturbed (j) windows: ${[...who].map(([k, c]) => `${k}, up to ${fx(c)} of a core`).join('; ')}.`);
         if (kept.length)
             notes.push(`${kept.length} run(s) stayed disturbed in every attempt; the least disturbed attempt of each is used and flagged in the table (${kept.map((r) => `${r.scenario}/${r.server} rep ${r.rep}: ${r.other_cores} cores`).join('; ')}).`);
     }

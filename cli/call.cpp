@@ -158,7 +158,7 @@ int run_call(const options& opts) {
     const std::string& tool = opts.words.at(1);
     const json arguments = parse_arguments(opts); // before connecting: bad input is never sent
 
-    session s = open_session(opts.socket, opts.home, opts.caller);
+    session s = open_session(opts);
     sigint_pipe interrupts;
 
     const std::string id = s.ids.next();

@@ -71,7 +71,7 @@ json list_sources(session& s) {
 } // namespace
 
 int run_status(const options& opts) {
-    session s = open_session(opts.socket, opts.home, opts.caller);
+    session s = open_session(opts);
     const json tools = list_tools(s);
     std::size_t allowed = 0, unavailable = 0;
     for (const json& t : tools) {
@@ -102,7 +102,7 @@ int run_status(const options& opts) {
 }
 
 int run_tools(const options& opts) {
-    session s = open_session(opts.socket, opts.home, opts.caller);
+    session s = open_session(opts);
     const json tools = list_tools(s);
     if (opts.json) {
         fmt::print("{}\n", pretty(tools));
@@ -129,7 +129,7 @@ int run_tools(const options& opts) {
 }
 
 int run_sources(const options& opts) {
-    session s = open_session(opts.socket, opts.home, opts.caller);
+    session s = open_session(opts);
     const json sources = list_sources(s);
     if (opts.json) {
         fmt::print("{}\n", pretty(sources));
@@ -155,7 +155,7 @@ int run_sources(const options& opts) {
 
 int run_source_restart(const options& opts) {
     const std::string& name = opts.words.at(2);
-    session s = open_session(opts.socket, opts.home, opts.caller);
+    session s = open_session(opts);
     const std::string id = s.ids.next();
     s.conn.send_frame(protocol::encode_restart_source(id, name, opts.caller));
     // A refusal (unknown source, a source that cannot be restarted) is an error frame: exit 1.
@@ -168,7 +168,7 @@ int run_source_restart(const options& opts) {
 }
 
 int run_reload(const options& opts) {
-    session s = open_session(opts.socket, opts.home, opts.caller);
+    session s = open_session(opts);
     const std::string id = s.ids.next();
     s.conn.send_frame(protocol::encode_reload_config(id, opts.caller));
     const json reply = await_reply(s.conn, id, "config_reloaded", reply_timeout, exit_tool_failed);
@@ -207,7 +207,7 @@ int run_reload(const options& opts) {
 
 int run_policy_check(const options& opts) {
     const std::string& tool = opts.words.at(2);
-    session s = open_session(opts.socket, opts.home, opts.caller);
+    session s = open_session(opts);
     const std::string id = s.ids.next();
     s.conn.send_frame(protocol::encode_check_policy(id, tool, opts.caller));
     const json reply = await_reply(s.conn, id, "policy_decision");

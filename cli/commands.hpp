@@ -16,5 +16,9 @@ int run_policy_check(const options& opts);
 int run_audit(const options& opts);
 /// `meith mcp`: an MCP server on stdio bridging to meithd (mcp_bridge.cpp, §9.2).
 int run_mcp(const options& opts);
+/// `meith service install|uninstall|status` (service.cpp, §10).
+int run_service_install(const options& opts);
+int run_service_uninstall(const options& opts);
+int run_service_status(const options& opts);
 
 } // namespace meith::cli

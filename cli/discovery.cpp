@@ -105,13 +105,17 @@ daemon_location locate_daemon(const std::optional<std::filesystem::path>& socket
                                     display_path(record_file), error));
     }
     if (!rec.socket) {
-        throw cli_error(exit_error,
-                        fmt::format("meithd is not running (no socketPath in {}); start it "
-                                    "with: meithd",
-                                    display_path(record_file)));
+        // No record yet: a socket-activated daemon writes it only once systemd started it on a
+        // first connection. Try where a daemon listens by default (config/paths.hpp's rule,
+        // without a config): $XDG_RUNTIME_DIR/meith/meithd.sock, else HOME/meithd.sock.
+        auto runtime = env("XDG_RUNTIME_DIR");
+        loc.socket = runtime ? std::filesystem::path(*runtime) / "meith" / "meithd.sock"
+                             : loc.home / "meithd.sock";
+        return loc;
     }
     loc.socket = *rec.socket;
     loc.pid = rec.pid;
+    loc.from_record = true;
     return loc;
 }
 

@@ -11,14 +11,16 @@ namespace meith::cli {
 struct daemon_location {
     std::filesystem::path home;
     std::filesystem::path socket;
-    std::optional<long> pid; ///< from config.json, only when it describes this socket
+    std::optional<long> pid;  ///< from config.json, only when it describes this socket
+    bool from_record = false; ///< the socket came from config.json (not --socket or a default)
 };
 
 /// `home_flag` (--home) > env MEITH_HOME > `$HOME/.meith` (same rule as config/paths.hpp).
 std::filesystem::path resolve_home(const std::optional<std::filesystem::path>& home_flag);
 
-/// Finds the socket; throws cli_error(exit_error) with a "start it with: meithd" hint when
-/// there is no `--socket` and config.json has no usable `socketPath`.
+/// Finds the socket: `--socket`, else `socketPath` from config.json, else (no record yet, e.g.
+/// a socket-activated daemon not started) the default socket path. Throws cli_error(exit_error)
+/// when config.json is unreadable.
 daemon_location locate_daemon(const std::optional<std::filesystem::path>& socket_flag,
                               const std::optional<std::filesystem::path>& home_flag);
 

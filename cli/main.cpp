@@ -51,6 +51,13 @@ constexpr command commands[] = {
     {"mcp", "", "[--caller cli|plugin] [--all]",
      "serve the tools to an MCP client on stdin/stdout (caller plugin unless --caller)", 0, 0,
      false, false, false, run_mcp},
+    {"service", "install", "[--socket-activated] [--dry-run]",
+     "run meithd as a user service (systemd user unit / launchd agent), now and at login", 0, 0,
+     false, false, false, run_service_install},
+    {"service", "uninstall", "[--dry-run]", "stop the user service and remove its files", 0, 0,
+     false, false, false, run_service_uninstall},
+    {"service", "status", "[--dry-run]", "show the user service's files and state", 0, 0, false,
+     false, false, run_service_status},
     {"audit", "", "[FILTERS] [--limit N] [--json] [--file PATH]",
      "show the audit log (read directly; meithd need not run)", 0, 0, true, false, true, run_audit},
 };
@@ -77,6 +84,8 @@ std::string usage() {
            "  --socket PATH     daemon socket (default: socketPath in $MEITH_HOME/config.json)\n"
            "  --home DIR        meith home (default: $MEITH_HOME, else ~/.meith)\n"
            "  --caller NAME     cli or plugin (default: cli)\n"
+           "  --no-autostart    fail when meithd is not running instead of starting it\n"
+           "                    (also env MEITH_NO_AUTOSTART=1)\n"
            "  -h, --help        show this help\n"
            "  --version         show the version\n"
            "\nAudit (audit.jsonl and its rotated files audit.jsonl.N, oldest first):\n"
@@ -91,6 +100,12 @@ std::string usage() {
            "  --json            the matching lines as JSON Lines (one object per line, as logged)\n"
            "  --file PATH       the log to read (default: auditPath in $MEITH_HOME/config.json,\n"
            "                    else $MEITH_HOME/audit.jsonl)\n"
+           "\nService (meith service ...):\n"
+           "  --socket-activated  install: systemd starts meithd on the first connection\n"
+           "  --dry-run         print the files and commands, change nothing\n"
+           "  --manager M       systemd or launchd (default: this system's)\n"
+           "\nA command that finds no daemon answering starts one (meithd --detach, logging to\n"
+           "$MEITH_HOME/meithd.log, or the user unit when installed) and waits until it is ready.\n"
            "\nDuring call, Ctrl-C cancels the call; a second Ctrl-C exits at once.\n"
            "Exit status: 0 ok, 1 the tool returned an error (or meithd refused a restart, or\n"
            "policy check said deny), 2 usage/connection/protocol error, 130 interrupted.\n";
@@ -147,6 +162,11 @@ int run(const std::vector<std::string>& args) {
     }
     if (opts.timeout_ms && !cmd->takes_timeout) {
         throw usage_error(fmt::format("'{}' does not take --timeout-ms", full_name));
+    }
+    if (opts.has_service_options() && cmd->name != "service") {
+        throw usage_error(fmt::format("'{}' does not take --socket-activated, --dry-run or "
+                                      "--manager",
+                                      full_name));
     }
     if (opts.has_audit_filters() && !cmd->takes_audit_filters) {
         throw usage_error(fmt::format("'{}' does not take --since, --tool, --denied, --event, "

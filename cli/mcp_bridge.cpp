@@ -7,6 +7,7 @@
 // neither side can starve the other. When meithd does not answer, every request gets a
 // JSON-RPC error that says how to start it, and the bridge tries again on the next request:
 // it never hangs.
+#include "cli/autostart.hpp"
 #include "cli/commands.hpp"
 #include "cli/discovery.hpp"
 #include "cli/session.hpp"
@@ -127,9 +128,8 @@ class bridge {
     bool connect() {
         if (conn_) return true;
         try {
-            const daemon_location where = locate_daemon(opts_.socket, opts_.home);
-            protocol::client_channel ch;
-            ch.connect(where.socket);
+            daemon_connection dc = connect_daemon(opts_);
+            protocol::client_channel ch = std::move(dc.channel);
             const std::string id = ids_.next();
             ch.send_frame(compact(json{{"type", "hello"},
                                        {"protocol", 1},
@@ -151,7 +151,8 @@ class bridge {
     void daemon_gone(const std::string& why) {
         fmt::print(stderr, "meith mcp: {}\n", why);
         conn_.reset();
-        down_ = why + "; start it again with: meithd";
+        down_ = why + (autostart_enabled(opts_) ? "; the next request starts it again"
+                                                : "; start it again with: meithd");
         for (auto& [rid, p] : pending_)
             if (!p.cancelled) send_error(p.mcp_id, internal_error, down_);
         pending_.clear();

@@ -113,6 +113,20 @@ options parse_options(const std::vector<std::string>& args) {
         } else if (name == "--file") {
             o.file = value();
             if (o.file->empty()) throw usage_error("--file needs a path");
+        } else if (name == "--no-autostart") {
+            no_value();
+            o.no_autostart = true;
+        } else if (name == "--socket-activated") {
+            no_value();
+            o.socket_activated = true;
+        } else if (name == "--dry-run") {
+            no_value();
+            o.dry_run = true;
+        } else if (name == "--manager") {
+            o.manager = value();
+            if (*o.manager != "systemd" && *o.manager != "launchd")
+                throw usage_error(
+                    fmt::format("--manager must be systemd or launchd, got '{}'", *o.manager));
         } else if (name == "--all") {
             no_value();
             o.all = true;

@@ -23,6 +23,12 @@ struct options {
     bool all = false;                            ///< --all (mcp: list every tool)
     std::optional<std::uint64_t> timeout_ms;     ///< --timeout-ms N (call, sources restart)
     std::vector<std::string> words;              ///< positionals; words[0] is the subcommand
+    bool no_autostart = false;                   ///< --no-autostart (else env MEITH_NO_AUTOSTART)
+
+    // service only:
+    bool socket_activated = false;      ///< --socket-activated (install)
+    bool dry_run = false;               ///< --dry-run: print, change nothing
+    std::optional<std::string> manager; ///< --manager systemd|launchd (default: this OS's)
 
     // audit only (main refuses them elsewhere):
     std::optional<std::chrono::seconds> since; ///< --since DUR (30s, 10m, 2h, 1d)
@@ -34,6 +40,8 @@ struct options {
 
     /// True when any of the audit-only options above was given.
     bool has_audit_filters() const { return since || tool || denied || event || limit || file; }
+    /// True when any of the service-only options above was given.
+    bool has_service_options() const { return socket_activated || dry_run || manager; }
 };
 
 /// Parses the arguments after argv[0]. Accepts `--opt VALUE` and `--opt=VALUE`; everything

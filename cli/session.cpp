@@ -1,5 +1,6 @@
 #include "cli/session.hpp"
 
+#include "cli/autostart.hpp"
 #include "cli/errors.hpp"
 
 #include <fmt/core.h>
@@ -87,22 +88,22 @@ json await_reply(protocol::client_channel& conn, const std::string& request_id,
     }
 }
 
-session open_session(const std::optional<std::filesystem::path>& socket_flag,
-                     const std::optional<std::filesystem::path>& home_flag,
-                     const std::string& caller) {
-    session s{locate_daemon(socket_flag, home_flag), protocol::client_channel{},
+session open_session(const options& opts) {
+    daemon_connection c = connect_daemon(opts);
+    session s{std::move(c.where), std::move(c.channel),
               protocol::request_id_generator{protocol::request_id_generator::process_prefix("cli")},
               json{}};
-    s.conn.connect(s.where.socket);
     const std::string id = s.ids.next();
-    s.conn.send_frame(protocol::encode_hello(id, caller));
+    s.conn.send_frame(protocol::encode_hello(id, opts.caller));
     s.hello = await_reply(s.conn, id, "hello_result");
     return s;
 }
 
 cli_error to_cli_error(const protocol::client_error& e) {
     if (e.error_kind() == protocol::client_error::kind::not_running) {
-        return cli_error(exit_error, std::string(e.what()) + "; start it with: meithd");
+        return cli_error(exit_error, std::string(e.what()) +
+                                         "; start it with: meithd (auto-start is off: "
+                                         "--no-autostart or MEITH_NO_AUTOSTART)");
     }
     return cli_error(exit_error, e.what());
 }

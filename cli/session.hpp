@@ -6,6 +6,7 @@
 
 #include "cli/discovery.hpp"
 #include "cli/errors.hpp"
+#include "cli/options.hpp"
 #include "protocol/client_channel.hpp"
 #include "protocol/client_frames.hpp"
 
@@ -37,10 +38,9 @@ struct session {
 /// `not_running` the hint "; start it with: meithd". main applies it to every command.
 cli_error to_cli_error(const protocol::client_error& e);
 
-/// Locates the daemon, connects and says hello as `caller`. Throws cli_error(exit_error).
-session open_session(const std::optional<std::filesystem::path>& socket_flag,
-                     const std::optional<std::filesystem::path>& home_flag,
-                     const std::string& caller);
+/// Connects (starting meithd when nobody answers and auto-start is on, cli/autostart.hpp)
+/// and says hello as `opts.caller`. Throws cli_error(exit_error).
+session open_session(const options& opts);
 
 /// Parses one frame; anything but a JSON object is a protocol error (cli_error).
 json parse_frame(const std::string& line);

@@ -67,8 +67,8 @@ void write_atomically(const fs::path& path, const std::string& text) {
     {
         // Created fresh and private, never through a link planted at the temporary name.
         ::unlink(tmp.c_str());
-        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                              0600);
+        const int fd =
+            ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
             throw std::runtime_error(
                 fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno)));

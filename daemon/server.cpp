@@ -7,6 +7,7 @@
 #include "daemon/connection.hpp"
 #include "daemon/coroutine_root.hpp"
 #include "daemon/instance.hpp"
+#include "daemon/service_manager.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/json_writer.hpp"
 #include "registry/hooks.hpp"
@@ -62,17 +63,27 @@ class server {
   public:
     /// `cfg` is the daemon's live config: a reload assigns the parts it applies in place.
     /// `config_arg` is --config (absent: HOME/meithd.toml when it exists, else the defaults).
+    /// `activated`: the listener systemd passed (socket activation), adopted instead of
+    /// binding `socket`. `ready_fd`: see daemon_options::ready_fd.
     server(asio::io_context& ioc, config::config& cfg, std::optional<fs::path> config_arg,
-           fs::path home, fs::path socket, audit::audit_log& audit)
+           fs::path home, fs::path socket, audit::audit_log& audit,
+           std::optional<activated_listener> activated, int ready_fd)
         : ioc_(ioc), cfg_(cfg), config_arg_(std::move(config_arg)), home_(std::move(home)),
           socket_path_(std::move(socket)), audit_(audit), signals_(ioc, SIGINT, SIGTERM, SIGHUP),
           reaper_(ioc.get_executor()),
           registry_(ioc.get_executor(), cfg, cfg.audit.enabled ? &audit : nullptr),
           hooks_(ioc.get_executor(), reaper_, cfg), acceptor_(ioc), grace_timer_(ioc),
-          close_timer_(ioc) {}
+          close_timer_(ioc), watchdog_timer_(ioc), status_timer_(ioc),
+          activated_(std::move(activated)), ready_fd_(ready_fd) {
+        if (activated_) {
+            // Owned by the acceptor from here on; accepted on only once ready (listen()).
+            acceptor_.assign(stream_protocol(), activated_->fd);
+        }
+    }
 
     int run() {
         wait_for_signal();
+        if (notifier_.watchdog_interval()) watchdog_tick();
         registry_.set_reload_handler([this] { return reload(); });
         registry_.add_source(registry::make_source("builtin", factory_context()));
         for (const auto& src : cfg_.sources)
@@ -107,8 +118,17 @@ class server {
             }
             const std::chrono::duration<double, std::milli> took =
                 std::chrono::steady_clock::now() - started;
-            spdlog::info("meithd {} ready in {:.1f} ms: {} tool(s), socket {}", MEITH_VERSION,
-                         took.count(), registry_.tool_count(), socket_path_.string());
+            spdlog::info("meithd {} ready in {:.1f} ms: {} tool(s), socket {}{}", MEITH_VERSION,
+                         took.count(), registry_.tool_count(), socket_path_.string(),
+                         activated_ ? " (socket-activated)" : "");
+            notifier_.ready(status_text());
+            tools_token_ = registry_.subscribe_tools_changed([this] { schedule_status(); });
+            if (ready_fd_ >= 0) {
+                // --detach: the waiting parent returns now (daemon/detach.hpp).
+                [[maybe_unused]] auto n = ::write(ready_fd_, "ready\n", 6);
+                ::close(ready_fd_);
+                ready_fd_ = -1;
+            }
             const std::string cli = cli_hint(home_);
             spdlog::info("try: {} tools", cli);
             spdlog::info(R"(     {} call echo '{{"hello":"world"}}')", cli);
@@ -138,6 +158,14 @@ class server {
     /// reported. Audited as `config_reload`; returns the members of the `config_reloaded`
     /// reply.
     std::string reload() {
+        // systemd shows "reloading" until READY=1 again, whatever the outcome.
+        notifier_.reloading();
+        std::string reply = reload_config();
+        notifier_.ready(status_text());
+        return reply;
+    }
+
+    std::string reload_config() {
         std::optional<fs::path> file = config_arg_;
         std::error_code ec;
         if (!file && fs::exists(home_ / "meithd.toml", ec)) file = home_ / "meithd.toml";
@@ -257,6 +285,12 @@ class server {
     }
 
     void listen() {
+        if (activated_) {
+            // systemd made, bound and owns the socket: adopt it and never unlink it (§10).
+            acceptor_.listen(asio::socket_base::max_listen_connections); // no-op if listening
+            serve();
+            return;
+        }
         if (auto err = check_socket_path(socket_path_)) throw std::runtime_error(*err);
         // We hold our home's lock, but another home's daemon may serve this path: replace the
         // socket only when nobody answers on it (stale, §1).
@@ -284,6 +318,11 @@ class server {
         if (::stat(socket_path_.c_str(), &st) == 0) socket_inode_ = st.st_ino;
         acceptor_.listen(asio::socket_base::max_listen_connections);
         bound_ = true;
+        serve();
+    }
+
+    /// The listener is ready: records written, start audited, connections accepted.
+    void serve() {
         sweep_instance_records(home_);
         // config.json last: clients treat it as the sign that the daemon is ready.
         instance_record_ = write_instance_record(home_, socket_path_);
@@ -291,6 +330,8 @@ class server {
         std::string fields = R"("pid":)" + std::to_string(::getpid()) + R"(,"socketPath":)";
         protocol::append_json_string(fields, socket_path_.string());
         fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
+        fields += R"(,"socketActivated":)";
+        fields += activated_ ? "true" : "false";
         registry_.audit_event("daemon_start", fields);
         asio::co_spawn(ioc_, accept_loop(),
                        coroutine_root("accept loop", [this](const std::string&) {
@@ -385,14 +426,49 @@ class server {
             std::make_shared<connection>(std::move(sock), registry_, *peer, [this](connection* c) {
                 connections_.erase(c);
                 if (shutting_down_ && connections_.empty()) maybe_finish();
+                schedule_status();
             });
         connections_.emplace(conn.get(), conn);
         conn->start();
+        schedule_status();
+    }
+
+    /// "12 tools from 3 sources, 2 connections": sd_notify's STATUS= (§10).
+    std::string status_text() const {
+        return fmt::format("{} tool{} from {} source{}, {} connection{}", registry_.tool_count(),
+                           registry_.tool_count() == 1 ? "" : "s", registry_.source_count(),
+                           registry_.source_count() == 1 ? "" : "s", connections_.size(),
+                           connections_.size() == 1 ? "" : "s");
+    }
+
+    /// Sends STATUS= at most once a second after connections or tools change; nothing when
+    /// no service manager listens, and no timer runs while nothing changes.
+    void schedule_status() {
+        if (!notifier_.enabled() || status_pending_ || shutting_down_) return;
+        status_pending_ = true;
+        status_timer_.expires_after(std::chrono::seconds(1));
+        status_timer_.async_wait([this](const std::error_code& ec) {
+            status_pending_ = false;
+            if (ec || shutting_down_) return;
+            notifier_.status(status_text());
+        });
+    }
+
+    /// WATCHDOG=1 every WATCHDOG_USEC / 2 from the I/O thread, so a stuck loop stops the pings
+    /// and systemd restarts the daemon (WatchdogSec= in meithd.service).
+    void watchdog_tick() {
+        notifier_.watchdog();
+        watchdog_timer_.expires_after(*notifier_.watchdog_interval());
+        watchdog_timer_.async_wait([this](const std::error_code& ec) {
+            if (!ec && !finished_) watchdog_tick();
+        });
     }
 
     void begin_shutdown(int sig) {
         if (shutting_down_) return;
         shutting_down_ = true;
+        notifier_.stopping();
+        status_timer_.cancel();
         if (sig) spdlog::info("signal {} received: shutting down", sig);
         std::error_code ignored;
         acceptor_.close(ignored);
@@ -453,6 +529,7 @@ class server {
         finished_ = true;
         close_timer_.cancel();
         grace_timer_.cancel();
+        watchdog_timer_.cancel();
         registry_.audit_event("daemon_stop", R"("pid":)" + std::to_string(::getpid()));
         audit_.flush();
         std::error_code ignored;
@@ -475,7 +552,14 @@ class server {
     stream_protocol::acceptor acceptor_;
     asio::steady_timer grace_timer_;
     asio::steady_timer close_timer_;
+    asio::steady_timer watchdog_timer_;
+    asio::steady_timer status_timer_;
     std::unordered_map<connection*, std::shared_ptr<connection>> connections_;
+    std::optional<activated_listener> activated_;
+    service_notifier notifier_;
+    int ready_fd_ = -1;
+    std::uint64_t tools_token_ = 0;
+    bool status_pending_ = false;
     fs::path instance_record_;
     std::chrono::steady_clock::time_point shutdown_started_;
     bool shutting_down_ = false;
@@ -516,6 +600,15 @@ int run_daemon(const daemon_options& opts) {
     setup_logging(opts.log_level);
     std::signal(SIGPIPE, SIG_IGN); // a vanished peer is an error code, not a signal
 
+    // First, before any child exists: takes the listener and unsets LISTEN_* (§10).
+    std::optional<activated_listener> activated;
+    try {
+        activated = take_activated_listener();
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "meithd: error: {}\n", e.what());
+        return 1;
+    }
+
     const fs::path home = config::resolve_home(opts.home);
     if (auto err = config::ensure_private_dir(home, false)) {
         fmt::print(stderr, "meithd: error: {}\n", *err);
@@ -533,8 +626,15 @@ int run_daemon(const daemon_options& opts) {
         }
         cfg = std::move(*loaded.value);
     }
-    const fs::path socket = config::resolve_socket_path(opts.socket, cfg.socket_path, home);
-    if (auto err = check_socket_path(socket)) {
+    fs::path socket = config::resolve_socket_path(opts.socket, cfg.socket_path, home);
+    if (activated) {
+        // The socket systemd passed is the one clients reach: config.json names it (§10).
+        if (socket != activated->path && (opts.socket || cfg.socket_path))
+            spdlog::warn("socket activation: serving {} from systemd; the configured socket {} "
+                         "is not used",
+                         activated->path, socket.string());
+        socket = activated->path;
+    } else if (auto err = check_socket_path(socket)) {
         fmt::print(stderr, "meithd: error: {}\n", *err);
         return 1;
     }
@@ -544,7 +644,7 @@ int run_daemon(const daemon_options& opts) {
         const fs::path audit_path = cfg.audit.path ? *cfg.audit.path : home / "audit.jsonl";
         audit::audit_log audit(audit_path, cfg.audit);
         asio::io_context ioc(1);
-        server srv(ioc, cfg, opts.config, home, socket, audit);
+        server srv(ioc, cfg, opts.config, home, socket, audit, std::move(activated), opts.ready_fd);
         if (audit.repaired_bytes() > 0) {
             spdlog::warn("audit log {}: cut a torn final line of {} bytes", audit_path.string(),
                          audit.repaired_bytes());

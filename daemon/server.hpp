@@ -6,6 +6,10 @@
 // is checked with SO_PEERCRED before a byte is read. SIGTERM/SIGINT start the graceful
 // shutdown: stop accepting, refuse new calls, give calls in flight `shutdown_grace_ms`, stop
 // sources, flush the audit log, remove the instance record and socket, exit 0.
+//
+// Under systemd (docs/protocol.md §10): a socket-activated listener (fd 3) is adopted instead of
+// binding, is never unlinked, and is only accepted on once ready, so early frames wait in the
+// kernel's queue; READY/STATUS/RELOADING/STOPPING/WATCHDOG go to NOTIFY_SOCKET.
 #pragma once
 
 #include <filesystem>
@@ -19,6 +23,9 @@ struct daemon_options {
     std::optional<std::filesystem::path> config; ///< --config
     std::optional<std::filesystem::path> socket; ///< --socket
     std::string log_level = "info";              ///< --log-level
+    /// --detach: the write end of the pipe the waiting parent reads (daemon/detach.hpp);
+    /// "ready\n" is written to it once the daemon is ready, then it is closed. -1: none.
+    int ready_fd = -1;
 };
 
 /// Runs the daemon until shutdown. Returns the process exit status: 0 after a clean

@@ -157,6 +157,8 @@ class registry {
     void append_redacted(std::string& out, std::string_view s) const;
     asio::any_io_executor executor() const { return ex_; }
     std::size_t tool_count() const { return tools_.size(); }
+    /// Sources configured (the built-in one included), whatever their state.
+    std::size_t source_count() const { return sources_.size(); }
 
     /// Calls `fn` after the set of tools or their descriptors changed (a source registered,
     /// re-listed or removed, a source's state, a new policy): at most once per I/O turn, after

@@ -35,6 +35,9 @@ pid_t spawn(const std::vector<std::string>& args, const fs::path& out_file,
         ::dup2(err, 2);
         ::unsetenv("XDG_RUNTIME_DIR");
         ::unsetenv("MEITH_HOME");
+        // A test that finds no daemon must not start one behind its back (cli/autostart.hpp);
+        // the auto-start tests set it to "".
+        ::setenv("MEITH_NO_AUTOSTART", "1", 1);
         for (const auto& [k, v] : env)
             ::setenv(k.c_str(), v.c_str(), 1);
         std::vector<char*> argv;
@@ -319,12 +322,26 @@ json client::wait_result(const std::string& request_id, std::vector<json>* event
     }
 }
 
+autostarted_daemon::~autostarted_daemon() {
+    std::ifstream in(home / "config.json");
+    const json rec = json::parse(in, nullptr, false);
+    if (rec.is_discarded() || !rec.contains("pid") || !rec["pid"].is_number_integer()) return;
+    const auto pid = rec["pid"].get<pid_t>();
+    if (pid <= 0 || ::kill(pid, SIGTERM) != 0) return;
+    for (int i = 0; i < 1000 && ::kill(pid, 0) == 0; ++i)
+        std::this_thread::sleep_for(10ms);
+    ::kill(pid, SIGKILL);
+}
+
 cli_result run_cli(const std::vector<std::string>& args, const fs::path& home) {
+    return run_program({MEITH_CLI}, args, {{"MEITH_HOME", home.string()}});
+}
+
+cli_result run_program(std::vector<std::string> argv, const std::vector<std::string>& args,
+                       const std::vector<std::pair<std::string, std::string>>& env) {
     temp_dir out;
-    std::vector<std::string> argv = {MEITH_CLI};
     argv.insert(argv.end(), args.begin(), args.end());
-    const pid_t pid =
-        spawn(argv, out.path / "out", out.path / "err", {{"MEITH_HOME", home.string()}});
+    const pid_t pid = spawn(argv, out.path / "out", out.path / "err", env);
     bool exited = false;
     int status = 0;
     int code = wait_pid(pid, 30s, exited, status);

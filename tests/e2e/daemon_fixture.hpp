@@ -92,6 +92,13 @@ class daemon_process {
     int status_ = 0;
 };
 
+/// A daemon that `meith` auto-started on `home` (not our child): at scope exit, the pid in
+/// HOME/config.json gets SIGTERM and is waited for (SIGKILL after 10 s).
+struct autostarted_daemon {
+    fs::path home;
+    ~autostarted_daemon();
+};
+
 /// Starts meithd and waits for it to exit (startup errors); returns {status, stderr}.
 std::pair<int, std::string> run_meithd_expect_exit(const std::vector<std::string>& args,
                                                    std::chrono::milliseconds timeout = 15s);
@@ -136,5 +143,10 @@ struct cli_result {
     std::string err;
 };
 cli_result run_cli(const std::vector<std::string>& args, const fs::path& home);
+
+/// Runs `argv` + `args` (argv[0] a path) with XDG_RUNTIME_DIR and MEITH_HOME unset,
+/// MEITH_NO_AUTOSTART=1, then `env` applied (a value of "" sets it empty); waits up to 30 s.
+cli_result run_program(std::vector<std::string> argv, const std::vector<std::string>& args,
+                       const std::vector<std::pair<std::string, std::string>>& env);
 
 } // namespace meith::test

@@ -33,8 +33,17 @@ json run_json_command(const std::string& cmd) {
 }
 
 /// Runs `node tests/mcp/bridge_client.mjs ARGS…` and parses the one JSON line it prints.
+json run_bridge_client_env(const std::vector<std::string>& args, const std::string& env);
+
+/// Runs tests/mcp/bridge_client.mjs with `args` (auto-start off: no test starts a stray daemon).
 json run_bridge_client(const std::vector<std::string>& args) {
-    std::string cmd = "node '" + std::string(MEITH_SOURCE_DIR) + "/tests/mcp/bridge_client.mjs'";
+    return run_bridge_client_env(args, "MEITH_NO_AUTOSTART=1");
+}
+
+/// As run_bridge_client, with `env` ("NAME=value ...") before the command.
+json run_bridge_client_env(const std::vector<std::string>& args, const std::string& env) {
+    std::string cmd =
+        env + " node '" + std::string(MEITH_SOURCE_DIR) + "/tests/mcp/bridge_client.mjs'";
     for (const auto& a : args)
         cmd += " '" + a + "'";
     return run_json_command(cmd);
@@ -144,6 +153,19 @@ TEST_CASE("meith mcp: with no daemon every request gets an error saying how to s
     CHECK(out["ping"]["result"].is_object());
     CHECK(out["toolsList"]["error"]["code"] == -32603);
     CHECK(out["exitCode"] == 0);
+}
+
+TEST_CASE("meith mcp: on a cold home the bridge starts meithd and serves its tools",
+          "[e2e][mcp][bridge][autostart]") {
+    // How agents meet it: an MCP client config runs `meith mcp` before any daemon exists.
+    temp_dir home;
+    autostarted_daemon stop_it{home.path};
+    const json out = run_bridge_client_env({"raw", MEITH_CLI, "--home", home.path.string()},
+                                           "MEITH_NO_AUTOSTART=");
+    CHECK(out["initialize"]["result"]["serverInfo"]["name"] == "meith");
+    CHECK(names_of(out["toolsList"]["result"]["tools"]) == std::vector<std::string>{"echo"});
+    CHECK(out["exitCode"] == 0);
+    CHECK(fs::exists(home.path / "meithd.log"));
 }
 
 TEST_CASE("meith mcp: the MCP Inspector's CLI mode lists and calls tools", "[e2e][mcp][bridge]") {

@@ -1,0 +1,34 @@
+// process: running the programs `meith` drives — meithd --detach (auto-start, §10) and the
+// service manager's tools (systemctl, launchctl) — blocking, with posix_spawnp(3).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace meith::cli {
+
+/// Where output of a program run by `run_program` goes.
+enum class output {
+    inherit,     ///< the program's stdout and stderr are ours
+    to_stderr,   ///< its stdout goes to our stderr (ours may be a data channel)
+    stderr_only, ///< its stdout is discarded, its stderr is ours
+    discard,     ///< both discarded
+};
+
+/// Runs argv[0] (searched in PATH when it has no '/') with `argv`, stdin from /dev/null, and
+/// waits. Returns its exit status, 128+N when killed by signal N, 127 when it cannot be run.
+int run_program(const std::vector<std::string>& argv, output out = output::inherit);
+
+/// The absolute path of the executable `name` found first in PATH, or nullopt.
+std::optional<std::filesystem::path> which(const std::string& name);
+inline bool in_path(const std::string& name) {
+    return which(name).has_value();
+}
+
+/// The meithd to start: the one next to this `meith` (a build tree, or /usr/bin), else the one
+/// in PATH, else plain "meithd" (which then fails to run, with a clear message).
+std::filesystem::path sibling_meithd();
+
+} // namespace meith::cli

@@ -83,7 +83,7 @@ class server {
 
     int run() {
         wait_for_signal();
-        if (notifier_.watchdog_interval()) watchdog_tick();
+        if (notifier_.enabled() && notifier_.watchdog_interval()) watchdog_tick();
         registry_.set_reload_handler([this] { return reload(); });
         registry_.add_source(registry::make_source("builtin", factory_context()));
         for (const auto& src : cfg_.sources)

@@ -238,6 +238,28 @@ TEST_CASE("socket activation: more than one passed socket is a clear startup err
     CHECK_FALSE(fs::exists(home.path / "config.json"));
 }
 
+TEST_CASE("socket activation: LISTEN_FDS meant for another process is ignored and meithd binds "
+          "its own socket",
+          "[e2e][service]") {
+    temp_dir home;
+    const fs::path sock = home.path / "own.sock";
+    // LISTEN_PID 1 is not meithd: sd_listen_fds(3) must not take fd 3 (here /dev/null's slot
+    // or nothing at all) for a listener.
+    const pid_t pid = start({MEITH_MEITHD, "--home", home.path.string(), "--socket", sock.string()},
+                            {{"LISTEN_FDS", "1"}, {"LISTEN_PID", "1"}}, home.path / "log");
+    child_guard guard{pid};
+    REQUIRE(wait_for([&] { return fs::exists(home.path / "config.json"); }, 15s));
+    CHECK(read_record(home.path)["socketPath"] == sock.string());
+    client c(sock);
+    c.send({{"type", "hello"}, {"protocol", 1}, {"requestId", "h"}});
+    CHECK(c.read()["type"] == "hello_result");
+    ::kill(pid, SIGTERM);
+    CHECK(wait_child(pid, 15s) == 0);
+    guard.pid = -1;
+    CHECK_FALSE(fs::exists(sock)); // its own socket: removed at exit
+    CHECK_THAT(slurp(home.path / "log"), !Catch::Contains("socket-activated"));
+}
+
 TEST_CASE("sd_notify: READY, STATUS, WATCHDOG, RELOADING and STOPPING reach NOTIFY_SOCKET",
           "[e2e][service]") {
     temp_dir home;

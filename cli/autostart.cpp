@@ -50,26 +50,37 @@ bool unit_serves(const options& opts) {
 #endif
 }
 
-/// Starts the daemon; returns how ("the user unit", or the meithd --detach exit status).
-std::string start_daemon(const options& opts, const fs::path& home) {
+/// How the daemon was started, and what meithd --detach said if it failed.
+struct start_outcome {
+    std::string how;    ///< for "meith: started meithd <how>"; empty when it failed
+    std::string errors; ///< meithd's stderr when it failed (e.g. a config error, or lost race)
+};
+
+/// Starts the daemon: the user unit when it serves this home, else meithd --detach.
+start_outcome start_daemon(const options& opts, const fs::path& home) {
     if (unit_serves(opts) &&
-        run_program({"systemctl", "--user", "start", "meithd.service"}, output::to_stderr) == 0)
-        return "through systemctl --user start meithd.service";
+        run_program({"systemctl", "--user", "start", "meithd.service"}, output::discard) == 0)
+        return {"through systemctl --user start meithd.service", ""};
     std::vector<std::string> argv = {sibling_meithd().string(), "--detach", "--home",
                                      home.string()};
     if (opts.socket) {
         argv.emplace_back("--socket");
         argv.push_back(opts.socket->string());
     }
-    // meithd --detach returns once the daemon is ready; its errors (a bad config) are shown.
-    const int status = run_program(argv, output::stderr_only);
-    if (status == 127)
+    // meithd --detach returns once the daemon is ready. What it says on failure is kept: it
+    // is shown only if no daemon comes up (losing a start race to another command is fine).
+    program_result r = run_program_capturing(argv);
+    if (r.status == 127)
         throw cli_error(exit_error, fmt::format("meithd is not running and {} cannot be run; "
                                                 "install meithd or put it in PATH",
                                                 argv[0]));
-    return status == 0 ? fmt::format("with {} --detach (log {})", argv[0],
-                                     display_path(home / "meithd.log"))
-                       : std::string();
+    if (r.status == 0)
+        return {
+            fmt::format("with {} --detach (log {})", argv[0], display_path(home / "meithd.log")),
+            ""};
+    while (!r.err.empty() && r.err.back() == '\n')
+        r.err.pop_back();
+    return {"", std::move(r.err)};
 }
 
 } // namespace
@@ -88,7 +99,8 @@ daemon_connection connect_daemon(const options& opts) {
     } catch (const client_error& e) {
         if (e.error_kind() != client_error::kind::not_running || !autostart_enabled(opts)) throw;
     }
-    const std::string how = start_daemon(opts, c.where.home);
+    const start_outcome started = start_daemon(opts, c.where.home);
+    const std::string& how = started.how;
     if (!how.empty()) fmt::print(stderr, "meith: started meithd {}\n", how);
     c.started = true;
 
@@ -107,10 +119,11 @@ daemon_connection connect_daemon(const options& opts) {
             if (!starting || std::chrono::steady_clock::now() >= deadline)
                 throw cli_error(
                     exit_error,
-                    fmt::format("{}; meithd did not come up{} (see {})", e.what(),
+                    fmt::format("{}; meithd did not come up{} (see {}){}{}", e.what(),
                                 starting ? fmt::format(" within {} s", autostart_timeout.count())
                                          : "",
-                                display_path(c.where.home / "meithd.log")));
+                                display_path(c.where.home / "meithd.log"),
+                                started.errors.empty() ? "" : ":\n", started.errors));
         }
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::milliseconds(250));

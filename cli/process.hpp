@@ -21,6 +21,17 @@ enum class output {
 /// waits. Returns its exit status, 128+N when killed by signal N, 127 when it cannot be run.
 int run_program(const std::vector<std::string>& argv, output out = output::inherit);
 
+/// What a program run by `run_program_capturing` did.
+struct program_result {
+    int status;      ///< as run_program
+    std::string err; ///< everything it wrote to stderr (its stdout is discarded)
+};
+
+/// As run_program, collecting the program's stderr (up to 64 KiB) instead of showing it: for
+/// messages that matter only if what follows fails. Ends when the program exits and every
+/// process it left holding its stderr has closed it (a daemon must redirect its own).
+program_result run_program_capturing(const std::vector<std::string>& argv);
+
 /// The absolute path of the executable `name` found first in PATH, or nullopt.
 std::optional<std::filesystem::path> which(const std::string& name);
 inline bool in_path(const std::string& name) {

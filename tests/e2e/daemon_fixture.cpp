@@ -322,15 +322,27 @@ json client::wait_result(const std::string& request_id, std::vector<json>* event
     }
 }
 
+namespace {
+/// True while `pid` runs; a zombie nobody reaps (PID 1 of a container may not) counts as gone.
+bool process_running(pid_t pid) {
+    if (::kill(pid, 0) != 0) return false;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+}
+} // namespace
+
 autostarted_daemon::~autostarted_daemon() {
     std::ifstream in(home / "config.json");
     const json rec = json::parse(in, nullptr, false);
     if (rec.is_discarded() || !rec.contains("pid") || !rec["pid"].is_number_integer()) return;
     const auto pid = rec["pid"].get<pid_t>();
     if (pid <= 0 || ::kill(pid, SIGTERM) != 0) return;
-    for (int i = 0; i < 1000 && ::kill(pid, 0) == 0; ++i)
+    for (int i = 0; i < 1000 && process_running(pid); ++i)
         std::this_thread::sleep_for(10ms);
-    ::kill(pid, SIGKILL);
+    if (process_running(pid)) ::kill(pid, SIGKILL);
 }
 
 cli_result run_cli(const std::vector<std::string>& args, const fs::path& home) {

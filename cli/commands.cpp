@@ -103,6 +103,17 @@ int run_status(const options& opts) {
 
 int run_tools(const options& opts) {
     session s = open_session(opts);
+    if (opts.format && *opts.format != "meith") {
+        // A provider's format is for handing to its API: the JSON array as meithd sent it.
+        const std::string id = s.ids.next();
+        s.conn.send_frame(protocol::encode_list_tools(id, std::nullopt, *opts.format));
+        json reply = await_reply(s.conn, id, "tools_list");
+        const json* tools = get_field(reply, "tools");
+        if (tools == nullptr || !tools->is_array())
+            throw cli_error(exit_error, "protocol error: tools_list without a \"tools\" array");
+        fmt::print("{}\n", pretty(*tools));
+        return exit_ok;
+    }
     const json tools = list_tools(s);
     if (opts.json) {
         fmt::print("{}\n", pretty(tools));

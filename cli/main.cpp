@@ -33,8 +33,10 @@ struct command {
 constexpr command commands[] = {
     {"status", "", "", "show the daemon, session and tool counts", 0, 0, false, false, false,
      run_status},
-    {"tools", "", "[--json]", "list tools with their permission for the caller", 0, 0, true, false,
-     false, run_tools},
+    {"tools", "", "[--json] [--format F]",
+     "list tools with their permission for the caller; --format openai|openai.responses|"
+     "anthropic|mcp prints them as that API takes them (only the allowed ones)",
+     0, 0, true, false, false, run_tools},
     {"call", "", "TOOL [JSON] [--timeout-ms N] [--json]",
      "call TOOL with JSON arguments (default {})", 1, 2, true, true, false, run_call},
     {"sources", "", "[--json]", "list tool sources: state, pid, restarts, last error", 0, 0, true,
@@ -162,6 +164,9 @@ int run(const std::vector<std::string>& args) {
     }
     if (opts.timeout_ms && !cmd->takes_timeout) {
         throw usage_error(fmt::format("'{}' does not take --timeout-ms", full_name));
+    }
+    if (opts.format && cmd->name != "tools") {
+        throw usage_error(fmt::format("'{}' does not take --format", full_name));
     }
     if (opts.has_service_options() && cmd->name != "service") {
         throw usage_error(fmt::format("'{}' does not take --socket-activated, --dry-run or "

@@ -113,6 +113,9 @@ options parse_options(const std::vector<std::string>& args) {
         } else if (name == "--file") {
             o.file = value();
             if (o.file->empty()) throw usage_error("--file needs a path");
+        } else if (name == "--format") {
+            o.format = value();
+            if (o.format->empty()) throw usage_error("--format needs a name");
         } else if (name == "--no-autostart") {
             no_value();
             o.no_autostart = true;

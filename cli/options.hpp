@@ -24,6 +24,7 @@ struct options {
     std::optional<std::uint64_t> timeout_ms;     ///< --timeout-ms N (call, sources restart)
     std::vector<std::string> words;              ///< positionals; words[0] is the subcommand
     bool no_autostart = false;                   ///< --no-autostart (else env MEITH_NO_AUTOSTART)
+    std::optional<std::string> format;           ///< --format F (tools: a provider's format)
 
     // service only:
     bool socket_activated = false;      ///< --socket-activated (install)

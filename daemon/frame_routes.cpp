@@ -12,6 +12,7 @@
 #include "protocol/json_writer.hpp"
 
 #include <array>
+#include <fmt/format.h>
 
 namespace meith::daemon {
 
@@ -100,12 +101,27 @@ void connection::on_hello(const protocol::client_frame& f, std::string&) {
 
 void connection::on_list_tools(const protocol::client_frame& f, std::string& audit_fields) {
     const auto who = caller_for(f);
+    auto format = registry::list_format::meith;
+    if (!f.list_format.empty()) {
+        const auto parsed = registry::list_format_from_string(f.list_format);
+        if (!parsed) {
+            protocol::append_error_frame(outbound_, f.request_id,
+                                         fmt::format("unknown list_tools format \"{}\"; one of {}",
+                                                     f.list_format, registry::list_format_names()));
+            return;
+        }
+        format = *parsed;
+    }
     protocol::append_tools_list_head(outbound_, f.request_id);
-    registry_.append_tool_descriptors(outbound_, who);
+    registry_.append_tool_descriptors(outbound_, who, format);
     outbound_.append("]}\n");
     audit_fields += R"(,"caller":)";
     append_json_string(audit_fields, permissions::to_string(who));
     audit_fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
+    if (format != registry::list_format::meith) {
+        audit_fields += R"(,"format":)";
+        append_json_string(audit_fields, registry::to_string(format));
+    }
 }
 
 void connection::on_list_sources(const protocol::client_frame& f, std::string&) {

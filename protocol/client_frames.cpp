@@ -47,6 +47,13 @@ std::string encode_list_tools(std::string_view request_id, caller_claim caller) 
     return close_frame(open_frame("list_tools", request_id), caller);
 }
 
+std::string encode_list_tools(std::string_view request_id, caller_claim caller,
+                              std::string_view format) {
+    std::string out = open_frame("list_tools", request_id);
+    if (!format.empty()) append_member(out, "format", format);
+    return close_frame(std::move(out), caller);
+}
+
 std::string encode_tool_call(const tool_call_request& call) {
     std::string out = open_frame("tool_call", call.request_id);
     append_member(out, "toolName", call.tool_name);

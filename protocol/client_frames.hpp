@@ -25,6 +25,10 @@ std::string encode_hello(std::string_view request_id, caller_claim caller = std:
 /// `{"type":"list_tools","protocol":1,"requestId","clientInfo"?}` → tools_list (each tool's
 /// `permission` is what this frame's caller would get).
 std::string encode_list_tools(std::string_view request_id, caller_claim caller = std::nullopt);
+/// list_tools asking for a provider `format` ("openai", "anthropic", ...; docs/protocol.md §13);
+/// an empty `format` is the default (meith).
+std::string encode_list_tools(std::string_view request_id, caller_claim caller,
+                              std::string_view format);
 
 /// The members of a tool_call (§3).
 /// Every member has a default, so designated initializers may leave any out.

@@ -43,9 +43,10 @@ client_frame frame_decoder::decode(std::string_view line) {
 
     // One pass over the members; later duplicates win, as in most JSON readers.
     simdjson::dom::element type_el, protocol_el, request_id_el, client_info_el, tool_name_el,
-        arguments_el, timeout_el, subscribe_el;
+        arguments_el, timeout_el, subscribe_el, format_el;
     bool has_type = false, has_protocol = false, has_request_id = false, has_client_info = false,
-         has_tool_name = false, has_arguments = false, has_timeout = false, has_subscribe = false;
+         has_tool_name = false, has_arguments = false, has_timeout = false, has_subscribe = false,
+         has_format = false;
     for (auto field : obj) {
         const std::string_view key = field.key;
         if (key == "type")
@@ -64,6 +65,8 @@ client_frame frame_decoder::decode(std::string_view line) {
             has_timeout = true, timeout_el = field.value;
         else if (key == "subscribe")
             has_subscribe = true, subscribe_el = field.value;
+        else if (key == "format")
+            has_format = true, format_el = field.value;
     }
 
     if (has_request_id) {
@@ -138,6 +141,13 @@ client_frame frame_decoder::decode(std::string_view line) {
         }
         [[fallthrough]];
     case frame_type::list_tools:
+        if (f.type == frame_type::list_tools && has_format &&
+            (format_el.get_string().get(f.list_format) != simdjson::SUCCESS ||
+             f.list_format.empty())) {
+            f.error = "format must be a string: meith, openai, openai.responses, anthropic or mcp";
+            return f;
+        }
+        [[fallthrough]];
     case frame_type::list_sources:
     case frame_type::reload_config:
         if (has_request_id && !f.request_id)

@@ -50,6 +50,8 @@ struct client_frame {
     /// hello: `"subscribe"` names `"tools_changed"` (docs/protocol.md §9.2).
     bool subscribe_tools_changed = false;
     std::optional<std::string> error; ///< PROTOCOL_ERROR message
+    // list_tools only
+    std::string_view list_format; ///< `format` when given (a string; checked by the router)
     // tool_call only
     std::string_view tool_name;       ///< when a string (also on refused frames, for the audit)
     std::string_view source_name;     ///< restart_source: the source's `name`

@@ -13,12 +13,12 @@ class builtin_source final : public tool_source {
 
     void start(source_events events) override {
         std::vector<tool_definition> defs;
-        defs.push_back({"echo",
-                        "Returns its arguments unchanged (health checks, benchmarks).",
-                        R"({"type":"object","additionalProperties":true})",
-                        {"read-only"},
-                        {},
-                        {}});
+        tool_definition echo;
+        echo.name = "echo";
+        echo.description = "Returns its arguments unchanged (health checks, benchmarks).";
+        echo.input_schema_json = R"({"type":"object","additionalProperties":true})";
+        echo.capabilities = {"read-only"};
+        defs.push_back(std::move(echo));
         if (auto err = events.registered(*this, std::move(defs)))
             state_ = source_state::failed;
         else

@@ -109,12 +109,14 @@ class exec_source final : public tool_source {
         events_ = std::move(events);
         std::vector<tool_definition> defs;
         const auto& t = *cfg_.tool;
-        defs.push_back({t.name,
-                        t.description,
-                        t.input_schema_json.empty() ? R"({"type":"object"})" : t.input_schema_json,
-                        t.capabilities,
-                        t.timeout_ms,
-                        {}});
+        tool_definition d;
+        d.name = t.name;
+        d.description = t.description;
+        d.input_schema_json =
+            t.input_schema_json.empty() ? R"({"type":"object"})" : t.input_schema_json;
+        d.capabilities = t.capabilities;
+        d.timeout_ms = t.timeout_ms;
+        defs.push_back(std::move(d));
         if (auto err = events_.registered(*this, std::move(defs))) {
             if (proc_)
                 proc_->fail_permanently(*err);

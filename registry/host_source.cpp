@@ -340,7 +340,13 @@ class host_source final : public tool_source {
                 d.input_schema_json = simdjson::minify(params);
             else
                 d.input_schema_json = R"({"type":"object"})";
-        } else if (type != "custom") {
+        } else if (type == "custom") {
+            // A text-payload (freeform) tool: its arguments are one string (docs/protocol.md §13).
+            d.payload_kind = "text";
+            simdjson::dom::element format;
+            if (item["format"].get(format) == simdjson::SUCCESS && format.is_object())
+                d.payload_format_json = simdjson::minify(format);
+        } else {
             spdlog::warn("tool host '{}': schema of type '{}' skipped", cfg_.name, type);
             return std::nullopt;
         }

@@ -112,8 +112,9 @@ std::string registry::explain_policy(std::string_view tool_name, permissions::ca
 
 // ---- status ---------------------------------------------------------------------------------
 
-void registry::append_tool_descriptors(std::string& out, permissions::caller who) {
-    tools_.append_descriptors(out, who, policy_);
+void registry::append_tool_descriptors(std::string& out, permissions::caller who,
+                                       list_format format) {
+    tools_.append_descriptors(out, who, policy_, format);
 }
 
 std::string registry::sources_json() const {

@@ -68,8 +68,10 @@ class registry {
     /// call record's keys with null outcome).
     void audit_rejected_call(const rejected_call& r);
 
-    /// Appends the ToolDescriptors, comma-separated, as `who` would see them (§3).
-    void append_tool_descriptors(std::string& out, permissions::caller who);
+    /// Appends the tools, comma-separated, as `who` would see them: ToolDescriptors (§3), or
+    /// a provider's `format` (tool_formats.hpp).
+    void append_tool_descriptors(std::string& out, permissions::caller who,
+                                 list_format format = list_format::meith);
 
     /// Status objects of every source, as a JSON array.
     std::string sources_json() const;

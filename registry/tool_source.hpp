@@ -32,6 +32,10 @@ struct tool {
     std::string extra_descriptor_json;
     permissions::capability_set capabilities = 0;
     std::optional<std::uint64_t> timeout_ms;
+    /// "" for tools taking an arguments object; "text" for text-payload (custom/freeform)
+    /// tools, whose arguments are one string (PROTOCOL.md §11, docs/protocol.md §13).
+    std::string payload_kind;
+    std::string payload_format_json; ///< a text-payload tool's `format` (JSON), or empty
     std::shared_ptr<tool_source> source;
     std::shared_ptr<const class schema_validator> validator; ///< null: accepts any object
 };
@@ -52,6 +56,8 @@ struct tool_definition {
     std::optional<std::uint64_t> timeout_ms;
     /// Extra ToolDescriptor members, JSON members without braces; empty = none (see `tool`).
     std::string extra_descriptor_json;
+    std::string payload_kind;        ///< see `tool`
+    std::string payload_format_json; ///< see `tool`
 };
 
 /// Callbacks from a source to the registry.

@@ -47,6 +47,8 @@ tool_table::registration tool_table::register_source(tool_source& src,
         t->extra_descriptor_json = std::move(d.extra_descriptor_json);
         t->capabilities = permissions::capability_set_from(d.capabilities);
         t->timeout_ms = d.timeout_ms;
+        t->payload_kind = std::move(d.payload_kind);
+        t->payload_format_json = std::move(d.payload_format_json);
         t->source = src.shared_from_this();
         if (!t->input_schema_json.empty()) {
             auto compiled = schema_validator::compile(t->input_schema_json);
@@ -82,20 +84,29 @@ void tool_table::remove_source(const tool_source& src) {
 }
 
 void tool_table::append_descriptors(std::string& out, permissions::caller who,
-                                    const permissions::policy& policy) {
-    const auto i = static_cast<std::size_t>(who);
+                                    const permissions::policy& policy, list_format format) {
+    const auto i =
+        static_cast<std::size_t>(who) * list_format_count + static_cast<std::size_t>(format);
     if (!descriptors_valid_[i]) {
         descriptors_[i].clear();
-        render(descriptors_[i], who, policy);
+        render(descriptors_[i], who, policy, format);
         descriptors_valid_[i] = true;
     }
     out.append(descriptors_[i]);
 }
 
 void tool_table::render(std::string& out, permissions::caller who,
-                        const permissions::policy& policy) const {
+                        const permissions::policy& policy, list_format format) const {
     bool first = true;
     for (const auto& [name, t] : tools_) {
+        if (format != list_format::meith) {
+            // A model is offered only what its caller may call (PROTOCOL.md §11).
+            if (!policy.decide(t->name, t->capabilities, who).allow) continue;
+            if (!first) out.push_back(',');
+            first = false;
+            append_provider_tool(out, *t, format);
+            continue;
+        }
         if (!first) out.push_back(',');
         first = false;
         out.append(R"({"name":)");
@@ -109,6 +120,13 @@ void tool_table::render(std::string& out, permissions::caller who,
         if (!t->extra_descriptor_json.empty()) {
             out.push_back(',');
             out.append(t->extra_descriptor_json);
+        }
+        if (t->payload_kind == "text") {
+            out.append(R"(,"payloadKind":"text")");
+            if (!t->payload_format_json.empty()) {
+                out.append(R"(,"format":)");
+                out.append(t->payload_format_json);
+            }
         }
         out.append(R"(,"capabilities":)");
         append_capabilities(out, t->capabilities);

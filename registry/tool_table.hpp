@@ -7,6 +7,7 @@
 #pragma once
 
 #include "permissions/policy.hpp"
+#include "registry/tool_formats.hpp"
 #include "registry/tool_source.hpp"
 
 #include <array>
@@ -42,25 +43,29 @@ class tool_table {
     }
     std::size_t size() const { return tools_.size(); }
 
-    /// Appends the ToolDescriptors, comma-separated, as `who` sees them under `policy`.
+    /// Appends the tools, comma-separated, as `who` sees them under `policy`: meith
+    /// ToolDescriptors (every tool, with its permission), or in a provider's `format` (only
+    /// the tools `who` may call; tool_formats.hpp).
     void append_descriptors(std::string& out, permissions::caller who,
-                            const permissions::policy& policy);
+                            const permissions::policy& policy,
+                            list_format format = list_format::meith);
     /// Drops the rendered descriptors (a source's state or the policy changed) and tells
     /// `on_change`: what a caller sees of the tools may have changed.
     void invalidate() {
-        descriptors_valid_ = {false, false};
+        descriptors_valid_ = {};
         if (on_change) on_change();
     }
     /// Runs on every change to the tools or their descriptors (the registry's tools_changed).
     std::function<void()> on_change;
 
   private:
-    void render(std::string& out, permissions::caller who, const permissions::policy& policy) const;
+    void render(std::string& out, permissions::caller who, const permissions::policy& policy,
+                list_format format) const;
 
     std::map<std::string, std::shared_ptr<const tool>, std::less<>> tools_;
-    /// Rendered descriptors per caller (index = caller).
-    std::array<std::string, 2> descriptors_;
-    std::array<bool, 2> descriptors_valid_{false, false};
+    /// Rendered lists per caller and format (index = caller * list_format_count + format).
+    std::array<std::string, 2 * list_format_count> descriptors_;
+    std::array<bool, 2 * list_format_count> descriptors_valid_{};
 };
 
 /// Appends the JSON array of the capability names in `caps` (each set is rendered once).

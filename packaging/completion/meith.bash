@@ -6,7 +6,7 @@
 # daemon, silent and empty when none runs). Checked by tests/packaging/completion_test.sh.
 
 # Options that take a value in the next word (or after '=').
-_meith_value_opts=" --socket --home --caller --timeout-ms --since --tool --event --limit --file --manager "
+_meith_value_opts=" --socket --home --caller --timeout-ms --since --tool --event --limit --file --manager --format "
 _meith_global_opts="--socket --home --caller --no-autostart --help"
 _meith_commands="status tools call sources reload policy mcp service audit"
 _meith_audit_events="tool_call tool_call_rejected list_tools cancel_tool_call connection_open
@@ -109,6 +109,10 @@ _meith() {
         _meith_reply "systemd launchd" "$cur"
         return 0
         ;;
+    --format)
+        _meith_reply "meith openai openai.responses anthropic mcp" "$cur"
+        return 0
+        ;;
     --event)
         _meith_reply "$_meith_audit_events" "$cur"
         return 0
@@ -134,7 +138,8 @@ _meith() {
         return 0
         ;;
     status) ;;
-    tools | reload) opts="--json" ;;
+    tools) opts="--json --format" ;;
+    reload) opts="--json" ;;
     call)
         opts="--timeout-ms --json"
         if [[ $n == 1 ]]; then args=tools; fi

@@ -363,7 +363,8 @@ TEST_CASE("check_policy explains the decision for a tool and caller", "[e2e][aud
 
 TEST_CASE("a client that never reads is cut off while the daemon's memory stays bounded",
           "[e2e][audit]") {
-    daemon_process d("[limits]\nmax_result_bytes = 1048576\nmax_outbound_bytes = 2097152\nwrite_stall_ms = 300\n");
+    daemon_process d("[limits]\nmax_result_bytes = 1048576\nmax_outbound_bytes = "
+                     "2097152\nwrite_stall_ms = 300\n");
     client c(d.socket());
     const std::string payload(500000, 'q');
     for (int i = 0; i < 200; ++i) {

@@ -248,7 +248,8 @@ TEST_CASE("idle connections are closed after limits.idle_timeout_ms", "[e2e]") {
 }
 
 TEST_CASE("a client that does not read is disconnected at limits.max_outbound_bytes", "[e2e]") {
-    daemon_process d("[limits]\nmax_result_bytes = 65536\nmax_outbound_bytes = 262144\nwrite_stall_ms = 300\n");
+    daemon_process d(
+        "[limits]\nmax_result_bytes = 65536\nmax_outbound_bytes = 262144\nwrite_stall_ms = 300\n");
     client c(d.socket());
     int small = 1 << 12;
     ::setsockopt(c.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);

@@ -160,7 +160,9 @@ has _meith "meith mcp --" --all --caller
 lacks _meith "meith mcp --" --json
 has _meith "meith policy check --" --json --caller
 lacks _meith "meith status --" --json --all
-has _meith "meith tools --" --json
+has _meith "meith tools --" --json --format
+lacks _meith "meith reload --" --format
+exactly _meith "meith tools --format openai" openai openai.responses
 has _meith "meith reload --" --json
 
 # Option values.

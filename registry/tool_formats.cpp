@@ -1,0 +1,151 @@
+#include "registry/tool_formats.hpp"
+
+#include "protocol/json_writer.hpp"
+
+#include <simdjson.h>
+
+namespace meith::registry {
+
+using protocol::append_json_string;
+
+namespace {
+
+constexpr std::string_view empty_object_schema = R"({"type":"object","properties":{}})";
+/// What a text-payload tool takes where only functions exist (PROTOCOL.md §11).
+constexpr std::string_view text_input_schema =
+    R"({"type":"object","properties":{"input":{"type":"string"}},"required":["input"]})";
+
+bool is_text_payload(const tool& t) {
+    return t.payload_kind == "text";
+}
+
+std::string_view parameters_of(const tool& t) {
+    if (is_text_payload(t)) return text_input_schema;
+    return t.input_schema_json.empty() ? empty_object_schema
+                                       : std::string_view(t.input_schema_json);
+}
+
+/// `title` and `outputSchema` from an MCP source's extra descriptor members, when there.
+void append_mcp_extras(std::string& out, const tool& t, bool title) {
+    if (t.extra_descriptor_json.empty()) return;
+    simdjson::dom::parser parser;
+    const std::string doc = "{" + t.extra_descriptor_json + "}";
+    simdjson::dom::object obj;
+    if (parser.parse(doc).get(obj) != simdjson::SUCCESS) return;
+    simdjson::dom::element v;
+    if (title) {
+        if (obj["title"].get(v) == simdjson::SUCCESS && v.is_string()) {
+            out += R"(,"title":)";
+            out += simdjson::minify(v);
+        }
+    } else if (obj["outputSchema"].get(v) == simdjson::SUCCESS && v.is_object()) {
+        out += R"(,"outputSchema":)";
+        out += simdjson::minify(v);
+    }
+}
+
+bool has(const tool& t, permissions::capability c) {
+    return (t.capabilities & (1u << static_cast<unsigned>(c))) != 0;
+}
+
+} // namespace
+
+std::optional<list_format> list_format_from_string(std::string_view name) {
+    if (name == "meith") return list_format::meith;
+    if (name == "openai") return list_format::openai;
+    if (name == "openai.responses") return list_format::openai_responses;
+    if (name == "anthropic") return list_format::anthropic;
+    if (name == "mcp") return list_format::mcp;
+    return std::nullopt;
+}
+
+std::string_view to_string(list_format f) {
+    switch (f) {
+    case list_format::meith:
+        return "meith";
+    case list_format::openai:
+        return "openai";
+    case list_format::openai_responses:
+        return "openai.responses";
+    case list_format::anthropic:
+        return "anthropic";
+    case list_format::mcp:
+        return "mcp";
+    }
+    return "meith";
+}
+
+std::string_view list_format_names() {
+    return "meith, openai, openai.responses, anthropic, mcp";
+}
+
+void append_provider_tool(std::string& out, const tool& t, list_format f) {
+    switch (f) {
+    case list_format::meith:
+        return;
+    case list_format::openai:
+        out += R"({"type":"function","function":{"name":)";
+        append_json_string(out, t.name);
+        out += R"(,"description":)";
+        append_json_string(out, t.description);
+        out += R"(,"parameters":)";
+        out += parameters_of(t);
+        out += "}}";
+        return;
+    case list_format::openai_responses:
+        if (is_text_payload(t)) {
+            out += R"({"type":"custom","name":)";
+            append_json_string(out, t.name);
+            out += R"(,"description":)";
+            append_json_string(out, t.description);
+            if (!t.payload_format_json.empty()) {
+                out += R"(,"format":)";
+                out += t.payload_format_json;
+            }
+            out += '}';
+            return;
+        }
+        out += R"({"type":"function","name":)";
+        append_json_string(out, t.name);
+        out += R"(,"description":)";
+        append_json_string(out, t.description);
+        out += R"(,"parameters":)";
+        out += parameters_of(t);
+        out += R"(,"strict":false})";
+        return;
+    case list_format::anthropic:
+        out += R"({"name":)";
+        append_json_string(out, t.name);
+        out += R"(,"description":)";
+        append_json_string(out, t.description);
+        out += R"(,"input_schema":)";
+        out += parameters_of(t);
+        out += '}';
+        return;
+    case list_format::mcp: {
+        using permissions::capability;
+        out += R"({"name":)";
+        append_json_string(out, t.name);
+        append_mcp_extras(out, t, true);
+        out += R"(,"description":)";
+        append_json_string(out, t.description);
+        out += R"(,"inputSchema":)";
+        out += parameters_of(t);
+        // As `meith mcp` derives them (docs/protocol.md §10): from the capabilities.
+        const bool read_only =
+            t.capabilities == (1u << static_cast<unsigned>(capability::read_only));
+        out += R"(,"annotations":{"readOnlyHint":)";
+        out += read_only ? "true" : "false";
+        out += R"(,"destructiveHint":)";
+        out += has(t, capability::destructive) ? "true" : "false";
+        out += R"(,"openWorldHint":)";
+        out += has(t, capability::accesses_network) ? "true" : "false";
+        out += '}';
+        append_mcp_extras(out, t, false);
+        out += '}';
+        return;
+    }
+    }
+}
+
+} // namespace meith::registry

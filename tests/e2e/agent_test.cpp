@@ -1,0 +1,152 @@
+// End-to-end: the agent-facing features of docs/protocol.md §13 (PROTOCOL.md §11) — tool lists
+// in model providers' formats.
+#include "daemon_fixture.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace meith::test;
+
+namespace {
+
+json list_in(client& c, const std::string& format, const std::string& caller = "cli") {
+    c.send({{"type", "list_tools"},
+            {"protocol", 1},
+            {"requestId", "l-" + format},
+            {"format", format},
+            {"clientInfo", {{"caller", caller}}}});
+    const json reply = c.read();
+    INFO(reply.dump());
+    REQUIRE(reply["type"] == "tools_list");
+    return reply["tools"];
+}
+
+/// The entry of `tools` whose name (at `name_of`) is `name`, or null.
+json named(const json& tools, const std::string& name,
+           const std::function<json(const json&)>& name_of) {
+    for (const auto& t : tools)
+        if (name_of(t) == name) return t;
+    return nullptr;
+}
+
+std::vector<std::string> keys_of(const json& obj) {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : obj.items())
+        keys.push_back(k);
+    std::sort(keys.begin(), keys.end());
+    return keys;
+}
+
+} // namespace
+
+TEST_CASE("list_tools in each provider format has that API's shape and leaves denied tools out",
+          "[e2e][agent][formats]") {
+    daemon_process d(host_source_toml("th") + "[permissions.callers.cli]\n"
+                                              "allow = [\"read-only\", \"writes-files\"]\n");
+    client c(d.socket());
+    const auto by_function_name = [](const json& t) { return t["function"]["name"]; };
+    const auto by_name = [](const json& t) { return t["name"]; };
+
+    // OpenAI Chat Completions: ChatCompletionTool.
+    const json openai = list_in(c, "openai", "plugin");
+    const json typed = named(openai, "t_typed", by_function_name);
+    REQUIRE(typed.is_object());
+    CHECK(keys_of(typed) == std::vector<std::string>{"function", "type"});
+    CHECK(typed["type"] == "function");
+    CHECK(keys_of(typed["function"]) ==
+          std::vector<std::string>{"description", "name", "parameters"});
+    CHECK(typed["function"]["parameters"]["required"] == json::array({"n"}));
+    // Denied to plugin (writes-files, unknown): left out.
+    CHECK(named(openai, "t_write", by_function_name).is_null());
+    CHECK(named(openai, "t_nocaps", by_function_name).is_null());
+    // The text-payload tool is a function with one required string `input`.
+    const json custom = named(openai, "t_custom", by_function_name);
+    REQUIRE(custom.is_object());
+    CHECK(custom["function"]["parameters"] ==
+          json::parse(R"({"type":"object","properties":{"input":{"type":"string"}},)"
+                      R"("required":["input"]})"));
+
+    // cli may write files here: t_write is offered to it.
+    CHECK(named(list_in(c, "openai", "cli"), "t_write", by_function_name).is_object());
+
+    // OpenAI Responses: FunctionTool (flat, strict) and CustomTool for text payloads.
+    const json responses = list_in(c, "openai.responses");
+    const json echo_r = named(responses, "t_echo", by_name);
+    REQUIRE(echo_r.is_object());
+    CHECK(keys_of(echo_r) ==
+          std::vector<std::string>{"description", "name", "parameters", "strict", "type"});
+    CHECK(echo_r["strict"] == false);
+    const json custom_r = named(responses, "t_custom", by_name);
+    REQUIRE(custom_r.is_object());
+    CHECK(custom_r["type"] == "custom");
+    CHECK_FALSE(custom_r.contains("parameters"));
+
+    // Anthropic Messages: Tool.
+    const json anthropic = list_in(c, "anthropic");
+    const json echo_a = named(anthropic, "echo", by_name);
+    REQUIRE(echo_a.is_object());
+    CHECK(keys_of(echo_a) == std::vector<std::string>{"description", "input_schema", "name"});
+    CHECK(echo_a["input_schema"]["type"] == "object");
+
+    // MCP tools/list, as meith mcp shows it.
+    const json mcp = list_in(c, "mcp");
+    const json echo_m = named(mcp, "t_echo", by_name);
+    REQUIRE(echo_m.is_object());
+    CHECK(echo_m["inputSchema"]["type"] == "object");
+    CHECK(echo_m["annotations"]["readOnlyHint"] == true);
+
+    // Every format lists the same allowed tools.
+    CHECK(openai.size() == list_in(c, "anthropic", "plugin").size());
+    CHECK(openai.size() == list_in(c, "mcp", "plugin").size());
+
+    // The default and "meith" are the ToolDescriptors, denied tools included.
+    const json meith = list_in(c, "meith", "plugin");
+    CHECK(named(meith, "t_write", by_name)["permission"] == "deny");
+    CHECK(named(meith, "t_custom", by_name)["payloadKind"] == "text");
+
+    // An unknown format is a clear error, and the connection goes on.
+    c.send({{"type", "list_tools"}, {"requestId", "bad"}, {"format", "gemini"}});
+    const json err = c.read();
+    CHECK(err["type"] == "error");
+    CHECK(err["requestId"] == "bad");
+    CHECK_THAT(err["message"].get<std::string>(),
+               Catch::Contains("gemini") && Catch::Contains("openai.responses"));
+    c.send({{"type", "list_tools"}, {"requestId", "num"}, {"format", 3}});
+    CHECK(c.read()["type"] == "error");
+    CHECK(list_in(c, "anthropic").is_array());
+}
+
+TEST_CASE("the openai, openai.responses and anthropic lists type-check against the providers' "
+          "official SDKs",
+          "[e2e][agent][formats]") {
+    // openai 6.30.1 and @anthropic-ai/sdk 1.13.0 from npm (tests/providers), tsc --strict.
+    daemon_process d(host_source_toml("th"));
+    client c(d.socket());
+    temp_dir out;
+    for (const std::string format : {"openai", "openai.responses", "anthropic"})
+        std::ofstream(out.path / (format + ".json")) << list_in(c, format).dump(2);
+    const auto r = run_program(
+        {"/bin/bash"},
+        {std::string(MEITH_SOURCE_DIR) + "/tests/providers/check_types.sh", out.path.string()}, {});
+    INFO(r.out + r.err);
+    CHECK(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("check_types: ok"));
+}
+
+TEST_CASE("meith tools --format prints the list as the provider takes it", "[e2e][agent][cli]") {
+    daemon_process d(host_source_toml("th"));
+    const auto r = run_cli({"tools", "--format", "anthropic", "--caller", "plugin"}, d.home());
+    REQUIRE(r.status == 0);
+    const json tools = json::parse(r.out);
+    REQUIRE(tools.is_array());
+    CHECK(tools[0].contains("input_schema"));
+    const auto bad = run_cli({"tools", "--format", "nope"}, d.home());
+    CHECK(bad.status == 2);
+    CHECK_THAT(bad.err, Catch::Contains("unknown list_tools format"));
+    CHECK(run_cli({"status", "--format", "openai"}, d.home()).status == 2);
+}

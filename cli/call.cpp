@@ -206,3 +206,31 @@ int run_call(const options& opts) {
 }
 
 } // namespace meith::cli
+
+namespace meith::cli {
+
+int run_preview(const options& opts) {
+    // docs/protocol.md §13: what the call would do, without running it.
+    const std::string& tool = opts.words.at(1);
+    const json arguments = parse_arguments(opts);
+    session s = open_session(opts);
+    const std::string id = s.ids.next();
+    s.conn.send_frame(compact(json{{"type", "preview_tool_call"},
+                                   {"protocol", 1},
+                                   {"requestId", id},
+                                   {"toolName", tool},
+                                   {"arguments", arguments}}));
+    const json reply = await_reply(s.conn, id, "tool_preview");
+    const std::string permission = get_string(reply, "permission").value_or("deny");
+    if (opts.json) {
+        fmt::print("{}\n", pretty(reply));
+    } else {
+        fmt::print("{}\n", sanitize(get_string(reply, "text").value_or(""), true));
+        if (permission != "allow")
+            fmt::print(stderr, "meith: a call of {} would be denied for caller {}\n",
+                       sanitize(tool, false), opts.caller);
+    }
+    return permission == "allow" ? exit_ok : exit_tool_failed;
+}
+
+} // namespace meith::cli

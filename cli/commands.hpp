@@ -13,6 +13,8 @@ int run_sources(const options& opts);
 int run_source_restart(const options& opts);
 int run_reload(const options& opts);
 int run_policy_check(const options& opts);
+/// `meith preview TOOL [JSON]`: preview_tool_call (call.cpp, docs/protocol.md §13).
+int run_preview(const options& opts);
 int run_audit(const options& opts);
 /// `meith mcp`: an MCP server on stdio bridging to meithd (mcp_bridge.cpp, §9.2).
 int run_mcp(const options& opts);

@@ -85,6 +85,7 @@ class connection final : public registry::call_sink,
     void on_check_policy(const protocol::client_frame& f, std::string& audit_fields);
     void on_restart_source(const protocol::client_frame& f, std::string& audit_fields);
     void on_reload_config(const protocol::client_frame& f, std::string& audit_fields);
+    void on_preview_tool_call(const protocol::client_frame& f, std::string& audit_fields);
     void on_other(const protocol::client_frame& f, std::string& audit_fields);
 
     /// New replies are queued: wakes the writer if it waits for them. It runs at the end of

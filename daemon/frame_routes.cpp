@@ -29,7 +29,7 @@ struct connection::frame_route {
 
 const connection::frame_route& connection::route_of(frame_type type) {
     // In frame_type order (checked below), so a route is found by index.
-    static constexpr std::array<frame_route, 9> routes{{
+    static constexpr std::array<frame_route, 10> routes{{
         {frame_type::hello, false, false, {}, &connection::on_hello},
         {frame_type::list_tools, false, true, {}, &connection::on_list_tools},
         {frame_type::tool_call, false, false, {}, &connection::on_tool_call},
@@ -40,6 +40,8 @@ const connection::frame_route& connection::route_of(frame_type type) {
         {frame_type::check_policy, false, false, {}, &connection::on_check_policy},
         {frame_type::reload_config, true, false, "only the cli caller may reload the config",
          &connection::on_reload_config},
+        // Audited when the preview is made (it may wait for the tool host).
+        {frame_type::preview_tool_call, false, false, {}, &connection::on_preview_tool_call},
         {frame_type::other, false, false, {}, &connection::on_other},
     }};
     static_assert([] {
@@ -194,6 +196,55 @@ std::string_view connection::claim_for(const protocol::client_frame& f) const {
     if (f.caller_claim) return *f.caller_claim;
     if (has_hello_claim_) return hello_claim_;
     return {};
+}
+
+void connection::on_preview_tool_call(const protocol::client_frame& f, std::string&) {
+    // docs/protocol.md §13: permission-checked like a call, never runs the tool, audited.
+    const std::string request_id(*f.request_id);
+    auto t = registry_.find_tool(f.tool_name);
+    if (!t) {
+        protocol::append_error_frame(outbound_, f.request_id,
+                                     "unknown tool '" + std::string(f.tool_name) + "'");
+        return;
+    }
+    const bool text_payload = t->payload_kind == "text";
+    if (f.has_arguments && f.arguments.is_string() != text_payload) {
+        protocol::append_error_frame(
+            outbound_, f.request_id,
+            text_payload ? "'" + t->name + "' is a text-payload tool: arguments must be a string"
+                         : "'" + t->name + "' takes an arguments object");
+        return;
+    }
+    const std::string args_json = f.has_arguments ? simdjson::minify(f.arguments)
+                                  : text_payload  ? std::string(R"("")")
+                                                  : std::string("{}");
+    const auto who = caller_for(f);
+    const bool allowed = registry_.policy().decide(t->name, t->capabilities, who).allow;
+    std::string fields = R"("sessionId":)";
+    append_json_string(fields, session_id_);
+    fields += R"(,"requestId":)";
+    registry_.append_redacted(fields, request_id);
+    fields += R"(,"toolName":)";
+    append_json_string(fields, t->name);
+    fields += R"(,"caller":)";
+    append_json_string(fields, permissions::to_string(who));
+    fields += R"(,"permission":)";
+    fields += allowed ? R"("allow")" : R"("deny")";
+    fields += R"(,"args":)";
+    fields += registry_.redactor().summarize_json(args_json);
+    registry_.preview_call(t, args_json,
+                           [weak = weak_from_this(), request_id, name = t->name, allowed,
+                            fields = std::move(fields)](registry::registry::preview p) mutable {
+                               auto self = weak.lock();
+                               if (!self) return;
+                               fields += R"(,"previewBy":)";
+                               fields += p.from_host ? R"("host")" : R"("default")";
+                               self->registry_.audit_event("tool_preview", fields);
+                               if (self->closed_) return;
+                               protocol::append_tool_preview(self->outbound_, request_id, name,
+                                                             p.text, allowed ? "allow" : "deny");
+                               self->flush();
+                           });
 }
 
 void connection::on_tool_call(const protocol::client_frame& f, std::string&) {

@@ -15,6 +15,7 @@ frame_type type_from_name(std::string_view name) {
     if (name == "restart_source") return frame_type::restart_source;
     if (name == "reload_config") return frame_type::reload_config;
     if (name == "check_policy") return frame_type::check_policy;
+    if (name == "preview_tool_call") return frame_type::preview_tool_call;
     return frame_type::other;
 }
 
@@ -156,6 +157,15 @@ client_frame frame_decoder::decode(std::string_view line) {
     case frame_type::cancel_tool_call:
         if (!f.request_id)
             f.error = "cancel_tool_call needs a requestId string of 1-128 characters";
+        return f;
+    case frame_type::preview_tool_call:
+        // Arguments as for a call: an object, or a string for a text-payload tool.
+        if (!f.request_id)
+            f.error = "preview_tool_call needs a requestId string of 1-128 characters";
+        else if (f.tool_name.empty())
+            f.error = "preview_tool_call needs a non-empty string \"toolName\"";
+        else if (has_arguments && !arguments_el.is_object() && !arguments_el.is_string())
+            f.error = "arguments must be a JSON object (or a string for a text-payload tool)";
         return f;
     case frame_type::tool_call:
         break;
@@ -315,6 +325,19 @@ void append_tools_list_head(std::string& out, std::optional<std::string_view> re
     append_head(out, "tools_list");
     if (request_id) append_request_id(out, *request_id);
     out.append(R"(,"tools":[)");
+}
+
+void append_tool_preview(std::string& out, std::string_view request_id, std::string_view tool_name,
+                         std::string_view text, std::string_view permission) {
+    out.append(R"({"type":"tool_preview","protocol":1,"requestId":)");
+    append_json_string(out, request_id);
+    out.append(R"(,"toolName":)");
+    append_json_string(out, tool_name);
+    out.append(R"(,"text":)");
+    append_json_string(out, text);
+    out.append(R"(,"permission":)");
+    append_json_string(out, permission);
+    out.append("}\n");
 }
 
 void append_tools_changed(std::string& out) {

@@ -32,6 +32,7 @@ enum class frame_type {
     restart_source,
     check_policy,
     reload_config,
+    preview_tool_call, ///< docs/protocol.md §13
     other
 };
 
@@ -52,7 +53,7 @@ struct client_frame {
     std::optional<std::string> error; ///< PROTOCOL_ERROR message
     // list_tools only
     std::string_view list_format; ///< `format` when given (a string; checked by the router)
-    // tool_call only
+    // tool_call (and preview_tool_call)
     std::string_view tool_name;       ///< when a string (also on refused frames, for the audit)
     std::string_view source_name;     ///< restart_source: the source's `name`
     bool has_arguments = false;       ///< `arguments` was present, of any type
@@ -121,6 +122,11 @@ void append_policy_decision(std::string& out, std::optional<std::string_view> re
 /// Opening of a tools_list frame up to and including `"tools":[`; the caller appends the
 /// descriptors separated by commas and then `]}\n`.
 void append_tools_list_head(std::string& out, std::optional<std::string_view> request_id);
+
+/// `{"type":"tool_preview","protocol":1,"requestId","toolName","text","permission"}`
+/// (docs/protocol.md §13).
+void append_tool_preview(std::string& out, std::string_view request_id, std::string_view tool_name,
+                         std::string_view text, std::string_view permission);
 
 /// `{"type":"tools_changed","protocol":1}`: sent on connections whose hello subscribed to
 /// `tools_changed` whenever the set of tools or their descriptors changed (docs/protocol.md

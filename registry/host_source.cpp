@@ -13,10 +13,13 @@
 #include "registry/subprocess.hpp"
 #include "registry/supervisor.hpp"
 
+#include <array>
 #include <charconv>
 #include <csignal>
 #include <deque>
 #include <unordered_map>
+
+#include <asio/steady_timer.hpp>
 
 #include <asio/write.hpp>
 #include <fmt/format.h>
@@ -30,11 +33,22 @@ using protocol::append_json_string;
 using protocol::error_code;
 using protocol::tool_result;
 
+/// The tool-host protocol's optional methods (docs/protocol.md §13), probed once per start.
+constexpr std::array<std::string_view, 7> optional_methods = {
+    "format_tool_call_preview", "format_tool_result", "to_display_format", "get_config_schema",
+    "get_ui_elements",          "get_tags",           "required_tags"};
+
+std::optional<std::size_t> optional_index(std::string_view method) {
+    for (std::size_t i = 0; i < optional_methods.size(); ++i)
+        if (optional_methods[i] == method) return i;
+    return std::nullopt;
+}
+
 class host_source final : public tool_source {
   public:
     host_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                 const config::config& whole)
-        : cfg_(cfg), whole_(whole),
+        : cfg_(cfg), whole_(whole), ex_(ex),
           peer_(std::move(ex), reaper, make_spec(cfg, whole), make_policy(cfg, whole),
                 rpc_dialect::tool_host, "tool host '" + cfg.name + "'", make_handlers()),
           proc_(peer_.process()) {}
@@ -100,8 +114,38 @@ class host_source final : public tool_source {
             append_json_string(out, proc_.last_error());
         out += R"(,"tools":)";
         out += std::to_string(tool_count_);
+        // Optional methods the running host has; null until probed (docs/protocol.md §13).
+        out += R"(,"methods":)";
+        if (probes_pending_ > 0 || !probed_) {
+            out += "null";
+        } else {
+            out += '[';
+            bool first = true;
+            for (std::size_t i = 0; i < optional_methods.size(); ++i) {
+                if (methods_[i] != presence::present) continue;
+                if (!first) out += ',';
+                first = false;
+                append_json_string(out, optional_methods[i]);
+            }
+            out += ']';
+        }
         out += '}';
         return out;
+    }
+
+    void call_optional(std::string_view method, std::string params_members,
+                       std::function<void(std::optional<std::string>)> done) override {
+        const auto i = optional_index(method);
+        if (!i || methods_[*i] == presence::absent || state() != source_state::ready) {
+            done(std::nullopt); // known absent: no round trip
+            return;
+        }
+        std::string params = "{" + params_members;
+        if (!params_members.empty()) params += ',';
+        params += R"("state":)";
+        params += state_json_;
+        params += '}';
+        ask(*i, params, std::move(done));
     }
 
   private:
@@ -123,6 +167,10 @@ class host_source final : public tool_source {
     rpc_peer::handlers make_handlers() {
         rpc_peer::handlers h;
         h.on_spawn = [this] {
+            ++generation_; // a new process: what the last one had is forgotten
+            methods_ = {};
+            probed_ = false;
+            probes_pending_ = 0;
             std::string params = R"({"config":)";
             params += cfg_.config_json;
             params += '}';
@@ -167,6 +215,92 @@ class host_source final : public tool_source {
         for (auto& [c, t] : waiting)
             c->resolve(tool_result::failure(error_code::tool_failed,
                                             fmt::format("tool host '{}': {}", cfg_.name, why)));
+    }
+
+    // ---- optional methods (docs/protocol.md §13) ----------------------------------------------
+
+    enum class presence : std::uint8_t { unknown, present, absent };
+
+    /// Sends optional method `i`; `done` gets the value (JSON) or nullopt, exactly once.
+    void ask(std::size_t i, std::string_view params,
+             std::function<void(std::optional<std::string>)> done) {
+        struct pending {
+            std::function<void(std::optional<std::string>)> done;
+            std::optional<std::uint64_t> id;
+            asio::steady_timer timer;
+            bool finished = false;
+            void finish(std::optional<std::string> v) {
+                if (finished) return;
+                finished = true;
+                timer.cancel();
+                auto fn = std::move(done);
+                fn(std::move(v));
+            }
+        };
+        auto p = std::make_shared<pending>(
+            pending{std::move(done), std::nullopt, asio::steady_timer(ex_), false});
+        rpc_peer::callbacks cb;
+        const std::uint64_t generation = generation_;
+        cb.on_message = [this, i, p, generation](simdjson::dom::object msg, bool final) {
+            if (!final) return; // an optional method streams nothing
+            bool ok = false;
+            if (msg["ok"].get_bool().get(ok) != simdjson::SUCCESS) ok = false;
+            simdjson::dom::element result, value;
+            if (ok && msg["result"].get(result) == simdjson::SUCCESS) {
+                simdjson::dom::element state;
+                if (result["state"].get(state) == simdjson::SUCCESS && state.is_object())
+                    state_json_ = simdjson::minify(state);
+                if (generation == generation_) methods_[i] = presence::present;
+                if (result["value"].get(value) == simdjson::SUCCESS) {
+                    p->finish(simdjson::minify(value));
+                    return;
+                }
+                p->finish(std::string("null"));
+                return;
+            }
+            std::string_view type;
+            if (msg["error"]["type"].get_string().get(type) == simdjson::SUCCESS &&
+                type == "MethodNotFound") {
+                if (generation == generation_) methods_[i] = presence::absent;
+            } else if (generation == generation_ && methods_[i] == presence::unknown) {
+                methods_[i] = presence::present; // it exists; it refused these params
+            }
+            p->finish(std::nullopt);
+        };
+        cb.on_failure = [p](rpc_failure, const std::string&) { p->finish(std::nullopt); };
+        p->id = peer_.request(optional_methods[i], params, std::move(cb));
+        if (!p->id) {
+            p->finish(std::nullopt);
+            return;
+        }
+        p->timer.expires_after(optional_method_timeout);
+        p->timer.async_wait([this, alive = weak_from_this(), p](const std::error_code& ec) {
+            if (ec || p->finished || alive.expired()) return;
+            peer_.abandon(*p->id);
+            p->finish(std::nullopt);
+        });
+    }
+
+    /// Learns which optional methods this start of the host has: each is asked once with
+    /// neutral params; MethodNotFound means absent, any other answer present.
+    void probe_optional_methods() {
+        methods_ = {};
+        probed_ = true;
+        const std::string s = state_json_;
+        const std::string result = R"({"success":true,"result":null})";
+        const std::array<std::string, 7> params = {
+            R"({"tool_name":"","arguments":{},"state":)" + s + "}",
+            R"({"result":)" + result + R"(,"state":)" + s + "}",
+            R"({"text":"","result":)" + result + R"(,"state":)" + s + "}",
+            "{}",
+            "{}",
+            R"({"config":)" + cfg_.config_json + R"(,"models":[],"state":)" + s + "}",
+            "{}"};
+        probes_pending_ = optional_methods.size();
+        for (std::size_t i = 0; i < optional_methods.size(); ++i)
+            ask(i, params[i], [this, generation = generation_](std::optional<std::string>) {
+                if (generation == generation_ && probes_pending_ > 0) --probes_pending_;
+            });
     }
 
     // ---- requests ---------------------------------------------------------------------------
@@ -326,6 +460,7 @@ class host_source final : public tool_source {
         }
         tool_count_ = count;
         became_ready();
+        probe_optional_methods();
     }
 
     std::optional<tool_definition> schema_to_definition(simdjson::dom::element item) {
@@ -377,6 +512,7 @@ class host_source final : public tool_source {
 
     const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
     const config::config& whole_;
+    asio::any_io_executor ex_;
     rpc_peer peer_;
     supervised_process& proc_; ///< the peer's child
     source_events events_;
@@ -386,6 +522,10 @@ class host_source final : public tool_source {
     std::size_t tool_count_ = 0;
     std::string state_json_ = "{}";
     std::string params_;
+    std::array<presence, optional_methods.size()> methods_{};
+    std::uint64_t generation_ = 0; ///< counts spawns; stale answers do not update methods_
+    std::size_t probes_pending_ = 0;
+    bool probed_ = false;
 };
 
 } // namespace

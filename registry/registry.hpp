@@ -159,6 +159,19 @@ class registry {
     void append_redacted(std::string& out, std::string_view s) const;
     asio::any_io_executor executor() const { return ex_; }
     std::size_t tool_count() const { return tools_.size(); }
+    /// The tool registered as `name`, or null.
+    std::shared_ptr<const tool> find_tool(std::string_view name) const { return tools_.find(name); }
+
+    /// What preview_tool_call answers (docs/protocol.md §13).
+    struct preview {
+        std::string text;
+        bool from_host = false; ///< the host's format_tool_call_preview, not the default
+    };
+    /// Previews a call of `t` with `args_json` (an object, or a JSON string for a text-payload
+    /// tool) without running it: the host's format_tool_call_preview when it has one, else
+    /// `name(<redacted compact arguments, cut to 200 characters>)`. `done` runs once.
+    void preview_call(const std::shared_ptr<const tool>& t, const std::string& args_json,
+                      std::function<void(preview)> done) const;
     /// Sources configured (the built-in one included), whatever their state.
     std::size_t source_count() const { return sources_.size(); }
 

@@ -29,10 +29,10 @@ namespace {
 // cycles that never descend into the arguments are refused, and every subschema carries a
 // guard that bounds the work and the stack one validation may use.
 
-constexpr std::size_t max_schema_depth = 128;          ///< nesting of the schema text
-constexpr std::size_t guard_base_visits = 100'000;     ///< subschema visits, plus ...
-constexpr std::size_t guard_visits_per_node = 64;      ///< ... this many per argument node
-constexpr std::ptrdiff_t guard_stack_bytes = 1 << 20;  ///< stack one validation may use
+constexpr std::size_t max_schema_depth = 128;         ///< nesting of the schema text
+constexpr std::size_t guard_base_visits = 100'000;    ///< subschema visits, plus ...
+constexpr std::size_t guard_visits_per_node = 64;     ///< ... this many per argument node
+constexpr std::ptrdiff_t guard_stack_bytes = 1 << 20; ///< stack one validation may use
 
 nlohmann::json to_nlohmann(simdjson::dom::element el, std::size_t& nodes) {
     ++nodes;
@@ -128,10 +128,11 @@ class guard_constraint final : public valijson::constraints::PolyConstraint {
 struct extras {
     std::vector<std::unique_ptr<RE2>> patterns;
     struct pattern_properties {
-        std::vector<std::pair<std::unique_ptr<RE2>, std::shared_ptr<const schema_validator::compiled>>>
-            patterns;                     ///< regex -> subschema (null: accepts anything)
-        std::vector<std::string> named;   ///< names in `properties` (not "additional")
-        bool additional_allowed = true;   ///< additionalProperties is not false
+        std::vector<
+            std::pair<std::unique_ptr<RE2>, std::shared_ptr<const schema_validator::compiled>>>
+            patterns;                   ///< regex -> subschema (null: accepts anything)
+        std::vector<std::string> named; ///< names in `properties` (not "additional")
+        bool additional_allowed = true; ///< additionalProperties is not false
         std::shared_ptr<const schema_validator::compiled> additional; ///< its subschema, if any
     };
     std::vector<pattern_properties> pattern_props;
@@ -142,7 +143,8 @@ std::string context_path(const std::vector<std::string>& context) {
     for (const auto& p : context) {
         if (p == "<root>") continue;
         path += '/';
-        path += p.size() >= 2 && p.front() == '[' && p.back() == ']' ? p.substr(1, p.size() - 2) : p;
+        path +=
+            p.size() >= 2 && p.front() == '[' && p.back() == ']' ? p.substr(1, p.size() - 2) : p;
     }
     return path.empty() ? "/" : path;
 }
@@ -256,9 +258,7 @@ class unique_items_constraint final : public valijson::constraints::PolyConstrai
     }
 
   private:
-    Constraint* cloneInto(void* p) const override {
-        return new (p) unique_items_constraint(*this);
-    }
+    Constraint* cloneInto(void* p) const override { return new (p) unique_items_constraint(*this); }
     size_t sizeOf() const override { return sizeof(unique_items_constraint); }
 };
 
@@ -310,17 +310,20 @@ class pattern_properties_constraint final : public valijson::constraints::PolyCo
 };
 
 /// Builds our constraints from the rewritten keywords (values are indexes into `extras`).
-template <class F> class builder final : public valijson::ConstraintBuilder {
+template <class F>
+class builder final : public valijson::ConstraintBuilder {
   public:
     explicit builder(F make) : make_(std::move(make)) {}
-    valijson::constraints::Constraint* make(const valijson::adapters::Adapter& value) const override {
+    valijson::constraints::Constraint*
+    make(const valijson::adapters::Adapter& value) const override {
         return make_(value);
     }
 
   private:
     F make_;
 };
-template <class F> valijson::ConstraintBuilder* make_builder(F f) {
+template <class F>
+valijson::ConstraintBuilder* make_builder(F f) {
     return new builder<F>(std::move(f));
 }
 
@@ -546,14 +549,13 @@ struct schema_validator::compiled {
         rewriter(x, root_for_refs).schema(document, "#");
         valijson::SchemaParser parser;
         extras* xp = &x;
-        parser.addConstraintBuilder("x-meith-guard", make_builder([](const auto&) {
-                                        return new guard_constraint();
-                                    }));
-        parser.addConstraintBuilder("x-meith-pattern", make_builder([xp](const auto& v) {
-                                        return new pattern_constraint(
-                                            xp->patterns.at(static_cast<std::size_t>(
-                                                v.getInteger())).get());
-                                    }));
+        parser.addConstraintBuilder(
+            "x-meith-guard", make_builder([](const auto&) { return new guard_constraint(); }));
+        parser.addConstraintBuilder(
+            "x-meith-pattern", make_builder([xp](const auto& v) {
+                return new pattern_constraint(
+                    xp->patterns.at(static_cast<std::size_t>(v.getInteger())).get());
+            }));
         parser.addConstraintBuilder("x-meith-format", make_builder([](const auto& v) {
                                         return new format_constraint(v.getString());
                                     }));
@@ -582,8 +584,7 @@ std::shared_ptr<const schema_validator::compiled> rewriter::subschema(const json
                                                                       const std::string& where) {
     if (!sub.is_object()) {
         if (sub.is_boolean() && sub.get<bool>()) return nullptr;
-        if (!sub.is_boolean())
-            throw std::runtime_error("'" + where + "' is not a schema");
+        if (!sub.is_boolean()) throw std::runtime_error("'" + where + "' is not a schema");
     }
     auto c = std::make_shared<schema_validator::compiled>();
     c->document = sub.is_object() ? sub : json{{"not", json::object()}};
@@ -631,8 +632,8 @@ schema_validator::compile_result schema_validator::compile(std::string_view sche
     auto c = std::make_unique<compiled>();
     try {
         if (text_depth(schema_json) > max_schema_depth) {
-            out.error = "inputSchema nests deeper than " + std::to_string(max_schema_depth) +
-                        " levels";
+            out.error =
+                "inputSchema nests deeper than " + std::to_string(max_schema_depth) + " levels";
             return out;
         }
         c->document = json::parse(schema_json);

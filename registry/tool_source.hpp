@@ -40,6 +40,9 @@ struct tool {
     std::shared_ptr<const class schema_validator> validator; ///< null: accepts any object
 };
 
+/// How long an optional host method may take before its fallback is used.
+inline constexpr std::chrono::seconds optional_method_timeout{5};
+
 /// Lifecycle of a source, as `meith sources` shows it.
 enum class source_state { starting, ready, restarting, failed, stopped };
 std::string_view to_string(source_state s);
@@ -95,6 +98,20 @@ class tool_source : public std::enable_shared_from_this<tool_source> {
 
     /// Manual restart (`meith sources restart`): clears a failed state and starts again.
     virtual void restart() {}
+
+    /// Asks the source's optional method `method` (a tool host's format_tool_call_preview,
+    /// format_tool_result, to_display_format, get_tags, ...; docs/protocol.md §13) with
+    /// `params_members` (JSON object members without braces; the source adds its `state`).
+    /// `done` gets the answer's `value` as JSON text, or nullopt when the source lacks the
+    /// method (learned once per start: no round trip then), is not running, answered ok:false
+    /// or did not answer within `optional_method_timeout`. Runs `done` exactly once, maybe
+    /// before returning. Sources other than tool hosts lack every method.
+    virtual void call_optional(std::string_view method, std::string params_members,
+                               std::function<void(std::optional<std::string>)> done) {
+        (void)method;
+        (void)params_members;
+        done(std::nullopt);
+    }
 
     /// Status for `meith sources`: {"name","kind","state","pid","restarts","lastError"}.
     virtual std::string status_json() const = 0;

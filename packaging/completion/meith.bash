@@ -8,7 +8,7 @@
 # Options that take a value in the next word (or after '=').
 _meith_value_opts=" --socket --home --caller --timeout-ms --since --tool --event --limit --file --manager --format "
 _meith_global_opts="--socket --home --caller --no-autostart --help"
-_meith_commands="status tools call sources reload policy mcp service audit"
+_meith_commands="status tools call preview sources reload policy mcp service audit"
 _meith_audit_events="tool_call tool_call_rejected list_tools cancel_tool_call connection_open
 connection_close connection_rejected frame_refused source_start source_exit source_restart
 source_failed source_restart_requested source_tools_changed daemon_start daemon_stop
@@ -142,6 +142,10 @@ _meith() {
     reload) opts="--json" ;;
     call)
         opts="--timeout-ms --json"
+        if [[ $n == 1 ]]; then args=tools; fi
+        ;;
+    preview)
+        opts="--json"
         if [[ $n == 1 ]]; then args=tools; fi
         ;;
     sources)

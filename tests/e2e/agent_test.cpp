@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace meith::test;
@@ -149,4 +150,114 @@ TEST_CASE("meith tools --format prints the list as the provider takes it", "[e2e
     CHECK(bad.status == 2);
     CHECK_THAT(bad.err, Catch::Contains("unknown list_tools format"));
     CHECK(run_cli({"status", "--format", "openai"}, d.home()).status == 2);
+}
+
+namespace {
+
+json preview(client& c, const std::string& tool, const json& args, const std::string& caller,
+             const std::string& id = "p") {
+    json frame = {{"type", "preview_tool_call"},
+                  {"protocol", 1},
+                  {"requestId", id},
+                  {"toolName", tool},
+                  {"clientInfo", {{"caller", caller}}}};
+    if (!args.is_null()) frame["arguments"] = args;
+    c.send(frame);
+    return c.read();
+}
+
+json source_named(client& c, const std::string& name) {
+    c.send({{"type", "list_sources"}, {"requestId", "s"}});
+    const json reply = c.read();
+    for (const auto& s : reply["sources"])
+        if (s["name"] == name) return s;
+    return nullptr;
+}
+
+/// Waits until the host's optional methods are probed (list_sources shows them).
+json probed_methods(client& c, const std::string& source) {
+    for (int i = 0; i < 500; ++i) {
+        const json s = source_named(c, source);
+        if (s.is_object() && s["methods"].is_array()) return s["methods"];
+        std::this_thread::sleep_for(10ms);
+    }
+    FAIL("the optional methods of '" << source << "' were never probed");
+    return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("preview_tool_call uses the host's format_tool_call_preview and never runs the tool",
+          "[e2e][agent][preview]") {
+    daemon_process d(host_source_toml("th", {"--optional-methods"}));
+    client c(d.socket());
+    const json methods = probed_methods(c, "th");
+    CHECK(methods.size() == 7);
+    CHECK(std::find(methods.begin(), methods.end(), "format_tool_call_preview") != methods.end());
+
+    const int before = c.call("t_state", json::object())["result"]["content"].get<int>();
+    const json p = preview(c, "t_state", {{"a", 1}}, "cli");
+    CHECK(p["type"] == "tool_preview");
+    CHECK(p["requestId"] == "p");
+    CHECK(p["toolName"] == "t_state");
+    CHECK(p["permission"] == "allow");
+    CHECK(p["text"] == R"(would run t_state with {"a":1})");
+    // Not run: the host's call counter moved by one call only.
+    CHECK(c.call("t_state", json::object())["result"]["content"].get<int>() == before + 1);
+
+    const json line = d.wait_audit([](const json& l) { return l["event"] == "tool_preview"; });
+    CHECK(line["toolName"] == "t_state");
+    CHECK(line["previewBy"] == "host");
+    CHECK(line["permission"] == "allow");
+    CHECK(d.audit_events("tool_call").size() == 2); // the two t_state calls, not the preview
+}
+
+TEST_CASE("preview_tool_call without the host method: name(redacted arguments), cut to 200 "
+          "characters; a denied tool still gets a preview",
+          "[e2e][agent][preview]") {
+    daemon_process d(host_source_toml("th"));
+    client c(d.socket());
+    CHECK(probed_methods(c, "th").empty()); // the plain test host has none of them
+
+    const json p = preview(c, "t_secret", {{"token", "sk-live-THISISSECRET12345"}}, "cli");
+    CHECK(p["permission"] == "allow");
+    const std::string text = p["text"];
+    CHECK_THAT(text, Catch::StartsWith("t_secret({") && Catch::EndsWith("})"));
+    CHECK_THAT(text, !Catch::Contains("THISISSECRET"));
+
+    const json big = preview(c, "t_echo", {{"text", std::string(1000, 'x')}}, "cli");
+    const std::string big_text = big["text"];
+    CHECK(big_text.size() == std::string("t_echo(").size() + 200 + 1);
+
+    // Denied to plugin: permission deny, a preview all the same.
+    const json denied = preview(c, "t_write", json::object(), "plugin");
+    CHECK(denied["permission"] == "deny");
+    CHECK(denied["text"] == "t_write({})");
+    const json line = d.wait_audit(
+        [](const json& l) { return l["event"] == "tool_preview" && l["toolName"] == "t_write"; });
+    CHECK(line["permission"] == "deny");
+    CHECK(line["caller"] == "plugin");
+    CHECK(line["previewBy"] == "default");
+    const auto secret_line = d.audit_events("tool_preview").at(0);
+    CHECK_THAT(secret_line.dump(), !Catch::Contains("THISISSECRET"));
+
+    // Arguments are optional; an unknown tool and wrong arguments are clear errors.
+    CHECK(preview(c, "t_echo", nullptr, "cli")["text"] == "t_echo({})");
+    const json unknown = preview(c, "nope", json::object(), "cli", "u");
+    CHECK(unknown["type"] == "error");
+    CHECK(unknown["requestId"] == "u");
+    CHECK(preview(c, "t_echo", "just text", "cli")["type"] == "error");
+    CHECK(preview(c, "t_echo", json::array(), "cli")["type"] == "error");
+    CHECK(preview(c, "t_custom", "freeform text", "cli")["type"] == "tool_preview");
+}
+
+TEST_CASE("meith preview prints the preview; exit 1 when the call would be denied",
+          "[e2e][agent][cli]") {
+    daemon_process d(host_source_toml("th", {"--optional-methods"}));
+    const auto ok = run_cli({"preview", "t_echo", R"({"x":2})"}, d.home());
+    CHECK(ok.status == 0);
+    CHECK(ok.out == "would run t_echo with {\"x\":2}\n");
+    const auto denied = run_cli({"preview", "t_write", "--caller", "plugin"}, d.home());
+    CHECK(denied.status == 1);
+    CHECK_THAT(denied.err, Catch::Contains("would be denied"));
 }

@@ -13,6 +13,10 @@
 //   --pid-file=PATH          append this process's pid and a newline to PATH at startup
 //   --garbage-on-start       print a non-JSON line to stdout before anything else
 //   --stderr-secret          print secret-looking text to stderr at startup (log redaction)
+//   --optional-methods       also implement every optional method of the tool-host protocol
+//                            (format_tool_call_preview, format_tool_result, to_display_format,
+//                            get_config_schema, get_ui_elements, get_tags, required_tags);
+//                            without it they are missing (MethodNotFound)
 //
 // State: init returns {"calls":0}; every execute_tool returns {"calls": params.state.calls + 1},
 // and t_state's result is that new count.
@@ -33,6 +37,7 @@ const flags = {
     pidFile: null,
     garbageOnStart: false,
     stderrSecret: false,
+    optionalMethods: false,
 };
 
 function parseMs(arg, value) {
@@ -60,6 +65,7 @@ for (const arg of process.argv.slice(2)) {
             break;
         case '--garbage-on-start': flags.garbageOnStart = true; break;
         case '--stderr-secret': flags.stderrSecret = true; break;
+        case '--optional-methods': flags.optionalMethods = true; break;
         default: usage(`unknown argument ${JSON.stringify(arg)}`);
     }
 }
@@ -175,8 +181,37 @@ function lookup(fullName) {
 
 // ---------------------------------------------------------------------------------------------
 
+// The optional methods, each answering in a way a test can recognise.
+const optional = {
+    async format_tool_call_preview({ tool_name, arguments: args, state }) {
+        return { value: `would run ${tool_name} with ${JSON.stringify(args)}`, state };
+    },
+    async format_tool_result({ result, state }) {
+        const inner = result?.result;
+        if (inner && typeof inner === 'object' && inner.native) {
+            // A provider-native envelope, passed through byte for byte by meithd.
+            return {
+                value: { type: 'provider_native_tool_result', format: 'openai.responses', output: [{ type: 'output_text', text: String(inner.native) }] },
+                state,
+            };
+        }
+        if (inner && typeof inner === 'object' && inner.object) return { value: { plain: inner.object }, state };
+        return { value: result?.success ? `model sees: ${JSON.stringify(inner)}` : `model sees failure: ${result?.error}`, state };
+    },
+    async to_display_format({ text, state }) {
+        return { value: { type: 'markdown', content: `**${text}**` }, state };
+    },
+    async get_config_schema() {
+        return { value: { type: 'object', properties: { level: { type: 'integer', minimum: 1 } }, additionalProperties: true } };
+    },
+    async get_ui_elements() { return { value: [] }; },
+    async get_tags({ models }) { return { value: ['tested', ...(models ?? []).map((m) => `for-${m?.name ?? m}`)] }; },
+    async required_tags() { return { value: [] }; },
+};
+
 serve(
     {
+        ...(flags.optionalMethods ? optional : {}),
         async init() {
             if (flags.crashOnInit) process.exit(2);
             if (flags.startDelayMs > 0) await sleep(flags.startDelayMs);

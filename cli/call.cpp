@@ -167,7 +167,8 @@ int run_call(const options& opts) {
                                                   .tool_name = tool,
                                                   .arguments_json = args_text,
                                                   .timeout_ms = opts.timeout_ms,
-                                                  .caller = opts.caller}));
+                                                  .caller = opts.caller,
+                                                  .result_model = opts.model}));
 
     bool cancel_sent = false;
     for (;;) {
@@ -199,6 +200,16 @@ int run_call(const options& opts) {
             const json* result = get_field(msg, "result");
             if (result == nullptr || !result->is_object()) {
                 throw cli_error(exit_error, "protocol error: tool_result without a \"result\"");
+            }
+            if (opts.model && !opts.json) {
+                // What the model would be given (docs/protocol.md §13): modelContent.
+                const json* model = get_field(*result, "modelContent");
+                if (model != nullptr && model->is_string())
+                    fmt::print("{}\n", sanitize(model->get<std::string>(), true));
+                else if (model != nullptr)
+                    fmt::print("{}\n", pretty(*model));
+                const json* ok = get_field(*result, "ok");
+                return ok && ok->is_boolean() && ok->get<bool>() ? exit_ok : exit_tool_failed;
             }
             return print_result(*result, opts.json);
         }

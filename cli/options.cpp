@@ -116,6 +116,9 @@ options parse_options(const std::vector<std::string>& args) {
         } else if (name == "--format") {
             o.format = value();
             if (o.format->empty()) throw usage_error("--format needs a name");
+        } else if (name == "--model") {
+            no_value();
+            o.model = true;
         } else if (name == "--no-autostart") {
             no_value();
             o.no_autostart = true;

@@ -25,6 +25,7 @@ struct options {
     std::vector<std::string> words;              ///< positionals; words[0] is the subcommand
     bool no_autostart = false;                   ///< --no-autostart (else env MEITH_NO_AUTOSTART)
     std::optional<std::string> format;           ///< --format F (tools: a provider's format)
+    bool model = false;                          ///< --model (call: print modelContent)
 
     // service only:
     bool socket_activated = false;      ///< --socket-activated (install)

@@ -273,6 +273,8 @@ void connection::on_tool_call(const protocol::client_frame& f, std::string&) {
     c->agent = std::string(agent_for(f));
     c->tool_name = std::string(f.tool_name);
     c->timeout_ms = f.timeout_ms.value_or(0);
+    c->result_model = f.result_model;
+    c->result_display = f.display;
     calls_.emplace(std::move(key), c);
     if (f.call_error)
         registry_.reject(c, protocol::error_code::validation_error, *f.call_error,

@@ -66,6 +66,7 @@ std::string encode_tool_call(const tool_call_request& call) {
         out += R"(,"timeoutMs":)";
         append_uint(out, *call.timeout_ms);
     }
+    if (call.result_model) out += R"(,"resultFormat":"model")";
     return close_frame(std::move(out), call.caller);
 }
 

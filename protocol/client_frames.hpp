@@ -42,6 +42,8 @@ struct tool_call_request {
     /// This call's timeout in ms (positive); none: the tool's own.
     std::optional<std::uint64_t> timeout_ms = std::nullopt;
     caller_claim caller = std::nullopt;
+    /// `"resultFormat":"model"`: the result also carries modelContent (docs/protocol.md §13).
+    bool result_model = false;
 };
 
 /// `{"type":"tool_call","protocol":1,"requestId","toolName","arguments":<raw>,"timeoutMs"?,

@@ -44,10 +44,10 @@ client_frame frame_decoder::decode(std::string_view line) {
 
     // One pass over the members; later duplicates win, as in most JSON readers.
     simdjson::dom::element type_el, protocol_el, request_id_el, client_info_el, tool_name_el,
-        arguments_el, timeout_el, subscribe_el, format_el;
+        arguments_el, timeout_el, subscribe_el, format_el, result_format_el, display_el;
     bool has_type = false, has_protocol = false, has_request_id = false, has_client_info = false,
          has_tool_name = false, has_arguments = false, has_timeout = false, has_subscribe = false,
-         has_format = false;
+         has_format = false, has_result_format = false, has_display = false;
     for (auto field : obj) {
         const std::string_view key = field.key;
         if (key == "type")
@@ -68,6 +68,10 @@ client_frame frame_decoder::decode(std::string_view line) {
             has_subscribe = true, subscribe_el = field.value;
         else if (key == "format")
             has_format = true, format_el = field.value;
+        else if (key == "resultFormat")
+            has_result_format = true, result_format_el = field.value;
+        else if (key == "display")
+            has_display = true, display_el = field.value;
     }
 
     if (has_request_id) {
@@ -194,6 +198,21 @@ client_frame frame_decoder::decode(std::string_view line) {
             return f;
         }
         f.timeout_ms = ms;
+    }
+    if (has_result_format && !result_format_el.is_null()) {
+        std::string_view rf;
+        if (result_format_el.get_string().get(rf) != simdjson::SUCCESS ||
+            (rf != "model" && rf != "meith")) {
+            f.call_error = R"(resultFormat must be "model" (or "meith", the default))";
+            return f;
+        }
+        f.result_model = rf == "model";
+    }
+    if (has_display && !display_el.is_null()) {
+        if (display_el.get_bool().get(f.display) != simdjson::SUCCESS) {
+            f.call_error = "display must be a boolean";
+            return f;
+        }
     }
     return f;
 }

@@ -59,6 +59,8 @@ struct client_frame {
     bool has_arguments = false;       ///< `arguments` was present, of any type
     simdjson::dom::element arguments; ///< an object when `call_error` is empty
     std::optional<std::uint64_t> timeout_ms;
+    bool result_model = false;             ///< `"resultFormat":"model"` (docs/protocol.md §13)
+    bool display = false;                  ///< `"display":true`: result.meta.display
     std::optional<std::string> call_error; ///< VALIDATION_ERROR message
 };
 

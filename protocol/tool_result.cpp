@@ -62,6 +62,10 @@ void append_tool_result(std::string& out, const tool_result& r) {
         }
         out.push_back('}');
     }
+    if (!r.model_content_json.empty()) {
+        out.append(R"(,"modelContent":)");
+        out.append(r.model_content_json);
+    }
     out.push_back('}');
 }
 

@@ -41,6 +41,9 @@ struct tool_result {
     std::string meta_json;
     std::string diagnostics_json;
     std::optional<tool_error> error;
+    /// What a model should see (`resultFormat:"model"`, docs/protocol.md §13): a JSON string,
+    /// or a provider-native envelope object; empty = not asked for.
+    std::string model_content_json;
 
     static tool_result success(std::string content_json);
     static tool_result failure(error_code code, std::string message, std::string details_json = {});

@@ -48,3 +48,115 @@ void registry::preview_call(const std::shared_ptr<const tool>& t, const std::str
 }
 
 } // namespace meith::registry
+
+namespace meith::registry {
+
+namespace {
+
+/// The tool-host protocol's own result object for `r`: what format_tool_result and
+/// to_display_format get as `result`.
+std::string host_result_object(const protocol::tool_result& r) {
+    if (r.ok)
+        return R"({"success":true,"result":)" +
+               (r.content_json.empty() ? std::string("null") : r.content_json) + "}";
+    std::string out = R"({"success":false,"error":)";
+    protocol::append_json_string(out, r.error ? r.error->message : std::string("the tool failed"));
+    return out + "}";
+}
+
+/// modelContent without a host method: string content as is, other content as its compact
+/// JSON text, a failure as "Error: <message>" — always a JSON string.
+std::string default_model_content(const protocol::tool_result& r) {
+    std::string out;
+    if (!r.ok) {
+        protocol::append_json_string(
+            out, "Error: " + (r.error ? r.error->message : std::string("the tool failed")));
+        return out;
+    }
+    simdjson::dom::parser parser;
+    std::string_view text;
+    if (!r.content_json.empty() &&
+        parser.parse(r.content_json).get_string().get(text) == simdjson::SUCCESS) {
+        protocol::append_json_string(out, text);
+        return out;
+    }
+    protocol::append_json_string(out,
+                                 r.content_json.empty() ? std::string("null") : r.content_json);
+    return out;
+}
+
+/// A host's format_tool_result answer as modelContent: a string as is, a provider-native
+/// envelope object as is (byte for byte), anything else as its JSON text.
+std::string model_content_from_host(const std::string& value) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element v;
+    if (parser.parse(value).get(v) != simdjson::SUCCESS) return {};
+    if (v.is_string()) return value;
+    std::string_view type;
+    if (v.is_object() && v["type"].get_string().get(type) == simdjson::SUCCESS &&
+        type == "provider_native_tool_result")
+        return value;
+    std::string out;
+    protocol::append_json_string(out, value);
+    return out;
+}
+
+/// The text a display gets: modelContent's string, or its JSON text (an envelope).
+std::string text_of(const std::string& model_content) {
+    simdjson::dom::parser parser;
+    std::string_view text;
+    if (parser.parse(model_content).get_string().get(text) == simdjson::SUCCESS)
+        return std::string(text);
+    return model_content;
+}
+
+/// `meta` with `"display":<display>` added first.
+std::string with_display(const std::string& meta_json, const std::string& display) {
+    if (meta_json.empty() || meta_json == "{}") return R"({"display":)" + display + "}";
+    return R"({"display":)" + display + "," + meta_json.substr(1);
+}
+
+} // namespace
+
+void registry::shape_result(const call_ptr& c, protocol::tool_result r) {
+    if ((!c->result_model && !c->result_display) || !c->target) {
+        c->finalize(std::move(r), call_end::tool);
+        return;
+    }
+    const std::string raw = host_result_object(r);
+    auto source = c->target->source;
+    std::string params = R"("result":)" + raw;
+    source->call_optional(
+        "format_tool_result", std::move(params),
+        [weak = std::weak_ptr<call>(c), source, raw,
+         r = std::move(r)](std::optional<std::string> v) mutable {
+            auto c = weak.lock();
+            if (!c || c->resolved()) return;
+            std::string model = v ? model_content_from_host(*v) : std::string();
+            if (model.empty()) model = default_model_content(r);
+            if (c->result_model) r.model_content_json = model;
+            if (!c->result_display) {
+                c->finalize(std::move(r), call_end::tool);
+                return;
+            }
+            std::string params = R"("text":)";
+            protocol::append_json_string(params, text_of(model));
+            params += R"(,"result":)" + raw;
+            source->call_optional(
+                "to_display_format", std::move(params),
+                [weak, model, r = std::move(r)](std::optional<std::string> d) mutable {
+                    auto c = weak.lock();
+                    if (!c || c->resolved()) return;
+                    std::string display;
+                    if (d && *d != "null") {
+                        display = *d;
+                    } else {
+                        display = R"({"type":"text","content":)" + model + "}";
+                    }
+                    r.meta_json = with_display(r.meta_json, display);
+                    c->finalize(std::move(r), call_end::tool);
+                });
+        });
+}
+
+} // namespace meith::registry

@@ -54,6 +54,8 @@ class call : public std::enable_shared_from_this<call> {
     std::string args_summary;           ///< its redacted audit summary, made at dispatch
     std::shared_ptr<const tool> target; ///< null when the tool is unknown
     std::uint64_t timeout_ms = 0;
+    bool result_model = false;   ///< add modelContent to the result (docs/protocol.md §13)
+    bool result_display = false; ///< add result.meta.display
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     bool decided = false;           ///< the permission decision was reached
     permissions::decision decision; ///< valid when `decided`

@@ -219,14 +219,14 @@ std::chrono::milliseconds registry::time_left(const call& c) const {
 
 void registry::after_tool(const call_ptr& c, tool_result r) {
     if (!hooks_ || !c->target) {
-        c->finalize(std::move(r), call_end::tool);
+        shape_result(c, std::move(r));
         return;
     }
     const auto& name = c->target->name;
     std::string payload = hook_payload("after_execution", *c, &r);
     record_observers(*c, "after_execution", hooks_->observe("after_execution", name, payload));
     if (!hooks_->has_filters("after_execution", name)) {
-        c->finalize(std::move(r), call_end::tool);
+        shape_result(c, std::move(r));
         return;
     }
     hooks_->filter("after_execution", name, std::move(payload), time_left(*c),
@@ -244,7 +244,7 @@ void registry::after_tool(const call_ptr& c, tool_result r) {
                                call_end::tool);
                            return;
                        }
-                       c->finalize(std::move(r), call_end::tool);
+                       c->owner_->shape_result(c, std::move(r));
                    });
 }
 

@@ -187,6 +187,9 @@ class registry {
     // ---- call pipeline (call_pipeline.cpp) ----
     void run_on_source(const call_ptr& c);
     void after_tool(const call_ptr& c, protocol::tool_result r);
+    /// The last step before a tool's result is final: modelContent and meta.display when the
+    /// call asked for them (agent_features.cpp, docs/protocol.md §13), then finalize.
+    void shape_result(const call_ptr& c, protocol::tool_result r);
     void finish(call& c, const protocol::tool_result& r);
     std::chrono::milliseconds time_left(const call& c) const;
     bool audit_refuses_calls() const {

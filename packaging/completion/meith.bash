@@ -141,7 +141,7 @@ _meith() {
     tools) opts="--json --format" ;;
     reload) opts="--json" ;;
     call)
-        opts="--timeout-ms --json"
+        opts="--timeout-ms --model --json"
         if [[ $n == 1 ]]; then args=tools; fi
         ;;
     preview)

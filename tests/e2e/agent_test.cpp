@@ -261,3 +261,102 @@ TEST_CASE("meith preview prints the preview; exit 1 when the call would be denie
     CHECK(denied.status == 1);
     CHECK_THAT(denied.err, Catch::Contains("would be denied"));
 }
+
+namespace {
+
+json call_shaped(client& c, const std::string& tool, const json& args, bool model, bool display) {
+    json extra = json::object();
+    if (model) extra["resultFormat"] = "model";
+    if (display) extra["display"] = true;
+    return c.call(tool, args, extra)["result"];
+}
+
+} // namespace
+
+TEST_CASE("resultFormat model and display use the host's format_tool_result and "
+          "to_display_format",
+          "[e2e][agent][model]") {
+    daemon_process d(host_source_toml("th", {"--optional-methods"}));
+    client c(d.socket());
+    probed_methods(c, "th");
+
+    const json r = call_shaped(c, "t_echo", {{"a", 1}}, true, true);
+    CHECK(r["ok"] == true);
+    CHECK(r["content"] == json{{"a", 1}}); // the content itself is unchanged
+    CHECK(r["modelContent"] == R"(model sees: {"a":1})");
+    CHECK(r["meta"]["display"] ==
+          json{{"type", "markdown"}, {"content", R"(**model sees: {"a":1}**)"}});
+
+    // A plain object from format_tool_result becomes its JSON text.
+    CHECK(call_shaped(c, "t_echo", {{"object", {{"k", 1}}}}, true, false)["modelContent"] ==
+          R"({"plain":{"k":1}})");
+    // A failure is formatted by the host too.
+    CHECK(call_shaped(c, "t_fail", json::object(), true, false)["modelContent"] ==
+          "model sees failure: tool said no");
+    // Without resultFormat nothing is added.
+    const json plain = call_shaped(c, "t_echo", {{"a", 1}}, false, false);
+    CHECK_FALSE(plain.contains("modelContent"));
+    CHECK_FALSE(plain.contains("meta"));
+}
+
+TEST_CASE("a provider-native envelope from format_tool_result reaches the client byte for byte",
+          "[e2e][agent][model]") {
+    daemon_process d(host_source_toml("th", {"--optional-methods"}));
+    {
+        client c(d.socket());
+        probed_methods(c, "th");
+    }
+    meith::protocol::client_channel raw;
+    raw.connect(d.socket());
+    raw.send_frame(R"({"type":"tool_call","requestId":"n","toolName":"t_echo",)"
+                   R"("arguments":{"native":"héllo \"q\""},"resultFormat":"model"})");
+    std::string line;
+    for (int i = 0; i < 10 && line.find("tool_result") == std::string::npos; ++i)
+        line = raw.read_frame(std::chrono::steady_clock::now() + 10s).frame;
+    // Exactly what the host's JSON.stringify wrote.
+    CHECK_THAT(line,
+               Catch::Contains(R"("modelContent":{"type":"provider_native_tool_result",)"
+                               R"("format":"openai.responses","output":[{"type":"output_text",)"
+                               R"("text":"héllo \"q\""}]})"));
+}
+
+TEST_CASE("resultFormat model and display without host methods: the defaults",
+          "[e2e][agent][model]") {
+    daemon_process d(host_source_toml("th"));
+    client c(d.socket());
+    // String content as is, other content as compact JSON, a failure as "Error: ...".
+    const json text = call_shaped(c, "t_big", {{"bytes", 3}}, true, true);
+    CHECK(text["modelContent"] == "xxx");
+    CHECK(text["meta"]["display"] == json{{"type", "text"}, {"content", "xxx"}});
+    CHECK(call_shaped(c, "t_echo", {{"a", json::array({1, 2})}}, true, false)["modelContent"] ==
+          R"({"a":[1,2]})");
+    CHECK(call_shaped(c, "t_fail", json::object(), true, false)["modelContent"] ==
+          "Error: tool said no");
+    // Other sources too: the built-in echo.
+    CHECK(call_shaped(c, "echo", {{"k", "v"}}, true, false)["modelContent"] == R"({"k":"v"})");
+    // display alone: meta.display, no modelContent.
+    const json only_display = call_shaped(c, "t_big", {{"bytes", 2}}, false, true);
+    CHECK_FALSE(only_display.contains("modelContent"));
+    CHECK(only_display["meta"]["display"]["content"] == "xx");
+
+    // A bad resultFormat or display is a VALIDATION_ERROR for the call.
+    const json bad = c.call("t_echo", json::object(), {{"resultFormat", "html"}});
+    CHECK(bad["result"]["error"]["code"] == "VALIDATION_ERROR");
+    const json bad_display = c.call("t_echo", json::object(), {{"display", "yes"}});
+    CHECK(bad_display["result"]["error"]["code"] == "VALIDATION_ERROR");
+}
+
+TEST_CASE("meith call --model prints modelContent", "[e2e][agent][cli]") {
+    daemon_process d(host_source_toml("th", {"--optional-methods"}));
+    {
+        client c(d.socket());
+        probed_methods(c, "th");
+    }
+    const auto r = run_cli({"call", "t_echo", R"({"a":1})", "--model"}, d.home());
+    CHECK(r.status == 0);
+    CHECK(r.out == "model sees: {\"a\":1}\n");
+    const auto failed = run_cli({"call", "t_fail", "--model"}, d.home());
+    CHECK(failed.status == 1);
+    CHECK(failed.out == "model sees failure: tool said no\n");
+    CHECK(run_cli({"tools", "--model"}, d.home()).status == 2);
+}

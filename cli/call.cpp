@@ -8,6 +8,9 @@
 #include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 
 #include <fcntl.h>
 #include <fmt/core.h>
@@ -65,6 +68,23 @@ class sigint_pipe {
     int fds_[2] = {-1, -1};
     struct sigaction old_ {};
 };
+
+/// The text payload of `--text PATH` (`-`: standard input), which must be UTF-8.
+std::string read_text_payload(const std::string& path) {
+    std::string text;
+    if (path == "-") {
+        std::ostringstream in;
+        in << std::cin.rdbuf();
+        text = in.str();
+    } else {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) throw cli_error(exit_error, fmt::format("cannot read --text {}", path));
+        std::ostringstream buf;
+        buf << in.rdbuf();
+        text = buf.str();
+    }
+    return text;
+}
 
 json parse_arguments(const options& opts) {
     if (opts.words.size() < 3) return json::object();
@@ -156,13 +176,16 @@ int print_result(const json& result, bool as_json) {
 
 int run_call(const options& opts) {
     const std::string& tool = opts.words.at(1);
-    const json arguments = parse_arguments(opts); // before connecting: bad input is never sent
+    // Before connecting: bad input is never sent. --text: a text payload (docs/protocol.md §13).
+    if (opts.text && opts.words.size() > 2)
+        throw usage_error("give the arguments as JSON or as --text, not both");
+    const std::string args_text =
+        opts.text ? compact(json(read_text_payload(*opts.text))) : compact(parse_arguments(opts));
 
     session s = open_session(opts);
     sigint_pipe interrupts;
 
     const std::string id = s.ids.next();
-    const std::string args_text = compact(arguments);
     s.conn.send_frame(protocol::encode_tool_call({.request_id = id,
                                                   .tool_name = tool,
                                                   .arguments_json = args_text,

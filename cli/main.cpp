@@ -37,7 +37,7 @@ constexpr command commands[] = {
      "list tools with their permission for the caller; --format openai|openai.responses|"
      "anthropic|mcp prints them as that API takes them (only the allowed ones)",
      0, 0, true, false, false, run_tools},
-    {"call", "", "TOOL [JSON] [--timeout-ms N] [--model] [--json]",
+    {"call", "", "TOOL [JSON | --text FILE|-] [--timeout-ms N] [--model] [--json]",
      "call TOOL with JSON arguments (default {})", 1, 2, true, true, false, run_call},
     {"preview", "", "TOOL [JSON] [--json]",
      "what a call would do, without running it (exit 1: it would be denied)", 1, 2, true, false,
@@ -167,6 +167,9 @@ int run(const std::vector<std::string>& args) {
     }
     if (opts.timeout_ms && !cmd->takes_timeout) {
         throw usage_error(fmt::format("'{}' does not take --timeout-ms", full_name));
+    }
+    if (opts.text && cmd->name != "call") {
+        throw usage_error(fmt::format("'{}' does not take --text", full_name));
     }
     if (opts.model && cmd->name != "call") {
         throw usage_error(fmt::format("'{}' does not take --model", full_name));

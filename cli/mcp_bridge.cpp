@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -313,10 +314,11 @@ class bridge {
     }
 
     /// One page of MCP tools from the daemon's descriptors (§9.2).
-    json tools_page(const json& descriptors, std::size_t offset) const {
+    json tools_page(const json& descriptors, std::size_t offset) {
         std::vector<const json*> listed;
         for (const json& d : descriptors) {
             if (!d.is_object()) continue;
+            if (d.value("payloadKind", "") == "text") text_tools_.insert(d.value("name", ""));
             const std::string permission = d.value("permission", "");
             if (!opts_.all && permission != "allow" && permission != "ask") continue;
             listed.push_back(&d);
@@ -341,6 +343,11 @@ class bridge {
         if (d.contains("title")) t["title"] = d["title"];
         t["description"] = d.value("description", "");
         json schema = d.value("inputSchema", json());
+        if (d.value("payloadKind", "") == "text")
+            // MCP has no text-payload tools: one required string `input` (docs/protocol.md §13).
+            schema = {{"type", "object"},
+                      {"properties", {{"input", {{"type", "string"}}}}},
+                      {"required", {"input"}}};
         t["inputSchema"] = schema.is_object() ? schema : json{{"type", "object"}};
         t["annotations"] = {{"readOnlyHint", caps.size() == 1 && has("read-only")},
                             {"destructiveHint", has("destructive")},
@@ -370,11 +377,13 @@ class bridge {
         by_mcp_id_[id.dump()] = rid;
         json client{{"caller", caller_}};
         if (!agent_.empty()) client["agent"] = agent_;
+        // A text-payload tool (listed with one string `input`) gets that string.
+        const bool text = text_tools_.count(params["name"].get<std::string>()) > 0;
         send_to_daemon({{"type", "tool_call"},
                         {"protocol", 1},
                         {"requestId", rid},
                         {"toolName", params["name"]},
-                        {"arguments", args},
+                        {"arguments", text ? json(args.value("input", std::string())) : args},
                         {"clientInfo", std::move(client)}});
     }
 
@@ -411,6 +420,7 @@ class bridge {
     bool in_eof_ = false;
     std::map<std::string, pending> pending_;       ///< by daemon requestId
     std::map<std::string, std::string> by_mcp_id_; ///< MCP id (JSON text) → requestId
+    std::set<std::string> text_tools_;             ///< text-payload tools seen in tools/list (§13)
 };
 
 } // namespace

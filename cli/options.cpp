@@ -116,6 +116,9 @@ options parse_options(const std::vector<std::string>& args) {
         } else if (name == "--format") {
             o.format = value();
             if (o.format->empty()) throw usage_error("--format needs a name");
+        } else if (name == "--text") {
+            o.text = value();
+            if (o.text->empty()) throw usage_error("--text needs a file, or - for standard input");
         } else if (name == "--model") {
             no_value();
             o.model = true;

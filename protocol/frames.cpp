@@ -187,8 +187,9 @@ client_frame frame_decoder::decode(std::string_view line) {
         f.call_error = "arguments is missing (send {} for none)";
         return f;
     }
-    if (!arguments_el.is_object()) {
-        f.call_error = "arguments must be a JSON object";
+    if (!arguments_el.is_object() && !arguments_el.is_string()) {
+        // A string is for text-payload tools; the registry checks it against the tool.
+        f.call_error = "arguments must be a JSON object (or a string for a text-payload tool)";
         return f;
     }
     if (has_timeout && !timeout_el.is_null()) {

@@ -54,10 +54,11 @@ struct client_frame {
     // list_tools only
     std::string_view list_format; ///< `format` when given (a string; checked by the router)
     // tool_call (and preview_tool_call)
-    std::string_view tool_name;       ///< when a string (also on refused frames, for the audit)
-    std::string_view source_name;     ///< restart_source: the source's `name`
-    bool has_arguments = false;       ///< `arguments` was present, of any type
-    simdjson::dom::element arguments; ///< an object when `call_error` is empty
+    std::string_view tool_name;   ///< when a string (also on refused frames, for the audit)
+    std::string_view source_name; ///< restart_source: the source's `name`
+    bool has_arguments = false;   ///< `arguments` was present, of any type
+    /// When `call_error` is empty: an object, or a string (text-payload tools, §13).
+    simdjson::dom::element arguments;
     std::optional<std::uint64_t> timeout_ms;
     bool result_model = false;             ///< `"resultFormat":"model"` (docs/protocol.md §13)
     bool display = false;                  ///< `"display":true`: result.meta.display

@@ -134,6 +134,15 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
         return;
     }
     const tool& t = *c->target;
+    // Text-payload tools take one string, every other tool an object (docs/protocol.md §13).
+    if (const bool text = t.payload_kind == "text"; text != args.is_string()) {
+        c->resolve(tool_result::failure(
+                       error_code::validation_error,
+                       text ? "'" + t.name + "' is a text-payload tool: arguments must be a string"
+                            : "arguments must be a JSON object"),
+                   call_end::refused);
+        return;
+    }
     if (t.validator) {
         if (auto err = t.validator->validate(args)) {
             c->resolve(tool_result::failure(error_code::validation_error, std::move(*err)),

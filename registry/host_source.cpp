@@ -335,8 +335,15 @@ class host_source final : public tool_source {
         params_.clear();
         params_.append(R"({"tool_name":)");
         append_json_string(params_, t.remote_name);
-        params_.append(R"(,"arguments":)");
-        params_.append(c->args_json);
+        if (t.payload_kind == "text") {
+            // A text-payload tool: the string goes as `payload` (docs/protocol.md §13).
+            params_.append(R"(,"payload":)");
+            params_.append(c->args_json);
+            params_.append(R"(,"payload_kind":"text")");
+        } else {
+            params_.append(R"(,"arguments":)");
+            params_.append(c->args_json);
+        }
         params_.append(R"(,"state":)");
         params_.append(state_json_);
         params_.push_back('}');

@@ -6,7 +6,7 @@
 # daemon, silent and empty when none runs). Checked by tests/packaging/completion_test.sh.
 
 # Options that take a value in the next word (or after '=').
-_meith_value_opts=" --socket --home --caller --timeout-ms --since --tool --event --limit --file --manager --format "
+_meith_value_opts=" --socket --home --caller --timeout-ms --since --tool --event --limit --file --manager --format --text "
 _meith_global_opts="--socket --home --caller --no-autostart --help"
 _meith_commands="status tools call preview sources reload policy mcp service audit"
 _meith_audit_events="tool_call tool_call_rejected list_tools cancel_tool_call connection_open
@@ -96,7 +96,7 @@ _meith() {
         mapfile -t COMPREPLY < <(compgen -d -- "$cur")
         return 0
         ;;
-    --socket | --file)
+    --socket | --file | --text)
         compopt -o filenames 2>/dev/null || :
         mapfile -t COMPREPLY < <(compgen -f -- "$cur")
         return 0
@@ -141,7 +141,7 @@ _meith() {
     tools) opts="--json --format" ;;
     reload) opts="--json" ;;
     call)
-        opts="--timeout-ms --model --json"
+        opts="--timeout-ms --model --text --json"
         if [[ $n == 1 ]]; then args=tools; fi
         ;;
     preview)

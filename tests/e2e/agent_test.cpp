@@ -360,3 +360,54 @@ TEST_CASE("meith call --model prints modelContent", "[e2e][agent][cli]") {
     CHECK(failed.out == "model sees failure: tool said no\n");
     CHECK(run_cli({"tools", "--model"}, d.home()).status == 2);
 }
+
+TEST_CASE("text-payload tools: a string in, payload and payload_kind to the host, redacted in "
+          "the audit",
+          "[e2e][agent][text]") {
+    daemon_process d(host_source_toml("th"));
+    client c(d.socket());
+    c.send({{"type", "list_tools"}, {"requestId", "l"}});
+    const json tools = c.read()["tools"];
+    const json custom = named(tools, "t_custom", [](const json& t) { return t["name"]; });
+    REQUIRE(custom.is_object());
+    CHECK(custom["payloadKind"] == "text");
+    CHECK(custom["format"] == json{{"type", "text"}});
+    CHECK_FALSE(custom.contains("inputSchema"));
+    const json responses = list_in(c, "openai.responses");
+    CHECK(named(responses, "t_custom", [](const json& t) { return t["name"]; })["format"] ==
+          json{{"type", "text"}});
+
+    // A multi-line payload with a secret in it, as a patch or a REPL line would be.
+    const std::string payload = "line one\napi_key=sk-live-THISISSECRET12345\n\"quoted\" \\ end";
+    const json r = c.call("t_custom", payload);
+    CHECK(r["result"]["ok"] == true);
+    CHECK(r["result"]["content"]["got"] == payload);
+    CHECK(r["result"]["content"]["kind"] == "string");
+    const json line = d.wait_audit(
+        [](const json& l) { return l["event"] == "tool_call" && l["toolName"] == "t_custom"; });
+    CHECK(line["args"].is_string());
+    CHECK_THAT(line.dump(), !Catch::Contains("THISISSECRET"));
+
+    // Bounded only by the frame size: 200 KB is fine.
+    const std::string big(200 * 1024, 'p');
+    CHECK(c.call("t_custom", big)["result"]["content"]["got"].get<std::string>().size() ==
+          big.size());
+
+    // The wrong kind of arguments either way is a VALIDATION_ERROR.
+    CHECK(c.call("t_custom", {{"text", "x"}})["result"]["error"]["code"] == "VALIDATION_ERROR");
+    CHECK(c.call("t_echo", "just text")["result"]["error"]["code"] == "VALIDATION_ERROR");
+    CHECK(c.call("echo", "just text")["result"]["error"]["code"] == "VALIDATION_ERROR");
+}
+
+TEST_CASE("meith call --text sends a file or standard input as the text payload",
+          "[e2e][agent][text][cli]") {
+    daemon_process d(host_source_toml("th"));
+    const fs::path file = d.home() / "payload.txt";
+    std::ofstream(file) << "from a file\nsecond line\n";
+    const auto r = run_cli({"call", "t_custom", "--text", file.string(), "--json"}, d.home());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(json::parse(r.out)["content"]["got"] == "from a file\nsecond line\n");
+    CHECK(run_cli({"call", "t_custom", "{}", "--text", file.string()}, d.home()).status == 2);
+    CHECK(run_cli({"tools", "--text", file.string()}, d.home()).status == 2);
+}

@@ -78,8 +78,10 @@ TEST_CASE("host calls return values, stream events and keep state", "[e2e][host]
     CHECK(env["result"]["content"] == json({{"already", "enveloped"}}));
     CHECK(env["result"]["meta"] == json({{"m", 1}}));
 
-    auto custom = c.call("t_custom", {{"text", "freeform"}});
-    CHECK(custom["result"]["content"]["text"] == "freeform");
+    // A text-payload tool takes a string (docs/protocol.md §13).
+    auto custom = c.call("t_custom", "freeform");
+    CHECK(custom["result"]["content"]["got"] == "freeform");
+    CHECK(custom["result"]["content"]["kind"] == "string");
 }
 
 TEST_CASE("arguments are validated against the tool's inputSchema before it runs", "[e2e][host]") {

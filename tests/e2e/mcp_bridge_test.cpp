@@ -81,6 +81,11 @@ TEST_CASE("meith mcp: the TypeScript SDK client lists, calls, streams, cancels a
         if (t["name"] == "echo") CHECK(t["annotations"]["readOnlyHint"] == true);
     }
 
+    // The text-payload tool: one string `input`, which becomes the payload.
+    for (const auto& t : out["tools"])
+        if (t["name"] == "t_custom") CHECK(t["inputSchema"]["required"] == json::array({"input"}));
+    CHECK(out["custom"]["structuredContent"]["got"] == "free\nform");
+
     // echo's content (an object) is one text block plus structuredContent.
     CHECK(out["echo"]["content"][0]["type"] == "text");
     CHECK(out["echo"]["structuredContent"]["hello"] == "mcp");

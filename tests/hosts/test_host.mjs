@@ -159,13 +159,16 @@ const tools = {
     },
     t_write: { capabilities: ['writes-files'], parameters: obj(), run: () => ok('wrote') },
     t_nocaps: { capabilities: null, parameters: obj(), run: () => ok('ran') },
-    t_custom: { custom: true, run: (args) => ok(args) },
+    // A text-payload tool: answers with what it got, and its kind.
+    t_custom: { custom: true, run: (payload) => ok({ got: payload, kind: typeof payload }) },
 };
 
 function schemaOf(name, tool) {
     const fullName = flags.namePrefix + name;
     const caps = tool.capabilities === null ? {} : { capabilities: tool.capabilities ?? RO };
-    if (tool.custom) return { type: 'custom', name: fullName, description: 'freeform', ...caps };
+    if (tool.custom) {
+        return { type: 'custom', name: fullName, description: 'freeform', format: { type: 'text' }, ...caps };
+    }
     return {
         type: 'function',
         function: { name: fullName, description: `test tool ${name}`, parameters: tool.parameters },
@@ -229,7 +232,9 @@ serve(
             const state = { ...(params.state ?? {}), calls };
             const tool = lookup(params.tool_name);
             if (!tool) return { value: { success: false, error: `unknown tool ${JSON.stringify(params.tool_name)}` }, state };
-            const value = await tool.run(params.arguments ?? {}, { ...ctx, calls });
+            // A text-payload tool gets the string as `payload` (docs/protocol.md §13).
+            const args = params.payload_kind === 'text' ? params.payload : (params.arguments ?? {});
+            const value = await tool.run(args, { ...ctx, calls });
             return { value, state };
         },
     },

@@ -31,6 +31,8 @@ async function sdk(home, newConfig) {
     out.capabilities = client.getServerCapabilities();
     out.tools = (await client.listTools()).tools;
     out.echo = await client.callTool({ name: 'echo', arguments: { hello: 'mcp' } });
+    // A text-payload tool: listed with one string `input`, called with it.
+    out.custom = await client.callTool({ name: 't_custom', arguments: { input: 'free\nform' } });
     const progress = [];
     out.stream = await client.callTool({ name: 't_stream', arguments: { n: 3, interval_ms: 5 } }, undefined,
         { onprogress: (p) => progress.push(p) });

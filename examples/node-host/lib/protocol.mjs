@@ -220,7 +220,8 @@ function toWireSchema(tool) {
     if (tool.capabilities !== undefined) extra.capabilities = tool.capabilities;
     if (tool.timeoutMs !== undefined) extra.timeoutMs = tool.timeoutMs;
     if (tool.type === 'custom') {
-        return { type: 'custom', name: tool.name, description: tool.description, ...extra };
+        const format = tool.format !== undefined ? { format: tool.format } : {};
+        return { type: 'custom', name: tool.name, description: tool.description, ...format, ...extra };
     }
     const parameters = tool.parameters ?? { type: 'object', properties: {} };
     return { type: 'function', function: { name: tool.name, description: tool.description, parameters }, ...extra };
@@ -230,7 +231,8 @@ function toWireSchema(tool) {
  * Serves a list of tools. Each tool is
  *   { name, description, parameters: <JSON Schema>, capabilities: ["read-only", …],
  *     timeoutMs?: N, run: async (args, ctx) => result }
- * or a custom (freeform) tool { type: "custom", name, description, capabilities, run }.
+ * or a custom (freeform, text-payload) tool { type: "custom", name, description, format?,
+ *   capabilities, run }, whose `run` gets the payload string.
  * `run` gets the arguments (already checked against `parameters`) and the serve() context plus
  * `ctx.state`, the state the daemon keeps for this host; replace or change it to update it.
  * Throw ToolError for an expected failure; return the result value otherwise.
@@ -272,7 +274,9 @@ export function runToolHost({ tools, init = () => ({}), nextState = (state) => s
                 const tool = byName.get(name);
                 if (!tool) return { value: failure(`unknown tool ${JSON.stringify(name)}`), state: tctx.state };
 
-                const args = params.arguments ?? {};
+                // A custom (text-payload) tool gets meithd's `payload` string; object tools
+                // their `arguments`.
+                const args = params.payload_kind === 'text' ? params.payload : (params.arguments ?? {});
                 if (tool.type !== 'custom') {
                     const problem = checkSchema(tool.parameters ?? { type: 'object' }, args);
                     if (problem) return { value: failure(`invalid arguments: ${problem}`), state: tctx.state };

@@ -114,12 +114,37 @@ void connection::on_list_tools(const protocol::client_frame& f, std::string& aud
         }
         format = *parsed;
     }
-    protocol::append_tools_list_head(outbound_, f.request_id);
-    registry_.append_tool_descriptors(outbound_, who, format);
-    outbound_.append("]}\n");
+    if (f.has_tags || f.has_models) {
+        // Tag filtering, maybe asking hosts' get_tags: rendered afresh, answered when done.
+        std::optional<std::vector<std::string>> tags;
+        if (f.has_tags) {
+            tags.emplace();
+            for (auto t : f.tags)
+                tags->emplace_back(t.get_string().value_unsafe());
+        }
+        std::string models = f.has_models ? simdjson::minify(f.models) : std::string();
+        std::optional<std::string> id;
+        if (f.request_id) id = std::string(*f.request_id);
+        registry_.list_tools_filtered(who, format, std::move(tags), std::move(models),
+                                      [weak = weak_from_this(), id](std::string tools) {
+                                          auto self = weak.lock();
+                                          if (!self || self->closed_) return;
+                                          protocol::append_tools_list_head(self->outbound_, id);
+                                          self->outbound_.append(tools);
+                                          self->outbound_.append("]}\n");
+                                          self->flush();
+                                      });
+    } else {
+        protocol::append_tools_list_head(outbound_, f.request_id);
+        registry_.append_tool_descriptors(outbound_, who, format);
+        outbound_.append("]}\n");
+    }
     audit_fields += R"(,"caller":)";
     append_json_string(audit_fields, permissions::to_string(who));
     audit_fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
+    if (f.has_tags)
+        audit_fields +=
+            R"(,"tags":)" + registry_.redactor().summarize_json(simdjson::minify(f.tags));
     if (format != registry::list_format::meith) {
         audit_fields += R"(,"format":)";
         append_json_string(audit_fields, registry::to_string(format));

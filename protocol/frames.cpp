@@ -44,10 +44,12 @@ client_frame frame_decoder::decode(std::string_view line) {
 
     // One pass over the members; later duplicates win, as in most JSON readers.
     simdjson::dom::element type_el, protocol_el, request_id_el, client_info_el, tool_name_el,
-        arguments_el, timeout_el, subscribe_el, format_el, result_format_el, display_el;
+        arguments_el, timeout_el, subscribe_el, format_el, result_format_el, display_el, tags_el,
+        models_el;
     bool has_type = false, has_protocol = false, has_request_id = false, has_client_info = false,
          has_tool_name = false, has_arguments = false, has_timeout = false, has_subscribe = false,
-         has_format = false, has_result_format = false, has_display = false;
+         has_format = false, has_result_format = false, has_display = false, has_tags = false,
+         has_models = false;
     for (auto field : obj) {
         const std::string_view key = field.key;
         if (key == "type")
@@ -72,6 +74,10 @@ client_frame frame_decoder::decode(std::string_view line) {
             has_result_format = true, result_format_el = field.value;
         else if (key == "display")
             has_display = true, display_el = field.value;
+        else if (key == "tags")
+            has_tags = true, tags_el = field.value;
+        else if (key == "models")
+            has_models = true, models_el = field.value;
     }
 
     if (has_request_id) {
@@ -151,6 +157,24 @@ client_frame frame_decoder::decode(std::string_view line) {
              f.list_format.empty())) {
             f.error = "format must be a string: meith, openai, openai.responses, anthropic or mcp";
             return f;
+        }
+        if (f.type == frame_type::list_tools && has_tags && !tags_el.is_null()) {
+            bool strings = tags_el.get_array().get(f.tags) == simdjson::SUCCESS;
+            if (strings)
+                for (auto t : f.tags)
+                    strings = strings && t.is_string();
+            if (!strings) {
+                f.error = "tags must be an array of strings";
+                return f;
+            }
+            f.has_tags = true;
+        }
+        if (f.type == frame_type::list_tools && has_models && !models_el.is_null()) {
+            if (models_el.get_array().get(f.models) != simdjson::SUCCESS) {
+                f.error = "models must be an array";
+                return f;
+            }
+            f.has_models = true;
         }
         [[fallthrough]];
     case frame_type::list_sources:

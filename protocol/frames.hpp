@@ -53,6 +53,10 @@ struct client_frame {
     std::optional<std::string> error; ///< PROTOCOL_ERROR message
     // list_tools only
     std::string_view list_format; ///< `format` when given (a string; checked by the router)
+    bool has_tags = false;        ///< `tags` given: an array of strings (docs/protocol.md §13)
+    simdjson::dom::array tags;
+    bool has_models = false; ///< `models` given: an array (strings or objects), for get_tags
+    simdjson::dom::array models;
     // tool_call (and preview_tool_call)
     std::string_view tool_name;   ///< when a string (also on refused frames, for the audit)
     std::string_view source_name; ///< restart_source: the source's `name`

@@ -5,6 +5,8 @@
 
 #include <simdjson.h>
 
+#include <map>
+
 namespace meith::registry {
 
 namespace {
@@ -20,6 +22,44 @@ std::string_view cut_chars(std::string_view text, std::size_t max) {
 }
 
 } // namespace
+
+void registry::list_tools_filtered(permissions::caller who, list_format format,
+                                   std::optional<std::vector<std::string>> tags,
+                                   std::string models_json,
+                                   std::function<void(std::string tools)> done) {
+    struct gather {
+        std::optional<std::vector<std::string>> tags;
+        std::map<const tool_source*, std::vector<std::string>> source_tags;
+        std::size_t waiting = 0;
+        std::function<void(std::string)> done;
+    };
+    auto g = std::make_shared<gather>();
+    g->tags = std::move(tags);
+    g->done = std::move(done);
+    auto render = [this, who, format, alive = alive_](const std::shared_ptr<gather>& g) {
+        if (!*alive) return;
+        std::string out;
+        tool_table::list_filter filter;
+        if (g->tags) filter.tags = &*g->tags;
+        filter.source_tags = &g->source_tags;
+        tools_.append_filtered(out, who, policy_, format, filter);
+        g->done(std::move(out));
+    };
+    const auto sources = tools_.sources_with_tools();
+    if (models_json.empty()) {
+        for (const auto& s : sources)
+            g->source_tags[s.get()] = s->tags();
+        render(g);
+        return;
+    }
+    g->waiting = sources.size() + 1; // +1: none finishes the list before all were asked
+    for (const auto& s : sources)
+        s->tags_for_models(models_json, [g, s, render](std::vector<std::string> t) {
+            g->source_tags[s.get()] = std::move(t);
+            if (--g->waiting == 0) render(g);
+        });
+    if (--g->waiting == 0) render(g);
+}
 
 void registry::preview_call(const std::shared_ptr<const tool>& t, const std::string& args_json,
                             std::function<void(preview)> done) const {

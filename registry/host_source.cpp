@@ -10,6 +10,7 @@
 #include "protocol/json_writer.hpp"
 #include "registry/registry.hpp"
 #include "registry/rpc_peer.hpp"
+#include "registry/schema_validator.hpp"
 #include "registry/subprocess.hpp"
 #include "registry/supervisor.hpp"
 
@@ -37,6 +38,19 @@ using protocol::tool_result;
 constexpr std::array<std::string_view, 7> optional_methods = {
     "format_tool_call_preview", "format_tool_result", "to_display_format", "get_config_schema",
     "get_ui_elements",          "get_tags",           "required_tags"};
+
+/// The strings of a JSON array (other items skipped); empty for anything else.
+std::vector<std::string> string_array(std::string_view json) {
+    std::vector<std::string> out;
+    simdjson::dom::parser parser;
+    simdjson::dom::array list;
+    if (parser.parse(json).get_array().get(list) != simdjson::SUCCESS) return out;
+    for (auto item : list) {
+        std::string_view s;
+        if (item.get_string().get(s) == simdjson::SUCCESS) out.emplace_back(s);
+    }
+    return out;
+}
 
 std::optional<std::size_t> optional_index(std::string_view method) {
     for (std::size_t i = 0; i < optional_methods.size(); ++i)
@@ -133,6 +147,20 @@ class host_source final : public tool_source {
         return out;
     }
 
+    std::vector<std::string> tags() const override { return tags_; }
+    std::vector<std::string> required_tags() const override { return required_tags_; }
+
+    void tags_for_models(std::string models_json,
+                         std::function<void(std::vector<std::string>)> done) override {
+        std::string params = R"("config":)" + cfg_.config_json + R"(,"models":)" + models_json;
+        call_optional(
+            "get_tags", std::move(params),
+            [this, alive = weak_from_this(), done = std::move(done)](std::optional<std::string> v) {
+                if (alive.expired()) return done({});
+                done(v ? string_array(*v) : tags_);
+            });
+    }
+
     void call_optional(std::string_view method, std::string params_members,
                        std::function<void(std::optional<std::string>)> done) override {
         const auto i = optional_index(method);
@@ -149,7 +177,7 @@ class host_source final : public tool_source {
     }
 
   private:
-    enum class request_kind { init, schemas, execute };
+    enum class request_kind { config_schema, init, schemas, execute };
 
     static process_spec make_spec(const config::source_config& cfg, const config::config& whole) {
         return {"tool host '" + cfg.name + "'", cfg.command, cfg.cwd,
@@ -169,12 +197,13 @@ class host_source final : public tool_source {
         h.on_spawn = [this] {
             ++generation_; // a new process: what the last one had is forgotten
             methods_ = {};
+            tags_.clear();
+            required_tags_.clear();
             probed_ = false;
             probes_pending_ = 0;
-            std::string params = R"({"config":)";
-            params += cfg_.config_json;
-            params += '}';
-            send_request(request_kind::init, "init", params, nullptr);
+            // First the host's config schema, if it has one: a config that does not match
+            // fails the source before init (docs/protocol.md §13).
+            send_request(request_kind::config_schema, "get_config_schema", "{}", nullptr);
         };
         h.on_exit = [this](const std::string&) { on_exit(); };
         h.on_lifecycle = [this](std::string_view event, const std::string& details) {
@@ -298,8 +327,14 @@ class host_source final : public tool_source {
             "{}"};
         probes_pending_ = optional_methods.size();
         for (std::size_t i = 0; i < optional_methods.size(); ++i)
-            ask(i, params[i], [this, generation = generation_](std::optional<std::string>) {
-                if (generation == generation_ && probes_pending_ > 0) --probes_pending_;
+            ask(i, params[i], [this, i, generation = generation_](std::optional<std::string> v) {
+                if (generation != generation_ || probes_pending_ == 0) return;
+                // The answers that hold for the host's whole run (docs/protocol.md §13).
+                if (v && optional_methods[i] == "get_tags") tags_ = string_array(*v);
+                if (v && optional_methods[i] == "required_tags") required_tags_ = string_array(*v);
+                if (--probes_pending_ == 0 && (!tags_.empty() || !required_tags_.empty()) &&
+                    events_.descriptors_changed)
+                    events_.descriptors_changed(*this);
             });
     }
 
@@ -365,6 +400,10 @@ class host_source final : public tool_source {
             return;
         }
         const bool ok = msg["ok"].get_bool().value_unsafe(); // the peer checked it is there
+        if (kind == request_kind::config_schema) {
+            check_config(ok, msg);
+            return;
+        }
         simdjson::dom::element result;
         if (ok && msg["result"].get(result) == simdjson::SUCCESS) {
             simdjson::dom::element state;
@@ -378,6 +417,8 @@ class host_source final : public tool_source {
         simdjson::dom::element value;
         const bool has_value = result["value"].get(value) == simdjson::SUCCESS;
         switch (kind) {
+        case request_kind::config_schema:
+            return; // handled above
         case request_kind::init:
             send_request(request_kind::schemas, "get_tool_schemas",
                          R"({"state":)" + state_json_ + "}", nullptr);
@@ -448,6 +489,34 @@ class host_source final : public tool_source {
     }
 
     void start_failed(std::string why) { proc_.fail_start(std::move(why)); }
+
+    /// The answer to get_config_schema at start: a schema the source's `config` table fails
+    /// fails the source for good (a restart cannot fix a config); no schema (the host lacks the
+    /// method, or answered anything but an object) goes on to init.
+    void check_config(bool ok, simdjson::dom::object msg) {
+        simdjson::dom::element schema;
+        if (ok && msg["result"]["value"].get(schema) == simdjson::SUCCESS && schema.is_object()) {
+            auto compiled = schema_validator::compile(simdjson::minify(schema));
+            if (compiled.error) {
+                spdlog::warn("tool host '{}': its config schema is not usable ({}); not checked",
+                             cfg_.name, *compiled.error);
+            } else if (compiled.validator) {
+                simdjson::dom::parser parser;
+                simdjson::dom::element config;
+                if (parser.parse(cfg_.config_json).get(config) == simdjson::SUCCESS) {
+                    if (auto err = compiled.validator->validate(config)) {
+                        proc_.fail_permanently(fmt::format(
+                            "config does not match the host's get_config_schema: {}", *err));
+                        return;
+                    }
+                }
+            }
+        }
+        std::string params = R"({"config":)";
+        params += cfg_.config_json;
+        params += '}';
+        send_request(request_kind::init, "init", params, nullptr);
+    }
 
     void on_schemas(simdjson::dom::element value, bool has_value) {
         simdjson::dom::array list;
@@ -533,6 +602,8 @@ class host_source final : public tool_source {
     std::uint64_t generation_ = 0; ///< counts spawns; stale answers do not update methods_
     std::size_t probes_pending_ = 0;
     bool probed_ = false;
+    std::vector<std::string> tags_;          ///< get_tags({config, models: []}) at start
+    std::vector<std::string> required_tags_; ///< required_tags() at start
 };
 
 } // namespace

@@ -162,6 +162,13 @@ class registry {
     /// The tool registered as `name`, or null.
     std::shared_ptr<const tool> find_tool(std::string_view name) const { return tools_.find(name); }
 
+    /// list_tools with `tags` and/or `models` (docs/protocol.md §13): asks each source's
+    /// get_tags for `models_json` (a JSON array; empty = not given), leaves out sources whose
+    /// required_tags are not all in `tags` (when given), and hands `done` the rendered tools.
+    void list_tools_filtered(permissions::caller who, list_format format,
+                             std::optional<std::vector<std::string>> tags, std::string models_json,
+                             std::function<void(std::string tools)> done);
+
     /// What preview_tool_call answers (docs/protocol.md §13).
     struct preview {
         std::string text;

@@ -34,6 +34,7 @@ void registry::start(std::function<void(std::optional<std::string>)> on_ready) {
     events.lifecycle = [this](tool_source& src, std::string_view event, std::string_view details) {
         on_lifecycle(src, event, details);
     };
+    events.descriptors_changed = [this](tool_source&) { tools_.invalidate(); };
     events_ = events;
     if (sources_.empty()) {
         started_ = true;

@@ -75,6 +75,8 @@ struct source_events {
     /// short JSON object of details.
     std::function<void(tool_source&, std::string_view event, std::string_view details_json)>
         lifecycle;
+    /// What the source's tools look like changed without new tools (a host's tags learned).
+    std::function<void(tool_source&)> descriptors_changed;
 };
 
 /// Sources are owned by shared_ptr (the registry, and every tool they registered).
@@ -111,6 +113,20 @@ class tool_source : public std::enable_shared_from_this<tool_source> {
         (void)method;
         (void)params_members;
         done(std::nullopt);
+    }
+
+    /// Tags every tool of this source carries: a host's get_tags({config, models: []}), learned
+    /// when it starts (docs/protocol.md §13). Empty for other sources.
+    virtual std::vector<std::string> tags() const { return {}; }
+    /// The host's required_tags(): a list_tools that names `tags` leaves the source's tools
+    /// out unless all of these are among them. Empty for other sources.
+    virtual std::vector<std::string> required_tags() const { return {}; }
+    /// get_tags for `models_json` (a JSON array): `done` gets the tags (the learned ones when the
+    /// host lacks the method or fails). Runs `done` exactly once.
+    virtual void tags_for_models(std::string models_json,
+                                 std::function<void(std::vector<std::string>)> done) {
+        (void)models_json;
+        done(tags());
     }
 
     /// Status for `meith sources`: {"name","kind","state","pid","restarts","lastError"}.

@@ -1,6 +1,8 @@
 // tool_table: registration, lookup and the ToolDescriptors cache (see tool_table.hpp).
 #include "registry/tool_table.hpp"
 
+#include <algorithm>
+
 #include "protocol/json_writer.hpp"
 #include "registry/schema_validator.hpp"
 
@@ -95,10 +97,35 @@ void tool_table::append_descriptors(std::string& out, permissions::caller who,
     out.append(descriptors_[i]);
 }
 
+std::vector<std::shared_ptr<tool_source>> tool_table::sources_with_tools() const {
+    std::vector<std::shared_ptr<tool_source>> out;
+    for (const auto& [name, t] : tools_)
+        if (std::find(out.begin(), out.end(), t->source) == out.end()) out.push_back(t->source);
+    return out;
+}
+
 void tool_table::render(std::string& out, permissions::caller who,
-                        const permissions::policy& policy, list_format format) const {
+                        const permissions::policy& policy, list_format format,
+                        const list_filter* filter) const {
     bool first = true;
     for (const auto& [name, t] : tools_) {
+        std::vector<std::string> tags;
+        if (filter && filter->source_tags) {
+            if (auto it = filter->source_tags->find(t->source.get());
+                it != filter->source_tags->end())
+                tags = it->second;
+        } else {
+            tags = t->source->tags();
+        }
+        if (filter && filter->tags) {
+            // docs/protocol.md §13: a host's required_tags must all be among the frame's tags.
+            const auto required = t->source->required_tags();
+            const bool missing = std::any_of(required.begin(), required.end(), [&](const auto& r) {
+                return std::find(filter->tags->begin(), filter->tags->end(), r) ==
+                       filter->tags->end();
+            });
+            if (missing) continue;
+        }
         if (format != list_format::meith) {
             // A model is offered only what its caller may call (PROTOCOL.md §11).
             if (!policy.decide(t->name, t->capabilities, who).allow) continue;
@@ -128,6 +155,12 @@ void tool_table::render(std::string& out, permissions::caller who,
                 out.append(t->payload_format_json);
             }
         }
+        out.append(R"(,"tags":[)");
+        for (std::size_t i = 0; i < tags.size(); ++i) {
+            if (i) out.push_back(',');
+            append_json_string(out, tags[i]);
+        }
+        out.push_back(']');
         out.append(R"(,"capabilities":)");
         append_capabilities(out, t->capabilities);
         out.append(R"(,"timeoutMs":)");

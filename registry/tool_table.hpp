@@ -49,6 +49,24 @@ class tool_table {
     void append_descriptors(std::string& out, permissions::caller who,
                             const permissions::policy& policy,
                             list_format format = list_format::meith);
+    /// What a list_tools with `tags` / `models` asks for (docs/protocol.md §13).
+    struct list_filter {
+        /// The frame's `tags`: a source whose required_tags are not all among them is left
+        /// out. Null: no filtering.
+        const std::vector<std::string>* tags = nullptr;
+        /// Tags per source from get_tags for the frame's `models`, in place of the ones
+        /// learned at start. Null: the learned ones.
+        const std::map<const tool_source*, std::vector<std::string>>* source_tags = nullptr;
+    };
+    /// As append_descriptors, filtered: rendered afresh, never cached.
+    void append_filtered(std::string& out, permissions::caller who,
+                         const permissions::policy& policy, list_format format,
+                         const list_filter& filter) const {
+        render(out, who, policy, format, &filter);
+    }
+    /// Every source that has tools now, once each.
+    std::vector<std::shared_ptr<tool_source>> sources_with_tools() const;
+
     /// Drops the rendered descriptors (a source's state or the policy changed) and tells
     /// `on_change`: what a caller sees of the tools may have changed.
     void invalidate() {
@@ -60,7 +78,7 @@ class tool_table {
 
   private:
     void render(std::string& out, permissions::caller who, const permissions::policy& policy,
-                list_format format) const;
+                list_format format, const list_filter* filter = nullptr) const;
 
     std::map<std::string, std::shared_ptr<const tool>, std::less<>> tools_;
     /// Rendered lists per caller and format (index = caller * list_format_count + format).

@@ -411,3 +411,79 @@ TEST_CASE("meith call --text sends a file or standard input as the text payload"
     CHECK(run_cli({"call", "t_custom", "{}", "--text", file.string()}, d.home()).status == 2);
     CHECK(run_cli({"tools", "--text", file.string()}, d.home()).status == 2);
 }
+
+namespace {
+
+json list_with(client& c, const json& extra) {
+    json frame = {{"type", "list_tools"}, {"protocol", 1}, {"requestId", "lt"}};
+    frame.update(extra);
+    c.send(frame);
+    const json reply = c.read();
+    INFO(reply.dump());
+    REQUIRE(reply["type"] == "tools_list");
+    return reply["tools"];
+}
+
+bool lists(const json& tools, const std::string& name) {
+    return std::any_of(tools.begin(), tools.end(), [&](const json& t) {
+        return t.value("name", "") == name ||
+               (t.contains("function") && t["function"]["name"] == name);
+    });
+}
+
+} // namespace
+
+TEST_CASE("tags: get_tags labels a host's tools, required_tags filters them when list_tools "
+          "names tags",
+          "[e2e][agent][tags]") {
+    daemon_process d(host_source_toml("th", {"--optional-methods"}) +
+                     host_source_toml("gated", {"--optional-methods", "--required-tags=beta,tools",
+                                                "--name-prefix=g_"}));
+    client c(d.socket());
+    probed_methods(c, "th");
+    probed_methods(c, "gated");
+
+    // Descriptors carry the tags learned at start (get_tags with no models).
+    const json plain = list_with(c, json::object());
+    const json echo = named(plain, "t_echo", [](const json& t) { return t["name"]; });
+    CHECK(echo["tags"] == json::array({"tested"}));
+    CHECK(named(plain, "echo", [](const json& t) { return t["name"]; })["tags"] == json::array());
+    CHECK(lists(plain, "g_t_echo")); // no `tags` in the frame: nothing filtered
+
+    // `tags` given: the gated host needs both of its required tags.
+    CHECK_FALSE(lists(list_with(c, {{"tags", {"beta"}}}), "g_t_echo"));
+    CHECK(lists(list_with(c, {{"tags", {"beta"}}}), "t_echo"));
+    CHECK(lists(list_with(c, {{"tags", {"tools", "beta", "x"}}}), "g_t_echo"));
+    CHECK(lists(list_with(c, {{"tags", {"tools", "beta"}}, {"format", "openai"}}), "g_t_echo"));
+    CHECK_FALSE(lists(list_with(c, {{"tags", json::array()}, {"format", "openai"}}), "g_t_echo"));
+
+    // `models`: the hosts' get_tags is asked with them.
+    const json for_model = list_with(c, {{"models", {{{"name", "gpt-5"}}}}});
+    CHECK(named(for_model, "t_echo", [](const json& t) { return t["name"]; })["tags"] ==
+          json::array({"tested", "for-gpt-5"}));
+
+    // Malformed tags/models: a clear error.
+    c.send({{"type", "list_tools"}, {"requestId", "bad"}, {"tags", {1, 2}}});
+    CHECK(c.read()["type"] == "error");
+    c.send({{"type", "list_tools"}, {"requestId", "bad2"}, {"models", "gpt"}});
+    CHECK(c.read()["type"] == "error");
+}
+
+TEST_CASE("a host's config is checked against its get_config_schema at start",
+          "[e2e][agent][config]") {
+    // level must be an integer >= 1 (tests/hosts/test_host.mjs --config-schema).
+    daemon_process d(
+        host_source_toml("good", {"--config-schema"}, "config = { level = 2 }") +
+        host_source_toml("bad", {"--config-schema", "--name-prefix=b_"}, "config = { level = 0 }") +
+        host_source_toml("plain", {"--name-prefix=p_"}, "config = { level = 0 }"));
+    client c(d.socket());
+    const json good = source_named(c, "good");
+    CHECK(good["state"] == "ready");
+    const json bad = source_named(c, "bad");
+    CHECK(bad["state"] == "failed");
+    CHECK_THAT(bad["lastError"].get<std::string>(),
+               Catch::Contains("get_config_schema") && Catch::Contains("level"));
+    // A host without the method is not checked.
+    CHECK(source_named(c, "plain")["state"] == "ready");
+    CHECK(c.call("t_echo", json::object())["result"]["ok"] == true);
+}

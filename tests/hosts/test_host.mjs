@@ -17,6 +17,9 @@
 //                            (format_tool_call_preview, format_tool_result, to_display_format,
 //                            get_config_schema, get_ui_elements, get_tags, required_tags);
 //                            without it they are missing (MethodNotFound)
+//   --required-tags=A,B      required_tags() answers [A, B] (with --optional-methods)
+//   --config-schema          get_config_schema() answers a schema even without
+//                            --optional-methods: {level: integer >= 1}
 //
 // State: init returns {"calls":0}; every execute_tool returns {"calls": params.state.calls + 1},
 // and t_state's result is that new count.
@@ -38,6 +41,8 @@ const flags = {
     garbageOnStart: false,
     stderrSecret: false,
     optionalMethods: false,
+    requiredTags: [],
+    configSchema: false,
 };
 
 function parseMs(arg, value) {
@@ -66,6 +71,8 @@ for (const arg of process.argv.slice(2)) {
         case '--garbage-on-start': flags.garbageOnStart = true; break;
         case '--stderr-secret': flags.stderrSecret = true; break;
         case '--optional-methods': flags.optionalMethods = true; break;
+        case '--required-tags': flags.requiredTags = (value ?? '').split(',').filter(Boolean); break;
+        case '--config-schema': flags.configSchema = true; break;
         default: usage(`unknown argument ${JSON.stringify(arg)}`);
     }
 }
@@ -209,12 +216,13 @@ const optional = {
     },
     async get_ui_elements() { return { value: [] }; },
     async get_tags({ models }) { return { value: ['tested', ...(models ?? []).map((m) => `for-${m?.name ?? m}`)] }; },
-    async required_tags() { return { value: [] }; },
+    async required_tags() { return { value: flags.requiredTags }; },
 };
 
 serve(
     {
         ...(flags.optionalMethods ? optional : {}),
+        ...(flags.configSchema ? { get_config_schema: optional.get_config_schema } : {}),
         async init() {
             if (flags.crashOnInit) process.exit(2);
             if (flags.startDelayMs > 0) await sleep(flags.startDelayMs);

@@ -191,7 +191,8 @@ int run_call(const options& opts) {
                                                   .arguments_json = args_text,
                                                   .timeout_ms = opts.timeout_ms,
                                                   .caller = opts.caller,
-                                                  .result_model = opts.model}));
+                                                  .result_model = opts.model,
+                                                  .display = opts.display}));
 
     bool cancel_sent = false;
     for (;;) {
@@ -224,6 +225,14 @@ int run_call(const options& opts) {
             if (result == nullptr || !result->is_object()) {
                 throw cli_error(exit_error, "protocol error: tool_result without a \"result\"");
             }
+            if (opts.display && !opts.json) {
+                // What a UI would render (docs/protocol.md §13): meta.display.
+                const json* meta = get_field(*result, "meta");
+                const json* display = meta ? get_field(*meta, "display") : nullptr;
+                if (display != nullptr) fmt::print("{}\n", pretty(*display));
+                const json* ok = get_field(*result, "ok");
+                return ok && ok->is_boolean() && ok->get<bool>() ? exit_ok : exit_tool_failed;
+            }
             if (opts.model && !opts.json) {
                 // What the model would be given (docs/protocol.md §13): modelContent.
                 const json* model = get_field(*result, "modelContent");
@@ -246,7 +255,9 @@ namespace meith::cli {
 int run_preview(const options& opts) {
     // docs/protocol.md §13: what the call would do, without running it.
     const std::string& tool = opts.words.at(1);
-    const json arguments = parse_arguments(opts);
+    if (opts.text && opts.words.size() > 2)
+        throw usage_error("give the arguments as JSON or as --text, not both");
+    const json arguments = opts.text ? json(read_text_payload(*opts.text)) : parse_arguments(opts);
     session s = open_session(opts);
     const std::string id = s.ids.next();
     s.conn.send_frame(compact(json{{"type", "preview_tool_call"},

@@ -103,18 +103,27 @@ int run_status(const options& opts) {
 
 int run_tools(const options& opts) {
     session s = open_session(opts);
-    if (opts.format && *opts.format != "meith") {
-        // A provider's format is for handing to its API: the JSON array as meithd sent it.
+    json tools;
+    if (opts.format || !opts.tags.empty()) {
+        // docs/protocol.md §13: a provider's format, and/or only what these tags enable.
         const std::string id = s.ids.next();
-        s.conn.send_frame(protocol::encode_list_tools(id, std::nullopt, *opts.format));
+        json frame{{"type", "list_tools"}, {"protocol", 1}, {"requestId", id}};
+        if (opts.format) frame["format"] = *opts.format;
+        if (!opts.tags.empty()) frame["tags"] = opts.tags;
+        s.conn.send_frame(compact(frame));
         json reply = await_reply(s.conn, id, "tools_list");
-        const json* tools = get_field(reply, "tools");
-        if (tools == nullptr || !tools->is_array())
+        const json* listed = get_field(reply, "tools");
+        if (listed == nullptr || !listed->is_array())
             throw cli_error(exit_error, "protocol error: tools_list without a \"tools\" array");
-        fmt::print("{}\n", pretty(*tools));
-        return exit_ok;
+        if (opts.format && *opts.format != "meith") {
+            // For handing to the provider's API: the JSON array as meithd sent it.
+            fmt::print("{}\n", pretty(*listed));
+            return exit_ok;
+        }
+        tools = *listed;
+    } else {
+        tools = list_tools(s);
     }
-    const json tools = list_tools(s);
     if (opts.json) {
         fmt::print("{}\n", pretty(tools));
         return exit_ok;

@@ -33,13 +33,14 @@ struct command {
 constexpr command commands[] = {
     {"status", "", "", "show the daemon, session and tool counts", 0, 0, false, false, false,
      run_status},
-    {"tools", "", "[--json] [--format F]",
+    {"tools", "", "[--json] [--format F] [--tag T]...",
      "list tools with their permission for the caller; --format openai|openai.responses|"
-     "anthropic|mcp prints them as that API takes them (only the allowed ones)",
+     "anthropic|mcp prints them as that API takes them (only the allowed ones); --tag: only "
+     "tools these tags enable",
      0, 0, true, false, false, run_tools},
-    {"call", "", "TOOL [JSON | --text FILE|-] [--timeout-ms N] [--model] [--json]",
+    {"call", "", "TOOL [JSON | --text FILE|-] [--timeout-ms N] [--model] [--display] [--json]",
      "call TOOL with JSON arguments (default {})", 1, 2, true, true, false, run_call},
-    {"preview", "", "TOOL [JSON] [--json]",
+    {"preview", "", "TOOL [JSON | --text FILE|-] [--json]",
      "what a call would do, without running it (exit 1: it would be denied)", 1, 2, true, false,
      false, run_preview},
     {"sources", "", "[--json]", "list tool sources: state, pid, restarts, last error", 0, 0, true,
@@ -168,11 +169,14 @@ int run(const std::vector<std::string>& args) {
     if (opts.timeout_ms && !cmd->takes_timeout) {
         throw usage_error(fmt::format("'{}' does not take --timeout-ms", full_name));
     }
-    if (opts.text && cmd->name != "call") {
+    if (opts.text && cmd->name != "call" && cmd->name != "preview") {
         throw usage_error(fmt::format("'{}' does not take --text", full_name));
     }
-    if (opts.model && cmd->name != "call") {
-        throw usage_error(fmt::format("'{}' does not take --model", full_name));
+    if ((opts.model || opts.display) && cmd->name != "call") {
+        throw usage_error(fmt::format("'{}' does not take --model or --display", full_name));
+    }
+    if (!opts.tags.empty() && cmd->name != "tools") {
+        throw usage_error(fmt::format("'{}' does not take --tag", full_name));
     }
     if (opts.format && cmd->name != "tools") {
         throw usage_error(fmt::format("'{}' does not take --format", full_name));

@@ -119,6 +119,12 @@ options parse_options(const std::vector<std::string>& args) {
         } else if (name == "--text") {
             o.text = value();
             if (o.text->empty()) throw usage_error("--text needs a file, or - for standard input");
+        } else if (name == "--tag") {
+            o.tags.push_back(value());
+            if (o.tags.back().empty()) throw usage_error("--tag needs a name");
+        } else if (name == "--display") {
+            no_value();
+            o.display = true;
         } else if (name == "--model") {
             no_value();
             o.model = true;

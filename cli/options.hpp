@@ -26,7 +26,9 @@ struct options {
     bool no_autostart = false;                   ///< --no-autostart (else env MEITH_NO_AUTOSTART)
     std::optional<std::string> format;           ///< --format F (tools: a provider's format)
     bool model = false;                          ///< --model (call: print modelContent)
-    std::optional<std::string> text;             ///< --text FILE|- (call: a text payload)
+    std::optional<std::string> text;             ///< --text FILE|- (call, preview: a text payload)
+    std::vector<std::string> tags;               ///< --tag T, repeatable (tools)
+    bool display = false;                        ///< --display (call: print meta.display)
 
     // service only:
     bool socket_activated = false;      ///< --socket-activated (install)

@@ -67,6 +67,7 @@ std::string encode_tool_call(const tool_call_request& call) {
         append_uint(out, *call.timeout_ms);
     }
     if (call.result_model) out += R"(,"resultFormat":"model")";
+    if (call.display) out += R"(,"display":true)";
     return close_frame(std::move(out), call.caller);
 }
 

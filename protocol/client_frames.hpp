@@ -44,6 +44,8 @@ struct tool_call_request {
     caller_claim caller = std::nullopt;
     /// `"resultFormat":"model"`: the result also carries modelContent (docs/protocol.md §13).
     bool result_model = false;
+    /// `"display":true`: the result's meta also carries `display` (docs/protocol.md §13).
+    bool display = false;
 };
 
 /// `{"type":"tool_call","protocol":1,"requestId","toolName","arguments":<raw>,"timeoutMs"?,

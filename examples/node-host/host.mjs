@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-// An example meith tool host: file tools confined to one folder, plus a streaming counter.
+// An example meith tool host: file tools confined to one folder, a text-payload apply_patch
+// (unified diffs, applied with jsdiff), a streaming counter, and every optional method of the
+// tool-host protocol (previews, model-facing results, displays, config schema, tags).
 //
 //   [[sources]]
 //   name = "files"
@@ -14,6 +16,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { applyPatch, parsePatch } from 'diff';
 import { log, runToolHost, ToolError } from './lib/protocol.mjs';
 
 const MiB = 1024 * 1024;
@@ -246,6 +249,60 @@ const tools = [
     },
 
     {
+        // A text-payload (freeform) tool: its argument is the patch itself, not a JSON object.
+        type: 'custom',
+        name: 'apply_patch',
+        description: 'Apply a unified diff (as `diff -u` or `git diff` print it) to files under the root folder. Every hunk of every file must apply, or nothing is written. A file whose new name is /dev/null is deleted; one whose old name is /dev/null is created.',
+        format: { type: 'text' },
+        capabilities: ['writes-files'],
+        async run(payload) {
+            if (typeof payload !== 'string' || payload.trim() === '') throw new ToolError('the patch is empty');
+            let patches;
+            try {
+                patches = parsePatch(payload);
+            } catch (e) {
+                throw new ToolError(`not a unified diff: ${e.message}`);
+            }
+            patches = patches.filter((p) => p.hunks.length > 0 || p.newFileName === '/dev/null');
+            if (patches.length === 0) throw new ToolError('the patch changes no file');
+            // Work out every file's new content first: nothing is written unless all apply.
+            const plan = [];
+            for (const p of patches) {
+                const strip = (name) => (name && name !== '/dev/null' ? name.replace(/^[ab]\//, '') : null);
+                const from = strip(p.oldFileName);
+                const to = strip(p.newFileName);
+                const name = to ?? from;
+                if (!name) throw new ToolError('a file in the patch has no name');
+                let old = '';
+                if (from) {
+                    const { real } = await resolveExisting(from);
+                    try {
+                        old = await fs.readFile(real, 'utf8');
+                    } catch (e) {
+                        throw fsFailure(e, from);
+                    }
+                }
+                if (!to) {
+                    plan.push({ name, delete: (await resolveParent(from)).real });
+                    continue;
+                }
+                const next = applyPatch(old, p);
+                if (next === false) throw new ToolError(`${name}: a hunk does not apply (the file differs from the patch's context)`);
+                plan.push({ name, write: (await resolveForWrite(to)).real, content: next });
+            }
+            for (const step of plan) {
+                try {
+                    if (step.delete) await fs.unlink(step.delete);
+                    else await fs.writeFile(step.write, step.content, 'utf8');
+                } catch (e) {
+                    throw fsFailure(e, step.name);
+                }
+            }
+            return { files: plan.map((s) => ({ path: s.name, change: s.delete ? 'deleted' : 'written' })) };
+        },
+    },
+
+    {
         name: 'count',
         description: 'Count from 1 to n, streaming a part event {"i","of"} every interval_ms, then return {"counted":n}. A demonstration of streaming.',
         capabilities: ['read-only'],
@@ -290,9 +347,59 @@ async function init(config) {
     return { value: { ready: true, root }, state: { calls: 0 } };
 }
 
+// ---------------------------------------------------------------------------------------------
+// The optional methods (docs/protocol.md §13): what an agent shows a person before a call,
+// what the model is given after it, and what a UI renders.
+
+/** A one-line description of a call, for a person to approve. */
+function describeCall(name, args) {
+    switch (name) {
+    case 'read_file': return `read ${args?.path}`;
+    case 'list_dir': return `list the folder ${args?.path ?? '.'}`;
+    case 'write_file': return `${args?.append ? 'append' : 'write'} ${Buffer.byteLength(String(args?.content ?? ''), 'utf8')} bytes to ${args?.path}`;
+    case 'delete_file': return `delete ${args?.path}`;
+    case 'count': return `count to ${args?.n ?? 5}`;
+    case 'apply_patch': {
+        const files = typeof args === 'string' ? parsePatch(args).map((p) => (p.newFileName !== '/dev/null' ? p.newFileName : p.oldFileName)?.replace(/^[ab]\//, '')) : [];
+        const lines = typeof args === 'string' ? args.split('\n') : [];
+        const added = lines.filter((l) => l.startsWith('+') && !l.startsWith('+++')).length;
+        const removed = lines.filter((l) => l.startsWith('-') && !l.startsWith('---')).length;
+        return `patch ${files.join(', ') || 'no file'} (+${added} -${removed} lines)`;
+    }
+    default: return `${name}(${JSON.stringify(args)})`;
+    }
+}
+
+const methods = {
+    async format_tool_call_preview({ tool_name, arguments: args, payload, state }) {
+        return { value: describeCall(tool_name, payload ?? args), state };
+    },
+    async format_tool_result({ result, state }) {
+        if (!result?.success) return { value: `Error: ${result?.error}`, state };
+        const r = result.result;
+        // read_file: the model gets the text itself, not a JSON envelope around it.
+        if (r && typeof r === 'object' && typeof r.content === 'string' && typeof r.path === 'string') {
+            return { value: `${r.path}:\n${r.content}`, state };
+        }
+        return { value: typeof r === 'string' ? r : JSON.stringify(r), state };
+    },
+    async to_display_format({ text, state }) {
+        return { value: { type: 'markdown', content: '```\n' + text + '\n```' }, state };
+    },
+    async get_config_schema() {
+        return { value: { type: 'object', properties: { root: { type: 'string', minLength: 1 } }, additionalProperties: false } };
+    },
+    async get_ui_elements() {
+        return { value: [{ type: 'text', label: 'Root folder', value: root ?? '(not initialised)' }] };
+    },
+    async get_tags() { return { value: ['files'] }; },
+    async required_tags() { return { value: [] }; },
+};
+
 runToolHost({
     tools,
     init,
+    methods,
     // The state round-trip: the daemon keeps what we return and sends it back with the next call.
     nextState: (state) => ({ ...state, calls: (Number.isInteger(state.calls) ? state.calls : 0) + 1 }),
 });

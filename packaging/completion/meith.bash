@@ -6,7 +6,7 @@
 # daemon, silent and empty when none runs). Checked by tests/packaging/completion_test.sh.
 
 # Options that take a value in the next word (or after '=').
-_meith_value_opts=" --socket --home --caller --timeout-ms --since --tool --event --limit --file --manager --format --text "
+_meith_value_opts=" --socket --home --caller --timeout-ms --since --tool --event --limit --file --manager --format --text --tag "
 _meith_global_opts="--socket --home --caller --no-autostart --help"
 _meith_commands="status tools call preview sources reload policy mcp service audit"
 _meith_audit_events="tool_call tool_call_rejected list_tools cancel_tool_call connection_open
@@ -121,7 +121,7 @@ _meith() {
         _meith_reply "$(_meith_names "$meith" tools "${conn[@]}")" "$cur"
         return 0
         ;;
-    --timeout-ms | --since | --limit)
+    --timeout-ms | --since | --limit | --tag)
         return 0 # a number or a duration: nothing to offer
         ;;
     esac
@@ -138,14 +138,14 @@ _meith() {
         return 0
         ;;
     status) ;;
-    tools) opts="--json --format" ;;
+    tools) opts="--json --format --tag" ;;
     reload) opts="--json" ;;
     call)
-        opts="--timeout-ms --model --text --json"
+        opts="--timeout-ms --model --display --text --json"
         if [[ $n == 1 ]]; then args=tools; fi
         ;;
     preview)
-        opts="--json"
+        opts="--text --json"
         if [[ $n == 1 ]]; then args=tools; fi
         ;;
     sources)

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -486,4 +487,89 @@ TEST_CASE("a host's config is checked against its get_config_schema at start",
     // A host without the method is not checked.
     CHECK(source_named(c, "plain")["state"] == "ready");
     CHECK(c.call("t_echo", json::object())["result"]["ok"] == true);
+}
+
+namespace {
+
+/// The example host of examples/node-host on a scratch root folder, every caller may write.
+std::string example_host_toml(const fs::path& root) {
+    return "[[sources]]\nname = \"files\"\nkind = \"host\"\ncommand = [\"node\", \"" +
+           std::string(MEITH_SOURCE_DIR) + "/examples/node-host/host.mjs\"]\nconfig = { root = \"" +
+           root.string() + "\" }\n[permissions.callers.cli]\nallow = [\"read-only\", " +
+           "\"writes-files\"]\n[permissions.callers.plugin]\nallow = [\"read-only\", " +
+           "\"writes-files\"]\n";
+}
+
+std::string slurp_file(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+} // namespace
+
+TEST_CASE("the example host's apply_patch: a unified diff as a text payload, applied whole or "
+          "not at all, confined to its root",
+          "[e2e][agent][text][example]") {
+    temp_dir root;
+    std::ofstream(root.path / "a.txt") << "one\ntwo\nthree\n";
+    std::ofstream(root.path / "gone.txt") << "bye\n";
+    daemon_process d(example_host_toml(root.path));
+    client c(d.socket());
+    probed_methods(c, "files");
+
+    const std::string patch =
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n"
+        "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,1 @@\n+fresh\n"
+        "--- a/gone.txt\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-bye\n";
+    // The host's own preview of it, then the call.
+    const json p = preview(c, "apply_patch", patch, "cli");
+    CHECK(p["text"] == "patch a.txt, new.txt, gone.txt (+2 -2 lines)");
+    const json r = c.call("apply_patch", patch);
+    INFO(r.dump());
+    REQUIRE(r["result"]["ok"] == true);
+    CHECK(slurp_file(root.path / "a.txt") == "one\nTWO\nthree\n");
+    CHECK(slurp_file(root.path / "new.txt") == "fresh\n");
+    CHECK_FALSE(fs::exists(root.path / "gone.txt"));
+
+    // A hunk that does not apply: nothing is written, not even the file that would apply.
+    const std::string stale = "--- /dev/null\n+++ b/other.txt\n@@ -0,0 +1,1 @@\n+x\n"
+                              "--- a/a.txt\n+++ b/a.txt\n@@ -1,1 +1,1 @@\n-nope\n+NOPE\n";
+    const json failed = c.call("apply_patch", stale, {{"resultFormat", "model"}});
+    CHECK(failed["result"]["ok"] == false);
+    CHECK_THAT(failed["result"]["modelContent"].get<std::string>(),
+               Catch::StartsWith("Error: a.txt: a hunk does not apply"));
+    CHECK_FALSE(fs::exists(root.path / "other.txt"));
+    // Outside the root: refused.
+    const json outside =
+        c.call("apply_patch", "--- /dev/null\n+++ b/../escape.txt\n@@ -0,0 +1,1 @@\n+x\n");
+    CHECK(outside["result"]["ok"] == false);
+    CHECK_FALSE(fs::exists(root.path.parent_path() / "escape.txt"));
+
+    // Every optional method is there, and the model and display formats use them.
+    CHECK(probed_methods(c, "files").size() == 7);
+    const json read =
+        c.call("read_file", {{"path", "a.txt"}}, {{"resultFormat", "model"}, {"display", true}});
+    CHECK(read["result"]["modelContent"] == "a.txt:\none\nTWO\nthree\n");
+    CHECK(read["result"]["meta"]["display"]["type"] == "markdown");
+    CHECK(list_with(c, json::object())[0].contains("tags"));
+}
+
+TEST_CASE("meith tools --tag and meith call --display", "[e2e][agent][cli]") {
+    daemon_process d(host_source_toml("th", {"--optional-methods"}) +
+                     host_source_toml("gated", {"--optional-methods", "--required-tags=beta",
+                                                "--name-prefix=g_"}));
+    {
+        client c(d.socket());
+        probed_methods(c, "th");
+        probed_methods(c, "gated");
+    }
+    CHECK_THAT(run_cli({"tools"}, d.home()).out, Catch::Contains("g_t_echo"));
+    CHECK_THAT(run_cli({"tools", "--tag", "alpha"}, d.home()).out, !Catch::Contains("g_t_echo"));
+    CHECK_THAT(run_cli({"tools", "--tag", "alpha", "--tag", "beta"}, d.home()).out,
+               Catch::Contains("g_t_echo"));
+    const auto shown = run_cli({"call", "t_echo", R"({"a":1})", "--display"}, d.home());
+    CHECK(shown.status == 0);
+    CHECK(json::parse(shown.out)["type"] == "markdown");
 }

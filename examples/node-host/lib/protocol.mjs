@@ -237,11 +237,12 @@ function toWireSchema(tool) {
  * `ctx.state`, the state the daemon keeps for this host; replace or change it to update it.
  * Throw ToolError for an expected failure; return the result value otherwise.
  *
+ * `methods` adds the tool-host protocol's optional methods (docs/protocol.md §13) as they are.
  * `init(config)` returns {value?, state?} (default {ready:true} and {}); throwing makes the
  * daemon treat the host as failed to start. `nextState(state, toolName)` runs before every
  * execute_tool, whether the tool exists or not.
  */
-export function runToolHost({ tools, init = () => ({}), nextState = (state) => state, ...options }) {
+export function runToolHost({ tools, init = () => ({}), nextState = (state) => state, methods = {}, ...options }) {
     const byName = new Map();
     for (const tool of tools) {
         if (byName.has(tool.name)) throw new Error(`two tools are named ${tool.name}`);
@@ -253,6 +254,10 @@ export function runToolHost({ tools, init = () => ({}), nextState = (state) => s
 
     return serve(
         {
+            // Optional methods of the tool-host protocol (format_tool_call_preview,
+            // format_tool_result, to_display_format, get_config_schema, get_ui_elements,
+            // get_tags, required_tags), each `async (params) => ({value, state?})`.
+            ...methods,
             async init(params) {
                 const config = params.config ?? {};
                 if (!isPlainObject(config)) throw new HostError('InvalidParams', 'config must be an object');

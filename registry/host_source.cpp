@@ -270,14 +270,19 @@ class host_source final : public tool_source {
             pending{std::move(done), std::nullopt, asio::steady_timer(ex_), false});
         rpc_peer::callbacks cb;
         const std::uint64_t generation = generation_;
-        cb.on_message = [this, i, p, generation](simdjson::dom::object msg, bool final) {
+        // Only a method that was given the state may hand one back (get_config_schema,
+        // get_ui_elements and required_tags are asked without it).
+        const bool carries_state = params.find(R"("state":)") != std::string_view::npos;
+        cb.on_message = [this, i, p, generation, carries_state](simdjson::dom::object msg,
+                                                                 bool final) {
             if (!final) return; // an optional method streams nothing
             bool ok = false;
             if (msg["ok"].get_bool().get(ok) != simdjson::SUCCESS) ok = false;
             simdjson::dom::element result, value;
             if (ok && msg["result"].get(result) == simdjson::SUCCESS) {
                 simdjson::dom::element state;
-                if (result["state"].get(state) == simdjson::SUCCESS && state.is_object())
+                if (carries_state && result["state"].get(state) == simdjson::SUCCESS &&
+                    state.is_object())
                     state_json_ = simdjson::minify(state);
                 if (generation == generation_) methods_[i] = presence::present;
                 if (result["value"].get(value) == simdjson::SUCCESS) {

@@ -1,0 +1,375 @@
+"""An asyncio client of meithd's socket protocol (docs/protocol.md §2-§4, §13).
+
+One connection, one reader task. Replies are matched to requests by requestId; each call has
+its own bounded event queue, so a slow consumer makes the reader wait (and the daemon, through
+the socket, apply back-pressure) instead of memory growing. A lost connection fails what is in
+flight with ``ConnectionLost``; the next request connects again (discovery included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+#: Events buffered per call before the reader waits for the consumer.
+EVENT_QUEUE = 256
+#: Longest frame accepted from the daemon (its limits.max_frame_bytes default, plus slack).
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+
+
+class NotRunning(ConnectionError):
+    """No daemon answers on the socket (no socket file, or connection refused)."""
+
+
+class ConnectionLost(ConnectionError):
+    """The connection closed while a request was waiting for its answer."""
+
+
+class ProtocolError(Exception):
+    """meithd answered with an error frame (PROTOCOL_ERROR), or sent something unreadable."""
+
+
+class ToolCallError(Exception):
+    """A call's result was ok:false. ``code``, ``message``, ``details`` and ``result``."""
+
+    code = "TOOL_FAILED"
+
+    def __init__(self, message: str, details: Any = None, result: "ToolResult | None" = None):
+        super().__init__(message)
+        self.message = message
+        self.details = details
+        self.result = result
+
+
+class UnknownTool(ToolCallError):
+    code = "UNKNOWN_TOOL"
+
+
+class ValidationError(ToolCallError):
+    code = "VALIDATION_ERROR"
+
+
+class PermissionDenied(ToolCallError):
+    code = "PERMISSION_DENIED"
+
+
+class Timeout(ToolCallError):
+    code = "TIMEOUT"
+
+
+class Cancelled(ToolCallError):
+    code = "CANCELLED"
+
+
+class ToolFailed(ToolCallError):
+    code = "TOOL_FAILED"
+
+
+class RuntimeShuttingDown(ToolCallError):
+    code = "RUNTIME_SHUTTING_DOWN"
+
+
+class _ProtocolErrorCode(ToolCallError):
+    code = "PROTOCOL_ERROR"
+
+
+_BY_CODE = {c.code: c for c in (UnknownTool, ValidationError, PermissionDenied, Timeout,
+                                 Cancelled, ToolFailed, RuntimeShuttingDown, _ProtocolErrorCode)}
+
+
+@dataclass
+class ToolResult:
+    """A ToolResult (docs/protocol.md §4), and the call's streamed events."""
+
+    ok: bool
+    content: Any = None
+    meta: dict | None = None
+    diagnostics: list | None = None
+    error: dict | None = None
+    model_content: Any = None
+    events: list = field(default_factory=list)
+    raw: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_wire(cls, r: dict, events: list) -> "ToolResult":
+        return cls(ok=bool(r.get("ok")), content=r.get("content"), meta=r.get("meta"),
+                   diagnostics=r.get("diagnostics"), error=r.get("error"),
+                   model_content=r.get("modelContent"), events=events, raw=r)
+
+    def raise_for_error(self) -> "ToolResult":
+        if not self.ok:
+            err = self.error or {}
+            cls = _BY_CODE.get(err.get("code"), ToolFailed)
+            raise cls(err.get("message", "the tool failed"), err.get("details"), self)
+        return self
+
+
+def locate_socket(home: str | os.PathLike | None = None) -> Path:
+    """Where meithd listens: ``socketPath`` in HOME/config.json, else the default socket
+    path ($XDG_RUNTIME_DIR/meith/meithd.sock, else HOME/meithd.sock). HOME: ``home`` >
+    $MEITH_HOME > ~/.meith (docs/protocol.md §1)."""
+    base = Path(home or os.environ.get("MEITH_HOME") or Path.home() / ".meith").expanduser()
+    try:
+        record = json.loads((base / "config.json").read_text())
+        path = record.get("socketPath") if isinstance(record, dict) else None
+        if isinstance(path, str) and path:
+            return Path(path) if os.path.isabs(path) else base / path
+    except (OSError, ValueError):
+        pass
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    return Path(runtime) / "meith" / "meithd.sock" if runtime else base / "meithd.sock"
+
+
+class _Pending:
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.events: asyncio.Queue = asyncio.Queue(maxsize=EVENT_QUEUE)
+
+
+class Client:
+    """A connection to meithd. Create with ``await meith.connect(...)``."""
+
+    def __init__(self, *, home=None, socket=None, caller: str = "plugin",
+                 name: str = "meith-python", agent: str | None = None):
+        self._home = home
+        self._socket = Path(socket) if socket else None
+        self._caller = caller
+        self._name = name
+        self._agent = agent
+        self._ids = itertools.count(1)
+        self._prefix = f"py{os.getpid()}_{id(self):x}_"
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._task: asyncio.Task | None = None
+        self._pending: dict[str, _Pending] = {}
+        self._lock = asyncio.Lock()
+        self.hello: dict | None = None
+
+    # ---- connection --------------------------------------------------------------------
+
+    @property
+    def socket_path(self) -> Path:
+        return self._socket or locate_socket(self._home)
+
+    async def _ensure(self) -> None:
+        async with self._lock:
+            if self._writer is not None and not self._writer.is_closing():
+                return
+            path = self.socket_path
+            try:
+                self._reader, self._writer = await asyncio.open_unix_connection(
+                    str(path), limit=MAX_FRAME_BYTES)
+            except (FileNotFoundError, ConnectionRefusedError) as e:
+                raise NotRunning(f"meithd is not running (no daemon at {path})") from e
+            self._task = asyncio.create_task(self._read_loop(self._reader))
+            rid = self._next_id()
+            info = {"name": self._name, "caller": self._caller}
+            if self._agent:
+                info["agent"] = self._agent
+            self.hello = await self._request({"type": "hello", "requestId": rid, "clientInfo": info},
+                                             rid, "hello_result", connected=True)
+
+    def _next_id(self) -> str:
+        return f"{self._prefix}{next(self._ids)}"
+
+    async def _send(self, frame: dict) -> None:
+        frame.setdefault("protocol", 1)
+        writer = self._writer
+        if writer is None or writer.is_closing():
+            raise ConnectionLost("connection to meithd closed")
+        try:
+            writer.write(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
+            await writer.drain()
+        except ConnectionError as e:
+            # The daemon went away: the next request connects again.
+            self._writer = None
+            writer.close()
+            raise ConnectionLost(f"connection to meithd lost: {e}") from e
+
+    async def _request(self, frame: dict, rid: str, kind: str, *, connected: bool = False) -> Any:
+        if not connected:
+            await self._ensure()
+        p = _Pending(kind)
+        self._pending[rid] = p
+        try:
+            await self._send(frame)
+            return await p.future
+        finally:
+            self._pending.pop(rid, None)
+
+    async def _read_loop(self, reader: asyncio.StreamReader) -> None:
+        error: Exception = ConnectionLost("connection to meithd closed")
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    break
+                try:
+                    frame = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(frame, dict):
+                    await self._dispatch(frame)
+        except (ConnectionError, ValueError) as e:
+            error = ConnectionLost(f"connection to meithd failed: {e}")
+        finally:
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.close()
+            for p in list(self._pending.values()):
+                if not p.future.done():
+                    p.future.set_exception(error)
+
+    async def _dispatch(self, frame: dict) -> None:
+        rid = frame.get("requestId")
+        p = self._pending.get(rid) if isinstance(rid, str) else None
+        kind = frame.get("type")
+        if kind == "error":
+            if p is not None and not p.future.done():
+                p.future.set_exception(ProtocolError(frame.get("message", "protocol error")))
+            return
+        if p is None:
+            return
+        if kind == "tool_event":
+            await p.events.put(frame.get("event"))  # waits while the consumer is behind
+        elif kind == p.kind and not p.future.done():
+            p.future.set_result(frame)
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            try:
+                await self._writer.wait_closed()
+            except ConnectionError:
+                pass
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._writer = None
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    # ---- requests ----------------------------------------------------------------------
+
+    async def list_tools(self, format: str = "meith", *, tags: list[str] | None = None,
+                         models: list | None = None) -> list[dict]:
+        """The tools, as ToolDescriptors or in a provider's ``format`` (openai,
+        openai.responses, anthropic, mcp); ``tags`` / ``models`` as docs/protocol.md §13."""
+        rid = self._next_id()
+        frame: dict = {"type": "list_tools", "requestId": rid}
+        if format != "meith":
+            frame["format"] = format
+        if tags is not None:
+            frame["tags"] = tags
+        if models is not None:
+            frame["models"] = models
+        return (await self._request(frame, rid, "tools_list"))["tools"]
+
+    async def list_sources(self) -> list[dict]:
+        rid = self._next_id()
+        return (await self._request({"type": "list_sources", "requestId": rid}, rid,
+                                    "sources_list"))["sources"]
+
+    async def preview(self, tool: str, arguments: Any = None) -> dict:
+        """``{"text", "permission"}``: what a call would do, without running it."""
+        rid = self._next_id()
+        frame = {"type": "preview_tool_call", "requestId": rid, "toolName": tool}
+        if arguments is not None:
+            frame["arguments"] = arguments
+        reply = await self._request(frame, rid, "tool_preview")
+        return {"text": reply.get("text"), "permission": reply.get("permission")}
+
+    async def call(self, tool: str, arguments: Any = None, *, timeout_ms: int | None = None,
+                   model: bool = False, display: bool = False, check: bool = True) -> ToolResult:
+        """Calls ``tool`` and returns its result (events in ``.events``). ``check``: raise the
+        ToolCallError subclass of an ok:false result. Cancelling the awaiting task sends
+        cancel_tool_call."""
+        stream = self.stream(tool, arguments, timeout_ms=timeout_ms, model=model, display=display)
+        async for _ in stream:
+            pass
+        result = stream.result
+        assert result is not None
+        return result.raise_for_error() if check else result
+
+    def stream(self, tool: str, arguments: Any = None, *, timeout_ms: int | None = None,
+               model: bool = False, display: bool = False) -> "CallStream":
+        """An async iterator over the call's events; ``.result`` once it is exhausted."""
+        return CallStream(self, tool, {} if arguments is None else arguments, timeout_ms, model,
+                          display)
+
+
+class CallStream:
+    """``async for event in client.stream(...)``; then ``.result``."""
+
+    def __init__(self, client: Client, tool: str, arguments: Any, timeout_ms, model, display):
+        self._client = client
+        self._frame: dict = {"type": "tool_call", "toolName": tool, "arguments": arguments}
+        if timeout_ms is not None:
+            self._frame["timeoutMs"] = timeout_ms
+        if model:
+            self._frame["resultFormat"] = "model"
+        if display:
+            self._frame["display"] = True
+        self.result: ToolResult | None = None
+        self._events: list = []
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._run()
+
+    async def _run(self) -> AsyncIterator[Any]:
+        c = self._client
+        await c._ensure()
+        rid = c._next_id()
+        self._frame["requestId"] = rid
+        p = _Pending("tool_result")
+        c._pending[rid] = p
+        finished = False
+        try:
+            await c._send(self._frame)
+            while not p.future.done():
+                get = asyncio.ensure_future(p.events.get())
+                await asyncio.wait({get, p.future}, return_when=asyncio.FIRST_COMPLETED)
+                if not get.done():
+                    get.cancel()
+                    break
+                event = get.result()
+                if event is not None:
+                    self._events.append(event)
+                    yield event
+            while not p.events.empty():  # events that arrived before the result
+                event = p.events.get_nowait()
+                if event is not None:
+                    self._events.append(event)
+                    yield event
+            frame = await p.future
+            self.result = ToolResult.from_wire(frame.get("result") or {}, self._events)
+            finished = True
+        finally:
+            c._pending.pop(rid, None)
+            if not finished and c._writer is not None and not c._writer.is_closing():
+                # Cancelled (or abandoned): tell meithd, so the tool is stopped too.
+                try:
+                    await asyncio.shield(c._send({"type": "cancel_tool_call", "requestId": rid}))
+                except (ConnectionError, RuntimeError):
+                    pass
+
+
+async def connect(*, home=None, socket=None, caller: str = "plugin", name: str = "meith-python",
+                  agent: str | None = None) -> Client:
+    """Connects and says hello; raises NotRunning when no daemon answers."""
+    client = Client(home=home, socket=socket, caller=caller, name=name, agent=agent)
+    await client._ensure()
+    return client

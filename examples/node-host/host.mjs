@@ -9,7 +9,7 @@
 //   command = ["node", "node-host/host.mjs"]
 //   config = { root = ".." }          # the folder the tools may touch; default: the cwd
 //
-// The protocol plumbing lives in lib/protocol.mjs; this file is only tools. To add one, append
+// The protocol plumbing is meith's Node.js SDK (sdk/node, `meith/tool-host`); this file is only tools. To add one, append
 // an object to `tools` below (see README.md).
 
 import fs from 'node:fs/promises';
@@ -17,7 +17,7 @@ import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { applyPatch, parsePatch } from 'diff';
-import { log, runToolHost, ToolError } from './lib/protocol.mjs';
+import { log, runToolHost, ToolError } from 'meith/tool-host';
 
 const MiB = 1024 * 1024;
 const READ_LIMIT = 1 * MiB; // read_file refuses bigger files unless max_bytes is given

@@ -27,7 +27,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { serve, writeLine } from '../../examples/node-host/lib/protocol.mjs';
+import { serve, writeLine } from '../../sdk/node/src/tool-host.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Flags

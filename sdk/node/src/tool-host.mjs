@@ -1,4 +1,5 @@
-// The meith tool-host protocol (docs/protocol.md §7) over stdin/stdout, for Node.js hosts.
+// meith/tool-host: the meith tool-host protocol (docs/protocol.md §7, §13) over stdin/stdout,
+// for Node.js hosts. Part of the `meith` npm package (sdk/node); types in tool-host.d.ts.
 //
 // The daemon writes one JSON request per line to our stdin:
 //   {"v":1,"id":"…","method":"…","params":{…}}
@@ -12,8 +13,9 @@
 // Two layers:
 //   serve(methods)          the wire: framing, dispatch by method, events, errors, shutdown.
 //   runToolHost({tools})    init / get_tool_schemas / execute_tool on top of it, from a list
-//                           of tool definitions (see examples/node-host/host.mjs).
-// Standard library only, so the folder can be copied as it is.
+//                           of tool definitions (see examples/node-host/host.mjs), plus the
+//                           optional methods as given.
+// Standard library only.
 
 import readline from 'node:readline';
 

@@ -1,0 +1,2 @@
+export * from './tool-host.js';
+export * from './client.js';

@@ -44,6 +44,20 @@ void append_mcp_extras(std::string& out, const tool& t, bool title) {
     }
 }
 
+/// `"name":…,"description":…` and, when `schema_key` is given, `,"<schema_key>":<parameters>`:
+/// the members every format shares.
+void append_common(std::string& out, const tool& t, std::string_view schema_key = {}) {
+    out += R"("name":)";
+    append_json_string(out, t.name);
+    out += R"(,"description":)";
+    append_json_string(out, t.description);
+    if (schema_key.empty()) return;
+    out += ",\"";
+    out += schema_key;
+    out += "\":";
+    out += parameters_of(t);
+}
+
 bool has(const tool& t, permissions::capability c) {
     return (t.capabilities & (1u << static_cast<unsigned>(c))) != 0;
 }
@@ -84,20 +98,14 @@ void append_provider_tool(std::string& out, const tool& t, list_format f) {
     case list_format::meith:
         return;
     case list_format::openai:
-        out += R"({"type":"function","function":{"name":)";
-        append_json_string(out, t.name);
-        out += R"(,"description":)";
-        append_json_string(out, t.description);
-        out += R"(,"parameters":)";
-        out += parameters_of(t);
+        out += R"({"type":"function","function":{)";
+        append_common(out, t, "parameters");
         out += "}}";
         return;
     case list_format::openai_responses:
         if (is_text_payload(t)) {
-            out += R"({"type":"custom","name":)";
-            append_json_string(out, t.name);
-            out += R"(,"description":)";
-            append_json_string(out, t.description);
+            out += R"({"type":"custom",)";
+            append_common(out, t);
             if (!t.payload_format_json.empty()) {
                 out += R"(,"format":)";
                 out += t.payload_format_json;
@@ -105,21 +113,13 @@ void append_provider_tool(std::string& out, const tool& t, list_format f) {
             out += '}';
             return;
         }
-        out += R"({"type":"function","name":)";
-        append_json_string(out, t.name);
-        out += R"(,"description":)";
-        append_json_string(out, t.description);
-        out += R"(,"parameters":)";
-        out += parameters_of(t);
+        out += R"({"type":"function",)";
+        append_common(out, t, "parameters");
         out += R"(,"strict":false})";
         return;
     case list_format::anthropic:
-        out += R"({"name":)";
-        append_json_string(out, t.name);
-        out += R"(,"description":)";
-        append_json_string(out, t.description);
-        out += R"(,"input_schema":)";
-        out += parameters_of(t);
+        out += '{';
+        append_common(out, t, "input_schema");
         out += '}';
         return;
     case list_format::mcp: {

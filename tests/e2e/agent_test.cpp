@@ -500,13 +500,6 @@ std::string example_host_toml(const fs::path& root) {
            "\"writes-files\"]\n";
 }
 
-std::string slurp_file(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 } // namespace
 
 TEST_CASE("the example host's apply_patch: a unified diff as a text payload, applied whole or "
@@ -529,8 +522,8 @@ TEST_CASE("the example host's apply_patch: a unified diff as a text payload, app
     const json r = c.call("apply_patch", patch);
     INFO(r.dump());
     REQUIRE(r["result"]["ok"] == true);
-    CHECK(slurp_file(root.path / "a.txt") == "one\nTWO\nthree\n");
-    CHECK(slurp_file(root.path / "new.txt") == "fresh\n");
+    CHECK(slurp(root.path / "a.txt") == "one\nTWO\nthree\n");
+    CHECK(slurp(root.path / "new.txt") == "fresh\n");
     CHECK_FALSE(fs::exists(root.path / "gone.txt"));
 
     // A hunk that does not apply: nothing is written, not even the file that would apply.

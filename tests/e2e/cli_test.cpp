@@ -19,14 +19,7 @@
 
 using namespace meith::test;
 
-namespace {
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-} // namespace
+namespace {} // namespace
 
 TEST_CASE("meith status and tools find the daemon through config.json", "[e2e][cli]") {
     daemon_process d(host_source_toml("th"));

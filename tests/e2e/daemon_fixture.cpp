@@ -65,6 +65,10 @@ int wait_pid(pid_t pid, std::chrono::milliseconds timeout, bool& exited, int& st
 
 } // namespace
 
+std::string slurp(const fs::path& p) {
+    return read_file(p);
+}
+
 temp_dir::temp_dir() {
     char tmpl[] = "/tmp/meith-e2e-XXXXXX";
     if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");

@@ -23,6 +23,9 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
+/// The whole contents of the file at `p` ("" when it cannot be read).
+std::string slurp(const fs::path& p);
+
 /// A fresh folder under /tmp (mode 0700), removed with its contents on destruction.
 struct temp_dir {
     temp_dir();

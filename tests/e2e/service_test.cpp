@@ -26,13 +26,6 @@ using namespace meith::test;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 /// Starts `argv` with `env` added, stdin /dev/null, stdout+stderr to `log`. Not waited for.
 pid_t start(const std::vector<std::string>& argv,
             const std::vector<std::pair<std::string, std::string>>& env, const fs::path& log) {

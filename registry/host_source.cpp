@@ -8,6 +8,7 @@
 // when the source is marked failed.
 #include "protocol/framing.hpp"
 #include "protocol/json_writer.hpp"
+#include "registry/host_methods.hpp"
 #include "registry/registry.hpp"
 #include "registry/rpc_peer.hpp"
 #include "registry/schema_validator.hpp"
@@ -34,30 +35,6 @@ using protocol::append_json_string;
 using protocol::error_code;
 using protocol::tool_result;
 
-/// The tool-host protocol's optional methods (docs/protocol.md §13), probed once per start.
-constexpr std::array<std::string_view, 7> optional_methods = {
-    "format_tool_call_preview", "format_tool_result", "to_display_format", "get_config_schema",
-    "get_ui_elements",          "get_tags",           "required_tags"};
-
-/// The strings of a JSON array (other items skipped); empty for anything else.
-std::vector<std::string> string_array(std::string_view json) {
-    std::vector<std::string> out;
-    simdjson::dom::parser parser;
-    simdjson::dom::array list;
-    if (parser.parse(json).get_array().get(list) != simdjson::SUCCESS) return out;
-    for (auto item : list) {
-        std::string_view s;
-        if (item.get_string().get(s) == simdjson::SUCCESS) out.emplace_back(s);
-    }
-    return out;
-}
-
-std::optional<std::size_t> optional_index(std::string_view method) {
-    for (std::size_t i = 0; i < optional_methods.size(); ++i)
-        if (optional_methods[i] == method) return i;
-    return std::nullopt;
-}
-
 class host_source final : public tool_source {
   public:
     host_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
@@ -65,7 +42,7 @@ class host_source final : public tool_source {
         : cfg_(cfg), whole_(whole), ex_(ex),
           peer_(std::move(ex), reaper, make_spec(cfg, whole), make_policy(cfg, whole),
                 rpc_dialect::tool_host, "tool host '" + cfg.name + "'", make_handlers()),
-          proc_(peer_.process()) {}
+          proc_(peer_.process()), methods_(ex_, peer_, state_json_) {}
 
     const std::string& name() const override { return cfg_.name; }
     const std::string& prefix() const override { return cfg_.prefix; }
@@ -76,6 +53,7 @@ class host_source final : public tool_source {
 
     void start(source_events events) override {
         events_ = std::move(events);
+        methods_.set_alive(weak_from_this()); // owned by a shared_ptr by now
         started_ = true;
         proc_.start();
     }
@@ -129,26 +107,13 @@ class host_source final : public tool_source {
         out += R"(,"tools":)";
         out += std::to_string(tool_count_);
         // Optional methods the running host has; null until probed (docs/protocol.md §13).
-        out += R"(,"methods":)";
-        if (probes_pending_ > 0 || !probed_) {
-            out += "null";
-        } else {
-            out += '[';
-            bool first = true;
-            for (std::size_t i = 0; i < optional_methods.size(); ++i) {
-                if (methods_[i] != presence::present) continue;
-                if (!first) out += ',';
-                first = false;
-                append_json_string(out, optional_methods[i]);
-            }
-            out += ']';
-        }
+        methods_.append_status(out);
         out += '}';
         return out;
     }
 
-    std::vector<std::string> tags() const override { return tags_; }
-    std::vector<std::string> required_tags() const override { return required_tags_; }
+    std::vector<std::string> tags() const override { return methods_.tags(); }
+    std::vector<std::string> required_tags() const override { return methods_.required_tags(); }
 
     void tags_for_models(std::string models_json,
                          std::function<void(std::vector<std::string>)> done) override {
@@ -157,23 +122,17 @@ class host_source final : public tool_source {
             "get_tags", std::move(params),
             [this, alive = weak_from_this(), done = std::move(done)](std::optional<std::string> v) {
                 if (alive.expired()) return done({});
-                done(v ? string_array(*v) : tags_);
+                done(v ? string_array(*v) : methods_.tags());
             });
     }
 
     void call_optional(std::string_view method, std::string params_members,
                        std::function<void(std::optional<std::string>)> done) override {
-        const auto i = optional_index(method);
-        if (!i || methods_[*i] == presence::absent || state() != source_state::ready) {
-            done(std::nullopt); // known absent: no round trip
+        if (state() != source_state::ready) {
+            done(std::nullopt);
             return;
         }
-        std::string params = "{" + params_members;
-        if (!params_members.empty()) params += ',';
-        params += R"("state":)";
-        params += state_json_;
-        params += '}';
-        ask(*i, params, std::move(done));
+        methods_.call(method, std::move(params_members), std::move(done));
     }
 
   private:
@@ -195,12 +154,7 @@ class host_source final : public tool_source {
     rpc_peer::handlers make_handlers() {
         rpc_peer::handlers h;
         h.on_spawn = [this] {
-            ++generation_; // a new process: what the last one had is forgotten
-            methods_ = {};
-            tags_.clear();
-            required_tags_.clear();
-            probed_ = false;
-            probes_pending_ = 0;
+            methods_.reset(); // a new process: what the last one had is forgotten
             // First the host's config schema, if it has one: a config that does not match
             // fails the source before init (docs/protocol.md §13).
             send_request(request_kind::config_schema, "get_config_schema", "{}", nullptr);
@@ -244,103 +198,6 @@ class host_source final : public tool_source {
         for (auto& [c, t] : waiting)
             c->resolve(tool_result::failure(error_code::tool_failed,
                                             fmt::format("tool host '{}': {}", cfg_.name, why)));
-    }
-
-    // ---- optional methods (docs/protocol.md §13) ----------------------------------------------
-
-    enum class presence : std::uint8_t { unknown, present, absent };
-
-    /// Sends optional method `i`; `done` gets the value (JSON) or nullopt, exactly once.
-    void ask(std::size_t i, std::string_view params,
-             std::function<void(std::optional<std::string>)> done) {
-        struct pending {
-            std::function<void(std::optional<std::string>)> done;
-            std::optional<std::uint64_t> id;
-            asio::steady_timer timer;
-            bool finished = false;
-            void finish(std::optional<std::string> v) {
-                if (finished) return;
-                finished = true;
-                timer.cancel();
-                auto fn = std::move(done);
-                fn(std::move(v));
-            }
-        };
-        auto p = std::make_shared<pending>(
-            pending{std::move(done), std::nullopt, asio::steady_timer(ex_), false});
-        rpc_peer::callbacks cb;
-        const std::uint64_t generation = generation_;
-        // Only a method that was given the state may hand one back (get_config_schema,
-        // get_ui_elements and required_tags are asked without it).
-        const bool carries_state = params.find(R"("state":)") != std::string_view::npos;
-        cb.on_message = [this, i, p, generation, carries_state](simdjson::dom::object msg,
-                                                                 bool final) {
-            if (!final) return; // an optional method streams nothing
-            bool ok = false;
-            if (msg["ok"].get_bool().get(ok) != simdjson::SUCCESS) ok = false;
-            simdjson::dom::element result, value;
-            if (ok && msg["result"].get(result) == simdjson::SUCCESS) {
-                simdjson::dom::element state;
-                if (carries_state && result["state"].get(state) == simdjson::SUCCESS &&
-                    state.is_object())
-                    state_json_ = simdjson::minify(state);
-                if (generation == generation_) methods_[i] = presence::present;
-                if (result["value"].get(value) == simdjson::SUCCESS) {
-                    p->finish(simdjson::minify(value));
-                    return;
-                }
-                p->finish(std::string("null"));
-                return;
-            }
-            std::string_view type;
-            if (msg["error"]["type"].get_string().get(type) == simdjson::SUCCESS &&
-                type == "MethodNotFound") {
-                if (generation == generation_) methods_[i] = presence::absent;
-            } else if (generation == generation_ && methods_[i] == presence::unknown) {
-                methods_[i] = presence::present; // it exists; it refused these params
-            }
-            p->finish(std::nullopt);
-        };
-        cb.on_failure = [p](rpc_failure, const std::string&) { p->finish(std::nullopt); };
-        p->id = peer_.request(optional_methods[i], params, std::move(cb));
-        if (!p->id) {
-            p->finish(std::nullopt);
-            return;
-        }
-        p->timer.expires_after(optional_method_timeout);
-        p->timer.async_wait([this, alive = weak_from_this(), p](const std::error_code& ec) {
-            if (ec || p->finished || alive.expired()) return;
-            peer_.abandon(*p->id);
-            p->finish(std::nullopt);
-        });
-    }
-
-    /// Learns which optional methods this start of the host has: each is asked once with
-    /// neutral params; MethodNotFound means absent, any other answer present.
-    void probe_optional_methods() {
-        methods_ = {};
-        probed_ = true;
-        const std::string s = state_json_;
-        const std::string result = R"({"success":true,"result":null})";
-        const std::array<std::string, 7> params = {
-            R"({"tool_name":"","arguments":{},"state":)" + s + "}",
-            R"({"result":)" + result + R"(,"state":)" + s + "}",
-            R"({"text":"","result":)" + result + R"(,"state":)" + s + "}",
-            "{}",
-            "{}",
-            R"({"config":)" + cfg_.config_json + R"(,"models":[],"state":)" + s + "}",
-            "{}"};
-        probes_pending_ = optional_methods.size();
-        for (std::size_t i = 0; i < optional_methods.size(); ++i)
-            ask(i, params[i], [this, i, generation = generation_](std::optional<std::string> v) {
-                if (generation != generation_ || probes_pending_ == 0) return;
-                // The answers that hold for the host's whole run (docs/protocol.md §13).
-                if (v && optional_methods[i] == "get_tags") tags_ = string_array(*v);
-                if (v && optional_methods[i] == "required_tags") required_tags_ = string_array(*v);
-                if (--probes_pending_ == 0 && (!tags_.empty() || !required_tags_.empty()) &&
-                    events_.descriptors_changed)
-                    events_.descriptors_changed(*this);
-            });
     }
 
     // ---- requests ---------------------------------------------------------------------------
@@ -541,7 +398,9 @@ class host_source final : public tool_source {
         }
         tool_count_ = count;
         became_ready();
-        probe_optional_methods();
+        methods_.probe(cfg_.config_json, [this] {
+            if (events_.descriptors_changed) events_.descriptors_changed(*this);
+        });
     }
 
     std::optional<tool_definition> schema_to_definition(simdjson::dom::element item) {
@@ -603,12 +462,7 @@ class host_source final : public tool_source {
     std::size_t tool_count_ = 0;
     std::string state_json_ = "{}";
     std::string params_;
-    std::array<presence, optional_methods.size()> methods_{};
-    std::uint64_t generation_ = 0; ///< counts spawns; stale answers do not update methods_
-    std::size_t probes_pending_ = 0;
-    bool probed_ = false;
-    std::vector<std::string> tags_;          ///< get_tags({config, models: []}) at start
-    std::vector<std::string> required_tags_; ///< required_tags() at start
+    host_methods methods_; ///< the optional methods of the running host (§13)
 };
 
 } // namespace

@@ -252,6 +252,19 @@ TEST_CASE("preview_tool_call without the host method: name(redacted arguments), 
     CHECK(preview(c, "t_custom", "freeform text", "cli")["type"] == "tool_preview");
 }
 
+TEST_CASE("a host method that never answers: the default after the 5 s bound, the host still "
+          "serves",
+          "[e2e][agent][preview]") {
+    daemon_process d(host_source_toml("th", {"--optional-methods", "--hang-preview"}));
+    client c(d.socket());
+    probed_methods(c, "th");
+    const auto started = std::chrono::steady_clock::now();
+    const json p = preview(c, "t_echo", {{"a", 1}}, "cli");
+    CHECK(p["text"] == R"(t_echo({"a":1}))");
+    CHECK(std::chrono::steady_clock::now() - started >= 4s); // it did wait for the host
+    CHECK(c.call("t_echo", {{"b", 2}})["result"]["ok"] == true);
+}
+
 TEST_CASE("meith preview prints the preview; exit 1 when the call would be denied",
           "[e2e][agent][cli]") {
     daemon_process d(host_source_toml("th", {"--optional-methods"}));

@@ -18,6 +18,7 @@
 //                            get_config_schema, get_ui_elements, get_tags, required_tags);
 //                            without it they are missing (MethodNotFound)
 //   --required-tags=A,B      required_tags() answers [A, B] (with --optional-methods)
+//   --hang-preview           format_tool_call_preview never answers (with --optional-methods)
 //   --config-schema          get_config_schema() answers a schema even without
 //                            --optional-methods: {level: integer >= 1}
 //
@@ -43,6 +44,7 @@ const flags = {
     optionalMethods: false,
     requiredTags: [],
     configSchema: false,
+    hangPreview: false,
 };
 
 function parseMs(arg, value) {
@@ -73,6 +75,7 @@ for (const arg of process.argv.slice(2)) {
         case '--optional-methods': flags.optionalMethods = true; break;
         case '--required-tags': flags.requiredTags = (value ?? '').split(',').filter(Boolean); break;
         case '--config-schema': flags.configSchema = true; break;
+        case '--hang-preview': flags.hangPreview = true; break;
         default: usage(`unknown argument ${JSON.stringify(arg)}`);
     }
 }
@@ -194,6 +197,7 @@ function lookup(fullName) {
 // The optional methods, each answering in a way a test can recognise.
 const optional = {
     async format_tool_call_preview({ tool_name, arguments: args, state }) {
+        if (flags.hangPreview && tool_name !== '') return new Promise(() => {}); // the probe answers
         return { value: `would run ${tool_name} with ${JSON.stringify(args)}`, state };
     },
     async format_tool_result({ result, state }) {

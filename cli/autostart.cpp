@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fcntl.h>
+#include <fstream>
 #include <sys/file.h>
 #include <thread>
 #include <unistd.h>
@@ -42,8 +43,13 @@ bool unit_serves(const options& opts) {
         dir = fs::path(home) / ".config" / "systemd" / "user";
     else
         return false;
-    std::error_code ec;
-    return fs::exists(dir / "meithd.service", ec) && in_path("systemctl");
+    // A unit installed for another home (`--home` on ExecStart) does not serve this one.
+    std::ifstream unit(dir / "meithd.service");
+    if (!unit || !in_path("systemctl")) return false;
+    for (std::string line; std::getline(unit, line);)
+        if (line.rfind("ExecStart=", 0) == 0 && line.find(" --home") != std::string::npos)
+            return false;
+    return true;
 #else
     (void)opts;
     return false;
@@ -57,7 +63,8 @@ struct start_outcome {
 };
 
 /// Starts the daemon: the user unit when it serves this home, else meithd --detach.
-start_outcome start_daemon(const options& opts, const fs::path& home) {
+start_outcome start_daemon(const options& opts, const fs::path& home,
+                           std::chrono::steady_clock::time_point deadline) {
     if (unit_serves(opts) &&
         run_program({"systemctl", "--user", "start", "meithd.service"}, output::discard) == 0)
         return {"through systemctl --user start meithd.service", ""};
@@ -69,7 +76,11 @@ start_outcome start_daemon(const options& opts, const fs::path& home) {
     }
     // meithd --detach returns once the daemon is ready. What it says on failure is kept: it
     // is shown only if no daemon comes up (losing a start race to another command is fine).
-    program_result r = run_program_capturing(argv);
+    program_result r = run_program_capturing(argv, deadline);
+    if (r.status == 124) // still starting at the deadline: the reconnect loop decides
+        return {fmt::format("with {} --detach (still starting; log {})", argv[0],
+                            display_path(home / "meithd.log")),
+                ""};
     if (r.status == 127)
         throw cli_error(exit_error, fmt::format("meithd is not running and {} cannot be run; "
                                                 "install meithd or put it in PATH",
@@ -99,14 +110,14 @@ daemon_connection connect_daemon(const options& opts) {
     } catch (const client_error& e) {
         if (e.error_kind() != client_error::kind::not_running || !autostart_enabled(opts)) throw;
     }
-    const start_outcome started = start_daemon(opts, c.where.home);
+    const auto deadline = std::chrono::steady_clock::now() + autostart_timeout;
+    const start_outcome started = start_daemon(opts, c.where.home, deadline);
     const std::string& how = started.how;
     if (!how.empty()) fmt::print(stderr, "meith: started meithd {}\n", how);
     c.started = true;
 
     // Ready already when meithd --detach returned 0; else (the unit, or another command that
     // won the race to start it) wait while a daemon is starting, with backoff.
-    const auto deadline = std::chrono::steady_clock::now() + autostart_timeout;
     auto pause = std::chrono::milliseconds(10);
     for (;;) {
         c.where = locate_daemon(opts.socket, opts.home);

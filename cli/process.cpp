@@ -1,9 +1,11 @@
 #include "cli/process.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
-#include <functional>
+#include <poll.h>
 #include <spawn.h>
 #include <string_view>
 #include <sys/wait.h>
@@ -17,10 +19,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// posix_spawnp + waitpid; `err_fd` >= 0 becomes the program's stderr.
-int spawn_and_wait(const std::vector<std::string>& argv, output out, int err_fd,
-                   const std::function<void()>& while_running) {
-    if (argv.empty()) return 127;
+/// posix_spawnp; `err_fd` >= 0 becomes the program's stderr. -1 when it cannot be run.
+pid_t spawn(const std::vector<std::string>& argv, output out, int err_fd) {
+    if (argv.empty()) return -1;
     posix_spawn_file_actions_t actions;
     ::posix_spawn_file_actions_init(&actions);
     ::posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
@@ -42,8 +43,10 @@ int spawn_and_wait(const std::vector<std::string>& argv, output out, int err_fd,
     pid_t pid = -1;
     const int err = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
     ::posix_spawn_file_actions_destroy(&actions);
-    if (err != 0) return 127;
-    if (while_running) while_running();
+    return err == 0 ? pid : -1;
+}
+
+int wait_status(pid_t pid) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) return 127;
@@ -55,27 +58,51 @@ int spawn_and_wait(const std::vector<std::string>& argv, output out, int err_fd,
 } // namespace
 
 int run_program(const std::vector<std::string>& argv, output out) {
-    return spawn_and_wait(argv, out, -1, {});
+    const pid_t pid = spawn(argv, out, -1);
+    return pid < 0 ? 127 : wait_status(pid);
 }
 
-program_result run_program_capturing(const std::vector<std::string>& argv) {
+program_result
+run_program_capturing(const std::vector<std::string>& argv,
+                      std::optional<std::chrono::steady_clock::time_point> deadline) {
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return {127, "pipe2 failed"};
+    const pid_t pid = spawn(argv, output::discard, pipe_fds[1]);
+    ::close(pipe_fds[1]);
+    if (pid < 0) {
+        ::close(pipe_fds[0]);
+        return {127, {}};
+    }
     std::string text;
-    const int status = spawn_and_wait(argv, output::discard, pipe_fds[1], [&] {
-        ::close(pipe_fds[1]);
-        pipe_fds[1] = -1;
-        char buf[4096];
-        for (;;) {
-            const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            if (text.size() < 64 * 1024) text.append(buf, static_cast<std::size_t>(n));
+    bool timed_out = false;
+    char buf[4096];
+    for (;;) {
+        int wait_ms = -1;
+        if (deadline) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                *deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0) {
+                timed_out = true;
+                break;
+            }
+            wait_ms = static_cast<int>(std::min<long long>(left.count(), 1000));
         }
-    });
-    if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
+        pollfd p{pipe_fds[0], POLLIN, 0};
+        const int r = ::poll(&p, 1, wait_ms);
+        if (r < 0 && errno != EINTR) break;
+        if (r <= 0) continue;
+        const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        if (text.size() < 64 * 1024) text.append(buf, static_cast<std::size_t>(n));
+    }
     ::close(pipe_fds[0]);
-    return {status, std::move(text)};
+    if (timed_out) {
+        ::kill(pid, SIGKILL); // meithd --detach's waiting parent; the daemon goes on starting
+        wait_status(pid);
+        return {124, std::move(text)};
+    }
+    return {wait_status(pid), std::move(text)};
 }
 
 std::optional<fs::path> which(const std::string& name) {

@@ -2,6 +2,7 @@
 // service manager's tools (systemctl, launchctl) — blocking, with posix_spawnp(3).
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -30,7 +31,10 @@ struct program_result {
 /// As run_program, collecting the program's stderr (up to 64 KiB) instead of showing it: for
 /// messages that matter only if what follows fails. Ends when the program exits and every
 /// process it left holding its stderr has closed it (a daemon must redirect its own).
-program_result run_program_capturing(const std::vector<std::string>& argv);
+/// With `deadline`, stops waiting then: the program is killed (SIGKILL) and reaped, status 124.
+program_result
+run_program_capturing(const std::vector<std::string>& argv,
+                      std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
 /// The absolute path of the executable `name` found first in PATH, or nullopt.
 std::optional<std::filesystem::path> which(const std::string& name);

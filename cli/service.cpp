@@ -119,14 +119,30 @@ std::string systemd_service_text(const options& opts) {
                                       "ExecStart=/usr/bin/meithd", exec);
 }
 
+/// `text` with & < > escaped, for a plist <string>.
+std::string xml_text(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        if (c == '&')
+            out += "&amp;";
+        else if (c == '<')
+            out += "&lt;";
+        else if (c == '>')
+            out += "&gt;";
+        else
+            out += c;
+    }
+    return out;
+}
+
 std::string launchd_plist_text(const options& opts) {
-    const std::string home = user_home_dir().string();
+    const std::string home = xml_text(user_home_dir().string());
     std::string text = replace_all(std::string(service_files::launchd_plist),
                                    "<string>__HOME__/.local/bin/meithd</string>",
-                                   "<string>" + service_meithd().string() + "</string>");
+                                   "<string>" + xml_text(service_meithd().string()) + "</string>");
     if (auto h = service_home(opts))
         text = replace_all(text, "    <!-- options such as the config file go here",
-                           "    <string>--home</string>\n    <string>" + h->string() +
+                           "    <string>--home</string>\n    <string>" + xml_text(h->string()) +
                                "</string>\n    <!-- options such as the config file go here");
     return replace_all(text, "__HOME__", home);
 }

@@ -77,7 +77,7 @@ void connection::arm_idle_timer() {
         if (ec) return;
         auto self = weak.lock();
         if (!self || self->closed_) return;
-        if (!self->calls_.empty()) { // waiting on a call is not idling
+        if (!self->calls_.empty() || self->async_replies_ > 0) { // waiting is not idling
             self->arm_idle_timer();
             return;
         }
@@ -168,8 +168,8 @@ void connection::watch_stall() {
 }
 
 void connection::close_if_finished() {
-    if (closed_ || !peer_eof_ || !calls_.empty() || writer_ != writer_state::idle ||
-        !outbound_.empty())
+    if (closed_ || !peer_eof_ || !calls_.empty() || async_replies_ > 0 ||
+        writer_ != writer_state::idle || !outbound_.empty())
         return;
     close("client closed its side; every reply was written");
 }

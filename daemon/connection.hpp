@@ -140,6 +140,9 @@ class connection final : public registry::call_sink,
     writer_state writer_ = writer_state::busy;
     asio::steady_timer writer_wake_; ///< the writer parks on it; cancelled = wake up
     bool closed_ = false;
+    /// Replies still being made off the frame's turn (a preview, a tag-filtered list waiting
+    /// on hosts): the connection neither idles out nor closes on a half-close before them.
+    std::size_t async_replies_ = 0;
     bool closing_after_flush_ = false;
     bool peer_eof_ = false;       ///< the client half-closed: no more requests
     bool reading_paused_ = false; ///< over the outbound limit: requests wait in the kernel

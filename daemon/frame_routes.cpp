@@ -125,10 +125,13 @@ void connection::on_list_tools(const protocol::client_frame& f, std::string& aud
         std::string models = f.has_models ? simdjson::minify(f.models) : std::string();
         std::optional<std::string> id;
         if (f.request_id) id = std::string(*f.request_id);
+        ++async_replies_;
         registry_.list_tools_filtered(who, format, std::move(tags), std::move(models),
                                       [weak = weak_from_this(), id](std::string tools) {
                                           auto self = weak.lock();
-                                          if (!self || self->closed_) return;
+                                          if (!self) return;
+                                          --self->async_replies_;
+                                          if (self->closed_) return;
                                           protocol::append_tools_list_head(self->outbound_, id);
                                           self->outbound_.append(tools);
                                           self->outbound_.append("]}\n");
@@ -257,11 +260,13 @@ void connection::on_preview_tool_call(const protocol::client_frame& f, std::stri
     fields += allowed ? R"("allow")" : R"("deny")";
     fields += R"(,"args":)";
     fields += registry_.redactor().summarize_json(args_json);
+    ++async_replies_;
     registry_.preview_call(t, args_json,
                            [weak = weak_from_this(), request_id, name = t->name, allowed,
                             fields = std::move(fields)](registry::registry::preview p) mutable {
                                auto self = weak.lock();
                                if (!self) return;
+                               --self->async_replies_;
                                fields += R"(,"previewBy":)";
                                fields += p.from_host ? R"("host")" : R"("default")";
                                self->registry_.audit_event("tool_preview", fields);

@@ -121,6 +121,7 @@ class server {
             spdlog::info("meithd {} ready in {:.1f} ms: {} tool(s), socket {}{}", MEITH_VERSION,
                          took.count(), registry_.tool_count(), socket_path_.string(),
                          activated_ ? " (socket-activated)" : "");
+            ready_ = true;
             notifier_.ready(status_text());
             tools_token_ = registry_.subscribe_tools_changed([this] { schedule_status(); });
             if (ready_fd_ >= 0) {
@@ -158,10 +159,12 @@ class server {
     /// reported. Audited as `config_reload`; returns the members of the `config_reloaded`
     /// reply.
     std::string reload() {
-        // systemd shows "reloading" until READY=1 again, whatever the outcome.
-        notifier_.reloading();
+        // systemd shows "reloading" until READY=1 again, whatever the outcome; only a ready
+        // daemon says so (a SIGHUP during startup or shutdown must not announce readiness).
+        const bool notify = ready_ && !shutting_down_;
+        if (notify) notifier_.reloading();
         std::string reply = reload_config();
-        notifier_.ready(status_text());
+        if (notify) notifier_.ready(status_text());
         return reply;
     }
 
@@ -560,6 +563,7 @@ class server {
     int ready_fd_ = -1;
     std::uint64_t tools_token_ = 0;
     bool status_pending_ = false;
+    bool ready_ = false; ///< listening and announced (READY=1)
     fs::path instance_record_;
     std::chrono::steady_clock::time_point shutdown_started_;
     bool shutting_down_ = false;

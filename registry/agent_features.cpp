@@ -131,6 +131,7 @@ std::string model_content_from_host(const std::string& value) {
     simdjson::dom::parser parser;
     simdjson::dom::element v;
     if (parser.parse(value).get(v) != simdjson::SUCCESS) return {};
+    if (v.is_null()) return {}; // no answer: the default
     if (v.is_string()) return value;
     std::string_view type;
     if (v.is_object() && v["type"].get_string().get(type) == simdjson::SUCCESS &&
@@ -165,7 +166,11 @@ void registry::shape_result(const call_ptr& c, protocol::tool_result r) {
     }
     const std::string raw = host_result_object(r);
     auto source = c->target->source;
-    std::string params = R"("result":)" + raw;
+    // tool_name (the host's own name for it) lets a host of several plugins pick the one that
+    // owns the tool; the tool-host protocol's params are `result` and `state`.
+    std::string params = R"("tool_name":)";
+    protocol::append_json_string(params, c->target->remote_name);
+    params += R"(,"result":)" + raw;
     source->call_optional(
         "format_tool_result", std::move(params),
         [weak = std::weak_ptr<call>(c), source, raw,
@@ -179,7 +184,9 @@ void registry::shape_result(const call_ptr& c, protocol::tool_result r) {
                 c->finalize(std::move(r), call_end::tool);
                 return;
             }
-            std::string params = R"("text":)";
+            std::string params = R"("tool_name":)";
+            protocol::append_json_string(params, c->target->remote_name);
+            params += R"(,"text":)";
             protocol::append_json_string(params, text_of(model));
             params += R"(,"result":)" + raw;
             source->call_optional(

@@ -99,19 +99,15 @@ void host_methods::ask(std::size_t i, std::string_view params,
         pending{std::move(done), std::nullopt, asio::steady_timer(ex_), false});
     rpc_peer::callbacks cb;
     const std::uint64_t generation = generation_;
-    // Only a method that was given the state may hand one back (get_config_schema,
-    // get_ui_elements and required_tags are asked without it).
-    const bool carries_state = params.find(R"("state":)") != std::string_view::npos;
-    cb.on_message = [this, i, p, generation, carries_state](simdjson::dom::object msg, bool final) {
+    // The state an optional method hands back is ignored: it was given a snapshot, and an
+    // execute_tool answered meanwhile may have moved the state on (a late answer would roll
+    // it back). Formatting a preview or a result does not change a host's state.
+    cb.on_message = [this, i, p, generation](simdjson::dom::object msg, bool final) {
         if (!final) return; // an optional method streams nothing
         bool ok = false;
         if (msg["ok"].get_bool().get(ok) != simdjson::SUCCESS) ok = false;
         simdjson::dom::element result, value;
         if (ok && msg["result"].get(result) == simdjson::SUCCESS) {
-            simdjson::dom::element state;
-            if (carries_state && result["state"].get(state) == simdjson::SUCCESS &&
-                state.is_object())
-                state_json_ = simdjson::minify(state);
             if (generation == generation_) methods_[i] = presence::present;
             if (result["value"].get(value) == simdjson::SUCCESS) {
                 p->finish(simdjson::minify(value));

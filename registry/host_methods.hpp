@@ -23,8 +23,8 @@ namespace meith::registry {
 
 class host_methods {
   public:
-    /// `state_json` is the host's state (kept by the source): a method given the state may hand
-    /// back a new one.
+    /// `state_json` is the host's state (kept by the source): sent with the methods that take
+    /// it; what they hand back is ignored (a snapshot cannot roll the state back).
     host_methods(asio::any_io_executor ex, rpc_peer& peer, std::string& state_json);
     /// What expires with the owning source: the timeouts check it before touching anything.
     /// Must be set before the first call.

@@ -9,6 +9,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
 #include <vector>
 
@@ -263,6 +264,17 @@ TEST_CASE("a host method that never answers: the default after the 5 s bound, th
     CHECK(p["text"] == R"(t_echo({"a":1}))");
     CHECK(std::chrono::steady_clock::now() - started >= 4s); // it did wait for the host
     CHECK(c.call("t_echo", {{"b", 2}})["result"]["ok"] == true);
+
+    // A client that half-closes after asking still gets the (late) preview.
+    client half(d.socket());
+    half.send({{"type", "preview_tool_call"},
+               {"requestId", "late"},
+               {"toolName", "t_echo"},
+               {"arguments", json::object()}});
+    ::shutdown(half.fd(), SHUT_WR);
+    const json late = half.read(15s);
+    CHECK(late["type"] == "tool_preview");
+    CHECK(late["requestId"] == "late");
 }
 
 TEST_CASE("meith preview prints the preview; exit 1 when the call would be denied",

@@ -111,8 +111,10 @@ export class Client {
         });
         const lost = () => {
             if (this._conn === conn) this._conn = null;
-            for (const p of this._pending.values()) p.fail(new ConnectionLost('connection to meithd closed'));
-            this._pending.clear();
+            // Only the requests sent on this connection (a newer one may be up already).
+            for (const p of [...this._pending.values()]) {
+                if (p.conn === conn) p.fail(new ConnectionLost('connection to meithd closed'));
+            }
         };
         conn.on('close', lost);
         conn.on('error', () => conn.destroy());
@@ -145,6 +147,7 @@ export class Client {
         return new Promise((resolve, reject) => {
             this._pending.set(id, {
                 kind,
+                conn: this._conn,
                 done: (f) => { this._pending.delete(id); resolve(f); },
                 fail: (e) => { this._pending.delete(id); reject(e); },
             });
@@ -204,6 +207,7 @@ export class Client {
                 const poke = () => { const w = wake; wake = null; w?.(); };
                 client._pending.set(id, {
                     kind: 'tool_result',
+                    conn: client._conn,
                     event: (e, conn) => {
                         queue.push(e);
                         if (queue.length >= EVENT_BUFFER && !paused) { paused = true; conn.pause(); }
@@ -217,6 +221,7 @@ export class Client {
                 let finished = false;
                 try {
                     client._send({ ...frame, requestId: id });
+                    if (signal?.aborted) onAbort(); // aborted before it was sent
                     for (;;) {
                         if (queue.length > 0) {
                             const e = queue.shift();

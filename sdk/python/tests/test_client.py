@@ -131,3 +131,16 @@ def test_a_slow_consumer_does_not_lose_events(daemon):
             assert seen == list(range(1, 601))
             assert stream.result.content == {"counted": 600}
     run(go())
+
+
+def test_leaving_a_stream_with_a_full_queue_frees_the_connection(daemon):
+    async def go():
+        async with await meith.connect(socket=daemon.socket) as c:
+            stream = c.stream("count", {"n": 3000})  # far more than the 256-event queue
+            async for _ in stream:
+                await asyncio.sleep(0.2)  # let the queue fill up behind us
+                break
+            # The reader was blocked on the full queue; leaving the stream freed it.
+            r = await asyncio.wait_for(c.call("echo", {"next": 1}), 10)
+            assert r.content == {"next": 1}
+    run(go())

@@ -1,5 +1,10 @@
 """An asyncio client of meithd's socket protocol (docs/protocol.md §2-§4, §13).
 
+Back-pressure is per connection: while one call's event queue is full, the reader waits, so
+other replies on the same client wait too. Consume a stream's events (or leave it, which
+frees them) before awaiting other requests on the same client inside its loop, or use a
+second client.
+
 One connection, one reader task. Replies are matched to requests by requestId; each call has
 its own bounded event queue, so a slow consumer makes the reader wait (and the daemon, through
 the socket, apply back-pressure) instead of memory growing. A lost connection fails what is in
@@ -126,10 +131,18 @@ def locate_socket(home: str | os.PathLike | None = None) -> Path:
 
 
 class _Pending:
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, connection: int):
         self.kind = kind
+        self.connection = connection  # which connection it was sent on
         self.future: asyncio.Future = asyncio.get_running_loop().create_future()
         self.events: asyncio.Queue = asyncio.Queue(maxsize=EVENT_QUEUE)
+        self.closed = False  # its consumer left: events are dropped, not queued
+
+    def close(self) -> None:
+        """Frees a reader blocked on a full queue whose consumer has gone."""
+        self.closed = True
+        while not self.events.empty():
+            self.events.get_nowait()
 
 
 class Client:
@@ -149,6 +162,7 @@ class Client:
         self._task: asyncio.Task | None = None
         self._pending: dict[str, _Pending] = {}
         self._lock = asyncio.Lock()
+        self._connection = 0  # counts connections; a reader fails only its own requests
         self.hello: dict | None = None
 
     # ---- connection --------------------------------------------------------------------
@@ -167,7 +181,9 @@ class Client:
                     str(path), limit=MAX_FRAME_BYTES)
             except (FileNotFoundError, ConnectionRefusedError) as e:
                 raise NotRunning(f"meithd is not running (no daemon at {path})") from e
-            self._task = asyncio.create_task(self._read_loop(self._reader))
+            self._connection += 1
+            self._task = asyncio.create_task(
+                self._read_loop(self._reader, self._writer, self._connection))
             rid = self._next_id()
             info = {"name": self._name, "caller": self._caller}
             if self._agent:
@@ -195,7 +211,7 @@ class Client:
     async def _request(self, frame: dict, rid: str, kind: str, *, connected: bool = False) -> Any:
         if not connected:
             await self._ensure()
-        p = _Pending(kind)
+        p = _Pending(kind, self._connection)
         self._pending[rid] = p
         try:
             await self._send(frame)
@@ -203,7 +219,8 @@ class Client:
         finally:
             self._pending.pop(rid, None)
 
-    async def _read_loop(self, reader: asyncio.StreamReader) -> None:
+    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                         connection: int) -> None:
         error: Exception = ConnectionLost("connection to meithd closed")
         try:
             while True:
@@ -219,11 +236,11 @@ class Client:
         except (ConnectionError, ValueError) as e:
             error = ConnectionLost(f"connection to meithd failed: {e}")
         finally:
-            writer, self._writer = self._writer, None
-            if writer is not None:
-                writer.close()
+            writer.close()
+            if self._writer is writer:  # not a newer connection made meanwhile
+                self._writer = None
             for p in list(self._pending.values()):
-                if not p.future.done():
+                if p.connection == connection and not p.future.done():
                     p.future.set_exception(error)
 
     async def _dispatch(self, frame: dict) -> None:
@@ -237,7 +254,8 @@ class Client:
         if p is None:
             return
         if kind == "tool_event":
-            await p.events.put(frame.get("event"))  # waits while the consumer is behind
+            if not p.closed:
+                await p.events.put(frame.get("event"))  # waits while the consumer is behind
         elif kind == p.kind and not p.future.done():
             p.future.set_result(frame)
 
@@ -334,7 +352,7 @@ class CallStream:
         await c._ensure()
         rid = c._next_id()
         self._frame["requestId"] = rid
-        p = _Pending("tool_result")
+        p = _Pending("tool_result", c._connection)
         c._pending[rid] = p
         finished = False
         try:
@@ -359,6 +377,7 @@ class CallStream:
             finished = True
         finally:
             c._pending.pop(rid, None)
+            p.close()
             if not finished and c._writer is not None and not c._writer.is_closing():
                 # Cancelled (or abandoned): tell meithd, so the tool is stopped too.
                 try:

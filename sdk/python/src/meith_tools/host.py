@@ -276,15 +276,23 @@ class _Host:
             raise HostError("NoPreview", "the plugin gave no preview")  # meithd's default then
         return text, state
 
+    def _for_tool(self, params: dict[str, Any], method: str):
+        """The plugin owning params' tool_name (meithd sends it) when it has `method`, else the
+        first plugin that has it."""
+        owner = self._owner(params.get("tool_name"))
+        if owner is not None and _overrides(owner[1], method):
+            return owner
+        return self._first_with(method)
+
     async def format_tool_result(self, params: dict[str, Any], ctx: "_Context"):
         state = params.get("state") or {}
-        key, plugin = self._first_with("format_tool_result")
+        key, plugin = self._for_tool(params, "format_tool_result")
         return await _call(plugin.format_tool_result, params.get("result") or {},
                            state.get(key, {})), state
 
     async def to_display_format(self, params: dict[str, Any], ctx: "_Context"):
         state = params.get("state") or {}
-        key, plugin = self._first_with("to_display_format")
+        key, plugin = self._for_tool(params, "to_display_format")
         return await _call(plugin.to_display_format, params.get("text", ""),
                            params.get("result") or {}, state.get(key, {})), state
 

@@ -8,7 +8,7 @@ set -euo pipefail
 build=$(cd "$1" && pwd)
 fail() { echo "deb_test: FAIL: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || { echo "deb_test: skipped: dpkg -i needs root"; exit 77; }
-if dpkg-query -W -f='${Status}' meith 2>/dev/null | grep -q "installed"; then
+if grep -q "installed" <<<"$(dpkg-query -W -f='${Status}' meith 2>/dev/null)"; then
   fail "a meith package is installed already; remove it first (dpkg --purge meith)"
 fi
 
@@ -51,7 +51,8 @@ want_version=$(dpkg-deb -f "$deb" Version)
 page=$(man -w meith) || fail "man -w meith found no page"
 [[ "$page" == /usr/share/man/man1/meith.1* ]] || fail "man -w meith: $page"
 page8=$(man -w 8 meithd) || fail "man -w 8 meithd found no page"
-MANWIDTH=80 man 1 meith 2>/dev/null | grep -q "service install" || fail "man meith does not render"
+# (Captured first: `man | grep -q` under pipefail fails when grep stops reading early.)
+grep -q "service install" <<<"$(MANWIDTH=80 man 1 meith 2>/dev/null)" || fail "man meith does not render"
 for f in /usr/lib/systemd/user/meithd.service /usr/lib/systemd/user/meithd.socket \
          /usr/share/bash-completion/completions/meith /usr/share/meith/launchd/dev.meith.meithd.plist \
          /usr/share/doc/meith/README.md /usr/share/doc/meith/examples/meithd.toml; do
@@ -81,7 +82,7 @@ daemon_pid=
 # 5. Purge it: nothing it installed stays.
 dpkg --purge meith >"$work/purge.log" 2>&1 || { cat "$work/purge.log" >&2; fail "dpkg --purge failed"; }
 installed=0
-dpkg-query -W -f='${Status}' meith 2>/dev/null | grep -q "installed" && fail "meith still installed after purge"
+if grep -q "installed" <<<"$(dpkg-query -W -f='${Status}' meith 2>/dev/null)"; then fail "meith still installed after purge"; fi
 left=()
 for f in "${files[@]}"; do
   if [[ -f "$f" || -L "$f" ]]; then left+=("$f"); fi

@@ -9,13 +9,16 @@ src=$(cd "$1" && pwd)
 meithd=$(realpath "$2")
 fail() { echo "node_pack_test: FAIL: $*" >&2; exit 1; }
 work=$(mktemp -d /tmp/meith-npm-XXXXXX)
-trap 'kill "${daemon:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
+# Never `kill 0` (the whole process group, ctest included) when no daemon was started.
+trap '[[ -n "${daemon:-}" ]] && kill "$daemon" 2>/dev/null; rm -rf "$work"' EXIT
 
 (cd "$work" && npm pack --silent "$src/sdk/node" >"$work/pack.log" 2>&1) ||
   { cat "$work/pack.log" >&2; fail "npm pack failed"; }
 tarball=$(ls "$work"/meith-*.tgz) || fail "no tarball"
-tar -tzf "$tarball" | grep -q "package/src/client.d.ts" || fail "the tarball lacks the type definitions"
-tar -tzf "$tarball" | grep -q "package/test/" && fail "the tarball ships the tests"
+# (Listed first: `tar | grep -q` under pipefail fails when grep stops reading early.)
+listing=$(tar -tzf "$tarball")
+grep -q "package/src/client.d.ts" <<<"$listing" || fail "the tarball lacks the type definitions"
+if grep -q "package/test/" <<<"$listing"; then fail "the tarball ships the tests"; fi
 mkdir "$work/app" && cd "$work/app"
 echo '{"name":"app","private":true,"type":"module"}' >package.json
 npm install --offline --no-audit --no-fund "$tarball" >"$work/install.log" 2>&1 ||

@@ -10,7 +10,8 @@ meithd=$(realpath "$2")
 py=/usr/bin/python3
 fail() { echo "python_wheel_test: FAIL: $*" >&2; exit 1; }
 work=$(mktemp -d /tmp/meith-wheel-XXXXXX)
-trap 'kill "${daemon:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
+# Never `kill 0` (the whole process group, ctest included) when no daemon was started.
+trap '[[ -n "${daemon:-}" ]] && kill "$daemon" 2>/dev/null; rm -rf "$work"' EXIT
 
 cp -r "$src/sdk/python" "$work/sdk"   # the build writes build/ and *.egg-info next to it
 rm -rf "$work/sdk/tests"

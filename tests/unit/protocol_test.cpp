@@ -520,8 +520,8 @@ TEST_CASE("frame_decoder: a string argument is decoded for a text-payload tool; 
           "[frames]") {
     frame_decoder d;
     std::string buf;
-    auto f = decode(d, buf,
-                    R"({"type":"tool_call","requestId":"s","toolName":"patch","arguments":"x\ny"})");
+    auto f = decode(
+        d, buf, R"({"type":"tool_call","requestId":"s","toolName":"patch","arguments":"x\ny"})");
     CHECK_FALSE(f.error);
     CHECK_FALSE(f.call_error);
     REQUIRE(f.arguments.is_string());

@@ -232,9 +232,9 @@ int run_policy_check(const options& opts) {
     s.conn.send_frame(protocol::encode_check_policy(id, tool, opts.caller));
     const json reply = await_reply(s.conn, id, "policy_decision");
     const auto decision = get_string(reply, "decision");
-    if (decision != "allow" && decision != "deny") {
-        throw cli_error(exit_error,
-                        "protocol error: policy_decision without \"decision\" allow or deny");
+    if (decision != "allow" && decision != "deny" && decision != "ask") {
+        throw cli_error(exit_error, "protocol error: policy_decision without \"decision\" "
+                                    "allow, deny or ask");
     }
     const int status = decision == "allow" ? exit_ok : exit_tool_failed;
     if (opts.json) {
@@ -257,6 +257,12 @@ int run_policy_check(const options& opts) {
     if (auto reason = get_string(reply, "reason")) {
         fmt::print("  reason: {}\n", sanitize(*reason, false));
     }
+    if (decision == "ask")
+        fmt::print("  the call is held until a person answers in `meith approve` (denied at once "
+                   "when no approver is connected)\n");
+    else if (const json* g = get_field(reply, "grantable");
+             decision == "deny" && g && g->is_boolean() && g->get<bool>())
+        fmt::print("  a grant (`meith grant`) can let it through\n");
     std::string hooks;
     if (const json* h = get_field(reply, "filterHooks"); h && h->is_array()) {
         for (const json& phase : *h) {

@@ -42,7 +42,7 @@ constexpr std::array observe_phases{"session_start"sv, "session_end"sv, "before_
 constexpr std::array fsync_names{"never"sv, "always"sv, "interval"sv};
 constexpr std::array on_failure_names{"fail_closed"sv, "continue"sv};
 constexpr std::array caller_names{"cli"sv, "plugin"sv};
-constexpr std::array decision_names{"allow"sv, "deny"sv};
+constexpr std::array decision_names{"allow"sv, "deny"sv, "ask"sv};
 
 std::string_view type_name(toml::node_type t) {
     switch (t) {
@@ -467,15 +467,17 @@ void parse_audit(checker& c, const scope& s, audit_config& a) {
 }
 
 caller_policy_config parse_caller(checker& c, const scope& s) {
-    c.check_keys(s, {"allow", "deny"});
-    caller_policy_config p{{"read-only", "accesses-network"}, {}};
+    c.check_keys(s, {"allow", "deny", "ask"});
+    caller_policy_config p{{"read-only", "accesses-network"}, {}, {}};
     assign(p.allow, c.read_capabilities(s, "allow"));
     assign(p.deny, c.read_capabilities(s, "deny"));
+    assign(p.ask, c.read_capabilities(s, "ask"));
     return p;
 }
 
 void parse_permissions(checker& c, const scope& s, permissions_config& p) {
-    c.check_keys(s, {"callers", "rules"});
+    c.check_keys(s, {"callers", "rules", "persist_grants"});
+    assign(p.persist_grants, c.read_bool(s, "persist_grants"));
     if (const auto* callers = c.read_table(s, "callers")) {
         for (auto&& [k, v] : *callers) {
             const std::string_view name = k.str();
@@ -504,7 +506,10 @@ void parse_permissions(checker& c, const scope& s, permissions_config& p) {
         if (auto i = c.read_enum(r, "caller", caller_names))
             rule.caller = std::string(caller_names[*i]);
         if (c.require(r, "decision")) {
-            if (auto i = c.read_enum(r, "decision", decision_names)) rule.allow = *i == 0;
+            if (auto i = c.read_enum(r, "decision", decision_names)) {
+                rule.allow = *i == 0;
+                rule.ask = *i == 2;
+            }
         }
         p.rules.push_back(std::move(rule));
     }

@@ -80,6 +80,7 @@ struct audit_config {
 struct caller_policy_config {
     std::vector<std::string> allow;
     std::vector<std::string> deny;
+    std::vector<std::string> ask; ///< held for a person's approval (PROTOCOL.md §12)
 
     bool operator==(const caller_policy_config&) const = default;
 };
@@ -88,7 +89,8 @@ struct caller_policy_config {
 struct permission_rule_config {
     std::string tool;                  ///< glob on the tool name (`*`, `?`, `[...]`)
     std::optional<std::string> caller; ///< "cli" | "plugin"; absent = every caller
-    bool allow = false;                ///< decision = "allow" | "deny"
+    bool allow = false;                ///< decision = "allow" (else "deny" or "ask")
+    bool ask = false;                  ///< decision = "ask" (PROTOCOL.md §12)
 
     bool operator==(const permission_rule_config&) const = default;
 };
@@ -97,6 +99,9 @@ struct permissions_config {
     std::optional<caller_policy_config> cli;    ///< absent: built-in defaults
     std::optional<caller_policy_config> plugin; ///< absent: built-in defaults
     std::vector<permission_rule_config> rules;
+    /// Keep grants without a session in `$MEITH_HOME/grants.json` (0600) across restarts,
+    /// expiry honoured (PROTOCOL.md §12).
+    bool persist_grants = false;
 
     bool operator==(const permissions_config&) const = default;
 };

@@ -1,6 +1,7 @@
 #include "daemon/connection.hpp"
 
 #include "daemon/coroutine_root.hpp"
+#include "permissions/secret.hpp"
 #include "protocol/json_writer.hpp"
 
 #include <asio/co_spawn.hpp>
@@ -12,7 +13,6 @@
 #include <poll.h>
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
-#include <sys/random.h>
 
 namespace meith::daemon {
 
@@ -20,22 +20,7 @@ using protocol::append_json_string;
 using protocol::frame_type;
 
 std::string new_session_id() {
-    unsigned char bytes[16];
-    std::size_t got = 0;
-    while (got < sizeof bytes) {
-        const auto n = ::getrandom(bytes + got, sizeof bytes - got, 0);
-        if (n > 0)
-            got += static_cast<std::size_t>(n);
-        else if (errno != EINTR)
-            throw std::system_error(errno, std::generic_category(), "getrandom");
-    }
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string id = "s_";
-    for (unsigned char b : bytes) {
-        id.push_back(hex[b >> 4]);
-        id.push_back(hex[b & 0xF]);
-    }
-    return id;
+    return "s_" + permissions::random_hex(16);
 }
 
 namespace {
@@ -77,7 +62,8 @@ void connection::arm_idle_timer() {
         if (ec) return;
         auto self = weak.lock();
         if (!self || self->closed_) return;
-        if (!self->calls_.empty() || self->async_replies_ > 0) { // waiting is not idling
+        // Waiting for replies, or an approver waiting for held calls, is not idling.
+        if (!self->calls_.empty() || self->async_replies_ > 0 || self->approver_) {
             self->arm_idle_timer();
             return;
         }
@@ -337,6 +323,9 @@ void connection::close(std::string_view reason) {
     socket_.shutdown(asio::socket_base::shutdown_both, ignored);
     socket_.close(ignored);
     registry_.observe_session("session_end", session_id_, peer_.pid, peer_.uid);
+    // The calls it was shown stay held for the other approvers or their timeout (§12).
+    if (approver_) registry_.approvals().remove_approver(*this);
+    registry_.approvals().end_session(session_id_);
     spdlog::debug("connection {} closed: {}", session_id_, reason);
     outbound_.clear();
     marks_.clear();

@@ -41,6 +41,7 @@ struct peer_identity {
 };
 
 class connection final : public registry::call_sink,
+                         public registry::approver,
                          public std::enable_shared_from_this<connection> {
   public:
     connection(asio::local::stream_protocol::socket socket, registry::registry& reg,
@@ -61,6 +62,10 @@ class connection final : public registry::call_sink,
     // registry::call_sink
     void on_tool_event(std::string_view request_id, std::string_view event_json) override;
     void on_tool_result(std::string_view request_id, const protocol::tool_result& r) override;
+
+    // registry::approver (after a proven approver_hello, docs/protocol.md §14)
+    void deliver(std::string_view frame) override;
+    const std::string& approver_session() const override { return session_id_; }
 
   private:
     /// One frame type's route (frame_routes.cpp).
@@ -86,6 +91,14 @@ class connection final : public registry::call_sink,
     void on_restart_source(const protocol::client_frame& f, std::string& audit_fields);
     void on_reload_config(const protocol::client_frame& f, std::string& audit_fields);
     void on_preview_tool_call(const protocol::client_frame& f, std::string& audit_fields);
+    // grants and approvals (approval_routes.cpp)
+    void on_approver_hello(const protocol::client_frame& f, std::string& audit_fields);
+    void on_approve(const protocol::client_frame& f, std::string& audit_fields);
+    void on_grant(const protocol::client_frame& f, std::string& audit_fields);
+    void on_revoke(const protocol::client_frame& f, std::string& audit_fields);
+    void on_list_grants(const protocol::client_frame& f, std::string& audit_fields);
+    /// Refuses an approver's frame from a connection that is not one: error frame + audit.
+    bool refuse_unless_approver(const protocol::client_frame& f);
     void on_other(const protocol::client_frame& f, std::string& audit_fields);
 
     /// New replies are queued: wakes the writer if it waits for them. It runs at the end of
@@ -113,6 +126,7 @@ class connection final : public registry::call_sink,
     std::string hello_claim_; ///< clientInfo.caller of the hello, if any
     bool has_hello_claim_ = false;
     std::string hello_agent_; ///< clientInfo.agent of the hello, if any
+    bool approver_ = false;   ///< proven by approver_hello: receives approval requests
     /// The registry's tools_changed subscription (hello `subscribe`), 0 when none.
     std::uint64_t tools_changed_token_ = 0;
     std::string_view agent_for(const protocol::client_frame& f) const;

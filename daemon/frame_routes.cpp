@@ -29,7 +29,7 @@ struct connection::frame_route {
 
 const connection::frame_route& connection::route_of(frame_type type) {
     // In frame_type order (checked below), so a route is found by index.
-    static constexpr std::array<frame_route, 10> routes{{
+    static constexpr std::array<frame_route, 15> routes{{
         {frame_type::hello, false, false, {}, &connection::on_hello},
         {frame_type::list_tools, false, true, {}, &connection::on_list_tools},
         {frame_type::tool_call, false, false, {}, &connection::on_tool_call},
@@ -42,6 +42,12 @@ const connection::frame_route& connection::route_of(frame_type type) {
          &connection::on_reload_config},
         // Audited when the preview is made (it may wait for the tool host).
         {frame_type::preview_tool_call, false, false, {}, &connection::on_preview_tool_call},
+        // Grants and approvals (approval_routes.cpp): each audits what it decides itself.
+        {frame_type::approver_hello, false, false, {}, &connection::on_approver_hello},
+        {frame_type::approve, false, false, {}, &connection::on_approve},
+        {frame_type::grant, false, false, {}, &connection::on_grant},
+        {frame_type::revoke, false, false, {}, &connection::on_revoke},
+        {frame_type::list_grants, false, false, {}, &connection::on_list_grants},
         {frame_type::other, false, false, {}, &connection::on_other},
     }};
     static_assert([] {
@@ -247,7 +253,7 @@ void connection::on_preview_tool_call(const protocol::client_frame& f, std::stri
                                   : text_payload  ? std::string(R"("")")
                                                   : std::string("{}");
     const auto who = caller_for(f);
-    const bool allowed = registry_.policy().decide(t->name, t->capabilities, who).allow;
+    const auto permission = registry_.policy().decide(t->name, t->capabilities, who).outcome();
     std::string fields = R"("sessionId":)";
     append_json_string(fields, session_id_);
     fields += R"(,"requestId":)";
@@ -257,12 +263,12 @@ void connection::on_preview_tool_call(const protocol::client_frame& f, std::stri
     fields += R"(,"caller":)";
     append_json_string(fields, permissions::to_string(who));
     fields += R"(,"permission":)";
-    fields += allowed ? R"("allow")" : R"("deny")";
+    append_json_string(fields, permissions::to_string(permission));
     fields += R"(,"args":)";
     fields += registry_.redactor().summarize_json(args_json);
     ++async_replies_;
     registry_.preview_call(t, args_json,
-                           [weak = weak_from_this(), request_id, name = t->name, allowed,
+                           [weak = weak_from_this(), request_id, name = t->name, permission,
                             fields = std::move(fields)](registry::registry::preview p) mutable {
                                auto self = weak.lock();
                                if (!self) return;
@@ -272,7 +278,8 @@ void connection::on_preview_tool_call(const protocol::client_frame& f, std::stri
                                self->registry_.audit_event("tool_preview", fields);
                                if (self->closed_) return;
                                protocol::append_tool_preview(self->outbound_, request_id, name,
-                                                             p.text, allowed ? "allow" : "deny");
+                                                             p.text,
+                                                             permissions::to_string(permission));
                                self->flush();
                            });
 }

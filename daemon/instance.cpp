@@ -2,6 +2,7 @@
 
 #include "audit/audit_log.hpp"
 #include "config/paths.hpp"
+#include "permissions/secret.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -138,6 +139,44 @@ fs::path write_instance_record(const fs::path& home, const fs::path& socket) {
                              {"startedAt", audit::now_rfc3339()}};
     write_atomically(path, record.dump(2) + "\n");
     return path;
+}
+
+std::string load_approver_secret(const fs::path& home) {
+    const fs::path path = home / "approver.secret";
+    // O_EXCL: made once; a second daemon start (or a race with one) reads what is there.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+        const std::string secret = permissions::random_hex(32) + "\n";
+        const bool ok = ::write(fd, secret.data(), secret.size()) ==
+                        static_cast<ssize_t>(secret.size());
+        ::close(fd);
+        if (!ok) {
+            ::unlink(path.c_str());
+            throw std::runtime_error(
+                fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+        }
+    } else if (errno != EEXIST) {
+        throw std::runtime_error(
+            fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
+    }
+    struct stat st{};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        throw std::runtime_error(fmt::format("{} is not a regular file", path.string()));
+    if ((st.st_mode & 077) != 0)
+        throw std::runtime_error(fmt::format(
+            "{} is readable or writable by group or others (mode {:o}); run chmod 600 on it",
+            path.string(), st.st_mode & 0777));
+    std::ifstream in(path);
+    std::string secret;
+    std::getline(in, secret);
+    while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back())))
+        secret.pop_back();
+    if (secret.size() < 32)
+        throw std::runtime_error(fmt::format(
+            "{} holds no usable secret (under 32 characters); delete it and restart meithd to "
+            "make a new one",
+            path.string()));
+    return secret;
 }
 
 std::size_t sweep_instance_records(const fs::path& home) {

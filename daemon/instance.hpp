@@ -37,6 +37,12 @@ void write_runtime_record(const std::filesystem::path& home, const std::filesyst
 std::filesystem::path write_instance_record(const std::filesystem::path& home,
                                             const std::filesystem::path& socket);
 
+/// The approver secret (PROTOCOL.md §12): `home/approver.secret`, created at first start with
+/// mode 0600 holding 32 random bytes as 64 hex digits; read (trailing whitespace dropped)
+/// afterwards. Throws std::runtime_error when it cannot be read or made, or when it is open to
+/// group or others (a secret others can read proves nothing).
+std::string load_approver_secret(const std::filesystem::path& home);
+
 /// Removes instance records whose pid is no longer alive; returns how many.
 std::size_t sweep_instance_records(const std::filesystem::path& home);
 

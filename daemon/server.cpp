@@ -82,6 +82,11 @@ class server {
     }
 
     int run() {
+        // Grants and approvals (PROTOCOL.md §12): the approver secret, then kept grants.
+        registry_.approvals().set_approver_secret(load_approver_secret(home_));
+        if (cfg_.permissions.persist_grants)
+            if (auto err = registry_.approvals().persist_to(home_ / "grants.json"))
+                spdlog::warn("{}", *err);
         wait_for_signal();
         if (notifier_.enabled() && notifier_.watchdog_interval()) watchdog_tick();
         registry_.set_reload_handler([this] { return reload(); });

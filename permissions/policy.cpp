@@ -130,6 +130,10 @@ step match_one(std::string_view pat, std::size_t p, unsigned char ch, std::size_
 
 } // namespace
 
+std::string_view to_string(verdict v) {
+    return v == verdict::allow ? "allow" : v == verdict::ask ? "ask" : "deny";
+}
+
 std::string_view to_string(caller c) {
     return c == caller::cli ? "cli" : "plugin";
 }
@@ -202,16 +206,19 @@ policy::policy(const config::permissions_config& cfg) : rules_(cfg.rules) {
                                                                                    &cfg.plugin};
     for (std::size_t i = 0; i < tables.size(); ++i) {
         if (*tables[i])
-            callers_[i] = {set_of((*tables[i])->allow), set_of((*tables[i])->deny)};
+            callers_[i] = {set_of((*tables[i])->allow), set_of((*tables[i])->deny),
+                           set_of((*tables[i])->ask)};
         else
-            callers_[i] = {default_allow, 0};
+            callers_[i] = {default_allow, 0, 0};
     }
     for (std::size_t i = 0; i < rules_.size(); ++i) {
         const auto& rule = rules_[i];
         const std::string scope =
             rule.caller ? fmt::format(", caller '{}'", *rule.caller) : std::string();
         rule_reasons_.push_back(fmt::format("rule {} (tool '{}'{}) {}", i + 1, rule.tool, scope,
-                                            rule.allow ? "allows" : "denies"));
+                                            rule.ask     ? "asks for approval"
+                                            : rule.allow ? "allows"
+                                                         : "denies"));
     }
     for (std::size_t w = 0; w < callers_.size(); ++w) {
         const std::string_view who_name = to_string(static_cast<caller>(w));
@@ -221,6 +228,8 @@ policy::policy(const config::permissions_config& cfg) : rules_(cfg.rules) {
             not_allowed_reasons_[w][i] =
                 fmt::format("capability '{}' is not allowed for caller '{}'",
                             capability_wire_names[i], who_name);
+            ask_reasons_[w][i] = fmt::format("capability '{}' needs approval for caller '{}'",
+                                             capability_wire_names[i], who_name);
         }
         for (std::size_t set = 0; set < allowed_reasons_[w].size(); ++set)
             allowed_reasons_[w][set] = fmt::format(
@@ -230,29 +239,40 @@ policy::policy(const config::permissions_config& cfg) : rules_(cfg.rules) {
 }
 
 decision policy::decide(std::string_view tool_name, capability_set caps, caller who) const {
-    const std::string_view who_name = to_string(who);
-    for (std::size_t i = 0; i < rules_.size(); ++i) {
-        const auto& rule = rules_[i];
-        if (rule.caller && *rule.caller != who_name) continue;
-        if (!glob_match(rule.tool, tool_name)) continue;
-        return {rule.allow, rule_reasons_[i]};
-    }
-
     // Bits past the known capabilities cannot be vouched for: count them as unknown.
     constexpr auto known = static_cast<capability_set>((1u << capability_count) - 1);
     if (caps == 0 || (caps & ~known) != 0)
         caps = static_cast<capability_set>((caps & known) | bit(capability::unknown));
     const auto w = static_cast<std::size_t>(who);
     const caller_lists& lists = callers_[w];
+    // Allowed outright: on the allow list and not on the ask list.
+    const auto plain = static_cast<capability_set>(lists.allow & ~lists.ask);
+    const auto needed = static_cast<capability_set>(caps & ~plain);
+
+    const std::string_view who_name = to_string(who);
+    for (std::size_t i = 0; i < rules_.size(); ++i) {
+        const auto& rule = rules_[i];
+        if (rule.caller && *rule.caller != who_name) continue;
+        if (!glob_match(rule.tool, tool_name)) continue;
+        if (rule.ask) return {false, rule_reasons_[i], true, needed, true};
+        return {rule.allow, rule_reasons_[i]};
+    }
+
     for (std::size_t i = 0; i < capability_count; ++i) {
         if ((caps & (1u << i)) != 0 && (lists.deny & (1u << i)) != 0)
             return {false, denied_reasons_[w][i]};
     }
+    if (needed == 0) return {true, allowed_reasons_[w][caps]};
+    // Not allowed outright: not allowed at all wins over ask, as a stronger "no"; a grant
+    // may still cover either.
     for (std::size_t i = 0; i < capability_count; ++i) {
-        if ((caps & (1u << i)) != 0 && (lists.allow & (1u << i)) == 0)
-            return {false, not_allowed_reasons_[w][i]};
+        const auto b = static_cast<capability_set>(1u << i);
+        if ((needed & b) != 0 && (lists.allow & b) == 0 && (lists.ask & b) == 0)
+            return {false, not_allowed_reasons_[w][i], false, needed, true};
     }
-    return {true, allowed_reasons_[w][caps]};
+    for (std::size_t i = 0; i < capability_count; ++i)
+        if ((needed & (1u << i)) != 0) return {false, ask_reasons_[w][i], true, needed, true};
+    return {true, allowed_reasons_[w][caps]}; // unreachable: needed != 0 has a first bit
 }
 
 } // namespace meith::permissions

@@ -1,10 +1,13 @@
 // permissions: who may call what (docs/protocol.md §5, §8).
 //
 // A `policy` is compiled once from the config and is immutable afterwards, so `decide` is a
-// pure function, safe from any thread. Decision order: the first `[[permissions.rules]]` entry
-// whose tool glob (and caller, when given) matches decides; otherwise every capability of the
-// tool must be allowed for the caller and none denied (deny wins). A tool that declares no
-// capability is treated as having `unknown`.
+// pure function, safe from any thread. Decision order (docs/protocol.md §5, §14; PROTOCOL.md
+// §12): the first `[[permissions.rules]]` entry whose tool glob (and caller, when given)
+// matches decides allow, deny or ask; otherwise a capability on the caller's `deny` list
+// denies, one on its `ask` list asks, one on neither `allow` list is not allowed, and a tool
+// whose every capability is allowed is allowed. A tool that declares no capability is treated
+// as having `unknown`. Grants (grants.hpp) sit between deny and ask: `decide` says which
+// capabilities a grant would have to cover (`needed`) and whether one may (`grantable`).
 #pragma once
 
 #include "config/config.hpp"
@@ -55,11 +58,26 @@ capability_set capability_set_from(std::span<const std::string> names);
 /// Wire names of the set, in enum order.
 std::vector<std::string_view> capability_names(capability_set set);
 
+/// A decision's three outcomes (PROTOCOL.md §12 adds `ask`).
+enum class verdict : std::uint8_t { allow, deny, ask };
+
+/// "allow", "deny" or "ask".
+std::string_view to_string(verdict v);
+
 /// The outcome of `decide`: `reason` names the rule or capability that decided, e.g.
 /// "capability 'destructive' is denied for caller 'plugin'" or "rule 3 (tool 'fs_*') allows".
 struct decision {
-    bool allow = false;
+    bool allow = false; ///< allowed outright
     std::string reason;
+    bool ask = false; ///< not allowed outright: a person may approve it (allow is false)
+    /// The capabilities a grant must cover to let the call through (those not allowed
+    /// outright); meaningful when `grantable`.
+    capability_set needed = 0;
+    /// A grant may decide: true for `ask` and for capabilities merely not on the allow list;
+    /// false for an explicit deny (a rule or the caller's deny list), which no grant lifts.
+    bool grantable = false;
+
+    verdict outcome() const { return allow ? verdict::allow : ask ? verdict::ask : verdict::deny; }
 };
 
 /// Glob match as fnmatch(3) without flags: `*`, `?`, `[...]`.
@@ -68,7 +86,8 @@ bool glob_match(std::string_view pattern, std::string_view name);
 class policy {
   public:
     /// Defaults of docs/protocol.md §5: read-only and accesses-network allowed to every caller,
-    /// everything else denied; `[permissions.callers.X]` tables replace a caller's lists.
+    /// everything else denied, nothing asked; `[permissions.callers.X]` tables replace a
+    /// caller's lists.
     explicit policy(const config::permissions_config& cfg = {});
 
     decision decide(std::string_view tool_name, capability_set caps, caller who) const;
@@ -77,6 +96,7 @@ class policy {
     struct caller_lists {
         capability_set allow = 0;
         capability_set deny = 0;
+        capability_set ask = 0;
     };
     std::array<caller_lists, 2> callers_;
     std::vector<config::permission_rule_config> rules_;
@@ -84,6 +104,7 @@ class policy {
     std::vector<std::string> rule_reasons_;
     std::array<std::array<std::string, capability_count>, 2> denied_reasons_;
     std::array<std::array<std::string, capability_count>, 2> not_allowed_reasons_;
+    std::array<std::array<std::string, capability_count>, 2> ask_reasons_;
     std::array<std::array<std::string, 1u << capability_count>, 2> allowed_reasons_;
 };
 

@@ -16,7 +16,49 @@ frame_type type_from_name(std::string_view name) {
     if (name == "reload_config") return frame_type::reload_config;
     if (name == "check_policy") return frame_type::check_policy;
     if (name == "preview_tool_call") return frame_type::preview_tool_call;
+    if (name == "approver_hello") return frame_type::approver_hello;
+    if (name == "approve") return frame_type::approve;
+    if (name == "grant") return frame_type::grant;
+    if (name == "revoke") return frame_type::revoke;
+    if (name == "list_grants") return frame_type::list_grants;
     return frame_type::other;
+}
+
+/// The members of the grant and approval frames (docs/protocol.md §14); sets `f.error` when
+/// one is missing or of the wrong type.
+void decode_grant_frame(simdjson::dom::object obj, client_frame& f) {
+    // A member that must be a non-empty string (`optional`: may be absent).
+    auto string_member = [&](const char* key, std::string_view& out, bool optional) {
+        simdjson::dom::element el;
+        if (obj[key].get(el) != simdjson::SUCCESS) {
+            if (!optional)
+                f.error = std::string(f.type_name) + " needs a non-empty string \"" + key + "\"";
+            return;
+        }
+        if (el.is_null() && optional) return;
+        if (el.get_string().get(out) != simdjson::SUCCESS || (out.empty() && !optional))
+            f.error = std::string(f.type_name) + ": \"" + key + "\" must be a" +
+                      (optional ? " string" : " non-empty string");
+    };
+    switch (f.type) {
+    case frame_type::approver_hello:
+        string_member("secret", f.secret, false);
+        break;
+    case frame_type::approve:
+        string_member("approvalId", f.approval_id, false);
+        if (!f.error) string_member("decision", f.decision, false);
+        if (!f.error) string_member("reason", f.reason, true);
+        break;
+    case frame_type::revoke:
+        string_member("grantId", f.grant_id, false);
+        break;
+    case frame_type::grant:
+        if (obj["grant"].get_object().get(f.grant) != simdjson::SUCCESS)
+            f.error = "grant needs an object \"grant\" ({\"capabilities\":[...], ...})";
+        break;
+    default:
+        break;
+    }
 }
 
 std::string describe_parse_error(simdjson::error_code ec) {
@@ -195,6 +237,16 @@ client_frame frame_decoder::decode(std::string_view line) {
         else if (has_arguments && !arguments_el.is_object() && !arguments_el.is_string())
             f.error = "arguments must be a JSON object (or a string for a text-payload tool)";
         return f;
+    case frame_type::approver_hello:
+    case frame_type::approve:
+    case frame_type::grant:
+    case frame_type::revoke:
+    case frame_type::list_grants:
+        if (has_request_id && !f.request_id)
+            f.error = "requestId must be a string of 1-128 characters";
+        else
+            decode_grant_frame(obj, f);
+        return f;
     case frame_type::tool_call:
         break;
     }
@@ -349,20 +401,21 @@ void append_source_restarted(std::string& out, std::optional<std::string_view> r
 
 void append_config_reloaded(std::string& out, std::optional<std::string_view> request_id,
                             std::string_view members_json) {
-    append_head(out, "config_reloaded");
+    append_reply(out, "config_reloaded", request_id, members_json);
+}
+
+void append_reply(std::string& out, std::string_view type,
+                  std::optional<std::string_view> request_id, std::string_view members_json) {
+    append_head(out, type);
     if (request_id) append_request_id(out, *request_id);
-    out.push_back(',');
+    if (!members_json.empty()) out.push_back(',');
     out.append(members_json);
     out.append("}\n");
 }
 
 void append_policy_decision(std::string& out, std::optional<std::string_view> request_id,
                             std::string_view members_json) {
-    append_head(out, "policy_decision");
-    if (request_id) append_request_id(out, *request_id);
-    out.push_back(',');
-    out.append(members_json);
-    out.append("}\n");
+    append_reply(out, "policy_decision", request_id, members_json);
 }
 
 void append_tools_list_head(std::string& out, std::optional<std::string_view> request_id) {

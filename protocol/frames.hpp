@@ -33,6 +33,12 @@ enum class frame_type {
     check_policy,
     reload_config,
     preview_tool_call, ///< docs/protocol.md §13
+    // Grants and approvals (PROTOCOL.md §12, docs/protocol.md §14)
+    approver_hello,
+    approve,
+    grant,
+    revoke,
+    list_grants,
     other
 };
 
@@ -67,6 +73,13 @@ struct client_frame {
     bool result_model = false;             ///< `"resultFormat":"model"` (docs/protocol.md §13)
     bool display = false;                  ///< `"display":true`: result.meta.display
     std::optional<std::string> call_error; ///< VALIDATION_ERROR message
+    // grants and approvals (docs/protocol.md §14); checked to be strings when present
+    std::string_view secret;      ///< approver_hello
+    std::string_view approval_id; ///< approve
+    std::string_view decision;    ///< approve: allow_once | allow_session | deny
+    std::string_view reason;      ///< approve (optional)
+    std::string_view grant_id;    ///< revoke
+    simdjson::dom::object grant;  ///< grant: the `grant` object
 };
 
 /// Decodes frames with one simdjson parser per thread, shared by every connection served on
@@ -121,6 +134,11 @@ void append_config_reloaded(std::string& out, std::optional<std::string_view> re
 /// `{"type":"source_restarted","protocol":1,"requestId"?,"name"}`
 void append_source_restarted(std::string& out, std::optional<std::string_view> request_id,
                              std::string_view name);
+
+/// `{"type":<type>,"protocol":1,"requestId"?,` + `members_json` + `}`: a reply whose members
+/// the caller rendered (grant_result, grants_list, approver_hello_result, ...).
+void append_reply(std::string& out, std::string_view type,
+                  std::optional<std::string_view> request_id, std::string_view members_json);
 
 /// `{"type":"policy_decision","protocol":1,"requestId"?,` + `members_json` + `}`
 void append_policy_decision(std::string& out, std::optional<std::string_view> request_id,

@@ -59,6 +59,8 @@ class call : public std::enable_shared_from_this<call> {
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     bool decided = false;           ///< the permission decision was reached
     permissions::decision decision; ///< valid when `decided`
+    std::string grant_id;           ///< the grant that let the call through, if one did
+    std::string approval_id;        ///< the approval that decided the call, if it was held
 
     /// Forwards one event (JSON text of the `event` object) unless the call is resolved.
     void emit(std::string_view event_json);

@@ -30,6 +30,8 @@ struct record {
     const tool* target = nullptr; ///< source and capabilities
     std::optional<bool> allow;    ///< the decision
     std::optional<std::string_view> reason;
+    std::string_view grant_id;    ///< written only when set (PROTOCOL.md §12)
+    std::string_view approval_id; ///< written only when set
     std::optional<std::uint64_t> timeout_ms;
     std::optional<std::int64_t> duration_ns;
     const protocol::tool_result* result = nullptr; ///< ok, errorCode and result
@@ -83,6 +85,14 @@ void write_record(audit_trail& trail, const record& r) {
         l.append("null"sv);
     l.append(R"(,"reason":)"sv);
     append_redacted_or_null(l, r.reason); // may be a hook's or the client's words
+    if (!r.grant_id.empty()) {
+        l.append(R"(,"grantId":)"sv);
+        append_json_string(l, r.grant_id);
+    }
+    if (!r.approval_id.empty()) {
+        l.append(R"(,"approvalId":)"sv);
+        append_json_string(l, r.approval_id);
+    }
     l.append(R"(,"timeoutMs":)"sv);
     if (r.timeout_ms)
         protocol::append_uint(l, *r.timeout_ms);
@@ -202,6 +212,8 @@ void write_call_audit(audit_trail& trail, const call& c, const protocol::tool_re
         rec.allow = c.decision.allow;
         rec.reason = c.decision.reason;
     }
+    rec.grant_id = c.grant_id;
+    rec.approval_id = c.approval_id;
     if (c.timeout_ms) rec.timeout_ms = c.timeout_ms;
     rec.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::steady_clock::now() - c.started)

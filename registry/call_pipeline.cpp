@@ -152,35 +152,106 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
     }
     c->decision = policy_.decide(t.name, t.capabilities, c->caller);
     c->decided = true;
+    c->timeout_ms = effective_timeout(*c, t, cfg_);
+    // PROTOCOL.md §12 order: deny -> a matching grant -> ask -> allow. A grant is looked for
+    // only when the policy does not allow outright, so an allowed call spends no use.
+    if (!c->decision.allow && c->decision.grantable) {
+        if (auto id = approvals_.use_grant(*c, c->decision.needed)) {
+            c->grant_id = std::move(*id);
+            c->decision.allow = true;
+            c->decision.ask = false;
+            c->decision.reason = "grant " + c->grant_id + " allows (" + c->decision.reason + ")";
+        }
+    }
     if (!c->decision.allow) {
+        if (c->decision.ask) {
+            hold_for_approval(c);
+            return;
+        }
         c->resolve(tool_result::failure(error_code::permission_denied,
                                         "permission denied: " + c->decision.reason),
                    call_end::refused);
         return;
     }
-    const std::uint64_t timeout = effective_timeout(*c, t, cfg_);
-    c->timeout_ms = timeout;
-    auto arm_deadline = [&c, timeout] {
-        // Measured from the call's arrival, whenever it is armed.
-        c->deadline().expires_at(c->started + std::chrono::milliseconds(timeout));
-        c->deadline().async_wait(
-            [weak = std::weak_ptr<call>(c), timeout](const std::error_code& ec) {
-                if (ec) return;
-                if (auto self = weak.lock())
-                    self->finalize(tool_result::failure(error_code::timeout,
-                                                        "the call did not finish within " +
-                                                            std::to_string(timeout) + " ms"),
-                                   call_end::timeout);
+    proceed(c);
+}
+
+void registry::arm_deadline(const call_ptr& c) {
+    const std::uint64_t timeout = c->timeout_ms;
+    c->deadline().expires_at(c->started + std::chrono::milliseconds(timeout));
+    c->deadline().async_wait([weak = std::weak_ptr<call>(c), timeout](const std::error_code& ec) {
+        if (ec) return;
+        if (auto self = weak.lock())
+            self->finalize(tool_result::failure(error_code::timeout,
+                                                "the call did not finish within " +
+                                                    std::to_string(timeout) + " ms"),
+                           call_end::timeout);
+    });
+}
+
+void registry::hold_for_approval(const call_ptr& c) {
+    if (approvals_.approver_count() == 0) {
+        c->decision.reason += "; no approver is connected (run `meith approve` in a terminal)";
+        c->resolve(tool_result::failure(error_code::permission_denied,
+                                        "permission denied: " + c->decision.reason),
+                   call_end::refused);
+        return;
+    }
+    // The timeout runs while the call is held; a cancel, the timeout or the client leaving
+    // withdraw the request from the approvers.
+    arm_deadline(c);
+    auto approval_id = std::make_shared<std::string>();
+    const std::weak_ptr<call> weak = c;
+    const std::weak_ptr<bool> alive = alive_;
+    c->on_abandon([this, weak, approval_id, alive] {
+        auto self = weak.lock();
+        if (!self || alive.expired() || approval_id->empty()) return;
+        const call_end how = self->end();
+        approvals_.withdraw(*approval_id, how == call_end::timeout      ? "the call timed out"
+                                          : how == call_end::cancel     ? "the client cancelled it"
+                                          : how == call_end::disconnect ? "the client disconnected"
+                                          : how == call_end::shutdown   ? "meithd is shutting down"
+                                                                        : "the call ended");
+    });
+    preview_call(c->target, c->args_json, [this, weak, approval_id, alive](preview p) {
+        auto c = weak.lock();
+        if (!c || c->resolved() || alive.expired()) return;
+        *approval_id = approvals_.hold(
+            c, p.text,
+            [this, weak, approval_id, alive](approval_answer a, std::string reason) {
+                auto c = weak.lock();
+                if (!c || c->resolved() || alive.expired()) return;
+                c->approval_id = *approval_id;
+                c->on_abandon(nullptr);
+                if (a == approval_answer::deny) {
+                    c->decision.ask = false;
+                    c->decision.reason =
+                        reason.empty() ? "denied by an approver" : "denied by an approver: " + reason;
+                    c->resolve(tool_result::failure(error_code::permission_denied,
+                                                    "permission denied: " + c->decision.reason),
+                               call_end::refused);
+                    return;
+                }
+                c->decision.allow = true;
+                c->decision.ask = false;
+                c->decision.reason = a == approval_answer::allow_once
+                                         ? "approved once by an approver"
+                                         : "approved for the session by an approver";
+                proceed(c);
             });
-    };
+    });
+}
+
+void registry::proceed(const call_ptr& c) {
+    const tool& t = *c->target;
     if (!hooks_) {
         run_on_source(c);
         // A tool that answered at once (built-ins) never needs a timer: saves two
         // timerfd_settime(2) calls per call on the hot path.
-        if (!c->tool_done() && !c->resolved()) arm_deadline();
+        if (!c->tool_done() && !c->resolved()) arm_deadline(c);
         return;
     }
-    arm_deadline();
+    arm_deadline(c);
     // Hook time counts against the call's timeout (§7): the deadline is already armed.
     std::string payload = hook_payload("before_execution", *c, nullptr);
     record_observers(*c, "before_execution", hooks_->observe("before_execution", t.name, payload));
@@ -195,7 +266,8 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
                        if (!c || c->resolved() || !alive.lock()) return;
                        record_filter_verdicts(*c, verdicts);
                        if (!verdicts.empty() && !verdicts.back().allow) {
-                           c->decision = {false, verdicts.back().reason};
+                           c->decision.allow = false;
+                           c->decision.reason = verdicts.back().reason;
                            c->finalize(
                                tool_result::failure(error_code::permission_denied,
                                                     "permission denied: " + verdicts.back().reason),
@@ -246,7 +318,8 @@ void registry::after_tool(const call_ptr& c, tool_result r) {
                        record_filter_verdicts(*c, verdicts);
                        if (!verdicts.empty() && !verdicts.back().allow) {
                            // The tool ran, but its result is withheld (§7).
-                           c->decision = {false, verdicts.back().reason};
+                           c->decision.allow = false;
+                           c->decision.reason = verdicts.back().reason;
                            c->finalize(
                                tool_result::failure(error_code::permission_denied,
                                                     "result withheld: " + verdicts.back().reason),

@@ -45,7 +45,7 @@ source_state state_of(process_state s) {
 
 registry::registry(asio::any_io_executor ex, const config::config& cfg, audit::audit_log* audit)
     : ex_(std::move(ex)), cfg_(cfg), policy_(cfg.permissions), audit_(ex_, audit),
-      redactor_(audit::default_redactor()) {
+      redactor_(audit::default_redactor()), approvals_(ex_, audit_, redactor_) {
     tools_.on_change = [this] { post_tools_changed(); };
 }
 
@@ -95,8 +95,12 @@ std::string registry::explain_policy(std::string_view tool_name, permissions::ca
     const auto d = policy_.decide(t.name, t.capabilities, who);
     m += R"(,"known":true,"capabilities":)";
     append_capabilities(m, t.capabilities);
-    m += d.allow ? R"(,"decision":"allow","reason":)" : R"(,"decision":"deny","reason":)";
+    m += R"(,"decision":)";
+    append_json_string(m, permissions::to_string(d.outcome()));
+    m += R"(,"reason":)";
     append_json_string(m, d.reason);
+    m += R"(,"grantable":)";
+    m += d.grantable ? "true" : "false";
     m += R"(,"filterHooks":[)";
     bool first = true;
     if (hooks_)

@@ -1,7 +1,7 @@
 // registry: the tools of every source and the one dispatch path every call takes.
 //
-// dispatch(): lookup -> validate arguments against the tool's inputSchema -> permission ->
-// hooks -> run on the source raced against its timeout, a cancel, the client leaving and
+// dispatch(): lookup -> validate arguments against the tool's inputSchema -> permission (a
+// grant, or a person's approval for an `ask`) -> hooks -> run on the source raced against its timeout, a cancel, the client leaving and
 // shutdown -> after_execution hooks -> audit line -> reply. This is the only place that owns
 // those cross-cutting duties; sources only run tools and connections only move frames.
 // I/O-thread only.
@@ -21,6 +21,7 @@
 #include "audit/redactor.hpp"
 #include "config/config.hpp"
 #include "permissions/policy.hpp"
+#include "registry/approvals.hpp"
 #include "registry/audit_trail.hpp"
 #include "registry/call.hpp"
 #include "registry/call_audit.hpp"
@@ -120,8 +121,9 @@ class registry {
     void observe_session(std::string_view phase, std::string_view session_id, pid_t pid, uid_t uid);
 
     /// Explains the permission decision for `tool_name` and `who` (for `meith policy check`):
-    /// JSON members `"toolName","caller","known","capabilities","decision","reason",
-    /// "filterHooks"` (the phases in which filter hooks would still be asked).
+    /// JSON members `"toolName","caller","known","capabilities","decision" (allow, deny or
+    /// ask),"reason","grantable","filterHooks"` (the phases in which filter hooks would still
+    /// be asked). The static policy: grants of a session are not consulted.
     std::string explain_policy(std::string_view tool_name, permissions::caller who) const;
 
     /// Restarts the source (or server-mode hook) named `name`; false when there is none.
@@ -152,6 +154,8 @@ class registry {
 
     const config::config& cfg() const { return cfg_; }
     const permissions::policy& policy() const { return policy_; }
+    /// Grants, approvers and held calls (PROTOCOL.md §12).
+    class approvals& approvals() { return approvals_; }
     const audit::redactor& redactor() const { return redactor_; }
     /// Appends `s` as a JSON string with secrets redacted: every client- or tool-supplied
     /// string an audit line carries goes through here (request ids, tool names, caller claims,
@@ -192,6 +196,12 @@ class registry {
     friend class call;
 
     // ---- call pipeline (call_pipeline.cpp) ----
+    /// After the permission: the deadline, before_execution hooks, then the source.
+    void proceed(const call_ptr& c);
+    /// Arms the call's timeout, measured from its arrival.
+    void arm_deadline(const call_ptr& c);
+    /// An `ask` decision: held for the approvers, or denied at once when there are none.
+    void hold_for_approval(const call_ptr& c);
     void run_on_source(const call_ptr& c);
     void after_tool(const call_ptr& c, protocol::tool_result r);
     /// The last step before a tool's result is final: modelContent and meta.display when the
@@ -214,6 +224,7 @@ class registry {
     permissions::policy policy_;
     audit_trail audit_;
     const audit::redactor& redactor_;
+    class approvals approvals_;
     class hook_set* hooks_ = nullptr;
     tool_table tools_;
     std::map<std::uint64_t, std::function<void()>> tools_changed_subscribers_;

@@ -128,7 +128,9 @@ void tool_table::render(std::string& out, permissions::caller who,
         }
         if (format != list_format::meith) {
             // A model is offered only what its caller may call (PROTOCOL.md §11).
-            if (!policy.decide(t->name, t->capabilities, who).allow) continue;
+            // A tool a person may approve is offered too: the call is held, not refused.
+            const auto d = policy.decide(t->name, t->capabilities, who);
+            if (!d.allow && !d.ask) continue;
             if (!first) out.push_back(',');
             first = false;
             append_provider_tool(out, *t, format);
@@ -172,9 +174,9 @@ void tool_table::render(std::string& out, permissions::caller who,
         append_json_string(out, t->source->name());
         out.append(R"(,"available":)");
         out.append(t->source->state() == source_state::failed ? "false" : "true");
-        out.append(R"(,"permission":)");
-        out.append(policy.decide(t->name, t->capabilities, who).allow ? R"("allow"})"
-                                                                      : R"("deny"})");
+        out.append(R"(,"permission":")");
+        out.append(permissions::to_string(policy.decide(t->name, t->capabilities, who).outcome()));
+        out.append(R"("})");
     }
 }
 

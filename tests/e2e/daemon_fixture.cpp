@@ -1,10 +1,16 @@
 #include "daemon_fixture.hpp"
 
+#include <cerrno>
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -241,7 +247,93 @@ client::client(const fs::path& socket) {
     channel_.connect(socket); // throws protocol::client_error (a std::runtime_error)
 }
 
-client::~client() = default;
+client::client(const fs::path& socket, from_terminal_t) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw std::runtime_error("socket: " + std::string(std::strerror(errno)));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
+    int ready[2], hold[2];
+    if (::pipe2(ready, O_CLOEXEC) != 0 || ::pipe2(hold, O_CLOEXEC) != 0)
+        throw std::runtime_error("pipe2 failed");
+    const pid_t child = ::fork();
+    if (child < 0) throw std::runtime_error("fork failed");
+    if (child == 0) {
+        // A new session; the first terminal a session leader opens without O_NOCTTY becomes
+        // its controlling terminal (TIOCSCTTY makes sure). Only async-signal-safe calls here.
+        ::close(ready[0]);
+        ::close(hold[1]);
+        char ok = 0;
+        if (::setsid() >= 0) {
+            const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+            int unlock = 0;
+            unsigned int n = 0;
+            if (master >= 0 && ::ioctl(master, TIOCSPTLCK, &unlock) == 0 &&
+                ::ioctl(master, TIOCGPTN, &n) == 0) {
+                char name[32] = "/dev/pts/";
+                std::size_t at = 9;
+                char digits[16];
+                std::size_t k = 0;
+                do {
+                    digits[k++] = static_cast<char>('0' + n % 10);
+                    n /= 10;
+                } while (n != 0);
+                while (k > 0)
+                    name[at++] = digits[--k];
+                name[at] = '\0';
+                const int slave = ::open(name, O_RDWR);
+                if (slave >= 0 && ::ioctl(slave, TIOCSCTTY, 0) == 0 &&
+                    ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0)
+                    ok = 1;
+            }
+        }
+        (void)!::write(ready[1], &ok, 1);
+        char buf;
+        while (::read(hold[0], &buf, 1) > 0) {
+        }
+        ::_exit(0);
+    }
+    ::close(ready[1]);
+    ::close(hold[0]);
+    char ok = 0;
+    const bool got = ::read(ready[0], &ok, 1) == 1;
+    ::close(ready[0]);
+    terminal_child_ = child;
+    terminal_hold_ = hold[1];
+    if (!got || ok != 1) {
+        ::close(fd);
+        throw std::runtime_error("could not connect from a process with a terminal");
+    }
+    channel_.adopt(fd);
+}
+
+client::~client() {
+    // Killed, not only told by EOF: a later terminal client's child inherited our pipe's end.
+    if (terminal_hold_ >= 0) ::close(terminal_hold_);
+    if (terminal_child_ > 0) {
+        ::kill(terminal_child_, SIGKILL);
+        ::waitpid(terminal_child_, nullptr, 0);
+    }
+}
+
+std::string approver_secret(const fs::path& home) {
+    std::ifstream in(home / "approver.secret");
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+std::unique_ptr<client> connect_approver(const daemon_process& d) {
+    auto a = std::make_unique<client>(d.socket(), client::from_terminal);
+    a->send({{"type", "approver_hello"},
+             {"protocol", 1},
+             {"requestId", "ah"},
+             {"secret", approver_secret(d.home())}});
+    const json r = a->read();
+    if (r["type"] != "approver_hello_result")
+        throw std::runtime_error("approver_hello refused: " + r.dump());
+    return a;
+}
 
 void client::send_raw(const std::string& bytes) {
     channel_.send_bytes(bytes);

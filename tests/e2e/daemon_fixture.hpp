@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <sys/types.h>
@@ -111,6 +112,14 @@ std::pair<int, std::string> run_meithd_expect_exit(const std::vector<std::string
 class client {
   public:
     explicit client(const fs::path& socket);
+    /// Tag for a connection made from a process with a controlling terminal.
+    struct from_terminal_t {};
+    static constexpr from_terminal_t from_terminal{};
+    /// Connects through a child process that is a session leader with a pseudo-terminal as
+    /// its controlling terminal (as a person's shell is), so the daemon's peer — the pid that
+    /// called connect(2) — has a tty (PROTOCOL.md §12 approvers). The child lives as long as
+    /// the client.
+    client(const fs::path& socket, from_terminal_t);
     ~client();
     client(const client&) = delete;
     client& operator=(const client&) = delete;
@@ -137,7 +146,16 @@ class client {
     protocol::client_channel channel_;
     protocol::request_id_generator ids_{"t"}; ///< call(): "t1", "t2", ...
     std::optional<std::string> pending_;      ///< a frame silent_for saw; read returns it first
+    pid_t terminal_child_ = -1;               ///< from_terminal: the peer process
+    int terminal_hold_ = -1;                  ///< its end closes when the client goes
 };
+
+/// The approver secret of a daemon's home (HOME/approver.secret, first line).
+std::string approver_secret(const fs::path& home);
+
+/// An approver: a terminal connection that sent approver_hello with the home's secret and got
+/// approver_hello_result.
+std::unique_ptr<client> connect_approver(const daemon_process& d);
 
 /// Runs the meith CLI with `args`; returns {exit status, stdout, stderr}.
 struct cli_result {

@@ -1,5 +1,6 @@
 // Unit tests for permissions/: caller downgrade, capability sets, globbing and the policy
 // decision of docs/protocol.md §5.
+#include "permissions/grants.hpp"
 #include "permissions/policy.hpp"
 
 #include <catch2/catch.hpp>
@@ -26,8 +27,9 @@ permissions_config example_config() {
     permissions_config cfg;
     cfg.cli = caller_policy_config{{"read-only", "writes-files", "controls-browser",
                                     "starts-process", "accesses-network", "unknown"},
-                                   {"destructive"}};
-    cfg.plugin = caller_policy_config{{"read-only"}, {}};
+                                   {"destructive"},
+                                   {}};
+    cfg.plugin = caller_policy_config{{"read-only"}, {}, {}};
     return cfg;
 }
 
@@ -114,7 +116,7 @@ TEST_CASE("configured caller tables replace the defaults", "[permissions]") {
 
     // A configured table for one caller leaves the other on the defaults.
     permissions_config only_cli;
-    only_cli.cli = caller_policy_config{{"writes-files"}, {}};
+    only_cli.cli = caller_policy_config{{"writes-files"}, {}, {}};
     const policy q(only_cli);
     CHECK_FALSE(q.decide("r", caps({"read-only"}), caller::cli).allow);
     CHECK(q.decide("r", caps({"read-only"}), caller::plugin).allow);
@@ -123,7 +125,7 @@ TEST_CASE("configured caller tables replace the defaults", "[permissions]") {
 
 TEST_CASE("deny wins over allow, and is reported before a not-allowed", "[permissions]") {
     permissions_config cfg;
-    cfg.plugin = caller_policy_config{{"read-only", "writes-files"}, {"writes-files"}};
+    cfg.plugin = caller_policy_config{{"read-only", "writes-files"}, {"writes-files"}, {}};
     const policy p(cfg);
     const decision both = p.decide("w", caps({"writes-files"}), caller::plugin);
     CHECK_FALSE(both.allow);
@@ -142,10 +144,10 @@ TEST_CASE("deny wins over allow, and is reported before a not-allowed", "[permis
 TEST_CASE("rules: first match wins, before the caller lists", "[permissions]") {
     permissions_config cfg;
     cfg.rules = {
-        permission_rule_config{"fs_*", std::string("plugin"), true},
-        permission_rule_config{"fs_delete", std::nullopt, false},
-        permission_rule_config{"fs_?", std::nullopt, false},
-        permission_rule_config{"net_*", std::string("cli"), false},
+        permission_rule_config{"fs_*", std::string("plugin"), true, false},
+        permission_rule_config{"fs_delete", std::nullopt, false, false},
+        permission_rule_config{"fs_?", std::nullopt, false, false},
+        permission_rule_config{"net_*", std::string("cli"), false, false},
     };
     const policy p(cfg);
 
@@ -179,7 +181,7 @@ TEST_CASE("rules: first match wins, before the caller lists", "[permissions]") {
 
 TEST_CASE("a deny rule overrides capabilities the lists would allow", "[permissions]") {
     permissions_config cfg = example_config();
-    cfg.rules = {permission_rule_config{"echo", std::nullopt, false}};
+    cfg.rules = {permission_rule_config{"echo", std::nullopt, false, false}};
     const policy p(cfg);
     const decision d = p.decide("echo", caps({"read-only"}), caller::cli);
     CHECK_FALSE(d.allow);
@@ -244,4 +246,99 @@ TEST_CASE("glob_match agrees with fnmatch(3) without flags", "[permissions]") {
             CHECK(glob_match(pat, name) == (::fnmatch(pat.c_str(), name.c_str(), 0) == 0));
         }
     }
+}
+
+TEST_CASE("ask: caller lists and rules ask, deny still wins, and what a grant must cover",
+          "[permissions][grants]") {
+    permissions_config cfg;
+    cfg.plugin = caller_policy_config{
+        {"read-only", "accesses-network", "writes-files"}, {"destructive"}, {"writes-files"}};
+    cfg.rules = {permission_rule_config{"tmp_*", std::string("plugin"), false, true}};
+    const policy p(cfg);
+
+    // On both allow and ask: ask wins over allow (§12: deny -> grant -> ask -> allow).
+    const decision w = p.decide("write", caps({"read-only", "writes-files"}), caller::plugin);
+    CHECK_FALSE(w.allow);
+    CHECK(w.ask);
+    CHECK(w.outcome() == verdict::ask);
+    CHECK(w.grantable);
+    CHECK(w.needed == caps({"writes-files"})); // read-only is allowed outright
+    CHECK(w.reason == "capability 'writes-files' needs approval for caller 'plugin'");
+
+    // An explicit deny is never asked about and no grant lifts it.
+    const decision d = p.decide("rm", caps({"writes-files", "destructive"}), caller::plugin);
+    CHECK(d.outcome() == verdict::deny);
+    CHECK_FALSE(d.grantable);
+
+    // Merely not allowed: denied, but a grant may cover it.
+    const decision n = p.decide("spawn", caps({"starts-process"}), caller::plugin);
+    CHECK(n.outcome() == verdict::deny);
+    CHECK(n.grantable);
+    CHECK(n.needed == caps({"starts-process"}));
+
+    // A rule that asks, even for a read-only tool.
+    const decision r = p.decide("tmp_list", caps({"read-only"}), caller::plugin);
+    CHECK(r.outcome() == verdict::ask);
+    CHECK(r.reason == "rule 1 (tool 'tmp_*', caller 'plugin') asks for approval");
+    CHECK(r.needed == 0);
+
+    // Allowed outright: no grant needed, none consulted.
+    const decision a = p.decide("read", caps({"read-only"}), caller::plugin);
+    CHECK(a.outcome() == verdict::allow);
+    CHECK_FALSE(a.grantable);
+    // The cli caller keeps its defaults: nothing asks.
+    CHECK(p.decide("write", caps({"writes-files"}), caller::cli).outcome() == verdict::deny);
+}
+
+TEST_CASE("grant_store: matching by caller, session, tool glob and capabilities; uses; expiry",
+          "[permissions][grants]") {
+    using namespace std::chrono_literals;
+    grant_store store;
+    const auto now = wall_clock::now();
+    grant session_write;
+    session_write.id = "g_1";
+    session_write.session_id = "s_a";
+    session_write.tool = "fs_*";
+    session_write.capabilities = caps({"writes-files"});
+    session_write.uses_left = 2;
+    store.add(session_write);
+    grant expiring;
+    expiring.id = "g_2";
+    expiring.who = caller::cli;
+    expiring.capabilities = caps({"starts-process"});
+    expiring.expires_at = now + 10s;
+    store.add(expiring);
+
+    const auto wf = caps({"writes-files"});
+    CHECK(store.match("fs_write", wf, caller::plugin, "s_a", now)->id == "g_1");
+    CHECK(store.match("fs_write", wf, caller::plugin, "s_b", now) == nullptr); // other session
+    CHECK(store.match("net_get", wf, caller::plugin, "s_a", now) == nullptr);  // other tool
+    CHECK(store.match("fs_rm", caps({"writes-files", "destructive"}), caller::plugin, "s_a",
+                      now) == nullptr); // destructive is not granted
+    CHECK(store.match("x", caps({"starts-process"}), caller::cli, "s_z", now)->id == "g_2");
+    CHECK(store.match("x", caps({"starts-process"}), caller::plugin, "s_z", now) == nullptr);
+    CHECK(store.match("x", caps({"starts-process"}), caller::cli, "s_z", now + 11s) == nullptr);
+
+    // Uses count down; the last one removes the grant.
+    CHECK_FALSE(store.use("g_1"));
+    const auto last = store.use("g_1");
+    REQUIRE(last);
+    CHECK(last->id == "g_1");
+    CHECK(store.match("fs_write", wf, caller::plugin, "s_a", now) == nullptr);
+
+    // Expiry and sessions.
+    CHECK(store.next_expiry() == now + 10s);
+    CHECK(store.expire(now + 5s).empty());
+    const auto gone = store.expire(now + 10s);
+    REQUIRE(gone.size() == 1);
+    CHECK(gone[0].id == "g_2");
+    CHECK(store.all().empty());
+    grant s;
+    s.id = "g_3";
+    s.session_id = "s_q";
+    s.capabilities = wf;
+    store.add(s);
+    CHECK(store.remove_session("s_other").empty());
+    CHECK(store.remove_session("s_q").size() == 1);
+    CHECK_FALSE(store.remove("g_3"));
 }

@@ -1,0 +1,215 @@
+// approval_routes: the grant and approval frames of a connection (PROTOCOL.md §12,
+// docs/protocol.md §14).
+//
+// approver_hello proves a person at a terminal: the secret from `$MEITH_HOME/approver.secret`
+// (only the user can read it) and a controlling terminal on the peer process (Linux:
+// /proc/<pid>/stat tty_nr ≠ 0; macOS: the kernel's process record), same uid being checked for
+// every connection already (§5). Anything else is refused with an error frame and audited as
+// `approver_rejected`. Only approvers answer held calls, grant and revoke; any connection may
+// list the grants that apply to its own session.
+#include "daemon/connection.hpp"
+
+#include "protocol/json_writer.hpp"
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <variant>
+
+#include <fmt/format.h>
+
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
+namespace meith::daemon {
+
+using protocol::append_json_string;
+
+namespace {
+
+/// Whether process `pid` has a controlling terminal; an error text when it cannot be told.
+std::optional<std::string> controlling_terminal_problem(pid_t pid) {
+    if (pid <= 0) return "the peer's process id is unknown";
+#if defined(__linux__)
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string stat = ss.str();
+    // "pid (comm) state ppid pgrp session tty_nr ...": comm may hold spaces and parentheses,
+    // so fields are counted after the last ')'.
+    const auto close = stat.rfind(')');
+    if (!in || close == std::string::npos) return "the peer process is gone";
+    std::istringstream fields(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0, pgrp = 0, session = 0, tty_nr = 0;
+    if (!(fields >> state >> ppid >> pgrp >> session >> tty_nr))
+        return "the peer process's status cannot be read";
+    if (tty_nr == 0) return "the peer process has no controlling terminal";
+    return std::nullopt;
+#elif defined(__APPLE__)
+    int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
+    struct kinfo_proc info{};
+    size_t size = sizeof info;
+    if (::sysctl(mib, 4, &info, &size, nullptr, 0) != 0 || size == 0)
+        return "the peer process is gone";
+    if (info.kp_eproc.e_tdev == NODEV) return "the peer process has no controlling terminal";
+    return std::nullopt;
+#else
+    return "this platform cannot tell whether the peer has a controlling terminal";
+#endif
+}
+
+/// The grant frame's `grant` object as a request, or an error text.
+std::variant<registry::grant_request, std::string> parse_grant(simdjson::dom::object g) {
+    registry::grant_request r;
+    bool has_caps = false;
+    for (auto field : g) {
+        const std::string_view key = field.key;
+        const auto& v = field.value;
+        std::string_view s;
+        if (v.is_null()) continue;
+        if (key == "caller") {
+            if (v.get_string().get(s) != simdjson::SUCCESS || (s != "cli" && s != "plugin"))
+                return std::string(R"(grant.caller must be "cli" or "plugin")");
+            r.who = permissions::caller_from_claim(s);
+        } else if (key == "sessionId") {
+            if (v.get_string().get(s) != simdjson::SUCCESS || s.empty())
+                return std::string("grant.sessionId must be a non-empty string");
+            r.session_id = std::string(s);
+        } else if (key == "tool") {
+            if (v.get_string().get(s) != simdjson::SUCCESS || s.empty())
+                return std::string("grant.tool must be a non-empty string (a glob)");
+            r.tool = std::string(s);
+        } else if (key == "capabilities") {
+            simdjson::dom::array caps;
+            if (v.get_array().get(caps) != simdjson::SUCCESS)
+                return std::string("grant.capabilities must be an array of capability names");
+            for (auto cap : caps) {
+                std::optional<permissions::capability> c;
+                if (cap.get_string().get(s) == simdjson::SUCCESS)
+                    c = permissions::capability_from_string(s);
+                if (!c)
+                    return "unknown capability " + simdjson::minify(cap) +
+                           " in grant.capabilities (read-only, writes-files, controls-browser, "
+                           "starts-process, accesses-network, destructive, unknown)";
+                r.capabilities |=
+                    static_cast<permissions::capability_set>(1u << static_cast<unsigned>(*c));
+            }
+            has_caps = true;
+        } else if (key == "uses" || key == "expiresInMs") {
+            std::uint64_t n = 0;
+            if (v.get_uint64().get(n) != simdjson::SUCCESS || n == 0)
+                return "grant." + std::string(key) + " must be a positive integer";
+            (key == "uses" ? r.uses : r.expires_in_ms) = n;
+        } else {
+            return "unknown member \"" + std::string(key) +
+                   "\" in grant (caller, sessionId, tool, capabilities, uses, expiresInMs)";
+        }
+    }
+    if (!has_caps || r.capabilities == 0)
+        return std::string("grant.capabilities must name at least one capability");
+    return r;
+}
+
+} // namespace
+
+void connection::deliver(std::string_view frame) {
+    if (closed_) return;
+    outbound_.append(frame);
+    flush();
+}
+
+void connection::on_approver_hello(const protocol::client_frame& f, std::string&) {
+    std::string fields = R"("sessionId":)";
+    append_json_string(fields, session_id_);
+    fields += fmt::format(R"(,"pid":{},"uid":{})", peer_.pid, peer_.uid);
+    auto& desk = registry_.approvals();
+    std::optional<std::string> problem;
+    if (!desk.approver_secret_matches(f.secret))
+        problem = "the secret is not the one in approver.secret";
+    else
+        problem = controlling_terminal_problem(peer_.pid);
+    if (problem) {
+        protocol::append_error_frame(outbound_, f.request_id,
+                                     "not accepted as an approver: " + *problem);
+        fields += R"(,"reason":)";
+        append_json_string(fields, *problem);
+        registry_.audit_event("approver_rejected", fields);
+        return;
+    }
+    registry_.audit_event("approver_connected", fields);
+    std::string members = R"("sessionId":)";
+    append_json_string(members, session_id_);
+    members += R"(,"held":)" + std::to_string(desk.held_count());
+    protocol::append_reply(outbound_, "approver_hello_result", f.request_id, members);
+    if (!approver_) {
+        approver_ = true;
+        desk.add_approver(*this); // the calls held so far follow the reply
+    }
+}
+
+bool connection::refuse_unless_approver(const protocol::client_frame& f) {
+    if (approver_) return false;
+    const std::string why = std::string("only an approver may send ") + std::string(f.type_name) +
+                            " (approver_hello with the secret, from a terminal)";
+    protocol::append_error_frame(outbound_, f.request_id, why);
+    std::string fields = R"("sessionId":)";
+    append_json_string(fields, session_id_);
+    fields += R"(,"frame":)";
+    append_json_string(fields, f.type_name);
+    fields += R"(,"reason":)";
+    append_json_string(fields, why);
+    registry_.audit_event("frame_refused", fields);
+    return true;
+}
+
+void connection::on_approve(const protocol::client_frame& f, std::string&) {
+    if (refuse_unless_approver(f)) return;
+    const auto answer = registry::approval_answer_from(f.decision);
+    if (!answer) {
+        protocol::append_error_frame(outbound_, f.request_id,
+                                     R"(approve: decision must be "allow_once", "allow_session" or "deny")");
+        return;
+    }
+    if (auto err =
+            registry_.approvals().answer(f.approval_id, *answer, std::string(f.reason), *this))
+        protocol::append_error_frame(outbound_, f.request_id, *err);
+}
+
+void connection::on_grant(const protocol::client_frame& f, std::string&) {
+    if (refuse_unless_approver(f)) return;
+    auto parsed = parse_grant(f.grant);
+    if (auto* err = std::get_if<std::string>(&parsed)) {
+        protocol::append_error_frame(outbound_, f.request_id, *err);
+        return;
+    }
+    const std::string id =
+        registry_.approvals().add_grant(std::get<registry::grant_request>(parsed), session_id_);
+    std::string members = R"("grantId":)";
+    append_json_string(members, id);
+    protocol::append_reply(outbound_, "grant_result", f.request_id, members);
+}
+
+void connection::on_revoke(const protocol::client_frame& f, std::string&) {
+    if (refuse_unless_approver(f)) return;
+    if (!registry_.approvals().revoke(f.grant_id, session_id_)) {
+        protocol::append_error_frame(outbound_, f.request_id,
+                                     "no grant '" + std::string(f.grant_id) +
+                                         "' (revoked, used up or expired already?)");
+        return;
+    }
+    std::string members = R"("grantId":)";
+    append_json_string(members, f.grant_id);
+    protocol::append_reply(outbound_, "revoke_result", f.request_id, members);
+}
+
+void connection::on_list_grants(const protocol::client_frame& f, std::string&) {
+    // An approver sees every grant; anyone else those that apply to its own session.
+    std::string members = R"("grants":)";
+    members += registry_.approvals().grants_json(approver_ ? nullptr : &session_id_);
+    protocol::append_reply(outbound_, "grants_list", f.request_id, members);
+}
+
+} // namespace meith::daemon

@@ -1,0 +1,499 @@
+#include "registry/approvals.hpp"
+
+#include "permissions/secret.hpp"
+#include "protocol/json_writer.hpp"
+#include "registry/call_audit.hpp"
+#include "registry/tool_table.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <fcntl.h>
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+namespace meith::registry {
+
+using permissions::grant;
+using permissions::grant_end;
+using permissions::wall_clock;
+using protocol::append_json_string;
+
+namespace {
+
+std::int64_t epoch_ms(wall_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+/// `t` as a JSON string "2026-11-24T10:00:00.123Z".
+void append_rfc3339(std::string& out, wall_clock::time_point t) {
+    const std::int64_t ms = epoch_ms(t);
+    const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    ::gmtime_r(&secs, &tm);
+    char buf[40];
+    const int n = std::snprintf(buf, sizeof buf, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"",
+                                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                                tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+    out.append(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+}
+
+void append_optional_uint(std::string& out, const std::optional<std::uint64_t>& v) {
+    if (v)
+        protocol::append_uint(out, *v);
+    else
+        out += "null";
+}
+
+} // namespace
+
+std::optional<approval_answer> approval_answer_from(std::string_view s) {
+    if (s == "allow_once") return approval_answer::allow_once;
+    if (s == "allow_session") return approval_answer::allow_session;
+    if (s == "deny") return approval_answer::deny;
+    return std::nullopt;
+}
+
+std::string_view to_string(approval_answer a) {
+    switch (a) {
+    case approval_answer::allow_once:
+        return "allow_once";
+    case approval_answer::allow_session:
+        return "allow_session";
+    case approval_answer::deny:
+        return "deny";
+    }
+    return "deny";
+}
+
+approvals::approvals(asio::any_io_executor ex, audit_trail& audit, const audit::redactor& redactor)
+    : ex_(ex), audit_(audit), redactor_(redactor), expiry_timer_(ex) {
+}
+
+approvals::~approvals() {
+    *alive_ = false;
+}
+
+// ---- approvers ------------------------------------------------------------------------------
+
+bool approvals::approver_secret_matches(std::string_view secret) const {
+    return !secret_.empty() && permissions::constant_time_equal(secret, secret_);
+}
+
+void approvals::add_approver(approver& a) {
+    if (std::find(approvers_.begin(), approvers_.end(), &a) != approvers_.end()) return;
+    approvers_.push_back(&a);
+    for (const auto& h : held_)
+        if (!h.frame.empty()) a.deliver(h.frame);
+}
+
+void approvals::remove_approver(approver& a) {
+    std::erase(approvers_, &a);
+}
+
+void approvals::broadcast(std::string_view frame) {
+    for (approver* a : approvers_)
+        a->deliver(frame);
+}
+
+// ---- held calls -------------------------------------------------------------------------------
+
+std::string approvals::hold(const call_ptr& c, std::string_view preview, on_answer answered) {
+    std::string id = "a_" + permissions::random_hex(8);
+    std::string frame = R"({"type":"approval_request","protocol":1,"approvalId":)";
+    append_json_string(frame, id);
+    frame += R"(,"requestId":)";
+    append_json_string(frame, c->request_id);
+    frame += R"(,"sessionId":)";
+    append_json_string(frame, c->session_id);
+    frame += R"(,"caller":)";
+    append_json_string(frame, permissions::to_string(c->caller));
+    frame += R"(,"toolName":)";
+    append_json_string(frame, c->tool_name);
+    frame += R"(,"capabilities":)";
+    append_capabilities(frame, c->target ? c->target->capabilities : 0);
+    frame += R"(,"reason":)";
+    append_json_string(frame, c->decision.reason);
+    frame += R"(,"args":)";
+    frame += c->args_summary.empty() ? redactor_.summarize_json(c->args_json) : c->args_summary;
+    frame += R"(,"preview":)";
+    append_json_string(frame, preview);
+    frame += R"(,"timeoutMs":)";
+    protocol::append_uint(frame, c->timeout_ms);
+    frame += "}\n";
+
+    std::string fields = R"("approvalId":)";
+    append_json_string(fields, id);
+    fields += R"(,"requestId":)";
+    append_redacted_json_string(fields, c->request_id);
+    fields += R"(,"sessionId":)";
+    append_json_string(fields, c->session_id);
+    fields += R"(,"caller":)";
+    append_json_string(fields, permissions::to_string(c->caller));
+    fields += R"(,"toolName":)";
+    append_redacted_json_string(fields, c->tool_name);
+    fields += R"(,"approvers":)";
+    protocol::append_uint(fields, approvers_.size());
+    audit_.event("approval_request", fields);
+
+    broadcast(frame);
+    held_.push_back({id, c, std::move(frame), std::move(answered)});
+    return id;
+}
+
+void approvals::withdraw(const std::string& approval_id, std::string_view why) {
+    auto it = std::find_if(held_.begin(), held_.end(),
+                           [&](const held_call& h) { return h.id == approval_id; });
+    if (it == held_.end()) return;
+    held_.erase(it);
+    std::string frame = R"({"type":"approval_resolved","protocol":1,"approvalId":)";
+    append_json_string(frame, approval_id);
+    frame += R"(,"decision":"withdrawn","reason":)";
+    append_json_string(frame, why);
+    frame += "}\n";
+    broadcast(frame);
+    std::string fields = R"("approvalId":)";
+    append_json_string(fields, approval_id);
+    fields += R"(,"decision":"withdrawn","reason":)";
+    append_json_string(fields, why);
+    fields += R"(,"approverSession":null)";
+    audit_.event("approval_decision", fields);
+}
+
+std::optional<std::string> approvals::answer(std::string_view approval_id, approval_answer a,
+                                             std::string reason, approver& by) {
+    auto it = std::find_if(held_.begin(), held_.end(),
+                           [&](const held_call& h) { return h.id == approval_id; });
+    if (it == held_.end())
+        return "no held call with approvalId '" + std::string(approval_id) +
+               "' (already decided, withdrawn, or never asked)";
+    held_call h = std::move(*it);
+    held_.erase(it);
+
+    std::string fields = R"("approvalId":)";
+    append_json_string(fields, h.id);
+    fields += R"(,"decision":)";
+    append_json_string(fields, to_string(a));
+    fields += R"(,"reason":)";
+    if (reason.empty())
+        fields += "null";
+    else
+        append_redacted_json_string(fields, reason);
+    fields += R"(,"approverSession":)";
+    append_json_string(fields, by.approver_session());
+    audit_.event("approval_decision", fields);
+
+    std::string frame = R"({"type":"approval_resolved","protocol":1,"approvalId":)";
+    append_json_string(frame, h.id);
+    frame += R"(,"decision":)";
+    append_json_string(frame, to_string(a));
+    frame += R"(,"reason":)";
+    append_json_string(frame, reason);
+    frame += "}\n";
+    broadcast(frame);
+
+    auto c = h.c.lock();
+    if (!c || c->resolved()) return std::nullopt; // ended meanwhile: nothing more to do
+    if (a == approval_answer::allow_session && c->target) {
+        grant_request g;
+        g.who = c->caller;
+        g.session_id = c->session_id;
+        // The exact tool: a name is a glob that matches only itself once its specials are
+        // escaped.
+        std::string exact;
+        for (char ch : c->target->name) {
+            if (ch == '*' || ch == '?' || ch == '[' || ch == '\\') exact += '\\';
+            exact += ch;
+        }
+        g.tool = std::move(exact);
+        g.capabilities = c->target->capabilities ? c->target->capabilities
+                                                 : static_cast<permissions::capability_set>(
+                                                       1u << static_cast<unsigned>(
+                                                           permissions::capability::unknown));
+        add_grant(g, by.approver_session(), h.id);
+    }
+    h.answered(a, std::move(reason));
+    return std::nullopt;
+}
+
+// ---- grants -----------------------------------------------------------------------------------
+
+void approvals::append_grant_json(std::string& out, const grant& g, bool redacted) const {
+    auto str = [&](const std::optional<std::string>& s) {
+        if (!s)
+            out += "null";
+        else if (redacted)
+            append_redacted_json_string(out, *s);
+        else
+            append_json_string(out, *s);
+    };
+    out += R"({"grantId":)";
+    append_json_string(out, g.id);
+    out += R"(,"caller":)";
+    if (g.who)
+        append_json_string(out, permissions::to_string(*g.who));
+    else
+        out += "null";
+    out += R"(,"sessionId":)";
+    str(g.session_id);
+    out += R"(,"tool":)";
+    str(g.tool);
+    out += R"(,"capabilities":)";
+    append_capabilities(out, g.capabilities);
+    out += R"(,"usesLeft":)";
+    append_optional_uint(out, g.uses_left);
+    out += R"(,"expiresAt":)";
+    if (g.expires_at)
+        append_rfc3339(out, *g.expires_at);
+    else
+        out += "null";
+    out += R"(,"createdAt":)";
+    append_rfc3339(out, g.created_at);
+    out += R"(,"approvalId":)";
+    if (g.approval_id.empty())
+        out += "null";
+    else
+        append_json_string(out, g.approval_id);
+    out += '}';
+}
+
+std::string approvals::add_grant(const grant_request& r, std::string_view by,
+                                 std::string_view approval_id) {
+    grant g;
+    g.id = "g_" + permissions::random_hex(8);
+    g.who = r.who;
+    g.session_id = r.session_id;
+    g.tool = r.tool;
+    g.capabilities = r.capabilities;
+    g.uses_left = r.uses;
+    if (r.expires_in_ms) g.expires_at = g.created_at + std::chrono::milliseconds(*r.expires_in_ms);
+    g.approval_id = std::string(approval_id);
+    const grant& added = grants_.add(std::move(g));
+
+    std::string fields = R"("grant":)";
+    append_grant_json(fields, added, true);
+    fields += R"(,"by":)";
+    append_json_string(fields, by);
+    audit_.event("grant_created", fields);
+    std::string id = added.id;
+    schedule_expiry();
+    save();
+    return id;
+}
+
+bool approvals::revoke(std::string_view id, std::string_view by) {
+    auto g = grants_.remove(id);
+    if (!g) return false;
+    audit_grant_end(*g, grant_end::revoked, by);
+    schedule_expiry();
+    save();
+    return true;
+}
+
+void approvals::audit_grant_end(const grant& g, grant_end why, std::string_view by) {
+    std::string fields = R"("grantId":)";
+    append_json_string(fields, g.id);
+    fields += R"(,"why":)";
+    append_json_string(fields, permissions::to_string(why));
+    fields += R"(,"by":)";
+    if (by.empty())
+        fields += "null";
+    else
+        append_json_string(fields, by);
+    audit_.event(why == grant_end::revoked ? "grant_revoked" : "grant_expired", fields);
+}
+
+std::string approvals::grants_json(const std::string* session) const {
+    std::string out = "[";
+    bool first = true;
+    const auto now = wall_clock::now();
+    for (const auto& g : grants_.all()) {
+        if (g.expires_at && *g.expires_at <= now) continue;
+        if (session && g.session_id && *g.session_id != *session) continue;
+        if (!first) out += ',';
+        first = false;
+        append_grant_json(out, g, false);
+    }
+    out += ']';
+    return out;
+}
+
+std::optional<std::string> approvals::use_grant(const call& c, permissions::capability_set needed) {
+    const auto now = wall_clock::now();
+    const grant* g = grants_.match(c.target ? std::string_view(c.target->name) : c.tool_name, needed,
+                                   c.caller, c.session_id, now);
+    if (!g) return std::nullopt;
+    std::string id = g->id;
+    std::optional<std::uint64_t> left;
+    if (g->uses_left) left = *g->uses_left - 1;
+    std::string fields = R"("grantId":)";
+    append_json_string(fields, id);
+    fields += R"(,"requestId":)";
+    append_redacted_json_string(fields, c.request_id);
+    fields += R"(,"sessionId":)";
+    append_json_string(fields, c.session_id);
+    fields += R"(,"toolName":)";
+    append_redacted_json_string(fields, c.tool_name);
+    fields += R"(,"usesLeft":)";
+    append_optional_uint(fields, left);
+    audit_.event("grant_used", fields);
+    if (auto used_up = grants_.use(id)) {
+        audit_grant_end(*used_up, grant_end::used_up, {});
+        save();
+    } else if (left) {
+        save();
+    }
+    return id;
+}
+
+void approvals::end_session(std::string_view session) {
+    const auto gone = grants_.remove_session(session);
+    for (const auto& g : gone)
+        audit_grant_end(g, grant_end::session_ended, {});
+    if (!gone.empty()) schedule_expiry();
+}
+
+void approvals::schedule_expiry() {
+    const auto next = grants_.next_expiry();
+    if (!next) {
+        expiry_timer_.cancel();
+        return;
+    }
+    // The wall clock's deadline as a steady one (a grant expires after its span of time).
+    const auto in = *next - wall_clock::now();
+    expiry_timer_.expires_after(std::max(std::chrono::duration_cast<std::chrono::milliseconds>(in),
+                                         std::chrono::milliseconds(0)) +
+                                std::chrono::milliseconds(1));
+    expiry_timer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](std::error_code ec) {
+        if (ec || alive.expired()) return;
+        expire_now();
+    });
+}
+
+void approvals::expire_now() {
+    const auto gone = grants_.expire(wall_clock::now());
+    for (const auto& g : gone)
+        audit_grant_end(g, grant_end::expired, {});
+    if (!gone.empty()) save();
+    schedule_expiry();
+}
+
+// ---- persistence ------------------------------------------------------------------------------
+
+std::optional<std::string> approvals::persist_to(std::filesystem::path file) {
+    persist_file_ = file;
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return std::nullopt; // none yet
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    simdjson::dom::array list;
+    if (parser.parse(text).get(root) != simdjson::SUCCESS ||
+        root["grants"].get_array().get(list) != simdjson::SUCCESS)
+        return file.string() + ": not a grants file (expected {\"grants\":[...]}); left as is";
+    const auto now = wall_clock::now();
+    std::vector<grant> expired;
+    for (auto el : list) {
+        grant g;
+        std::string_view s;
+        if (el["grantId"].get_string().get(s) != simdjson::SUCCESS) continue;
+        g.id = std::string(s);
+        if (el["caller"].get_string().get(s) == simdjson::SUCCESS)
+            g.who = permissions::caller_from_claim(s);
+        if (el["tool"].get_string().get(s) == simdjson::SUCCESS) g.tool = std::string(s);
+        simdjson::dom::array caps;
+        if (el["capabilities"].get_array().get(caps) == simdjson::SUCCESS)
+            for (auto cap : caps)
+                if (cap.get_string().get(s) == simdjson::SUCCESS)
+                    if (auto c = permissions::capability_from_string(s))
+                        g.capabilities |= static_cast<permissions::capability_set>(
+                            1u << static_cast<unsigned>(*c));
+        std::uint64_t n = 0;
+        if (el["usesLeft"].get_uint64().get(n) == simdjson::SUCCESS) g.uses_left = n;
+        std::int64_t ms = 0;
+        if (el["expiresAtMs"].get_int64().get(ms) == simdjson::SUCCESS)
+            g.expires_at = wall_clock::time_point(std::chrono::milliseconds(ms));
+        if (el["createdAtMs"].get_int64().get(ms) == simdjson::SUCCESS)
+            g.created_at = wall_clock::time_point(std::chrono::milliseconds(ms));
+        if (el["approvalId"].get_string().get(s) == simdjson::SUCCESS)
+            g.approval_id = std::string(s);
+        if (g.capabilities == 0 || (g.uses_left && *g.uses_left == 0)) continue;
+        if (g.expires_at && *g.expires_at <= now)
+            expired.push_back(std::move(g));
+        else
+            grants_.add(std::move(g));
+    }
+    for (const auto& g : expired)
+        audit_grant_end(g, grant_end::expired, {});
+    if (!expired.empty()) save();
+    schedule_expiry();
+    return std::nullopt;
+}
+
+void approvals::save() {
+    if (!persist_file_) return;
+    std::string out = R"({"version":1,"grants":[)";
+    bool first = true;
+    for (const auto& g : grants_.all()) {
+        if (g.session_id) continue; // a session does not outlive the daemon
+        if (!first) out += ',';
+        first = false;
+        out += R"({"grantId":)";
+        append_json_string(out, g.id);
+        out += R"(,"caller":)";
+        if (g.who)
+            append_json_string(out, permissions::to_string(*g.who));
+        else
+            out += "null";
+        out += R"(,"tool":)";
+        if (g.tool)
+            append_json_string(out, *g.tool);
+        else
+            out += "null";
+        out += R"(,"capabilities":)";
+        append_capabilities(out, g.capabilities);
+        out += R"(,"usesLeft":)";
+        append_optional_uint(out, g.uses_left);
+        out += R"(,"expiresAtMs":)";
+        if (g.expires_at)
+            out += std::to_string(epoch_ms(*g.expires_at));
+        else
+            out += "null";
+        out += R"(,"createdAtMs":)";
+        out += std::to_string(epoch_ms(g.created_at));
+        out += R"(,"approvalId":)";
+        if (g.approval_id.empty())
+            out += "null";
+        else
+            append_json_string(out, g.approval_id);
+        out += '}';
+    }
+    out += "]}\n";
+    // Written whole to a temporary file (0600) and renamed over: a crash leaves either file.
+    const std::string tmp = persist_file_->string() + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    bool ok = fd >= 0;
+    std::size_t done = 0;
+    while (ok && done < out.size()) {
+        const auto n = ::write(fd, out.data() + done, out.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        ok = n > 0;
+        if (ok) done += static_cast<std::size_t>(n);
+    }
+    if (fd >= 0) ok = (::close(fd) == 0) && ok;
+    if (!ok || ::rename(tmp.c_str(), persist_file_->c_str()) != 0) {
+        spdlog::warn("cannot save grants to {}: {}", persist_file_->string(),
+                     std::strerror(errno));
+        ::unlink(tmp.c_str());
+    }
+}
+
+} // namespace meith::registry

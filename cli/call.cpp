@@ -271,7 +271,12 @@ int run_preview(const options& opts) {
         fmt::print("{}\n", pretty(reply));
     } else {
         fmt::print("{}\n", sanitize(get_string(reply, "text").value_or(""), true));
-        if (permission != "allow")
+        if (permission == "ask")
+            fmt::print(stderr,
+                       "meith: a call of {} by caller {} would be held for a person's approval "
+                       "(meith approve)\n",
+                       sanitize(tool, false), opts.caller);
+        else if (permission != "allow")
             fmt::print(stderr, "meith: a call of {} would be denied for caller {}\n",
                        sanitize(tool, false), opts.caller);
     }

@@ -13,6 +13,11 @@ int run_sources(const options& opts);
 int run_source_restart(const options& opts);
 int run_reload(const options& opts);
 int run_policy_check(const options& opts);
+// approve.cpp: grants and approvals (docs/protocol.md §14)
+int run_approve(const options& opts);
+int run_grant(const options& opts);
+int run_grants(const options& opts);
+int run_revoke(const options& opts);
 /// `meith preview TOOL [JSON]`: preview_tool_call (call.cpp, docs/protocol.md §13).
 int run_preview(const options& opts);
 int run_audit(const options& opts);

@@ -52,8 +52,17 @@ constexpr command commands[] = {
      "reload meithd's config file (as SIGHUP does); exit 1 if it was refused", 0, 0, true, false,
      false, run_reload},
     {"policy", "check", "TOOL [--caller cli|plugin] [--json]",
-     "would a call to TOOL be allowed? (exit 0 allow, 1 deny)", 1, 1, true, false, false,
+     "would a call to TOOL be allowed? (exit 0 allow, 1 deny or ask)", 1, 1, true, false, false,
      run_policy_check},
+    {"approve", "", "",
+     "answer held calls as they come (y once, s for the session, n deny); needs a terminal", 0,
+     0, false, false, false, run_approve},
+    {"grant", "", "CAP[,CAP...] [--tool GLOB] [--caller C] [--session ID] [--uses N] "
+                  "[--expires DUR] [--json]",
+     "let calls needing these capabilities through without asking", 1, 1, true, false, false,
+     run_grant},
+    {"grants", "", "[--json]", "list the grants in force", 0, 0, true, false, false, run_grants},
+    {"revoke", "", "GRANT_ID", "revoke a grant", 1, 1, false, false, false, run_revoke},
     {"mcp", "", "[--caller cli|plugin] [--all]",
      "serve the tools to an MCP client on stdin/stdout (caller plugin unless --caller)", 0, 0,
      false, false, false, run_mcp},
@@ -106,6 +115,12 @@ std::string usage() {
            "  --json            the matching lines as JSON Lines (one object per line, as logged)\n"
            "  --file PATH       the log to read (default: auditPath in $MEITH_HOME/config.json,\n"
            "                    else $MEITH_HOME/audit.jsonl)\n"
+           "\nGrants (meith grant ...; the grant's scope, all optional):\n"
+           "  --tool GLOB       only tools matching GLOB (*, ?, [...])\n"
+           "  --caller C        only calls by caller C (cli or plugin)\n"
+           "  --session ID      only calls of session ID (see meith approve, meith audit)\n"
+           "  --uses N          good for N calls\n"
+           "  --expires DUR     good for DUR: 30s, 10m, 2h, 1d\n"
            "\nService (meith service ...):\n"
            "  --socket-activated  install: systemd starts meithd on the first connection\n"
            "  --dry-run         print the files and commands, change nothing\n"
@@ -186,7 +201,13 @@ int run(const std::vector<std::string>& args) {
                                       "--manager",
                                       full_name));
     }
-    if (opts.has_audit_filters() && !cmd->takes_audit_filters) {
+    if (opts.has_grant_options() && cmd->name != "grant") {
+        throw usage_error(
+            fmt::format("'{}' does not take --session, --uses or --expires", full_name));
+    }
+    const bool grant_tool = cmd->name == "grant" && opts.tool && !opts.since && !opts.denied &&
+                            !opts.event && !opts.limit && !opts.file;
+    if (opts.has_audit_filters() && !cmd->takes_audit_filters && !grant_tool) {
         throw usage_error(fmt::format("'{}' does not take --since, --tool, --denied, --event, "
                                       "--limit or --file",
                                       full_name));

@@ -22,10 +22,10 @@ std::uint64_t parse_positive(const std::string& name, const std::string& text) {
 }
 
 /// "30s", "10m", "2h", "1d": a positive count and one unit.
-std::chrono::seconds parse_duration(const std::string& text) {
+std::chrono::seconds parse_duration(const std::string& text, std::string_view option) {
     const auto bad = [&] {
-        return usage_error(
-            fmt::format("--since needs a duration like 30s, 10m, 2h or 1d, got '{}'", text));
+        return usage_error(fmt::format("{} needs a duration like 30s, 10m, 2h or 1d, got '{}'",
+                                       option, text));
     };
     if (text.size() < 2) throw bad();
     std::uint64_t n = 0;
@@ -99,7 +99,14 @@ options parse_options(const std::vector<std::string>& args) {
         } else if (name == "--timeout-ms") {
             o.timeout_ms = parse_positive(name, value());
         } else if (name == "--since") {
-            o.since = parse_duration(value());
+            o.since = parse_duration(value(), "--since");
+        } else if (name == "--expires") {
+            o.expires = parse_duration(value(), "--expires");
+        } else if (name == "--uses") {
+            o.uses = parse_positive(name, value());
+        } else if (name == "--session") {
+            o.grant_session = value();
+            if (o.grant_session->empty()) throw usage_error("--session needs a session id");
         } else if (name == "--tool") {
             o.tool = value();
         } else if (name == "--denied") {

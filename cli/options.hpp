@@ -35,6 +35,11 @@ struct options {
     bool dry_run = false;               ///< --dry-run: print, change nothing
     std::optional<std::string> manager; ///< --manager systemd|launchd (default: this OS's)
 
+    // grant only (main refuses them elsewhere); --tool and --caller scope the grant too:
+    std::optional<std::string> grant_session;    ///< --session ID
+    std::optional<std::uint64_t> uses;           ///< --uses N
+    std::optional<std::chrono::seconds> expires; ///< --expires DUR
+
     // audit only (main refuses them elsewhere):
     std::optional<std::chrono::seconds> since; ///< --since DUR (30s, 10m, 2h, 1d)
     std::optional<std::string> tool;           ///< --tool NAME
@@ -45,6 +50,8 @@ struct options {
 
     /// True when any of the audit-only options above was given.
     bool has_audit_filters() const { return since || tool || denied || event || limit || file; }
+    /// True when any of the grant-only options above was given.
+    bool has_grant_options() const { return grant_session || uses || expires; }
     /// True when any of the service-only options above was given.
     bool has_service_options() const { return socket_activated || dry_run || manager; }
 };

@@ -1,0 +1,306 @@
+// approve: `meith approve`, `meith grant`, `meith grants`, `meith revoke` (PROTOCOL.md §12,
+// docs/protocol.md §14). Each proves itself an approver first: approver_hello with the secret
+// from HOME/approver.secret, from this terminal (meithd checks the process has one).
+//
+// `meith approve` is line-based, so it works in any terminal and under tmux: each held call is
+// shown with its preview and redacted arguments, then "y" allows it once, "s" for the caller's
+// session, "n" denies (a reason is asked for), "q" quits. Calls held while one is shown wait
+// in order; a call that another approver answered, or that timed out or was cancelled, is
+// dropped from the screen with what happened.
+#include "cli/commands.hpp"
+
+#include "cli/errors.hpp"
+#include "cli/session.hpp"
+#include "cli/table.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <deque>
+#include <fstream>
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+namespace meith::cli {
+
+namespace {
+
+/// The approver secret of the daemon's home.
+std::string read_secret(const std::filesystem::path& home) {
+    const auto path = home / "approver.secret";
+    std::ifstream in(path);
+    std::string secret;
+    if (!in || !std::getline(in, secret) || secret.empty())
+        throw cli_error(exit_error, fmt::format("cannot read {} (meithd creates it at its first "
+                                                "start; only its user can read it)",
+                                                path.string()));
+    while (!secret.empty() && (secret.back() == '\r' || secret.back() == ' '))
+        secret.pop_back();
+    return secret;
+}
+
+/// Sends approver_hello; returns the approver_hello_result. Throws cli_error with meithd's
+/// reason when refused.
+json become_approver(session& s) {
+    const std::string id = s.ids.next();
+    s.conn.send_frame(compact(json{{"type", "approver_hello"},
+                                   {"protocol", 1},
+                                   {"requestId", id},
+                                   {"secret", read_secret(s.where.home)}}));
+    return await_reply(s.conn, id, "approver_hello_result");
+}
+
+std::string text_of(const json& obj, std::string_view key, std::string fallback = "-") {
+    const json* v = get_field(obj, key);
+    if (v == nullptr || v->is_null()) return fallback;
+    if (v->is_string()) return sanitize(v->get<std::string>(), false);
+    return sanitize(compact(*v), false);
+}
+
+std::string list_text(const json& obj, std::string_view key) {
+    const json* v = get_field(obj, key);
+    if (v == nullptr || !v->is_array() || v->empty()) return "-";
+    std::string out;
+    for (const json& item : *v) {
+        if (!out.empty()) out += ", ";
+        out += item.is_string() ? sanitize(item.get<std::string>(), false) : compact(item);
+    }
+    return out;
+}
+
+/// One held call on the screen, then the prompt.
+void show_request(const json& req, std::size_t waiting) {
+    fmt::print("\nHeld call {} by {} (session {})\n", text_of(req, "approvalId"),
+               text_of(req, "caller"), text_of(req, "sessionId"));
+    fmt::print("  tool       {}  [{}]\n", text_of(req, "toolName"), list_text(req, "capabilities"));
+    fmt::print("  asked      {}\n", text_of(req, "reason"));
+    if (const json* p = get_field(req, "preview"); p && p->is_string()) {
+        // The preview may span lines (a diff): indent each one.
+        std::string text = sanitize(p->get<std::string>(), true);
+        std::string indented;
+        for (char c : text) {
+            indented += c;
+            if (c == '\n') indented += "             ";
+        }
+        fmt::print("  preview    {}\n", indented);
+    }
+    fmt::print("  arguments  {}\n", text_of(req, "args", "{}"));
+    if (const json* t = get_field(req, "timeoutMs"); t && t->is_number_unsigned())
+        fmt::print("  timeout    {} ms from the call\n", t->get<std::uint64_t>());
+    if (waiting > 0) fmt::print("  ({} more held after this one)\n", waiting);
+    fmt::print("Allow? y = once, s = for this session, n = deny, q = quit: ");
+    std::fflush(stdout);
+}
+
+std::string trim(std::string s) {
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t'))
+        s.pop_back();
+    std::size_t i = 0;
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t'))
+        ++i;
+    return s.substr(i);
+}
+
+} // namespace
+
+int run_approve(const options& opts) {
+    session s = open_session(opts);
+    const json hello = become_approver(s);
+    fmt::print("meith approve: answering held calls for meithd at {} (this approver is session "
+               "{}).\nq or Ctrl-D quits; calls shown here stay held for other approvers or "
+               "their timeout.\n",
+               s.where.socket.string(), text_of(hello, "sessionId"));
+    std::fflush(stdout);
+
+    std::deque<json> held;  // approval_requests not yet resolved, the shown one first
+    bool asking_reason = false;
+    std::string typed;      // stdin bytes not yet ended by a newline
+    bool waiting_shown = false;
+    const auto show_front = [&] {
+        asking_reason = false;
+        if (held.empty()) {
+            if (!waiting_shown) fmt::print("\nWaiting for held calls…\n");
+            waiting_shown = true;
+            std::fflush(stdout);
+            return;
+        }
+        waiting_shown = false;
+        show_request(held.front(), held.size() - 1);
+    };
+    const auto send_answer = [&](const std::string& decision, const std::string& reason) {
+        json f = {{"type", "approve"},
+                  {"protocol", 1},
+                  {"approvalId", held.front()["approvalId"]},
+                  {"decision", decision}};
+        if (!reason.empty()) f["reason"] = reason;
+        s.conn.send_frame(compact(f));
+        // The daemon's approval_resolved (to every approver, us included) moves us on.
+    };
+    // Returns false to quit.
+    const auto on_line = [&](const std::string& raw) {
+        const std::string line = trim(raw);
+        if (asking_reason) {
+            send_answer("deny", line);
+            asking_reason = false;
+            return true;
+        }
+        if (line == "q" || line == "quit") return false;
+        if (held.empty()) return true;
+        if (line == "y" || line == "Y") {
+            send_answer("allow_once", "");
+        } else if (line == "s" || line == "S") {
+            send_answer("allow_session", "");
+        } else if (line == "n" || line == "N") {
+            asking_reason = true;
+            fmt::print("Reason (Enter for none): ");
+        } else {
+            fmt::print("Answer y (once), s (for this session), n (deny) or q (quit): ");
+        }
+        std::fflush(stdout);
+        return true;
+    };
+
+    show_front();
+    for (;;) {
+        auto r = s.conn.read_frame(std::nullopt, STDIN_FILENO);
+        if (r.status == protocol::client_channel::read_status::woken) {
+            char buf[512];
+            const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) { // Ctrl-D, or stdin gone
+                fmt::print("\n");
+                return exit_ok;
+            }
+            typed.append(buf, static_cast<std::size_t>(n));
+            std::size_t nl;
+            while ((nl = typed.find('\n')) != std::string::npos) {
+                const std::string line = typed.substr(0, nl);
+                typed.erase(0, nl + 1);
+                if (!on_line(line)) return exit_ok;
+            }
+            continue;
+        }
+        if (r.status != protocol::client_channel::read_status::frame)
+            throw cli_error(exit_error, "meithd closed the connection");
+        const json msg = parse_frame(r.frame);
+        const std::string type = get_string(msg, "type").value_or("");
+        if (type == "approval_request") {
+            held.push_back(msg);
+            if (held.size() == 1)
+                show_front();
+            else if (!asking_reason) {
+                fmt::print("\n  (another call is held: {} waiting)\nAllow? y/s/n/q: ",
+                           held.size() - 1);
+                std::fflush(stdout);
+            }
+        } else if (type == "approval_resolved") {
+            const auto id = get_string(msg, "approvalId");
+            for (std::size_t i = 0; i < held.size(); ++i) {
+                if (get_string(held[i], "approvalId") != id) continue;
+                const std::string decision = text_of(msg, "decision");
+                const std::string reason = text_of(msg, "reason", "");
+                fmt::print("\n{}: {}{}{}\n", text_of(held[i], "approvalId"),
+                           decision == "allow_once"      ? "allowed once"
+                           : decision == "allow_session" ? "allowed for the session"
+                           : decision == "deny"          ? "denied"
+                                                         : "withdrawn",
+                           reason.empty() ? "" : " — ", reason);
+                held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+                if (i == 0) show_front();
+                break;
+            }
+        } else if (type == "error") {
+            fmt::print(stderr, "\nmeith: {}\n", text_of(msg, "message"));
+        }
+    }
+}
+
+int run_grant(const options& opts) {
+    json caps = json::array();
+    const std::string& list = opts.words.at(1);
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t comma = list.find(',', start);
+        const std::string cap = trim(list.substr(start, comma - start));
+        if (!cap.empty()) caps.push_back(cap);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    if (caps.empty()) throw usage_error("grant needs capabilities, e.g. writes-files");
+    json g = {{"capabilities", caps}};
+    if (opts.tool) g["tool"] = *opts.tool;
+    if (opts.caller_given) g["caller"] = opts.caller;
+    if (opts.grant_session) g["sessionId"] = *opts.grant_session;
+    if (opts.uses) g["uses"] = *opts.uses;
+    if (opts.expires) g["expiresInMs"] = static_cast<std::uint64_t>(opts.expires->count()) * 1000;
+
+    options as_cli = opts;
+    as_cli.caller = "cli";
+    session s = open_session(as_cli);
+    become_approver(s);
+    const std::string id = s.ids.next();
+    s.conn.send_frame(compact(json{{"type", "grant"}, {"protocol", 1}, {"requestId", id}, {"grant", g}}));
+    const json reply = await_reply(s.conn, id, "grant_result");
+    if (opts.json) {
+        fmt::print("{}\n", pretty(reply));
+        return exit_ok;
+    }
+    fmt::print("granted {}: {} to {} for {}{}{}{}\n", text_of(reply, "grantId"),
+               list_text(g, "capabilities"), opts.caller_given ? opts.caller : "every caller",
+               opts.tool ? "tools " + sanitize(*opts.tool, false) : "every tool",
+               opts.grant_session ? ", session " + sanitize(*opts.grant_session, false) : "",
+               opts.uses ? fmt::format(", {} use(s)", *opts.uses) : "",
+               opts.expires ? fmt::format(", {} s", opts.expires->count()) : "");
+    return exit_ok;
+}
+
+int run_grants(const options& opts) {
+    options as_cli = opts;
+    as_cli.caller = "cli";
+    session s = open_session(as_cli);
+    bool approver = true;
+    try {
+        become_approver(s);
+    } catch (const cli_error&) {
+        approver = false; // not from a terminal, or no secret: this session's grants only
+    }
+    const std::string id = s.ids.next();
+    s.conn.send_frame(compact(json{{"type", "list_grants"}, {"protocol", 1}, {"requestId", id}}));
+    const json reply = await_reply(s.conn, id, "grants_list");
+    if (opts.json) {
+        fmt::print("{}\n", pretty(reply));
+        return exit_ok;
+    }
+    if (!approver)
+        fmt::print(stderr, "meith: not an approver here (no terminal, or approver.secret "
+                           "unreadable): showing only grants for every session\n");
+    const json* grants = get_field(reply, "grants");
+    if (grants == nullptr || !grants->is_array() || grants->empty()) {
+        fmt::print("no grants\n");
+        return exit_ok;
+    }
+    std::vector<std::vector<std::string>> rows{
+        {"GRANT", "CALLER", "SESSION", "TOOL", "USES", "EXPIRES", "CAPABILITIES"}};
+    for (const json& g : *grants)
+        rows.push_back({text_of(g, "grantId"), text_of(g, "caller", "any"),
+                        text_of(g, "sessionId", "any"), text_of(g, "tool", "*"),
+                        text_of(g, "usesLeft", "∞"), text_of(g, "expiresAt", "never"),
+                        list_text(g, "capabilities")});
+    print_table(rows);
+    return exit_ok;
+}
+
+int run_revoke(const options& opts) {
+    options as_cli = opts;
+    as_cli.caller = "cli";
+    session s = open_session(as_cli);
+    become_approver(s);
+    const std::string id = s.ids.next();
+    s.conn.send_frame(compact(json{
+        {"type", "revoke"}, {"protocol", 1}, {"requestId", id}, {"grantId", opts.words.at(1)}}));
+    const json reply = await_reply(s.conn, id, "revoke_result", reply_timeout, exit_tool_failed);
+    fmt::print("revoked {}\n", text_of(reply, "grantId"));
+    return exit_ok;
+}
+
+} // namespace meith::cli

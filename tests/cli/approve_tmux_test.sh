@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# `meith approve` as a person uses it (PROTOCOL.md §12): it runs in a tmux pane against a real
+# meithd; calls held for approval are answered by typing into the pane (tmux send-keys) and
+# the screen is read back (tmux capture-pane). Covers y (once), n with a reason, s (session),
+# and q to quit.
+#   approve_tmux_test.sh BIN_DIR
+set -euo pipefail
+bin=$1
+command -v tmux >/dev/null || { echo "tmux is not installed (scripts/install-deps)"; exit 1; }
+
+home=$(mktemp -d /tmp/meith-approve.XXXXXX)
+tmux_sock="meith-approve-$$"
+daemon=""
+cleanup() {
+  tmux -L "$tmux_sock" kill-server >/dev/null 2>&1 || true
+  if [[ -n "$daemon" ]]; then kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
+  rm -rf "$home"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; echo "--- pane:"; pane || true; echo "--- meithd log:"; cat "$home/meithd.log" || true; exit 1; }
+pane() { tmux -L "$tmux_sock" capture-pane -p -t approve -S -200; }
+# Waits until the pane shows $1 (a fixed string), up to 10 s.
+wait_pane() {
+  local screen
+  for _ in $(seq 100); do
+    screen=$(pane 2>/dev/null || true)
+    [[ "$screen" == *"$1"* ]] && return 0
+    sleep 0.1
+  done
+  fail "the pane never showed '$1'"
+}
+# Counts lines of the pane that contain $1.
+count_pane() { local screen; screen=$(pane); grep -cF -- "$1" <<<"$screen" || true; }
+
+cat >"$home/meithd.toml" <<'TOML'
+[[permissions.rules]]
+tool = "echo"
+caller = "plugin"
+decision = "ask"
+TOML
+export MEITH_NO_AUTOSTART=1
+"$bin/meithd" --home "$home" --socket "$home/d.sock" 2>"$home/meithd.log" &
+daemon=$!
+for _ in $(seq 100); do [[ -S "$home/d.sock" && -s "$home/config.json" ]] && break; sleep 0.1; done
+[[ -S "$home/d.sock" ]] || fail "meithd did not start"
+
+meith=("$bin/meith" --home "$home")
+# A person starts the approver in a terminal.
+TERM=xterm tmux -L "$tmux_sock" new-session -d -s approve -x 150 -y 50 \
+  "MEITH_NO_AUTOSTART=1 $bin/meith --home $home approve; echo approver-exited-\$?; sleep 30"
+wait_pane "Waiting for held calls"
+
+# 1. An agent's call is held; the person reads it and types y.
+"${meith[@]}" --caller plugin call echo '{"msg":"first"}' >"$home/out1" 2>&1 &
+call=$!
+wait_pane "Allow? y = once"
+screen=$(pane)
+[[ "$screen" == *"tool       echo"* ]] || fail "the held call does not name the tool"
+[[ "$screen" == *"asks for approval"* ]] || fail "the held call does not say why it was asked"
+[[ "$screen" == *'"msg":"first"'* ]] || fail "the held call does not show its arguments"
+tmux -L "$tmux_sock" send-keys -t approve "y" Enter
+status=0; wait "$call" || status=$?
+[[ $status -eq 0 ]] || fail "the approved call exited $status: $(cat "$home/out1")"
+grep -q first "$home/out1" || fail "the approved call did not print its result: $(cat "$home/out1")"
+wait_pane "allowed once"
+
+# 2. Denied with a reason the caller sees.
+"${meith[@]}" --caller plugin call echo '{"msg":"second"}' >"$home/out2" 2>&1 &
+call=$!
+for _ in $(seq 100); do [[ $(count_pane "Allow? y = once") -ge 2 ]] && break; sleep 0.1; done
+[[ $(count_pane "Allow? y = once") -ge 2 ]] || fail "the second call was not shown"
+tmux -L "$tmux_sock" send-keys -t approve "n" Enter
+wait_pane "Reason (Enter for none)"
+tmux -L "$tmux_sock" send-keys -t approve "not on a Friday" Enter
+status=0; wait "$call" || status=$?
+[[ $status -eq 1 ]] || fail "the denied call exited $status (want 1): $(cat "$home/out2")"
+grep -q "PERMISSION_DENIED" "$home/out2" || fail "the denied call does not say PERMISSION_DENIED: $(cat "$home/out2")"
+grep -q "not on a Friday" "$home/out2" || fail "the denial does not carry the reason: $(cat "$home/out2")"
+wait_pane "denied — not on a Friday"
+
+# 3. For the session.
+"${meith[@]}" --caller plugin call echo '{"msg":"third"}' >"$home/out3" 2>&1 &
+call=$!
+for _ in $(seq 100); do [[ $(count_pane "Allow? y = once") -ge 3 ]] && break; sleep 0.1; done
+tmux -L "$tmux_sock" send-keys -t approve "s" Enter
+status=0; wait "$call" || status=$?
+[[ $status -eq 0 ]] || fail "the session-approved call exited $status: $(cat "$home/out3")"
+wait_pane "allowed for the session"
+
+# Every decision is on file.
+audit=$(cat "$home/audit.jsonl")
+[[ $(grep -c '"event":"approval_decision"' <<<"$audit") -eq 3 ]] || fail "want 3 approval_decision lines"
+[[ $(grep -c '"event":"grant_created"' <<<"$audit") -eq 1 ]] || fail "want 1 grant_created line (allow_session)"
+
+# 4. q quits.
+tmux -L "$tmux_sock" send-keys -t approve "q" Enter
+wait_pane "approver-exited-0"
+echo "PASS: meith approve answered y, n with a reason, s, and quit on q"

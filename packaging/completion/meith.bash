@@ -6,9 +6,9 @@
 # daemon, silent and empty when none runs). Checked by tests/packaging/completion_test.sh.
 
 # Options that take a value in the next word (or after '=').
-_meith_value_opts=" --socket --home --caller --timeout-ms --since --tool --event --limit --file --manager --format --text --tag "
+_meith_value_opts=" --socket --home --caller --timeout-ms --since --tool --event --limit --file --manager --format --text --tag --session --uses --expires "
 _meith_global_opts="--socket --home --caller --no-autostart --help"
-_meith_commands="status tools call preview sources reload policy mcp service audit"
+_meith_commands="status tools call preview sources reload policy approve grant grants revoke mcp service audit"
 _meith_audit_events="tool_call tool_call_rejected list_tools cancel_tool_call connection_open
 connection_close connection_rejected frame_refused source_start source_exit source_restart
 source_failed source_restart_requested source_tools_changed daemon_start daemon_stop
@@ -121,7 +121,7 @@ _meith() {
         _meith_reply "$(_meith_names "$meith" tools "${conn[@]}")" "$cur"
         return 0
         ;;
-    --timeout-ms | --since | --limit | --tag)
+    --timeout-ms | --since | --limit | --tag | --session | --uses | --expires)
         return 0 # a number or a duration: nothing to offer
         ;;
     esac
@@ -165,6 +165,21 @@ _meith() {
             args=check
         fi
         ;;
+    approve) ;;
+    grant)
+        opts="--tool --caller --session --uses --expires --json"
+        if [[ $n == 1 ]]; then
+            # A comma-separated list: complete the capability after the last comma.
+            local prefix="" last=$cur
+            if [[ $cur == *,* ]]; then prefix=${cur%,*},; last=${cur##*,}; fi
+            if [[ $cur != -* ]]; then
+                mapfile -t COMPREPLY < <(compgen -P "$prefix" -W "read-only writes-files controls-browser starts-process accesses-network destructive unknown" -- "$last")
+                return 0
+            fi
+        fi
+        ;;
+    grants) opts="--json" ;;
+    revoke) ;;
     mcp) opts="--all" ;;
     service)
         case $sub in

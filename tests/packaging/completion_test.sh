@@ -122,7 +122,7 @@ words_exactly() {
     [[ $got == "$want" ]] || fail "[$*] should offer exactly '$(flat "$want")'; got: '$(flat "$got")'"
 }
 
-commands=(status tools call preview sources reload policy mcp service audit)
+commands=(status tools call preview sources reload policy approve grant grants revoke mcp service audit)
 service_opts=(--socket-activated --dry-run --manager)
 audit_opts=(--since --tool --caller --denied --event --limit --json --file)
 
@@ -185,6 +185,9 @@ exactly _meith "meith --socket $tmp/h" "$tmp/homedir"
 words_exactly _meith "$tmp/homedir" meith --home = "$tmp/"
 # A value is not taken for a command: "--caller plugin" then "service".
 exactly _meith "meith --caller plugin " "${commands[@]}"
+# grant: capabilities, also after a comma; its options.
+exactly _meith "meith grant wri" writes-files
+exactly _meith "meith grant read-only,de" read-only,destructive
 
 # Tool names for call: with no daemon answering, nothing, silently.
 exactly _meith "meith --home $tmp/nohome --socket $tmp/nohome.sock call " ""

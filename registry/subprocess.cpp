@@ -135,8 +135,16 @@ child_process::child_process(asio::any_io_executor ex, const options& opts)
     sigset_t none;
     sigemptyset(&none);
     posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                        POSIX_SPAWN_SETSIGMASK);
+#if defined(POSIX_SPAWN_SETSID)
+    // A session of its own (and so a process group whose id is its pid): the child has no
+    // controlling terminal even when meithd runs in one, so a tool cannot pass as an approver
+    // (docs/security.md) nor read from or inject into the user's terminal.
+    constexpr short group_flag = POSIX_SPAWN_SETSID;
+#else
+    constexpr short group_flag = POSIX_SPAWN_SETPGROUP;
+#endif
+    posix_spawnattr_setflags(&attr, static_cast<short>(group_flag | POSIX_SPAWN_SETSIGDEF |
+                                                       POSIX_SPAWN_SETSIGMASK));
 
     std::vector<char*> argv;
     for (const auto& a : opts.argv)

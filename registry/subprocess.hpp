@@ -1,7 +1,8 @@
 // subprocess: starting, watching and stopping the daemon's child processes.
 //
-// Every child runs in its own process group (so a timeout or stop ends the tool and anything
-// it forked), gets only the environment it is given (see `child_environment`), and talks over
+// Every child runs in its own session and process group, without a controlling terminal (so a
+// timeout or stop ends the tool and anything it forked, and no tool passes as an approver),
+// gets only the environment it is given (see `child_environment`), and talks over
 // close-on-exec pipes wrapped as Asio stream descriptors. Exits are noticed through SIGCHLD
 // at once, not at the next failed write. All of it runs on the daemon's one I/O thread.
 #pragma once

@@ -2,7 +2,8 @@
 # `meith approve` as a person uses it (PROTOCOL.md §12): it runs in a tmux pane against a real
 # meithd; calls held for approval are answered by typing into the pane (tmux send-keys) and
 # the screen is read back (tmux capture-pane). Covers y (once), n with a reason, s (session),
-# and q to quit.
+# and q to quit. meithd itself runs in a tmux window, so it has a controlling terminal: its
+# tools must not (they run in sessions of their own), or a tool could pass as an approver.
 #   approve_tmux_test.sh BIN_DIR
 set -euo pipefail
 bin=$1
@@ -12,8 +13,11 @@ home=$(mktemp -d /tmp/meith-approve.XXXXXX)
 tmux_sock="meith-approve-$$"
 daemon=""
 cleanup() {
+  if [[ -n "$daemon" ]]; then
+    kill "$daemon" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
+  fi
   tmux -L "$tmux_sock" kill-server >/dev/null 2>&1 || true
-  if [[ -n "$daemon" ]]; then kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
   rm -rf "$home"
 }
 trap cleanup EXIT
@@ -32,19 +36,41 @@ wait_pane() {
 # Counts lines of the pane that contain $1.
 count_pane() { local screen; screen=$(pane); grep -cF -- "$1" <<<"$screen" || true; }
 
-cat >"$home/meithd.toml" <<'TOML'
+# A one-shot exec tool that reports its controlling terminal (field 7 of /proc/self/stat).
+cat >"$home/tty.sh" <<'SH'
+#!/bin/sh
+cat >/dev/null
+set -- $(cat /proc/$$/stat)
+printf '{"result": {"ttyNr": %s}}\n' "$7"
+SH
+cat >"$home/meithd.toml" <<TOML
 [[permissions.rules]]
 tool = "echo"
 caller = "plugin"
 decision = "ask"
+
+[[sources]]
+name = "tty"
+kind = "exec"
+command = ["sh", "$home/tty.sh"]
+tool = { name = "tty_of_tool", description = "the tool's controlling terminal", capabilities = ["read-only"] }
 TOML
 export MEITH_NO_AUTOSTART=1
-"$bin/meithd" --home "$home" --socket "$home/d.sock" 2>"$home/meithd.log" &
-daemon=$!
+# meithd in a terminal of its own, as someone running it in the foreground does.
+TERM=xterm tmux -L "$tmux_sock" new-session -d -s daemon -x 150 -y 20 \
+  "MEITH_NO_AUTOSTART=1 $bin/meithd --home $home --socket $home/d.sock 2>$home/meithd.log; sleep 30"
 for _ in $(seq 100); do [[ -S "$home/d.sock" && -s "$home/config.json" ]] && break; sleep 0.1; done
 [[ -S "$home/d.sock" ]] || fail "meithd did not start"
+daemon=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$home/config.json")
+[[ -n "$daemon" ]] || fail "no pid in config.json"
+read -r -a stat <"/proc/$daemon/stat"
+[[ ${stat[6]} != 0 ]] || fail "meithd has no controlling terminal in its tmux window"
 
 meith=("$bin/meith" --home "$home")
+# Its tools run without one.
+tty_out=$("${meith[@]}" call tty_of_tool) || fail "tty_of_tool failed: $tty_out"
+[[ $tty_out == *'"ttyNr": 0'* ]] || fail "a tool has meithd's controlling terminal: $tty_out"
+
 # A person starts the approver in a terminal.
 TERM=xterm tmux -L "$tmux_sock" new-session -d -s approve -x 150 -y 50 \
   "MEITH_NO_AUTOSTART=1 $bin/meith --home $home approve; echo approver-exited-\$?; sleep 30"

@@ -112,9 +112,9 @@ int run_approve(const options& opts) {
                s.where.socket.string(), text_of(hello, "sessionId"));
     std::fflush(stdout);
 
-    std::deque<json> held;  // approval_requests not yet resolved, the shown one first
+    std::deque<json> held; // approval_requests not yet resolved, the shown one first
     bool asking_reason = false;
-    std::string typed;      // stdin bytes not yet ended by a newline
+    std::string typed; // stdin bytes not yet ended by a newline
     bool waiting_shown = false;
     const auto show_front = [&] {
         asking_reason = false;
@@ -239,7 +239,8 @@ int run_grant(const options& opts) {
     session s = open_session(as_cli);
     become_approver(s);
     const std::string id = s.ids.next();
-    s.conn.send_frame(compact(json{{"type", "grant"}, {"protocol", 1}, {"requestId", id}, {"grant", g}}));
+    s.conn.send_frame(
+        compact(json{{"type", "grant"}, {"protocol", 1}, {"requestId", id}, {"grant", g}}));
     const json reply = await_reply(s.conn, id, "grant_result");
     if (opts.json) {
         fmt::print("{}\n", pretty(reply));

@@ -55,10 +55,11 @@ constexpr command commands[] = {
      "would a call to TOOL be allowed? (exit 0 allow, 1 deny or ask)", 1, 1, true, false, false,
      run_policy_check},
     {"approve", "", "",
-     "answer held calls as they come (y once, s for the session, n deny); needs a terminal", 0,
-     0, false, false, false, run_approve},
-    {"grant", "", "CAP[,CAP...] [--tool GLOB] [--caller C] [--session ID] [--uses N] "
-                  "[--expires DUR] [--json]",
+     "answer held calls as they come (y once, s for the session, n deny); needs a terminal", 0, 0,
+     false, false, false, run_approve},
+    {"grant", "",
+     "CAP[,CAP...] [--tool GLOB] [--caller C] [--session ID] [--uses N] "
+     "[--expires DUR] [--json]",
      "let calls needing these capabilities through without asking", 1, 1, true, false, false,
      run_grant},
     {"grants", "", "[--json]", "list the grants in force", 0, 0, true, false, false, run_grants},

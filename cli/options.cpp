@@ -24,8 +24,8 @@ std::uint64_t parse_positive(const std::string& name, const std::string& text) {
 /// "30s", "10m", "2h", "1d": a positive count and one unit.
 std::chrono::seconds parse_duration(const std::string& text, std::string_view option) {
     const auto bad = [&] {
-        return usage_error(fmt::format("{} needs a duration like 30s, 10m, 2h or 1d, got '{}'",
-                                       option, text));
+        return usage_error(
+            fmt::format("{} needs a duration like 30s, 10m, 2h or 1d, got '{}'", option, text));
     };
     if (text.size() < 2) throw bad();
     std::uint64_t n = 0;

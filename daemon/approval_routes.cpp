@@ -50,7 +50,7 @@ std::optional<std::string> controlling_terminal_problem(pid_t pid) {
     return std::nullopt;
 #elif defined(__APPLE__)
     int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
-    struct kinfo_proc info{};
+    struct kinfo_proc info {};
     size_t size = sizeof info;
     if (::sysctl(mib, 4, &info, &size, nullptr, 0) != 0 || size == 0)
         return "the peer process is gone";
@@ -169,8 +169,9 @@ void connection::on_approve(const protocol::client_frame& f, std::string&) {
     if (refuse_unless_approver(f)) return;
     const auto answer = registry::approval_answer_from(f.decision);
     if (!answer) {
-        protocol::append_error_frame(outbound_, f.request_id,
-                                     R"(approve: decision must be "allow_once", "allow_session" or "deny")");
+        protocol::append_error_frame(
+            outbound_, f.request_id,
+            R"(approve: decision must be "allow_once", "allow_session" or "deny")");
         return;
     }
     if (auto err =

@@ -147,8 +147,8 @@ std::string load_approver_secret(const fs::path& home) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
         const std::string secret = permissions::random_hex(32) + "\n";
-        const bool ok = ::write(fd, secret.data(), secret.size()) ==
-                        static_cast<ssize_t>(secret.size());
+        const bool ok =
+            ::write(fd, secret.data(), secret.size()) == static_cast<ssize_t>(secret.size());
         ::close(fd);
         if (!ok) {
             ::unlink(path.c_str());
@@ -159,7 +159,7 @@ std::string load_approver_secret(const fs::path& home) {
         throw std::runtime_error(
             fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
     }
-    struct stat st{};
+    struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
         throw std::runtime_error(fmt::format("{} is not a regular file", path.string()));
     if ((st.st_mode & 077) != 0)

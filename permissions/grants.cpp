@@ -24,7 +24,8 @@ const grant& grant_store::add(grant g) {
 }
 
 std::optional<grant> grant_store::remove(std::string_view id) {
-    auto it = std::find_if(grants_.begin(), grants_.end(), [&](const grant& g) { return g.id == id; });
+    auto it =
+        std::find_if(grants_.begin(), grants_.end(), [&](const grant& g) { return g.id == id; });
     if (it == grants_.end()) return std::nullopt;
     grant g = std::move(*it);
     grants_.erase(it);
@@ -46,7 +47,8 @@ const grant* grant_store::match(std::string_view tool, capability_set needed, ca
 }
 
 std::optional<grant> grant_store::use(std::string_view id) {
-    auto it = std::find_if(grants_.begin(), grants_.end(), [&](const grant& g) { return g.id == id; });
+    auto it =
+        std::find_if(grants_.begin(), grants_.end(), [&](const grant& g) { return g.id == id; });
     if (it == grants_.end() || !it->uses_left) return std::nullopt;
     if (*it->uses_left > 0) --*it->uses_left;
     if (*it->uses_left > 0) return std::nullopt;
@@ -57,7 +59,8 @@ std::optional<grant> grant_store::use(std::string_view id) {
 
 namespace {
 
-template <class Pred> std::vector<grant> take_if(std::vector<grant>& grants, Pred pred) {
+template <class Pred>
+std::vector<grant> take_if(std::vector<grant>& grants, Pred pred) {
     std::vector<grant> out;
     auto keep = std::stable_partition(grants.begin(), grants.end(),
                                       [&](const grant& g) { return !pred(g); });
@@ -73,7 +76,8 @@ std::vector<grant> grant_store::expire(wall_clock::time_point now) {
 }
 
 std::vector<grant> grant_store::remove_session(std::string_view session) {
-    return take_if(grants_, [&](const grant& g) { return g.session_id && *g.session_id == session; });
+    return take_if(grants_,
+                   [&](const grant& g) { return g.session_id && *g.session_id == session; });
 }
 
 std::optional<wall_clock::time_point> grant_store::next_expiry() const {

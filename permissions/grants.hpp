@@ -27,8 +27,8 @@ struct grant {
     std::optional<std::string> session_id; ///< absent: every session
     std::optional<std::string> tool;       ///< glob (fnmatch(3) syntax); absent: every tool
     capability_set capabilities = 0;
-    std::optional<std::uint64_t> uses_left;                 ///< absent: unlimited
-    std::optional<wall_clock::time_point> expires_at;       ///< absent: never
+    std::optional<std::uint64_t> uses_left;           ///< absent: unlimited
+    std::optional<wall_clock::time_point> expires_at; ///< absent: never
     wall_clock::time_point created_at = wall_clock::now();
     std::string approval_id; ///< the approval (allow_session) that made it; "" for a grant frame
 };

@@ -39,8 +39,8 @@ void append_rfc3339(std::string& out, wall_clock::time_point t) {
     ::gmtime_r(&secs, &tm);
     char buf[40];
     const int n = std::snprintf(buf, sizeof buf, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"",
-                                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                                tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+                                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                                tm.tm_sec, static_cast<int>(ms % 1000));
     out.append(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
 }
 
@@ -212,10 +212,10 @@ std::optional<std::string> approvals::answer(std::string_view approval_id, appro
             exact += ch;
         }
         g.tool = std::move(exact);
-        g.capabilities = c->target->capabilities ? c->target->capabilities
-                                                 : static_cast<permissions::capability_set>(
-                                                       1u << static_cast<unsigned>(
-                                                           permissions::capability::unknown));
+        g.capabilities = c->target->capabilities
+                             ? c->target->capabilities
+                             : static_cast<permissions::capability_set>(
+                                   1u << static_cast<unsigned>(permissions::capability::unknown));
         add_grant(g, by.approver_session(), h.id);
     }
     h.answered(a, std::move(reason));
@@ -326,8 +326,8 @@ std::string approvals::grants_json(const std::string* session) const {
 
 std::optional<std::string> approvals::use_grant(const call& c, permissions::capability_set needed) {
     const auto now = wall_clock::now();
-    const grant* g = grants_.match(c.target ? std::string_view(c.target->name) : c.tool_name, needed,
-                                   c.caller, c.session_id, now);
+    const grant* g = grants_.match(c.target ? std::string_view(c.target->name) : c.tool_name,
+                                   needed, c.caller, c.session_id, now);
     if (!g) return std::nullopt;
     std::string id = g->id;
     std::optional<std::uint64_t> left;
@@ -490,8 +490,7 @@ void approvals::save() {
     }
     if (fd >= 0) ok = (::close(fd) == 0) && ok;
     if (!ok || ::rename(tmp.c_str(), persist_file_->c_str()) != 0) {
-        spdlog::warn("cannot save grants to {}: {}", persist_file_->string(),
-                     std::strerror(errno));
+        spdlog::warn("cannot save grants to {}: {}", persist_file_->string(), std::strerror(errno));
         ::unlink(tmp.c_str());
     }
 }

@@ -182,10 +182,10 @@ void registry::arm_deadline(const call_ptr& c) {
     c->deadline().async_wait([weak = std::weak_ptr<call>(c), timeout](const std::error_code& ec) {
         if (ec) return;
         if (auto self = weak.lock())
-            self->finalize(tool_result::failure(error_code::timeout,
-                                                "the call did not finish within " +
-                                                    std::to_string(timeout) + " ms"),
-                           call_end::timeout);
+            self->finalize(
+                tool_result::failure(error_code::timeout, "the call did not finish within " +
+                                                              std::to_string(timeout) + " ms"),
+                call_end::timeout);
     });
 }
 
@@ -217,16 +217,15 @@ void registry::hold_for_approval(const call_ptr& c) {
         auto c = weak.lock();
         if (!c || c->resolved() || alive.expired()) return;
         *approval_id = approvals_.hold(
-            c, p.text,
-            [this, weak, approval_id, alive](approval_answer a, std::string reason) {
+            c, p.text, [this, weak, approval_id, alive](approval_answer a, std::string reason) {
                 auto c = weak.lock();
                 if (!c || c->resolved() || alive.expired()) return;
                 c->approval_id = *approval_id;
                 c->on_abandon(nullptr);
                 if (a == approval_answer::deny) {
                     c->decision.ask = false;
-                    c->decision.reason =
-                        reason.empty() ? "denied by an approver" : "denied by an approver: " + reason;
+                    c->decision.reason = reason.empty() ? "denied by an approver"
+                                                        : "denied by an approver: " + reason;
                     c->resolve(tool_result::failure(error_code::permission_denied,
                                                     "permission denied: " + c->decision.reason),
                                call_end::refused);

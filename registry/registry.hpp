@@ -1,10 +1,10 @@
 // registry: the tools of every source and the one dispatch path every call takes.
 //
 // dispatch(): lookup -> validate arguments against the tool's inputSchema -> permission (a
-// grant, or a person's approval for an `ask`) -> hooks -> run on the source raced against its timeout, a cancel, the client leaving and
-// shutdown -> after_execution hooks -> audit line -> reply. This is the only place that owns
-// those cross-cutting duties; sources only run tools and connections only move frames.
-// I/O-thread only.
+// grant, or a person's approval for an `ask`) -> hooks -> run on the source raced against its
+// timeout, a cancel, the client leaving and shutdown -> after_execution hooks -> audit line ->
+// reply. This is the only place that owns those cross-cutting duties; sources only run tools and
+// connections only move frames. I/O-thread only.
 //
 // One class, its jobs in one file each:
 //   registry.cpp          construction, policy and status queries
@@ -155,7 +155,9 @@ class registry {
     const config::config& cfg() const { return cfg_; }
     const permissions::policy& policy() const { return policy_; }
     /// Grants, approvers and held calls (PROTOCOL.md §12).
-    class approvals& approvals() { return approvals_; }
+    class approvals& approvals() {
+        return approvals_;
+    }
     const audit::redactor& redactor() const { return redactor_; }
     /// Appends `s` as a JSON string with secrets redacted: every client- or tool-supplied
     /// string an audit line carries goes through here (request ids, tool names, caller claims,

@@ -143,8 +143,8 @@ child_process::child_process(asio::any_io_executor ex, const options& opts)
 #else
     constexpr short group_flag = POSIX_SPAWN_SETPGROUP;
 #endif
-    posix_spawnattr_setflags(&attr, static_cast<short>(group_flag | POSIX_SPAWN_SETSIGDEF |
-                                                       POSIX_SPAWN_SETSIGMASK));
+    posix_spawnattr_setflags(
+        &attr, static_cast<short>(group_flag | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK));
 
     std::vector<char*> argv;
     for (const auto& a : opts.argv)

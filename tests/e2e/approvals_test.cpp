@@ -30,12 +30,8 @@ std::string ask_config(const std::string& extra = "") {
 
 json tool_call(const std::string& id, const std::string& tool, const json& args = json::object(),
                const json& extra = json::object()) {
-    json f = {{"type", "tool_call"},
-              {"protocol", 1},
-              {"requestId", id},
-              {"toolName", tool},
-              {"arguments", args},
-              {"clientInfo", {{"caller", "plugin"}}}};
+    json f = {{"type", "tool_call"}, {"protocol", 1},     {"requestId", id},
+              {"toolName", tool},    {"arguments", args}, {"clientInfo", {{"caller", "plugin"}}}};
     f.update(extra);
     return f;
 }
@@ -50,19 +46,16 @@ json read_type(client& c, const std::string& type, std::chrono::milliseconds tim
 
 void approve(client& a, const std::string& approval_id, const std::string& decision,
              const std::string& reason = "") {
-    json f = {{"type", "approve"},
-              {"protocol", 1},
-              {"approvalId", approval_id},
-              {"decision", decision}};
+    json f = {
+        {"type", "approve"}, {"protocol", 1}, {"approvalId", approval_id}, {"decision", decision}};
     if (!reason.empty()) f["reason"] = reason;
     a.send(f);
 }
 
 /// The tool_call audit line of `request_id`.
 json call_line(const daemon_process& d, const std::string& request_id) {
-    return d.wait_audit([&](const json& l) {
-        return l["event"] == "tool_call" && l["requestId"] == request_id;
-    });
+    return d.wait_audit(
+        [&](const json& l) { return l["event"] == "tool_call" && l["requestId"] == request_id; });
 }
 
 } // namespace
@@ -172,8 +165,7 @@ TEST_CASE("a grant's use count and its expiry run out", "[e2e][approvals][grants
     approver->send({{"type", "grant"},
                     {"protocol", 1},
                     {"requestId", "g1"},
-                    {"grant",
-                     {{"tool", "t_*"}, {"capabilities", {"writes-files"}}, {"uses", 2}}}});
+                    {"grant", {{"tool", "t_*"}, {"capabilities", {"writes-files"}}, {"uses", 2}}}});
     const json g1 = read_type(*approver, "grant_result");
     const std::string uses_id = g1["grantId"];
     CHECK(uses_id.rfind("g_", 0) == 0);
@@ -261,7 +253,7 @@ TEST_CASE("an approver without the secret or without a terminal is refused and a
           "[e2e][approvals]") {
     daemon_process d(ask_config());
     // The secret file: 0600, 64 hex digits.
-    struct stat st{};
+    struct stat st {};
     REQUIRE(::stat((d.home() / "approver.secret").c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);
     CHECK(approver_secret(d.home()).size() == 64);
@@ -282,8 +274,7 @@ TEST_CASE("an approver without the secret or without a terminal is refused and a
                  {"secret", approver_secret(d.home())}});
     const json headless = no_tty.read();
     CHECK(headless["type"] == "error");
-    CHECK(headless["message"].get<std::string>().find("controlling terminal") !=
-          std::string::npos);
+    CHECK(headless["message"].get<std::string>().find("controlling terminal") != std::string::npos);
 
     // Neither may answer, grant or revoke.
     no_tty.send({{"type", "grant"},
@@ -397,15 +388,15 @@ TEST_CASE("grants without a session persist across a restart with expiry honoure
                         {"grant", {{"capabilities", {"writes-files"}}, {"expiresInMs", 300}}}});
         read_type(*approver, "grant_result");
     }
-    struct stat st{};
+    struct stat st {};
     REQUIRE(::stat((d.home() / "grants.json").c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);
     CHECK(d.stop() == 0);
     std::this_thread::sleep_for(400ms); // the second grant expires while the daemon is down
     d.restart();
     client agent(d.socket());
-    CHECK(agent.call("t_write", json::object(), {{"clientInfo", {{"caller", "plugin"}}}})["result"]
-                    ["ok"] == true);
+    CHECK(agent.call("t_write", json::object(),
+                     {{"clientInfo", {{"caller", "plugin"}}}})["result"]["ok"] == true);
     const auto expired = d.audit_events("grant_expired");
     REQUIRE_FALSE(expired.empty());
     CHECK(expired.back()["why"] == "expired");

@@ -412,7 +412,8 @@ TEST_CASE("registry: permission denied for a writes-files tool called by a plugi
 
 TEST_CASE("registry: a caller policy that allows writes-files lets the call run", "[registry]") {
     fixture fx;
-    fx.cfg.permissions.cli = meith::config::caller_policy_config{{"read-only", "writes-files"}, {}, {}};
+    fx.cfg.permissions.cli =
+        meith::config::caller_policy_config{{"read-only", "writes-files"}, {}, {}};
     fx.start_with({def("write", {"writes-files"})});
     fx.call_tool("a", "write", "{}", caller::cli);
     CHECK(fx.fake->executed_tools.size() == 1);
@@ -741,7 +742,8 @@ TEST_CASE("registry: a tool with an invalid inputSchema is skipped", "[registry]
 
 TEST_CASE("registry: append_tool_descriptors", "[registry]") {
     fixture fx;
-    fx.cfg.permissions.cli = meith::config::caller_policy_config{{"read-only", "writes-files"}, {}, {}};
+    fx.cfg.permissions.cli =
+        meith::config::caller_policy_config{{"read-only", "writes-files"}, {}, {}};
     fx.start_with({def("write", {"writes-files"}, counter_schema, 1500), def("mystery", {})});
 
     auto list = [&](caller who) {

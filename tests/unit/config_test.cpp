@@ -309,6 +309,29 @@ TEST_CASE("an absent list in a present callers table takes the caller default", 
     CHECK(empty.permissions.cli->deny.empty());
 }
 
+TEST_CASE("ask lists, ask rules and persist_grants (PROTOCOL.md §12)", "[config][grants]") {
+    const config cfg = parse_ok("[permissions]\npersist_grants = true\n"
+                                "[permissions.callers.plugin]\nask = [\"writes-files\"]\n"
+                                "[[permissions.rules]]\ntool = \"rm\"\ndecision = \"ask\"\n");
+    CHECK(cfg.permissions.persist_grants);
+    REQUIRE(cfg.permissions.plugin);
+    CHECK(cfg.permissions.plugin->ask == std::vector<std::string>{"writes-files"});
+    CHECK(cfg.permissions.plugin->allow ==
+          std::vector<std::string>{"read-only", "accesses-network"});
+    REQUIRE(cfg.permissions.rules.size() == 1);
+    CHECK(cfg.permissions.rules[0].ask);
+    CHECK_FALSE(cfg.permissions.rules[0].allow);
+    CHECK_FALSE(parse_ok("").permissions.persist_grants);
+
+    const config_error bad_cap = parse_err("[permissions.callers.cli]\nask = [\"writes\"]\n");
+    CHECK_THAT(bad_cap.to_string(), Catch::Contains("writes"));
+    const config_error bad_decision =
+        parse_err("[[permissions.rules]]\ntool = \"x\"\ndecision = \"maybe\"\n");
+    CHECK_THAT(bad_decision.to_string(), Catch::Contains("\"ask\""));
+    const config_error bad_bool = parse_err("[permissions]\npersist_grants = \"yes\"\n");
+    CHECK_THAT(bad_bool.to_string(), Catch::Contains("persist_grants"));
+}
+
 TEST_CASE("unknown keys are errors naming the key and its place", "[config]") {
     SECTION("top level") {
         const auto e = parse_err("# a comment\n\nsockets = 1\n");

@@ -1384,3 +1384,88 @@ TEST_CASE("schema_validator: formats, uniqueItems and combinators stay bounded",
     const int status = in_child([&] { return compile_and_validate(nest, arg); });
     CHECK((status == 1 || status == 2)); // answered (valid, or "too complex"), never hung
 }
+
+namespace {
+
+/// An approver that records the frames it is sent (PROTOCOL.md §12).
+struct recording_approver : meith::registry::approver {
+    std::vector<std::string> frames;
+    std::string session = "s_approver";
+    void deliver(std::string_view frame) override { frames.emplace_back(frame); }
+    const std::string& approver_session() const override { return session; }
+    /// The approvalId of the last approval_request.
+    std::string last_approval_id() const {
+        for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+            if (it->find(R"("type":"approval_request")") == std::string::npos) continue;
+            const auto at = it->find(R"("approvalId":")") + 14;
+            return it->substr(at, it->find('"', at) - at);
+        }
+        return {};
+    }
+};
+
+} // namespace
+
+TEST_CASE("registry: an ask call is denied without approvers, held with one, and runs once "
+          "approved; a session grant lets the next call through",
+          "[registry][approvals]") {
+    using meith::registry::approval_answer;
+    fixture fx;
+    fx.cfg.permissions.plugin = meith::config::caller_policy_config{
+        {"read-only", "accesses-network"}, {}, {"writes-files"}};
+    fx.start_with({def("write", {"writes-files"})});
+
+    // No approver: denied at once, saying so.
+    auto lone = fx.call_tool("a0", "write", "{}", caller::plugin);
+    CHECK(code_of(fx.sink->only_result()) == error_code::permission_denied);
+    CHECK(message_of(fx.sink->only_result()).find("no approver is connected") != std::string::npos);
+    CHECK(fx.fake->executed_tools.empty());
+    fx.sink->results.clear();
+
+    recording_approver approver;
+    fx.reg->approvals().add_approver(approver);
+    auto held = fx.call_tool(
+        "a1", "write", R"({"token":"ghp_abcdefghijklmnopqrstuvwxyz0123456789"})", caller::plugin);
+    REQUIRE(fx.run_until([&] { return !approver.frames.empty(); }));
+    CHECK(fx.sink->results.empty()); // held: no answer yet
+    CHECK(fx.fake->executed_tools.empty());
+    const std::string& req = approver.frames.back();
+    CHECK(req.find(R"("toolName":"write")") != std::string::npos);
+    CHECK(req.find("ghp_") == std::string::npos); // arguments redacted as in the audit log
+    CHECK(fx.reg->approvals().held_count() == 1);
+
+    CHECK_FALSE(fx.reg->approvals().answer(approver.last_approval_id(),
+                                           approval_answer::allow_session, "", approver));
+    CHECK(fx.fake->executed_tools.size() == 1);
+    CHECK(held->approval_id == approver.last_approval_id());
+    CHECK(held->decision.allow);
+    // A second answer to the same approval is refused.
+    CHECK(fx.reg->approvals().answer(approver.last_approval_id(), approval_answer::deny, "",
+                                     approver));
+    held->resolve(tool_result::success("1"));
+
+    // The session's grant covers the next call: no request, the grant named.
+    const std::size_t frames = approver.frames.size();
+    auto next = fx.call_tool("a2", "write", "{}", caller::plugin);
+    CHECK(fx.fake->executed_tools.size() == 2);
+    CHECK(next->grant_id.rfind("g_", 0) == 0);
+    CHECK(approver.frames.size() == frames);
+    next->resolve(tool_result::success("2"));
+
+    // Another session is asked again; a cancel withdraws the request.
+    auto other = fx.make_call("a3", "write", caller::plugin);
+    other->session_id = "s_other";
+    fx.dispatch(other);
+    REQUIRE(fx.run_until([&] { return fx.reg->approvals().held_count() == 1; }));
+    other->resolve(tool_result::failure(error_code::cancelled, "cancelled"), call_end::cancel);
+    CHECK(fx.reg->approvals().held_count() == 0);
+    CHECK(approver.frames.back().find(R"("decision":"withdrawn")") != std::string::npos);
+    CHECK(fx.fake->executed_tools.size() == 2);
+
+    // The session's end drops its grant.
+    fx.reg->approvals().end_session("s_0123456789abcdef");
+    const std::string session = "s_0123456789abcdef";
+    CHECK(fx.reg->approvals().grants_json(&session) == "[]");
+    fx.reg->approvals().remove_approver(approver);
+    (void)lone;
+}

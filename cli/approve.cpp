@@ -6,7 +6,8 @@
 // shown with its preview and redacted arguments, then "y" allows it once, "s" for the caller's
 // session, "n" denies (a reason is asked for), "q" quits. Calls held while one is shown wait
 // in order; a call that another approver answered, or that timed out or was cancelled, is
-// dropped from the screen with what happened.
+// dropped from the screen with what happened. Whenever the call on screen changes, input typed
+// so far is discarded, so an answer always goes to the call the person is looking at.
 #include "cli/commands.hpp"
 
 #include "cli/errors.hpp"
@@ -19,6 +20,7 @@
 #include <fstream>
 
 #include <fmt/core.h>
+#include <termios.h>
 #include <unistd.h>
 
 namespace meith::cli {
@@ -118,6 +120,9 @@ int run_approve(const options& opts) {
     bool waiting_shown = false;
     const auto show_front = [&] {
         asking_reason = false;
+        // Typed for the call that just left the screen: never for the next one.
+        typed.clear();
+        if (::isatty(STDIN_FILENO)) ::tcflush(STDIN_FILENO, TCIFLUSH);
         if (held.empty()) {
             if (!waiting_shown) fmt::print("\nWaiting for held calls…\n");
             waiting_shown = true;
@@ -127,7 +132,9 @@ int run_approve(const options& opts) {
         waiting_shown = false;
         show_request(held.front(), held.size() - 1);
     };
+    std::optional<std::string> answered; // the approvalId this approver last answered
     const auto send_answer = [&](const std::string& decision, const std::string& reason) {
+        answered = get_string(held.front(), "approvalId");
         json f = {{"type", "approve"},
                   {"protocol", 1},
                   {"approvalId", held.front()["approvalId"]},
@@ -199,7 +206,9 @@ int run_approve(const options& opts) {
                 if (get_string(held[i], "approvalId") != id) continue;
                 const std::string decision = text_of(msg, "decision");
                 const std::string reason = text_of(msg, "reason", "");
-                fmt::print("\n{}: {}{}{}\n", text_of(held[i], "approvalId"),
+                const bool gone = i == 0 && id != answered; // not our answer: tell the person
+                fmt::print("\n{}{}: {}{}{}\n", gone ? "the call on screen is gone — " : "",
+                           text_of(held[i], "approvalId"),
                            decision == "allow_once"      ? "allowed once"
                            : decision == "allow_session" ? "allowed for the session"
                            : decision == "deny"          ? "denied"

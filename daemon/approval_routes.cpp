@@ -11,13 +11,16 @@
 
 #include "protocol/json_writer.hpp"
 
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #if defined(__APPLE__)
 #include <sys/sysctl.h>
@@ -29,8 +32,9 @@ using protocol::append_json_string;
 
 namespace {
 
-/// Whether process `pid` has a controlling terminal; an error text when it cannot be told.
-std::optional<std::string> controlling_terminal_problem(pid_t pid) {
+/// Whether process `pid`, which connected at `accepted_ticks` (clock ticks since boot), has a
+/// controlling terminal; an error text when it has none or it cannot be told.
+std::optional<std::string> controlling_terminal_problem(pid_t pid, std::uint64_t accepted_ticks) {
     if (pid <= 0) return "the peer's process id is unknown";
 #if defined(__linux__)
     std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -42,13 +46,21 @@ std::optional<std::string> controlling_terminal_problem(pid_t pid) {
     const auto close = stat.rfind(')');
     if (!in || close == std::string::npos) return "the peer process is gone";
     std::istringstream fields(stat.substr(close + 1));
-    std::string state;
-    long ppid = 0, pgrp = 0, session = 0, tty_nr = 0;
-    if (!(fields >> state >> ppid >> pgrp >> session >> tty_nr))
-        return "the peer process's status cannot be read";
-    if (tty_nr == 0) return "the peer process has no controlling terminal";
+    std::string field;
+    std::vector<std::string> f; // f[0] = field 3 (state) ... f[19] = field 22 (starttime)
+    while (f.size() < 20 && fields >> field)
+        f.push_back(field);
+    if (f.size() < 20) return "the peer process's status cannot be read";
+    // The pid SO_PEERCRED gave names the process that connected only if that process started
+    // before the connection was accepted (1 s of slack for rounding between the clocks).
+    const auto hz = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
+    if (std::strtoull(f[19].c_str(), nullptr, 10) > accepted_ticks + hz)
+        return "the process that connected is gone (its pid names a newer process)";
+    if (std::strtol(f[4].c_str(), nullptr, 10) == 0)
+        return "the peer process has no controlling terminal";
     return std::nullopt;
 #elif defined(__APPLE__)
+    (void)accepted_ticks;
     int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
     struct kinfo_proc info {};
     size_t size = sizeof info;
@@ -57,6 +69,7 @@ std::optional<std::string> controlling_terminal_problem(pid_t pid) {
     if (info.kp_eproc.e_tdev == NODEV) return "the peer process has no controlling terminal";
     return std::nullopt;
 #else
+    (void)accepted_ticks;
     return "this platform cannot tell whether the peer has a controlling terminal";
 #endif
 }
@@ -102,6 +115,10 @@ std::variant<registry::grant_request, std::string> parse_grant(simdjson::dom::ob
             std::uint64_t n = 0;
             if (v.get_uint64().get(n) != simdjson::SUCCESS || n == 0)
                 return "grant." + std::string(key) + " must be a positive integer";
+            // Far from the clocks' overflow (~292 years of nanoseconds), as timeouts are.
+            constexpr std::uint64_t max_expiry_ms = 1'000'000'000'000; // ~31 years
+            if (key == "expiresInMs" && n > max_expiry_ms)
+                return "grant.expiresInMs must be at most 1000000000000 (about 31 years)";
             (key == "uses" ? r.uses : r.expires_in_ms) = n;
         } else {
             return "unknown member \"" + std::string(key) +
@@ -130,13 +147,11 @@ void connection::on_approver_hello(const protocol::client_frame& f, std::string&
     if (!desk.approver_secret_matches(f.secret))
         problem = "the secret is not the one in approver.secret";
     else
-        problem = controlling_terminal_problem(peer_.pid);
+        problem = controlling_terminal_problem(peer_.pid, accepted_ticks_);
     if (problem) {
         protocol::append_error_frame(outbound_, f.request_id,
                                      "not accepted as an approver: " + *problem);
-        fields += R"(,"reason":)";
-        append_json_string(fields, *problem);
-        registry_.audit_event("approver_rejected", fields);
+        audit_approver_rejected(*problem);
         return;
     }
     registry_.audit_event("approver_connected", fields);
@@ -148,6 +163,14 @@ void connection::on_approver_hello(const protocol::client_frame& f, std::string&
         approver_ = true;
         desk.add_approver(*this); // the calls held so far follow the reply
     }
+}
+
+void connection::audit_approver_rejected(std::string_view reason) {
+    std::string fields = R"("sessionId":)";
+    append_json_string(fields, session_id_);
+    fields += fmt::format(R"(,"pid":{},"uid":{},"reason":)", peer_.pid, peer_.uid);
+    append_json_string(fields, reason);
+    registry_.audit_event("approver_rejected", fields);
 }
 
 bool connection::refuse_unless_approver(const protocol::client_frame& f) {

@@ -10,9 +10,11 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 
+#include <ctime>
 #include <poll.h>
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 namespace meith::daemon {
 
@@ -34,6 +36,11 @@ connection::connection(asio::local::stream_protocol::socket socket, registry::re
       session_id_(new_session_id()), framer_(reg.cfg().limits.max_frame_bytes, read_chunk),
       writer_wake_(socket_.get_executor()), idle_timer_(socket_.get_executor()),
       resume_timer_(socket_.get_executor()), stall_timer_(socket_.get_executor()) {
+    timespec now{};
+    ::clock_gettime(CLOCK_BOOTTIME, &now);
+    const auto hz = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
+    accepted_ticks_ = static_cast<std::uint64_t>(now.tv_sec) * hz +
+                      static_cast<std::uint64_t>(now.tv_nsec) * hz / 1'000'000'000;
 }
 
 connection::~connection() = default;

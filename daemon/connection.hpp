@@ -99,6 +99,8 @@ class connection final : public registry::call_sink,
     void on_list_grants(const protocol::client_frame& f, std::string& audit_fields);
     /// Refuses an approver's frame from a connection that is not one: error frame + audit.
     bool refuse_unless_approver(const protocol::client_frame& f);
+    /// The `approver_rejected` audit line (PROTOCOL.md §12: every refusal is on file).
+    void audit_approver_rejected(std::string_view reason);
     void on_other(const protocol::client_frame& f, std::string& audit_fields);
 
     /// New replies are queued: wakes the writer if it waits for them. It runs at the end of
@@ -127,6 +129,10 @@ class connection final : public registry::call_sink,
     bool has_hello_claim_ = false;
     std::string hello_agent_; ///< clientInfo.agent of the hello, if any
     bool approver_ = false;   ///< proven by approver_hello: receives approval requests
+    /// When the connection was accepted, in clock ticks since boot (the unit of
+    /// /proc/<pid>/stat's starttime): a peer pid whose process started later is not the one
+    /// that connected.
+    std::uint64_t accepted_ticks_ = 0;
     /// The registry's tools_changed subscription (hello `subscribe`), 0 when none.
     std::uint64_t tools_changed_token_ = 0;
     std::string_view agent_for(const protocol::client_frame& f) const;

@@ -64,6 +64,7 @@ void connection::handle_frame(std::string_view line) {
     if (f.error) {
         protocol::append_error_frame(outbound_, f.request_id, *f.error);
         if (f.type == frame_type::tool_call) audit_rejected_call(f, *f.error);
+        if (f.type == frame_type::approver_hello) audit_approver_rejected(*f.error);
         return;
     }
     const frame_route& r = route_of(f.type);

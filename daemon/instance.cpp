@@ -159,16 +159,32 @@ std::string load_approver_secret(const fs::path& home) {
         throw std::runtime_error(
             fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
     }
+    // Read through one descriptor (no symlink followed), checked with fstat: what is checked
+    // is what is read.
+    const int rfd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (rfd < 0)
+        throw std::runtime_error(
+            fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
     struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-        throw std::runtime_error(fmt::format("{} is not a regular file", path.string()));
-    if ((st.st_mode & 077) != 0)
+    if (::fstat(rfd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+        ::close(rfd);
+        throw std::runtime_error(
+            fmt::format("{} is not a regular file owned by this user", path.string()));
+    }
+    if ((st.st_mode & 077) != 0) {
+        ::close(rfd);
         throw std::runtime_error(fmt::format(
             "{} is readable or writable by group or others (mode {:o}); run chmod 600 on it",
             path.string(), st.st_mode & 0777));
-    std::ifstream in(path);
+    }
     std::string secret;
-    std::getline(in, secret);
+    char buf[256];
+    ssize_t n;
+    while (secret.size() < 4096 &&
+           ((n = ::read(rfd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+        if (n > 0) secret.append(buf, static_cast<std::size_t>(n));
+    ::close(rfd);
+    if (const auto nl = secret.find('\n'); nl != std::string::npos) secret.resize(nl);
     while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back())))
         secret.pop_back();
     if (secret.size() < 32)

@@ -212,6 +212,11 @@ class server {
             cfg_.tools = next.tools;
             changed.emplace_back("tools");
         }
+        if (next.permissions.persist_grants != cfg_.permissions.persist_grants) {
+            // Where grants are kept is settled at start (their file is read then).
+            needs_restart.emplace_back("permissions.persist_grants");
+            next.permissions.persist_grants = cfg_.permissions.persist_grants;
+        }
         if (!(next.permissions == cfg_.permissions)) {
             cfg_.permissions = next.permissions;
             registry_.set_permissions(cfg_.permissions);

@@ -249,19 +249,27 @@ decision policy::decide(std::string_view tool_name, capability_set caps, caller 
     const auto plain = static_cast<capability_set>(lists.allow & ~lists.ask);
     const auto needed = static_cast<capability_set>(caps & ~plain);
 
+    // An explicit deny of the caller's list: final, and checked before a rule that asks.
+    const auto denied = [&]() -> std::optional<decision> {
+        for (std::size_t i = 0; i < capability_count; ++i)
+            if ((caps & (1u << i)) != 0 && (lists.deny & (1u << i)) != 0)
+                return decision{false, denied_reasons_[w][i]};
+        return std::nullopt;
+    };
+
     const std::string_view who_name = to_string(who);
     for (std::size_t i = 0; i < rules_.size(); ++i) {
         const auto& rule = rules_[i];
         if (rule.caller && *rule.caller != who_name) continue;
         if (!glob_match(rule.tool, tool_name)) continue;
-        if (rule.ask) return {false, rule_reasons_[i], true, needed, true};
-        return {rule.allow, rule_reasons_[i]};
+        if (!rule.ask) return {rule.allow, rule_reasons_[i]};
+        // PROTOCOL.md §12: deny (rules, then caller lists) -> grant -> ask. A rule asks about
+        // the tool itself, so a grant must cover every one of its capabilities.
+        if (auto d = denied()) return *d;
+        return {false, rule_reasons_[i], true, caps, true};
     }
 
-    for (std::size_t i = 0; i < capability_count; ++i) {
-        if ((caps & (1u << i)) != 0 && (lists.deny & (1u << i)) != 0)
-            return {false, denied_reasons_[w][i]};
-    }
+    if (auto d = denied()) return *d;
     if (needed == 0) return {true, allowed_reasons_[w][caps]};
     // Not allowed outright: not allowed at all wins over ask, as a stronger "no"; a grant
     // may still cover either.

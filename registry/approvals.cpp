@@ -10,12 +10,11 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <sstream>
 
 #include <fcntl.h>
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace meith::registry {
@@ -145,6 +144,13 @@ std::string approvals::hold(const call_ptr& c, std::string_view preview, on_answ
     broadcast(frame);
     held_.push_back({id, c, std::move(frame), std::move(answered)});
     return id;
+}
+
+std::vector<call_ptr> approvals::held_calls() const {
+    std::vector<call_ptr> out;
+    for (const auto& h : held_)
+        if (auto c = h.c.lock()) out.push_back(std::move(c));
+    return out;
 }
 
 void approvals::withdraw(const std::string& approval_id, std::string_view why) {
@@ -388,11 +394,29 @@ void approvals::expire_now() {
 
 std::optional<std::string> approvals::persist_to(std::filesystem::path file) {
     persist_file_ = file;
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return std::nullopt; // none yet
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
+    // Only a file of ours that nobody else could have written is trusted with grants.
+    const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return std::nullopt; // none yet
+        return file.string() + ": cannot be read (" + std::strerror(errno) + "); no grants loaded";
+    }
+    struct stat st {};
+    std::string text;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+        (st.st_mode & 022) != 0) {
+        ::close(fd);
+        return file.string() +
+               ": not a regular file of this user, or writable by group or others; no grants "
+               "loaded (it is rewritten 0600 at the next grant)";
+    }
+    char buf[16384];
+    for (;;) {
+        const auto n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
     simdjson::dom::parser parser;
     simdjson::dom::element root;
     simdjson::dom::array list;

@@ -103,6 +103,8 @@ class approvals {
                                       std::string reason, approver& by);
 
     std::size_t held_count() const { return held_.size(); }
+    /// The calls held now (still alive), oldest first.
+    std::vector<call_ptr> held_calls() const;
 
     // ---- grants --------------------------------------------------------------------------
 

@@ -56,6 +56,14 @@ std::uint64_t effective_timeout(const call& c, const tool& t, const config::conf
     return std::min(timeout, max_representable_ms);
 }
 
+/// An `ask` call with nobody to ask: denied at once, saying so (PROTOCOL.md §12).
+void deny_without_approver(call& c) {
+    c.decision.reason += "; no approver is connected (run `meith approve` in a terminal)";
+    c.resolve(tool_result::failure(error_code::permission_denied,
+                                   "permission denied: " + c.decision.reason),
+              call_end::refused);
+}
+
 } // namespace
 
 // ---- call -------------------------------------------------------------------------------
@@ -191,10 +199,7 @@ void registry::arm_deadline(const call_ptr& c) {
 
 void registry::hold_for_approval(const call_ptr& c) {
     if (approvals_.approver_count() == 0) {
-        c->decision.reason += "; no approver is connected (run `meith approve` in a terminal)";
-        c->resolve(tool_result::failure(error_code::permission_denied,
-                                        "permission denied: " + c->decision.reason),
-                   call_end::refused);
+        deny_without_approver(*c);
         return;
     }
     // The timeout runs while the call is held; a cancel, the timeout or the client leaving
@@ -216,11 +221,21 @@ void registry::hold_for_approval(const call_ptr& c) {
     preview_call(c->target, c->args_json, [this, weak, approval_id, alive](preview p) {
         auto c = weak.lock();
         if (!c || c->resolved() || alive.expired()) return;
+        // The preview may have taken a while (a tool host's): look again.
+        if (shutting_down_) {
+            c->resolve(tool_result::failure(error_code::runtime_shutting_down,
+                                            "meithd is shutting down and accepts no new calls"),
+                       call_end::shutdown);
+            return;
+        }
+        if (approvals_.approver_count() == 0) {
+            deny_without_approver(*c);
+            return;
+        }
         *approval_id = approvals_.hold(
             c, p.text, [this, weak, approval_id, alive](approval_answer a, std::string reason) {
                 auto c = weak.lock();
                 if (!c || c->resolved() || alive.expired()) return;
-                c->approval_id = *approval_id;
                 c->on_abandon(nullptr);
                 if (a == approval_answer::deny) {
                     c->decision.ask = false;
@@ -238,7 +253,17 @@ void registry::hold_for_approval(const call_ptr& c) {
                                          : "approved for the session by an approver";
                 proceed(c);
             });
+        c->approval_id = *approval_id; // its line names the approval however the call ends
     });
+}
+
+void registry::begin_shutdown() {
+    shutting_down_ = true;
+    for (auto& c : approvals_.held_calls())
+        c->resolve(tool_result::failure(error_code::runtime_shutting_down,
+                                        "meithd is shutting down; the call was held for approval "
+                                        "and did not run"),
+                   call_end::shutdown);
 }
 
 void registry::proceed(const call_ptr& c) {

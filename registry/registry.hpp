@@ -102,8 +102,9 @@ class registry {
     /// commit_audit() and waits for the write (rare paths: a connection closing, refused).
     void commit_audit_now();
 
-    /// Shutdown, step 1: refuse new calls with RUNTIME_SHUTTING_DOWN.
-    void begin_shutdown() { shutting_down_ = true; }
+    /// Shutdown, step 1: refuse new calls with RUNTIME_SHUTTING_DOWN; calls held for approval
+    /// end now (RUNTIME_SHUTTING_DOWN, withdrawn), nobody may approve them any more.
+    void begin_shutdown();
     bool shutting_down() const { return shutting_down_; }
     std::size_t calls_in_flight() const { return active_.size(); }
     /// Shutdown, step 2: resolve every call still in flight.

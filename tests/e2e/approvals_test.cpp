@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <fstream>
 #include <string>
 #include <sys/stat.h>
@@ -149,12 +150,71 @@ TEST_CASE("allow_session lets that session's next calls through and not another 
     approve(*approver, other_req["approvalId"], "deny");
     CHECK(other.wait_result("o1")["result"]["error"]["code"] == "PERMISSION_DENIED");
 
-    // The session's grant is listed for it, and goes when the session ends.
+    // The session's grant is listed for it (and not for another session).
     agent.send({{"type", "list_grants"}, {"protocol", 1}, {"requestId", "lg"}});
     const json mine = read_type(agent, "grants_list");
     REQUIRE(mine["grants"].size() == 1);
     other.send({{"type", "list_grants"}, {"protocol", 1}, {"requestId", "lg"}});
     CHECK(read_type(other, "grants_list")["grants"].empty());
+}
+
+TEST_CASE("a session's grant ends with the session; a held call's client leaving withdraws it",
+          "[e2e][approvals][grants]") {
+    daemon_process d(ask_config());
+    auto approver = connect_approver(d);
+    std::string grant_id;
+    {
+        client agent(d.socket());
+        agent.send(tool_call("e1", "echo"));
+        const json req = read_type(*approver, "approval_request");
+        approve(*approver, req["approvalId"], "allow_session");
+        agent.wait_result("e1");
+        grant_id = d.wait_audit(
+            [](const json& l) { return l["event"] == "grant_created"; })["grant"]["grantId"];
+    }
+    d.wait_audit([&](const json& l) {
+        return l["event"] == "grant_expired" && l["grantId"] == grant_id &&
+               l["why"] == "session_ended";
+    });
+
+    // The caller goes away while its call is held.
+    {
+        client agent(d.socket());
+        agent.send(tool_call("gone", "echo"));
+        read_type(*approver, "approval_request");
+    }
+    json w;
+    do {
+        w = read_type(*approver, "approval_resolved");
+    } while (w["decision"] != "withdrawn");
+    CHECK(w["reason"] == "the client disconnected");
+    CHECK(call_line(d, "gone")["end"] == "client_disconnected");
+}
+
+TEST_CASE("shutdown ends held calls at once instead of waiting for an answer", "[e2e][approvals]") {
+    daemon_process d(ask_config());
+    auto approver = connect_approver(d);
+    client agent(d.socket());
+    agent.send(tool_call("h1", "echo", json::object(), {{"timeoutMs", 60000}}));
+    const json req = read_type(*approver, "approval_request");
+    const auto t0 = std::chrono::steady_clock::now();
+    ::kill(d.pid(), SIGTERM);
+    const json r = agent.wait_result("h1", nullptr, 10s);
+    CHECK(r["result"]["error"]["code"] == "RUNTIME_SHUTTING_DOWN");
+    // Not after shutdown_grace_ms (5 s): held calls are not waited for.
+    CHECK(std::chrono::steady_clock::now() - t0 < 4s);
+    const json w = read_type(*approver, "approval_resolved");
+    CHECK(w["approvalId"] == req["approvalId"]);
+    CHECK(w["reason"] == "meithd is shutting down");
+    CHECK(d.wait_exit(15s) == 0);
+    bool found = false;
+    for (const auto& l : d.audit_events("tool_call"))
+        if (l["requestId"] == "h1") {
+            found = true;
+            CHECK(l["end"] == "shutdown");
+            CHECK(l["approvalId"] == req["approvalId"]);
+        }
+    CHECK(found);
 }
 
 TEST_CASE("a grant's use count and its expiry run out", "[e2e][approvals][grants]") {
@@ -193,12 +253,14 @@ TEST_CASE("a grant's use count and its expiry run out", "[e2e][approvals][grants
                      {{"caller", "plugin"},
                       {"tool", "echo"},
                       {"capabilities", {"read-only"}},
-                      {"expiresInMs", 400}}}});
+                      {"expiresInMs", 2000}}}});
     const std::string exp_id = read_type(*approver, "grant_result")["grantId"];
     CHECK(agent.call("echo", {{"a", 1}}, plugin)["result"]["ok"] == true);
-    d.wait_audit([&](const json& l) {
-        return l["event"] == "grant_expired" && l["grantId"] == exp_id && l["why"] == "expired";
-    });
+    d.wait_audit(
+        [&](const json& l) {
+            return l["event"] == "grant_expired" && l["grantId"] == exp_id && l["why"] == "expired";
+        },
+        10s);
     agent.send(tool_call("e9", "echo"));
     const json held = read_type(*approver, "approval_request");
     CHECK(held["requestId"] == "e9");
@@ -282,10 +344,18 @@ TEST_CASE("an approver without the secret or without a terminal is refused and a
                  {"requestId", "g"},
                  {"grant", {{"capabilities", {"writes-files"}}}}});
     CHECK(no_tty.read()["type"] == "error");
-    const auto rejected = d.audit_events("approver_rejected");
-    REQUIRE(rejected.size() == 2);
-    CHECK(rejected[0]["reason"].get<std::string>().find("secret") != std::string::npos);
-    CHECK(rejected[1]["reason"].get<std::string>().find("terminal") != std::string::npos);
+    // No secret at all: a malformed approver_hello is refused and on file too.
+    tty.send({{"type", "approver_hello"}, {"protocol", 1}, {"requestId", "a3"}});
+    CHECK(tty.read()["type"] == "error");
+    const auto rejected = d.wait_audit([](const json& l) {
+        return l["event"] == "approver_rejected" &&
+               l["reason"].get<std::string>().find("\"secret\"") != std::string::npos;
+    });
+    (void)rejected;
+    const auto all_rejected = d.audit_events("approver_rejected");
+    REQUIRE(all_rejected.size() == 3);
+    CHECK(all_rejected[0]["reason"].get<std::string>().find("secret") != std::string::npos);
+    CHECK(all_rejected[1]["reason"].get<std::string>().find("terminal") != std::string::npos);
     // No secret reaches the audit log.
     const std::string log = slurp(d.home() / "audit.jsonl");
     CHECK(log.find(approver_secret(d.home())) == std::string::npos);
@@ -357,8 +427,11 @@ TEST_CASE("two approvers race: the first answer wins; one that leaves mid-decisi
     agent.send(tool_call("r2", "echo"));
     read_type(*first, "approval_request");
     const json held = read_type(*second, "approval_request");
+    const std::string first_session = d.audit_events("approver_connected")[0]["sessionId"];
     first.reset();
-    std::this_thread::sleep_for(100ms);
+    d.wait_audit([&](const json& l) {
+        return l["event"] == "connection_close" && l["sessionId"] == first_session;
+    });
     approve(*second, held["approvalId"], "allow_once");
     CHECK(agent.wait_result("r2")["result"]["ok"] == true);
 
@@ -382,22 +455,40 @@ TEST_CASE("grants without a session persist across a restart with expiry honoure
                         {"requestId", "g"},
                         {"grant", {{"tool", "t_write"}, {"capabilities", {"writes-files"}}}}});
         read_type(*approver, "grant_result");
-        approver->send({{"type", "grant"},
-                        {"protocol", 1},
-                        {"requestId", "g2"},
-                        {"grant", {{"capabilities", {"writes-files"}}, {"expiresInMs", 300}}}});
-        read_type(*approver, "grant_result");
     }
     struct stat st {};
     REQUIRE(::stat((d.home() / "grants.json").c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);
     CHECK(d.stop() == 0);
-    std::this_thread::sleep_for(400ms); // the second grant expires while the daemon is down
+    // A grant that expired while the daemon was down: dropped and audited at start.
+    json kept = json::parse(slurp(d.home() / "grants.json"));
+    REQUIRE(kept["grants"].size() == 1);
+    kept["grants"].push_back({{"grantId", "g_planted_expired"},
+                              {"caller", nullptr},
+                              {"tool", "echo"},
+                              {"capabilities", {"read-only"}},
+                              {"usesLeft", nullptr},
+                              {"expiresAtMs", 1000},
+                              {"createdAtMs", 500},
+                              {"approvalId", nullptr}});
+    std::ofstream(d.home() / "grants.json", std::ios::trunc) << kept.dump();
+    ::chmod((d.home() / "grants.json").c_str(), 0600);
+    d.restart();
+    {
+        client agent(d.socket());
+        CHECK(agent.call("t_write", json::object(),
+                         {{"clientInfo", {{"caller", "plugin"}}}})["result"]["ok"] == true);
+    }
+    d.wait_audit([](const json& l) {
+        return l["event"] == "grant_expired" && l["grantId"] == "g_planted_expired" &&
+               l["why"] == "expired";
+    });
+    // A grants file others could have written is not trusted.
+    CHECK(d.stop() == 0);
+    ::chmod((d.home() / "grants.json").c_str(), 0622);
     d.restart();
     client agent(d.socket());
-    CHECK(agent.call("t_write", json::object(),
-                     {{"clientInfo", {{"caller", "plugin"}}}})["result"]["ok"] == true);
-    const auto expired = d.audit_events("grant_expired");
-    REQUIRE_FALSE(expired.empty());
-    CHECK(expired.back()["why"] == "expired");
+    CHECK(agent.call("t_write", json::object(), {{"clientInfo", {{"caller", "plugin"}}}}, nullptr,
+                     5s)["result"]["error"]["code"] == "PERMISSION_DENIED");
+    CHECK_THAT(d.log(), Catch::Contains("writable by group or others"));
 }

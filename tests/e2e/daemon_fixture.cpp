@@ -261,8 +261,10 @@ client::client(const fs::path& socket, from_terminal_t) {
     if (child == 0) {
         // A new session; the first terminal a session leader opens without O_NOCTTY becomes
         // its controlling terminal (TIOCSCTTY makes sure). Only async-signal-safe calls here.
-        ::close(ready[0]);
-        ::close(hold[1]);
+        // Keep nothing of the test process but what this child needs: another client's socket
+        // held open here would hide that client's disconnect from the daemon.
+        for (int i = 3; i < 4096; ++i)
+            if (i != fd && i != ready[1] && i != hold[0]) ::close(i);
         char ok = 0;
         if (::setsid() >= 0) {
             const int master = ::posix_openpt(O_RDWR | O_NOCTTY);

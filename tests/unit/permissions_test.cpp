@@ -276,11 +276,17 @@ TEST_CASE("ask: caller lists and rules ask, deny still wins, and what a grant mu
     CHECK(n.grantable);
     CHECK(n.needed == caps({"starts-process"}));
 
-    // A rule that asks, even for a read-only tool.
+    // A rule that asks, even for a read-only tool: a grant must cover all the tool's
+    // capabilities (a grant for something else does not lift it).
     const decision r = p.decide("tmp_list", caps({"read-only"}), caller::plugin);
     CHECK(r.outcome() == verdict::ask);
     CHECK(r.reason == "rule 1 (tool 'tmp_*', caller 'plugin') asks for approval");
-    CHECK(r.needed == 0);
+    CHECK(r.needed == caps({"read-only"}));
+    // ...but the caller's deny list comes first: an ask rule never lifts an explicit deny.
+    const decision rd = p.decide("tmp_rm", caps({"destructive"}), caller::plugin);
+    CHECK(rd.outcome() == verdict::deny);
+    CHECK_FALSE(rd.grantable);
+    CHECK(rd.reason == "capability 'destructive' is denied for caller 'plugin'");
 
     // Allowed outright: no grant needed, none consulted.
     const decision a = p.decide("read", caps({"read-only"}), caller::plugin);

@@ -110,6 +110,7 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     r.program = *program;
     r.cwd = cwd;
     r.root = root_of(config_json);
+    if (r.root && r.root->is_relative()) r.root = (cwd / *r.root).lexically_normal(); // as the host sees it
     auto tmp = private_tmp(name);
     if (!tmp) {
         unconfined("no private temporary folder");

@@ -60,8 +60,8 @@ class hook_runner {
           whole_(whole), spec_{"hook '" + cfg.name + "'", cfg.command, cfg.cwd,
                                child_environment(whole.tools.env_allow, cfg.env), nullptr} {
         // A hook is the user's own policy program: confined only when it declares
-        // capabilities (PROTOCOL.md §13). A refusal (sandbox = "require") leaves it unconfined
-        // with an error logged: a hook that cannot run would fail every call closed anyway.
+        // capabilities (PROTOCOL.md §13). Under sandbox = "require" on a kernel that cannot
+        // confine it fully, an error is logged and it runs with what the kernel offers.
         if (cfg.capabilities) {
             const auto conf = confine("hook-" + cfg.name, cfg.sandbox, cfg.sandbox_paths,
                                       permissions::capability_set_from(*cfg.capabilities),

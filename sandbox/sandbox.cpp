@@ -84,10 +84,11 @@ std::vector<unsigned char> ip_socket_filter() {
     scmp_filter_ctx ctx = ::seccomp_init(SCMP_ACT_ALLOW);
     if (ctx == nullptr) throw std::runtime_error("seccomp_init failed");
     std::vector<unsigned char> out;
-    bool ok = ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
-                                 SCMP_A0(SCMP_CMP_EQ, AF_INET)) == 0 &&
-              ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
-                                 SCMP_A0(SCMP_CMP_EQ, AF_INET6)) == 0 &&
+    // SCMP_A0(...) spelt out: the macro leaves datum_b to zero-initialisation.
+    const scmp_arg_cmp inet{0, SCMP_CMP_EQ, AF_INET, 0};
+    const scmp_arg_cmp inet6{0, SCMP_CMP_EQ, AF_INET6, 0};
+    bool ok = ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, inet) == 0 &&
+              ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, inet6) == 0 &&
               // io_uring can open sockets without socket(2): not for a tool without network.
               ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(io_uring_setup), 0) == 0;
     const int mfd = ok ? ::memfd_create("meith-seccomp", MFD_CLOEXEC) : -1;

@@ -41,7 +41,8 @@ std::optional<fs::path> private_tmp(const std::string& name) {
 std::optional<fs::path> root_of(const std::string& config_json) {
     simdjson::dom::parser parser;
     std::string_view root;
-    if (parser.parse(config_json).get_object()["root"].get_string().get(root) == simdjson::SUCCESS &&
+    if (parser.parse(config_json).get_object()["root"].get_string().get(root) ==
+            simdjson::SUCCESS &&
         !root.empty())
         return fs::path(root);
     return std::nullopt;
@@ -100,8 +101,8 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     sandbox::request r;
     r.capabilities = capabilities;
     const char* path_env = std::getenv("PATH");
-    auto program = argv.empty() ? std::nullopt
-                                : sandbox::resolve_program(argv[0], path_env ? path_env : "");
+    auto program =
+        argv.empty() ? std::nullopt : sandbox::resolve_program(argv[0], path_env ? path_env : "");
     if (!program) {
         // Cannot start anyway: spawning reports it.
         unconfined("the program was not found");
@@ -110,7 +111,8 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     r.program = *program;
     r.cwd = cwd;
     r.root = root_of(config_json);
-    if (r.root && r.root->is_relative()) r.root = (cwd / *r.root).lexically_normal(); // as the host sees it
+    if (r.root && r.root->is_relative())
+        r.root = (cwd / *r.root).lexically_normal(); // as the host sees it
     auto tmp = private_tmp(name);
     if (!tmp) {
         unconfined("no private temporary folder");

@@ -37,9 +37,8 @@ struct confinement {
 /// writes-files). Logs once per daemon which protections the kernel lacks.
 confinement confine(const std::string& name, config::sandbox_mode mode,
                     const config::sandbox_paths_config& paths,
-                    permissions::capability_set capabilities,
-                    const std::vector<std::string>& argv, const std::filesystem::path& cwd,
-                    const std::string& config_json = "{}");
+                    permissions::capability_set capabilities, const std::vector<std::string>& argv,
+                    const std::filesystem::path& cwd, const std::string& config_json = "{}");
 
 /// The union of the capabilities of `tool_caps` (each a tool's list; an empty list is
 /// `unknown`).

@@ -63,11 +63,10 @@ class hook_runner {
         // capabilities (PROTOCOL.md §13). Under sandbox = "require" on a kernel that cannot
         // confine it fully, an error is logged and it runs with what the kernel offers.
         if (cfg.capabilities) {
-            const auto conf = confine("hook-" + cfg.name, cfg.sandbox, cfg.sandbox_paths,
-                                      permissions::capability_set_from(*cfg.capabilities),
-                                      cfg.command, cfg.cwd);
-            if (conf.refusal)
-                spdlog::error("hook '{}': {}", cfg.name, *conf.refusal);
+            const auto conf =
+                confine("hook-" + cfg.name, cfg.sandbox, cfg.sandbox_paths,
+                        permissions::capability_set_from(*cfg.capabilities), cfg.command, cfg.cwd);
+            if (conf.refusal) spdlog::error("hook '{}': {}", cfg.name, *conf.refusal);
             spec_.sandbox = conf.plan;
             if (!conf.tmpdir_env.empty()) spec_.env.push_back(conf.tmpdir_env);
         }

@@ -429,8 +429,8 @@ class host_source final : public tool_source {
             caps.push_back(d.capabilities);
         const auto wanted = defs.empty() ? conf_.capabilities : union_of(caps);
         if (wanted == conf_.capabilities) return false;
-        conf_ = confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, wanted, cfg_.command,
-                        cfg_.cwd, cfg_.config_json);
+        conf_ = confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, wanted, cfg_.command, cfg_.cwd,
+                        cfg_.config_json);
         if (conf_.refusal) {
             proc_.fail_permanently(*conf_.refusal);
             return true;

@@ -75,8 +75,7 @@ class mcp_source final : public tool_source {
           conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, declared_ahead(cfg), cfg.command,
                         cfg.cwd)),
           peer_(std::move(ex), reaper, make_spec(cfg, whole, label_, conf_),
-                make_policy(cfg, whole),
-                rpc_dialect::jsonrpc, label_, make_handlers()),
+                make_policy(cfg, whole), rpc_dialect::jsonrpc, label_, make_handlers()),
           proc_(peer_.process()) {}
 
     const std::string& name() const override { return cfg_.name; }
@@ -285,8 +284,8 @@ class mcp_source final : public tool_source {
             caps.push_back(d.capabilities);
         const auto wanted = listed_.empty() ? conf_.capabilities : union_of(caps);
         if (wanted == conf_.capabilities) return false;
-        conf_ = confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, wanted, cfg_.command,
-                        cfg_.cwd);
+        conf_ =
+            confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, wanted, cfg_.command, cfg_.cwd);
         if (conf_.refusal) {
             proc_.fail_permanently(*conf_.refusal);
             return true;

@@ -56,8 +56,8 @@ std::uint64_t write_rights(int abi) {
 }
 /// The rights that apply to a file (not only to a folder's entries).
 std::uint64_t file_rights(int abi) {
-    std::uint64_t r = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |
-                      LANDLOCK_ACCESS_FS_EXECUTE;
+    std::uint64_t r =
+        LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE;
     if (abi >= 3) r |= LANDLOCK_ACCESS_FS_TRUNCATE;
     return r;
 }
@@ -72,9 +72,8 @@ bool allow_path(int ruleset, const fs::path& path, std::uint64_t rights, std::ui
     landlock_path_beneath_attr attr{};
     attr.allowed_access = rights & handled;
     attr.parent_fd = fd;
-    const long rc = attr.allowed_access == 0
-                        ? 0
-                        : ll_add_rule(ruleset, LANDLOCK_RULE_PATH_BENEATH, &attr, 0);
+    const long rc =
+        attr.allowed_access == 0 ? 0 : ll_add_rule(ruleset, LANDLOCK_RULE_PATH_BENEATH, &attr, 0);
     ::close(fd);
     return rc == 0;
 }
@@ -121,9 +120,10 @@ const kernel_support& detect() {
         const char* absent = std::getenv("MEITH_SANDBOX_TEST_ABSENT");
         const std::string off = absent ? absent : "";
         const long abi = ll_create(nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
-        if (abi > 0 && off.find("landlock") == std::string::npos) s.landlock_abi = static_cast<int>(abi);
-        s.seccomp = ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 &&
-                    off.find("seccomp") == std::string::npos;
+        if (abi > 0 && off.find("landlock") == std::string::npos)
+            s.landlock_abi = static_cast<int>(abi);
+        s.seccomp =
+            ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 && off.find("seccomp") == std::string::npos;
         return s;
     }();
     return k;
@@ -145,8 +145,8 @@ std::optional<fs::path> resolve_program(const std::string& program, const std::s
     std::size_t start = 0;
     while (start <= path_env.size()) {
         const std::size_t colon = path_env.find(':', start);
-        std::string dir = path_env.substr(start, colon == std::string::npos ? std::string::npos
-                                                                             : colon - start);
+        std::string dir =
+            path_env.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
         if (dir.empty()) dir = ".";
         const fs::path p = fs::absolute(fs::path(dir) / program);
         if (executable_file(p)) return p;

@@ -59,7 +59,7 @@ struct plan {
     plan(const plan&) = delete;
     plan& operator=(const plan&) = delete;
 
-    int ruleset_fd = -1;                   ///< Landlock ruleset, -1 when none
+    int ruleset_fd = -1;                    ///< Landlock ruleset, -1 when none
     std::vector<unsigned char> seccomp_bpf; ///< struct sock_filter[]; empty when none
     /// For list_sources: "landlock-abi-N" | "none"; "seccomp" | "none" | "allowed";
     /// "landlock" | "none" | "allowed".

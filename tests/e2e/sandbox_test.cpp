@@ -10,8 +10,8 @@
 #include <fstream>
 #include <netinet/in.h>
 #include <string>
-#include <sys/socket.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -45,12 +45,12 @@ bool kernel_can_confine() {
     return abi > 0 && ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
 }
 
-#define REQUIRE_KERNEL_SANDBOX()                                                                 \
-    do {                                                                                         \
-        if (!kernel_can_confine()) {                                                             \
-            WARN("skipped: this kernel lacks Landlock or seccomp");                              \
-            return;                                                                              \
-        }                                                                                        \
+#define REQUIRE_KERNEL_SANDBOX()                                                                   \
+    do {                                                                                           \
+        if (!kernel_can_confine()) {                                                               \
+            WARN("skipped: this kernel lacks Landlock or seccomp");                                \
+            return;                                                                                \
+        }                                                                                          \
     } while (false)
 
 /// A listening TCP socket on 127.0.0.1; its port.
@@ -77,10 +77,10 @@ TEST_CASE("a read-only tool cannot write outside its temporary folder; with writ
           "[e2e][sandbox]") {
     REQUIRE_KERNEL_SANDBOX();
     temp_dir root, elsewhere;
-    daemon_process d(probe_source("ro", "[\"read-only\"]") +
-                     probe_source("rw", "[\"writes-files\"]",
-                                  "cwd = " + json(root.path.string()).dump()) +
-                     allow_all);
+    daemon_process d(
+        probe_source("ro", "[\"read-only\"]") +
+        probe_source("rw", "[\"writes-files\"]", "cwd = " + json(root.path.string()).dump()) +
+        allow_all);
     client c(d.socket());
     const auto outside = elsewhere.path / "escaped.txt";
     const json denied = probe(c, "ro", {{"action", "write"}, {"path", outside.string()}});

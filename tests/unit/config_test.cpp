@@ -333,16 +333,15 @@ TEST_CASE("ask lists, ask rules and persist_grants (PROTOCOL.md §12)", "[config
 }
 
 TEST_CASE("sandbox and sandbox_paths on sources and hooks (PROTOCOL.md §13)", "[config][sandbox]") {
-    const config cfg = parse_ok(
-        "[[sources]]\nname = \"s\"\nkind = \"host\"\ncommand = [\"node\"]\n"
-        "sandbox = \"require\"\nsandbox_paths = { write = [\"out\", \"/var/x\"], exec = "
-        "[\"~/bin/helper\"] }\n"
-        "[[hooks]]\nname = \"h\"\nphase = \"before_execution\"\ncommand = [\"x\"]\n"
-        "capabilities = [\"read-only\"]\nsandbox = \"off\"\n");
+    const config cfg =
+        parse_ok("[[sources]]\nname = \"s\"\nkind = \"host\"\ncommand = [\"node\"]\n"
+                 "sandbox = \"require\"\nsandbox_paths = { write = [\"out\", \"/var/x\"], exec = "
+                 "[\"~/bin/helper\"] }\n"
+                 "[[hooks]]\nname = \"h\"\nphase = \"before_execution\"\ncommand = [\"x\"]\n"
+                 "capabilities = [\"read-only\"]\nsandbox = \"off\"\n");
     REQUIRE(cfg.sources.size() == 1);
     CHECK(cfg.sources[0].sandbox == sandbox_mode::require);
-    CHECK(cfg.sources[0].sandbox_paths.write ==
-          std::vector<fs::path>{"/etc/meith/out", "/var/x"});
+    CHECK(cfg.sources[0].sandbox_paths.write == std::vector<fs::path>{"/etc/meith/out", "/var/x"});
     REQUIRE(cfg.sources[0].sandbox_paths.exec.size() == 1);
     CHECK(cfg.sources[0].sandbox_paths.exec[0].is_absolute());
     REQUIRE(cfg.hooks.size() == 1);

@@ -65,8 +65,7 @@ TEST_CASE("prepare: what a plan confines with what the kernel offers", "[sandbox
     CHECK_FALSE(bare->complete);
 
     // Network allowed by its capabilities: no filter needed, and that is complete for the net.
-    r.capabilities =
-        capability_set_from(std::vector<std::string>{"read-only", "accesses-network"});
+    r.capabilities = capability_set_from(std::vector<std::string>{"read-only", "accesses-network"});
     const auto net_ok = prepare(r, kernel_support{0, true});
     CHECK(net_ok->net == "allowed");
     CHECK(net_ok->seccomp_bpf.empty());

@@ -65,6 +65,8 @@ const ORDER = [
     ['e', 'meithd-audit-off'],
     ['e', 'meithd-audit-off-c'],
     ['e', 'meithd+host-audit-off'],
+    ['k', 'oneshot-sandbox'],
+    ['k', 'oneshot-nosandbox'],
 ];
 // (e): each audit-off row and the audit-on row of the load it repeats.
 const AUDIT_PAIRS = [
@@ -86,6 +88,8 @@ const SERVER_NAMES = {
     'meithd-audit-off': 'meithd (audit off), as (b)',
     'meithd-audit-off-c': 'meithd (audit off), as (c)',
     'meithd+host-audit-off': 'meithd + test host (audit off), as (d)',
+    'oneshot-sandbox': 'meithd + one-shot exec tool, sandboxed',
+    'oneshot-nosandbox': 'meithd + one-shot exec tool, sandbox off',
 };
 
 function aggregate(s, srv) {
@@ -171,6 +175,10 @@ const g = one('g', 'idle');
 const h = one('h', 'startup');
 const hNode = one('h', 'node_startup');
 const i = one('i', 'idle_rss');
+// (k) the kernel sandbox's cost: start-up of the (h) sources confined and not.
+const kStart = (v) => runs.find((r) => r.scenario === 'k' && r.server === `startup-${v}` && r.mode === 'startup' &&
+    (r.status === 'ok' || r.status === 'disturbed_kept'));
+const kOn = kStart('sandbox'), kOff = kStart('nosandbox');
 const nodeStartMs = hNode ? median(hNode.samples_us) / 1000 : NaN;
 // (e) floor: appending audit-sized lines and nothing else; and what it leaves of audit off.
 const floors = runs.filter((r) => r.mode === 'append_floor').sort((x, y) => x.batch - y.batch);
@@ -229,6 +237,10 @@ for (const x of auditByLoad) {
 {
     const v = jRatio(16, 'calls_per_s');
     target('(j) MCP through meith: calls/s ≥ 0.7 × direct (16 in flight)', v, fxx(v), '≥ 0.7×', v >= 0.7);
+}
+{
+    const v = ratio(row('k', 'oneshot-sandbox')?.calls_per_s, row('k', 'oneshot-nosandbox')?.calls_per_s);
+    target('(k) one-shot exec tool calls/s, sandboxed / sandbox off ≥ 0.9', v, fxx(v), '≥ 0.9×', v >= 0.9);
 }
 {
     const v = f?.p50_ms;
@@ -308,6 +320,8 @@ const otherBody = [
         g ? `RSS ${fx(g.rss_before_kib / 1024, 1)} → ${fx(g.rss_after_kib / 1024, 1)} MiB with ${g.connections.toLocaleString('en-US')} open (hello answered on each, opened in ${fx(g.open_seconds, 2)} s); ${fx(g.rss_after_close_kib / 1024, 1)} MiB 1 s after closing them` : 'not run'],
     ['h', 'start-up to first connect + hello, 3 sources', h ? `${fx(h.p50_ms, 1)} ms` : '—',
         h ? `median of ${h.iterations}: ${h.samples_ms.map((x) => fx(x, 1)).join(', ')} ms (2 Node.js hosts + 1 exec server; \`node -e ''\` alone: ${fx(nodeStartMs, 1)} ms)` : 'not run'],
+    ['k', 'start-up, the (h) sources sandboxed / sandbox off', kOn && kOff ? fx(ratio(kOn.p50_ms, kOff.p50_ms)) + '×' : '—',
+        kOn && kOff ? `median of ${kOn.iterations}: ${fx(kOn.p50_ms, 1)} ms sandboxed (hosts start confined to read-only and are started again in their tools' sandbox when they need more), ${fx(kOff.p50_ms, 1)} ms with \`sandbox = "off"\`` : 'not run'],
     ['i', 'idle RSS, examples/meithd.toml', i ? `${fx(i.rss_kib / 1024, 1)} MiB` : '—',
         i ? `meithd only, 2 s after ready (anon ${fx(i.rss_anon_kib / 1024, 1)} MiB, peak ${fx(i.hwm_kib / 1024, 1)} MiB); its ${i.children} child processes add ${fx(i.children_rss_kib / 1024, 1)} MiB` : 'not run'],
 ];

@@ -148,6 +148,25 @@ int run_tools(const options& opts) {
     return exit_ok;
 }
 
+/// A source's sandbox in a word or two (docs/protocol.md §15): "-" (runs nothing), "off",
+/// "none" (unconfined: unknown capabilities, ...), else what is confined: "fs,net,exec".
+std::string sandbox_text(const json& src) {
+    const json* sb = get_field(src, "sandbox");
+    if (sb == nullptr || !sb->is_object()) return "-";
+    if (get_string(*sb, "mode") == "off") return "off";
+    if (get_field(*sb, "unconfined") != nullptr) return "none";
+    std::string out;
+    const auto add = [&](const char* word, bool confined) {
+        if (!confined) return;
+        if (!out.empty()) out += ',';
+        out += word;
+    };
+    add("fs", get_string(*sb, "fs").value_or("none").rfind("landlock", 0) == 0);
+    add("net", get_string(*sb, "net") == "seccomp");
+    add("exec", get_string(*sb, "exec") == "landlock");
+    return out.empty() ? "none" : out;
+}
+
 int run_sources(const options& opts) {
     session s = open_session(opts);
     const json sources = list_sources(s);
@@ -160,13 +179,13 @@ int run_sources(const options& opts) {
         return exit_ok;
     }
     std::vector<std::vector<std::string>> rows{
-        {"NAME", "KIND", "STATE", "PID", "RESTARTS", "TOOLS", "LAST ERROR"}};
+        {"NAME", "KIND", "STATE", "PID", "RESTARTS", "TOOLS", "SANDBOX", "LAST ERROR"}};
     for (const json& src : sources) {
         rows.push_back({sanitize(get_string(src, "name").value_or("?"), false),
                         sanitize(get_string(src, "kind").value_or("?"), false),
                         sanitize(get_string(src, "state").value_or("?"), false),
                         count_text(src, "pid"), count_text(src, "restarts"),
-                        count_text(src, "tools"),
+                        count_text(src, "tools"), sandbox_text(src),
                         sanitize(get_string(src, "lastError").value_or("-"), false)});
     }
     print_table(rows);

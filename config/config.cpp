@@ -515,6 +515,28 @@ void parse_permissions(checker& c, const scope& s, permissions_config& p) {
     }
 }
 
+/// `sandbox` and `sandbox_paths`, shared by sources and hooks (PROTOCOL.md §13).
+void parse_sandbox(checker& c, const scope& s, sandbox_mode& mode, sandbox_paths_config& paths) {
+    static constexpr std::array modes{"enforce"sv, "require"sv, "off"sv};
+    if (auto i = c.read_enum(s, "sandbox", modes))
+        mode = std::array{sandbox_mode::enforce, sandbox_mode::require, sandbox_mode::off}[*i];
+    if (const auto* t = c.read_table(s, "sandbox_paths")) {
+        const scope p{*t, fmt::format("the sandbox_paths of {}", s.name)};
+        c.check_keys(p, {"read", "write", "exec"});
+        for (auto [key, list] :
+             {std::pair{"read"sv, &paths.read}, std::pair{"write"sv, &paths.write},
+              std::pair{"exec"sv, &paths.exec}}) {
+            if (auto names = c.read_string_array(p, key, false, true)) {
+                for (const auto& n : *names) {
+                    fs::path path = expand_tilde(fs::path(n));
+                    if (path.is_relative()) path = c.base_dir() / path;
+                    list->push_back(path.lexically_normal());
+                }
+            }
+        }
+    }
+}
+
 /// `command`, `cwd` and `env`, shared by sources and hooks.
 void parse_process(checker& c, const scope& s, std::vector<std::string>& command, fs::path& cwd,
                    std::map<std::string, std::string>& env) {
@@ -579,7 +601,9 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
             }
         }
         c.check_keys(s, {"name", "kind", "mode", "command", "cwd", "env", "config", "capabilities",
-                         "timeout_ms", "prefix", "start_timeout_ms", "tool", "trust_annotations"});
+                         "timeout_ms", "prefix", "start_timeout_ms", "tool", "trust_annotations",
+                         "sandbox", "sandbox_paths"});
+        parse_sandbox(c, s, src.sandbox, src.sandbox_paths);
 
         std::optional<source_kind> kind;
         if (c.require(s, "kind")) {
@@ -659,8 +683,10 @@ void parse_hooks(checker& c, const scope& root, std::vector<hook_config>& out) {
                 hook.name = std::move(*name);
             }
         }
-        c.check_keys(
-            s, {"name", "kind", "mode", "phase", "command", "cwd", "env", "tools", "timeout_ms"});
+        c.check_keys(s, {"name", "kind", "mode", "phase", "command", "cwd", "env", "tools",
+                         "timeout_ms", "capabilities", "sandbox", "sandbox_paths"});
+        hook.capabilities = c.read_capabilities(s, "capabilities");
+        parse_sandbox(c, s, hook.sandbox, hook.sandbox_paths);
 
         bool kind_ok = true;
         if (s.table.contains("kind")) {

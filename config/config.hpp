@@ -125,6 +125,21 @@ struct exec_tool_config {
 };
 
 /// One `[[sources]]` entry (docs/protocol.md §7).
+/// A source's kernel confinement (PROTOCOL.md §13): `enforce` confines with what the kernel
+/// offers, `require` refuses to start a source the kernel cannot fully confine, `off` runs it
+/// unconfined.
+enum class sandbox_mode { enforce, require, off };
+
+/// `sandbox_paths`: what a confined child may do beyond its capabilities' defaults. Paths are
+/// absolute ("~" expanded, relative ones resolved against the config file's folder).
+struct sandbox_paths_config {
+    std::vector<std::filesystem::path> read; ///< accepted; reading is allowed everywhere
+    std::vector<std::filesystem::path> write;
+    std::vector<std::filesystem::path> exec;
+
+    bool operator==(const sandbox_paths_config&) const = default;
+};
+
 struct source_config {
     std::string name;
     source_kind kind = source_kind::host;
@@ -142,6 +157,8 @@ struct source_config {
     /// mcp only: map the tools' MCP annotations to capabilities (default: every tool whose
     /// `capabilities` entry is absent is `unknown`).
     bool trust_annotations = false;
+    sandbox_mode sandbox = sandbox_mode::enforce;
+    sandbox_paths_config sandbox_paths;
 
     bool operator==(const source_config&) const = default;
 };
@@ -159,6 +176,11 @@ struct hook_config {
     std::map<std::string, std::string> env;
     std::vector<std::string> tools = {"*"};
     std::uint64_t timeout_ms = 2000;
+    /// Declared capabilities: the hook runs confined to them (PROTOCOL.md §13); absent: a
+    /// user's own policy program, unconfined.
+    std::optional<std::vector<std::string>> capabilities;
+    sandbox_mode sandbox = sandbox_mode::enforce;
+    sandbox_paths_config sandbox_paths;
 
     bool operator==(const hook_config&) const = default;
 };

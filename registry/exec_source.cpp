@@ -8,6 +8,7 @@
 // multiplexed and matched strictly by id, so a late answer to an abandoned call is dropped.
 #include "audit/redactor.hpp"
 #include "protocol/json_writer.hpp"
+#include "registry/confinement.hpp"
 #include "registry/registry.hpp"
 #include "registry/rpc_peer.hpp"
 #include "registry/supervisor.hpp"
@@ -74,7 +75,14 @@ class exec_source final : public tool_source {
                 const config::config& whole)
         : ex_(ex), reaper_(reaper), cfg_(cfg),
           whole_(whole), spec_{"exec tool '" + cfg.name + "'", cfg.command, cfg.cwd,
-                               child_environment(whole.tools.env_allow, cfg.env)} {
+                               child_environment(whole.tools.env_allow, cfg.env), nullptr} {
+        // Confined to its one tool's declared capabilities (PROTOCOL.md §13).
+        conf_ = confine(cfg.name, cfg.sandbox, cfg.sandbox_paths,
+                        permissions::capability_set_from(cfg.tool ? cfg.tool->capabilities
+                                                                  : std::vector<std::string>{}),
+                        cfg.command, cfg.cwd);
+        spec_.sandbox = conf_.plan;
+        if (!conf_.tmpdir_env.empty()) spec_.env.push_back(conf_.tmpdir_env);
         if (cfg_.mode == config::exec_mode::server) {
             rpc_peer::handlers h;
             h.on_spawn = [this] { // JSON-RPC exec has no handshake: ready once spawned
@@ -102,6 +110,7 @@ class exec_source final : public tool_source {
 
     source_state state() const override {
         if (proc_) return state_of(proc_->state());
+        if (conf_.refusal) return source_state::failed;
         return stopped_ ? source_state::stopped : source_state::ready;
     }
 
@@ -122,6 +131,12 @@ class exec_source final : public tool_source {
                 proc_->fail_permanently(*err);
             else
                 stopped_ = true;
+        } else if (conf_.refusal) {
+            spdlog::error("exec tool '{}' not started: {}", cfg_.name, *conf_.refusal);
+            if (proc_)
+                proc_->fail_permanently(*conf_.refusal);
+            else
+                last_error_ = *conf_.refusal;
         } else if (proc_) {
             proc_->start();
         }
@@ -129,6 +144,12 @@ class exec_source final : public tool_source {
     }
 
     void execute(const call_ptr& c, const tool&) override {
+        if (conf_.refusal && !proc_) {
+            c->resolve(protocol::tool_result::failure(
+                protocol::error_code::tool_failed,
+                fmt::format("exec tool '{}' is not run: {}", cfg_.name, *conf_.refusal)));
+            return;
+        }
         if (proc_)
             execute_server(c);
         else
@@ -172,7 +193,9 @@ class exec_source final : public tool_source {
             out += "null";
         else
             append_json_string(out, err);
-        out += R"(,"tools":1})";
+        out += R"(,"tools":1,"sandbox":{)";
+        out += conf_.status_members;
+        out += "}}";
         return out;
     }
 
@@ -322,6 +345,7 @@ class exec_source final : public tool_source {
     const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
     const config::config& whole_;
     process_spec spec_;
+    confinement conf_;
     std::unique_ptr<rpc_peer> peer_;     ///< server mode only
     supervised_process* proc_ = nullptr; ///< the peer's child (server mode)
     source_events events_;

@@ -1,4 +1,6 @@
 #include "registry/hooks.hpp"
+
+#include "registry/confinement.hpp"
 #include "registry/rpc_peer.hpp"
 
 #include "audit/redactor.hpp"
@@ -56,7 +58,18 @@ class hook_runner {
                 const config::config& whole)
         : ex_(ex), reaper_(reaper), cfg_(cfg),
           whole_(whole), spec_{"hook '" + cfg.name + "'", cfg.command, cfg.cwd,
-                               child_environment(whole.tools.env_allow, cfg.env)} {
+                               child_environment(whole.tools.env_allow, cfg.env), nullptr} {
+        // A hook is the user's own policy program: confined only when it declares
+        // capabilities (PROTOCOL.md §13). Under sandbox = "require" on a kernel that cannot
+        // confine it fully, an error is logged and it runs with what the kernel offers.
+        if (cfg.capabilities) {
+            const auto conf =
+                confine("hook-" + cfg.name, cfg.sandbox, cfg.sandbox_paths,
+                        permissions::capability_set_from(*cfg.capabilities), cfg.command, cfg.cwd);
+            if (conf.refusal) spdlog::error("hook '{}': {}", cfg.name, *conf.refusal);
+            spec_.sandbox = conf.plan;
+            if (!conf.tmpdir_env.empty()) spec_.env.push_back(conf.tmpdir_env);
+        }
         if (cfg_.mode == config::exec_mode::server) {
             rpc_peer::handlers h;
             h.on_spawn = [this] { proc_->mark_ready(); };

@@ -8,6 +8,7 @@
 // when the source is marked failed.
 #include "protocol/framing.hpp"
 #include "protocol/json_writer.hpp"
+#include "registry/confinement.hpp"
 #include "registry/host_methods.hpp"
 #include "registry/registry.hpp"
 #include "registry/rpc_peer.hpp"
@@ -40,7 +41,9 @@ class host_source final : public tool_source {
     host_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                 const config::config& whole)
         : cfg_(cfg), whole_(whole), ex_(ex),
-          peer_(std::move(ex), reaper, make_spec(cfg, whole), make_policy(cfg, whole),
+          conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, declared_ahead(cfg), cfg.command,
+                        cfg.cwd, cfg.config_json)),
+          peer_(std::move(ex), reaper, make_spec(cfg, whole, conf_), make_policy(cfg, whole),
                 rpc_dialect::tool_host, "tool host '" + cfg.name + "'", make_handlers()),
           proc_(peer_.process()), methods_(ex_, peer_, state_json_) {}
 
@@ -55,6 +58,12 @@ class host_source final : public tool_source {
         events_ = std::move(events);
         methods_.set_alive(weak_from_this()); // owned by a shared_ptr by now
         started_ = true;
+        if (conf_.refusal) {
+            spdlog::error("tool host '{}' not started: {}", cfg_.name, *conf_.refusal);
+            proc_.fail_permanently(*conf_.refusal);
+            settle();
+            return;
+        }
         proc_.start();
     }
 
@@ -106,6 +115,9 @@ class host_source final : public tool_source {
             append_json_string(out, proc_.last_error());
         out += R"(,"tools":)";
         out += std::to_string(tool_count_);
+        out += R"(,"sandbox":{)";
+        out += conf_.status_members;
+        out += '}';
         // Optional methods the running host has; null until probed (docs/protocol.md §13).
         methods_.append_status(out);
         out += '}';
@@ -138,9 +150,12 @@ class host_source final : public tool_source {
   private:
     enum class request_kind { config_schema, init, schemas, execute };
 
-    static process_spec make_spec(const config::source_config& cfg, const config::config& whole) {
-        return {"tool host '" + cfg.name + "'", cfg.command, cfg.cwd,
-                child_environment(whole.tools.env_allow, cfg.env)};
+    static process_spec make_spec(const config::source_config& cfg, const config::config& whole,
+                                  const confinement& conf) {
+        process_spec spec{"tool host '" + cfg.name + "'", cfg.command, cfg.cwd,
+                          child_environment(whole.tools.env_allow, cfg.env), conf.plan};
+        if (!conf.tmpdir_env.empty()) spec.env.push_back(conf.tmpdir_env);
+        return spec;
     }
 
     static supervised_process::policy make_policy(const config::source_config& cfg,
@@ -391,6 +406,7 @@ class host_source final : public tool_source {
             auto def = schema_to_definition(item);
             if (def) defs.push_back(std::move(*def));
         }
+        if (reconfine(defs)) return;
         const std::size_t count = defs.size();
         if (auto err = events_.registered(*this, std::move(defs))) {
             proc_.fail_permanently(*err);
@@ -401,6 +417,28 @@ class host_source final : public tool_source {
         methods_.probe(cfg_.config_json, [this] {
             if (events_.descriptors_changed) events_.descriptors_changed(*this);
         });
+    }
+
+    /// PROTOCOL.md §13: the host runs confined to the union of its tools' capabilities. When
+    /// the tools it listed need another sandbox than the one it runs in, it is restarted under
+    /// theirs before they are registered (true: restarting; the next listing registers).
+    bool reconfine(const std::vector<tool_definition>& defs) {
+        if (cfg_.sandbox == config::sandbox_mode::off) return false;
+        std::vector<std::vector<std::string>> caps;
+        for (const auto& d : defs)
+            caps.push_back(d.capabilities);
+        const auto wanted = defs.empty() ? conf_.capabilities : union_of(caps);
+        if (wanted == conf_.capabilities) return false;
+        conf_ = confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, wanted, cfg_.command, cfg_.cwd,
+                        cfg_.config_json);
+        if (conf_.refusal) {
+            proc_.fail_permanently(*conf_.refusal);
+            return true;
+        }
+        spdlog::info("tool host '{}': restarting under its tools' sandbox ({})", cfg_.name,
+                     conf_.status_members);
+        proc_.respawn_confined(conf_.plan);
+        return true;
     }
 
     std::optional<tool_definition> schema_to_definition(simdjson::dom::element item) {
@@ -453,6 +491,7 @@ class host_source final : public tool_source {
     const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
     const config::config& whole_;
     asio::any_io_executor ex_;
+    confinement conf_; ///< the sandbox it runs in (before peer_: its spec is made from it)
     rpc_peer peer_;
     supervised_process& proc_; ///< the peer's child
     source_events events_;

@@ -12,6 +12,7 @@
 // stdin first and signals only after `tools.kill_grace_ms` (MCP spec 2025-11-25, lifecycle).
 #include "audit/redactor.hpp"
 #include "protocol/json_writer.hpp"
+#include "registry/confinement.hpp"
 #include "registry/mcp_wire.hpp"
 #include "registry/registry.hpp"
 #include "registry/rpc_peer.hpp"
@@ -71,8 +72,10 @@ class mcp_source final : public tool_source {
     mcp_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                const config::config& whole)
         : cfg_(cfg), whole_(whole), label_("MCP server '" + cfg.name + "'"),
-          peer_(std::move(ex), reaper, make_spec(cfg, whole, label_), make_policy(cfg, whole),
-                rpc_dialect::jsonrpc, label_, make_handlers()),
+          conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, declared_ahead(cfg), cfg.command,
+                        cfg.cwd)),
+          peer_(std::move(ex), reaper, make_spec(cfg, whole, label_, conf_),
+                make_policy(cfg, whole), rpc_dialect::jsonrpc, label_, make_handlers()),
           proc_(peer_.process()) {}
 
     const std::string& name() const override { return cfg_.name; }
@@ -85,6 +88,11 @@ class mcp_source final : public tool_source {
     void start(source_events events) override {
         events_ = std::move(events);
         started_ = true;
+        if (conf_.refusal) {
+            spdlog::error("{} not started: {}", label_, *conf_.refusal);
+            proc_.fail_permanently(*conf_.refusal);
+            return;
+        }
         proc_.start();
     }
 
@@ -135,7 +143,9 @@ class mcp_source final : public tool_source {
             append_json_string(out, proc_.last_error());
         out += R"(,"tools":)";
         out += std::to_string(tool_names_.size());
-        out += R"(,"protocolVersion":)";
+        out += R"(,"sandbox":{)";
+        out += conf_.status_members;
+        out += R"(},"protocolVersion":)";
         if (revision_.empty())
             out += "null";
         else
@@ -146,8 +156,11 @@ class mcp_source final : public tool_source {
 
   private:
     static process_spec make_spec(const config::source_config& cfg, const config::config& whole,
-                                  const std::string& label) {
-        return {label, cfg.command, cfg.cwd, child_environment(whole.tools.env_allow, cfg.env)};
+                                  const std::string& label, const confinement& conf) {
+        process_spec spec{label, cfg.command, cfg.cwd,
+                          child_environment(whole.tools.env_allow, cfg.env), conf.plan};
+        if (!conf.tmpdir_env.empty()) spec.env.push_back(conf.tmpdir_env);
+        return spec;
     }
 
     static supervised_process::policy make_policy(const config::source_config& cfg,
@@ -262,6 +275,26 @@ class mcp_source final : public tool_source {
         finish_listing();
     }
 
+    /// PROTOCOL.md §13, as for tool hosts: the first listing's tools decide the sandbox; a
+    /// server started in another one is started again in theirs before they are registered.
+    bool reconfine() {
+        if (cfg_.sandbox == config::sandbox_mode::off) return false;
+        std::vector<std::vector<std::string>> caps;
+        for (const auto& d : listed_)
+            caps.push_back(d.capabilities);
+        const auto wanted = listed_.empty() ? conf_.capabilities : union_of(caps);
+        if (wanted == conf_.capabilities) return false;
+        conf_ =
+            confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, wanted, cfg_.command, cfg_.cwd);
+        if (conf_.refusal) {
+            proc_.fail_permanently(*conf_.refusal);
+            return true;
+        }
+        spdlog::info("{}: starting again in its tools' sandbox ({})", label_, conf_.status_members);
+        proc_.respawn_confined(conf_.plan);
+        return true;
+    }
+
     void listing_failed(std::string why) {
         listing_ = false;
         listed_.clear();
@@ -275,6 +308,10 @@ class mcp_source final : public tool_source {
 
     void finish_listing() {
         listing_ = false;
+        if (!ready_ && reconfine()) {
+            listed_.clear();
+            return;
+        }
         std::set<std::string> names;
         for (const auto& d : listed_)
             names.insert(cfg_.prefix + d.name);
@@ -472,6 +509,7 @@ class mcp_source final : public tool_source {
     const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
     const config::config& whole_;
     const std::string label_; ///< "MCP server 'NAME'" in log lines and messages
+    confinement conf_;        ///< the sandbox it runs in (before peer_: its spec is made from it)
     rpc_peer peer_;
     supervised_process& proc_; ///< the peer's child
     source_events events_;

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <spawn.h>
@@ -103,11 +104,95 @@ struct pipe_pair {
 
 } // namespace
 
+namespace {
+
+/// fork + exec with the sandbox applied in between (posix_spawn has no place for it). The
+/// child makes only async-signal-safe calls: the daemon has threads. Returns the pid; throws
+/// std::system_error naming the command when it cannot start (its errno comes back through a
+/// close-on-exec pipe, as posix_spawn reports it).
+pid_t spawn_confined(const child_process::options& opts, int in, int out, int err) {
+    const char* path_env = std::getenv("PATH");
+    const auto program =
+        sandbox::resolve_program(opts.argv[0], path_env ? path_env : "/usr/bin:/bin");
+    const auto fail = [&](int code) {
+        return std::system_error(code, std::generic_category(),
+                                 fmt::format("cannot start '{}'{}", opts.argv[0],
+                                             opts.cwd.empty() ? "" : " in " + opts.cwd.string()));
+    };
+    if (!program) throw fail(ENOENT);
+    // Everything the child needs, made before fork.
+    const std::string program_path = program->string();
+    std::vector<char*> argv;
+    for (const auto& a : opts.argv)
+        argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    for (const auto& e : opts.env)
+        envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const std::string cwd = opts.cwd.string();
+    const sandbox::plan& plan = *opts.sandbox;
+    int report[2];
+    if (::pipe2(report, O_CLOEXEC) != 0) throw fail(errno);
+
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        const int e = errno;
+        ::close(report[0]);
+        ::close(report[1]);
+        throw fail(e);
+    }
+    if (pid == 0) {
+        int code = 0;
+        for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGCHLD, SIGHUP})
+            ::signal(sig, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        if (::setsid() < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0 ||
+            (!cwd.empty() && ::chdir(cwd.c_str()) != 0))
+            code = errno;
+        if (code == 0) code = sandbox::apply(plan);
+        if (code == 0) {
+            // Nothing of ours but the report pipe (close-on-exec) past stderr.
+            ::close_range(3, static_cast<unsigned>(report[1]) - 1, 0);
+            ::close_range(static_cast<unsigned>(report[1]) + 1, ~0U, 0);
+            ::execve(program_path.c_str(), argv.data(), envp.data());
+            code = errno;
+        }
+        [[maybe_unused]] auto n = ::write(report[1], &code, sizeof code);
+        ::_exit(127);
+    }
+    ::close(report[1]);
+    int code = 0;
+    ssize_t n;
+    do
+        n = ::read(report[0], &code, sizeof code);
+    while (n < 0 && errno == EINTR);
+    ::close(report[0]);
+    if (n == static_cast<ssize_t>(sizeof code)) {
+        ::waitpid(pid, nullptr, 0);
+        throw fail(code);
+    }
+    return pid;
+}
+
+} // namespace
+
 child_process::child_process(asio::any_io_executor ex, const options& opts)
     : stdin_(ex), stdout_(ex), stderr_(ex) {
     if (opts.argv.empty())
         throw std::system_error(EINVAL, std::generic_category(), "empty command");
     pipe_pair in, out, err;
+    if (opts.sandbox) {
+        pid_ = spawn_confined(opts, in.read, out.write, err.write);
+        for (int fd : {in.write, out.read, err.read})
+            ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+        stdin_.assign(in.release_write());
+        stdout_.assign(out.release_read());
+        stderr_.assign(err.release_read());
+        return;
+    }
 
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;

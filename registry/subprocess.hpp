@@ -7,6 +7,8 @@
 // at once, not at the next failed write. All of it runs on the daemon's one I/O thread.
 #pragma once
 
+#include "sandbox/sandbox.hpp"
+
 #include <asio/any_io_executor.hpp>
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/signal_set.hpp>
@@ -56,6 +58,9 @@ class child_process {
         std::vector<std::string> argv; ///< argv[0] is looked up in PATH
         std::filesystem::path cwd;     ///< empty = the daemon's
         std::vector<std::string> env;  ///< "NAME=value" items, the whole environment
+        /// Confinement applied between fork and exec (sandbox/sandbox.hpp); null: none, and
+        /// the child is started with posix_spawn.
+        std::shared_ptr<const sandbox::plan> sandbox;
     };
 
     /// Starts the child. Throws std::system_error naming the command when it cannot start

@@ -81,7 +81,7 @@ void supervised_process::start() {
 
 void supervised_process::spawn() {
     ready_ = false;
-    child_process::options opts{spec_.argv, spec_.cwd, spec_.env};
+    child_process::options opts{spec_.argv, spec_.cwd, spec_.env, spec_.sandbox};
     try {
         inst_ = std::make_shared<instance>(ex_, opts, policy_.max_line_bytes);
     } catch (const std::exception& e) {
@@ -142,8 +142,29 @@ void supervised_process::fail_permanently(std::string why) {
     if (inst_) inst_->child.signal_group(SIGKILL);
 }
 
+void supervised_process::respawn_confined(std::shared_ptr<const sandbox::plan> plan) {
+    spec_.sandbox = std::move(plan);
+    if (state_ == process_state::stopped || state_ == process_state::failed) return;
+    if (!inst_) {
+        spawn();
+        return;
+    }
+    respawning_ = true;
+    inst_->child.signal_group(SIGKILL);
+}
+
 void supervised_process::on_child_exit(const std::shared_ptr<instance>& inst, int status) {
     if (inst != inst_) return;
+    if (std::exchange(respawning_, false) && state_ != process_state::stopped &&
+        state_ != process_state::failed) {
+        spdlog::debug("{} (pid {}) replaced by one in its tools' sandbox", spec_.name,
+                      inst->child.pid());
+        inst->owner = nullptr;
+        inst_.reset();
+        ready_ = false;
+        spawn();
+        return;
+    }
     const std::string how = describe_wait_status(status);
     const bool expected = state_ == process_state::stopped || state_ == process_state::failed;
     spdlog::log(expected ? spdlog::level::info : spdlog::level::warn, "{} (pid {}) {}", spec_.name,
@@ -333,7 +354,7 @@ std::shared_ptr<oneshot_run> oneshot_run::start(asio::any_io_executor ex, child_
     run->max_stdout_ = max_stdout;
     try {
         run->child_ = std::make_unique<child_process>(
-            ex, child_process::options{spec.argv, spec.cwd, spec.env});
+            ex, child_process::options{spec.argv, spec.cwd, spec.env, spec.sandbox});
     } catch (const std::exception& e) {
         run->outcome_.spawn_error = e.what();
         run->exited_ = run->out_eof_ = run->err_eof_ = true;

@@ -66,6 +66,8 @@ struct process_spec {
     std::vector<std::string> argv;
     std::filesystem::path cwd;
     std::vector<std::string> env; ///< "NAME=value" items: the child's whole environment
+    /// The kernel confinement of each start (PROTOCOL.md §13); null: unconfined.
+    std::shared_ptr<const sandbox::plan> sandbox;
 };
 
 /// Lifecycle of a supervised process.
@@ -129,6 +131,10 @@ class supervised_process {
     std::size_t restarts() const { return restarts_; }
     const std::string& last_error() const { return last_error_; }
     const process_spec& spec() const { return spec_; }
+    /// Starts the child again at once under `plan` (a host moving to its tools' sandbox before
+    /// they are registered): not a restart — no backoff, not counted, no exit audited, and
+    /// `on_exit` is not called; `on_spawn` runs again.
+    void respawn_confined(std::shared_ptr<const sandbox::plan> plan);
 
     static constexpr std::size_t max_pending_input = 16 * 1024 * 1024;
 
@@ -145,6 +151,7 @@ class supervised_process {
     asio::any_io_executor ex_;
     child_reaper& reaper_;
     process_spec spec_;
+    bool respawning_ = false; ///< respawn_confined: the next exit is ours
     policy policy_;
     handlers h_;
     std::shared_ptr<instance> inst_;

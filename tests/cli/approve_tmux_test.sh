@@ -54,6 +54,7 @@ name = "tty"
 kind = "exec"
 command = ["sh", "$home/tty.sh"]
 tool = { name = "tty_of_tool", description = "the tool's controlling terminal", capabilities = ["read-only"] }
+sandbox_paths = { exec = ["$(command -v cat)"] }   # its one helper program
 TOML
 export MEITH_NO_AUTOSTART=1
 # meithd in a terminal of its own, as someone running it in the foreground does.

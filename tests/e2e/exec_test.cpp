@@ -149,8 +149,10 @@ TEST_CASE("children get the env allow-list plus the source's env, and its cwd", 
 TEST_CASE("timeout and cancel kill a one-shot tool's whole process group", "[e2e][exec]") {
     temp_dir pids_dir;
     const auto pid_file = pids_dir.path / "pids";
+    // grandchild.sh writes a pid file and starts sleep: process groups, not the sandbox.
     daemon_process d(exec_source_toml("gc", "oneshot", "grandchild.sh", "x_gc", {},
-                                      "env = { PID_FILE = \"" + pid_file.string() + "\" }\n") +
+                                      "env = { PID_FILE = \"" + pid_file.string() +
+                                          "\" }\nsandbox = \"off\"\n") +
                      "[tools]\nkill_grace_ms = 300\n");
     client c(d.socket());
     SECTION("on timeout") {
@@ -241,8 +243,10 @@ TEST_CASE("a server-mode tool killed mid-call fails that call at once and serves
 TEST_CASE("a crash-looping server is marked failed without burning CPU", "[e2e][exec]") {
     temp_dir pids_dir;
     const auto pid_file = (pids_dir.path / "pids").string();
+    // It records its pids in a file: supervision, not the sandbox.
     daemon_process d(exec_source_toml("loop", "server", "server.mjs", "x_loop",
-                                      {"--crash-after-start-ms=1", "--pid-file=" + pid_file}));
+                                      {"--crash-after-start-ms=1", "--pid-file=" + pid_file},
+                                      "sandbox = \"off\""));
     client c(d.socket());
     d.wait_audit([](const json& l) { return l.value("event", "") == "source_failed"; }, 30s);
     const double cpu_before = cpu_seconds(d.pid());

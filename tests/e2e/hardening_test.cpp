@@ -246,7 +246,9 @@ TEST_CASE("children a crashed tool host left in its group are killed and leak no
 TEST_CASE("a one-shot tool that answered and exited 0 is done although a setsid child holds "
           "its stdout",
           "[e2e][hardening][exec]") {
-    daemon_process d(exec_source_toml("s", "oneshot", "oneshot.mjs", "leaves_daemon"));
+    // The tool starts a daemon and writes its pid: process handling, not the sandbox.
+    daemon_process d(
+        exec_source_toml("s", "oneshot", "oneshot.mjs", "leaves_daemon", {}, "sandbox = \"off\""));
     client c(d.socket());
     const auto pids = d.home() / "daemons.txt";
     const std::size_t fds_before = open_fds(d.pid());

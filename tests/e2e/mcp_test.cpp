@@ -288,7 +288,9 @@ TEST_CASE("mcp: server-memory keeps its graph in a file over a restart", "[e2e][
     daemon_process d(mcp_source_toml("mem", {npm_server("server-memory")},
                                      "prefix = \"mem_\"\ntrust_annotations = true\nenv = { "
                                      "MEMORY_FILE_PATH = " +
-                                         json(file.string()).dump() + " }\n") +
+                                         json(file.string()).dump() +
+                                         " }\nsandbox_paths = { write = [" +
+                                         json(state.path.string()).dump() + "] }\n") +
                      cli_can_write());
     client c(d.socket());
     const json cli = {{"clientInfo", {{"caller", "cli"}}}};

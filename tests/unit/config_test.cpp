@@ -332,6 +332,39 @@ TEST_CASE("ask lists, ask rules and persist_grants (PROTOCOL.md §12)", "[config
     CHECK_THAT(bad_bool.to_string(), Catch::Contains("persist_grants"));
 }
 
+TEST_CASE("sandbox and sandbox_paths on sources and hooks (PROTOCOL.md §13)", "[config][sandbox]") {
+    const config cfg =
+        parse_ok("[[sources]]\nname = \"s\"\nkind = \"host\"\ncommand = [\"node\"]\n"
+                 "sandbox = \"require\"\nsandbox_paths = { write = [\"out\", \"/var/x\"], exec = "
+                 "[\"~/bin/helper\"] }\n"
+                 "[[hooks]]\nname = \"h\"\nphase = \"before_execution\"\ncommand = [\"x\"]\n"
+                 "capabilities = [\"read-only\"]\nsandbox = \"off\"\n");
+    REQUIRE(cfg.sources.size() == 1);
+    CHECK(cfg.sources[0].sandbox == sandbox_mode::require);
+    CHECK(cfg.sources[0].sandbox_paths.write == std::vector<fs::path>{"/etc/meith/out", "/var/x"});
+    REQUIRE(cfg.sources[0].sandbox_paths.exec.size() == 1);
+    CHECK(cfg.sources[0].sandbox_paths.exec[0].is_absolute());
+    REQUIRE(cfg.hooks.size() == 1);
+    CHECK(cfg.hooks[0].capabilities == std::vector<std::string>{"read-only"});
+    CHECK(cfg.hooks[0].sandbox == sandbox_mode::off);
+    // The default: enforce, nothing extra; a hook without capabilities declares none.
+    const config plain = parse_ok("[[sources]]\nname = \"p\"\nkind = \"host\"\ncommand = "
+                                  "[\"node\"]\n[[hooks]]\nname = \"h\"\nphase = "
+                                  "\"before_execution\"\ncommand = [\"x\"]\n");
+    CHECK(plain.sources[0].sandbox == sandbox_mode::enforce);
+    CHECK(plain.sources[0].sandbox_paths == sandbox_paths_config{});
+    CHECK_FALSE(plain.hooks[0].capabilities);
+
+    CHECK_THAT(parse_err("[[sources]]\nname = \"s\"\nkind = \"host\"\ncommand = [\"n\"]\n"
+                         "sandbox = \"maybe\"\n")
+                   .to_string(),
+               Catch::Contains("require"));
+    CHECK_THAT(parse_err("[[sources]]\nname = \"s\"\nkind = \"host\"\ncommand = [\"n\"]\n"
+                         "sandbox_paths = { writ = [\"x\"] }\n")
+                   .to_string(),
+               Catch::Contains("writ"));
+}
+
 TEST_CASE("unknown keys are errors naming the key and its place", "[config]") {
     SECTION("top level") {
         const auto e = parse_err("# a comment\n\nsockets = 1\n");

@@ -1,0 +1,50 @@
+// confinement: which kernel sandbox a source, exec tool or hook runs under (PROTOCOL.md §13,
+// docs/protocol.md §15), and how `list_sources` shows it.
+//
+// A source runs confined to the union of its tools' capabilities; a tool host or MCP server
+// reports its tools only once running, so it first starts confined to the capabilities its
+// config's `capabilities` table names (read-only when it names none), and when the tools it
+// lists need other ones it is restarted once under their union before they are registered.
+// Exec tools and hooks declare theirs in the config. `unknown` leaves a process unconfined.
+#pragma once
+
+#include "config/config.hpp"
+#include "permissions/policy.hpp"
+#include "sandbox/sandbox.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace meith::registry {
+
+struct confinement {
+    /// Null: unconfined (sandbox = "off", unknown capabilities, or nothing to confine with).
+    std::shared_ptr<const sandbox::plan> plan;
+    permissions::capability_set capabilities = 0;
+    /// The members of list_sources' `"sandbox"` object (without braces): mode, capabilities,
+    /// fs, net, exec, and why it is unconfined when it is.
+    std::string status_members;
+    /// `sandbox = "require"` and the kernel cannot confine it: the source must not start.
+    std::optional<std::string> refusal;
+    /// "TMPDIR=…": the child's own writable temporary folder, to add to its environment.
+    std::string tmpdir_env;
+};
+
+/// Works out the confinement of `name` (a source or hook) running `argv` in `cwd` with
+/// `capabilities`; `config_json` is the source's host config (its `root` is writable with
+/// writes-files). Logs once per daemon which protections the kernel lacks.
+confinement confine(const std::string& name, config::sandbox_mode mode,
+                    const config::sandbox_paths_config& paths,
+                    permissions::capability_set capabilities, const std::vector<std::string>& argv,
+                    const std::filesystem::path& cwd, const std::string& config_json = "{}");
+
+/// The union of the capabilities of `tool_caps` (each a tool's list; an empty list is
+/// `unknown`).
+permissions::capability_set union_of(const std::vector<std::vector<std::string>>& tool_caps);
+
+/// The union of the values of a source's `capabilities` table; read-only when it is empty.
+permissions::capability_set declared_ahead(const config::source_config& cfg);
+
+} // namespace meith::registry

@@ -1,0 +1,168 @@
+// End-to-end: capabilities enforced by the kernel (PROTOCOL.md §13, docs/protocol.md §15) —
+// one-shot exec tools (tests/exec/sandbox_probe.mjs) that try to write, connect and spawn,
+// confined to what they declare, against the real meithd. Needs Landlock and seccomp (the
+// kernels this project's CI runs on have both); without them each case is skipped, saying so.
+#include "daemon_fixture.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <netinet/in.h>
+#include <string>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+using namespace meith::test;
+
+namespace {
+
+std::string probe_source(const std::string& name, const std::string& caps,
+                         const std::string& extra = "") {
+    return "[[sources]]\nname = \"" + name + "\"\nkind = \"exec\"\ncommand = [\"node\", \"" +
+           std::string(MEITH_SOURCE_DIR) + "/tests/exec/sandbox_probe.mjs\"]\ntool = { name = \"" +
+           name + "\", description = \"sandbox probe\", capabilities = " + caps + " }\n" + extra +
+           "\n";
+}
+
+/// Every caller may use every capability: the policy is not what these tests are about.
+const std::string allow_all = "[permissions.callers.cli]\nallow = [\"read-only\", "
+                              "\"writes-files\", \"starts-process\", \"accesses-network\", "
+                              "\"destructive\"]\n";
+
+json probe(client& c, const std::string& tool, const json& args) {
+    const json r = c.call(tool, args, {{"clientInfo", {{"caller", "cli"}}}});
+    INFO(r.dump());
+    REQUIRE(r["result"]["ok"] == true);
+    return r["result"]["content"];
+}
+
+/// Whether this kernel has Landlock and seccomp (what meithd's detection asks too).
+bool kernel_can_confine() {
+    const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u /* _VERSION */);
+    return abi > 0 && ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
+}
+
+#define REQUIRE_KERNEL_SANDBOX()                                                                   \
+    do {                                                                                           \
+        if (!kernel_can_confine()) {                                                               \
+            WARN("skipped: this kernel lacks Landlock or seccomp");                                \
+            return;                                                                                \
+        }                                                                                          \
+    } while (false)
+
+/// A listening TCP socket on 127.0.0.1; its port.
+struct listener {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int port = 0;
+    listener() {
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        ::listen(fd, 8);
+        socklen_t len = sizeof a;
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+        port = ntohs(a.sin_port);
+    }
+    ~listener() { ::close(fd); }
+};
+
+} // namespace
+
+TEST_CASE("a read-only tool cannot write outside its temporary folder; with writes-files it "
+          "writes under its root only",
+          "[e2e][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX();
+    temp_dir root, elsewhere;
+    daemon_process d(
+        probe_source("ro", "[\"read-only\"]") +
+        probe_source("rw", "[\"writes-files\"]", "cwd = " + json(root.path.string()).dump()) +
+        allow_all);
+    client c(d.socket());
+    const auto outside = elsewhere.path / "escaped.txt";
+    const json denied = probe(c, "ro", {{"action", "write"}, {"path", outside.string()}});
+    CHECK(denied["done"] == false);
+    CHECK(denied["code"] == "EACCES");
+    CHECK_FALSE(fs::exists(outside));
+    // Its own temporary folder is writable.
+    CHECK(probe(c, "ro", {{"action", "tmpdir"}})["done"] == true);
+
+    // writes-files: under its cwd (the source's root), and nowhere else.
+    const auto inside = root.path / "note.txt";
+    CHECK(probe(c, "rw", {{"action", "write"}, {"path", inside.string()}})["done"] == true);
+    CHECK(fs::exists(inside));
+    const json out = probe(c, "rw", {{"action", "write"}, {"path", outside.string()}});
+    CHECK(out["code"] == "EACCES");
+    CHECK_FALSE(fs::exists(outside));
+
+    // list_sources says how each is confined.
+    c.send({{"type", "list_sources"}, {"protocol", 1}, {"requestId", "s"}});
+    const json sources = c.read();
+    bool seen = false;
+    for (const auto& s : sources["sources"])
+        if (s["name"] == "ro") {
+            seen = true;
+            CHECK(s["sandbox"]["mode"] == "enforce");
+            CHECK(s["sandbox"]["fs"].get<std::string>().rfind("landlock-abi-", 0) == 0);
+            CHECK(s["sandbox"]["net"] == "seccomp");
+            CHECK(s["sandbox"]["exec"] == "landlock");
+        }
+    CHECK(seen);
+}
+
+TEST_CASE("a tool without accesses-network cannot connect to 127.0.0.1; with it, it can",
+          "[e2e][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX();
+    listener l;
+    REQUIRE(l.port > 0);
+    daemon_process d(probe_source("offline", "[\"read-only\"]") +
+                     probe_source("online", "[\"read-only\", \"accesses-network\"]") + allow_all);
+    client c(d.socket());
+    const json blocked = probe(c, "offline", {{"action", "connect"}, {"port", l.port}});
+    CHECK(blocked["done"] == false);
+    CHECK(blocked["code"] == "EACCES");
+    CHECK(probe(c, "online", {{"action", "connect"}, {"port", l.port}})["done"] == true);
+}
+
+TEST_CASE("a tool without starts-process cannot run /bin/sh; with it, it can", "[e2e][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX();
+    daemon_process d(probe_source("nospawn", "[\"read-only\"]") +
+                     probe_source("spawns", "[\"read-only\", \"starts-process\"]") + allow_all);
+    client c(d.socket());
+    const json blocked = probe(c, "nospawn", {{"action", "spawn"}});
+    CHECK(blocked["done"] == false);
+    CHECK(blocked["code"] == "EACCES");
+    CHECK(probe(c, "spawns", {{"action", "spawn"}})["done"] == true);
+}
+
+TEST_CASE("sandbox = off restores everything", "[e2e][sandbox]") {
+    temp_dir elsewhere;
+    listener l;
+    daemon_process d(probe_source("free", "[\"read-only\"]", "sandbox = \"off\"") + allow_all);
+    client c(d.socket());
+    const auto outside = elsewhere.path / "free.txt";
+    CHECK(probe(c, "free", {{"action", "write"}, {"path", outside.string()}})["done"] == true);
+    CHECK(fs::exists(outside));
+    CHECK(probe(c, "free", {{"action", "connect"}, {"port", l.port}})["done"] == true);
+    CHECK(probe(c, "free", {{"action", "spawn"}})["done"] == true);
+}
+
+TEST_CASE("sandbox = require refuses a source the kernel cannot confine (Landlock forced absent)",
+          "[e2e][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX();
+    ::setenv("MEITH_SANDBOX_TEST_ABSENT", "landlock", 1);
+    daemon_process d(probe_source("strict", "[\"read-only\"]", "sandbox = \"require\"") +
+                     probe_source("lenient", "[\"read-only\"]") + allow_all);
+    ::unsetenv("MEITH_SANDBOX_TEST_ABSENT");
+    client c(d.socket());
+    const json r = c.call("strict", {{"action", "tmpdir"}}, {{"clientInfo", {{"caller", "cli"}}}});
+    CHECK(r["result"]["ok"] == false);
+    CHECK_THAT(r["result"]["error"]["message"].get<std::string>(), Catch::Contains("require"));
+    // enforce runs it with what there is: seccomp still blocks the network.
+    listener l;
+    CHECK(probe(c, "lenient", {{"action", "connect"}, {"port", l.port}})["code"] == "EACCES");
+    CHECK_THAT(d.log(), Catch::Contains("no Landlock"));
+}

@@ -106,6 +106,23 @@ struct pipe_pair {
 
 namespace {
 
+/// argv / envp for exec: pointers into `items`, null-terminated (`items` must outlive them).
+std::vector<char*> c_strings(const std::vector<std::string>& items) {
+    std::vector<char*> out;
+    out.reserve(items.size() + 1);
+    for (const auto& i : items)
+        out.push_back(const_cast<char*>(i.c_str()));
+    out.push_back(nullptr);
+    return out;
+}
+
+/// "cannot start 'node' in /x: No such file or directory".
+std::system_error start_error(const child_process::options& opts, int code) {
+    return std::system_error(code, std::generic_category(),
+                             fmt::format("cannot start '{}'{}", opts.argv[0],
+                                         opts.cwd.empty() ? "" : " in " + opts.cwd.string()));
+}
+
 /// fork + exec with the sandbox applied in between (posix_spawn has no place for it). The
 /// child makes only async-signal-safe calls: the daemon has threads. Returns the pid; throws
 /// std::system_error naming the command when it cannot start (its errno comes back through a
@@ -114,22 +131,12 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
     const char* path_env = std::getenv("PATH");
     const auto program =
         sandbox::resolve_program(opts.argv[0], path_env ? path_env : "/usr/bin:/bin");
-    const auto fail = [&](int code) {
-        return std::system_error(code, std::generic_category(),
-                                 fmt::format("cannot start '{}'{}", opts.argv[0],
-                                             opts.cwd.empty() ? "" : " in " + opts.cwd.string()));
-    };
+    const auto fail = [&](int code) { return start_error(opts, code); };
     if (!program) throw fail(ENOENT);
     // Everything the child needs, made before fork.
     const std::string program_path = program->string();
-    std::vector<char*> argv;
-    for (const auto& a : opts.argv)
-        argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (const auto& e : opts.env)
-        envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
+    const auto argv = c_strings(opts.argv);
+    const auto envp = c_strings(opts.env);
     const std::string cwd = opts.cwd.string();
     const sandbox::plan& plan = *opts.sandbox;
     int report[2];
@@ -184,13 +191,16 @@ child_process::child_process(asio::any_io_executor ex, const options& opts)
     if (opts.argv.empty())
         throw std::system_error(EINVAL, std::generic_category(), "empty command");
     pipe_pair in, out, err;
-    if (opts.sandbox) {
-        pid_ = spawn_confined(opts, in.read, out.write, err.write);
+    const auto adopt_pipes = [&] {
         for (int fd : {in.write, out.read, err.read})
             ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
         stdin_.assign(in.release_write());
         stdout_.assign(out.release_read());
         stderr_.assign(err.release_read());
+    };
+    if (opts.sandbox) {
+        pid_ = spawn_confined(opts, in.read, out.write, err.write);
+        adopt_pipes();
         return;
     }
 
@@ -231,29 +241,16 @@ child_process::child_process(asio::any_io_executor ex, const options& opts)
     posix_spawnattr_setflags(
         &attr, static_cast<short>(group_flag | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK));
 
-    std::vector<char*> argv;
-    for (const auto& a : opts.argv)
-        argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (const auto& e : opts.env)
-        envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-
+    const auto argv = c_strings(opts.argv);
+    const auto envp = c_strings(opts.env);
     const int rc = ::posix_spawnp(&pid_, argv[0], &actions, &attr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     if (rc != 0) {
         pid_ = -1;
-        throw std::system_error(rc, std::generic_category(),
-                                fmt::format("cannot start '{}'{}", opts.argv[0],
-                                            opts.cwd.empty() ? "" : " in " + opts.cwd.string()));
+        throw start_error(opts, rc);
     }
-    for (int fd : {in.write, out.read, err.read})
-        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    stdin_.assign(in.release_write());
-    stdout_.assign(out.release_read());
-    stderr_.assign(err.release_read());
+    adopt_pipes();
 }
 
 child_process::~child_process() {

@@ -573,7 +573,8 @@ std::optional<exec_tool_config> parse_exec_tool(checker& c, const scope& s) {
 }
 
 bool valid_source_name(std::string_view name) {
-    return !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+    // "." and ".." would name folders other than its own (its temporary folder is HOME/tmp/NAME).
+    return !name.empty() && name != "." && name != ".." && std::all_of(name.begin(), name.end(), [](char ch) {
         return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
                ch == '_' || ch == '.' || ch == '-';
     });
@@ -589,7 +590,7 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
                 const auto& where = t->get("name")->source();
                 if (!valid_source_name(*name)) {
                     c.fail(where, fmt::format("source name \"{}\" may only use letters, digits, "
-                                              "'_', '.' and '-'",
+                                              "'_', '.' and '-' (and is not . or ..)",
                                               *name));
                 } else if (auto [it, fresh] = first_seen.emplace(*name, c.where(where)); !fresh) {
                     c.fail(where, fmt::format("duplicate source name \"{}\" (first defined at {})",

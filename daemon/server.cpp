@@ -7,6 +7,7 @@
 #include "daemon/connection.hpp"
 #include "daemon/coroutine_root.hpp"
 #include "daemon/instance.hpp"
+#include "registry/confinement.hpp"
 #include "daemon/service_manager.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/json_writer.hpp"
@@ -84,6 +85,8 @@ class server {
     int run() {
         // Grants and approvals (PROTOCOL.md §12): the approver secret, then kept grants.
         registry_.approvals().set_approver_secret(load_approver_secret(home_));
+        // No tool sandbox lets a tool write the home; tools' temporary folders live in it.
+        registry::set_confinement_home(home_);
         if (cfg_.permissions.persist_grants)
             if (auto err = registry_.approvals().persist_to(home_ / "grants.json"))
                 spdlog::warn("{}", *err);

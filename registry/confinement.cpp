@@ -3,6 +3,7 @@
 #include "protocol/json_writer.hpp"
 #include "registry/tool_table.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <mutex>
@@ -25,9 +26,21 @@ constexpr capability_set bit(capability c) {
     return static_cast<capability_set>(1u << static_cast<unsigned>(c));
 }
 
-/// The child's temporary folder: <tmp>/meith-<uid>/<name>, 0700, ours (not a symlink).
+fs::path& home_dir() {
+    static fs::path home;
+    return home;
+}
+
+/// The child's temporary folder: HOME/tmp/<name> (else /tmp/meith-<uid>/<name>), 0700, ours
+/// (not a symlink).
 std::optional<fs::path> private_tmp(const std::string& name) {
-    const fs::path base = fs::temp_directory_path() / ("meith-" + std::to_string(::geteuid()));
+    // Source names are checked by the config; a hook's is free text: keep a safe file name.
+    if (name.empty() || name == "." || name == ".." ||
+        name.find_first_of(std::string_view("/\0", 2)) != std::string::npos)
+        return std::nullopt;
+    const fs::path base = home_dir().empty()
+                              ? fs::temp_directory_path() / ("meith-" + std::to_string(::geteuid()))
+                              : home_dir() / "tmp";
     for (const fs::path& dir : {base, base / name}) {
         ::mkdir(dir.c_str(), 0700);
         struct stat st {};
@@ -48,7 +61,28 @@ std::optional<fs::path> root_of(const std::string& config_json) {
     return std::nullopt;
 }
 
+/// True when writing under `p` would reach meithd's home.
+bool holds_home(const fs::path& p) {
+    if (home_dir().empty()) return false;
+    std::error_code ec;
+    const fs::path a = fs::weakly_canonical(p, ec);
+    const fs::path h = fs::weakly_canonical(home_dir(), ec);
+    const auto [mismatch, end] = std::mismatch(a.begin(), a.end(), h.begin(), h.end());
+    (void)end;
+    return mismatch == a.end(); // `a` is `h` or one of its ancestors
+}
+
 } // namespace
+
+void set_confinement_home(fs::path home) {
+    home_dir() = std::move(home);
+}
+
+void apply_env(const confinement& c, std::vector<std::string>& env) {
+    if (c.tmpdir_env.empty()) return;
+    std::erase_if(env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
+    env.push_back(c.tmpdir_env);
+}
 
 capability_set union_of(const std::vector<std::vector<std::string>>& tool_caps) {
     capability_set u = 0;
@@ -100,30 +134,42 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     }
     sandbox::request r;
     r.capabilities = capabilities;
-    const char* path_env = std::getenv("PATH");
-    auto program =
-        argv.empty() ? std::nullopt : sandbox::resolve_program(argv[0], path_env ? path_env : "");
+    auto program = argv.empty() ? std::nullopt
+                                : sandbox::resolve_program(argv[0], sandbox::program_search_path(),
+                                                           cwd);
     if (!program) {
-        // Cannot start anyway: spawning reports it.
+        // Never started unconfined for want of a path: the start fails, saying why.
         unconfined("the program was not found");
+        c.refusal = "cannot start: program '" + (argv.empty() ? std::string() : argv[0]) +
+                    "' not found (looked up in PATH, or from its cwd " + cwd.string() + ")";
         return c;
     }
     r.program = *program;
-    r.cwd = cwd;
+    // Writable folders, but never one that holds meithd's home (its config, audit log and
+    // secrets): such a rule is left out and the status says so.
+    std::vector<std::string> withheld;
+    const auto writable = [&](const fs::path& p) -> std::optional<fs::path> {
+        if (!holds_home(p)) return p;
+        withheld.push_back(p.string());
+        return std::nullopt;
+    };
+    if (auto w = writable(cwd)) r.cwd = *w;
     r.root = root_of(config_json);
     if (r.root && r.root->is_relative())
         r.root = (cwd / *r.root).lexically_normal(); // as the host sees it
-    auto tmp = private_tmp(name);
-    if (!tmp) {
-        unconfined("no private temporary folder");
-        if (mode == config::sandbox_mode::require)
-            c.refusal = "sandbox = \"require\": cannot make a private temporary folder";
-        return c;
+    if (r.root) r.root = writable(*r.root);
+    // Its own temporary folder; without one it is still confined, only with nowhere to write.
+    if (auto tmp = private_tmp(name)) {
+        r.tmp_dir = *tmp;
+        c.tmpdir_env = "TMPDIR=" + tmp->string();
+    } else {
+        spdlog::warn("'{}': no private temporary folder could be made; it runs confined without one",
+                     name);
+        r.tmp_dir = "/nonexistent";
     }
-    r.tmp_dir = *tmp;
-    c.tmpdir_env = "TMPDIR=" + tmp->string();
     r.extra.read = paths.read;
-    r.extra.write = paths.write;
+    for (const auto& p : paths.write)
+        if (auto w = writable(p)) r.extra.write.push_back(*w);
     r.extra.exec = paths.exec;
     try {
         c.plan = sandbox::prepare(r, kernel);
@@ -138,6 +184,15 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     append_json_string(m, c.plan->net);
     m += R"(,"exec":)";
     append_json_string(m, c.plan->exec);
+    if (!withheld.empty() &&
+        (capabilities & (bit(capability::writes_files) | bit(capability::destructive))) != 0) {
+        m += R"(,"writeWithheld":[)";
+        for (std::size_t i = 0; i < withheld.size(); ++i) {
+            if (i) m += ',';
+            append_json_string(m, withheld[i]);
+        }
+        m += ']';
+    }
     if (!c.plan->complete && mode == config::sandbox_mode::require)
         c.refusal = "sandbox = \"require\", but this kernel offers " + sandbox::describe(kernel);
     return c;

@@ -28,9 +28,18 @@ struct confinement {
     std::string status_members;
     /// `sandbox = "require"` and the kernel cannot confine it: the source must not start.
     std::optional<std::string> refusal;
-    /// "TMPDIR=…": the child's own writable temporary folder, to add to its environment.
+    /// "TMPDIR=…": the child's own writable temporary folder, to add to its environment
+    /// (`apply_env`).
     std::string tmpdir_env;
 };
+
+/// meithd's home: no sandbox ever lets a tool write it or a folder holding it (its config,
+/// audit log, grants, approver secret), and the tools' temporary folders are made under it
+/// (HOME/tmp/<name>). Set once by the daemon at start; unset (unit tests): /tmp is used.
+void set_confinement_home(std::filesystem::path home);
+
+/// Puts `c`'s TMPDIR into `env` ("NAME=value" items), replacing one inherited from the daemon.
+void apply_env(const confinement& c, std::vector<std::string>& env);
 
 /// Works out the confinement of `name` (a source or hook) running `argv` in `cwd` with
 /// `capabilities`; `config_json` is the source's host config (its `root` is writable with

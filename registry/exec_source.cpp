@@ -82,7 +82,7 @@ class exec_source final : public tool_source {
                                                                   : std::vector<std::string>{}),
                         cfg.command, cfg.cwd);
         spec_.sandbox = conf_.plan;
-        if (!conf_.tmpdir_env.empty()) spec_.env.push_back(conf_.tmpdir_env);
+        apply_env(conf_, spec_.env);
         if (cfg_.mode == config::exec_mode::server) {
             rpc_peer::handlers h;
             h.on_spawn = [this] { // JSON-RPC exec has no handshake: ready once spawned

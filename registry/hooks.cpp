@@ -68,7 +68,7 @@ class hook_runner {
                         permissions::capability_set_from(*cfg.capabilities), cfg.command, cfg.cwd);
             if (conf.refusal) spdlog::error("hook '{}': {}", cfg.name, *conf.refusal);
             spec_.sandbox = conf.plan;
-            if (!conf.tmpdir_env.empty()) spec_.env.push_back(conf.tmpdir_env);
+            apply_env(conf, spec_.env);
         }
         if (cfg_.mode == config::exec_mode::server) {
             rpc_peer::handlers h;

@@ -154,7 +154,7 @@ class host_source final : public tool_source {
                                   const confinement& conf) {
         process_spec spec{"tool host '" + cfg.name + "'", cfg.command, cfg.cwd,
                           child_environment(whole.tools.env_allow, cfg.env), conf.plan};
-        if (!conf.tmpdir_env.empty()) spec.env.push_back(conf.tmpdir_env);
+        apply_env(conf, spec.env);
         return spec;
     }
 
@@ -428,7 +428,18 @@ class host_source final : public tool_source {
         for (const auto& d : defs)
             caps.push_back(d.capabilities);
         const auto wanted = defs.empty() ? conf_.capabilities : union_of(caps);
-        if (wanted == conf_.capabilities) return false;
+        if (wanted == conf_.capabilities) {
+            reconfined_ = false; // settled: a later restart may move it again
+            return false;
+        }
+        if (reconfined_) {
+            // Its tools changed with its sandbox: no second try, no loop.
+            proc_.fail_permanently("its tools' capabilities changed when it was started in "
+                                   "their sandbox; declare them in the source's `capabilities` "
+                                   "table");
+            return true;
+        }
+        reconfined_ = true;
         conf_ = confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, wanted, cfg_.command, cfg_.cwd,
                         cfg_.config_json);
         if (conf_.refusal) {
@@ -437,7 +448,9 @@ class host_source final : public tool_source {
         }
         spdlog::info("tool host '{}': restarting under its tools' sandbox ({})", cfg_.name,
                      conf_.status_members);
-        proc_.respawn_confined(conf_.plan);
+        auto env = proc_.spec().env;
+        apply_env(conf_, env);
+        proc_.respawn_confined(conf_.plan, std::move(env));
         return true;
     }
 
@@ -492,6 +505,7 @@ class host_source final : public tool_source {
     const config::config& whole_;
     asio::any_io_executor ex_;
     confinement conf_; ///< the sandbox it runs in (before peer_: its spec is made from it)
+    bool reconfined_ = false; ///< started again in its tools' sandbox, not yet settled
     rpc_peer peer_;
     supervised_process& proc_; ///< the peer's child
     source_events events_;

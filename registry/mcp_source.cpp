@@ -159,7 +159,7 @@ class mcp_source final : public tool_source {
                                   const std::string& label, const confinement& conf) {
         process_spec spec{label, cfg.command, cfg.cwd,
                           child_environment(whole.tools.env_allow, cfg.env), conf.plan};
-        if (!conf.tmpdir_env.empty()) spec.env.push_back(conf.tmpdir_env);
+        apply_env(conf, spec.env);
         return spec;
     }
 
@@ -283,7 +283,18 @@ class mcp_source final : public tool_source {
         for (const auto& d : listed_)
             caps.push_back(d.capabilities);
         const auto wanted = listed_.empty() ? conf_.capabilities : union_of(caps);
-        if (wanted == conf_.capabilities) return false;
+        if (wanted == conf_.capabilities) {
+            reconfined_ = false; // settled: a later restart may move it again
+            return false;
+        }
+        if (reconfined_) {
+            // Its tools changed with its sandbox: no second try, no loop.
+            proc_.fail_permanently("its tools' capabilities changed when it was started in "
+                                   "their sandbox; declare them in the source's `capabilities` "
+                                   "table");
+            return true;
+        }
+        reconfined_ = true;
         conf_ =
             confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, wanted, cfg_.command, cfg_.cwd);
         if (conf_.refusal) {
@@ -291,7 +302,9 @@ class mcp_source final : public tool_source {
             return true;
         }
         spdlog::info("{}: starting again in its tools' sandbox ({})", label_, conf_.status_members);
-        proc_.respawn_confined(conf_.plan);
+        auto env = proc_.spec().env;
+        apply_env(conf_, env);
+        proc_.respawn_confined(conf_.plan, std::move(env));
         return true;
     }
 
@@ -510,6 +523,7 @@ class mcp_source final : public tool_source {
     const config::config& whole_;
     const std::string label_; ///< "MCP server 'NAME'" in log lines and messages
     confinement conf_;        ///< the sandbox it runs in (before peer_: its spec is made from it)
+    bool reconfined_ = false; ///< started again in its tools' sandbox, not yet settled
     rpc_peer peer_;
     supervised_process& proc_; ///< the peer's child
     source_events events_;

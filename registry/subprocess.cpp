@@ -128,9 +128,8 @@ std::system_error start_error(const child_process::options& opts, int code) {
 /// std::system_error naming the command when it cannot start (its errno comes back through a
 /// close-on-exec pipe, as posix_spawn reports it).
 pid_t spawn_confined(const child_process::options& opts, int in, int out, int err) {
-    const char* path_env = std::getenv("PATH");
     const auto program =
-        sandbox::resolve_program(opts.argv[0], path_env ? path_env : "/usr/bin:/bin");
+        sandbox::resolve_program(opts.argv[0], sandbox::program_search_path(), opts.cwd);
     const auto fail = [&](int code) { return start_error(opts, code); };
     if (!program) throw fail(ENOENT);
     // Everything the child needs, made before fork.
@@ -142,21 +141,32 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
     int report[2];
     if (::pipe2(report, O_CLOEXEC) != 0) throw fail(errno);
 
+    // Every signal blocked across fork (as posix_spawn does): a signal arriving before the
+    // child has reset its handlers must not run the daemon's handler in the child.
+    sigset_t all, saved;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &saved);
     const pid_t pid = ::fork();
     if (pid < 0) {
         const int e = errno;
+        ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
         ::close(report[0]);
         ::close(report[1]);
         throw fail(e);
     }
     if (pid == 0) {
         int code = 0;
-        for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGCHLD, SIGHUP})
-            ::signal(sig, SIG_DFL);
+        for (int sig = 1; sig < NSIG; ++sig)
+            if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        if (::setsid() < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0 ||
+        // dup2 onto itself keeps close-on-exec: clear it instead (a daemon started with 0-2
+        // closed gets its pipes there).
+        const auto to = [](int from, int target) {
+            return from == target ? ::fcntl(target, F_SETFD, 0) : ::dup2(from, target);
+        };
+        if (::setsid() < 0 || to(in, 0) < 0 || to(out, 1) < 0 || to(err, 2) < 0 ||
             (!cwd.empty() && ::chdir(cwd.c_str()) != 0))
             code = errno;
         if (code == 0) code = sandbox::apply(plan);
@@ -170,6 +180,7 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
         [[maybe_unused]] auto n = ::write(report[1], &code, sizeof code);
         ::_exit(127);
     }
+    ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
     ::close(report[1]);
     int code = 0;
     ssize_t n;

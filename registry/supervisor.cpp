@@ -142,11 +142,13 @@ void supervised_process::fail_permanently(std::string why) {
     if (inst_) inst_->child.signal_group(SIGKILL);
 }
 
-void supervised_process::respawn_confined(std::shared_ptr<const sandbox::plan> plan) {
+void supervised_process::respawn_confined(std::shared_ptr<const sandbox::plan> plan,
+                                          std::vector<std::string> env) {
     spec_.sandbox = std::move(plan);
+    spec_.env = std::move(env);
     if (state_ == process_state::stopped || state_ == process_state::failed) return;
     if (!inst_) {
-        spawn();
+        // Between a crash and its restart: the pending restart starts it in the new sandbox.
         return;
     }
     respawning_ = true;

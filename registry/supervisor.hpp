@@ -134,7 +134,7 @@ class supervised_process {
     /// Starts the child again at once under `plan` (a host moving to its tools' sandbox before
     /// they are registered): not a restart — no backoff, not counted, no exit audited, and
     /// `on_exit` is not called; `on_spawn` runs again.
-    void respawn_confined(std::shared_ptr<const sandbox::plan> plan);
+    void respawn_confined(std::shared_ptr<const sandbox::plan> plan, std::vector<std::string> env);
 
     static constexpr std::size_t max_pending_input = 16 * 1024 * 1024;
 

@@ -83,9 +83,11 @@ std::vector<unsigned char> ip_socket_filter() {
     scmp_filter_ctx ctx = ::seccomp_init(SCMP_ACT_ALLOW);
     if (ctx == nullptr) throw std::runtime_error("seccomp_init failed");
     std::vector<unsigned char> out;
-    // SCMP_A0(...) spelt out: the macro leaves datum_b to zero-initialisation.
-    const scmp_arg_cmp inet{0, SCMP_CMP_EQ, AF_INET, 0};
-    const scmp_arg_cmp inet6{0, SCMP_CMP_EQ, AF_INET6, 0};
+    // The kernel reads `family` as a 32-bit int: compare only the low 32 bits, or a raw
+    // socket(0x100000002, ...) would slip past an equality on the whole register
+    // (libseccomp issue #383).
+    const scmp_arg_cmp inet{0, SCMP_CMP_MASKED_EQ, 0xffffffffULL, AF_INET};
+    const scmp_arg_cmp inet6{0, SCMP_CMP_MASKED_EQ, 0xffffffffULL, AF_INET6};
     bool ok = ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, inet) == 0 &&
               ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, inet6) == 0 &&
               // io_uring can open sockets without socket(2): not for a tool without network.
@@ -136,10 +138,18 @@ std::string describe(const kernel_support& k) {
     return out;
 }
 
-std::optional<fs::path> resolve_program(const std::string& program, const std::string& path_env) {
+std::string program_search_path() {
+    const char* p = std::getenv("PATH");
+    return p != nullptr && *p != '\0' ? std::string(p) : std::string("/usr/bin:/bin");
+}
+
+std::optional<fs::path> resolve_program(const std::string& program, const std::string& path_env,
+                                        const fs::path& base_dir) {
     if (program.empty()) return std::nullopt;
     if (program.find('/') != std::string::npos) {
-        const fs::path p = fs::absolute(program);
+        fs::path p = program;
+        if (p.is_relative()) p = base_dir.empty() ? fs::absolute(p) : base_dir / p;
+        p = p.lexically_normal();
         return executable_file(p) ? std::optional(p) : std::nullopt;
     }
     std::size_t start = 0;
@@ -156,8 +166,25 @@ std::optional<fs::path> resolve_program(const std::string& program, const std::s
     return std::nullopt;
 }
 
+namespace {
+
+std::vector<fs::path> interpreters_at_depth(const fs::path& program, const std::string& path_env,
+                                            int depth);
+
+} // namespace
+
 std::vector<fs::path> interpreters_of(const fs::path& program, const std::string& path_env) {
+    return interpreters_at_depth(program, path_env, 0);
+}
+
+namespace {
+
+std::vector<fs::path> interpreters_at_depth(const fs::path& program, const std::string& path_env,
+                                            int depth) {
     std::vector<fs::path> out;
+    // The kernel follows at most 4 levels of interpreters (binfmt_script); so do we, and a
+    // loop of #! lines cannot recurse without end.
+    if (depth > 4) return out;
     std::ifstream in(program, std::ios::binary);
     char head[4096] = {};
     in.read(head, sizeof head);
@@ -170,7 +197,7 @@ std::vector<fs::path> interpreters_of(const fs::path& program, const std::string
         const auto end = line.find_first_of(" \t", first);
         const fs::path interp = line.substr(first, end == std::string::npos ? end : end - first);
         out.push_back(interp);
-        for (const auto& i : interpreters_of(interp, path_env))
+        for (const auto& i : interpreters_at_depth(interp, path_env, depth + 1))
             out.push_back(i);
         if (interp.filename() == "env" && end != std::string::npos) {
             // #!/usr/bin/env node: env executes the named program too.
@@ -182,7 +209,7 @@ std::vector<fs::path> interpreters_of(const fs::path& program, const std::string
                                                                       : name_end - name_at),
                                              path_env)) {
                     out.push_back(*p);
-                    for (const auto& i : interpreters_of(*p, path_env))
+                    for (const auto& i : interpreters_at_depth(*p, path_env, depth + 1))
                         out.push_back(i);
                 }
             }
@@ -208,6 +235,8 @@ std::vector<fs::path> interpreters_of(const fs::path& program, const std::string
     }
     return out;
 }
+
+} // namespace
 
 std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
     auto p = std::make_shared<plan>();
@@ -240,15 +269,22 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
                 allow_path(p->ruleset_fd, path, w, handled, abi);
         }
         if (!spawns) {
-            const char* path_env = std::getenv("PATH");
-            const std::string path_value = path_env ? path_env : "/usr/bin:/bin";
+            const std::string path_value = program_search_path();
             const std::uint64_t x = LANDLOCK_ACCESS_FS_EXECUTE;
-            allow_path(p->ruleset_fd, r.program, x, handled, abi);
-            for (const auto& i : interpreters_of(r.program, path_value))
-                allow_path(p->ruleset_fd, i, x, handled, abi);
-            for (const auto& path : r.extra.exec)
-                allow_path(p->ruleset_fd, path, x, handled, abi);
+            // The program, and each program sandbox_paths.exec names, with what executing it
+            // takes (its #! interpreter, env's program, the ELF loader).
+            std::vector<fs::path> programs{r.program};
+            programs.insert(programs.end(), r.extra.exec.begin(), r.extra.exec.end());
+            for (const auto& prog : programs) {
+                allow_path(p->ruleset_fd, prog, x, handled, abi);
+                if (fs::is_regular_file(prog))
+                    for (const auto& i : interpreters_of(prog, path_value))
+                        allow_path(p->ruleset_fd, i, x, handled, abi);
+            }
         }
+        // Before ABI 3 truncate(2) and O_TRUNC are not a Landlock right: a process without
+        // writes-files could still empty a file. Not complete, and `require` says so.
+        if (abi < 3 && !writes) complete = false;
         p->fs = "landlock-abi-" + std::to_string(abi);
         p->exec = spawns ? "allowed" : "landlock";
     } else {

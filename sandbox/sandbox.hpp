@@ -77,10 +77,16 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k = 
 /// seccomp filter. Async-signal-safe. Returns 0, or the errno of the step that failed.
 int apply(const plan& p) noexcept;
 
-/// `program` as execve would run it: a name without '/' looked up in `path_env` (a PATH
-/// value), made absolute; nullopt when not found or not executable.
+/// The PATH the daemon looks programs up in: its own, or "/usr/bin:/bin" when unset (as
+/// posix_spawnp's default), so confined and unconfined starts find the same program.
+std::string program_search_path();
+
+/// `program` as execve would run it from `base_dir` (the child's working folder): a name
+/// without '/' looked up in `path_env` (a PATH value), a relative path taken from `base_dir`;
+/// made absolute. nullopt when not found or not executable.
 std::optional<std::filesystem::path> resolve_program(const std::string& program,
-                                                     const std::string& path_env);
+                                                     const std::string& path_env,
+                                                     const std::filesystem::path& base_dir = {});
 
 /// The programs executing `program` involves besides itself: a script's interpreter (and the
 /// program `#!/usr/bin/env NAME` names), an ELF binary's loader (PT_INTERP). Absolute paths.

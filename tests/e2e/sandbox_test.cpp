@@ -166,3 +166,37 @@ TEST_CASE("sandbox = require refuses a source the kernel cannot confine (Landloc
     CHECK(probe(c, "lenient", {{"action", "connect"}, {"port", l.port}})["code"] == "EACCES");
     CHECK_THAT(d.log(), Catch::Contains("no Landlock"));
 }
+
+TEST_CASE("a tool host is started again in its tools' sandbox and writes only where that lets it",
+          "[e2e][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX();
+    temp_dir root;
+    daemon_process d("[[sources]]\nname = \"files\"\nkind = \"host\"\ncommand = [\"node\", \"" +
+                     std::string(MEITH_SOURCE_DIR) +
+                     "/examples/node-host/host.mjs\"]\nconfig = { root = " +
+                     json(root.path.string()).dump() + " }\n" + allow_all);
+    client c(d.socket());
+    c.send({{"type", "list_sources"}, {"protocol", 1}, {"requestId", "s"}});
+    const json sources = c.read();
+    json files;
+    for (const auto& s : sources["sources"])
+        if (s["name"] == "files") files = s;
+    REQUIRE(files.is_object());
+    INFO(files.dump());
+    // Its tools write and delete files: the union it now runs in (it started read-only).
+    CHECK(files["sandbox"]["capabilities"] ==
+          json::array({"read-only", "writes-files", "destructive"}));
+    CHECK(files["sandbox"]["fs"].get<std::string>().rfind("landlock-abi-", 0) == 0);
+    CHECK(files["restarts"] == 0); // moving into its sandbox is not a restart
+    // Its cwd (the config's folder) is meithd's home: never writable, and said so.
+    CHECK(files["sandbox"]["writeWithheld"].size() == 1);
+    // The running process really is the confined one: no new privileges, a seccomp filter.
+    const std::string status = slurp("/proc/" + std::to_string(files["pid"].get<int>()) + "/status");
+    CHECK_THAT(status, Catch::Contains("NoNewPrivs:\t1"));
+    CHECK_THAT(status, Catch::Contains("Seccomp:\t2"));
+    // It writes under its root; the home (its cwd) stays out of reach.
+    const json ok = c.call("write_file", {{"path", "note.txt"}, {"content", "x"}},
+                           {{"clientInfo", {{"caller", "cli"}}}});
+    CHECK(ok["result"]["ok"] == true);
+    CHECK(fs::exists(root.path / "note.txt"));
+}

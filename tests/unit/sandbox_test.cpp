@@ -8,6 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <cerrno>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -91,4 +95,33 @@ TEST_CASE("prepare: what a plan confines with what the kernel offers", "[sandbox
         WARN("this kernel has no Landlock: the ruleset part is checked end to end only");
     }
     CHECK_FALSE(describe(kernel_support{0, false}).empty());
+}
+
+TEST_CASE("the network filter compares the socket family as the kernel reads it (32 bits)",
+          "[sandbox]") {
+    if (!detect().seccomp) {
+        WARN("no seccomp here: skipped");
+        return;
+    }
+    request r;
+    r.program = *resolve_program("sh", "/usr/bin:/bin");
+    r.capabilities = capability_set_from(std::vector<std::string>{"read-only"});
+    const auto plan = prepare(r, kernel_support{0, true});
+    // In a child (the filter cannot be taken off): socket(AF_INET) plainly, and with garbage
+    // in the upper half of the register, which the kernel ignores; both must fail EACCES.
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        if (apply(*plan) != 0) ::_exit(3);
+        const long plain = ::syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+        const int e1 = errno;
+        const long high = ::syscall(SYS_socket, 0x100000000L | AF_INET, SOCK_STREAM, 0);
+        const int e2 = errno;
+        const long unix_ok = ::syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0);
+        ::_exit(plain == -1 && e1 == EACCES && high == -1 && e2 == EACCES && unix_ok >= 0 ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
 }

@@ -574,10 +574,11 @@ std::optional<exec_tool_config> parse_exec_tool(checker& c, const scope& s) {
 
 bool valid_source_name(std::string_view name) {
     // "." and ".." would name folders other than its own (its temporary folder is HOME/tmp/NAME).
-    return !name.empty() && name != "." && name != ".." && std::all_of(name.begin(), name.end(), [](char ch) {
-        return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-               ch == '_' || ch == '.' || ch == '-';
-    });
+    return !name.empty() && name != "." && name != ".." &&
+           std::all_of(name.begin(), name.end(), [](char ch) {
+               return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                      (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-';
+           });
 }
 
 void parse_sources(checker& c, const scope& root, std::vector<source_config>& out) {

@@ -134,9 +134,9 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     }
     sandbox::request r;
     r.capabilities = capabilities;
-    auto program = argv.empty() ? std::nullopt
-                                : sandbox::resolve_program(argv[0], sandbox::program_search_path(),
-                                                           cwd);
+    auto program = argv.empty()
+                       ? std::nullopt
+                       : sandbox::resolve_program(argv[0], sandbox::program_search_path(), cwd);
     if (!program) {
         // Never started unconfined for want of a path: the start fails, saying why.
         unconfined("the program was not found");
@@ -163,8 +163,8 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
         r.tmp_dir = *tmp;
         c.tmpdir_env = "TMPDIR=" + tmp->string();
     } else {
-        spdlog::warn("'{}': no private temporary folder could be made; it runs confined without one",
-                     name);
+        spdlog::warn(
+            "'{}': no private temporary folder could be made; it runs confined without one", name);
         r.tmp_dir = "/nonexistent";
     }
     r.extra.read = paths.read;

@@ -504,7 +504,7 @@ class host_source final : public tool_source {
     const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
     const config::config& whole_;
     asio::any_io_executor ex_;
-    confinement conf_; ///< the sandbox it runs in (before peer_: its spec is made from it)
+    confinement conf_;        ///< the sandbox it runs in (before peer_: its spec is made from it)
     bool reconfined_ = false; ///< started again in its tools' sandbox, not yet settled
     rpc_peer peer_;
     supervised_process& proc_; ///< the peer's child

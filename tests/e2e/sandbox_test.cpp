@@ -191,7 +191,8 @@ TEST_CASE("a tool host is started again in its tools' sandbox and writes only wh
     // Its cwd (the config's folder) is meithd's home: never writable, and said so.
     CHECK(files["sandbox"]["writeWithheld"].size() == 1);
     // The running process really is the confined one: no new privileges, a seccomp filter.
-    const std::string status = slurp("/proc/" + std::to_string(files["pid"].get<int>()) + "/status");
+    const std::string status =
+        slurp("/proc/" + std::to_string(files["pid"].get<int>()) + "/status");
     CHECK_THAT(status, Catch::Contains("NoNewPrivs:\t1"));
     CHECK_THAT(status, Catch::Contains("Seccomp:\t2"));
     // It writes under its root; the home (its cwd) stays out of reach.

@@ -5,10 +5,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <cerrno>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>

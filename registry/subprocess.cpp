@@ -6,6 +6,9 @@
 #include <cstring>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <system_error>
 #include <unistd.h>
@@ -123,65 +126,100 @@ std::system_error start_error(const child_process::options& opts, int code) {
                                          opts.cwd.empty() ? "" : " in " + opts.cwd.string()));
 }
 
-/// fork + exec with the sandbox applied in between (posix_spawn has no place for it). The
-/// child makes only async-signal-safe calls: the daemon has threads. Returns the pid; throws
-/// std::system_error naming the command when it cannot start (its errno comes back through a
-/// close-on-exec pipe, as posix_spawn reports it).
+/// What the confined child needs, all made before the clone.
+struct confined_child {
+    const char* program;
+    char* const* argv;
+    char* const* envp;
+    const char* cwd; ///< null: stay
+    const sandbox::plan* plan;
+    int in, out, err, report;
+};
+
+/// The kernel's struct sigaction for rt_sigaction(2) (not glibc's): SIG_DFL, no flags.
+struct kernel_sigaction {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)();
+    unsigned long mask;
+};
+
+/// The child, on its own stack in the daemon's address space (CLONE_VM | CLONE_VFORK: the
+/// daemon waits until it execs or exits). Raw system calls only: no libc state, no sanitizer
+/// interceptors, no allocation.
+int confined_child_main(void* arg) {
+    const auto& a = *static_cast<const confined_child*>(arg);
+    const kernel_sigaction dfl{SIG_DFL, 0, nullptr, 0};
+    for (int sig = 1; sig < 65; ++sig)
+        if (sig != SIGKILL && sig != SIGSTOP) ::syscall(SYS_rt_sigaction, sig, &dfl, nullptr, 8);
+    const unsigned long none = 0;
+    ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, nullptr, 8);
+    long code = 0;
+    // dup2 onto itself keeps close-on-exec: clear it instead (a daemon started with 0-2 closed
+    // gets its pipes there).
+    const auto to = [](int from, int target) {
+        return from == target ? ::syscall(SYS_fcntl, target, F_SETFD, 0)
+                              : ::syscall(SYS_dup2, from, target);
+    };
+    if (::syscall(SYS_setsid) < 0 || to(a.in, 0) < 0 || to(a.out, 1) < 0 || to(a.err, 2) < 0 ||
+        (a.cwd != nullptr && ::syscall(SYS_chdir, a.cwd) != 0))
+        code = errno;
+    if (code == 0) code = sandbox::apply(*a.plan);
+    if (code == 0) {
+        // Nothing of ours but the report pipe (close-on-exec) past stderr.
+        ::syscall(SYS_close_range, 3, static_cast<unsigned>(a.report) - 1, 0);
+        ::syscall(SYS_close_range, static_cast<unsigned>(a.report) + 1, ~0U, 0);
+        ::syscall(SYS_execve, a.program, a.argv, a.envp);
+        code = errno;
+    }
+    const int c = static_cast<int>(code);
+    ::syscall(SYS_write, a.report, &c, sizeof c);
+    ::syscall(SYS_exit, 127);
+    return 127;
+}
+
+/// Starts a confined child: clone(CLONE_VM | CLONE_VFORK) as posix_spawn does (no copy of the
+/// daemon's page tables, which fork() would make: bench/PROFILE.md (k)), with the sandbox
+/// applied between clone and exec. Returns the pid; throws std::system_error naming the
+/// command when it cannot start (its errno comes back through a close-on-exec pipe).
 pid_t spawn_confined(const child_process::options& opts, int in, int out, int err) {
     const auto program =
         sandbox::resolve_program(opts.argv[0], sandbox::program_search_path(), opts.cwd);
     const auto fail = [&](int code) { return start_error(opts, code); };
     if (!program) throw fail(ENOENT);
-    // Everything the child needs, made before fork.
     const std::string program_path = program->string();
     const auto argv = c_strings(opts.argv);
     const auto envp = c_strings(opts.env);
     const std::string cwd = opts.cwd.string();
-    const sandbox::plan& plan = *opts.sandbox;
     int report[2];
     if (::pipe2(report, O_CLOEXEC) != 0) throw fail(errno);
-
-    // Every signal blocked across fork (as posix_spawn does): a signal arriving before the
-    // child has reset its handlers must not run the daemon's handler in the child.
-    sigset_t all, saved;
-    sigfillset(&all);
-    ::pthread_sigmask(SIG_SETMASK, &all, &saved);
-    const pid_t pid = ::fork();
-    if (pid < 0) {
+    confined_child args{program_path.c_str(), argv.data(), envp.data(),
+                        cwd.empty() ? nullptr : cwd.c_str(), opts.sandbox.get(), in, out, err,
+                        report[1]};
+    constexpr std::size_t stack_size = 64 * 1024;
+    void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) {
         const int e = errno;
-        ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
         ::close(report[0]);
         ::close(report[1]);
         throw fail(e);
     }
-    if (pid == 0) {
-        int code = 0;
-        for (int sig = 1; sig < NSIG; ++sig)
-            if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        // dup2 onto itself keeps close-on-exec: clear it instead (a daemon started with 0-2
-        // closed gets its pipes there).
-        const auto to = [](int from, int target) {
-            return from == target ? ::fcntl(target, F_SETFD, 0) : ::dup2(from, target);
-        };
-        if (::setsid() < 0 || to(in, 0) < 0 || to(out, 1) < 0 || to(err, 2) < 0 ||
-            (!cwd.empty() && ::chdir(cwd.c_str()) != 0))
-            code = errno;
-        if (code == 0) code = sandbox::apply(plan);
-        if (code == 0) {
-            // Nothing of ours but the report pipe (close-on-exec) past stderr.
-            ::close_range(3, static_cast<unsigned>(report[1]) - 1, 0);
-            ::close_range(static_cast<unsigned>(report[1]) + 1, ~0U, 0);
-            ::execve(program_path.c_str(), argv.data(), envp.data());
-            code = errno;
-        }
-        [[maybe_unused]] auto n = ::write(report[1], &code, sizeof code);
-        ::_exit(127);
-    }
+    // Every signal blocked across the clone (as posix_spawn does): none may run the daemon's
+    // handlers in the child before it has reset them.
+    sigset_t all, saved;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_SETMASK, &all, &saved);
+    const pid_t pid = ::clone(confined_child_main, static_cast<char*>(stack) + stack_size,
+                              CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+    const int clone_errno = errno;
     ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    ::munmap(stack, stack_size);
     ::close(report[1]);
+    if (pid < 0) {
+        ::close(report[0]);
+        throw fail(clone_errno);
+    }
     int code = 0;
     ssize_t n;
     do

@@ -304,7 +304,8 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
 }
 
 int apply(const plan& p) noexcept {
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+    // Raw system calls only: this runs in a child sharing the daemon's address space.
+    if (::syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
     if (p.ruleset_fd >= 0 && ::syscall(SYS_landlock_restrict_self, p.ruleset_fd, 0) != 0)
         return errno;
     if (!p.seccomp_bpf.empty()) {
@@ -312,7 +313,8 @@ int apply(const plan& p) noexcept {
         prog.len = static_cast<unsigned short>(p.seccomp_bpf.size() / sizeof(sock_filter));
         prog.filter =
             reinterpret_cast<sock_filter*>(const_cast<unsigned char*>(p.seccomp_bpf.data()));
-        if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) return errno;
+        if (::syscall(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0)
+            return errno;
     }
     return 0;
 }

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <spawn.h>
 #include <sched.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -193,8 +193,14 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
     const std::string cwd = opts.cwd.string();
     int report[2];
     if (::pipe2(report, O_CLOEXEC) != 0) throw fail(errno);
-    confined_child args{program_path.c_str(), argv.data(), envp.data(),
-                        cwd.empty() ? nullptr : cwd.c_str(), opts.sandbox.get(), in, out, err,
+    confined_child args{program_path.c_str(),
+                        argv.data(),
+                        envp.data(),
+                        cwd.empty() ? nullptr : cwd.c_str(),
+                        opts.sandbox.get(),
+                        in,
+                        out,
+                        err,
                         report[1]};
     constexpr std::size_t stack_size = 64 * 1024;
     void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,

@@ -128,12 +128,12 @@ class guard_constraint final : public valijson::constraints::PolyConstraint {
 struct extras {
     std::vector<std::unique_ptr<RE2>> patterns;
     struct pattern_properties {
-        std::vector<
-            std::pair<std::unique_ptr<RE2>, std::shared_ptr<const schema_validator::compiled>>>
-            patterns;                   ///< regex -> subschema (null: accepts anything)
+        /// regex -> subschema (null: accepts anything); subschemas are owned by the
+        /// top-level compile (compile_context::owned), and may be the one that refers to them.
+        std::vector<std::pair<std::unique_ptr<RE2>, const schema_validator::compiled*>> patterns;
         std::vector<std::string> named; ///< names in `properties` (not "additional")
         bool additional_allowed = true; ///< additionalProperties is not false
-        std::shared_ptr<const schema_validator::compiled> additional; ///< its subschema, if any
+        const schema_validator::compiled* additional = nullptr; ///< its subschema, if any
     };
     std::vector<pattern_properties> pattern_props;
 };
@@ -468,14 +468,30 @@ std::unique_ptr<RE2> compile_pattern(const std::string& pattern, const std::stri
     return re;
 }
 
+/// What one top-level compile shares with every patternProperties subschema compiled for it.
+/// A subschema is compiled once per distinct text (the memo), so a definition whose
+/// patternProperties refer back to it ends in the subschema being compiled, not in recursion;
+/// the subschemas hold plain pointers to each other and the top-level compile owns them all.
+struct compile_context {
+    const json& root; ///< the original schema: its definitions / $defs go into each subschema
+    std::vector<std::unique_ptr<schema_validator::compiled>>& owned;
+    std::map<std::string, const schema_validator::compiled*, std::less<>> memo;
+    std::size_t bytes = 0; ///< schema text compiled as subschemas so far (bounded)
+};
+
+/// Schema text all patternProperties subschemas of one inputSchema may add up to (each
+/// carries the root's definitions).
+constexpr std::size_t max_subschema_bytes = 16u << 20;
+
 class rewriter {
   public:
-    rewriter(extras& x, const json& root) : x_(x), root_(root) {}
+    rewriter(extras& x, compile_context& ctx) : x_(x), ctx_(ctx) {}
 
-    /// Rewrites the schema at `node` in place (see the comment at the top of this file).
+    /// Rewrites the schema at `node` in place (see the comment at the top of this file). A
+    /// `$ref`'s siblings are rewritten too: valijson ignores them as keywords, but a pointer
+    /// may lead into them.
     void schema(json& node, const std::string& path) {
         if (!node.is_object()) return;
-        if (node.contains("$ref")) return; // valijson ignores a reference's siblings
         for (auto& [key, value] : node.items()) {
             if (key == "enum" || key == "const" || key == "default" || key == "examples") continue;
             const std::string here = path + "/" + key;
@@ -531,10 +547,9 @@ class rewriter {
   private:
     /// A patternProperties value schema, compiled on its own: `$ref`s in it resolve against it
     /// plus the root's `definitions` / `$defs` (documented limit).
-    std::shared_ptr<const schema_validator::compiled> subschema(const json& sub,
-                                                                const std::string& where);
+    const schema_validator::compiled* subschema(const json& sub, const std::string& where);
     extras& x_;
-    const json& root_;
+    compile_context& ctx_;
 };
 
 } // namespace
@@ -543,10 +558,13 @@ struct schema_validator::compiled {
     json document; // valijson's schema keeps references into it
     valijson::Schema schema;
     extras x;
+    /// The top-level compile only: every patternProperties subschema, owned here (they point
+    /// at each other, possibly in a cycle).
+    std::vector<std::unique_ptr<compiled>> subschemas;
 
     /// Parses the (already checked) `document` into `schema`, with our keywords.
-    void build(const json& root_for_refs) {
-        rewriter(x, root_for_refs).schema(document, "#");
+    void build(compile_context& ctx) {
+        rewriter(x, ctx).schema(document, "#");
         valijson::SchemaParser parser;
         extras* xp = &x;
         parser.addConstraintBuilder(
@@ -580,19 +598,29 @@ struct schema_validator::compiled {
 
 namespace {
 
-std::shared_ptr<const schema_validator::compiled> rewriter::subschema(const json& sub,
-                                                                      const std::string& where) {
+const schema_validator::compiled* rewriter::subschema(const json& sub, const std::string& where) {
     if (!sub.is_object()) {
         if (sub.is_boolean() && sub.get<bool>()) return nullptr;
         if (!sub.is_boolean()) throw std::runtime_error("'" + where + "' is not a schema");
     }
-    auto c = std::make_shared<schema_validator::compiled>();
+    std::string key = sub.dump();
+    if (auto it = ctx_.memo.find(key); it != ctx_.memo.end()) return it->second;
+    auto c = std::make_unique<schema_validator::compiled>();
     c->document = sub.is_object() ? sub : json{{"not", json::object()}};
     for (const char* defs : {"definitions", "$defs"})
-        if (root_.contains(defs) && !c->document.contains(defs)) c->document[defs] = root_[defs];
+        if (ctx_.root.contains(defs) && !c->document.contains(defs))
+            c->document[defs] = ctx_.root[defs];
+    ctx_.bytes += c->document.size() > 1 ? c->document.dump().size() : key.size();
+    if (ctx_.bytes > max_subschema_bytes)
+        throw std::runtime_error("its patternProperties schemas add up to more than " +
+                                 std::to_string(max_subschema_bytes >> 20) +
+                                 " MiB with the definitions each one carries");
     if (auto err = check_references(c->document)) throw std::runtime_error(*err);
-    c->build(c->document);
-    return c;
+    auto* raw = c.get();
+    ctx_.owned.push_back(std::move(c));
+    ctx_.memo.emplace(std::move(key), raw); // before build: a subschema may refer to itself
+    raw->build(ctx_);
+    return raw;
 }
 
 bool pattern_properties_constraint::check(const schema_validator::compiled& sub,
@@ -647,7 +675,8 @@ schema_validator::compile_result schema_validator::compile(std::string_view sche
             return out;
         }
         const json original = c->document;
-        c->build(original);
+        compile_context ctx{original, c->subschemas, {}, 0};
+        c->build(ctx);
     } catch (const std::exception& e) {
         out.error = std::string("invalid inputSchema: ") + e.what();
         return out;

@@ -63,8 +63,9 @@ void check_decoded(const proto::client_frame& f, std::string_view line) {
         check(f.request_id.has_value(), "tool_call accepted without requestId", line);
         if (!f.call_error) {
             check(!f.tool_name.empty(), "tool_call accepted without toolName", line);
-            check(f.has_arguments && f.arguments.is_object(),
-                  "tool_call accepted without an arguments object", line);
+            // An object, or a string for a text-payload tool (docs/protocol.md §13).
+            check(f.has_arguments && (f.arguments.is_object() || f.arguments.is_string()),
+                  "tool_call accepted without an arguments object or string", line);
             if (f.timeout_ms) check(*f.timeout_ms > 0, "tool_call accepted timeoutMs 0", line);
         }
     }

@@ -1311,6 +1311,33 @@ TEST_CASE("schema_validator: $ref cycles are refused or bounded, never overflow 
     CHECK((deep_status == 1 || deep_status == 2)); // answered, whichever way
 }
 
+TEST_CASE("schema_validator: patternProperties that refer back to their own definition compile "
+          "once and validate recursively",
+          "[schema][hardening]") {
+    // Found by fuzz_schema: each patternProperties subschema carried the root's definitions,
+    // whose patternProperties compiled another subschema, without end (stack overflow).
+    const std::string map_of_maps =
+        R"({"$ref":"#/definitions/m","definitions":{"m":{"type":"object",
+            "patternProperties":{"^k":{"$ref":"#/definitions/m"}},"additionalProperties":false}}})";
+    CHECK(in_child([&] { return compile_and_validate(map_of_maps, R"({"k1":{"k2":{}}})"); }) == 1);
+    CHECK(in_child([&] { return compile_and_validate(map_of_maps, R"({"k1":{"x":{}}})"); }) == 2);
+    CHECK(in_child([&] { return compile_and_validate(map_of_maps, R"({"k1":{"k2":3}})"); }) == 2);
+    const std::string self_in_definitions =
+        R"({"type":"object","definitions":{"s":{"patternProperties":{"":{"a":1}}}},
+            "properties":{"x":{"$ref":"#/definitions/s"}}})";
+    CHECK(in_child([&] { return compile_and_validate(self_in_definitions, R"({"x":{"y":1}})"); }) ==
+          1);
+    // A $ref's siblings are rewritten too: a pointer into them meets RE2, not std::regex.
+    const std::string into_sibling =
+        R"({"$ref":"#/properties/s","properties":{"s":{"type":"object",
+            "properties":{"v":{"type":"string","pattern":"^(a+)+$"}}}}})";
+    CHECK(in_child([&] {
+              return compile_and_validate(into_sibling,
+                                          R"({"v":")" + std::string(100'000, 'a') + R"(b"})");
+          }) == 2);
+    CHECK(in_child([&] { return compile_and_validate(into_sibling, R"({"v":"aaa"})"); }) == 1);
+}
+
 TEST_CASE("schema_validator: pattern and patternProperties match in linear time on any input",
           "[schema][hardening]") {
     const std::string alt =

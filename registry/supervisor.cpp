@@ -52,6 +52,7 @@ struct supervised_process::instance {
     std::string outbound;
     std::string writing;
     bool write_active = false;
+    bool flush_posted = false; ///< a flush of `outbound` runs after this I/O turn
     supervised_process* owner = nullptr;
     audit::pem_block_filter err_pem; ///< a key's body lines on stderr are redacted too
 };
@@ -237,6 +238,15 @@ void supervised_process::stop(std::chrono::milliseconds grace, std::function<voi
         return;
     }
     stop_done_ = std::move(done);
+    if (!inst_->write_active && !inst_->outbound.empty()) {
+        // What this turn queued (e.g. a cancel before the stop) still goes out, if the pipe
+        // takes it now.
+        std::error_code ec;
+        auto& pipe = inst_->child.stdin_pipe();
+        pipe.non_blocking(true, ec);
+        if (!ec) pipe.write_some(asio::buffer(inst_->outbound), ec);
+        inst_->outbound.clear();
+    }
     inst_->child.close_stdin(); // a well-behaved child exits on EOF
     if (policy_.stdin_first) {
         // MCP's stdio shutdown (spec 2025-11-25, basic/lifecycle "Shutdown"): EOF first, then
@@ -264,7 +274,15 @@ bool supervised_process::send(std::string_view bytes) {
     if (!inst_) return false;
     if (inst_->outbound.size() + inst_->writing.size() > max_pending_input) return false;
     inst_->outbound.append(bytes);
-    flush(inst_);
+    // Written after this I/O turn: the requests a turn queues (a client's pipelined calls, or
+    // several clients' at once) go to the child in one write(2) and wake it once.
+    if (!inst_->flush_posted && !inst_->write_active) {
+        inst_->flush_posted = true;
+        asio::post(ex_, [inst = inst_] {
+            inst->flush_posted = false;
+            if (inst->owner) inst->owner->flush(inst);
+        });
+    }
     return true;
 }
 

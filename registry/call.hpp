@@ -39,6 +39,26 @@ class call_sink {
 /// Why a call ended, for the audit line.
 enum class call_end { tool, timeout, cancel, disconnect, shutdown, refused };
 
+/// The reason a source tells the tool when a call ends without its result (docs/protocol.md
+/// §16, PROTOCOL.md §14): "cancelled", "timeout", "disconnected" or "shutdown" ("" for an end
+/// that is the tool's own).
+constexpr std::string_view cancel_reason(call_end how) {
+    switch (how) {
+    case call_end::timeout:
+        return "timeout";
+    case call_end::cancel:
+        return "cancelled";
+    case call_end::disconnect:
+        return "disconnected";
+    case call_end::shutdown:
+        return "shutdown";
+    case call_end::tool:
+    case call_end::refused:
+        break;
+    }
+    return "";
+}
+
 class call : public std::enable_shared_from_this<call> {
   public:
     call(asio::any_io_executor ex, std::shared_ptr<call_sink> sink);

@@ -303,9 +303,17 @@ class exec_source final : public tool_source {
                 fmt::format("exec tool '{}' is not reading its input", cfg_.name)));
             return;
         }
-        // A call that ends otherwise forgets its id: a late answer is dropped, never given to
-        // the next call.
-        c->on_abandon([this, id = *id] { peer_->abandon(id); });
+        // A call that ends otherwise forgets its id (a late answer is dropped, never given to
+        // the next call) and tells the server, in MCP's shape (docs/protocol.md §16).
+        c->on_abandon([this, id = *id, raw = c.get()] {
+            peer_->abandon(id);
+            std::string params = R"({"requestId":)";
+            protocol::append_uint(params, id);
+            params += R"(,"reason":)";
+            append_json_string(params, cancel_reason(raw->end()));
+            params += '}';
+            peer_->notify("notifications/cancelled", params);
+        });
     }
 
     void on_reply(const call_ptr& c, simdjson::dom::object msg) {

@@ -120,6 +120,9 @@ class host_source final : public tool_source {
         out += '}';
         // Optional methods the running host has; null until probed (docs/protocol.md §13).
         methods_.append_status(out);
+        // Whether it answered a cancel with ok:true; null until one was sent (§16).
+        out += R"(,"cancel":)";
+        out += !cancel_answered_ ? "null" : *cancel_answered_ ? "true" : "false";
         out += '}';
         return out;
     }
@@ -170,6 +173,8 @@ class host_source final : public tool_source {
         rpc_peer::handlers h;
         h.on_spawn = [this] {
             methods_.reset(); // a new process: what the last one had is forgotten
+            cancel_answered_.reset();
+            ++spawns_;
             // First the host's config schema, if it has one: a config that does not match
             // fails the source before init (docs/protocol.md §13).
             send_request(request_kind::config_schema, "get_config_schema", "{}", nullptr);
@@ -260,8 +265,32 @@ class host_source final : public tool_source {
         params_.append(state_json_);
         params_.push_back('}');
         const auto id = send_request(request_kind::execute, "execute_tool", params_, c);
-        // A cancelled or timed-out call forgets its id: a late answer is then dropped.
-        if (id) c->on_abandon([this, id = *id] { peer_.abandon(id); });
+        // A call that ends without the tool's answer (cancel, timeout, disconnect, shutdown)
+        // forgets its id, so a late answer is dropped, and tells the host to stop the work
+        // (docs/protocol.md §16).
+        if (id)
+            c->on_abandon([this, id = *id, raw = c.get()] {
+                peer_.abandon(id);
+                send_cancel(id, cancel_reason(raw->end()));
+            });
+    }
+
+    /// `cancel` for execute_tool request `id`. Its answer says whether this host stops work:
+    /// ok:true (it knows the method) or ok:false (MethodNotFound, or it could not), shown in
+    /// list_sources as "cancel"; nothing else follows from it.
+    void send_cancel(std::uint64_t id, std::string_view reason) {
+        std::string params = R"({"id":")";
+        protocol::append_uint(params, id);
+        params += R"(","reason":)";
+        append_json_string(params, reason);
+        params += '}';
+        rpc_peer::callbacks cb;
+        cb.on_message = [this, generation = spawns_](simdjson::dom::object msg, bool final) {
+            bool ok = false;
+            if (final && generation == spawns_ && msg["ok"].get_bool().get(ok) == simdjson::SUCCESS)
+                cancel_answered_ = ok;
+        };
+        peer_.request("cancel", params, std::move(cb));
     }
 
     void on_message(request_kind kind, const call_ptr& c, simdjson::dom::object msg, bool final) {
@@ -515,7 +544,9 @@ class host_source final : public tool_source {
     std::size_t tool_count_ = 0;
     std::string state_json_ = "{}";
     std::string params_;
-    host_methods methods_; ///< the optional methods of the running host (§13)
+    host_methods methods_;                ///< the optional methods of the running host (§13)
+    std::uint64_t spawns_ = 0;            ///< processes started: a stale cancel answer is ignored
+    std::optional<bool> cancel_answered_; ///< this process's answer to a cancel (§16)
 };
 
 } // namespace

@@ -50,7 +50,7 @@ spdlog::level::level_enum log_level_of(std::string_view level) {
     return spdlog::level::info;
 }
 
-std::string_view cancel_reason(call_end how) {
+std::string_view cancel_message(call_end how) {
     switch (how) {
     case call_end::timeout:
         return "timeout";
@@ -426,7 +426,7 @@ class mcp_source final : public tool_source {
             peer_.abandon(id);
             progress_.erase(token);
             peer_.notify("notifications/cancelled",
-                         mcp::cancelled_params(id, cancel_reason(raw->end())));
+                         mcp::cancelled_params(id, cancel_message(raw->end())));
         });
     }
 

@@ -12,6 +12,8 @@
 //   late     result "late-answer" after args.ms (to check a late answer for a cancelled or
 //            timed-out call is not given to another call)
 //   pid      result: process.pid
+//   ticker   appends "tick N" to args.path every args.interval_ms until notifications/cancelled
+//            for its id arrives (then "stopped: <reason>"); never answers
 //   crash    process.exit(9) at once, without an answer
 //   stderr   writes args.text (default "server says hi") to stderr, result "logged"
 //   toolresult  result: a ToolResult envelope {ok, content:"small", meta:{pad:"x"×args.meta_bytes}}
@@ -47,7 +49,20 @@ const ok = (id, result) => send({ jsonrpc: '2.0', id, result });
 const fail = (id, code, message, data) =>
     send({ jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } });
 
+// ticker calls in flight, by request id: their interval timers and files.
+const tickers = new Map();
+
 function handle(msg) {
+    if (msg?.method === 'notifications/cancelled' && !('id' in msg)) {
+        // docs/protocol.md §16: stop that request's work.
+        const t = tickers.get(msg.params?.requestId);
+        if (t) {
+            clearInterval(t.timer);
+            tickers.delete(msg.params.requestId);
+            fs.appendFileSync(t.path, `stopped: ${msg.params?.reason}\n`);
+        }
+        return;
+    }
     if (msg === null || typeof msg !== 'object' || Array.isArray(msg) || !('id' in msg)) return;
     const { id } = msg;
     if (msg.method !== 'execute') return fail(id, -32601, `unknown method ${JSON.stringify(msg.method)}`);
@@ -69,6 +84,14 @@ function handle(msg) {
             return void setTimeout(() => ok(id, 'late-answer'), ms);
         case 'pid':
             return ok(id, process.pid);
+        case 'ticker': {
+            // Appends "tick N" to args.path every args.interval_ms (default 20) until cancelled
+            // by notifications/cancelled; never answers.
+            let n = 0;
+            const timer = setInterval(() => fs.appendFileSync(args.path, `tick ${++n}\n`), Number(args.interval_ms) || 20);
+            tickers.set(id, { timer, path: args.path });
+            return;
+        }
         case 'crash':
             return process.exit(9);
         case 'stderr':

@@ -19,6 +19,8 @@
 //                            without it they are missing (MethodNotFound)
 //   --required-tags=A,B      required_tags() answers [A, B] (with --optional-methods)
 //   --hang-preview           format_tool_call_preview never answers (with --optional-methods)
+//   --no-cancel              answer the `cancel` method MethodNotFound (a host that cannot
+//                            stop work: the tool runs on after its caller is answered)
 //   --config-schema          get_config_schema() answers a schema even without
 //                            --optional-methods: {level: integer >= 1}
 //
@@ -28,7 +30,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { serve, writeLine } from '../../sdk/node/src/tool-host.mjs';
+import { HostError, serve, writeLine } from '../../sdk/node/src/tool-host.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // Flags
@@ -45,6 +47,7 @@ const flags = {
     requiredTags: [],
     configSchema: false,
     hangPreview: false,
+    noCancel: false,
 };
 
 function parseMs(arg, value) {
@@ -76,6 +79,7 @@ for (const arg of process.argv.slice(2)) {
         case '--required-tags': flags.requiredTags = (value ?? '').split(',').filter(Boolean); break;
         case '--config-schema': flags.configSchema = true; break;
         case '--hang-preview': flags.hangPreview = true; break;
+        case '--no-cancel': flags.noCancel = true; break;
         default: usage(`unknown argument ${JSON.stringify(arg)}`);
     }
 }
@@ -119,6 +123,25 @@ const tools = {
         async run({ ms = 1000 }, ctx) {
             await sleep(ms, undefined, { signal: ctx.signal });
             return ok({ slept: ms });
+        },
+    },
+    // Appends "tick N" to `path` every `interval_ms` until `ticks` are written or the request
+    // is cancelled (ctx.signal): tests watch the file to see the work stop (§16). Declared
+    // read-only like the rest, so tests run it with sandbox = "off".
+    t_ticker: {
+        parameters: obj({ path: { type: 'string' }, interval_ms: { type: 'integer' }, ticks: { type: 'integer' } }),
+        async run({ path, interval_ms = 20, ticks = 1000 }, ctx) {
+            for (let i = 1; i <= ticks; i++) {
+                if (ctx.cancelled) break;
+                fs.appendFileSync(path, `tick ${i}\n`);
+                try {
+                    await sleep(interval_ms, undefined, { signal: ctx.signal });
+                } catch {
+                    fs.appendFileSync(path, `stopped: ${ctx.signal.reason?.message ?? 'aborted'}\n`);
+                    break;
+                }
+            }
+            return ok({ ticked: true });
         },
     },
     t_hang: { parameters: obj(), run: () => new Promise(() => {}) },
@@ -227,6 +250,9 @@ serve(
     {
         ...(flags.optionalMethods ? optional : {}),
         ...(flags.configSchema ? { get_config_schema: optional.get_config_schema } : {}),
+        ...(flags.noCancel
+            ? { cancel: () => { throw new HostError('MethodNotFound', 'unknown method "cancel"'); } }
+            : {}),
         async init() {
             if (flags.crashOnInit) process.exit(2);
             if (flags.startDelayMs > 0) await sleep(flags.startDelayMs);
@@ -246,7 +272,7 @@ serve(
             if (!tool) return { value: { success: false, error: `unknown tool ${JSON.stringify(params.tool_name)}` }, state };
             // A text-payload tool gets the string as `payload` (docs/protocol.md §13).
             const args = params.payload_kind === 'text' ? params.payload : (params.arguments ?? {});
-            const value = await tool.run(args, { ...ctx, calls });
+            const value = await tool.run(args, Object.assign(Object.create(ctx), { calls }));
             return { value, state };
         },
     },

@@ -18,8 +18,11 @@ export function writeLine(obj: unknown): void;
 export interface RequestContext {
     id: string;
     method: string;
-    /** Fires when the host shuts down (stdin closed). */
-    signal: AbortSignal;
+    /** Fires when meithd cancels this request (its caller cancelled, timed out or went
+     *  away: the `cancel` method, docs/protocol.md §16) or the host shuts down (stdin closed). */
+    readonly signal: AbortSignal;
+    /** True once the request was cancelled: a flag to poll between steps. */
+    readonly cancelled: boolean;
     /** Streams a typed event as it is. */
     event(e: { type: string; [key: string]: unknown }): void;
     /** Streams {"type":"part","payload":payload}. */
@@ -31,8 +34,12 @@ export interface RequestContext {
 export type MethodResult = { value?: unknown; state?: Record<string, unknown> } | void;
 export type Method = (params: any, ctx: RequestContext) => Promise<MethodResult> | MethodResult;
 
-/** Serves `methods` on stdin/stdout until stdin ends. */
-export function serve(methods: Record<string, Method>, options?: { eofGraceMs?: number }): void;
+/** Serves `methods` on stdin/stdout until stdin ends; `cancel` is answered unless `methods`
+ *  has its own. Returns the requests running now, by id. */
+export function serve(
+    methods: Record<string, Method>,
+    options?: { eofGraceMs?: number },
+): { running: Map<string, RequestContext> };
 
 /** Checks `value` against the subset of JSON Schema the host library understands. */
 export function checkSchema(schema: object, value: unknown, where?: string): string | null;

@@ -17,8 +17,6 @@
 //                           optional methods as given.
 // Standard library only.
 
-import readline from 'node:readline';
-
 /** Writes a line to stderr, which the daemon keeps in its log (redacted). */
 export function log(...parts) {
     process.stderr.write(`[host ${process.pid}] ${parts.join(' ')}\n`);
@@ -45,9 +43,29 @@ export class HostError extends Error {
     }
 }
 
-/** Writes one protocol line. Stdout is a pipe, and pipe writes are synchronous on Linux. */
+// Lines written during one turn of the event loop go out in one write(2): answers to requests
+// that arrived together (the daemon batches them too) wake the daemon once, not once a line.
+// They are written in the loop's check phase (setImmediate), and at exit: stdout is a pipe,
+// and pipe writes are synchronous on Linux, so the 'exit' handler still gets them out.
+let queuedLines = [];
+let flushScheduled = false;
+
+function flushLines() {
+    flushScheduled = false;
+    if (queuedLines.length === 0) return;
+    const text = queuedLines.length === 1 ? queuedLines[0] : queuedLines.join('');
+    queuedLines = [];
+    process.stdout.write(text);
+}
+process.on('exit', flushLines);
+
+/** Queues one protocol line; lines keep their order and leave by the end of this turn. */
 export function writeLine(obj) {
-    process.stdout.write(JSON.stringify(obj) + '\n');
+    queuedLines.push(JSON.stringify(obj) + '\n');
+    if (!flushScheduled) {
+        flushScheduled = true;
+        setImmediate(flushLines);
+    }
 }
 
 function isPlainObject(x) {
@@ -62,23 +80,83 @@ function errorToWire(e) {
 }
 
 /**
+ * One request while its method runs: its context and what cancels it. The AbortController is
+ * made on first use of `signal`, so a tool that never looks costs nothing.
+ */
+class RequestContext {
+    constructor(id, method, answer) {
+        // Contexts derived with Object.create(ctx) (adding `state`, say) read and change this
+        // one through `_self`, so cancelling reaches the signal whichever one made it.
+        this._self = this;
+        this.id = id;
+        this.method = method;
+        this.done = false; // answered or cancelled: events are dropped
+        this.reason = null; // why it was cancelled: cancelled | timeout | disconnected | shutdown
+        this._controller = null;
+        this._answer = answer;
+    }
+    /** Fires when this request is cancelled (cancel from the daemon) or the host shuts down. */
+    get signal() {
+        const self = this._self;
+        if (self._controller === null) {
+            self._controller = new AbortController();
+            if (self.reason !== null) self._controller.abort(self._abortReason());
+        }
+        return self._controller.signal;
+    }
+    /** True once the request was cancelled: a flag a tool can poll between steps. */
+    get cancelled() {
+        return this._self.reason !== null;
+    }
+    cancel(reason) {
+        if (this.reason !== null) return;
+        this.reason = reason;
+        if (reason !== 'shutdown') this.done = true; // meithd has forgotten the id
+        if (this._controller !== null) this._controller.abort(this._abortReason());
+    }
+    _abortReason() {
+        return new HostError(this.reason === 'shutdown' ? 'ShuttingDown' : 'Cancelled', `request ${this.id}: ${this.reason}`);
+    }
+    event(e) {
+        const self = this._self;
+        if (!self.done) self._answer(self.id, { event: e });
+    }
+    emit(payload) {
+        this.event({ type: 'part', payload });
+    }
+    progress(message, fraction) {
+        this.event({ type: 'progress', message, fraction });
+    }
+    logEvent(level, message) {
+        this.event({ type: 'log', level, message });
+    }
+}
+
+/**
  * Serves the protocol on stdin/stdout until stdin ends.
  *
  * `methods` maps a method name to `async (params, ctx) => ({value, state})`; a missing `state`
  * sends back `params.state`. A thrown error becomes an ok:false answer. `ctx` holds:
  *   id, method   of this request
- *   signal       an AbortSignal that fires when the host shuts down: stop timers and work
+ *   signal       an AbortSignal that fires when meithd cancels this request (its caller
+ *                cancelled, timed out or went away: the `cancel` method, docs/protocol.md §16)
+ *                or the host shuts down: stop timers and work
+ *   cancelled    true once that happened, for tools that poll between steps
  *   emit(p)      streams a part event {"type":"part","payload":p}
  *   event(e)     streams a typed event as it is, e.g. {"type":"progress","message","fraction"}
  *   progress(message, fraction), logEvent(level, message)   shorthands for typed events
- * Events after the answer are dropped: the daemon has forgotten the id by then.
+ * Events after the answer are dropped: the daemon has forgotten the id by then. So is the
+ * answer of a cancelled request.
  *
- * Stdin EOF aborts `signal`, waits up to `eofGraceMs` for requests in flight to answer, and
- * exits with status 0.
+ * `cancel` ({"id": <execute_tool request id>, "reason"}) is answered here, unless `methods`
+ * has its own: ok:true with {"cancelled": <whether that request was still running>}.
+ *
+ * Stdin EOF aborts every request's `signal`, waits up to `eofGraceMs` for requests in flight
+ * to answer, and exits with status 0.
  */
 export function serve(methods, { eofGraceMs = 1000 } = {}) {
-    const shutdown = new AbortController();
-    const inFlight = new Set();
+    const running = new Map(); // request id -> RequestContext
+    let shuttingDown = false;
     let exitWhenIdle = false;
 
     // The daemon went away: nothing more can be answered.
@@ -90,35 +168,31 @@ export function serve(methods, { eofGraceMs = 1000 } = {}) {
     const answer = (id, payload) => writeLine({ v: 1, id, ...payload });
     const fail = (id, type, detail) => answer(id, { ok: false, error: { type, detail, stack: '' } });
 
-    async function handle(id, method, params) {
-        let done = false;
-        const event = (e) => {
-            if (!done) answer(id, { event: e });
-        };
-        const ctx = {
-            id,
-            method,
-            signal: shutdown.signal,
-            event,
-            emit: (payload) => event({ type: 'part', payload }),
-            progress: (message, fraction) => event({ type: 'progress', message, fraction }),
-            logEvent: (level, message) => event({ type: 'log', level, message }),
-        };
+    async function handle(ctx, params) {
+        const { id, method } = ctx;
         let line;
         try {
             const r = (await methods[method](params, ctx)) ?? {};
             line = { ok: true, result: { value: r.value ?? null, state: r.state ?? params.state ?? {} } };
             JSON.stringify(line); // a value that cannot be sent (cycle, BigInt) is an error too
         } catch (e) {
-            if (shutdown.signal.aborted) {
+            if (ctx.reason === 'shutdown') {
                 line = { ok: false, error: { type: 'ShuttingDown', detail: 'the host is shutting down', stack: '' } };
             } else {
-                if (!(e instanceof HostError)) log(`${method} ${id} failed: ${e?.stack ?? e}`);
+                if (!(e instanceof HostError) && ctx.reason === null) log(`${method} ${id} failed: ${e?.stack ?? e}`);
                 line = { ok: false, error: errorToWire(e) };
             }
         }
-        done = true;
-        answer(id, line);
+        const cancelled = ctx.done;
+        ctx.done = true;
+        if (!cancelled) answer(id, line);
+    }
+
+    function cancelRequest(id, params) {
+        const target = running.get(typeof params.id === 'string' ? params.id : undefined);
+        const reason = typeof params.reason === 'string' ? params.reason : 'cancelled';
+        if (target !== undefined && !target.done) target.cancel(reason);
+        answer(id, { ok: true, result: { value: { cancelled: target !== undefined }, state: params.state ?? {} } });
     }
 
     function onLine(text) {
@@ -135,34 +209,58 @@ export function serve(methods, { eofGraceMs = 1000 } = {}) {
             return;
         }
         const { id, method } = msg;
-        if (inFlight.has(id)) {
+        if (running.has(id)) {
             log(`ignoring request ${JSON.stringify(id)}: that id is already in flight`);
             return;
         }
         if (msg.v !== 1) return fail(id, 'UnsupportedVersion', `protocol version ${JSON.stringify(msg.v)} is not supported (expected 1)`);
+        const params = msg.params ?? {};
+        if (method === 'cancel' && !Object.hasOwn(methods, 'cancel')) {
+            if (!isPlainObject(params)) return fail(id, 'InvalidParams', 'params must be an object');
+            return cancelRequest(id, params);
+        }
         if (typeof method !== 'string' || !Object.hasOwn(methods, method)) {
             return fail(id, 'MethodNotFound', `unknown method ${JSON.stringify(method)}`);
         }
-        const params = msg.params ?? {};
         if (!isPlainObject(params)) return fail(id, 'InvalidParams', 'params must be an object');
 
-        inFlight.add(id);
-        handle(id, method, params).finally(() => {
-            inFlight.delete(id);
-            if (exitWhenIdle && inFlight.size === 0) process.exit(0);
+        const ctx = new RequestContext(id, method, answer);
+        if (shuttingDown) ctx.cancel('shutdown');
+        running.set(id, ctx);
+        handle(ctx, params).finally(() => {
+            running.delete(id);
+            if (exitWhenIdle && running.size === 0) process.exit(0);
         });
     }
 
-    const input = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-    input.on('line', onLine);
-    input.on('close', () => {
-        shutdown.abort();
-        if (inFlight.size === 0 || eofGraceMs <= 0) process.exit(0);
+    // Stdin EOF: the daemon is done with us.
+    const onClose = () => {
+        shuttingDown = true;
+        for (const ctx of running.values()) ctx.cancel('shutdown');
+        // One turn first: what the aborted signals set off (a tool's cleanup) gets to run.
+        if (running.size === 0 || eofGraceMs <= 0) return void setImmediate(() => process.exit(0));
         exitWhenIdle = true;
         setTimeout(() => process.exit(0), eofGraceMs);
+    };
+    // Lines split by hand: readline costs more per line than the JSON.parse of a request.
+    let partial = '';
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (chunk) => {
+        const text = partial === '' ? chunk : partial + chunk;
+        let start = 0;
+        for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', start)) {
+            onLine(text.slice(start, nl));
+            start = nl + 1;
+        }
+        partial = start === 0 ? text : text.slice(start);
+    });
+    process.stdin.on('end', () => {
+        if (partial !== '') onLine(partial);
+        partial = '';
+        onClose();
     });
 
-    return { signal: shutdown.signal };
+    return { running };
 }
 
 /**
@@ -277,7 +375,9 @@ export function runToolHost({ tools, init = () => ({}), nextState = (state) => s
             async execute_tool(params, ctx) {
                 await initDone;
                 const name = params.tool_name;
-                const tctx = { ...ctx, state: nextState(params.state ?? {}, name) };
+                // The request's context (its lazy `signal` and `cancelled` stay live) plus state.
+                const tctx = Object.create(ctx);
+                tctx.state = nextState(params.state ?? {}, name);
                 const tool = byName.get(name);
                 if (!tool) return { value: failure(`unknown tool ${JSON.stringify(name)}`), state: tctx.state };
 

@@ -113,6 +113,13 @@ test('an AbortSignal cancels the call', async () => {
     await assert.rejects(c.call('slow', { ms: 5000 }, { signal: ac.signal }), errors.Cancelled);
     assert.ok(Date.now() - started < 2000);
     assert.equal((await c.call('greet', { who: 'after' })).content, 'hi, after');
+    // The cancel reached the SDK host, which aborted the tool's signal and said so (§16).
+    let host;
+    for (let i = 0; i < 100 && !host?.cancel; i++) {
+        host = (await c.listSources()).find((s) => s.kind === 'host');
+        if (!host?.cancel) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(host.cancel, true);
     c.close();
 });
 

@@ -6,7 +6,10 @@ import asyncio
 import time
 from typing import Any
 
-from meith_tools import ToolError, ToolPlugin
+from meith_tools import ToolError, ToolPlugin, cancelled
+
+# Calls of `slow` that saw meith_tools.cancelled() turn true and returned early.
+STOPPED: list[str] = []
 
 
 def function(name: str, description: str, properties: dict | None = None,
@@ -37,6 +40,7 @@ class Demo(ToolPlugin):
             function("slow", "Sleeps ms milliseconds", {"ms": {"type": "integer"}}),
             function("calls", "Counts its calls in the plugin state"),
             function("whisper", "Prints to stdout, which must not break the protocol"),
+            function("stopped", "The slow calls that stopped early, cancelled"),
         ]
 
     def execute_tool(self, tool_name, payload, state, *, payload_kind=None, **_):
@@ -49,8 +53,16 @@ class Demo(ToolPlugin):
         if tool_name == "crash":
             raise RuntimeError("unexpected")
         if tool_name == "slow":
-            time.sleep(payload.get("ms", 1000) / 1000)
+            # A sync tool cannot be interrupted: it polls cancelled() between short steps.
+            deadline = time.monotonic() + payload.get("ms", 1000) / 1000
+            while time.monotonic() < deadline:
+                if cancelled():
+                    STOPPED.append(f"slow {payload.get('ms', 1000)}")
+                    return {"success": False, "error": "cancelled"}
+                time.sleep(0.01)
             return {"success": True, "result": "slept"}
+        if tool_name == "stopped":
+            return {"success": True, "result": list(STOPPED)}
         if tool_name == "calls":
             n = state.get("calls", 0) + 1
             return {"success": True, "result": n, "state": {**state, "calls": n}}

@@ -12,6 +12,11 @@ import meith
 from conftest import PERMISSIVE, host_source
 
 
+async def list_sources(daemon):
+    async with await meith.connect(socket=daemon.socket) as c:
+        return await c.list_sources()
+
+
 def run(coro):
     return asyncio.run(coro)
 
@@ -83,6 +88,17 @@ def test_cancel_by_cancelling_the_task_stops_the_call(daemon):
             break
         time.sleep(0.05)
     assert ends and ends[-1]["errorCode"] == "CANCELLED"
+
+    async def stopped():  # the cancel reached the plugin, which stopped (docs/protocol.md §16)
+        async with await meith.connect(socket=daemon.socket) as c:
+            for _ in range(100):
+                r = (await c.call("stopped", {})).content
+                if r:
+                    return r
+                await asyncio.sleep(0.05)
+            return []
+    assert run(stopped()) == ["slow 5000"]
+    assert [s for s in run(list_sources(daemon)) if s["kind"] == "host"][0]["cancel"] is True
 
 
 def test_formats_and_preview(daemon):

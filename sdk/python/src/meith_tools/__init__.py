@@ -12,7 +12,7 @@ line (docs/protocol.md §7 and §13). Write a class with the plugin interface, t
 Standard library only.
 """
 
-from .host import HostError, ToolError, ToolPlugin, run_plugins, serve
+from .host import HostError, ToolError, ToolPlugin, cancelled, run_plugins, serve
 
-__all__ = ["ToolPlugin", "ToolError", "HostError", "run_plugins", "serve"]
+__all__ = ["ToolPlugin", "ToolError", "HostError", "cancelled", "run_plugins", "serve"]
 __version__ = "0.1.0"

@@ -19,9 +19,11 @@ host keeps the real stdout to itself and points ``sys.stdout`` at stderr, so a s
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import json
 import os
+import select
 import sys
 import threading
 import traceback
@@ -90,6 +92,19 @@ def _key(plugin: Any, index: int, taken: set[str]) -> str:
         key = f"{key}#{index}"
     taken.add(key)
     return key
+
+
+_current: contextvars.ContextVar["_Context | None"] = contextvars.ContextVar("meith_tools_request",
+                                                                         default=None)
+
+
+def cancelled() -> bool:
+    """True once meithd cancelled the request this code runs for (its caller cancelled, timed
+    out or went away; docs/protocol.md §16) or the host is shutting down. A synchronous
+    plugin, which runs in a worker thread that cannot be interrupted, polls it between steps
+    and returns early; an async plugin gets asyncio.CancelledError at its next await instead."""
+    ctx = _current.get()
+    return ctx is not None and ctx.cancelled.is_set()
 
 
 def _log(text: str) -> None:
@@ -247,7 +262,8 @@ class _Host:
 
         guarded = run
 
-        threading.Thread(target=guarded, daemon=True).start()
+        # In a copy of this task's context: cancelled() works in the generator too.
+        threading.Thread(target=contextvars.copy_context().run, args=(guarded,), daemon=True).start()
         await done.wait()
         await asyncio.sleep(0)  # the last take() scheduled before done.set() has run
         if errors:
@@ -337,6 +353,7 @@ class _Context:
         self._write = write
         self.done = False
         self.cancelled = threading.Event()
+        self.reason: str | None = None  # cancelled | timeout | disconnected | shutdown
 
     def event(self, event: dict[str, Any]) -> None:
         if not self.done:
@@ -361,7 +378,8 @@ async def serve(methods: dict[str, Callable[..., Any]], *, eof_grace_s: float = 
             while view:
                 try:
                     n = os.write(out_fd, view)
-                except BlockingIOError:
+                except BlockingIOError:  # a non-blocking stdout that is full: wait, do not spin
+                    select.select([], [out_fd], [])
                     continue
                 except OSError:  # meithd went away
                     os._exit(0)
@@ -373,6 +391,7 @@ async def serve(methods: dict[str, Callable[..., Any]], *, eof_grace_s: float = 
     in_flight: dict[str, tuple[asyncio.Task, _Context]] = {}
 
     async def handle(request_id: str, method: str, params: dict[str, Any], ctx: _Context) -> None:
+        _current.set(ctx)  # cancelled() in the plugin, also from its worker thread
         try:
             value, state = await methods[method](params, ctx)
             result: dict[str, Any] = {"value": value}
@@ -390,8 +409,10 @@ async def serve(methods: dict[str, Callable[..., Any]], *, eof_grace_s: float = 
             _log(f"{method} {request_id} failed: {traceback.format_exc()}")
             line = {"ok": False, "error": {"type": type(e).__name__, "detail": str(e),
                                            "stack": traceback.format_exc()}}
+        answered_already = ctx.done  # a cancelled request: meithd has forgotten its id
         ctx.done = True
-        write({"v": 1, "id": request_id, **line})
+        if not answered_already:
+            write({"v": 1, "id": request_id, **line})
 
     while True:
         try:
@@ -419,6 +440,21 @@ async def serve(methods: dict[str, Callable[..., Any]], *, eof_grace_s: float = 
         if msg.get("v") != 1:
             write({"v": 1, "id": request_id, "ok": False, "error": {
                 "type": "UnsupportedVersion", "detail": f"protocol version {msg.get('v')!r} is not supported", "stack": ""}})
+            continue
+        if method == "cancel" and "cancel" not in methods:
+            # docs/protocol.md §16: stop execute_tool request params.id (its caller cancelled,
+            # timed out or went away). An async plugin gets CancelledError at its next await;
+            # a sync one sees cancelled() turn true; its answer is not sent.
+            params = msg.get("params") or {}
+            target = in_flight.get(params.get("id")) if isinstance(params, dict) else None
+            if target is not None:
+                task, tctx = target
+                tctx.reason = str(params.get("reason") or "cancelled")
+                tctx.done = True
+                tctx.cancelled.set()
+                task.cancel()
+            write({"v": 1, "id": request_id, "ok": True,
+                   "result": {"value": {"cancelled": target is not None}}})
             continue
         if not isinstance(method, str) or method not in methods:
             write({"v": 1, "id": request_id, "ok": False, "error": {
@@ -455,5 +491,5 @@ def run_plugins(plugins: Iterable[Any]) -> int:
     return 0
 
 
-__all__ = ["ToolPlugin", "ToolError", "HostError", "run_plugins", "serve", "MAX_LINE_BYTES"]
+__all__ = ["ToolPlugin", "ToolError", "HostError", "cancelled", "run_plugins", "serve", "MAX_LINE_BYTES"]
 _ = AsyncIterator  # re-exported type for plugin authors' annotations

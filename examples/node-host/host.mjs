@@ -318,7 +318,8 @@ const tools = [
         },
         async run({ n = 5, interval_ms = 500 }, ctx) {
             for (let i = 1; i <= n; i++) {
-                // The signal fires when the host shuts down: the timer is cleared, run() rejects.
+                // The signal fires when meithd cancels the call (Ctrl-C, timeout, caller gone,
+                // shutdown: docs/protocol.md §16): the timer is cleared, run() rejects, no more counting.
                 await sleep(interval_ms, undefined, { signal: ctx.signal });
                 ctx.emit({ i, of: n });
             }

@@ -6,6 +6,7 @@
 // child is supervised: its exit is noticed via SIGCHLD, calls in flight fail with TOOL_FAILED,
 // and it is restarted with exponential backoff until it crashes too often within a window,
 // when the source is marked failed.
+#include "audit/redactor.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/json_writer.hpp"
 #include "registry/confinement.hpp"
@@ -377,7 +378,9 @@ class host_source final : public tool_source {
                 detail = "tool host error";
             if (err["stack"].get_string().get(stack) != simdjson::SUCCESS) stack = {};
         }
-        if (!stack.empty()) spdlog::warn("tool host '{}' error stack: {}", cfg_.name, stack);
+        if (!stack.empty())
+            spdlog::warn("tool host '{}' error stack: {}", cfg_.name,
+                         audit::default_redactor().redact_text(stack));
         if (kind == request_kind::execute) {
             if (!c) return;
             std::string details = R"({"type":)";

@@ -13,6 +13,7 @@
 #include <system_error>
 #include <unistd.h>
 
+#include <asio/post.hpp>
 #include <fmt/format.h>
 
 extern char** environ;
@@ -33,7 +34,13 @@ void child_reaper::arm() {
 
 void child_reaper::watch(pid_t pid, std::function<void(int)> on_exit) {
     handlers_[pid] = std::move(on_exit);
-    poll(); // the child may already have exited before we started watching
+    // The child may already have exited (its SIGCHLD came before it was registered): look
+    // again after this turn — never from inside watch(), whose caller is still setting up
+    // what the handler tears down (a tool host that exits at once, e.g. a script whose
+    // interpreter the sandbox does not let it run).
+    asio::post(signals_.get_executor(), [this, alive = std::weak_ptr<char>(alive_)] {
+        if (alive.lock()) poll();
+    });
 }
 
 void child_reaper::poll() {

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <sys/types.h>
@@ -31,7 +32,8 @@ namespace meith::registry {
 class child_reaper {
   public:
     explicit child_reaper(asio::any_io_executor ex);
-    /// `on_exit(wait_status)` runs on the I/O thread once the child `pid` has been reaped.
+    /// `on_exit(wait_status)` runs on the I/O thread once the child `pid` has been reaped —
+    /// never from inside watch() itself, even for a child that has exited already.
     void watch(pid_t pid, std::function<void(int wait_status)> on_exit);
     /// Reaps whatever has exited now (also called on each SIGCHLD).
     void poll();
@@ -41,6 +43,7 @@ class child_reaper {
     void arm();
     asio::signal_set signals_;
     std::unordered_map<pid_t, std::function<void(int)>> handlers_;
+    std::shared_ptr<char> alive_ = std::make_shared<char>(); ///< guards posted polls
 };
 
 /// Describes an exit status for messages: "exited with status 3", "killed by signal 9 (Killed)".

@@ -3,9 +3,12 @@
 #include "audit/redactor.hpp"
 #include "protocol/json_writer.hpp"
 
+#include <cerrno>
 #include <csignal>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/wait.h>
+#include <system_error>
 
 #include <asio/post.hpp>
 #include <asio/write.hpp>
@@ -57,6 +60,18 @@ struct supervised_process::instance {
     audit::pem_block_filter err_pem; ///< a key's body lines on stderr are redacted too
 };
 
+namespace {
+
+/// A start error that repeats on every try: the program is missing or may not be executed.
+bool cannot_start(const std::exception& e) {
+    const auto* sys = dynamic_cast<const std::system_error*>(&e);
+    if (sys == nullptr || sys->code().category() != std::generic_category()) return false;
+    const int code = sys->code().value();
+    return code == ENOENT || code == EACCES || code == ENOEXEC || code == ENOTDIR || code == ELOOP;
+}
+
+} // namespace
+
 supervised_process::supervised_process(asio::any_io_executor ex, child_reaper& reaper,
                                        process_spec spec, policy pol, handlers h)
     : ex_(std::move(ex)), reaper_(reaper), spec_(std::move(spec)), policy_(pol), h_(std::move(h)),
@@ -91,6 +106,14 @@ void supervised_process::spawn() {
         spdlog::error("{}: {}", spec_.name, last_error_);
         lifecycle("source_exit", fmt::format(R"("pid":null,"status":{})", json_str(last_error_)));
         if (h_.on_exit) h_.on_exit(last_error_);
+        if (cannot_start(e)) {
+            // No such program, or not executable: trying again changes nothing. Said once;
+            // restart_source (or a reload) tries again when it has been fixed.
+            fail_permanently(last_error_.starts_with("cannot start")
+                                 ? last_error_
+                                 : "cannot start: " + last_error_);
+            return;
+        }
         after_exit();
         return;
     }
@@ -176,7 +199,7 @@ void supervised_process::on_child_exit(const std::shared_ptr<instance>& inst, in
               fmt::format(R"("pid":{},"status":{})", inst->child.pid(), json_str(how)));
     inst->owner = nullptr;
     inst_.reset();
-    ready_ = false;
+    const bool was_ready = std::exchange(ready_, false);
     if (state_ == process_state::ready || last_error_.empty()) last_error_ = how;
     if (h_.on_exit) h_.on_exit(how);
     if (state_ == process_state::stopped) {
@@ -185,6 +208,19 @@ void supervised_process::on_child_exit(const std::shared_ptr<instance>& inst, in
         return;
     }
     if (state_ == process_state::failed) return;
+    if (!was_ready && WIFEXITED(status) &&
+        (WEXITSTATUS(status) == 126 || WEXITSTATUS(status) == 127)) {
+        // The shell's and env's "could not run it" statuses, before the process was ever
+        // ready: a wrapper script (a pyenv shim, npx) whose program is missing or may not be
+        // executed. Restarting repeats it; say why once.
+        fail_permanently(fmt::format(
+            "cannot start: {} before it was ready ({}; its stderr is in the log above)", how,
+            WEXITSTATUS(status) == 127
+                ? "127: a program it runs was not found"
+                : "126: a program it runs could not be executed; under the sandbox that needs "
+                  "starts-process or sandbox_paths.exec"));
+        return;
+    }
     after_exit();
 }
 

@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <map>
 #include <thread>
 
 using namespace meith::test;
@@ -437,4 +438,47 @@ TEST_CASE("tool hosts inherit no socket or other stray descriptor from the daemo
         if (target.rfind("socket:", 0) == 0) ++sockets;
     }
     CHECK(sockets == 0);
+}
+
+TEST_CASE("a source whose program cannot be started says so once and is not restarted",
+          "[e2e][host]") {
+    // A missing program (sandbox off: posix_spawn's ENOENT), and wrapper scripts whose own
+    // program is missing (127) or may not be executed (126, e.g. a pyenv shim under the
+    // sandbox): each fails at once with a reason, not "exited 5 times".
+    daemon_process d("[[sources]]\nname = \"ghost\"\nkind = \"host\"\n"
+                     "command = [\"no-such-program-meith\"]\nsandbox = \"off\"\n"
+                     "[[sources]]\nname = \"wrap127\"\nkind = \"host\"\n"
+                     "command = [\"/bin/sh\", \"-c\", \"exec /no/such/interpreter\"]\n"
+                     "sandbox = \"off\"\n"
+                     "[[sources]]\nname = \"wrap126\"\nkind = \"host\"\n"
+                     "command = [\"/bin/sh\", \"-c\", \"exit 126\"]\nsandbox = \"off\"\n" +
+                     host_source_toml("ok", {"--name-prefix=ok_"}));
+    client c(d.socket());
+    for (const char* name : {"ghost", "wrap127", "wrap126"}) {
+        d.wait_audit(
+            [&](const json& l) {
+                return l.value("event", "") == "source_failed" && l.value("source", "") == name;
+            },
+            10s);
+    }
+    c.send({{"type", "list_sources"}, {"requestId", "ls"}});
+    const json reply = c.read();
+    std::map<std::string, json> by_name;
+    for (const auto& s : reply["sources"])
+        by_name[s["name"].get<std::string>()] = s;
+    for (const char* name : {"ghost", "wrap127", "wrap126"}) {
+        INFO(name << ": " << by_name[name].dump());
+        CHECK(by_name[name]["state"] == "failed");
+        CHECK(by_name[name]["restarts"] == 0);
+        const auto why = by_name[name]["lastError"].get<std::string>();
+        CHECK(why.starts_with("cannot start"));
+        CHECK(why.find("times within") == std::string::npos);
+    }
+    CHECK(by_name["ghost"]["lastError"].get<std::string>().find("No such file") !=
+          std::string::npos);
+    CHECK(by_name["wrap127"]["lastError"].get<std::string>().find("was not found") !=
+          std::string::npos);
+    CHECK(by_name["wrap126"]["lastError"].get<std::string>().find("sandbox_paths.exec") !=
+          std::string::npos);
+    CHECK(c.call("ok_t_echo", json::object())["result"]["ok"] == true);
 }

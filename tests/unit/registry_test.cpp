@@ -1496,3 +1496,32 @@ TEST_CASE("registry: an ask call is denied without approvers, held with one, and
     fx.reg->approvals().remove_approver(approver);
     (void)lone;
 }
+
+// ==== child reaper =========================================================================
+
+TEST_CASE("child_reaper: a child that exited before watch() is reported after it, never "
+          "from inside it",
+          "[registry][reaper]") {
+    // The supervisor registers a child and then sets up its readers and timers; a handler run
+    // from inside watch() tore them down first (a tool host that exits at once crashed meithd).
+    asio::io_context ioc;
+    meith::registry::child_reaper reaper(ioc.get_executor());
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) ::_exit(7);
+    siginfo_t info{};
+    REQUIRE(::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) == 0); // a zombie
+    int status = -1;
+    bool called = false;
+    reaper.watch(pid, [&](int s) {
+        called = true;
+        status = s;
+    });
+    CHECK_FALSE(called);
+    for (int i = 0; i < 200 && !called; ++i)
+        ioc.run_one_for(std::chrono::milliseconds(10));
+    REQUIRE(called);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 7);
+    CHECK(reaper.watched() == 0);
+}

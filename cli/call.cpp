@@ -3,11 +3,13 @@
 #include "cli/commands.hpp"
 
 #include "cli/errors.hpp"
+#include "cli/help.hpp"
 #include "cli/session.hpp"
 
 #include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -86,22 +88,96 @@ std::string read_text_payload(const std::string& path) {
     return text;
 }
 
+/// The arguments of `call` / `preview`: the third word as JSON, `-` for JSON on standard input,
+/// `@FILE` for JSON in FILE (no argv size limit for either); none: {}.
 json parse_arguments(const options& opts) {
     if (opts.words.size() < 3) return json::object();
+    const std::string& word = opts.words[2];
+    std::string text;
+    std::string from = "arguments";
+    if (word == "-") {
+        text = read_text_payload("-");
+        from = "arguments on standard input";
+    } else if (word.starts_with("@")) {
+        const std::string path = word.substr(1);
+        if (path.empty()) throw usage_error("@FILE needs a file name: @args.json");
+        std::ifstream in(path, std::ios::binary);
+        if (!in)
+            throw cli_error(exit_error,
+                            fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+        std::ostringstream buf;
+        buf << in.rdbuf();
+        text = buf.str();
+        from = fmt::format("arguments in {}", path);
+    } else {
+        text = word;
+    }
     json args;
     try {
-        args = json::parse(opts.words[2]);
+        args = json::parse(text);
     } catch (const json::parse_error& e) {
         std::string what = e.what();
         // Drop nlohmann's "[json.exception.parse_error.101] " prefix.
         if (auto pos = what.find("] "); pos != std::string::npos) what.erase(0, pos + 2);
-        throw cli_error(exit_error, fmt::format("arguments are not valid JSON: {}", what));
+        throw cli_error(exit_error, fmt::format("{} are not valid JSON: {}", from, what));
     }
     if (!args.is_object()) {
         throw cli_error(exit_error,
-                        fmt::format("arguments must be a JSON object, not {}", args.type_name()));
+                        fmt::format("{} must be a JSON object, not {}", from, args.type_name()));
     }
     return args;
+}
+
+/// `--raw`: the result's text as is. A string; an object's "content" or "text" string (a file
+/// tool's answer); MCP content blocks' text joined; anything else as one line of JSON.
+void print_raw(const json& content) {
+    if (content.is_string()) {
+        fmt::print("{}", content.get_ref<const std::string&>());
+        return;
+    }
+    if (content.is_object()) {
+        for (const char* key : {"content", "text"}) {
+            const json* v = get_field(content, key);
+            if (v != nullptr && v->is_string()) {
+                fmt::print("{}", v->get_ref<const std::string&>());
+                return;
+            }
+        }
+        const json* blocks = get_field(content, "content");
+        if (blocks != nullptr && blocks->is_array()) {
+            std::string text;
+            bool all_text = !blocks->empty();
+            for (const json& b : *blocks) {
+                const json* t = get_field(b, "text");
+                if (get_string(b, "type") != "text" || t == nullptr || !t->is_string()) {
+                    all_text = false;
+                    break;
+                }
+                text += t->get_ref<const std::string&>();
+            }
+            if (all_text) {
+                fmt::print("{}", text);
+                return;
+            }
+        }
+    }
+    fmt::print("{}\n", compact(content));
+}
+
+/// "; did you mean 'read_file'?" for a tool name meithd does not know, from its tool list.
+std::string suggest_tool(session& s, const std::string& tool) {
+    try {
+        const std::string id = s.ids.next();
+        s.conn.send_frame(protocol::encode_list_tools(id));
+        const json reply = await_reply(s.conn, id, "tools_list");
+        std::vector<std::string> names;
+        if (const json* tools = get_field(reply, "tools"); tools && tools->is_array())
+            for (const json& t : *tools)
+                if (auto n = get_string(t, "name")) names.push_back(sanitize(*n, false));
+        return did_you_mean(closest_names(tool, names));
+    } catch (const std::exception&) {
+        return ""; // a suggestion is a nicety: never worse than no suggestion
+    }
 }
 
 void print_event(const json& event) {
@@ -134,7 +210,8 @@ void print_event(const json& event) {
     }
 }
 
-int print_result(const json& result, bool as_json) {
+int print_result(const json& result, const options& opts) {
+    const bool as_json = opts.json;
     const json* ok = get_field(result, "ok");
     if (ok == nullptr || !ok->is_boolean()) {
         throw cli_error(exit_error, "protocol error: tool_result without a boolean \"ok\"");
@@ -153,6 +230,10 @@ int print_result(const json& result, bool as_json) {
     if (ok->get<bool>()) {
         const json* content = get_field(result, "content");
         if (content == nullptr || content->is_null()) return exit_ok;
+        if (opts.raw) {
+            print_raw(*content);
+            return exit_ok;
+        }
         if (content->is_string()) {
             const std::string& text = content->get_ref<const std::string&>();
             fmt::print("{}{}", text, !text.empty() && text.back() != '\n' ? "\n" : "");
@@ -179,6 +260,8 @@ int run_call(const options& opts) {
     // Before connecting: bad input is never sent. --text: a text payload (docs/protocol.md §13).
     if (opts.text && opts.words.size() > 2)
         throw usage_error("give the arguments as JSON or as --text, not both");
+    if (opts.words.size() > 2 && opts.words[2] == "-" && opts.text && *opts.text == "-")
+        throw usage_error("standard input can be read once: not both - and --text -");
     const std::string args_text =
         opts.text ? compact(json(read_text_payload(*opts.text))) : compact(parse_arguments(opts));
 
@@ -243,7 +326,14 @@ int run_call(const options& opts) {
                 const json* ok = get_field(*result, "ok");
                 return ok && ok->is_boolean() && ok->get<bool>() ? exit_ok : exit_tool_failed;
             }
-            return print_result(*result, opts.json);
+            int status = print_result(*result, opts);
+            // Ctrl-C ended it: the shell's convention for a command stopped by SIGINT.
+            if (cancel_sent) status = exit_interrupted;
+            const json* error = get_field(*result, "error");
+            if (!opts.json && error != nullptr && get_string(*error, "code") == "UNKNOWN_TOOL")
+                if (auto hint = suggest_tool(s, tool); !hint.empty())
+                    fmt::print(stderr, "meith: no tool '{}'{}\n", sanitize(tool, false), hint);
+            return status;
         }
     }
 }

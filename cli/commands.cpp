@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 
 #include "cli/errors.hpp"
+#include "cli/help.hpp"
 #include "cli/session.hpp"
 #include "cli/table.hpp"
 
@@ -87,6 +88,23 @@ int run_status(const options& opts) {
         protocol = std::to_string(p->get<long long>());
     }
 
+    if (opts.json) {
+        json out{{"running", true},
+                 {"socket", s.where.socket.string()},
+                 {"server", server ? *server : json(nullptr)},
+                 {"protocol",
+                  get_field(s.hello, "protocol") ? *get_field(s.hello, "protocol") : json(nullptr)},
+                 {"pid", s.where.pid ? json(*s.where.pid) : json(nullptr)},
+                 {"sessionId", get_string(s.hello, "sessionId").value_or("")},
+                 {"caller", get_string(s.hello, "caller").value_or(opts.caller)},
+                 {"tools",
+                  {{"total", tools.size()},
+                   {"allowed", allowed},
+                   {"denied", tools.size() - allowed},
+                   {"unavailable", unavailable}}}};
+        fmt::print("{}\n", pretty(out));
+        return exit_ok;
+    }
     fmt::print("meithd is running\n");
     fmt::print("  socket:   {}\n", s.where.socket.string());
     fmt::print("  server:   {} {} (protocol {})\n", sanitize(name, false), sanitize(version, false),
@@ -101,8 +119,67 @@ int run_status(const options& opts) {
     return exit_ok;
 }
 
+namespace {
+
+/// `meith tools NAME`: one tool as a person reads it.
+int describe_tool(const options& opts, session& s, const json& tools, const std::string& name) {
+    const json* tool = nullptr;
+    std::vector<std::string> names;
+    for (const json& t : tools) {
+        const auto n = get_string(t, "name");
+        if (n == name) tool = &t;
+        if (n) names.push_back(sanitize(*n, false));
+    }
+    if (tool == nullptr)
+        throw cli_error(exit_tool_failed, fmt::format("no tool '{}'{}", sanitize(name, false),
+                                                      did_you_mean(closest_names(name, names))));
+    if (opts.json) {
+        fmt::print("{}\n", pretty(*tool));
+        return exit_ok;
+    }
+    const auto field = [&](std::string_view key) {
+        return sanitize(get_string(*tool, key).value_or("-"), false);
+    };
+    fmt::print("{}{}\n", field("name"),
+               is_unavailable(*tool) ? " (unavailable: its source is "
+                                       "down; meith sources)"
+                                     : "");
+    if (auto d = get_string(*tool, "description")) fmt::print("\n{}\n\n", sanitize(*d, true));
+    fmt::print("  source:        {}\n", field("source"));
+    fmt::print("  capabilities:  {}\n", sanitize(capabilities_text(*tool), false));
+    fmt::print("  permission:    {} for caller {}\n", field("permission"), opts.caller);
+    // Why: the same decision `meith policy check` explains.
+    try {
+        const std::string id = s.ids.next();
+        s.conn.send_frame(protocol::encode_check_policy(id, name, opts.caller));
+        const json reply = await_reply(s.conn, id, "policy_decision");
+        if (auto reason = get_string(reply, "reason"))
+            fmt::print("                 {}\n", sanitize(*reason, false));
+    } catch (const cli_error&) {
+    }
+    if (const json* t = get_field(*tool, "timeoutMs"); t && t->is_number_integer())
+        fmt::print("  timeout:       {} ms\n", t->get<long long>());
+    if (const json* tags = get_field(*tool, "tags"); tags && tags->is_array() && !tags->empty())
+        fmt::print("  tags:          {}\n", sanitize(compact(*tags), false));
+    if (auto kind = get_string(*tool, "payloadKind"))
+        fmt::print(
+            "  payload:       {} text{} (meith call {} --text FILE)\n", sanitize(*kind, false),
+            get_string(*tool, "format") ? " in " + field("format") : std::string(), field("name"));
+    if (const json* schema = get_field(*tool, "inputSchema"); schema && !schema->is_null())
+        fmt::print("  input schema:\n{}\n",
+                   schema->dump(2, ' ', false, json::error_handler_t::replace));
+    return exit_ok;
+}
+
+} // namespace
+
 int run_tools(const options& opts) {
     session s = open_session(opts);
+    if (opts.words.size() > 1) {
+        if (opts.format || !opts.tags.empty())
+            throw usage_error("describe one tool without --format or --tag");
+        return describe_tool(opts, s, list_tools(s), opts.words[1]);
+    }
     json tools;
     if (opts.format || !opts.tags.empty()) {
         // docs/protocol.md §13: a provider's format, and/or only what these tags enable.

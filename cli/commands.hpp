@@ -27,5 +27,7 @@ int run_mcp(const options& opts);
 int run_service_install(const options& opts);
 int run_service_uninstall(const options& opts);
 int run_service_status(const options& opts);
+/// `meith init`: a working HOME/meithd.toml naming the example tools by absolute path (init.cpp).
+int run_init(const options& opts);
 
 } // namespace meith::cli

@@ -141,7 +141,7 @@ class bridge {
             conn_ = std::move(ch);
             return true;
         } catch (const protocol::client_error& e) {
-            down_ = to_cli_error(e).what();
+            down_ = to_cli_error(e, opts_).what();
         } catch (const cli_error& e) {
             down_ = e.what();
         }

@@ -61,6 +61,7 @@ options parse_options(const std::vector<std::string>& args) {
     bool only_words = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
+        // A lone "-" is a word (call TOOL -: arguments from standard input).
         if (only_words || arg.size() < 2 || arg[0] != '-') {
             o.words.push_back(arg);
             continue;
@@ -120,6 +121,9 @@ options parse_options(const std::vector<std::string>& args) {
         } else if (name == "--file") {
             o.file = value();
             if (o.file->empty()) throw usage_error("--file needs a path");
+        } else if (name == "-f" || name == "--follow") {
+            no_value();
+            o.follow = true;
         } else if (name == "--format") {
             o.format = value();
             if (o.format->empty()) throw usage_error("--format needs a name");
@@ -132,6 +136,12 @@ options parse_options(const std::vector<std::string>& args) {
         } else if (name == "--display") {
             no_value();
             o.display = true;
+        } else if (name == "--raw") {
+            no_value();
+            o.raw = true;
+        } else if (name == "--force") {
+            no_value();
+            o.force = true;
         } else if (name == "--model") {
             no_value();
             o.model = true;

@@ -29,6 +29,8 @@ struct options {
     std::optional<std::string> text;             ///< --text FILE|- (call, preview: a text payload)
     std::vector<std::string> tags;               ///< --tag T, repeatable (tools)
     bool display = false;                        ///< --display (call: print meta.display)
+    bool raw = false;                            ///< --raw (call: the result's text as is)
+    bool force = false;                          ///< --force (init: replace an existing config)
 
     // service only:
     bool socket_activated = false;      ///< --socket-activated (install)
@@ -47,9 +49,12 @@ struct options {
     std::optional<std::string> event;          ///< --event NAME|all
     std::optional<std::size_t> limit;          ///< --limit N
     std::optional<std::filesystem::path> file; ///< --file PATH
+    bool follow = false;                       ///< -f, --follow: then print lines as appended
 
     /// True when any of the audit-only options above was given.
-    bool has_audit_filters() const { return since || tool || denied || event || limit || file; }
+    bool has_audit_filters() const {
+        return since || tool || denied || event || limit || file || follow;
+    }
     /// True when any of the grant-only options above was given.
     bool has_grant_options() const { return grant_session || uses || expires; }
     /// True when any of the service-only options above was given.

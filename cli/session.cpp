@@ -1,7 +1,12 @@
 #include "cli/session.hpp"
 
+#include <unistd.h>
+
 #include "cli/autostart.hpp"
 #include "cli/errors.hpp"
+#include "cli/process.hpp"
+
+#include <filesystem>
 
 #include <fmt/core.h>
 
@@ -24,7 +29,9 @@ std::string compact(const json& j) {
 }
 
 std::string pretty(const json& j) {
-    return j.dump(2, ' ', false, json::error_handler_t::replace);
+    // Indented for a person at a terminal; one line for a pipe or a file (jq, scripts).
+    static const bool terminal = ::isatty(STDOUT_FILENO) == 1;
+    return j.dump(terminal ? 2 : -1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string sanitize(std::string_view text, bool keep_newlines) {
@@ -99,11 +106,24 @@ session open_session(const options& opts) {
     return s;
 }
 
-cli_error to_cli_error(const protocol::client_error& e) {
+cli_error to_cli_error(const protocol::client_error& e, const options& opts) {
     if (e.error_kind() == protocol::client_error::kind::not_running) {
-        return cli_error(exit_error, std::string(e.what()) +
-                                         "; start it with: meithd (auto-start is off: "
-                                         "--no-autostart or MEITH_NO_AUTOSTART)");
+        // The command that would start it here, by the paths a person can paste.
+        const std::filesystem::path home = resolve_home(opts.home);
+        std::string cmd = sibling_meithd().string();
+        if (opts.home) cmd += " --home " + opts.home->string();
+        if (opts.socket) cmd += " --socket " + opts.socket->string();
+        std::error_code ec;
+        std::string config;
+        if (std::filesystem::exists(home / "meithd.toml", ec))
+            config = fmt::format(" (it reads {})", display_path(home / "meithd.toml"));
+        else
+            config = fmt::format(" --config FILE (no {} yet: `meith init` writes one with the "
+                                 "example tools)",
+                                 display_path(home / "meithd.toml"));
+        return cli_error(exit_error, fmt::format("{}; start it with: {}{} — auto-start is off "
+                                                 "(--no-autostart or MEITH_NO_AUTOSTART)",
+                                                 e.what(), cmd, config));
     }
     return cli_error(exit_error, e.what());
 }

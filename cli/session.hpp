@@ -35,8 +35,9 @@ struct session {
 };
 
 /// The channel's failures as the CLI reports them: exit_error, the channel's message, and for
-/// `not_running` the hint "; start it with: meithd". main applies it to every command.
-cli_error to_cli_error(const protocol::client_error& e);
+/// `not_running` the command that starts meithd for this home (its path, --home/--socket as
+/// given, the config it would read or `--config FILE`). main applies it to every command.
+cli_error to_cli_error(const protocol::client_error& e, const options& opts);
 
 /// Connects (starting meithd when nobody answers and auto-start is on, cli/autostart.hpp)
 /// and says hello as `opts.caller`. Throws cli_error(exit_error).
@@ -60,7 +61,8 @@ json await_reply(protocol::client_channel& conn, const std::string& request_id,
 std::optional<std::string> get_string(const json& obj, std::string_view key);
 const json* get_field(const json& obj, std::string_view key);
 
-/// Compact/pretty JSON text; invalid UTF-8 is replaced rather than thrown on.
+/// Compact JSON text, and JSON for stdout: indented when stdout is a terminal, else compact
+/// (one line per value, for scripts). Invalid UTF-8 is replaced rather than thrown on.
 std::string compact(const json& j);
 std::string pretty(const json& j);
 

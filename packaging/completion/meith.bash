@@ -2,13 +2,13 @@
 #
 # Install as ~/.local/share/bash-completion/completions/meith (bash-completion loads it on
 # first use), or source it from ~/.bashrc. Needs nothing but bash 4+, sed and meith itself:
-# tool and source names come from `meith tools --json --no-autostart` (never starting a
+# tool and source names come from `meith tools --no-autostart` (never starting a
 # daemon, silent and empty when none runs). Checked by tests/packaging/completion_test.sh.
 
 # Options that take a value in the next word (or after '=').
 _meith_value_opts=" --socket --home --caller --timeout-ms --since --tool --event --limit --file --manager --format --text --tag --session --uses --expires "
 _meith_global_opts="--socket --home --caller --no-autostart --help"
-_meith_commands="status tools call preview sources reload policy approve grant grants revoke mcp service audit"
+_meith_commands="status tools call preview sources reload policy approve grant grants revoke mcp service audit init help version"
 _meith_audit_events="tool_call tool_call_rejected list_tools cancel_tool_call connection_open
 connection_close connection_rejected frame_refused source_start source_exit source_restart
 source_failed source_restart_requested source_tools_changed daemon_start daemon_stop
@@ -22,14 +22,16 @@ _meith_names() {
     shift 2
     command -v -- "$meith" >/dev/null 2>&1 || return 0
     if command -v timeout >/dev/null 2>&1; then
-        out=$(MEITH_NO_AUTOSTART=1 timeout 3 "$meith" "$what" --json --no-autostart "$@" \
+        out=$(MEITH_NO_AUTOSTART=1 timeout 3 "$meith" "$what" --no-autostart "$@" \
             2>/dev/null </dev/null) || return 0
     else
-        out=$(MEITH_NO_AUTOSTART=1 "$meith" "$what" --json --no-autostart "$@" \
+        out=$(MEITH_NO_AUTOSTART=1 "$meith" "$what" --no-autostart "$@" \
             2>/dev/null </dev/null) || return 0
     fi
-    # The output is pretty-printed: each element's own "name" is indented by four spaces.
-    printf '%s\n' "$out" | sed -n 's/^    "name": "\(.*\)",\{0,1\}$/\1/p'
+    # The table: a header line, then one row per tool or source whose first column is its
+    # name (names hold no spaces); "no tools" / "no sources" when there are none.
+    [[ $out == NAME* ]] || return 0
+    printf '%s\n' "$out" | sed -n '2,$s/^\([^ ]*\).*/\1/p'
     return 0
 }
 
@@ -137,11 +139,19 @@ _meith() {
         fi
         return 0
         ;;
-    status) ;;
-    tools) opts="--json --format --tag" ;;
+    status) opts="--json" ;;
+    tools)
+        opts="--json --format --tag"
+        if [[ $n == 1 ]]; then args=tools; fi
+        ;;
+    init) opts="--force" ;;
+    help)
+        if [[ $n == 1 ]]; then args=$_meith_commands; fi
+        ;;
+    version) ;;
     reload) opts="--json" ;;
     call)
-        opts="--timeout-ms --model --display --text --json"
+        opts="--timeout-ms --raw --model --display --text --json"
         if [[ $n == 1 ]]; then args=tools; fi
         ;;
     preview)
@@ -188,7 +198,7 @@ _meith() {
         *) if [[ $n == 1 ]]; then args="install uninstall status"; fi ;;
         esac
         ;;
-    audit) opts="--since --tool --denied --event --limit --json --file" ;;
+    audit) opts="--since --tool --denied --event --limit --json --file --follow" ;;
     *) return 0 ;;
     esac
 

@@ -70,7 +70,7 @@ read -r -a stat <"/proc/$daemon/stat"
 meith=("$bin/meith" --home "$home")
 # Its tools run without one.
 tty_out=$("${meith[@]}" call tty_of_tool) || fail "tty_of_tool failed: $tty_out"
-[[ $tty_out == *'"ttyNr": 0'* ]] || fail "a tool has meithd's controlling terminal: $tty_out"
+[[ $tty_out == *'"ttyNr":0'* ]] || fail "a tool has meithd's controlling terminal: $tty_out"
 
 # A person starts the approver in a terminal.
 TERM=xterm tmux -L "$tmux_sock" new-session -d -s approve -x 150 -y 50 \

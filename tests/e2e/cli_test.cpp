@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <ctime>
@@ -43,7 +44,7 @@ TEST_CASE("meith call prints events and the result, and its exit status follows 
     daemon_process d(host_source_toml("th"));
     auto ok = run_cli({"call", "t_stream", R"({"n":3,"interval_ms":10})"}, d.home());
     CHECK(ok.status == 0);
-    CHECK_THAT(ok.out, Catch::Contains("\"done\": 3"));
+    CHECK(json::parse(ok.out)["done"] == 3);
     CHECK_THAT(ok.err, Catch::Contains("[part]"));
 
     auto failed = run_cli({"call", "t_fail"}, d.home());
@@ -89,7 +90,7 @@ TEST_CASE("meith call: Ctrl-C sends cancel_tool_call and waits for CANCELLED", "
     for (int i = 0; i < 500 && ::waitpid(pid, &status, WNOHANG) == 0; ++i)
         std::this_thread::sleep_for(10ms);
     REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 1);
+    CHECK(WEXITSTATUS(status) == 130); // the shell's convention for SIGINT
     CHECK_THAT(slurp(out.path / "err"), Catch::Contains("CANCELLED"));
     auto line = d.wait_audit([](const json& l) { return l.value("event", "") == "tool_call"; });
     CHECK(line["errorCode"] == "CANCELLED");
@@ -287,4 +288,168 @@ TEST_CASE("meith policy check explains the decision; exit 0 allow, 1 deny", "[e2
                               Catch::Contains("writes-files"));
         CHECK(run_cli({"policy", "check", "t_write", "--caller", "plugin"}, d.home()).status == 1);
     }
+}
+
+// ==== issue 19: arguments from anywhere, output for people and scripts, help, init ==========
+
+namespace {
+/// Runs `script` with sh -c, MEITH (the CLI's path) and MEITH_HOME=home in its environment.
+cli_result run_shell(const std::string& script, const fs::path& home) {
+    return run_program({"/bin/sh"}, {"-c", script},
+                       {{"MEITH", MEITH_CLI}, {"MEITH_HOME", home.string()}});
+}
+} // namespace
+
+TEST_CASE("meith call takes arguments from standard input (-) and from @FILE, past argv's limit",
+          "[e2e][cli]") {
+    daemon_process d;
+    // 200 KB in one word: more than Linux passes as one argv string (MAX_ARG_STRLEN, 128 KiB).
+    const std::string big(200 * 1024, 'x');
+    const json args{{"blob", big}, {"n", 1}};
+    std::ofstream(d.home() / "args.json") << args.dump();
+    auto from_file = run_cli({"call", "echo", "@" + (d.home() / "args.json").string()}, d.home());
+    REQUIRE(from_file.status == 0);
+    CHECK(json::parse(from_file.out) == args);
+    auto from_stdin = run_shell("\"$MEITH\" call echo - < \"$MEITH_HOME/args.json\"", d.home());
+    REQUIRE(from_stdin.status == 0);
+    CHECK(json::parse(from_stdin.out) == args);
+    // Bad input is named by where it came from, and nothing is sent.
+    std::ofstream(d.home() / "bad.json") << "[1, 2";
+    auto bad = run_cli({"call", "echo", "@" + (d.home() / "bad.json").string()}, d.home());
+    CHECK(bad.status == 2);
+    CHECK_THAT(bad.err, Catch::Contains("arguments in ") && Catch::Contains("not valid JSON"));
+    auto missing = run_cli({"call", "echo", "@/no/such/args.json"}, d.home());
+    CHECK(missing.status == 2);
+    CHECK_THAT(missing.err, Catch::Contains("cannot read /no/such/args.json"));
+    auto array = run_shell("echo '[1]' | \"$MEITH\" call echo -", d.home());
+    CHECK(array.status == 2);
+    CHECK_THAT(array.err, Catch::Contains("arguments on standard input must be a JSON object"));
+}
+
+TEST_CASE("meith call --raw prints a result's text as is; JSON into a pipe is one line",
+          "[e2e][cli]") {
+    daemon_process d;
+    // A file tool's answer shape: {"content": "..."}; echo returns its arguments.
+    auto raw = run_cli({"call", "echo", R"({"path":"a.txt","content":"line 1\nline 2"})", "--raw"},
+                       d.home());
+    REQUIRE(raw.status == 0);
+    CHECK(raw.out == "line 1\nline 2"); // exactly the text: no JSON, no added newline
+    auto other = run_cli({"call", "echo", R"({"n":1})", "--raw"}, d.home());
+    CHECK(other.out == "{\"n\":1}\n");
+    // Not a terminal: JSON on one line per value, for scripts.
+    auto piped = run_cli({"call", "echo", R"({"a":{"b":1}})"}, d.home());
+    CHECK(piped.out == "{\"a\":{\"b\":1}}\n");
+    auto tools = run_cli({"tools", "--json"}, d.home());
+    CHECK(std::count(tools.out.begin(), tools.out.end(), '\n') == 1);
+    CHECK(run_cli({"status", "--raw"}, d.home()).status == 2); // --raw is call's
+}
+
+TEST_CASE("meith status --json, meith tools NAME and did-you-mean for tools", "[e2e][cli]") {
+    daemon_process d(host_source_toml("th"));
+    auto st = run_cli({"status", "--json"}, d.home());
+    REQUIRE(st.status == 0);
+    const json s = json::parse(st.out);
+    CHECK(s["running"] == true);
+    CHECK(s["pid"] == d.pid());
+    CHECK(s["tools"]["total"].get<int>() > 1);
+    CHECK(s["caller"] == "cli");
+
+    auto one = run_cli({"tools", "t_echo"}, d.home());
+    REQUIRE(one.status == 0);
+    CHECK_THAT(one.out, Catch::StartsWith("t_echo"));
+    CHECK_THAT(one.out, Catch::Contains("source:        th"));
+    CHECK_THAT(one.out, Catch::Contains("permission:    allow for caller cli"));
+    CHECK_THAT(one.out, Catch::Contains("input schema:"));
+    auto one_json = run_cli({"tools", "t_echo", "--json"}, d.home());
+    CHECK(json::parse(one_json.out)["name"] == "t_echo");
+
+    auto typo = run_cli({"tools", "t_ech"}, d.home());
+    CHECK(typo.status == 1);
+    CHECK_THAT(typo.err, Catch::Contains("no tool 't_ech'; did you mean 't_echo'"));
+    auto call = run_cli({"call", "t_ecoh"}, d.home());
+    CHECK(call.status == 1);
+    CHECK_THAT(call.err, Catch::Contains("UNKNOWN_TOOL"));
+    CHECK_THAT(call.err, Catch::Contains("did you mean 't_echo'"));
+    auto far = run_cli({"call", "zzzzzzzz"}, d.home());
+    CHECK(far.err.find("did you mean") == std::string::npos);
+}
+
+TEST_CASE("meith help, COMMAND --help, version and did-you-mean for commands", "[e2e][cli]") {
+    temp_dir home;
+    auto help = run_cli({"help"}, home.path);
+    CHECK(help.status == 0);
+    CHECK_THAT(help.out, Catch::Contains("meith help COMMAND"));
+    auto call_help = run_cli({"help", "call"}, home.path);
+    CHECK(call_help.status == 0);
+    CHECK_THAT(call_help.out, Catch::StartsWith("usage: meith call TOOL"));
+    CHECK_THAT(call_help.out, Catch::Contains("@FILE") && Catch::Contains("--raw"));
+    CHECK(run_cli({"call", "--help"}, home.path).out == call_help.out);
+    auto service = run_cli({"help", "service"}, home.path);
+    CHECK_THAT(service.out,
+               Catch::Contains("service install") && Catch::Contains("service uninstall"));
+    auto version = run_cli({"version"}, home.path);
+    CHECK(version.status == 0);
+    CHECK_THAT(version.out, Catch::StartsWith("meith "));
+    CHECK(version.out == run_cli({"--version"}, home.path).out);
+    auto typo = run_cli({"sourcse"}, home.path);
+    CHECK(typo.status == 2);
+    CHECK_THAT(typo.err, Catch::Contains("unknown command 'sourcse'; did you mean 'sources'?"));
+    auto bad_help = run_cli({"help", "tool"}, home.path);
+    CHECK(bad_help.status == 2);
+    CHECK_THAT(bad_help.err, Catch::Contains("did you mean 'tools'"));
+    // A usage error points at the command's own help.
+    auto usage = run_cli({"call"}, home.path);
+    CHECK(usage.status == 2);
+    CHECK_THAT(usage.err, Catch::Contains("meith help call"));
+}
+
+TEST_CASE("meith without a daemon names the command that starts it, with its config",
+          "[e2e][cli]") {
+    temp_dir home;
+    auto none = run_cli({"status"}, home.path);
+    CHECK(none.status == 2);
+    CHECK_THAT(none.err, Catch::Contains("meithd --config FILE") && Catch::Contains("meith init"));
+    std::ofstream(home.path / "meithd.toml") << "";
+    auto with = run_cli({"status"}, home.path);
+    CHECK_THAT(with.err, Catch::Contains("(it reads ") && Catch::Contains("meithd.toml)"));
+}
+
+TEST_CASE("meith init writes a config that works from anywhere, and keeps an existing one",
+          "[e2e][cli]") {
+    temp_dir home, project;
+    std::ofstream(project.path / "notes.txt") << "hello from the project\n";
+    const std::string init = "cd '" + project.path.string() + "' && \"$MEITH\" init";
+    auto r = run_shell(init, home.path);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("wrote"));
+    const fs::path file = home.path / "meithd.toml";
+    REQUIRE(fs::exists(file));
+    CHECK((fs::status(file).permissions() & fs::perms::group_all) == fs::perms::none);
+    std::string text;
+    {
+        std::ifstream in(file);
+        text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    // Refused twice without --force; --force keeps the old one as .bak.
+    auto again = run_shell(init, home.path);
+    CHECK(again.status == 2);
+    CHECK_THAT(again.err, Catch::Contains("--force"));
+    CHECK(run_shell(init + " --force", home.path).status == 0);
+    CHECK(fs::exists(home.path / "meithd.toml.bak"));
+    // A folder that holds the home is refused: tools may never write there.
+    auto inside =
+        run_shell("cd '" + home.path.string() + "/..' && \"$MEITH\" init --force", home.path);
+    CHECK(inside.status == 2);
+    CHECK_THAT(inside.err, Catch::Contains("holds the meith home"));
+
+    // The config works from a daemon started anywhere: its tools find their files.
+    daemon_process d(text);
+    auto read = run_cli({"call", "read_file", R"({"path":"notes.txt"})", "--raw"}, d.home());
+    CHECK(read.status == 0);
+    CHECK(read.out == "hello from the project\n");
+    auto words = run_cli({"call", "word_count", R"({"text":"a b c"})"}, d.home());
+    CHECK(words.status == 0);
+    CHECK_THAT(words.out, Catch::Contains("\"words\":3"));
+    auto kv = run_cli({"call", "kv", R"({"op":"list"})"}, d.home());
+    CHECK(kv.status == 0);
 }

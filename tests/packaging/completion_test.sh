@@ -122,9 +122,9 @@ words_exactly() {
     [[ $got == "$want" ]] || fail "[$*] should offer exactly '$(flat "$want")'; got: '$(flat "$got")'"
 }
 
-commands=(status tools call preview sources reload policy approve grant grants revoke mcp service audit)
+commands=(status tools call preview sources reload policy approve grant grants revoke mcp service audit init help version)
 service_opts=(--socket-activated --dry-run --manager)
-audit_opts=(--since --tool --caller --denied --event --limit --json --file)
+audit_opts=(--since --tool --caller --denied --event --limit --json --file --follow)
 
 # Commands and subcommands.
 exactly _meith "meith " "${commands[@]}"
@@ -159,7 +159,10 @@ lacks _meith "meith --no-autostart sources restart --" --json
 has _meith "meith mcp --" --all --caller
 lacks _meith "meith mcp --" --json
 has _meith "meith policy check --" --json --caller
-lacks _meith "meith status --" --json --all
+lacks _meith "meith status --" --all --since
+has _meith "meith status --" --json
+has _meith "meith call --" --raw
+has _meith "meith init --" --force
 has _meith "meith tools --" --json --format
 lacks _meith "meith reload --" --format
 exactly _meith "meith tools --format openai" openai openai.responses

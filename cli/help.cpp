@@ -1,0 +1,295 @@
+#include "cli/help.hpp"
+
+#include "cli/commands.hpp"
+#include "cli/errors.hpp"
+
+#include <algorithm>
+#include <array>
+#include <tuple>
+
+#include <fmt/core.h>
+
+namespace meith::cli {
+
+namespace {
+
+int run_help(const options& opts);
+int run_version(const options& opts);
+
+constexpr std::string_view call_input =
+    "Arguments (a JSON object; default {}):\n"
+    "  JSON              on the command line: '{\"path\":\"README.md\"}'\n"
+    "  -                 read the JSON from standard input (no argv size limit)\n"
+    "  @FILE             read the JSON from FILE\n"
+    "  --text FILE|-     a text-payload tool's text, from FILE or standard input\n";
+
+constexpr command table[] = {
+    {"status", "", "[--json]", "show the daemon, session and tool counts", 0, 0, true, false, false,
+     true, "  --json            the daemon, session and counts as one JSON object\n", run_status},
+    {"tools", "", "[NAME] [--json] [--format F] [--tag T]...",
+     "list tools with their permission for you; NAME: describe one tool", 0, 1, true, false, false,
+     true,
+     "  NAME              describe one tool: description, permission and why, capabilities,\n"
+     "                    source, timeout, tags and its input schema\n"
+     "  --json            the tools (or the one tool) as meithd lists them\n"
+     "  --format F        openai, openai.responses, anthropic or mcp: the tools you may call,\n"
+     "                    as that API takes them (JSON)\n"
+     "  --tag T           only tools these tags enable (repeatable)\n"
+     "\nExamples:\n"
+     "  meith tools\n"
+     "  meith tools read_file\n"
+     "  meith tools --format anthropic > tools.json\n",
+     run_tools},
+    {"call", "",
+     "TOOL [JSON | - | @FILE | --text FILE|-] [--timeout-ms N] [--raw] [--model] [--display] "
+     "[--json]",
+     "call TOOL and print its result (events on stderr as they come)", 1, 2, true, true, false,
+     true,
+     "Output:\n"
+     "  (default)         a string result as text, any other result as JSON (indented on a\n"
+     "                    terminal, one line otherwise); events and errors on stderr\n"
+     "  --raw             the result's text exactly as is, no newline added: a string result,\n"
+     "                    an object's \"content\" or \"text\" string, MCP text blocks joined;\n"
+     "                    else JSON on one line\n"
+     "  --model           what a model would be given (modelContent)\n"
+     "  --display         what a UI would render (meta.display)\n"
+     "  --json            the whole result object\n"
+     "  --timeout-ms N    give up after N ms (TIMEOUT)\n"
+     "\nCtrl-C cancels the call (the tool is told to stop) and waits for CANCELLED; a second\n"
+     "Ctrl-C exits at once. Exit status: 0 ok, 1 the tool failed or was refused, 2 usage or\n"
+     "connection error, 130 interrupted.\n"
+     "\nExamples:\n"
+     "  meith call read_file '{\"path\":\"README.md\"}' --raw\n"
+     "  jq -n '{text: \"one two\"}' | meith call word_count -\n"
+     "  meith call write_file @args.json\n"
+     "  meith call apply_patch --text fix.diff\n",
+     run_call},
+    {"preview", "", "TOOL [JSON | - | @FILE | --text FILE|-] [--json]",
+     "what a call would do, without running it (exit 1: it would be denied)", 1, 2, true, false,
+     false, true, "  --json            the preview as meithd sends it\n", run_preview},
+    {"sources", "", "[--json]", "list tool sources: state, pid, restarts, sandbox, last error", 0,
+     0, true, false, false, true,
+     "  --json            every field meithd reports per source (e.g. \"cancel\": whether a\n"
+     "                    tool host stops a cancelled call)\n",
+     run_sources},
+    {"sources", "restart", "NAME [--timeout-ms N]",
+     "restart the tool source NAME (waits up to 60 s)", 1, 1, false, true, false, true,
+     "  --timeout-ms N    wait at most N ms for the restart to be under way\n", run_source_restart},
+    {"reload", "", "[--json]",
+     "reload meithd's config file (as SIGHUP does); exit 1 if it was refused", 0, 0, true, false,
+     false, true, "  --json            the reload's outcome as meithd sends it\n", run_reload},
+    {"policy", "check", "TOOL [--caller cli|plugin] [--json]",
+     "would a call to TOOL be allowed? (exit 0 allow, 1 deny or ask)", 1, 1, true, false, false,
+     true,
+     "  --caller C        ask for caller C (cli or plugin)\n"
+     "  --json            the decision as meithd sends it\n",
+     run_policy_check},
+    {"approve", "", "",
+     "answer held calls as they come (y once, s for the session, n deny); needs a terminal", 0, 0,
+     false, false, false, true,
+     "Keys: y allow once, s allow for the caller's session, n deny (then a reason), q quit.\n",
+     run_approve},
+    {"grant", "",
+     "CAP[,CAP...] [--tool GLOB] [--caller C] [--session ID] [--uses N] [--expires DUR] "
+     "[--json]",
+     "let calls needing these capabilities through without asking", 1, 1, true, false, false, true,
+     "  --tool GLOB       only tools matching GLOB (*, ?, [...])\n"
+     "  --caller C        only calls by caller C (cli or plugin)\n"
+     "  --session ID      only calls of session ID (see meith approve, meith audit)\n"
+     "  --uses N          good for N calls\n"
+     "  --expires DUR     good for DUR: 30s, 10m, 2h, 1d\n"
+     "  --json            the grant as meithd sends it\n",
+     run_grant},
+    {"grants", "", "[--json]", "list the grants in force", 0, 0, true, false, false, true,
+     "  --json            the grants as meithd sends them\n", run_grants},
+    {"revoke", "", "GRANT_ID", "revoke a grant", 1, 1, false, false, false, true, "", run_revoke},
+    {"audit", "", "[FILTERS] [--limit N] [--json] [--file PATH]",
+     "show the audit log (read directly; meithd need not run)", 0, 0, true, false, true, false,
+     "Reads audit.jsonl and its rotated files audit.jsonl.N, oldest first.\n"
+     "  --since DUR       only lines from the last DUR: 30s, 10m, 2h, 1d\n"
+     "  --tool NAME       only lines for the tool NAME\n"
+     "  --caller C        only lines whose caller is C (cli or plugin)\n"
+     "  --denied          only calls the policy denied (decision \"deny\")\n"
+     "  --event NAME      only events NAME (tool_call, list_tools, daemon_start, ...) or\n"
+     "                    all; default: the table shows tool_call and tool_call_rejected,\n"
+     "                    --json shows every event\n"
+     "  --limit N         only the last N lines that match\n"
+     "  --json            the matching lines as JSON Lines (one object per line, as logged)\n"
+     "  --file PATH       the log to read (default: auditPath in $MEITH_HOME/config.json,\n"
+     "                    else $MEITH_HOME/audit.jsonl)\n",
+     run_audit},
+    {"mcp", "", "[--caller cli|plugin] [--all]",
+     "serve the tools to an MCP client on stdin/stdout (caller plugin unless --caller)", 0, 0,
+     false, false, false, true,
+     "  --caller C        the caller the MCP client's calls are made as (default plugin)\n"
+     "  --all             list every tool, also those the caller may not call\n",
+     run_mcp},
+    {"service", "install", "[--socket-activated] [--dry-run]",
+     "run meithd as a user service (systemd user unit / launchd agent), now and at login", 0, 0,
+     false, false, false, false,
+     "  --socket-activated  systemd starts meithd on the first connection\n"
+     "  --dry-run         print the files and commands, change nothing\n"
+     "  --manager M       systemd or launchd (default: this system's)\n",
+     run_service_install},
+    {"service", "uninstall", "[--dry-run]", "stop the user service and remove its files", 0, 0,
+     false, false, false, false,
+     "  --dry-run         print the commands, change nothing\n"
+     "  --manager M       systemd or launchd (default: this system's)\n",
+     run_service_uninstall},
+    {"service", "status", "[--dry-run]", "show the user service's files and state", 0, 0, false,
+     false, false, false,
+     "  --dry-run         print the commands, change nothing\n"
+     "  --manager M       systemd or launchd (default: this system's)\n",
+     run_service_status},
+    {"init", "", "[--force]",
+     "write a working $MEITH_HOME/meithd.toml with the example tools (by absolute path)", 0, 0,
+     false, false, false, false,
+     "The config names the example tools where this meith finds them (a source tree's\n"
+     "examples/, or the installed share/doc/meith/examples) by absolute path, so it works from\n"
+     "any folder; the file tools are confined to the folder you run it in.\n"
+     "  --force           replace an existing meithd.toml (the old one is kept as .bak)\n",
+     run_init},
+    {"help", "", "[COMMAND]", "show the help of meith or of one command", 0, 2, false, false, false,
+     false, "", run_help},
+    {"version", "", "", "show meith's version", 0, 0, false, false, false, false, "", run_version},
+};
+
+std::string global_options() {
+    return "Options (before or after COMMAND):\n"
+           "  --socket PATH     daemon socket (default: socketPath in $MEITH_HOME/config.json)\n"
+           "  --home DIR        meith home (default: $MEITH_HOME, else ~/.meith)\n"
+           "  --caller NAME     cli or plugin (default: cli)\n"
+           "  --no-autostart    fail when meithd is not running instead of starting it\n"
+           "                    (also env MEITH_NO_AUTOSTART=1)\n"
+           "  -h, --help        show this help (after a command: that command's help)\n"
+           "  --version         show the version\n";
+}
+
+int run_help(const options& opts) {
+    if (opts.words.size() == 1) {
+        fmt::print("{}", usage());
+        return exit_ok;
+    }
+    std::vector<std::string> rest(opts.words.begin() + 1, opts.words.end());
+    const command* c = find_command(rest);
+    if (c == nullptr) {
+        // "meith help service": every subcommand of that name.
+        std::string family;
+        for (const command& k : table)
+            if (k.name == rest[0]) family += (family.empty() ? "" : "\n") + command_help(k);
+        if (!family.empty()) {
+            fmt::print("{}", family);
+            return exit_ok;
+        }
+        std::vector<std::string> names;
+        for (const command& k : table)
+            names.emplace_back(k.name);
+        throw usage_error(
+            fmt::format("no command '{}'{}", rest[0], did_you_mean(closest_names(rest[0], names))));
+    }
+    fmt::print("{}", command_help(*c));
+    return exit_ok;
+}
+
+int run_version(const options&) {
+    fmt::print("meith {}\n", MEITH_VERSION);
+    return exit_ok;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diag = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diag = up;
+        }
+    }
+    return row[b.size()];
+}
+
+} // namespace
+
+std::span<const command> commands() {
+    return table;
+}
+
+const command* find_command(const std::vector<std::string>& words) {
+    if (words.empty()) return nullptr;
+    for (const command& c : table)
+        if (c.name == words[0] && !c.sub.empty() && words.size() > 1 && c.sub == words[1])
+            return &c;
+    for (const command& c : table)
+        if (c.name == words[0] && c.sub.empty()) return &c;
+    return nullptr;
+}
+
+std::string head_of(const command& c) {
+    std::string head(c.name);
+    if (!c.sub.empty()) head += fmt::format(" {}", c.sub);
+    if (!c.synopsis.empty()) head += fmt::format(" {}", c.synopsis);
+    return head;
+}
+
+std::string usage() {
+    std::string out = "usage: meith [OPTIONS] COMMAND [ARGS]\n\nCommands:\n";
+    for (const command& c : table) {
+        const std::string head = head_of(c);
+        if (head.size() <= 28)
+            out += fmt::format("  {:<30}{}\n", head, c.summary);
+        else
+            out += fmt::format("  {}\n  {:<30}{}\n", head, "", c.summary);
+    }
+    out += "\n" + global_options();
+    out += "\n'meith help COMMAND' (or 'meith COMMAND --help') shows a command's own options.\n"
+           "\nA command that finds no daemon answering starts one (meithd --detach, logging to\n"
+           "$MEITH_HOME/meithd.log, or the user unit when installed) and waits until it is ready.\n"
+           "\nExit status: 0 ok, 1 the tool returned an error (or meithd refused a restart, or\n"
+           "policy check said deny), 2 usage/connection/protocol error, 130 interrupted.\n";
+    return out;
+}
+
+std::string command_help(const command& c) {
+    std::string out = fmt::format("usage: meith {}\n\n{}\n", head_of(c), c.summary);
+    if (c.name == "call" || c.name == "preview") out += fmt::format("\n{}", call_input);
+    if (!c.details.empty()) out += fmt::format("\n{}", c.details);
+    if (c.connects) out += "\n" + global_options();
+    return out;
+}
+
+std::vector<std::string> closest_names(std::string_view word,
+                                       std::span<const std::string> candidates, std::size_t limit) {
+    std::vector<std::tuple<std::size_t, std::size_t, std::string>> scored; // distance, length
+    const std::size_t allowed = std::max<std::size_t>(2, word.size() / 3);
+    for (const std::string& c : candidates) {
+        if (c == word) continue;
+        std::size_t d = edit_distance(word, c);
+        // "file" finds read_file: a part of a name counts as close.
+        if (word.size() >= 3 && c.find(word) != std::string::npos) d = std::min<std::size_t>(d, 1);
+        if (d <= allowed) scored.emplace_back(d, c.size(), c);
+    }
+    std::sort(scored.begin(), scored.end());
+    scored.erase(std::unique(scored.begin(), scored.end()), scored.end());
+    std::vector<std::string> out;
+    for (auto& [d, length, name] : scored) {
+        if (out.size() == limit) break;
+        out.push_back(std::move(name));
+    }
+    return out;
+}
+
+std::string did_you_mean(const std::vector<std::string>& suggestions) {
+    if (suggestions.empty()) return "";
+    std::string out = "; did you mean ";
+    for (std::size_t i = 0; i < suggestions.size(); ++i) {
+        if (i > 0) out += i + 1 == suggestions.size() ? " or " : ", ";
+        out += fmt::format("'{}'", suggestions[i]);
+    }
+    return out + "?";
+}
+
+} // namespace meith::cli

@@ -1,20 +1,31 @@
 // audit: `meith audit` reads the audit log itself (meithd need not run) — the live file and its
-// rotated files PATH.N, oldest first — filters its lines and prints them as a table or as JSON
-// Lines. A line that does not parse is reported with file:line and skipped.
+// rotated files PATH.N, oldest first — filters its lines and prints them as a table
+// (audit_view.hpp) or as JSON Lines. A line that does not parse is reported with file:line and
+// skipped. With --follow it then prints lines as they are appended, as `tail -F` does: across
+// rotation (the old file read to its end, then any rotated after it, then the new one) and
+// truncation, polling every 200 ms, until SIGINT or SIGTERM (exit status 0).
 #include "cli/commands.hpp"
 
+#include "cli/audit_view.hpp"
 #include "cli/discovery.hpp"
 #include "cli/errors.hpp"
 #include "cli/session.hpp"
-#include "cli/table.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
-#include <ctime>
+#include <cstdio>
 #include <deque>
+#include <fcntl.h>
 #include <fstream>
+#include <functional>
+#include <poll.h>
+#include <set>
 #include <string_view>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -29,8 +40,8 @@ using sys_clock = std::chrono::system_clock;
 
 /// Unparseable lines reported one by one; the rest are only counted.
 constexpr std::size_t max_reported_bad_lines = 20;
-/// The REQUEST column shows at most this many columns of a requestId.
-constexpr std::size_t request_width = 24;
+/// --follow looks for new lines this often.
+constexpr int follow_interval_ms = 200;
 
 struct audit_line {
     std::string raw; ///< the line as logged, for --json
@@ -62,71 +73,6 @@ std::vector<fs::path> log_files(const fs::path& base) {
     return files;
 }
 
-/// An RFC 3339 timestamp ("2026-11-21T10:00:00.123Z", or with an offset) as a time point.
-std::optional<sys_clock::time_point> parse_ts(std::string_view ts) {
-    std::size_t i = 0;
-    const auto number = [&](std::size_t digits, int& out) {
-        if (i + digits > ts.size()) return false;
-        int v = 0;
-        for (std::size_t k = 0; k < digits; ++k) {
-            const char c = ts[i + k];
-            if (c < '0' || c > '9') return false;
-            v = v * 10 + (c - '0');
-        }
-        i += digits;
-        out = v;
-        return true;
-    };
-    const auto literal = [&](std::string_view any_of) {
-        if (i >= ts.size() || any_of.find(ts[i]) == std::string_view::npos) return false;
-        ++i;
-        return true;
-    };
-
-    int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-    if (!(number(4, year) && literal("-") && number(2, month) && literal("-") && number(2, day) &&
-          literal("Tt ") && number(2, hour) && literal(":") && number(2, minute) && literal(":") &&
-          number(2, second))) {
-        return std::nullopt;
-    }
-    if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
-        return std::nullopt;
-    }
-    long millis = 0;
-    if (literal(".")) {
-        std::size_t digits = 0;
-        for (; i < ts.size() && ts[i] >= '0' && ts[i] <= '9'; ++i, ++digits) {
-            if (digits < 3) millis = millis * 10 + (ts[i] - '0');
-        }
-        if (digits == 0) return std::nullopt;
-        for (; digits < 3; ++digits)
-            millis *= 10;
-    }
-    long offset_seconds = 0;
-    if (!literal("Zz")) {
-        if (i >= ts.size() || (ts[i] != '+' && ts[i] != '-')) return std::nullopt;
-        const long sign = ts[i] == '-' ? -1 : 1;
-        ++i;
-        int oh = 0, om = 0;
-        if (!(number(2, oh) && literal(":") && number(2, om)) || oh > 23 || om > 59) {
-            return std::nullopt;
-        }
-        offset_seconds = sign * (oh * 3600L + om * 60L);
-    }
-    if (i != ts.size()) return std::nullopt;
-
-    std::tm tm{};
-    tm.tm_year = year - 1900;
-    tm.tm_mon = month - 1;
-    tm.tm_mday = day;
-    tm.tm_hour = hour;
-    tm.tm_min = minute;
-    tm.tm_sec = second;
-    const std::time_t t = ::timegm(&tm);
-    return sys_clock::from_time_t(t) + std::chrono::milliseconds(millis) -
-           std::chrono::seconds(offset_seconds);
-}
-
 /// Which lines `opts` selects; `cutoff` is now minus --since.
 struct audit_filter {
     const options& opts;
@@ -136,7 +82,7 @@ struct audit_filter {
         const std::string event = get_string(line, "event").value_or("");
         if (opts.event) {
             if (*opts.event != "all" && event != *opts.event) return false;
-        } else if (!opts.json && event != "tool_call" && event != "tool_call_rejected") {
+        } else if (!opts.json && !is_call_event(event)) {
             return false; // the table's default: calls only
         }
         if (opts.tool && get_string(line, "toolName") != *opts.tool) return false;
@@ -146,114 +92,252 @@ struct audit_filter {
         }
         if (cutoff) {
             const auto ts = get_string(line, "ts");
-            const auto when = ts ? parse_ts(*ts) : std::nullopt;
+            const auto when = ts ? parse_audit_ts(*ts) : std::nullopt;
             if (!when || *when < *cutoff) return false;
         }
         return true;
     }
 };
 
+/// Parses lines, reports those that are not audit lines, and keeps count.
+struct line_parser {
+    const audit_filter& filter;
+    std::size_t parsed = 0, bad = 0;
+
+    /// The line when it parses and the filter keeps it.
+    std::optional<audit_line> take(std::string text, const fs::path& file, std::size_t number) {
+        if (!text.empty() && text.back() == '\r') text.pop_back();
+        if (text.find_first_not_of(" \t") == std::string::npos) return std::nullopt;
+        json obj = json::parse(text, nullptr, false);
+        if (obj.is_discarded() || !obj.is_object() || !get_string(obj, "event")) {
+            if (++bad <= max_reported_bad_lines) {
+                fmt::print(stderr, "meith: {}:{}: not a JSON audit line; skipped\n",
+                           display_path(file), number);
+            }
+            return std::nullopt;
+        }
+        ++parsed;
+        if (!filter.keeps(obj)) return std::nullopt;
+        return audit_line{std::move(text), std::move(obj)};
+    }
+};
+
+using line_handler = std::function<void(audit_line&&)>;
+
+/// A log file read with read(2), each time from where the last read stopped.
+class open_file {
+  public:
+    open_file() = default;
+    open_file(open_file&& o) noexcept { *this = std::move(o); }
+    open_file& operator=(open_file&& o) noexcept {
+        if (this != &o) {
+            close();
+            path_ = std::move(o.path_);
+            fd_ = std::exchange(o.fd_, -1);
+            id_ = o.id_;
+            offset_ = o.offset_;
+            partial_ = std::move(o.partial_);
+            lines_ = o.lines_;
+        }
+        return *this;
+    }
+    ~open_file() { close(); }
+
+    bool open(const fs::path& path) {
+        close();
+        fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        struct stat st {};
+        if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
+            close();
+            return false;
+        }
+        path_ = path;
+        id_ = {st.st_dev, st.st_ino};
+        offset_ = 0;
+        partial_.clear();
+        lines_ = 0;
+        return true;
+    }
+    bool is_open() const { return fd_ >= 0; }
+    /// The file's identity (device, inode): a rotated log is another file at the same path.
+    std::pair<dev_t, ino_t> id() const { return id_; }
+
+    /// Reads to the end, handing each complete line on; a last line without its newline waits
+    /// for the rest (meithd writes whole lines, but a reader can see a write half done).
+    void read_lines(line_parser& parser, const line_handler& on_line) {
+        if (fd_ < 0) return;
+        char buf[65536];
+        for (;;) {
+            const ssize_t n = ::read(fd_, buf, sizeof buf);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            offset_ += n;
+            partial_.append(buf, static_cast<std::size_t>(n));
+            std::size_t start = 0;
+            for (std::size_t nl; (nl = partial_.find('\n', start)) != std::string::npos;
+                 start = nl + 1) {
+                hand_on(partial_.substr(start, nl - start), parser, on_line);
+            }
+            partial_.erase(0, start);
+        }
+    }
+    /// The file will not grow: a last line without its newline is a line too.
+    void finish(line_parser& parser, const line_handler& on_line) {
+        read_lines(parser, on_line);
+        if (!partial_.empty()) hand_on(std::exchange(partial_, {}), parser, on_line);
+    }
+    /// True (and reading starts over) when the file is now shorter than what was read of it:
+    /// truncated in place (logrotate's copytruncate).
+    bool restart_if_truncated() {
+        struct stat st {};
+        if (fd_ < 0 || ::fstat(fd_, &st) != 0 || st.st_size >= offset_) return false;
+        ::lseek(fd_, 0, SEEK_SET);
+        offset_ = 0;
+        partial_.clear();
+        lines_ = 0;
+        return true;
+    }
+
+  private:
+    void hand_on(std::string text, line_parser& parser, const line_handler& on_line) {
+        if (auto l = parser.take(std::move(text), path_, ++lines_)) on_line(std::move(*l));
+    }
+    void close() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+
+    fs::path path_;
+    int fd_ = -1;
+    std::pair<dev_t, ino_t> id_{};
+    off_t offset_ = 0;
+    std::string partial_;
+    std::size_t lines_ = 0;
+};
+
 /// Reads every file, oldest first, keeping the selected lines (the last --limit of them).
-/// Throws cli_error(exit_error) when no file could be read or no line of them parsed.
-std::deque<audit_line> read_log(const fs::path& base, const audit_filter& filter) {
-    const std::vector<fs::path> files = log_files(base);
-    if (files.empty()) {
-        throw cli_error(exit_error, fmt::format("no audit log at {}", display_path(base)));
+/// `live`, when open (--follow), is the live file, read from its descriptor and left open at
+/// its end; the rotated files are read by name. Throws cli_error(exit_error) when no file
+/// could be read or no line of them parsed (without --follow, also when there is no file).
+std::deque<audit_line> read_log(const fs::path& base, line_parser& parser, open_file* live) {
+    std::vector<fs::path> files = log_files(base);
+    if (live) std::erase(files, base);
+    if (files.empty() && !(live && live->is_open())) {
+        if (!live)
+            throw cli_error(exit_error, fmt::format("no audit log at {}", display_path(base)));
+        fmt::print(stderr, "meith: no audit log at {} yet; waiting for it\n", display_path(base));
+        return {};
     }
     std::deque<audit_line> kept;
-    std::size_t opened = 0, parsed = 0, bad = 0;
+    const line_handler keep = [&](audit_line&& l) {
+        kept.push_back(std::move(l));
+        if (parser.filter.opts.limit && kept.size() > *parser.filter.opts.limit) kept.pop_front();
+    };
+    std::size_t opened = 0;
     for (const fs::path& file : files) {
-        std::ifstream in(file, std::ios::binary);
-        if (!in) {
+        open_file f;
+        if (!f.open(file)) {
             fmt::print(stderr, "meith: cannot read {}\n", display_path(file));
             continue;
         }
+        // Rotated between opening the live file and listing these: it is the live one.
+        if (live && live->is_open() && f.id() == live->id()) continue;
         ++opened;
-        std::string text;
-        for (std::size_t number = 1; std::getline(in, text); ++number) {
-            if (!text.empty() && text.back() == '\r') text.pop_back();
-            if (text.find_first_not_of(" \t") == std::string::npos) continue;
-            json obj = json::parse(text, nullptr, false);
-            if (obj.is_discarded() || !obj.is_object() || !get_string(obj, "event")) {
-                if (++bad <= max_reported_bad_lines) {
-                    fmt::print(stderr, "meith: {}:{}: not a JSON audit line; skipped\n",
-                               display_path(file), number);
-                }
-                continue;
-            }
-            ++parsed;
-            if (!filter.keeps(obj)) continue;
-            kept.push_back({std::move(text), std::move(obj)});
-            if (filter.opts.limit && kept.size() > *filter.opts.limit) kept.pop_front();
-        }
+        f.finish(parser, keep);
     }
-    if (bad > max_reported_bad_lines) {
+    if (live && live->is_open()) {
+        ++opened;
+        live->read_lines(parser, keep);
+    }
+    if (parser.bad > max_reported_bad_lines) {
         fmt::print(stderr, "meith: {} more lines that are not JSON audit lines skipped\n",
-                   bad - max_reported_bad_lines);
+                   parser.bad - max_reported_bad_lines);
     }
     if (opened == 0) {
         throw cli_error(exit_error,
                         fmt::format("cannot read the audit log {}", display_path(base)));
     }
-    if (parsed == 0 && bad > 0) {
+    if (parser.parsed == 0 && parser.bad > 0) {
         throw cli_error(exit_error, fmt::format("no line of the audit log {} could be read",
                                                 display_path(base)));
     }
     return kept;
 }
 
-/// Local time: HH:MM:SS for today, with the date in front otherwise; the raw text if it does
-/// not parse.
-std::string time_text(const json& line, const std::tm& today) {
-    const auto ts = get_string(line, "ts");
-    if (!ts) return "-";
-    const auto when = parse_ts(*ts);
-    if (!when) return sanitize(*ts, false);
-    const std::time_t t = sys_clock::to_time_t(*when);
-    std::tm tm{};
-    ::localtime_r(&t, &tm);
-    char buf[32];
-    const bool same_day = tm.tm_year == today.tm_year && tm.tm_yday == today.tm_yday;
-    std::strftime(buf, sizeof buf, same_day ? "%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &tm);
-    return buf;
+volatile std::sig_atomic_t stop_requested = 0;
+
+extern "C" void on_stop_signal(int) {
+    stop_requested = 1;
 }
 
-/// ok, the error code, "rejected" (the call never reached the policy) or "-".
-std::string result_text(const json& line) {
-    const std::string event = get_string(line, "event").value_or("");
-    if (event == "tool_call_rejected") return "rejected";
-    const json* ok = get_field(line, "ok");
-    if (ok == nullptr || !ok->is_boolean()) return "-";
-    if (ok->get<bool>()) return "ok";
-    return sanitize(get_string(line, "errorCode").value_or("error"), false);
-}
-
-std::string duration_text(const json& line) {
-    const json* ms = get_field(line, "durationMs");
-    if (ms == nullptr || !ms->is_number()) return "-";
-    return fmt::format("{:.1f}", ms->get<double>());
-}
-
-void print_audit_table(const std::deque<audit_line>& lines) {
-    if (lines.empty()) {
-        fmt::print("no matching audit lines\n");
-        return;
+/// The files rotated after `old` and before `next` (several rotations between two looks):
+/// `old` is found among base.N by its inode; the ones newer than it, other than `next`, are
+/// read whole, oldest first. Nothing when `old` is no longer there (deleted, or renamed to
+/// another name).
+void read_rotated_between(const fs::path& base, const open_file& old, const open_file& next,
+                          line_parser& parser, const line_handler& on_line) {
+    std::set<std::pair<dev_t, ino_t>> seen{old.id(), next.id()};
+    bool after_old = false;
+    for (const fs::path& file : log_files(base)) {
+        if (file == base) continue;
+        open_file f;
+        if (!f.open(file)) continue;
+        if (f.id() == old.id()) {
+            after_old = true;
+            continue;
+        }
+        if (!after_old || !seen.insert(f.id()).second) continue;
+        f.finish(parser, on_line);
     }
-    const std::time_t now = sys_clock::to_time_t(sys_clock::now());
-    std::tm today{};
-    ::localtime_r(&now, &today);
-    const auto text = [](const json& line, std::string_view key) {
-        return sanitize(get_string(line, key).value_or("-"), false);
-    };
+}
 
-    std::vector<std::vector<std::string>> rows{
-        {"TIME", "EVENT", "TOOL", "CALLER", "DECISION", "RESULT", "MS", "REQUEST"}};
-    for (const audit_line& l : lines) {
-        rows.push_back({time_text(l.obj, today), text(l.obj, "event"), text(l.obj, "toolName"),
-                        text(l.obj, "caller"), text(l.obj, "decision"), result_text(l.obj),
-                        duration_text(l.obj), truncate(text(l.obj, "requestId"), request_width)});
+/// SIGINT and SIGTERM end --follow (exit status 0) instead of the process; installed before
+/// the log is read, so a signal at any point ends it the same way.
+void stop_on_signals() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART; // a write to a full pipe is not cut short; poll(2) still wakes
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+/// Prints lines as they are appended to `base` until SIGINT or SIGTERM (stop_on_signals).
+/// `live` is the file read so far (closed when there was none yet).
+int follow_log(const fs::path& base, open_file live, line_parser& parser,
+               const line_handler& print) {
+    std::optional<open_file> previous; // the file rotated away last turn: late lines
+    while (stop_requested == 0) {
+        if (previous) {
+            previous->finish(parser, print);
+            previous.reset();
+        }
+        if (live.restart_if_truncated()) {
+            fmt::print(stderr, "meith: {} was truncated; reading it from the start\n",
+                       display_path(base));
+        }
+        live.read_lines(parser, print);
+        struct stat st {};
+        if (::stat(base.c_str(), &st) == 0 &&
+            (!live.is_open() || std::pair(st.st_dev, st.st_ino) != live.id())) {
+            // Rotated (or created): what is left of the old file, the files rotated after
+            // it, then the new one. The old one stays open a turn for lines written late.
+            open_file next;
+            if (next.open(base)) {
+                if (live.is_open()) {
+                    live.read_lines(parser, print);
+                    read_rotated_between(base, live, next, parser, print);
+                    previous = std::move(live);
+                }
+                live = std::move(next);
+                live.read_lines(parser, print);
+            }
+        }
+        if (std::fflush(stdout) != 0 || std::ferror(stdout)) return exit_error;
+        ::poll(nullptr, 0, follow_interval_ms); // a signal ends the wait early
     }
-    print_table(rows);
+    std::fflush(stdout);
+    return exit_ok;
 }
 
 } // namespace
@@ -262,14 +346,38 @@ int run_audit(const options& opts) {
     const fs::path base = locate_audit_log(opts.file, opts.home);
     audit_filter filter{opts, std::nullopt};
     if (opts.since) filter.cutoff = sys_clock::now() - *opts.since;
-    const std::deque<audit_line> lines = read_log(base, filter);
+    line_parser parser{filter};
+    // --follow: the live file is opened first, so a rotation while the rest is read is seen.
+    if (opts.follow) stop_on_signals();
+    open_file live;
+    if (opts.follow && !live.open(base) && fs::exists(base)) {
+        throw cli_error(exit_error,
+                        fmt::format("cannot read the audit log {}", display_path(base)));
+    }
+    const std::deque<audit_line> lines = read_log(base, parser, opts.follow ? &live : nullptr);
+
     if (opts.json) {
         for (const audit_line& l : lines)
             fmt::print("{}\n", l.raw);
+        if (!opts.follow) return exit_ok;
+        return follow_log(base, std::move(live), parser,
+                          [](audit_line&& l) { fmt::print("{}\n", l.raw); });
+    }
+    // The events layout when --event names one event that is not a call.
+    const bool call_layout = !opts.event || *opts.event == "all" || is_call_event(*opts.event);
+    audit_table table(call_layout, output_width());
+    if (lines.empty() && !opts.follow) {
+        fmt::print("no matching audit lines\n");
         return exit_ok;
     }
-    print_audit_table(lines);
-    return exit_ok;
+    std::vector<const json*> shown;
+    shown.reserve(lines.size());
+    for (const audit_line& l : lines)
+        shown.push_back(&l.obj);
+    table.print(shown, opts.follow);
+    if (!opts.follow) return exit_ok;
+    return follow_log(base, std::move(live), parser,
+                      [&table](audit_line&& l) { table.print_row(l.obj); });
 }
 
 } // namespace meith::cli

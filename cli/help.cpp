@@ -103,7 +103,7 @@ constexpr command table[] = {
     {"grants", "", "[--json]", "list the grants in force", 0, 0, true, false, false, true,
      "  --json            the grants as meithd sends them\n", run_grants},
     {"revoke", "", "GRANT_ID", "revoke a grant", 1, 1, false, false, false, true, "", run_revoke},
-    {"audit", "", "[FILTERS] [--limit N] [--json] [--file PATH]",
+    {"audit", "", "[FILTERS] [--limit N] [--json] [--file PATH] [-f|--follow]",
      "show the audit log (read directly; meithd need not run)", 0, 0, true, false, true, false,
      "Reads audit.jsonl and its rotated files audit.jsonl.N, oldest first.\n"
      "  --since DUR       only lines from the last DUR: 30s, 10m, 2h, 1d\n"
@@ -116,7 +116,10 @@ constexpr command table[] = {
      "  --limit N         only the last N lines that match\n"
      "  --json            the matching lines as JSON Lines (one object per line, as logged)\n"
      "  --file PATH       the log to read (default: auditPath in $MEITH_HOME/config.json,\n"
-     "                    else $MEITH_HOME/audit.jsonl)\n",
+     "                    else $MEITH_HOME/audit.jsonl)\n"
+     "  -f, --follow      then keep printing lines as they are appended (across rotation\n"
+     "                    and truncation; with --limit N the last N first) until Ctrl-C or\n"
+     "                    SIGTERM, which end it with exit status 0\n",
      run_audit},
     {"mcp", "", "[--caller cli|plugin] [--all]",
      "serve the tools to an MCP client on stdin/stdout (caller plugin unless --caller)", 0, 0,

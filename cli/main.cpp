@@ -109,10 +109,10 @@ int run(const std::vector<std::string>& args) {
             fmt::format("'{}' does not take --session, --uses or --expires", full_name));
     }
     const bool grant_tool = cmd->name == "grant" && opts.tool && !opts.since && !opts.denied &&
-                            !opts.event && !opts.limit && !opts.file;
+                            !opts.event && !opts.limit && !opts.file && !opts.follow;
     if (opts.has_audit_filters() && !cmd->takes_audit_filters && !grant_tool) {
         throw usage_error(fmt::format("'{}' does not take --since, --tool, --denied, --event, "
-                                      "--limit or --file",
+                                      "--limit, --file or --follow",
                                       full_name));
     }
     try {

@@ -56,7 +56,8 @@ tool_result read_oneshot_answer(simdjson::dom::element answer) {
                                 "the tool's answer has none of result, error, pending");
 }
 
-std::string stderr_details(int wait_status, const std::vector<std::string>& tail) {
+std::string stderr_details(int wait_status, const std::vector<std::string>& tail,
+                           std::string_view more_members = {}) {
     const auto& redactor = audit::default_redactor();
     std::string d = R"({"status":)";
     append_json_string(d, describe_wait_status(wait_status));
@@ -65,8 +66,39 @@ std::string stderr_details(int wait_status, const std::vector<std::string>& tail
         if (i) d += ',';
         append_json_string(d, redactor.redact_text(tail[i]));
     }
-    d += "]}";
+    d += ']';
+    d += more_members;
+    d += '}';
     return d;
+}
+
+/// Bytes of a tool's output quoted in a failure message.
+constexpr std::size_t excerpt_bytes = 200;
+
+/// The start of `text` as a JSON string for a message: redacted (a window past the cut, so a
+/// secret that straddles it is still recognised), cut to `excerpt_bytes` on a UTF-8 boundary
+/// with "..." when there is more, control characters escaped, invalid bytes as U+FFFD.
+std::string quoted_excerpt(std::string_view text) {
+    std::string redacted =
+        audit::default_redactor().redact_text(text.substr(0, excerpt_bytes + 4096));
+    const bool cut = redacted.size() > excerpt_bytes || text.size() > excerpt_bytes + 4096;
+    if (redacted.size() > excerpt_bytes) {
+        std::size_t n = excerpt_bytes;
+        while (n > 0 && (static_cast<unsigned char>(redacted[n]) & 0xC0) == 0x80)
+            --n;
+        redacted.resize(n);
+    }
+    if (cut) redacted += "...";
+    std::string out;
+    append_json_string(out, redacted);
+    return out;
+}
+
+/// The last stderr line with something on it, if any.
+const std::string* last_stderr_line(const std::vector<std::string>& tail) {
+    for (auto it = tail.rbegin(); it != tail.rend(); ++it)
+        if (it->find_first_not_of(" \t\r") != std::string::npos) return &*it;
+    return nullptr;
 }
 
 class exec_source final : public tool_source {
@@ -251,15 +283,31 @@ class exec_source final : public tool_source {
                                         fmt::format("exec tool '{}' {}", cfg_.name, last_error_),
                                         stderr_details(out.wait_status, out.stderr_tail));
         }
+        // Exited 0 from here on. A caller gets what the tool did print, cut and redacted,
+        // plus the stderr tail in details as for a non-zero exit.
         simdjson::dom::element answer;
-        if (out.out.find_first_not_of(" \t\r\n") == std::string::npos)
-            return tool_result::failure(error_code::tool_failed,
-                                        "the tool wrote no answer on stdout");
+        if (out.out.find_first_not_of(" \t\r\n") == std::string::npos) {
+            std::string message =
+                "the tool wrote no answer on stdout (it " + describe_wait_status(out.wait_status);
+            if (const auto* line = last_stderr_line(out.stderr_tail))
+                message += "; last stderr line: " + quoted_excerpt(*line) + ")";
+            else
+                message += " and wrote nothing on stderr)";
+            return tool_result::failure(error_code::tool_failed, std::move(message),
+                                        stderr_details(out.wait_status, out.stderr_tail));
+        }
         if (parser_.parse(out.out).get(answer) != simdjson::SUCCESS) {
-            spdlog::warn("exec tool '{}' wrote an answer that is not one JSON object: {}",
-                         cfg_.name, out.out.substr(0, 200));
-            return tool_result::failure(error_code::tool_failed,
-                                        "the tool's answer is not one JSON object");
+            const std::string excerpt = quoted_excerpt(out.out);
+            spdlog::warn("exec tool '{}' wrote an answer that is not one JSON object: {} ({} "
+                         "bytes)",
+                         cfg_.name, excerpt, out.out.size());
+            return tool_result::failure(
+                error_code::tool_failed,
+                fmt::format("the tool's answer is not one JSON object; it printed: {} ({} bytes)",
+                            excerpt, out.out.size()),
+                stderr_details(out.wait_status, out.stderr_tail,
+                               R"(,"stdout":)" + excerpt + R"(,"stdoutBytes":)" +
+                                   std::to_string(out.out.size())));
         }
         return read_oneshot_answer(answer);
     }

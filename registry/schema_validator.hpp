@@ -24,9 +24,10 @@ class schema_validator {
     };
     static compile_result compile(std::string_view schema_json);
 
-    /// nullopt when `args` conforms; else a message naming the first violations, e.g.
-    /// "arguments do not match the tool's inputSchema: /n: Expected number greater than or equal to
-    /// 0".
+    /// nullopt when `args` conforms; else a message naming up to three violations in words a
+    /// caller can act on, e.g. "arguments do not match the tool's inputSchema: /n must be at
+    /// least 0 (got -1); missing required property 'path'". Values and names from `args` are
+    /// quoted cut to 60 bytes. Only a failed validation does the extra work of explaining.
     std::optional<std::string> validate(simdjson::dom::element args) const;
 
     ~schema_validator();

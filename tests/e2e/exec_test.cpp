@@ -122,6 +122,38 @@ TEST_CASE("a one-shot exit status other than 0 fails with the redacted stderr ta
     CHECK(d.log().find("ghp_abcdefghijklmnopqrstuvwxyz0123456789") == std::string::npos);
 }
 
+TEST_CASE("a one-shot answer that is not JSON, or missing, says what the tool printed",
+          "[e2e][exec]") {
+    daemon_process d(exec_source_toml("os", "oneshot", "oneshot.mjs", "x_oneshot"));
+    client c(d.socket());
+
+    // Prose on stdout: its start reaches the caller, escaped, redacted and cut, with its size.
+    auto chatty = c.call("x_oneshot", {{"mode", "chatty"}});
+    CHECK(code_of(chatty) == "TOOL_FAILED");
+    const auto message = chatty["result"]["error"]["message"].get<std::string>();
+    INFO(message);
+    CHECK_THAT(message, Catch::StartsWith("the tool's answer is not one JSON object; it printed: "
+                                          "\"Hello world\\n\\u0007 using ") &&
+                            Catch::EndsWith("...\" (1000 bytes)"));
+    CHECK_THAT(message, Catch::Contains("REDACTED"));
+    CHECK(message.find("ghp_abcdefghijklmnopqrstuvwxyz0123456789") == std::string::npos);
+    CHECK(message.size() < 320); // about 200 bytes of the 1000 printed
+    CHECK(chatty["result"]["error"]["details"]["stdoutBytes"] == 1000);
+
+    // Nothing on stdout: the exit status and the last stderr line say why.
+    auto quiet = c.call("x_oneshot", {{"mode", "quiet"}});
+    CHECK(code_of(quiet) == "TOOL_FAILED");
+    CHECK(quiet["result"]["error"]["message"] ==
+          "the tool wrote no answer on stdout (it exited with status 0; last stderr line: "
+          "\"config file missing: /nowhere/tool.toml\")");
+    CHECK(quiet["result"]["error"]["details"]["stderr"] ==
+          json::array({"starting", "config file missing: /nowhere/tool.toml"}));
+    auto empty = c.call("x_oneshot", {{"mode", "empty"}});
+    CHECK(empty["result"]["error"]["message"] ==
+          "the tool wrote no answer on stdout (it exited with status 0 and wrote nothing on "
+          "stderr)");
+}
+
 TEST_CASE("one-shot output over max_result_bytes fails saying so", "[e2e][exec]") {
     daemon_process d(exec_source_toml("os", "oneshot", "oneshot.mjs", "x_oneshot") +
                      "[limits]\nmax_result_bytes = 10000\n");

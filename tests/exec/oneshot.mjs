@@ -8,7 +8,11 @@
 //   exit3    prints {"result":"ignored"}, writes three lines (one with a GitHub token) to
 //            stderr, exits 3
 //   garbage  prints `not json`
+//   chatty   prints 1000 bytes of prose, not JSON: "Hello world\n", a bell, a GitHub token,
+//            then filler
 //   empty    prints nothing, exits 0
+//   quiet    prints nothing on stdout, two lines on stderr ("starting", "config file
+//            missing: /nowhere/tool.toml"), exits 0
 //   big      {"result":"xxx…"} with args.bytes x's
 //   sleep    waits args.ms, then {"result":"slept"}
 //   env      {"result": process.env}
@@ -83,7 +87,15 @@ if (args === null || typeof args !== 'object' || Array.isArray(args)) {
         case 'garbage':
             process.stdout.write('not json\n');
             break;
+        case 'chatty': {
+            const head = 'Hello world\n\u0007 using ghp_abcdefghijklmnopqrstuvwxyz0123456789\n';
+            process.stdout.write(head + 'blah '.repeat(200).slice(0, 1000 - head.length));
+            break;
+        }
         case 'empty':
+            break;
+        case 'quiet':
+            process.stderr.write('starting\nconfig file missing: /nowhere/tool.toml\n');
             break;
         case 'big': {
             const n = Number.isInteger(args.bytes) && args.bytes >= 0 ? args.bytes : 0;

@@ -497,6 +497,14 @@ class rewriter {
                 schema(value, here);
             }
         }
+        for (const char* key : {"multipleOf", "divisibleBy"}) {
+            // Draft 7 §6.2.1: "strictly greater than 0". valijson divides by it: an integer 0
+            // would be a division by zero (SIGFPE), -1 overflow INT64_MIN.
+            if (auto it = node.find(key);
+                it != node.end() && (!it->is_number() || !(it->get<double>() > 0)))
+                throw std::runtime_error("'" + path + "/" + key +
+                                         "' must be a number greater than 0");
+        }
         if (auto it = node.find("pattern"); it != node.end() && it->is_string()) {
             x_.patterns.push_back(compile_pattern(it->get<std::string>(), path + "/pattern"));
             node.erase(it);

@@ -1097,6 +1097,31 @@ TEST_CASE("schema_validator: invalid schemas are errors", "[schema]") {
     }
 }
 
+TEST_CASE("schema_validator: multipleOf must be greater than 0 (valijson divides by it)",
+          "[schema][hardening]") {
+    // Found by fuzz_schema: an integer multipleOf of 0 was a division by zero in valijson
+    // (SIGFPE: meithd would die on the first call), -1 overflows INT64_MIN % -1.
+    for (const std::string schema :
+         {R"({"properties":{"n":{"multipleOf":0}}})", R"({"properties":{"n":{"multipleOf":-1}}})",
+          R"({"properties":{"n":{"multipleOf":"2"}}})", R"({"anyOf":[{"divisibleBy":0}]})"}) {
+        CAPTURE(schema);
+        auto res = schema_validator::compile(schema);
+        REQUIRE(res.error);
+        CHECK(res.error->find("must be a number greater than 0") != std::string::npos);
+    }
+    auto ok = schema_validator::compile(R"({"properties":{"n":{"multipleOf":0.5}}})");
+    REQUIRE(ok.validator);
+    simdjson::dom::parser parser;
+    auto check = [&](std::string_view args) {
+        simdjson::padded_string padded(args);
+        simdjson::dom::element el;
+        REQUIRE(parser.parse(padded).get(el) == simdjson::SUCCESS);
+        return ok.validator->validate(el);
+    };
+    CHECK_FALSE(check(R"({"n":1.5})"));
+    CHECK(check(R"({"n":1.25})"));
+}
+
 TEST_CASE("schema_validator: schemas accepting every object compile to no validator", "[schema]") {
     for (const std::string schema :
          {R"({"type":"object"})", R"({"type":"object","additionalProperties":true})",

@@ -1,12 +1,16 @@
 #include "registry/subprocess.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <sched.h>
 #include <spawn.h>
+#include <string_view>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -133,6 +137,33 @@ std::system_error start_error(const child_process::options& opts, int code) {
                                          opts.cwd.empty() ? "" : " in " + opts.cwd.string()));
 }
 
+/// Extensions that mark an argument as a script the program runs (node host.mjs, python3
+/// tool.py, sh run.sh).
+constexpr std::array<std::string_view, 13> script_extensions{".js",  ".mjs", ".cjs",  ".ts", ".mts",
+                                                             ".py",  ".sh",  ".bash", ".rb", ".pl",
+                                                             ".php", ".lua", ".jar"};
+
+/// Throws ENOENT naming the first argument after the program that names a script by its
+/// extension and does not exist from the child's cwd. The interpreter would fail on it in its
+/// own words, after a start; a source copied without its files should say so at once.
+void check_scripts(const child_process::options& opts) {
+    for (std::size_t i = 1; i < opts.argv.size(); ++i) {
+        const std::string_view arg = opts.argv[i];
+        if (arg.empty() || arg.front() == '-' || arg.find('=') != std::string_view::npos) continue;
+        const bool script = std::any_of(script_extensions.begin(), script_extensions.end(),
+                                        [&](std::string_view ext) { return arg.ends_with(ext); });
+        if (!script) continue;
+        const std::filesystem::path path(arg);
+        const auto from = path.is_absolute() || opts.cwd.empty() ? path : opts.cwd / path;
+        std::error_code ec;
+        if (std::filesystem::exists(from, ec) || ec) continue; // there, or not ours to judge
+        throw std::system_error(ENOENT, std::generic_category(),
+                                fmt::format("cannot start '{}'{}: its script '{}'", opts.argv[0],
+                                            opts.cwd.empty() ? "" : " in " + opts.cwd.string(),
+                                            arg));
+    }
+}
+
 /// What the confined child needs, all made before the clone.
 struct confined_child {
     const char* program;
@@ -252,6 +283,7 @@ child_process::child_process(asio::any_io_executor ex, const options& opts)
     : stdin_(ex), stdout_(ex), stderr_(ex) {
     if (opts.argv.empty())
         throw std::system_error(EINVAL, std::generic_category(), "empty command");
+    check_scripts(opts);
     pipe_pair in, out, err;
     const auto adopt_pipes = [&] {
         for (int fd : {in.write, out.read, err.read})

@@ -67,7 +67,8 @@ class child_process {
     };
 
     /// Starts the child. Throws std::system_error naming the command when it cannot start
-    /// (missing program, bad cwd, no pipes).
+    /// (missing program, bad cwd, no pipes), and ENOENT when an argument after the program
+    /// names a script by its extension (.mjs, .py, .sh, ...) that does not exist from `cwd`.
     child_process(asio::any_io_executor ex, const options& opts);
     ~child_process();
     child_process(const child_process&) = delete;

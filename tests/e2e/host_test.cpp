@@ -451,10 +451,13 @@ TEST_CASE("a source whose program cannot be started says so once and is not rest
                      "command = [\"/bin/sh\", \"-c\", \"exec /no/such/interpreter\"]\n"
                      "sandbox = \"off\"\n"
                      "[[sources]]\nname = \"wrap126\"\nkind = \"host\"\n"
-                     "command = [\"/bin/sh\", \"-c\", \"exit 126\"]\nsandbox = \"off\"\n" +
+                     "command = [\"/bin/sh\", \"-c\", \"exit 126\"]\nsandbox = \"off\"\n"
+                     // copied without its files: the interpreter is there, its script is not
+                     "[[sources]]\nname = \"noscript\"\nkind = \"host\"\n"
+                     "command = [\"node\", \"--no-warnings\", \"tools/missing-host.mjs\"]\n" +
                      host_source_toml("ok", {"--name-prefix=ok_"}));
     client c(d.socket());
-    for (const char* name : {"ghost", "wrap127", "wrap126"}) {
+    for (const char* name : {"ghost", "wrap127", "wrap126", "noscript"}) {
         d.wait_audit(
             [&](const json& l) {
                 return l.value("event", "") == "source_failed" && l.value("source", "") == name;
@@ -466,7 +469,7 @@ TEST_CASE("a source whose program cannot be started says so once and is not rest
     std::map<std::string, json> by_name;
     for (const auto& s : reply["sources"])
         by_name[s["name"].get<std::string>()] = s;
-    for (const char* name : {"ghost", "wrap127", "wrap126"}) {
+    for (const char* name : {"ghost", "wrap127", "wrap126", "noscript"}) {
         INFO(name << ": " << by_name[name].dump());
         CHECK(by_name[name]["state"] == "failed");
         CHECK(by_name[name]["restarts"] == 0);
@@ -479,6 +482,9 @@ TEST_CASE("a source whose program cannot be started says so once and is not rest
     CHECK(by_name["wrap127"]["lastError"].get<std::string>().find("was not found") !=
           std::string::npos);
     CHECK(by_name["wrap126"]["lastError"].get<std::string>().find("sandbox_paths.exec") !=
+          std::string::npos);
+    CHECK(by_name["noscript"]["lastError"].get<std::string>().find(
+              "its script 'tools/missing-host.mjs': No such file or directory") !=
           std::string::npos);
     CHECK(c.call("ok_t_echo", json::object())["result"]["ok"] == true);
 }

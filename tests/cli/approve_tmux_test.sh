@@ -7,34 +7,7 @@
 #   approve_tmux_test.sh BIN_DIR
 set -euo pipefail
 bin=$1
-command -v tmux >/dev/null || { echo "tmux is not installed (scripts/install-deps)"; exit 1; }
-
-home=$(mktemp -d /tmp/meith-approve.XXXXXX)
-tmux_sock="meith-approve-$$"
-daemon=""
-cleanup() {
-  if [[ -n "$daemon" ]]; then
-    kill "$daemon" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
-  fi
-  tmux -L "$tmux_sock" kill-server >/dev/null 2>&1 || true
-  rm -rf "$home"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; echo "--- pane:"; pane || true; echo "--- meithd log:"; cat "$home/meithd.log" || true; exit 1; }
-pane() { tmux -L "$tmux_sock" capture-pane -p -t approve -S -200; }
-# Waits until the pane shows $1 (a fixed string), up to 10 s.
-wait_pane() {
-  local screen
-  for _ in $(seq 100); do
-    screen=$(pane 2>/dev/null || true)
-    [[ "$screen" == *"$1"* ]] && return 0
-    sleep 0.1
-  done
-  fail "the pane never showed '$1'"
-}
-# Counts lines of the pane that contain $1.
-count_pane() { local screen; screen=$(pane); grep -cF -- "$1" <<<"$screen" || true; }
+source "$(dirname "${BASH_SOURCE[0]}")/tmux_lib.sh" approve approve
 
 # A one-shot exec tool that reports its controlling terminal (field 7 of /proc/self/stat).
 cat >"$home/tty.sh" <<'SH'
@@ -56,9 +29,8 @@ command = ["sh", "$home/tty.sh"]
 tool = { name = "tty_of_tool", description = "the tool's controlling terminal", capabilities = ["read-only"] }
 sandbox_paths = { exec = ["$(command -v cat)"] }   # its one helper program
 TOML
-export MEITH_NO_AUTOSTART=1
 # meithd in a terminal of its own, as someone running it in the foreground does.
-TERM=xterm tmux -L "$tmux_sock" new-session -d -s daemon -x 150 -y 20 \
+TERM=xterm t new-session -d -s daemon -x 150 -y 20 \
   "MEITH_NO_AUTOSTART=1 $bin/meithd --home $home --socket $home/d.sock 2>$home/meithd.log; sleep 30"
 for _ in $(seq 100); do [[ -S "$home/d.sock" && -s "$home/config.json" ]] && break; sleep 0.1; done
 [[ -S "$home/d.sock" ]] || fail "meithd did not start"
@@ -73,7 +45,7 @@ tty_out=$("${meith[@]}" call tty_of_tool) || fail "tty_of_tool failed: $tty_out"
 [[ $tty_out == *'"ttyNr":0'* ]] || fail "a tool has meithd's controlling terminal: $tty_out"
 
 # A person starts the approver in a terminal.
-TERM=xterm tmux -L "$tmux_sock" new-session -d -s approve -x 150 -y 50 \
+TERM=xterm t new-session -d -s approve -x 150 -y 50 \
   "MEITH_NO_AUTOSTART=1 $bin/meith --home $home approve; echo approver-exited-\$?; sleep 30"
 wait_pane "Waiting for held calls"
 
@@ -85,7 +57,7 @@ screen=$(pane)
 [[ "$screen" == *"tool       echo"* ]] || fail "the held call does not name the tool"
 [[ "$screen" == *"asks for approval"* ]] || fail "the held call does not say why it was asked"
 [[ "$screen" == *'"msg":"first"'* ]] || fail "the held call does not show its arguments"
-tmux -L "$tmux_sock" send-keys -t approve "y" Enter
+t send-keys -t approve "y" Enter
 status=0; wait "$call" || status=$?
 [[ $status -eq 0 ]] || fail "the approved call exited $status: $(cat "$home/out1")"
 grep -q first "$home/out1" || fail "the approved call did not print its result: $(cat "$home/out1")"
@@ -96,9 +68,9 @@ wait_pane "allowed once"
 call=$!
 for _ in $(seq 100); do [[ $(count_pane "Allow? y = once") -ge 2 ]] && break; sleep 0.1; done
 [[ $(count_pane "Allow? y = once") -ge 2 ]] || fail "the second call was not shown"
-tmux -L "$tmux_sock" send-keys -t approve "n" Enter
+t send-keys -t approve "n" Enter
 wait_pane "Reason (Enter for none)"
-tmux -L "$tmux_sock" send-keys -t approve "not on a Friday" Enter
+t send-keys -t approve "not on a Friday" Enter
 status=0; wait "$call" || status=$?
 [[ $status -eq 1 ]] || fail "the denied call exited $status (want 1): $(cat "$home/out2")"
 grep -q "PERMISSION_DENIED" "$home/out2" || fail "the denied call does not say PERMISSION_DENIED: $(cat "$home/out2")"
@@ -109,7 +81,7 @@ wait_pane "denied — not on a Friday"
 "${meith[@]}" --caller plugin call echo '{"msg":"third"}' >"$home/out3" 2>&1 &
 call=$!
 for _ in $(seq 100); do [[ $(count_pane "Allow? y = once") -ge 3 ]] && break; sleep 0.1; done
-tmux -L "$tmux_sock" send-keys -t approve "s" Enter
+t send-keys -t approve "s" Enter
 status=0; wait "$call" || status=$?
 [[ $status -eq 0 ]] || fail "the session-approved call exited $status: $(cat "$home/out3")"
 wait_pane "allowed for the session"
@@ -120,6 +92,6 @@ audit=$(cat "$home/audit.jsonl")
 [[ $(grep -c '"event":"grant_created"' <<<"$audit") -eq 1 ]] || fail "want 1 grant_created line (allow_session)"
 
 # 4. q quits.
-tmux -L "$tmux_sock" send-keys -t approve "q" Enter
+t send-keys -t approve "q" Enter
 wait_pane "approver-exited-0"
 echo "PASS: meith approve answered y, n with a reason, s, and quit on q"

@@ -3,6 +3,8 @@
 // "did you mean" suggestions for mistyped commands and tool names.
 #pragma once
 
+#include "protocol/suggest.hpp"
+
 #include "cli/options.hpp"
 
 #include <cstddef>
@@ -46,12 +48,7 @@ std::string usage();
 /// `meith help CMD` and `meith CMD --help`: usage, summary and the command's own options.
 std::string command_help(const command& c);
 
-/// The names among `candidates` closest to `word` (edit distance at most 2, or at most a third
-/// of the word's length for long words, or `word` a prefix or substring of them), best
-/// first, at most `limit`.
-std::vector<std::string> closest_names(std::string_view word,
-                                       std::span<const std::string> candidates,
-                                       std::size_t limit = 3);
+using protocol::closest_names; // protocol/suggest.hpp
 
 /// "; did you mean 'a' or 'b'?" for `suggestions`, or "" when there are none.
 std::string did_you_mean(const std::vector<std::string>& suggestions);

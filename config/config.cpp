@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "config/paths.hpp"
+#include "protocol/suggest.hpp"
 
 #include <algorithm>
 #include <array>
@@ -88,22 +89,6 @@ std::optional<std::size_t> index_of(const std::array<std::string_view, N>& names
     return std::nullopt;
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j)
-        row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diag = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1 : 0)});
-            diag = up;
-        }
-    }
-    return row[b.size()];
-}
-
 /// TOML value -> JSON: tables, arrays and scalars map one to one; dates and times become
 /// their TOML text (e.g. "1979-05-27T07:32:00Z").
 nlohmann::json to_json(const toml::node& n) {
@@ -182,7 +167,7 @@ class checker {
             std::string_view best;
             std::size_t best_d = 3;
             for (auto candidate : allowed) {
-                const std::size_t d = edit_distance(key, candidate);
+                const std::size_t d = protocol::edit_distance(key, candidate);
                 if (d < best_d && d < std::max<std::size_t>(2, candidate.size() / 2)) {
                     best = candidate;
                     best_d = d;

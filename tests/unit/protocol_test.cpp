@@ -4,6 +4,7 @@
 #include "protocol/frames.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/suggest.hpp"
 #include "protocol/tool_result.hpp"
 
 #include <catch2/catch.hpp>
@@ -1161,4 +1162,19 @@ TEST_CASE("line_framer: a long frame grows the buffer geometrically, not by a ch
     // 16 KiB -> 32 MiB by doubling is 11 steps; allow a few more, never one per read (2048).
     CHECK(f.growths() <= 16);
     CHECK(f.bytes_copied() <= 2 * frame.size());
+}
+
+TEST_CASE("suggest: edit distance and the closest names for did-you-mean", "[suggest]") {
+    using meith::protocol::closest_names;
+    using meith::protocol::edit_distance;
+    CHECK(edit_distance("", "") == 0);
+    CHECK(edit_distance("kitten", "sitting") == 3);
+    CHECK(edit_distance("stauts", "status") == 2);
+    CHECK(edit_distance("abc", "") == 3);
+    const std::vector<std::string> names{"status", "sources", "stop", "read_file", "echo"};
+    CHECK(closest_names("stauts", names) == std::vector<std::string>{"status"});
+    CHECK(closest_names("file", names) == std::vector<std::string>{"read_file"}); // a part
+    CHECK(closest_names("echo", names).empty());                                  // itself
+    CHECK(closest_names("zzzzzzzz", names).empty());
+    CHECK(closest_names("sto", names, 1) == std::vector<std::string>{"stop"});
 }

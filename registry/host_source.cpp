@@ -413,9 +413,9 @@ class host_source final : public tool_source {
                 simdjson::dom::parser parser;
                 simdjson::dom::element config;
                 if (parser.parse(cfg_.config_json).get(config) == simdjson::SUCCESS) {
-                    if (auto err = compiled.validator->validate(config)) {
-                        proc_.fail_permanently(fmt::format(
-                            "config does not match the host's get_config_schema: {}", *err));
+                    if (auto err = compiled.validator->validate(
+                            config, "config does not match the host's get_config_schema")) {
+                        proc_.fail_permanently(std::move(*err));
                         return;
                     }
                 }

@@ -106,8 +106,10 @@ std::string shown_path(const std::vector<std::string>& context);
 /// violations (the echoes of enclosing schemas, "property 'x' failed", only when nothing more
 /// specific was found), each in words, e.g. "arguments do not match the tool's inputSchema:
 /// /op must be one of "get", "set" (got "nope")". Argument text is quoted cut to 60 bytes.
-/// `budget`: the guard's, for the second run. Throws only std::bad_alloc and the like.
+/// `budget`: the guard's, for the second run; `head` begins the message. Throws only std::bad_alloc
+/// and the like.
 std::string explain_failure(const schema_validator::compiled& c, const json& target,
-                            const valijson::ValidationResults& results, std::size_t budget);
+                            const valijson::ValidationResults& results, std::size_t budget,
+                            std::string_view head);
 
 } // namespace meith::registry::detail

@@ -602,7 +602,8 @@ const json* value_at(const json& root, const std::vector<std::string>& context) 
 } // namespace
 
 std::string explain_failure(const schema_validator::compiled& c, const json& target,
-                            const valijson::ValidationResults& results, std::size_t budget) {
+                            const valijson::ValidationResults& results, std::size_t budget,
+                            std::string_view head) {
     // Told apart cheaply: there may be an error per argument node.
     auto echo = [](const std::string& text) {
         if (!text.starts_with("Failed to ")) return false;
@@ -674,7 +675,7 @@ std::string explain_failure(const schema_validator::compiled& c, const json& tar
             lines.push_back(std::move(line));
     }
     const std::size_t more = eligible - used;
-    std::string message = "arguments do not match the tool's inputSchema";
+    std::string message(head);
     for (std::size_t k = 0; k < lines.size(); ++k)
         message += (k ? "; " : ": ") + lines[k];
     if (more) message += "; and " + std::to_string(more) + " more";

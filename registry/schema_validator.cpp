@@ -719,7 +719,8 @@ schema_validator::compile_result schema_validator::compile(std::string_view sche
     return out;
 }
 
-std::optional<std::string> schema_validator::validate(simdjson::dom::element args) const {
+std::optional<std::string> schema_validator::validate(simdjson::dom::element args,
+                                                      std::string_view head) const {
     std::size_t nodes = 0;
     const json target = to_nlohmann(args, nodes);
     valijson::ValidationResults results;
@@ -740,12 +741,12 @@ std::optional<std::string> schema_validator::validate(simdjson::dom::element arg
         return std::string("arguments could not be validated: ") + e.what();
     }
     try {
-        return detail::explain_failure(*compiled_, target, results, guard.budget);
+        return detail::explain_failure(*compiled_, target, results, guard.budget, head);
     } catch (const std::exception&) {
         // Out of memory, say: the first error as valijson words it.
         guard.rec = nullptr;
         guard.stack_base = nullptr;
-        std::string message = "arguments do not match the tool's inputSchema";
+        std::string message(head);
         if (results.numErrors() > 0) {
             const auto& e = *results.begin();
             message += ": " + detail::shown_path(e.context) + ": " + e.description;

@@ -28,7 +28,10 @@ class schema_validator {
     /// caller can act on, e.g. "arguments do not match the tool's inputSchema: /n must be at
     /// least 0 (got -1); missing required property 'path'". Values and names from `args` are
     /// quoted cut to 60 bytes. Only a failed validation does the extra work of explaining.
-    std::optional<std::string> validate(simdjson::dom::element args) const;
+    /// `head` begins the message (a host's config is checked with its own words).
+    std::optional<std::string>
+    validate(simdjson::dom::element args,
+             std::string_view head = "arguments do not match the tool's inputSchema") const;
 
     ~schema_validator();
     explicit schema_validator(std::unique_ptr<compiled> c);

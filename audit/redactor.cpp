@@ -62,6 +62,20 @@ constexpr auto value_rule_trigger = [] {
     return t;
 }();
 
+/// The rules that need none of these bytes are the token formats (PEM, JWT, AWS ids, GitHub,
+/// GitLab, Slack, OpenAI, Anthropic, Google, Stripe); the key=value, URL-credential, auth
+/// scheme and AWS-secret rules each need one.
+constexpr auto key_value_trigger = [] {
+    std::array<bool, 256> t{};
+    for (unsigned char c : std::string_view(":= \t"))
+        t[c] = true;
+    return t;
+}();
+
+/// The shortest text a token-format rule matches: a Slack "xoxb-" or "xapp-" prefix and 10
+/// more characters. Shorter text can only match through key_value_trigger's bytes.
+constexpr std::size_t min_token_match = 15;
+
 /// Words that make a key secret wherever they appear in the normalised key.
 constexpr std::array<std::string_view, 21> strong_words = {
     "password",      "passwd",    "passphrase", "secret",     "token",     "apikey",  "accesskey",
@@ -389,9 +403,15 @@ struct redactor::impl {
         return found;
     }
 
-    /// False when no rule can match `text` (no byte of value_rule_trigger): most argument
-    /// strings skip the automaton.
+    /// False when no rule can match `text`: no byte of value_rule_trigger, or shorter than
+    /// `min_token_match` without a byte of key_value_trigger. Most argument strings, request
+    /// ids and tool names ("t_echo", "req-17") skip the automaton.
     static bool may_match(std::string_view text) {
+        if (text.size() < min_token_match) {
+            for (unsigned char c : text)
+                if (key_value_trigger[c]) return true;
+            return false;
+        }
         for (unsigned char c : text)
             if (value_rule_trigger[c]) return true;
         return false;

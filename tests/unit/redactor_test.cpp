@@ -633,3 +633,17 @@ TEST_CASE("a key cut short and then another: the second block is redacted too",
     CHECK(f.filter("-----END OPENSSH PRIVATE KEY-----").find("REDACTED") != std::string::npos);
     CHECK(f.filter("done") == "done");
 }
+
+TEST_CASE("short strings skip the rules only where no rule can match them", "[redactor]") {
+    // The prefilter lets strings under 15 bytes without ':', '=', space or tab skip the
+    // automaton. The shortest matches of each kind must still be redacted.
+    const auto& r = default_redactor();
+    CHECK(r.redact_text("xoxb-1234567890") == "[REDACTED]"); // 15 bytes: a token alone
+    CHECK(r.redact_text("xapp-1234567890") == "[REDACTED]");
+    CHECK(r.redact_text("pw=hunter2") == "pw=[REDACTED]"); // short, with '='
+    CHECK(r.redact_text("pwd: hunter2") == "pwd: [REDACTED]");
+    CHECK(r.redact_text("x://u:p@h") == "x://u:[REDACTED]@h");
+    // Identifiers of every day stay as they are.
+    for (const std::string s : {"t_echo", "req-17", "read_file", "xoxb-12345678", "c0-000123"})
+        CHECK(r.redact_text(s) == s);
+}

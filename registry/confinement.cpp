@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
 #include <mutex>
 
 #include <simdjson.h>
@@ -89,6 +92,110 @@ capability_set union_of(const std::vector<std::vector<std::string>>& tool_caps) 
     for (const auto& caps : tool_caps)
         u |= permissions::capability_set_from(caps);
     return u;
+}
+
+namespace {
+
+/// HOME/sandbox-memory.json: {"sources":{"NAME":{"key":"…","capabilities":N}}}, N the
+/// capability bit set. `key` ties an entry to the command and cwd it was learnt from.
+fs::path memory_file() {
+    return home_dir().empty() ? fs::path() : home_dir() / "sandbox-memory.json";
+}
+
+std::string memory_key(const config::source_config& cfg) {
+    std::string key;
+    for (const auto& a : cfg.command) {
+        key += a;
+        key.push_back('\n');
+    }
+    return key + cfg.cwd.string();
+}
+
+using memory = std::map<std::string, std::pair<std::string, capability_set>>;
+
+memory read_memory() {
+    memory m;
+    const fs::path file = memory_file();
+    if (file.empty()) return m;
+    const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return m;
+    struct stat st {};
+    std::string text;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+        (st.st_mode & 022) == 0 && st.st_size < (1 << 20)) {
+        char buf[8192];
+        for (;;) {
+            const auto n = ::read(fd, buf, sizeof buf);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            text.append(buf, static_cast<std::size_t>(n));
+        }
+    }
+    ::close(fd);
+    simdjson::dom::parser parser;
+    simdjson::dom::object sources;
+    if (parser.parse(text).get_object()["sources"].get_object().get(sources) != simdjson::SUCCESS)
+        return m;
+    for (auto [name, entry] : sources) {
+        std::string_view key;
+        std::uint64_t caps = 0;
+        if (entry["key"].get_string().get(key) == simdjson::SUCCESS &&
+            entry["capabilities"].get_uint64().get(caps) == simdjson::SUCCESS)
+            m[std::string(name)] = {std::string(key), static_cast<capability_set>(caps)};
+    }
+    return m;
+}
+
+void write_memory(const memory& m) {
+    const fs::path file = memory_file();
+    std::string out = R"({"sources":{)";
+    bool first = true;
+    for (const auto& [name, entry] : m) {
+        if (!first) out.push_back(',');
+        first = false;
+        protocol::append_json_string(out, name);
+        out += R"(:{"key":)";
+        protocol::append_json_string(out, entry.first);
+        out += R"(,"capabilities":)";
+        out += std::to_string(entry.second);
+        out.push_back('}');
+    }
+    out += "}}\n";
+    const std::string tmp = file.string() + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    bool ok = fd >= 0;
+    std::size_t done = 0;
+    while (ok && done < out.size()) {
+        const auto n = ::write(fd, out.data() + done, out.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        ok = n > 0;
+        if (ok) done += static_cast<std::size_t>(n);
+    }
+    if (fd >= 0) ok = (::close(fd) == 0) && ok;
+    if (!ok || ::rename(tmp.c_str(), file.c_str()) != 0) {
+        spdlog::warn("cannot save {}: {}", file.string(), std::strerror(errno));
+        ::unlink(tmp.c_str());
+    }
+}
+
+} // namespace
+
+capability_set started_with(const config::source_config& cfg) {
+    const capability_set ahead = declared_ahead(cfg);
+    const memory m = read_memory();
+    const auto it = m.find(cfg.name);
+    if (it == m.end() || it->second.first != memory_key(cfg)) return ahead;
+    return ahead | it->second.second;
+}
+
+void remember_settled(const config::source_config& cfg, capability_set settled) {
+    if (memory_file().empty()) return;
+    memory m = read_memory();
+    auto& entry = m[cfg.name];
+    const std::string key = memory_key(cfg);
+    if (entry.first == key && entry.second == settled) return;
+    entry = {key, settled};
+    write_memory(m);
 }
 
 capability_set declared_ahead(const config::source_config& cfg) {

@@ -56,4 +56,18 @@ permissions::capability_set union_of(const std::vector<std::vector<std::string>>
 /// The union of the values of a source's `capabilities` table; read-only when it is empty.
 permissions::capability_set declared_ahead(const config::source_config& cfg);
 
+/// What a host or MCP server is first started with: declared_ahead(cfg), plus the union its
+/// tools needed when the same source (name, command and cwd) last settled, as remembered in
+/// HOME/sandbox-memory.json. Without the memory a source whose tools need more than read-only
+/// starts twice at every daemon start (PROTOCOL.md §13 moves it into its tools' sandbox); the
+/// listing still decides, so a remembered set that is too wide is narrowed the same way. The
+/// file is trusted only when it is a regular file of this user not writable by others; no
+/// home (unit tests): nothing is remembered.
+permissions::capability_set started_with(const config::source_config& cfg);
+
+/// Records `settled` (the union the source's tools need, which it now runs in) for
+/// `started_with`; rewrites the file (0600, through a temporary file and rename) only when it
+/// changes. Failures are logged, never thrown.
+void remember_settled(const config::source_config& cfg, permissions::capability_set settled);
+
 } // namespace meith::registry

@@ -42,7 +42,7 @@ class host_source final : public tool_source {
     host_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                 const config::config& whole)
         : cfg_(cfg), whole_(whole), ex_(ex),
-          conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, declared_ahead(cfg), cfg.command,
+          conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, started_with(cfg), cfg.command,
                         cfg.cwd, cfg.config_json)),
           peer_(std::move(ex), reaper, make_spec(cfg, whole, conf_), make_policy(cfg, whole),
                 rpc_dialect::tool_host, "tool host '" + cfg.name + "'", make_handlers()),
@@ -461,7 +461,8 @@ class host_source final : public tool_source {
             caps.push_back(d.capabilities);
         const auto wanted = defs.empty() ? conf_.capabilities : union_of(caps);
         if (wanted == conf_.capabilities) {
-            reconfined_ = false; // settled: a later restart may move it again
+            reconfined_ = false;            // settled: a later restart may move it again
+            remember_settled(cfg_, wanted); // the next daemon start begins here
             return false;
         }
         if (reconfined_) {

@@ -72,7 +72,7 @@ class mcp_source final : public tool_source {
     mcp_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                const config::config& whole)
         : cfg_(cfg), whole_(whole), label_("MCP server '" + cfg.name + "'"),
-          conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, declared_ahead(cfg), cfg.command,
+          conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, started_with(cfg), cfg.command,
                         cfg.cwd)),
           peer_(std::move(ex), reaper, make_spec(cfg, whole, label_, conf_),
                 make_policy(cfg, whole), rpc_dialect::jsonrpc, label_, make_handlers()),
@@ -284,7 +284,8 @@ class mcp_source final : public tool_source {
             caps.push_back(d.capabilities);
         const auto wanted = listed_.empty() ? conf_.capabilities : union_of(caps);
         if (wanted == conf_.capabilities) {
-            reconfined_ = false; // settled: a later restart may move it again
+            reconfined_ = false;            // settled: a later restart may move it again
+            remember_settled(cfg_, wanted); // the next daemon start begins here
             return false;
         }
         if (reconfined_) {

@@ -167,6 +167,46 @@ TEST_CASE("sandbox = require refuses a source the kernel cannot confine (Landloc
     CHECK_THAT(d.log(), Catch::Contains("no Landlock"));
 }
 
+TEST_CASE("a tool host's sandbox is remembered: the next daemon start starts it once",
+          "[e2e][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX();
+    temp_dir root;
+    daemon_process d("[[sources]]\nname = \"files\"\nkind = \"host\"\ncommand = [\"node\", \"" +
+                     std::string(MEITH_SOURCE_DIR) +
+                     "/examples/node-host/host.mjs\"]\nconfig = { root = " +
+                     json(root.path.string()).dump() + " }\n" + allow_all);
+    const auto starts = [&] {
+        std::size_t n = 0;
+        for (const auto& l : d.audit_events("source_start"))
+            n += l.value("source", "") == "files";
+        return n;
+    };
+    // First start: read-only, then again in its tools' sandbox (writes, deletes).
+    CHECK(starts() == 2);
+    const fs::path memory = d.home() / "sandbox-memory.json";
+    REQUIRE(fs::exists(memory));
+    const auto mode = fs::status(memory).permissions() & fs::perms::all;
+    CHECK((mode == (fs::perms::owner_read | fs::perms::owner_write)));
+    d.stop();
+    d.restart();
+    client c(d.socket());
+    c.send({{"type", "list_sources"}, {"protocol", 1}, {"requestId", "s"}});
+    const json reply = c.read();
+    json files;
+    for (const auto& s : reply["sources"])
+        if (s["name"] == "files") files = s;
+    INFO(reply.dump());
+    CHECK(files["sandbox"]["capabilities"] ==
+          json::array({"read-only", "writes-files", "destructive"}));
+    CHECK(starts() == 3); // once more, straight into its sandbox
+    // A file others could have written is not trusted: back to starting twice.
+    d.stop();
+    fs::permissions(memory, fs::perms::group_write | fs::perms::others_write,
+                    fs::perm_options::add);
+    d.restart();
+    CHECK(starts() == 5);
+}
+
 TEST_CASE("a tool host is started again in its tools' sandbox and writes only where that lets it",
           "[e2e][sandbox]") {
     REQUIRE_KERNEL_SANDBOX();

@@ -419,6 +419,28 @@ struct redactor::impl {
 
     std::string redact(std::string_view text) const {
         if (!may_match(text)) return std::string(text);
+        if (text.size() > max_memo_text) return redact_uncached(text);
+        // The same short texts come back call after call (a policy's reason, an agent's name,
+        // a hook's verdict): each thread remembers the last answers, direct-mapped by hash.
+        // Every impl has the same rules, so an answer holds for all of them.
+        struct memo_entry {
+            std::string in, out;
+            bool used = false;
+        };
+        thread_local std::array<memo_entry, 64> memo;
+        memo_entry& e = memo[std::hash<std::string_view>{}(text) % memo.size()];
+        if (!e.used || e.in != text) {
+            e.out = redact_uncached(text);
+            e.in.assign(text);
+            e.used = true;
+        }
+        return e.out;
+    }
+
+    /// Texts up to this long are remembered by `redact`.
+    static constexpr std::size_t max_memo_text = 256;
+
+    std::string redact_uncached(std::string_view text) const {
         std::vector<int> hits;
         RE2::Set::ErrorInfo error{RE2::Set::kNoError};
         if (!any_rule->Match(piece(text.data(), text.size()), &hits, &error)) {

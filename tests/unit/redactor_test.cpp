@@ -647,3 +647,20 @@ TEST_CASE("short strings skip the rules only where no rule can match them", "[re
     for (const std::string s : {"t_echo", "req-17", "read_file", "xoxb-12345678", "c0-000123"})
         CHECK(r.redact_text(s) == s);
 }
+
+TEST_CASE("remembered answers for short texts are the right ones, collisions included",
+          "[redactor]") {
+    // redact() remembers its last answers for short texts in a 64-entry table per thread:
+    // 300 texts collide in it, and each must still get its own answer, twice.
+    const auto& r = default_redactor();
+    std::vector<std::string> texts;
+    for (int i = 0; i < 300; ++i)
+        texts.push_back(i % 2 ? "pw=hunter" + std::to_string(i)
+                              : "a plain note " + std::to_string(i));
+    for (int round = 0; round < 2; ++round)
+        for (std::size_t k = 0; k < texts.size(); ++k) {
+            const std::size_t i = round ? texts.size() - 1 - k : k;
+            CAPTURE(texts[i]);
+            CHECK(r.redact_text(texts[i]) == (i % 2 ? "pw=[REDACTED]" : texts[i]));
+        }
+}

@@ -3,6 +3,7 @@
 #include "permissions/secret.hpp"
 #include "protocol/json_writer.hpp"
 #include "registry/call_audit.hpp"
+#include "registry/private_file.hpp"
 #include "registry/tool_table.hpp"
 
 #include <algorithm>
@@ -395,28 +396,21 @@ void approvals::expire_now() {
 std::optional<std::string> approvals::persist_to(std::filesystem::path file) {
     persist_file_ = file;
     // Only a file of ours that nobody else could have written is trusted with grants.
-    const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) return std::nullopt; // none yet
-        return file.string() + ": cannot be read (" + std::strerror(errno) + "); no grants loaded";
-    }
-    struct stat st {};
-    std::string text;
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
-        (st.st_mode & 022) != 0) {
-        ::close(fd);
+    const private_file_read r = read_private_file(file);
+    switch (r.st) {
+    case private_file_read::status::ok:
+        break;
+    case private_file_read::status::missing:
+        return std::nullopt; // none yet
+    case private_file_read::status::unreadable:
+        return file.string() + ": cannot be read (" + std::strerror(r.error) +
+               "); no grants loaded";
+    case private_file_read::status::untrusted:
         return file.string() +
                ": not a regular file of this user, or writable by group or others; no grants "
                "loaded (it is rewritten 0600 at the next grant)";
     }
-    char buf[16384];
-    for (;;) {
-        const auto n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        text.append(buf, static_cast<std::size_t>(n));
-    }
-    ::close(fd);
+    const std::string& text = r.text;
     simdjson::dom::parser parser;
     simdjson::dom::element root;
     simdjson::dom::array list;
@@ -502,21 +496,8 @@ void approvals::save() {
     }
     out += "]}\n";
     // Written whole to a temporary file (0600) and renamed over: a crash leaves either file.
-    const std::string tmp = persist_file_->string() + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    bool ok = fd >= 0;
-    std::size_t done = 0;
-    while (ok && done < out.size()) {
-        const auto n = ::write(fd, out.data() + done, out.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        ok = n > 0;
-        if (ok) done += static_cast<std::size_t>(n);
-    }
-    if (fd >= 0) ok = (::close(fd) == 0) && ok;
-    if (!ok || ::rename(tmp.c_str(), persist_file_->c_str()) != 0) {
+    if (!write_private_file(*persist_file_, out))
         spdlog::warn("cannot save grants to {}: {}", persist_file_->string(), std::strerror(errno));
-        ::unlink(tmp.c_str());
-    }
 }
 
 } // namespace meith::registry

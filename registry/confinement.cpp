@@ -1,6 +1,7 @@
 #include "registry/confinement.hpp"
 
 #include "protocol/json_writer.hpp"
+#include "registry/private_file.hpp"
 #include "registry/tool_table.hpp"
 
 #include <algorithm>
@@ -117,21 +118,9 @@ memory read_memory() {
     memory m;
     const fs::path file = memory_file();
     if (file.empty()) return m;
-    const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return m;
-    struct stat st {};
-    std::string text;
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-        (st.st_mode & 022) == 0 && st.st_size < (1 << 20)) {
-        char buf[8192];
-        for (;;) {
-            const auto n = ::read(fd, buf, sizeof buf);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            text.append(buf, static_cast<std::size_t>(n));
-        }
-    }
-    ::close(fd);
+    const private_file_read r = read_private_file(file, std::size_t{1} << 20);
+    if (r.st != private_file_read::status::ok) return m;
+    const std::string& text = r.text;
     simdjson::dom::parser parser;
     simdjson::dom::object sources;
     if (parser.parse(text).get_object()["sources"].get_object().get(sources) != simdjson::SUCCESS)
@@ -161,21 +150,8 @@ void write_memory(const memory& m) {
         out.push_back('}');
     }
     out += "}}\n";
-    const std::string tmp = file.string() + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    bool ok = fd >= 0;
-    std::size_t done = 0;
-    while (ok && done < out.size()) {
-        const auto n = ::write(fd, out.data() + done, out.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        ok = n > 0;
-        if (ok) done += static_cast<std::size_t>(n);
-    }
-    if (fd >= 0) ok = (::close(fd) == 0) && ok;
-    if (!ok || ::rename(tmp.c_str(), file.c_str()) != 0) {
+    if (!write_private_file(file, out))
         spdlog::warn("cannot save {}: {}", file.string(), std::strerror(errno));
-        ::unlink(tmp.c_str());
-    }
 }
 
 } // namespace

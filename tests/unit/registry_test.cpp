@@ -2,6 +2,7 @@
 // timeouts, cancel, shutdown), name clashes, re-registration, tool descriptors, the result size
 // limit and the audit line written before the reply. Sources are the built-in one and a fake
 // source defined here whose calls the test resolves by hand.
+#include "registry/private_file.hpp"
 #include "registry/registry.hpp"
 #include "registry/schema_validator.hpp"
 #include "registry/subprocess.hpp"
@@ -1756,4 +1757,31 @@ TEST_CASE("child_reaper: a child that exited before watch() is reported after it
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 7);
     CHECK(reaper.watched() == 0);
+}
+
+TEST_CASE("private files: read only when ours and not writable by others, written whole",
+          "[private_file]") {
+    using st = meith::registry::private_file_read::status;
+    temp_dir dir;
+    const fs::path f = dir.path / "state.json";
+    CHECK(meith::registry::read_private_file(f).st == st::missing);
+    REQUIRE(meith::registry::write_private_file(f, R"({"a":1})"));
+    CHECK((fs::status(f).permissions() & fs::perms::all) ==
+          (fs::perms::owner_read | fs::perms::owner_write));
+    CHECK_FALSE(fs::exists(dir.path / "state.json.tmp"));
+    auto r = meith::registry::read_private_file(f);
+    CHECK(r.st == st::ok);
+    CHECK(r.text == R"({"a":1})");
+    CHECK(meith::registry::read_private_file(f, 3).st == st::untrusted); // over max_bytes
+    fs::permissions(f, fs::perms::group_write, fs::perm_options::add);
+    CHECK(meith::registry::read_private_file(f).st == st::untrusted);
+    // A symlink is not followed (someone could point it anywhere).
+    fs::permissions(f, fs::perms::group_write, fs::perm_options::remove);
+    fs::create_symlink(f, dir.path / "link.json");
+    CHECK(meith::registry::read_private_file(dir.path / "link.json").st == st::unreadable);
+    // Rewriting replaces the whole file.
+    REQUIRE(meith::registry::write_private_file(f, "x"));
+    CHECK(meith::registry::read_private_file(f).text == "x");
+    // A folder that does not exist: false, nothing left behind.
+    CHECK_FALSE(meith::registry::write_private_file(dir.path / "no" / "f.json", "x"));
 }

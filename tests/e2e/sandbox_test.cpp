@@ -167,14 +167,20 @@ TEST_CASE("sandbox = require refuses a source the kernel cannot confine (Landloc
     CHECK_THAT(d.log(), Catch::Contains("no Landlock"));
 }
 
+/// The example file host (examples/node-host) as source "files", its root `root`; cli may do
+/// everything.
+std::string files_host(const fs::path& root) {
+    return "[[sources]]\nname = \"files\"\nkind = \"host\"\ncommand = [\"node\", \"" +
+           std::string(MEITH_SOURCE_DIR) +
+           "/examples/node-host/host.mjs\"]\nconfig = { root = " + json(root.string()).dump() +
+           " }\n" + allow_all;
+}
+
 TEST_CASE("a tool host's sandbox is remembered: the next daemon start starts it once",
           "[e2e][sandbox]") {
     REQUIRE_KERNEL_SANDBOX();
     temp_dir root;
-    daemon_process d("[[sources]]\nname = \"files\"\nkind = \"host\"\ncommand = [\"node\", \"" +
-                     std::string(MEITH_SOURCE_DIR) +
-                     "/examples/node-host/host.mjs\"]\nconfig = { root = " +
-                     json(root.path.string()).dump() + " }\n" + allow_all);
+    daemon_process d(files_host(root.path));
     const auto starts = [&] {
         std::size_t n = 0;
         for (const auto& l : d.audit_events("source_start"))
@@ -211,10 +217,7 @@ TEST_CASE("a tool host is started again in its tools' sandbox and writes only wh
           "[e2e][sandbox]") {
     REQUIRE_KERNEL_SANDBOX();
     temp_dir root;
-    daemon_process d("[[sources]]\nname = \"files\"\nkind = \"host\"\ncommand = [\"node\", \"" +
-                     std::string(MEITH_SOURCE_DIR) +
-                     "/examples/node-host/host.mjs\"]\nconfig = { root = " +
-                     json(root.path.string()).dump() + " }\n" + allow_all);
+    daemon_process d(files_host(root.path));
     client c(d.socket());
     c.send({{"type", "list_sources"}, {"protocol", 1}, {"requestId", "s"}});
     const json sources = c.read();

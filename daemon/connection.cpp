@@ -148,7 +148,10 @@ void connection::watch_stall() {
         auto self = weak.lock();
         if (ec || !self || self->closed_) return;
         self->stall_armed_ = false;
-        if (!self->over_outbound_limit()) return;
+        if (!self->over_outbound_limit()) {
+            if (self->reading_paused_) self->resume_timer_.cancel(); // belt and braces
+            return;
+        }
         if (self->progress_ != self->progress_at_stall_check_) {
             self->watch_stall(); // slow, but reading
             return;
@@ -245,6 +248,10 @@ asio::awaitable<void> connection::write_loop() {
             [this](const std::error_code& ec, std::size_t total) -> std::size_t {
                 progress_ += total - written_;
                 written_ = total;
+                // Under the limit again in the middle of a write: read again now. Waiting for
+                // the whole write could wait forever (the client takes a part, then stops
+                // reading with less than the limit unsent, and the stall check disarms).
+                if (reading_paused_ && !over_outbound_limit()) resume_timer_.cancel();
                 return ec ? 0 : 64 * 1024;
             },
             asio::experimental::as_tuple(asio::use_awaitable));

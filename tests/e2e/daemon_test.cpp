@@ -10,6 +10,7 @@
 #include <set>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -253,6 +254,11 @@ TEST_CASE("a client that does not read is disconnected at limits.max_outbound_by
     client c(d.socket());
     int small = 1 << 12;
     ::setsockopt(c.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    // A daemon that neither reads nor closes fails the test instead of hanging it: this test
+    // once hung under load when meithd's writer dropped under the limit mid-write and reading
+    // stayed paused.
+    const timeval send_timeout{20, 0};
+    ::setsockopt(c.fd(), SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
     const std::string payload(60000, 'y');
     bool send_failed = false;
     for (int i = 0; i < 400 && !send_failed; ++i) {

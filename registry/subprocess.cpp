@@ -150,6 +150,12 @@ void check_scripts(const child_process::options& opts) {
     for (std::size_t i = 1; i < opts.argv.size(); ++i) {
         const std::string_view arg = opts.argv[i];
         if (arg.empty() || arg.front() == '-' || arg.find('=') != std::string_view::npos) continue;
+        // Code, not a path: `sh -c "cd x && node host.mjs"`, `node -e "…"`, `python3 -m pkg.py`.
+        const std::string_view before = opts.argv[i - 1];
+        if (before == "-c" || before == "-e" || before == "--eval" || before == "-p" ||
+            before == "--print" || before == "-m" ||
+            arg.find_first_of(" \t\n") != std::string_view::npos)
+            continue;
         const bool script = std::any_of(script_extensions.begin(), script_extensions.end(),
                                         [&](std::string_view ext) { return arg.ends_with(ext); });
         if (!script) continue;

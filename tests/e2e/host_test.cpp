@@ -454,7 +454,11 @@ TEST_CASE("a source whose program cannot be started says so once and is not rest
                      "command = [\"/bin/sh\", \"-c\", \"exit 126\"]\nsandbox = \"off\"\n"
                      // copied without its files: the interpreter is there, its script is not
                      "[[sources]]\nname = \"noscript\"\nkind = \"host\"\n"
-                     "command = [\"node\", \"--no-warnings\", \"tools/missing-host.mjs\"]\n" +
+                     "command = [\"node\", \"--no-warnings\", \"tools/missing-host.mjs\"]\n"
+                     // a shell command line that ends in a script name is code, not a path
+                     "[[sources]]\nname = \"shwrap\"\nkind = \"host\"\nsandbox = \"off\"\n"
+                     "command = [\"/bin/sh\", \"-c\", \"exec node " +
+                     std::string(MEITH_SOURCE_DIR) + "/tests/hosts/test_host.mjs\"]\n" +
                      host_source_toml("ok", {"--name-prefix=ok_"}));
     client c(d.socket());
     for (const char* name : {"ghost", "wrap127", "wrap126", "noscript"}) {
@@ -487,4 +491,6 @@ TEST_CASE("a source whose program cannot be started says so once and is not rest
               "its script 'tools/missing-host.mjs': No such file or directory") !=
           std::string::npos);
     CHECK(c.call("ok_t_echo", json::object())["result"]["ok"] == true);
+    CHECK(by_name["shwrap"]["state"] == "ready");
+    CHECK(c.call("t_echo", json::object())["result"]["ok"] == true);
 }

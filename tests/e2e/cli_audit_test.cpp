@@ -23,15 +23,6 @@ using namespace meith::test;
 
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line))
-        if (!line.empty()) out.push_back(line);
-    return out;
-}
-
 /// The first line of `text` containing `needle` ("" when none).
 std::string line_with(const std::string& text, const std::string& needle) {
     for (const auto& l : lines_of(text))

@@ -104,18 +104,6 @@ TEST_CASE("meith without a running daemon says how to start it", "[e2e][cli]") {
     CHECK_THAT(r.err, Catch::Contains("not running"));
 }
 
-namespace {
-/// Non-empty lines of `text`.
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line))
-        if (!line.empty()) out.push_back(line);
-    return out;
-}
-} // namespace
-
 TEST_CASE("meith audit shows calls as a table, filters them and prints JSON Lines", "[e2e][cli]") {
     daemon_process d(host_source_toml("th"));
     REQUIRE(run_cli({"call", "echo", R"({"a":1})"}, d.home()).status == 0);

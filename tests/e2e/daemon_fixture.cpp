@@ -71,6 +71,15 @@ int wait_pid(pid_t pid, std::chrono::milliseconds timeout, bool& exited, int& st
 
 } // namespace
 
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+        if (!line.empty()) out.push_back(line);
+    return out;
+}
+
 std::string slurp(const fs::path& p) {
     return read_file(p);
 }

@@ -27,6 +27,9 @@ using namespace std::chrono_literals;
 /// The whole contents of the file at `p` ("" when it cannot be read).
 std::string slurp(const fs::path& p);
 
+/// The non-empty lines of `text` (a command's output), in order.
+std::vector<std::string> lines_of(const std::string& text);
+
 /// A fresh folder under /tmp (mode 0700), removed with its contents on destruction.
 struct temp_dir {
     temp_dir();

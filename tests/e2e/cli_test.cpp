@@ -20,7 +20,6 @@
 
 using namespace meith::test;
 
-
 TEST_CASE("meith status and tools find the daemon through config.json", "[e2e][cli]") {
     daemon_process d(host_source_toml("th"));
     auto status = run_cli({"status"}, d.home());

@@ -7,6 +7,7 @@
 #include "daemon/connection.hpp"
 #include "daemon/coroutine_root.hpp"
 #include "daemon/instance.hpp"
+#include "daemon/peer.hpp"
 #include "daemon/service_manager.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/json_writer.hpp"
@@ -86,7 +87,9 @@ class server {
         // Grants and approvals (PROTOCOL.md §12): the approver secret, then kept grants.
         registry_.approvals().set_approver_secret(load_approver_secret(home_));
         // No tool sandbox lets a tool write the home; tools' temporary folders live in it.
-        registry::set_confinement_home(home_);
+        registry::set_confinement_home(home_, socket_path_);
+        // A tool's orphans stay meithd's descendants, so they are known at the socket.
+        become_subreaper();
         if (cfg_.permissions.persist_grants)
             if (auto err = registry_.approvals().persist_to(home_ / "grants.json"))
                 spdlog::warn("{}", *err);
@@ -418,6 +421,26 @@ class server {
             registry_.audit_event("connection_rejected", fields);
             registry_.commit_audit_now(); // on file before the peer sees the close
             std::error_code ignored;
+            sock.close(ignored);
+            return;
+        }
+        if (auto why = tool_peer_problem(sock.native_handle(), peer->pid)) {
+            // A tool (or a process of a tool's) is never a client: not cli, not an approver,
+            // not an operator (docs/security.md). Refused before a frame is read, audited.
+            std::string frame;
+            protocol::append_error_frame(
+                frame, std::nullopt,
+                "meithd does not take connections from the tools it runs (" + *why +
+                    "); a tool cannot call meithd, approve or change its config "
+                    "(docs/security.md)");
+            std::error_code ignored;
+            sock.non_blocking(true, ignored);
+            sock.write_some(asio::buffer(frame), ignored); // best effort, never blocks
+            std::string fields = R"("reason":)";
+            protocol::append_json_string(fields, "a tool's process: " + *why);
+            fields += fmt::format(R"(,"pid":{},"uid":{})", peer->pid, peer->uid);
+            registry_.audit_event("connection_rejected", fields);
+            registry_.commit_audit_now(); // on file before the peer sees the close
             sock.close(ignored);
             return;
         }

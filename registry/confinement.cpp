@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -35,24 +37,116 @@ fs::path& home_dir() {
     return home;
 }
 
-/// The child's temporary folder: HOME/tmp/<name> (else /tmp/meith-<uid>/<name>), 0700, ours
-/// (not a symlink).
+fs::path& socket_path() {
+    static fs::path socket;
+    return socket;
+}
+
+/// A folder of ours, 0700, not a symlink: made when missing, checked either way.
+bool private_dir(const fs::path& dir) {
+    ::mkdir(dir.c_str(), 0700);
+    struct stat st {};
+    return ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
+           (st.st_mode & 077) == 0;
+}
+
+/// Where the tools' temporary folders live: $XDG_RUNTIME_DIR/meith-tools (a tmpfs the user
+/// owns) when it is set and ours, else /tmp/meith-tools-<uid>; then one folder per home
+/// (a hash of its path), so two daemons never share one. Never in meithd's home: a tool that
+/// fills its folder must not fill the disk the audit trail is written to. Empty when none
+/// can be made.
+fs::path tools_tmp_base() {
+    fs::path base;
+    const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+    struct stat st {};
+    if (xdg != nullptr && fs::path(xdg).is_absolute() && ::stat(xdg, &st) == 0 &&
+        S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) == 0)
+        base = fs::path(xdg) / "meith-tools";
+    else
+        base = fs::temp_directory_path() / ("meith-tools-" + std::to_string(::geteuid()));
+    char id[17];
+    std::snprintf(id, sizeof id, "%016zx", std::hash<std::string>{}(home_dir().string()));
+    for (const fs::path& dir : {base, base / id})
+        if (!private_dir(dir)) return {};
+    return base / id;
+}
+
+/// The child's temporary folder: <tools_tmp_base>/<name>, 0700, ours (not a symlink).
 std::optional<fs::path> private_tmp(const std::string& name) {
     // Source names are checked by the config; a hook's is free text: keep a safe file name.
     if (name.empty() || name == "." || name == ".." ||
         name.find_first_of(std::string_view("/\0", 2)) != std::string::npos)
         return std::nullopt;
-    const fs::path base = home_dir().empty()
-                              ? fs::temp_directory_path() / ("meith-" + std::to_string(::geteuid()))
-                              : home_dir() / "tmp";
-    for (const fs::path& dir : {base, base / name}) {
-        ::mkdir(dir.c_str(), 0700);
-        struct stat st {};
-        if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
-            (st.st_mode & 077) != 0)
-            return std::nullopt;
-    }
+    const fs::path base = tools_tmp_base();
+    if (base.empty() || !private_dir(base / name)) return std::nullopt;
     return base / name;
+}
+
+/// An empty file of ours (0400) to bind over hidden files; empty path when none.
+fs::path empty_file() {
+    const fs::path base = tools_tmp_base();
+    if (base.empty()) return {};
+    const fs::path file = base / ".empty";
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0400);
+    if (fd < 0) return {};
+    struct stat st {};
+    const bool ok =
+        ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 && st.st_uid == ::geteuid();
+    ::close(fd);
+    return ok ? file : fs::path();
+}
+
+/// The user's credential stores and the sockets of the user's other services (a session
+/// bus, an agent, a terminal multiplexer, a container engine): hidden from every confined
+/// child unless its `sandbox_paths.read` names them (docs/security.md).
+std::vector<fs::path> credential_stores() {
+    std::vector<fs::path> out;
+    const char* home = std::getenv("HOME");
+    if (home != nullptr && fs::path(home).is_absolute()) {
+        const fs::path h = home;
+        for (const char* rel : {".ssh",
+                                ".gnupg",
+                                ".aws",
+                                ".azure",
+                                ".config/gcloud",
+                                ".kube",
+                                ".docker",
+                                ".netrc",
+                                ".git-credentials",
+                                ".config/gh",
+                                ".config/hub",
+                                ".npmrc",
+                                ".pypirc",
+                                ".cargo/credentials.toml",
+                                ".password-store",
+                                ".vault-token",
+                                ".local/share/keyrings",
+                                ".pki",
+                                ".mozilla",
+                                ".config/google-chrome",
+                                ".config/chromium",
+                                ".config/BraveSoftware",
+                                ".config/op",
+                                ".claude.json",
+                                ".config/meith"})
+            out.push_back(h / rel);
+    }
+    if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && fs::path(xdg).is_absolute())
+        for (const char* rel : {"bus", "systemd", "gnupg", "keyring", "docker.sock", "podman"})
+            out.push_back(fs::path(xdg) / rel);
+    if (const char* agent = std::getenv("SSH_AUTH_SOCK"); agent && fs::path(agent).is_absolute())
+        out.emplace_back(agent);
+    out.push_back(fs::temp_directory_path() / ("tmux-" + std::to_string(::geteuid())));
+    out.emplace_back("/run/docker.sock");
+    out.emplace_back("/run/dbus/system_bus_socket");
+    return out;
+}
+
+/// Whether `a` is `b` or lies beneath it (lexically).
+bool within(const fs::path& a, const fs::path& b) {
+    const auto [mismatch, end] = std::mismatch(b.begin(), b.end(), a.begin(), a.end());
+    (void)end;
+    return mismatch == b.end();
 }
 
 std::optional<fs::path> root_of(const std::string& config_json) {
@@ -78,8 +172,9 @@ bool holds_home(const fs::path& p) {
 
 } // namespace
 
-void set_confinement_home(fs::path home) {
+void set_confinement_home(fs::path home, fs::path socket) {
     home_dir() = std::move(home);
+    socket_path() = std::move(socket);
 }
 
 void apply_env(const confinement& c, std::vector<std::string>& env) {
@@ -188,11 +283,17 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     static std::once_flag logged;
     const auto& kernel = sandbox::detect();
     std::call_once(logged, [&] {
-        if (kernel.landlock_abi > 0 && kernel.seccomp)
+        if (kernel.landlock_abi > 0 && kernel.seccomp && kernel.namespaces)
             spdlog::info("tool sandbox: {}", sandbox::describe(kernel));
         else
             spdlog::warn("tool sandbox: {}; sources with sandbox = \"require\" will not start",
                          sandbox::describe(kernel));
+        std::error_code ignored;
+        if (sandbox::init_program().empty())
+            spdlog::warn("tool sandbox: meith-sandbox-init not found beside {} (or in "
+                         "../libexec/meith): tools run without a PID namespace and may run "
+                         "programs through the ELF loader; reinstall meith",
+                         fs::read_symlink("/proc/self/exe", ignored).string());
     });
     confinement c;
     c.capabilities = capabilities;
@@ -204,7 +305,8 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     m += R"(,"capabilities":)";
     append_capabilities(m, capabilities);
     const auto unconfined = [&](std::string_view why) {
-        m += R"(,"fs":"none","net":"none","exec":"none","unconfined":)";
+        m += R"(,"fs":"none","net":"none","exec":"none","ns":"none","home":"readable",)"
+             R"("unconfined":)";
         append_json_string(m, why);
     };
     if (mode == config::sandbox_mode::off) {
@@ -245,12 +347,25 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     if (auto tmp = private_tmp(name)) {
         r.tmp_dir = *tmp;
         c.tmpdir_env = "TMPDIR=" + tmp->string();
+        // With namespaces, a size-bounded tmpfs of its own at tmp/tmp is its TMPDIR.
+        if (kernel.namespaces && private_dir(*tmp / "tmp")) {
+            r.tmp_mount = *tmp / "tmp";
+            c.tmpdir_env = "TMPDIR=" + r.tmp_mount.string();
+        }
     } else {
         spdlog::warn(
             "'{}': no private temporary folder could be made; it runs confined without one", name);
         r.tmp_dir = "/nonexistent";
     }
     r.extra.read = paths.read;
+    // Hidden: meithd's home and socket always; the credential stores unless read names them.
+    if (!home_dir().empty()) r.hidden.push_back(home_dir());
+    if (!socket_path().empty()) r.hidden.push_back(socket_path());
+    for (const auto& store : credential_stores())
+        if (std::none_of(paths.read.begin(), paths.read.end(),
+                         [&](const fs::path& p) { return within(p, store) || within(store, p); }))
+            r.hidden.push_back(store);
+    r.empty_file = empty_file();
     for (const auto& p : paths.write)
         if (auto w = writable(p)) r.extra.write.push_back(*w);
     r.extra.exec = paths.exec;
@@ -267,6 +382,10 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     append_json_string(m, c.plan->net);
     m += R"(,"exec":)";
     append_json_string(m, c.plan->exec);
+    m += R"(,"ns":)";
+    append_json_string(m, c.plan->ns);
+    m += R"(,"home":)";
+    append_json_string(m, c.plan->home);
     if (!withheld.empty() &&
         (capabilities & (bit(capability::writes_files) | bit(capability::destructive))) != 0) {
         m += R"(,"writeWithheld":[)";

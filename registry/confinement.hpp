@@ -33,10 +33,12 @@ struct confinement {
     std::string tmpdir_env;
 };
 
-/// meithd's home: no sandbox ever lets a tool write it or a folder holding it (its config,
-/// audit log, grants, approver secret), and the tools' temporary folders are made under it
-/// (HOME/tmp/<name>). Set once by the daemon at start; unset (unit tests): /tmp is used.
-void set_confinement_home(std::filesystem::path home);
+/// meithd's home and socket: no sandbox ever lets a tool write the home or a folder holding
+/// it (its config, audit log, grants, approver secret), and with namespaces both are hidden
+/// from every confined child. The tools' temporary folders are made outside it, under
+/// $XDG_RUNTIME_DIR/meith-tools (else /tmp/meith-tools-<uid>), one folder per home. Set once
+/// by the daemon at start.
+void set_confinement_home(std::filesystem::path home, std::filesystem::path socket = {});
 
 /// Puts `c`'s TMPDIR into `env` ("NAME=value" items), replacing one inherited from the daemon.
 void apply_env(const confinement& c, std::vector<std::string>& env);

@@ -59,6 +59,16 @@ void child_reaper::poll() {
             ++it;
         }
     }
+    // Orphans of unconfined tools come to meithd (a child subreaper: daemon/server.cpp) and
+    // are reaped here; a registered child is left to the scan above. WNOWAIT looks without
+    // reaping, so no registered child's status is ever taken here.
+    for (;;) {
+        siginfo_t info{};
+        if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0 ||
+            handlers_.count(info.si_pid) != 0)
+            break;
+        ::waitpid(info.si_pid, nullptr, WNOHANG);
+    }
     // Handlers run after the scan: they may watch new children.
     for (auto& [fn, status] : done)
         fn(status);
@@ -178,6 +188,7 @@ struct confined_child {
     const char* cwd; ///< null: stay
     const sandbox::plan* plan;
     int in, out, err, report;
+    int status; ///< the init program's --status-fd, -1 when none
 };
 
 /// The kernel's struct sigaction for rt_sigaction(2) (not glibc's): SIG_DFL, no flags.
@@ -205,14 +216,22 @@ int confined_child_main(void* arg) {
         return from == target ? ::syscall(SYS_fcntl, target, F_SETFD, 0)
                               : ::syscall(SYS_dup2, from, target);
     };
-    if (::syscall(SYS_setsid) < 0 || to(a.in, 0) < 0 || to(a.out, 1) < 0 || to(a.err, 2) < 0 ||
-        (a.cwd != nullptr && ::syscall(SYS_chdir, a.cwd) != 0))
+    if (::syscall(SYS_setsid) < 0 || to(a.in, 0) < 0 || to(a.out, 1) < 0 || to(a.err, 2) < 0)
         code = errno;
+    // The namespaces' mounts first: the working folder may be a writable root mounted again.
+    if (code == 0) code = sandbox::enter(*a.plan);
+    if (code == 0 && a.cwd != nullptr && ::syscall(SYS_chdir, a.cwd) != 0) code = errno;
     if (code == 0) code = sandbox::apply(*a.plan);
     if (code == 0) {
-        // Nothing of ours but the report pipe (close-on-exec) past stderr.
-        ::syscall(SYS_close_range, 3, static_cast<unsigned>(a.report) - 1, 0);
-        ::syscall(SYS_close_range, static_cast<unsigned>(a.report) + 1, ~0U, 0);
+        // Nothing of ours past stderr but the report pipe (close-on-exec) and the init
+        // program's status pipe.
+        unsigned keep[2] = {static_cast<unsigned>(a.report), static_cast<unsigned>(a.status)};
+        if (a.status < 0) keep[1] = keep[0];
+        if (keep[1] < keep[0]) std::swap(keep[0], keep[1]);
+        ::syscall(SYS_close_range, 3, keep[0] - 1, 0);
+        if (keep[1] > keep[0] + 1) ::syscall(SYS_close_range, keep[0] + 1, keep[1] - 1, 0);
+        ::syscall(SYS_close_range, keep[1] + 1, ~0U, 0);
+        if (a.status >= 0) ::syscall(SYS_fcntl, a.status, F_SETFD, 0);
         ::syscall(SYS_execve, a.program, a.argv, a.envp);
         code = errno;
     }
@@ -223,29 +242,54 @@ int confined_child_main(void* arg) {
 }
 
 /// Starts a confined child: clone(CLONE_VM | CLONE_VFORK) as posix_spawn does (no copy of the
-/// daemon's page tables, which fork() would make: bench/PROFILE.md (k)), with the sandbox
-/// applied between clone and exec. Returns the pid; throws std::system_error naming the
-/// command when it cannot start (its errno comes back through a close-on-exec pipe).
-pid_t spawn_confined(const child_process::options& opts, int in, int out, int err) {
+/// daemon's page tables, which fork() would make: bench/PROFILE.md (k)), into the plan's
+/// namespaces, with the sandbox applied between clone and exec; the program runs under the
+/// sandbox's init program when the plan has one, which writes the program's own wait status
+/// to `status_read`'s pipe. Returns the pid; throws std::system_error naming the command when
+/// it cannot start (its errno comes back through a close-on-exec pipe).
+pid_t spawn_confined(const child_process::options& opts, int in, int out, int err,
+                     int& status_read) {
     const auto program =
         sandbox::resolve_program(opts.argv[0], sandbox::program_search_path(), opts.cwd);
     const auto fail = [&](int code) { return start_error(opts, code); };
     if (!program) throw fail(ENOENT);
-    const std::string program_path = program->string();
-    const auto argv = c_strings(opts.argv);
+    const sandbox::plan& plan = *opts.sandbox;
+    int status[2] = {-1, -1};
+    if (!plan.init.empty() && ::pipe2(status, O_CLOEXEC | O_NONBLOCK) != 0) throw fail(errno);
+    const auto close_status = [&] {
+        for (int fd : status)
+            if (fd >= 0) ::close(fd);
+    };
+    // meith-sandbox-init [--exec-once] --status-fd=N -- PROGRAM ARGV...
+    std::vector<std::string> items;
+    if (!plan.init.empty()) {
+        items.push_back(plan.init);
+        if (plan.exec_once) items.emplace_back("--exec-once");
+        items.push_back("--status-fd=" + std::to_string(status[1]));
+        items.emplace_back("--");
+        items.push_back(program->string());
+    }
+    items.insert(items.end(), opts.argv.begin(), opts.argv.end());
+    const std::string& program_path = plan.init.empty() ? program->string() : plan.init;
+    const auto argv = c_strings(plan.init.empty() ? opts.argv : items);
     const auto envp = c_strings(opts.env);
     const std::string cwd = opts.cwd.string();
     int report[2];
-    if (::pipe2(report, O_CLOEXEC) != 0) throw fail(errno);
+    if (::pipe2(report, O_CLOEXEC) != 0) {
+        const int e = errno;
+        close_status();
+        throw fail(e);
+    }
     confined_child args{program_path.c_str(),
                         argv.data(),
                         envp.data(),
                         cwd.empty() ? nullptr : cwd.c_str(),
-                        opts.sandbox.get(),
+                        &plan,
                         in,
                         out,
                         err,
-                        report[1]};
+                        report[1],
+                        status[1]};
     constexpr std::size_t stack_size = 64 * 1024;
     void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -253,6 +297,7 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
         const int e = errno;
         ::close(report[0]);
         ::close(report[1]);
+        close_status();
         throw fail(e);
     }
     // Every signal blocked across the clone (as posix_spawn does): none may run the daemon's
@@ -261,13 +306,15 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
     sigfillset(&all);
     ::pthread_sigmask(SIG_SETMASK, &all, &saved);
     const pid_t pid = ::clone(confined_child_main, static_cast<char*>(stack) + stack_size,
-                              CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+                              CLONE_VM | CLONE_VFORK | SIGCHLD | plan.clone_flags, &args);
     const int clone_errno = errno;
     ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
     ::munmap(stack, stack_size);
     ::close(report[1]);
+    if (status[1] >= 0) ::close(std::exchange(status[1], -1));
     if (pid < 0) {
         ::close(report[0]);
+        close_status();
         throw fail(clone_errno);
     }
     int code = 0;
@@ -278,8 +325,10 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
     ::close(report[0]);
     if (n == static_cast<ssize_t>(sizeof code)) {
         ::waitpid(pid, nullptr, 0);
+        close_status();
         throw fail(code);
     }
+    status_read = std::exchange(status[0], -1);
     return pid;
 }
 
@@ -299,7 +348,7 @@ child_process::child_process(asio::any_io_executor ex, const options& opts)
         stderr_.assign(err.release_read());
     };
     if (opts.sandbox) {
-        pid_ = spawn_confined(opts, in.read, out.write, err.write);
+        pid_ = spawn_confined(opts, in.read, out.write, err.write, status_fd_);
         adopt_pipes();
         return;
     }
@@ -356,6 +405,16 @@ child_process::child_process(asio::any_io_executor ex, const options& opts)
 child_process::~child_process() {
     // The owner stops children before dropping them; this is the last line of defence.
     if (!exited_ && pid_ > 0) ::kill(-pid_, SIGKILL);
+    if (status_fd_ >= 0) ::close(status_fd_);
+}
+
+int child_process::exit_status(int wait_status) {
+    if (status_fd_ < 0) return wait_status;
+    int tool = 0;
+    const ssize_t n = ::read(status_fd_, &tool, sizeof tool);
+    ::close(std::exchange(status_fd_, -1));
+    // Nothing written: the init program itself was killed (SIGKILL from a stop or a user).
+    return n == static_cast<ssize_t>(sizeof tool) ? tool : wait_status;
 }
 
 void child_process::signal_group(int sig) {

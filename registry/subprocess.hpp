@@ -28,7 +28,8 @@
 namespace meith::registry {
 
 /// Calls a handler when a child exits. One per io_context; listens to SIGCHLD and reaps only
-/// the pids registered with it (waitpid per pid, so no other code's children are stolen).
+/// the pids registered with it (waitpid per pid), and any other child that has exited: the
+/// orphans a subreaper adopts (meithd has no other code that waits for its children).
 class child_reaper {
   public:
     explicit child_reaper(asio::any_io_executor ex);
@@ -75,6 +76,10 @@ class child_process {
     child_process& operator=(const child_process&) = delete;
 
     pid_t pid() const { return pid_; }
+    /// The program's own wait status, given the one the reaper got for pid(): a confined
+    /// child runs under the sandbox's init program, which reports the program's status
+    /// through a pipe (read once; `wait_status` when there is none).
+    int exit_status(int wait_status);
     asio::posix::stream_descriptor& stdin_pipe() { return stdin_; }
     asio::posix::stream_descriptor& stdout_pipe() { return stdout_; }
     asio::posix::stream_descriptor& stderr_pipe() { return stderr_; }
@@ -96,6 +101,7 @@ class child_process {
 
   private:
     pid_t pid_ = -1;
+    int status_fd_ = -1; ///< the sandbox init program's status pipe (read end), -1 when none
     bool exited_ = false;
     asio::posix::stream_descriptor stdin_;
     asio::posix::stream_descriptor stdout_;

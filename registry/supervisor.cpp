@@ -121,7 +121,8 @@ void supervised_process::spawn() {
     const pid_t pid = inst_->child.pid();
     spdlog::info("{}: started (pid {})", spec_.name, pid);
     lifecycle("source_start", fmt::format(R"("pid":{})", pid));
-    reaper_.watch(pid, [inst = inst_](int status) {
+    reaper_.watch(pid, [inst = inst_](int wait_status) {
+        const int status = inst->child.exit_status(wait_status);
         inst->child.mark_exited();
         // Children it left in its group die with it, and our ends of its pipes close (nothing
         // it writes after its exit is read: its work was failed by the exit handler).
@@ -418,9 +419,9 @@ std::shared_ptr<oneshot_run> oneshot_run::start(asio::any_io_executor ex, child_
         asio::post(ex, [run] { run->maybe_done(); });
         return run;
     }
-    reaper.watch(run->child_->pid(), [run](int status) {
+    reaper.watch(run->child_->pid(), [run](int wait_status) {
+        run->outcome_.wait_status = run->child_->exit_status(wait_status);
         run->child_->mark_exited();
-        run->outcome_.wait_status = status;
         run->exited_ = true;
         // Stragglers of the group (a forked grandchild) must not outlive the tool or keep
         // its stdout open.

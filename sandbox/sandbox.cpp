@@ -1,5 +1,6 @@
 #include "sandbox/sandbox.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -8,15 +9,20 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/landlock.h>
+#include <linux/mount.h> // not <sys/mount.h>: the two clash on glibc 2.36; raw calls only
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 // Rights newer than Debian 12's kernel headers (Linux 6.1: ABI 2).
@@ -78,20 +84,57 @@ bool allow_path(int ruleset, const fs::path& path, std::uint64_t rights, std::ui
     return rc == 0;
 }
 
-/// The seccomp filter that makes socket(AF_INET | AF_INET6, ...) fail with EACCES, as BPF.
-std::vector<unsigned char> ip_socket_filter() {
+/// The seccomp filter of a confined child (docs/protocol.md §15), as BPF. Refused with EACCES:
+/// io_uring (it opens files and sockets without the system calls below), ptrace and
+/// process_vm_readv/writev; without `network` every socket(2) and every socketpair(2) but
+/// AF_UNIX's; with it every family but AF_UNIX, AF_INET, AF_INET6 and NETLINK_ROUTE, and raw
+/// IP sockets. Without `namespaces` (no read-only tree) and without `writes`, chmod, chown,
+/// utimes and xattr changes anywhere. Other architectures' system calls kill the process
+/// (libseccomp's default).
+std::vector<unsigned char> tool_filter(bool network, bool writes, bool namespaces) {
     scmp_filter_ctx ctx = ::seccomp_init(SCMP_ACT_ALLOW);
     if (ctx == nullptr) throw std::runtime_error("seccomp_init failed");
     std::vector<unsigned char> out;
-    // The kernel reads `family` as a 32-bit int: compare only the low 32 bits, or a raw
-    // socket(0x100000002, ...) would slip past an equality on the whole register
+    const std::uint32_t deny = SCMP_ACT_ERRNO(EACCES);
+    bool ok = true;
+    const auto refuse = [&](int sys, std::initializer_list<scmp_arg_cmp> args = {}) {
+        if (sys < 0) return; // unknown to this libseccomp: the kernel's ENOSYS refuses it
+        ok = ok && ::seccomp_rule_add_array(ctx, deny, sys, static_cast<unsigned>(args.size()),
+                                            args.begin()) == 0;
+    };
+    // The kernel reads `family` and `type` as 32-bit ints: compare only the low 32 bits, or a
+    // raw socket(0x100000002, ...) would slip past an equality on the whole register
     // (libseccomp issue #383).
-    const scmp_arg_cmp inet{0, SCMP_CMP_MASKED_EQ, 0xffffffffULL, AF_INET};
-    const scmp_arg_cmp inet6{0, SCMP_CMP_MASKED_EQ, 0xffffffffULL, AF_INET6};
-    bool ok = ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, inet) == 0 &&
-              ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, inet6) == 0 &&
-              // io_uring can open sockets without socket(2): not for a tool without network.
-              ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(io_uring_setup), 0) == 0;
+    const auto low32 = [](unsigned arg, scmp_datum_t v) {
+        return scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, 0xffffffffULL, v};
+    };
+    for (int sys : {SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter), SCMP_SYS(io_uring_register),
+                    SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev)})
+        refuse(sys);
+    if (!network) {
+        refuse(SCMP_SYS(socket));
+        // Anything but exactly AF_UNIX (upper bits set count as "not AF_UNIX": refused too).
+        refuse(SCMP_SYS(socketpair), {scmp_arg_cmp{0, SCMP_CMP_NE, AF_UNIX, 0}});
+    } else {
+        for (int family = 0; family < AF_MAX; ++family)
+            if (family != AF_UNIX && family != AF_INET && family != AF_INET6 &&
+                family != AF_NETLINK)
+                refuse(SCMP_SYS(socket), {low32(0, static_cast<scmp_datum_t>(family))});
+        refuse(SCMP_SYS(socket),
+               {low32(0, AF_NETLINK), scmp_arg_cmp{2, SCMP_CMP_NE, NETLINK_ROUTE, 0}});
+        for (int family : {AF_INET, AF_INET6})
+            refuse(SCMP_SYS(socket), {low32(0, static_cast<scmp_datum_t>(family)),
+                                      scmp_arg_cmp{1, SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW}});
+        for (int family = 0; family < AF_MAX; ++family)
+            if (family != AF_UNIX)
+                refuse(SCMP_SYS(socketpair), {low32(0, static_cast<scmp_datum_t>(family))});
+    }
+    if (!namespaces && !writes)
+        for (const char* name :
+             {"chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "fchownat", "lchown",
+              "utime", "utimes", "utimensat", "futimesat", "setxattr", "lsetxattr", "fsetxattr",
+              "removexattr", "lremovexattr", "fremovexattr"})
+            refuse(::seccomp_syscall_resolve_name(name));
     const int mfd = ok ? ::memfd_create("meith-seccomp", MFD_CLOEXEC) : -1;
     ok = mfd >= 0 && ::seccomp_export_bpf(ctx, mfd) == 0;
     if (ok) {
@@ -103,6 +146,60 @@ std::vector<unsigned char> ip_socket_filter() {
     ::seccomp_release(ctx);
     if (!ok) throw std::runtime_error("cannot build the seccomp filter");
     return out;
+}
+
+/// Writes `text` to `path` with raw system calls; 0 or errno.
+int write_file(const char* path, const std::string& text) noexcept {
+    const long fd = ::syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    const long n = ::syscall(SYS_write, fd, text.data(), text.size());
+    const int e = errno;
+    ::syscall(SYS_close, fd);
+    return n == static_cast<long>(text.size()) ? 0 : (n < 0 ? e : EIO);
+}
+
+long sys_mount(const char* source, const char* target, const char* type, unsigned long flags,
+               const char* data) noexcept {
+    return ::syscall(SYS_mount, source, target, type, flags, data);
+}
+
+/// At most this many writable roots are mounted again (cwd, root and sandbox_paths.write).
+constexpr std::size_t max_writable = 64;
+
+/// The namespaces every confined child gets (network: see prepare).
+constexpr int base_namespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC;
+
+/// The trial child of detect(): enters what a tool's child enters, minus the paths.
+int trial_child(void* arg) {
+    ::syscall(SYS_exit, enter(*static_cast<const plan*>(arg)));
+    return 0;
+}
+
+/// Whether a child can be given its namespaces here: "" or why not.
+std::string namespaces_problem() {
+    plan trial;
+    trial.clone_flags = base_namespaces | CLONE_NEWNET;
+    trial.uid_map = std::to_string(::geteuid()) + " " + std::to_string(::geteuid()) + " 1";
+    trial.gid_map = std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1";
+    constexpr std::size_t stack_size = 64 * 1024;
+    void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return std::string("mmap: ") + std::strerror(errno);
+    const pid_t pid = ::clone(trial_child, static_cast<char*>(stack) + stack_size,
+                              CLONE_VM | CLONE_VFORK | SIGCHLD | trial.clone_flags, &trial);
+    const int clone_errno = errno;
+    int status = 0;
+    if (pid > 0)
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    ::munmap(stack, stack_size);
+    if (pid < 0)
+        return std::string("clone(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET): ") +
+               std::strerror(clone_errno);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return std::string("entering the namespaces failed: ") +
+               std::strerror(WIFEXITED(status) ? WEXITSTATUS(status) : EIO);
+    return "";
 }
 
 bool executable_file(const fs::path& p) {
@@ -126,6 +223,12 @@ const kernel_support& detect() {
             s.landlock_abi = static_cast<int>(abi);
         s.seccomp =
             ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 && off.find("seccomp") == std::string::npos;
+        if (off.find("namespaces") != std::string::npos) {
+            s.namespaces_problem = "switched off (MEITH_SANDBOX_TEST_ABSENT)";
+        } else {
+            s.namespaces_problem = namespaces_problem();
+            s.namespaces = s.namespaces_problem.empty();
+        }
         return s;
     }();
     return k;
@@ -135,7 +238,27 @@ std::string describe(const kernel_support& k) {
     std::string out = k.landlock_abi > 0 ? "Landlock ABI " + std::to_string(k.landlock_abi)
                                          : std::string("no Landlock (files and exec unconfined)");
     out += k.seccomp ? ", seccomp" : ", no seccomp (network unconfined)";
+    out += k.namespaces ? ", namespaces"
+                        : ", no namespaces (home and credentials readable, no read-only tree, "
+                          "other processes visible: " +
+                              k.namespaces_problem + ")";
     return out;
+}
+
+const fs::path& init_program() {
+    static const fs::path found = [] {
+        if (const char* p = std::getenv("MEITH_SANDBOX_INIT"); p && *p) return fs::path(p);
+        std::error_code ec;
+        const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+        if (ec) return fs::path();
+        const fs::path dir = self.parent_path();
+        for (const fs::path& p :
+             {dir / "meith-sandbox-init", dir / "../libexec/meith/meith-sandbox-init",
+              dir / "../lib/meith/meith-sandbox-init"})
+            if (executable_file(p)) return p.lexically_normal();
+        return fs::path();
+    }();
+    return found;
 }
 
 std::string program_search_path() {
@@ -246,6 +369,12 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
     const bool network = (r.capabilities & bit(capability::accesses_network)) != 0;
     const bool spawns = (r.capabilities & bit(capability::starts_process)) != 0;
     bool complete = true;
+    const fs::path& init = init_program();
+    if (!init.empty()) {
+        p->init = init.string();
+        // A source that names programs in sandbox_paths.exec runs them: Landlock alone decides.
+        p->exec_once = !spawns && k.seccomp && r.extra.exec.empty();
+    }
 
     if (k.landlock_abi > 0) {
         const int abi = k.landlock_abi;
@@ -271,9 +400,10 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
         if (!spawns) {
             const std::string path_value = program_search_path();
             const std::uint64_t x = LANDLOCK_ACCESS_FS_EXECUTE;
-            // The program, and each program sandbox_paths.exec names, with what executing it
-            // takes (its #! interpreter, env's program, the ELF loader).
+            // The program, the init program, and each program sandbox_paths.exec names, with
+            // what executing it takes (its #! interpreter, env's program, the ELF loader).
             std::vector<fs::path> programs{r.program};
+            if (!init.empty()) programs.push_back(init);
             programs.insert(programs.end(), r.extra.exec.begin(), r.extra.exec.end());
             for (const auto& prog : programs) {
                 allow_path(p->ruleset_fd, prog, x, handled, abi);
@@ -286,25 +416,149 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
         // writes-files could still empty a file. Not complete, and `require` says so.
         if (abi < 3 && !writes) complete = false;
         p->fs = "landlock-abi-" + std::to_string(abi);
-        p->exec = spawns ? "allowed" : "landlock";
+        p->exec = spawns ? "allowed" : p->exec_once ? "landlock,once" : "landlock";
     } else {
-        p->exec = spawns ? "allowed" : "none";
+        p->exec = spawns ? "allowed" : p->exec_once ? "once" : "none";
         complete = false;
     }
-    if (network) {
-        p->net = "allowed";
-    } else if (k.seccomp) {
-        p->seccomp_bpf = ip_socket_filter();
-        p->net = "seccomp";
+    // Without the init program the loader or a memfd can run a program Landlock allowed.
+    if (!spawns && !p->exec_once && r.extra.exec.empty()) complete = false;
+
+    if (k.namespaces) {
+        // The init program is the PID namespace's PID 1; without it the tool would be, and
+        // PID 1 ignores the signals that stop it: no PID namespace then (and no fresh /proc).
+        p->clone_flags = base_namespaces | (network ? 0 : CLONE_NEWNET);
+        if (init.empty()) {
+            p->clone_flags &= ~CLONE_NEWPID;
+            complete = false;
+        }
+        p->uid_map = std::to_string(::geteuid()) + " " + std::to_string(::geteuid()) + " 1";
+        p->gid_map = std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1";
+        std::error_code ec;
+        const auto add_writable = [&](const fs::path& path) {
+            if (!path.empty() && fs::is_directory(path, ec)) p->writable.push_back(path.string());
+        };
+        if (writes) {
+            add_writable(r.cwd);
+            if (r.root) add_writable(*r.root);
+            for (const auto& path : r.extra.write)
+                add_writable(path);
+        }
+        if (p->writable.size() > max_writable) throw std::runtime_error("too many writable paths");
+        // A path inside a hidden folder is hidden with it (and could not be mounted over:
+        // it is not in the empty tmpfs).
+        std::vector<fs::path> dirs;
+        for (const auto& h : r.hidden)
+            if (fs::is_directory(h, ec)) dirs.push_back(h.lexically_normal());
+        const auto inside_hidden = [&](const fs::path& h) {
+            return std::any_of(dirs.begin(), dirs.end(), [&](const fs::path& d) {
+                const auto [m, end] = std::mismatch(d.begin(), d.end(), h.begin(), h.end());
+                (void)end;
+                return m == d.end() && d != h;
+            });
+        };
+        for (const auto& raw : r.hidden) {
+            const fs::path h = raw.lexically_normal();
+            const auto st = fs::status(h, ec);
+            if (ec || inside_hidden(h)) continue;
+            if (fs::is_directory(st))
+                p->hidden_dirs.push_back(h.string());
+            else if (!r.empty_file.empty())
+                p->hidden_files.push_back(h.string());
+        }
+        p->empty_file = r.empty_file.string();
+        if (!r.tmp_mount.empty() && fs::is_directory(r.tmp_mount, ec)) {
+            p->tmp_dir = r.tmp_mount.string();
+            p->tmp_options = "size=" + std::to_string(r.tmp_bytes) + ",mode=0700";
+        }
+        p->ns = "user,mount,ipc";
+        if (p->clone_flags & CLONE_NEWPID) p->ns += ",pid";
+        if (p->clone_flags & CLONE_NEWNET) p->ns += ",net";
+        p->home = "hidden";
     } else {
+        complete = false;
+    }
+
+    if (k.seccomp) {
+        p->seccomp_bpf = tool_filter(network, writes, k.namespaces);
+        p->net = network ? "allowed" : k.namespaces ? "seccomp,netns" : "seccomp";
+    } else {
+        p->net = network ? "allowed" : k.namespaces ? "netns" : "none";
         complete = false;
     }
     p->complete = complete;
     return p;
 }
 
+int enter(const plan& p) noexcept {
+    // Raw system calls only: this runs in a child sharing the daemon's address space.
+    if (p.clone_flags == 0) return 0;
+    if ((p.clone_flags & CLONE_NEWUSER) != 0) {
+        // setgroups first: an unprivileged process may write gid_map only after "deny".
+        if (int e = write_file("/proc/self/setgroups", "deny"); e != 0 && e != ENOENT) return e;
+        if (int e = write_file("/proc/self/uid_map", p.uid_map)) return e;
+        if (int e = write_file("/proc/self/gid_map", p.gid_map)) return e;
+    }
+    // Nothing mounted here may reach the daemon's namespace (it may be shared: systemd's /).
+    if (sys_mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+    // The writable roots, copied before the tree turns read-only, are put back over it.
+    int clones[max_writable];
+    std::size_t n = 0;
+    int code = 0;
+    for (; n < p.writable.size() && code == 0; ++n) {
+        const long fd = ::syscall(SYS_open_tree, AT_FDCWD, p.writable[n].c_str(),
+                                  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (fd < 0) code = errno;
+        clones[n] = static_cast<int>(fd);
+    }
+    if (code != 0) --n; // the failed one is not open
+    mount_attr ro{};
+    ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
+    if (code == 0 && ::syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof ro) != 0)
+        code = errno;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (code == 0 && ::syscall(SYS_move_mount, clones[i], "", AT_FDCWD, p.writable[i].c_str(),
+                                   MOVE_MOUNT_F_EMPTY_PATH) != 0)
+            code = errno;
+        ::syscall(SYS_close, clones[i]);
+    }
+    if (code != 0) return code;
+    // Hidden after the writable roots are back, so a hidden path inside one stays hidden.
+    // A path gone since the plan was made has nothing left to hide (ENOENT is no failure).
+    for (const auto& d : p.hidden_dirs)
+        if (sys_mount("none", d.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      "size=4k,mode=0500") != 0 &&
+            errno != ENOENT)
+            return errno;
+    for (const auto& f : p.hidden_files) {
+        if (sys_mount(p.empty_file.c_str(), f.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+            if (errno == ENOENT) continue;
+            return errno;
+        }
+        if (sys_mount(nullptr, f.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
+            return errno;
+    }
+    // A /proc of this PID namespace only: no other process's environ, cmdline or fds.
+    if ((p.clone_flags & CLONE_NEWPID) != 0 &&
+        sys_mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+        return errno;
+    // Its own bounded temporary folder: filling it fills no disk of the daemon's.
+    if (!p.tmp_dir.empty() && sys_mount("none", p.tmp_dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+                                        p.tmp_options.c_str()) != 0)
+        return errno;
+    return 0;
+}
+
 int apply(const plan& p) noexcept {
     // Raw system calls only: this runs in a child sharing the daemon's address space.
+    // No capability survives the exec, whoever runs meithd (root included): the bounding set
+    // is emptied where we may (root, or a user namespace's owner), then every set.
+    for (int cap = 0; cap <= 63; ++cap)
+        ::syscall(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
+    ::syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct none[2] = {};
+    if (::syscall(SYS_capset, &header, none) != 0) return errno;
     if (::syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
     if (p.ruleset_fd >= 0 && ::syscall(SYS_landlock_restrict_self, p.ruleset_fd, 0) != 0)
         return errno;

@@ -2,21 +2,36 @@
 // docs/protocol.md §15).
 //
 // A `plan` is prepared in the daemon (allocating, opening paths, building the Landlock ruleset
-// and the seccomp filter) and applied in the child between fork and exec by `apply`, which
-// makes raw system calls only (async-signal-safe: the daemon has threads). Nothing of the tool
-// runs before it. What a capability set gives:
+// and the seccomp filter) and applied in the child between clone and exec by `enter` and
+// `apply`, which make raw system calls only (async-signal-safe: the daemon has threads).
+// Nothing of the tool runs before them. What every confined child gets (docs/security.md):
+//   - namespaces, where the kernel allows them: a user namespace mapping only the daemon's uid
+//     and gid, a mount namespace in which the whole tree is read-only (no write, chmod, chown,
+//     utimes or xattr change anywhere) except the writable roots below, meithd's home, its
+//     socket's folder and the user's credential stores hidden under empty read-only mounts, a
+//     private size-bounded tmpfs as its TMPDIR, and a PID namespace with a fresh /proc (other
+//     processes invisible); without accesses-network, a network namespace with only loopback;
+//   - no capabilities (the bounding set emptied: meithd run as root keeps none for its tools);
+//   - the init program (`meith-sandbox-init`) as the namespace's PID 1: it runs the tool,
+//     reaps, reports the tool's own wait status, and, without starts-process, lets the tool's
+//     first execve through and refuses every later one (seccomp user notification), so
+//     neither the ELF loader nor a memfd runs a program.
+// What a capability set gives on top:
 //   - without writes-files and destructive: writes only in the child's own temporary folder
-//     and /dev/null (Landlock); with them, also under cwd, config.root and sandbox_paths.write;
-//   - without accesses-network: socket(AF_INET | AF_INET6) fails with EACCES (seccomp);
-//     Unix sockets stay usable;
+//     and /dev/null (Landlock, and the read-only tree); with them, also under cwd, config.root
+//     and sandbox_paths.write;
+//   - without accesses-network: socket(2) fails with EACCES for every family, socketpair(2)
+//     works for AF_UNIX only (seccomp); with it, AF_UNIX, AF_INET, AF_INET6 and NETLINK_ROUTE
+//     only (no AF_PACKET, AF_VSOCK, raw IP);
 //   - without starts-process: execve only of the command itself (and its script or ELF
-//     interpreter) and sandbox_paths.exec (Landlock's execute right);
-//   - reading is never restricted; `unknown` leaves the process unconfined (the caller's job).
-// PR_SET_NO_NEW_PRIVS is always set for a confined child.
+//     interpreter) and sandbox_paths.exec (Landlock's execute right), once (see above);
+//   - reading is restricted only by the hidden paths; `unknown` leaves the process unconfined.
+// PR_SET_NO_NEW_PRIVS is always set; io_uring, ptrace and process_vm_readv/writev are refused.
 #pragma once
 
 #include "permissions/policy.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -26,15 +41,26 @@
 namespace meith::sandbox {
 
 /// What the running kernel can enforce, detected once (landlock_create_ruleset's ABI version,
-/// PR_GET_SECCOMP). The environment variable MEITH_SANDBOX_TEST_ABSENT ("landlock",
-/// "seccomp" or both, comma-separated) makes a feature count as absent: a test switch.
+/// PR_GET_SECCOMP, a trial clone into new user, mount, PID and network namespaces). The
+/// environment variable MEITH_SANDBOX_TEST_ABSENT ("landlock", "seccomp", "namespaces",
+/// comma-separated) makes a feature count as absent: a test switch.
 struct kernel_support {
     int landlock_abi = 0; ///< 0: no Landlock
     bool seccomp = false;
+    /// Namespaces for confined children: none, or user (unprivileged: the uid mapped to
+    /// itself) + mount + PID (+ network) namespaces.
+    bool namespaces = false;
+    /// Why there are none ("clone(CLONE_NEWUSER): Operation not permitted ..."), for the log.
+    std::string namespaces_problem;
 };
 const kernel_support& detect();
 /// "landlock ABI 7, seccomp" / "no Landlock, seccomp" ..., for the start-up log.
 std::string describe(const kernel_support& k);
+
+/// The sandbox's init program: `meith-sandbox-init` beside the running executable, else in
+/// ../libexec/meith/ or ../lib/meith/ from it (the installed layouts); empty when not found.
+/// MEITH_SANDBOX_INIT overrides (tests).
+const std::filesystem::path& init_program();
 
 /// What a child may do beyond its capabilities' defaults (a source's `sandbox_paths`).
 struct extra_paths {
@@ -45,6 +71,16 @@ struct extra_paths {
 
 struct request {
     permissions::capability_set capabilities = 0;
+    /// Hidden from the child (namespaces only): folders under an empty read-only tmpfs,
+    /// files under an empty read-only file. Paths that do not exist are skipped.
+    std::vector<std::filesystem::path> hidden;
+    /// An empty file of the daemon's (0400), bound over each hidden file.
+    std::filesystem::path empty_file;
+    /// Where the child's private tmpfs is mounted (namespaces only): a folder inside tmp_dir,
+    /// since Landlock skips a mount point when it walks up from a file (the rule on tmp_dir
+    /// covers what is mounted beneath it). Its size bound, bytes.
+    std::filesystem::path tmp_mount;
+    std::uint64_t tmp_bytes = 64ull << 20;
     std::filesystem::path program; ///< the resolved, absolute program the child executes
     std::filesystem::path cwd;     ///< writable with writes-files / destructive
     std::optional<std::filesystem::path> root; ///< config.root: writable likewise
@@ -61,9 +97,25 @@ struct plan {
 
     int ruleset_fd = -1;                    ///< Landlock ruleset, -1 when none
     std::vector<unsigned char> seccomp_bpf; ///< struct sock_filter[]; empty when none
+    /// CLONE_NEW* flags for the child's clone(2); 0 without namespaces.
+    int clone_flags = 0;
+    /// With CLONE_NEWUSER: what the child writes to its own setgroups, uid_map, gid_map.
+    std::string uid_map, gid_map;
+    /// In the mount namespace: mounted read-write again over the read-only tree.
+    std::vector<std::string> writable;
+    /// Hidden folders (an empty read-only tmpfs each) and files (empty_file bound over each).
+    std::vector<std::string> hidden_dirs, hidden_files;
+    std::string empty_file;
+    /// The private tmpfs: where, and its mount options ("size=N,mode=0700").
+    std::string tmp_dir, tmp_options;
+    /// The init program to execute (with the program after it); empty: the program itself.
+    std::string init;
+    /// The init program lets the tool's first execve through and refuses the rest.
+    bool exec_once = false;
     /// For list_sources: "landlock-abi-N" | "none"; "seccomp" | "none" | "allowed";
-    /// "landlock" | "none" | "allowed".
-    std::string fs = "none", net = "none", exec = "none";
+    /// "landlock" | "none" | "allowed"; namespaces "user,mount,pid[,net]" | "none";
+    /// home: "hidden" | "readable" (meithd's home, its socket and the credential stores).
+    std::string fs = "none", net = "none", exec = "none", ns = "none", home = "readable";
     /// Whether each protection the capabilities call for is in place.
     bool complete = false;
     permissions::capability_set capabilities = 0;
@@ -73,8 +125,15 @@ struct plan {
 /// Throws std::runtime_error when the kernel refuses a ruleset it said it supports.
 std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k = detect());
 
-/// In the child, between fork and exec: PR_SET_NO_NEW_PRIVS, landlock_restrict_self, the
-/// seccomp filter. Async-signal-safe. Returns 0, or the errno of the step that failed.
+/// In the child, first thing after a clone(2) with `p.clone_flags`: maps its uid and gid, makes
+/// the mount tree private and read-only, mounts the writable roots, the hidden paths, /proc
+/// and the tmpfs (`p.writable` ... `p.tmp_dir`). Async-signal-safe. Returns 0, or the errno of
+/// the step that failed. Nothing to do without namespaces.
+int enter(const plan& p) noexcept;
+
+/// In the child, after `enter` and chdir: empties the capability bounding set (where it may),
+/// PR_SET_NO_NEW_PRIVS, landlock_restrict_self, the seccomp filter. Async-signal-safe.
+/// Returns 0, or the errno of the step that failed.
 int apply(const plan& p) noexcept;
 
 /// The PATH the daemon looks programs up in: its own, or "/usr/bin:/bin" when unset (as

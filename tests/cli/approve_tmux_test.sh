@@ -9,8 +9,11 @@ set -euo pipefail
 bin=$1
 source "$(dirname "${BASH_SOURCE[0]}")/tmux_lib.sh" approve approve
 
-# A one-shot exec tool that reports its controlling terminal (field 7 of /proc/self/stat).
-cat >"$home/tty.sh" <<'SH'
+# A one-shot exec tool that reports its controlling terminal (field 7 of /proc/self/stat). It
+# lives outside meithd's home, which no tool can see.
+tools=$(mktemp -d /tmp/meith-approve-tools.XXXXXX)
+trap 'rm -rf "$tools"; tmux_cleanup' EXIT
+cat >"$tools/tty.sh" <<'SH'
 #!/bin/sh
 cat >/dev/null
 set -- $(cat /proc/$$/stat)
@@ -25,7 +28,7 @@ decision = "ask"
 [[sources]]
 name = "tty"
 kind = "exec"
-command = ["sh", "$home/tty.sh"]
+command = ["sh", "$tools/tty.sh"]
 tool = { name = "tty_of_tool", description = "the tool's controlling terminal", capabilities = ["read-only"] }
 sandbox_paths = { exec = ["$(command -v cat)"] }   # its one helper program
 TOML

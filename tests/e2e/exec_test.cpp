@@ -255,7 +255,17 @@ TEST_CASE("a server-mode tool killed mid-call fails that call at once and serves
           "[e2e][exec]") {
     daemon_process d(exec_source_toml("sv", "server", "server.mjs", "x_server"));
     client c(d.socket());
-    const pid_t pid = c.call("x_server", {{"mode", "pid"}})["result"]["content"];
+    // The source's pid (its sandbox's init: the server's own pid is its PID namespace's).
+    const auto source_pid = [&c] {
+        c.send({{"type", "list_sources"}, {"requestId", "ls"}});
+        const json reply = c.read();
+        for (const auto& s : reply["sources"])
+            if (s["name"] == "sv") return s["pid"].get<pid_t>();
+        return pid_t{-1};
+    };
+    REQUIRE(c.call("x_server", {{"mode", "pid"}})["result"]["ok"] == true);
+    const pid_t pid = source_pid();
+    REQUIRE(pid > 0);
     c.send({{"type", "tool_call"},
             {"requestId", "victim"},
             {"toolName", "x_server"},
@@ -269,7 +279,7 @@ TEST_CASE("a server-mode tool killed mid-call fails that call at once and serves
     CHECK_THAT(r["result"]["error"]["message"].get<std::string>(), Catch::Contains("signal 9"));
     auto next = c.call("x_server", {{"mode", "pid"}}); // waits for the restart
     REQUIRE(next["result"]["ok"] == true);
-    CHECK(next["result"]["content"] != pid);
+    CHECK(source_pid() != pid);
 }
 
 TEST_CASE("a crash-looping server is marked failed without burning CPU", "[e2e][exec]") {

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -61,23 +62,26 @@ TEST_CASE("prepare: what a plan confines with what the kernel offers", "[sandbox
 
     // Nothing to confine with: nothing confined, and it says so.
     r.capabilities = capability_set_from(std::vector<std::string>{"read-only"});
-    const auto bare = prepare(r, kernel_support{0, false});
+    const auto bare = prepare(r, kernel_support{0, false, false, ""});
     CHECK(bare->ruleset_fd < 0);
     CHECK(bare->seccomp_bpf.empty());
     CHECK(bare->fs == "none");
     CHECK(bare->net == "none");
     CHECK_FALSE(bare->complete);
 
-    // Network allowed by its capabilities: no filter needed, and that is complete for the net.
+    // Network allowed by its capabilities: still a filter (packet, vsock, raw sockets, io_uring).
     r.capabilities = capability_set_from(std::vector<std::string>{"read-only", "accesses-network"});
-    const auto net_ok = prepare(r, kernel_support{0, true});
+    const auto net_ok = prepare(r, kernel_support{0, true, false, ""});
     CHECK(net_ok->net == "allowed");
-    CHECK(net_ok->seccomp_bpf.empty());
+    CHECK_FALSE(net_ok->seccomp_bpf.empty());
 
     // Seccomp only: the filter is built (whole sock_filter records).
     r.capabilities = capability_set_from(std::vector<std::string>{"read-only"});
-    const auto filtered = prepare(r, kernel_support{0, true});
+    const auto filtered = prepare(r, kernel_support{0, true, false, ""});
     CHECK(filtered->net == "seccomp");
+    CHECK(filtered->ns == "none"); // no namespaces offered: none asked for, incomplete
+    CHECK(filtered->clone_flags == 0);
+    CHECK_FALSE(filtered->complete);
     CHECK_FALSE(filtered->seccomp_bpf.empty());
     CHECK(filtered->seccomp_bpf.size() % 8 == 0);
 
@@ -86,15 +90,68 @@ TEST_CASE("prepare: what a plan confines with what the kernel offers", "[sandbox
         const auto full = prepare(r, detect());
         CHECK(full->ruleset_fd >= 0);
         CHECK(full->fs == "landlock-abi-" + std::to_string(detect().landlock_abi));
-        CHECK(full->exec == "landlock");
-        CHECK(full->complete == detect().seccomp);
+        // The init program is built beside the tests: exec once, and complete with namespaces.
+        REQUIRE_FALSE(init_program().empty());
+        CHECK(full->exec == "landlock,once");
+        CHECK(full->complete == (detect().seccomp && detect().namespaces));
+        if (detect().namespaces) {
+            CHECK(full->ns == "user,mount,ipc,pid,net");
+            CHECK(full->home == "hidden");
+        }
         r.capabilities =
             capability_set_from(std::vector<std::string>{"read-only", "starts-process"});
         CHECK(prepare(r, detect())->exec == "allowed");
     } else {
         WARN("this kernel has no Landlock: the ruleset part is checked end to end only");
     }
-    CHECK_FALSE(describe(kernel_support{0, false}).empty());
+    CHECK_FALSE(describe(kernel_support{0, false, false, ""}).empty());
+}
+
+namespace {
+
+/// Runs `body` in a forked child under `plan`'s filter; the child's exit status (0: passed).
+template <typename Body>
+int under_filter(const plan& p, Body body) {
+    const pid_t pid = ::fork();
+    if (pid == 0) ::_exit(apply(p) != 0 ? 3 : body());
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/// socket(2) with the family's upper 32 bits set as given: the errno, or 0 when it opened.
+int socket_errno(long family, int type, int protocol) {
+    const long fd = ::syscall(SYS_socket, family, type, protocol);
+    if (fd < 0) return errno;
+    ::close(static_cast<int>(fd));
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("with accesses-network only AF_UNIX, AF_INET(6) and NETLINK_ROUTE sockets open",
+          "[sandbox]") {
+    if (!detect().seccomp) {
+        WARN("no seccomp here: skipped");
+        return;
+    }
+    request r;
+    r.program = *resolve_program("sh", "/usr/bin:/bin");
+    r.capabilities = capability_set_from(std::vector<std::string>{"read-only", "accesses-network"});
+    const auto plan = prepare(r, kernel_support{0, true, false, ""});
+    CHECK(under_filter(*plan, [] {
+              const bool ok = socket_errno(AF_INET, SOCK_STREAM, 0) == 0 &&
+                              socket_errno(AF_INET6, SOCK_DGRAM, 0) == 0 &&
+                              socket_errno(AF_UNIX, SOCK_STREAM, 0) == 0 &&
+                              socket_errno(AF_NETLINK, SOCK_RAW, 0 /* NETLINK_ROUTE */) == 0 &&
+                              socket_errno(AF_NETLINK, SOCK_RAW, 9 /* NETLINK_AUDIT */) == EACCES &&
+                              socket_errno(AF_PACKET, SOCK_RAW, 0) == EACCES &&
+                              socket_errno(0x100000000L | AF_PACKET, SOCK_RAW, 0) == EACCES &&
+                              socket_errno(40 /* AF_VSOCK */, SOCK_STREAM, 0) == EACCES &&
+                              socket_errno(AF_INET, SOCK_RAW, IPPROTO_UDP) == EACCES &&
+                              ::syscall(SYS_io_uring_setup, 1, nullptr) == -1 && errno == EACCES;
+              return ok ? 0 : 1;
+          }) == 0);
 }
 
 TEST_CASE("the network filter compares the socket family as the kernel reads it (32 bits)",
@@ -106,7 +163,7 @@ TEST_CASE("the network filter compares the socket family as the kernel reads it 
     request r;
     r.program = *resolve_program("sh", "/usr/bin:/bin");
     r.capabilities = capability_set_from(std::vector<std::string>{"read-only"});
-    const auto plan = prepare(r, kernel_support{0, true});
+    const auto plan = prepare(r, kernel_support{0, true, false, ""});
     // In a child (the filter cannot be taken off): socket(AF_INET) plainly, and with garbage
     // in the upper half of the register, which the kernel ignores; both must fail EACCES.
     const pid_t pid = ::fork();
@@ -117,8 +174,17 @@ TEST_CASE("the network filter compares the socket family as the kernel reads it 
         const int e1 = errno;
         const long high = ::syscall(SYS_socket, 0x100000000L | AF_INET, SOCK_STREAM, 0);
         const int e2 = errno;
-        const long unix_ok = ::syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0);
-        ::_exit(plain == -1 && e1 == EACCES && high == -1 && e2 == EACCES && unix_ok >= 0 ? 0 : 1);
+        // Without accesses-network no socket at all (meithd's socket, a session bus, an
+        // agent's); a socketpair of AF_UNIX only (asyncio's self-pipe).
+        const long unix_socket = ::syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0);
+        const int e3 = errno;
+        int pair[2];
+        const long unix_pair = ::syscall(SYS_socketpair, AF_UNIX, SOCK_STREAM, 0, pair);
+        const long inet_pair = ::syscall(SYS_socketpair, AF_INET, SOCK_STREAM, 0, pair);
+        ::_exit(plain == -1 && e1 == EACCES && high == -1 && e2 == EACCES && unix_socket == -1 &&
+                        e3 == EACCES && unix_pair == 0 && inet_pair == -1
+                    ? 0
+                    : 1);
     }
     int status = 0;
     ::waitpid(pid, &status, 0);

@@ -1,0 +1,218 @@
+// meith-sandbox-init: the first process of a confined tool (docs/protocol.md §15,
+// sandbox/sandbox.hpp). meithd starts it, already confined, as PID 1 of the tool's PID
+// namespace:
+//
+//   meith-sandbox-init [--exec-once] [--status-fd=N] -- PROGRAM ARGV0 ARGS...
+//
+// It runs PROGRAM (the environment passed through), reaps every process of the namespace,
+// and when PROGRAM's process ends, writes its wait status (an int, native byte order) to fd N
+// and exits with its code (128 + the signal when it was killed). Its own exit ends every
+// process left in the namespace (the kernel kills them).
+//
+// Signals: meithd signals the process group, which the tool shares; this process ignores
+// them (a PID 1 cannot be ended but by SIGKILL from outside, which ends the namespace).
+//
+// --exec-once: the tool's process installs a seccomp filter that turns execve and execveat
+// into user notifications for this process, which lets exactly the first one (the tool's own
+// start, made here) through and refuses every later one with EACCES: without starts-process,
+// neither the ELF loader run as a program nor a memfd executed with fexecve runs anything.
+// Errors go to stderr (meithd logs a tool's stderr), prefixed "meith-sandbox-init: ".
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace {
+
+/// The signals a tool's process group gets from meithd (stop, cancel, reload).
+constexpr int group_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE};
+
+[[noreturn]] void die(const char* what) {
+    std::fprintf(stderr, "meith-sandbox-init: %s: %s\n", what, std::strerror(errno));
+    std::_Exit(127);
+}
+
+/// Sends `fd` over the Unix socket `sock` (SCM_RIGHTS).
+bool send_fd(int sock, int fd) {
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    return ::sendmsg(sock, &msg, MSG_NOSIGNAL) == 1;
+}
+
+/// Receives one fd from `sock`; -1 when none came.
+int receive_fd(int sock) {
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n;
+    do
+        n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&msg) : nullptr;
+    if (c == nullptr || c->cmsg_type != SCM_RIGHTS) return -1;
+    int fd;
+    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    return fd;
+}
+
+/// In the tool's process: execve and execveat become notifications to the listener, which
+/// is sent to this program's first process over `sock`.
+void install_exec_filter(int sock) {
+    scmp_filter_ctx ctx = ::seccomp_init(SCMP_ACT_ALLOW);
+    if (ctx == nullptr || ::seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execve), 0) != 0 ||
+        ::seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execveat), 0) != 0 ||
+        ::seccomp_load(ctx) != 0)
+        die("cannot install the exec filter");
+    const int listener = ::seccomp_notify_fd(ctx);
+    if (listener < 0 || !send_fd(sock, listener)) die("cannot hand over the exec filter");
+    ::close(listener);
+    ::seccomp_release(ctx);
+}
+
+/// Answers one exec notification: the first one from `tool` continues, every other is EACCES.
+void answer_exec(int listener, pid_t tool, bool& started) {
+    seccomp_notif req{};
+    seccomp_notif_resp resp{};
+    if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) return; // gone meanwhile
+    resp.id = req.id;
+    if (!started && static_cast<pid_t>(req.pid) == tool) {
+        started = true;
+        resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    } else {
+        resp.error = -EACCES;
+    }
+    ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); // ENOENT: the caller is gone
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    bool exec_once = false;
+    int status_fd = -1;
+    int i = 1;
+    for (; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--") {
+            ++i;
+            break;
+        }
+        if (a == "--exec-once")
+            exec_once = true;
+        else if (a.starts_with("--status-fd="))
+            status_fd = std::atoi(argv[i] + 12);
+        else {
+            std::fprintf(stderr, "meith-sandbox-init: unknown option '%s'\n", argv[i]);
+            return 127;
+        }
+    }
+    if (argc - i < 2) {
+        std::fprintf(stderr, "usage: meith-sandbox-init [--exec-once] [--status-fd=N] -- "
+                             "PROGRAM ARGV0 [ARGS...]\n");
+        return 127;
+    }
+    const char* program = argv[i];
+    char** tool_argv = argv + i + 1;
+    if (status_fd >= 0) ::fcntl(status_fd, F_SETFD, FD_CLOEXEC);
+
+    // Outside a PID namespace (the kernel had none), orphans come here rather than to meithd.
+    if (::getpid() != 1) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    ::sigprocmask(SIG_BLOCK, &chld, nullptr);
+    const int sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sigfd < 0) die("signalfd");
+    for (int sig : group_signals)
+        ::signal(sig, SIG_IGN);
+
+    int pair[2] = {-1, -1};
+    if (exec_once && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+        die("socketpair");
+    const pid_t tool = ::fork();
+    if (tool < 0) die("fork");
+    if (tool == 0) {
+        // The tool: what it would have had without this process in between.
+        for (int sig : group_signals)
+            ::signal(sig, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        if (::getpid() != 1) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (exec_once) install_exec_filter(pair[1]);
+        ::execve(program, tool_argv, environ);
+        const int e = errno;
+        std::fprintf(stderr, "meith-sandbox-init: cannot run %s: %s\n", program, std::strerror(e));
+        std::_Exit(e == ENOENT ? 127 : 126);
+    }
+    // Not the tool's stdin and stdout: their ends close when the tool's do.
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+        ::dup2(null, 0);
+        ::dup2(null, 1);
+        ::close(null);
+    }
+    int listener = -1;
+    bool started = !exec_once;
+    if (exec_once) {
+        ::close(pair[1]);
+        listener = receive_fd(pair[0]); // -1 when the tool failed before its filter
+        ::close(pair[0]);
+    }
+    for (;;) {
+        pollfd fds[2] = {{sigfd, POLLIN, 0}, {listener, POLLIN, 0}};
+        const int n = ::poll(fds, listener >= 0 ? 2 : 1, -1);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            die("poll");
+        }
+        if (listener >= 0 && (fds[1].revents & POLLIN) != 0) answer_exec(listener, tool, started);
+        if (listener >= 0 && (fds[1].revents & (POLLHUP | POLLERR)) != 0) {
+            ::close(listener); // every filtered process is gone
+            listener = -1;
+        }
+        if ((fds[0].revents & POLLIN) == 0) continue;
+        signalfd_siginfo info;
+        while (::read(sigfd, &info, sizeof info) > 0) {
+        }
+        int status = 0;
+        pid_t done;
+        while ((done = ::waitpid(-1, &status, WNOHANG)) > 0) {
+            if (done != tool) continue;
+            if (status_fd >= 0)
+                while (::write(status_fd, &status, sizeof status) < 0 && errno == EINTR) {
+                }
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+    }
+}

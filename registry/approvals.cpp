@@ -104,6 +104,55 @@ void approvals::broadcast(std::string_view frame) {
 
 // ---- held calls -------------------------------------------------------------------------------
 
+namespace {
+
+/// Collects the string values under secret keys of `v` (as the args summary redacts them),
+/// bounded in depth and count.
+void secret_values(const audit::redactor& r, simdjson::dom::element v,
+                   std::vector<std::string_view>& out, int depth = 0) {
+    if (depth > 32 || out.size() >= 64) return;
+    simdjson::dom::object obj;
+    simdjson::dom::array arr;
+    if (v.get_object().get(obj) == simdjson::SUCCESS) {
+        for (auto field : obj) {
+            std::string_view text;
+            if (r.is_secret_key(field.key) &&
+                field.value.get_string().get(text) == simdjson::SUCCESS)
+                out.push_back(text);
+            else
+                secret_values(r, field.value, out, depth + 1);
+        }
+    } else if (v.get_array().get(arr) == simdjson::SUCCESS) {
+        for (auto item : arr)
+            secret_values(r, item, out, depth + 1);
+    }
+}
+
+} // namespace
+
+std::string approvals::redacted_preview(std::string_view preview,
+                                        std::string_view args_json) const {
+    // A tool host writes the preview; it may quote the arguments whole. What the args summary
+    // redacts (values under secret-looking keys) is taken out of it too, then the text rules
+    // run over it as over any text.
+    std::string text(preview);
+    simdjson::dom::parser parser;
+    simdjson::dom::element args;
+    if (!text.empty() &&
+        parser.parse(args_json.data(), args_json.size()).get(args) == simdjson::SUCCESS) {
+        std::vector<std::string_view> secrets;
+        secret_values(redactor_, args, secrets);
+        for (const auto secret : secrets) {
+            // Shorter values would take ordinary words with them; the text rules still run.
+            if (secret.size() < 4) continue;
+            for (auto at = text.find(secret); at != std::string::npos;
+                 at = text.find(secret, at + 10))
+                text.replace(at, secret.size(), "[REDACTED]");
+        }
+    }
+    return redactor_.redact_text(text);
+}
+
 std::string approvals::hold(const call_ptr& c, std::string_view preview, on_answer answered) {
     std::string id = "a_" + permissions::random_hex(8);
     std::string frame = R"({"type":"approval_request","protocol":1,"approvalId":)";
@@ -123,7 +172,7 @@ std::string approvals::hold(const call_ptr& c, std::string_view preview, on_answ
     frame += R"(,"args":)";
     frame += c->args_summary.empty() ? redactor_.summarize_json(c->args_json) : c->args_summary;
     frame += R"(,"preview":)";
-    append_json_string(frame, preview);
+    append_json_string(frame, redacted_preview(preview, c->args_json));
     frame += R"(,"timeoutMs":)";
     protocol::append_uint(frame, c->timeout_ms);
     frame += "}\n";

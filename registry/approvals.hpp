@@ -122,6 +122,11 @@ class approvals {
     /// Drops the grants bound to `session` (its connection closed).
     void end_session(std::string_view session);
 
+    /// `preview` (a tool host's text) as approvers see it: every value the args summary would
+    /// redact (a string of 4 bytes or more under a secret-looking key of `args_json`) replaced
+    /// by "[REDACTED]", then the redactor's text rules (docs/security.md).
+    std::string redacted_preview(std::string_view preview, std::string_view args_json) const;
+
   private:
     struct held_call {
         std::string id; ///< the approval id

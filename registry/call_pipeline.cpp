@@ -232,6 +232,20 @@ void registry::hold_for_approval(const call_ptr& c) {
             deny_without_approver(*c);
             return;
         }
+        // A reload during the preview may have changed the answer: decided again.
+        if (auto d = policy_.decide(c->target->name, c->target->capabilities, c->caller);
+            d.allow || !d.ask) {
+            c->on_abandon(nullptr);
+            c->decision = std::move(d);
+            if (c->decision.allow) {
+                proceed(c);
+                return;
+            }
+            c->resolve(tool_result::failure(error_code::permission_denied,
+                                            "permission denied: " + c->decision.reason),
+                       call_end::refused);
+            return;
+        }
         *approval_id = approvals_.hold(
             c, p.text, [this, weak, approval_id, alive](approval_answer a, std::string reason) {
                 auto c = weak.lock();

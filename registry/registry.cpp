@@ -76,6 +76,34 @@ registry::~registry() = default;
 void registry::set_permissions(const config::permissions_config& permissions) {
     policy_ = permissions::policy(permissions);
     tools_.invalidate();
+    redecide_held_calls();
+}
+
+void registry::redecide_held_calls() {
+    // `deny` holds against everything the socket accepts (docs/security.md), a call held under
+    // the old policy included: each is decided again, and what no longer asks leaves the
+    // approvers (denied, or allowed outright and run).
+    for (auto& c : approvals_.held_calls()) {
+        if (!c->target || c->resolved()) continue;
+        auto d = policy_.decide(c->target->name, c->target->capabilities, c->caller);
+        if (!d.allow && d.ask) {
+            c->decision = std::move(d);
+            continue;
+        }
+        c->on_abandon(nullptr);
+        approvals_.withdraw(c->approval_id, d.allow ? "the reloaded config allows it"
+                                                    : "the reloaded config denies it: " + d.reason);
+        c->decision = std::move(d);
+        if (c->decision.allow) {
+            c->decision.reason += " (decided again at a config reload while held)";
+            proceed(c);
+            continue;
+        }
+        c->decision.reason += " (decided again at a config reload while held)";
+        c->resolve(protocol::tool_result::failure(protocol::error_code::permission_denied,
+                                                  "permission denied: " + c->decision.reason),
+                   call_end::refused);
+    }
 }
 
 std::string registry::explain_policy(std::string_view tool_name, permissions::caller who) const {

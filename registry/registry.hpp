@@ -142,6 +142,9 @@ class registry {
     std::optional<source_state> source_state_of(std::string_view name) const;
     /// Replaces the permission policy; decisions of later calls and list_tools use it.
     void set_permissions(const config::permissions_config& permissions);
+    /// Decides every held call again under the current policy (a reload): a call now denied
+    /// is withdrawn from the approvers and fails PERMISSION_DENIED, one now allowed runs.
+    void redecide_held_calls();
     /// The daemon's reload: returns the members of a `config_reloaded` reply
     /// (`"ok":...,"changed":[...],...`). Set by the daemon; without it reloading is refused.
     void set_reload_handler(std::function<std::string()> handler) {

@@ -492,3 +492,63 @@ TEST_CASE("grants without a session persist across a restart with expiry honoure
                      5s)["result"]["error"]["code"] == "PERMISSION_DENIED");
     CHECK_THAT(d.log(), Catch::Contains("writable by group or others"));
 }
+
+TEST_CASE("a held call is decided again at a reload: withdrawn when the config now denies it",
+          "[e2e][approvals][reload]") {
+    // Attack 8 of issue 26: ask, held, reload to deny, then an approver's allow_once ran it.
+    daemon_process d(ask_config());
+    auto approver = connect_approver(d);
+    client agent(d.socket());
+    agent.send(tool_call("w1", "t_write"));
+    const json req = read_type(*approver, "approval_request");
+    REQUIRE(req["requestId"] == "w1");
+
+    std::ofstream(d.home() / "meithd.toml", std::ios::trunc) << host_source_toml("th") +
+                                                                    "[permissions.callers.plugin]\n"
+                                                                    "allow = [\"read-only\"]\n"
+                                                                    "deny = [\"writes-files\"]\n";
+    client op(d.socket());
+    op.send({{"type", "reload_config"}, {"requestId", "r"}, {"clientInfo", {{"caller", "cli"}}}});
+    CHECK(read_type(op, "config_reloaded")["ok"] == true);
+
+    const json res = agent.wait_result("w1");
+    INFO(res.dump());
+    CHECK(res["result"]["error"]["code"] == "PERMISSION_DENIED");
+    CHECK_THAT(res["result"]["error"]["message"].get<std::string>(),
+               Catch::Contains("'writes-files' is denied") && Catch::Contains("config reload"));
+    const json withdrawn = read_type(*approver, "approval_resolved");
+    CHECK(withdrawn["approvalId"] == req["approvalId"]);
+    CHECK(withdrawn["decision"] == "withdrawn");
+    CHECK_THAT(withdrawn["reason"].get<std::string>(), Catch::Contains("denies it"));
+    // The approver's allow_once comes too late: nothing is held any more.
+    approve(*approver, req["approvalId"], "allow_once");
+    CHECK(read_type(*approver, "error")["message"].get<std::string>().find("no held call") !=
+          std::string::npos);
+    const json line = call_line(d, "w1");
+    CHECK(line["decision"] == "deny");
+    CHECK(line.value("outcome", "") != "ok");
+}
+
+TEST_CASE("an approval request's preview is redacted like its args", "[e2e][approvals]") {
+    // Attack 9 of issue 26: the host's own preview quoted {"password":"hunter2"} verbatim.
+    daemon_process d(host_source_toml("th", {"--optional-methods"}) +
+                     "[permissions.callers.plugin]\nallow = [\"read-only\"]\n"
+                     "ask = [\"writes-files\"]\n");
+    auto approver = connect_approver(d);
+    client agent(d.socket());
+    agent.send(tool_call("p1", "t_write",
+                         {{"password", "hunter2-long"},
+                          {"token", "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"},
+                          {"note", "fine"}}));
+    const json req = read_type(*approver, "approval_request");
+    INFO(req.dump());
+    const std::string preview = req["preview"].get<std::string>();
+    CHECK_THAT(preview, Catch::Contains("would run t_write"));
+    CHECK_THAT(preview, Catch::Contains("fine"));
+    CHECK_THAT(preview, !Catch::Contains("hunter2-long"));
+    CHECK_THAT(preview, !Catch::Contains("ghp_0123456789"));
+    CHECK_THAT(preview, Catch::Contains("[REDACTED"));
+    CHECK(req["args"].dump().find("hunter2-long") == std::string::npos);
+    approve(*approver, req["approvalId"], "deny");
+    CHECK(agent.wait_result("p1")["result"]["ok"] == false);
+}

@@ -29,8 +29,9 @@ const std::string probe_script = std::string(MEITH_SOURCE_DIR) + "/tests/exec/es
 /// An escape_probe exec source `name` with capabilities `caps` (a TOML array).
 std::string probe_source(const std::string& name, const std::string& caps,
                          const std::string& extra = "") {
-    return "[[sources]]\nname = \"" + name + "\"\nkind = \"exec\"\ncommand = [\"/usr/bin/python3\", " +
-           json(probe_script).dump() + "]\ntool = { name = \"" + name +
+    return "[[sources]]\nname = \"" + name +
+           "\"\nkind = \"exec\"\ncommand = [\"/usr/bin/python3\", " + json(probe_script).dump() +
+           "]\ntool = { name = \"" + name +
            "\", description = \"escape probe\", capabilities = " + caps + " }\n" + extra + "\n";
 }
 
@@ -104,13 +105,13 @@ TEST_CASE("attack 1: a tool cannot call meithd as cli to write outside its sandb
     REQUIRE_KERNEL_SANDBOX();
     temp_dir elsewhere;
     const auto target = elsewhere.path / "written-by-the-tool.txt";
-    daemon_process d(probe_source("ro", "[\"read-only\"]") +
-                     probe_source("net", "[\"read-only\", \"accesses-network\"]") +
-                     probe_source("free", "[\"read-only\", \"starts-process\"]",
-                                  "sandbox = \"off\"") +
-                     probe_source("writer", "[\"writes-files\"]",
-                                  "cwd = " + json(elsewhere.path.string()).dump()) +
-                     policy);
+    daemon_process d(
+        probe_source("ro", "[\"read-only\"]") +
+        probe_source("net", "[\"read-only\", \"accesses-network\"]") +
+        probe_source("free", "[\"read-only\", \"starts-process\"]", "sandbox = \"off\"") +
+        probe_source("writer", "[\"writes-files\"]",
+                     "cwd = " + json(elsewhere.path.string()).dump()) +
+        policy);
     client c(d.socket());
     const json call = {{"action", "call_daemon"},
                        {"socket", d.socket().string()},
@@ -119,20 +120,21 @@ TEST_CASE("attack 1: a tool cannot call meithd as cli to write outside its sandb
     // Without accesses-network no socket opens at all.
     const json ro = probe(c, "ro", call);
     CHECK(ro["done"] == false);
-    CHECK(ro["code"] == "EACCES");
+    CHECK(ro.value("code", "") == "EACCES");
     // With it, the socket is not in its file view (it lies in meithd's home, hidden).
     const json net = probe(c, "net", call);
     CHECK(net["done"] == false);
-    CHECK(net["code"] == "ENOENT");
+    CHECK(net.value("code", "") == "ENOENT");
     // Unconfined (sandbox = "off"), it reaches the socket: meithd knows its own tool's
     // process, sends why, closes, and audits it.
     const json free = probe(c, "free", call);
     INFO(free.dump());
     CHECK(free["done"] == false);
-    CHECK(free["code"] == "EOF");
-    REQUIRE(free["replies"].size() == 1);
-    CHECK(free["replies"][0]["type"] == "error");
-    CHECK_THAT(free["replies"][0]["message"].get<std::string>(),
+    CHECK(free.value("code", "") == "EOF");
+    const json replies = free.value("replies", json::array());
+    REQUIRE(replies.size() == 1);
+    CHECK(replies[0].value("type", "") == "error");
+    CHECK_THAT(replies[0].value("message", ""),
                Catch::Contains("does not take connections from the tools it runs"));
     CHECK_FALSE(fs::exists(target));
     const json rejected = d.wait_audit([](const json& l) {
@@ -142,11 +144,11 @@ TEST_CASE("attack 1: a tool cannot call meithd as cli to write outside its sandb
     CHECK(rejected["pid"].get<int>() > 0);
     // A daemonised grandchild, after the tool has exited, is still the tool's: refused.
     const auto out = elsewhere.path / "detached.json";
-    CHECK(probe(c, "free", {{"action", "detached"}, {"out", out.string()}, {"then", call}})["done"] ==
-          true);
+    CHECK(probe(c, "free",
+                {{"action", "detached"}, {"out", out.string()}, {"then", call}})["done"] == true);
     const json later = wait_json_file(out);
     INFO(later.dump());
-    CHECK(later["code"] == "EOF");
+    CHECK(later.value("code", "") == "EOF");
     CHECK_FALSE(fs::exists(target));
     // The writer itself works for a real client.
     CHECK(probe(c, "writer", {{"action", "write"}, {"path", target.string()}})["done"] == true);
@@ -165,16 +167,16 @@ TEST_CASE("attack 2: a tool cannot become an approver, even with the secret and 
     const json confined = probe(c, "ro", attack);
     INFO(confined.dump());
     CHECK(confined["done"] == false);
-    CHECK(confined["secret_error"] == "ENOENT");
-    CHECK(confined["code"] == "EACCES");
+    CHECK(confined.value("secret_error", "") == "ENOENT");
+    CHECK(confined.value("code", "") == "EACCES");
     // Unconfined it reads the secret and gets a terminal, and is still refused.
     const json free = probe(c, "free", attack);
     INFO(free.dump());
     CHECK_FALSE(free.contains("secret_error"));
-    CHECK(free["tty"] == true);
+    CHECK(free.value("tty", false) == true);
     CHECK(free["done"] == false);
-    CHECK(free["code"] == "REFUSED");
-    CHECK_THAT(free["hello_reply"]["message"].get<std::string>(),
+    CHECK(free.value("code", "") == "REFUSED");
+    CHECK_THAT(free.value("hello_reply", json::object()).value("message", ""),
                Catch::Contains("does not take connections from the tools it runs"));
     CHECK(d.audit_events("grant_created").empty());
     CHECK(d.audit_events("approver_hello").empty());
@@ -189,10 +191,10 @@ TEST_CASE("attack 3: no chmod, utimes, xattr or chown outside the writable roots
     fs::permissions(victim, fs::perms::owner_read | fs::perms::owner_write);
     const auto own = root.path / "own.txt";
     std::ofstream(own) << "the tool's\n";
-    daemon_process d(probe_source("ro", "[\"read-only\"]") +
-                     probe_source("rw", "[\"writes-files\"]",
-                                  "cwd = " + json(root.path.string()).dump()) +
-                     policy);
+    daemon_process d(
+        probe_source("ro", "[\"read-only\"]") +
+        probe_source("rw", "[\"writes-files\"]", "cwd = " + json(root.path.string()).dump()) +
+        policy);
     client c(d.socket());
     for (const std::string tool : {"ro", "rw"}) {
         INFO(tool);
@@ -201,7 +203,7 @@ TEST_CASE("attack 3: no chmod, utimes, xattr or chown outside the writable roots
             const json r =
                 probe(c, tool, {{"action", action}, {"path", victim.string()}, {"mode", "4777"}});
             CHECK(r["done"] == false);
-            CHECK(r["code"] == "EROFS");
+            CHECK(r.value("code", "") == "EROFS");
         }
     }
     CHECK(mode_of(victim) == 0600);
@@ -210,8 +212,9 @@ TEST_CASE("attack 3: no chmod, utimes, xattr or chown outside the writable roots
     // meithd's secret is not even visible, so it cannot be made 0644 (which would stop the
     // next start on this home).
     const auto secret = d.home() / "approver.secret";
-    const json s = probe(c, "ro", {{"action", "chmod"}, {"path", secret.string()}, {"mode", "644"}});
-    CHECK(s["code"] == "ENOENT");
+    const json s =
+        probe(c, "ro", {{"action", "chmod"}, {"path", secret.string()}, {"mode", "644"}});
+    CHECK(s.value("code", "") == "ENOENT");
     CHECK(mode_of(secret) == 0600);
     // Inside its own writable root, a writes-files tool still may.
     CHECK(probe(c, "rw", {{"action", "chmod"}, {"path", own.string()}, {"mode", "640"}})["done"] ==
@@ -231,11 +234,11 @@ TEST_CASE("attack 4: without starts-process no program runs by the loader or fro
     const json loader = probe(c, "ro", {{"action", "loader"}});
     INFO(loader.dump());
     CHECK(loader["done"] == false);
-    CHECK(loader["code"] == "EACCES");
+    CHECK(loader.value("code", "") == "EACCES");
     const json memfd = probe(c, "ro", {{"action", "memfd_exec"}});
     INFO(memfd.dump());
     CHECK(memfd["done"] == false);
-    CHECK(memfd["code"] == "EACCES");
+    CHECK(memfd.value("code", "") == "EACCES");
     // With starts-process both are what it declared.
     CHECK(probe(c, "spawns", {{"action", "loader"}})["done"] == true);
     CHECK(probe(c, "spawns", {{"action", "memfd_exec"}})["done"] == true);
@@ -251,13 +254,13 @@ TEST_CASE("attack 5: no packet, netlink, vsock or raw sockets, and no capabiliti
         INFO(family);
         const json r = probe(c, "ro", {{"action", "socket"}, {"family", family}});
         CHECK(r["done"] == false);
-        CHECK(r["code"] == "EACCES");
+        CHECK(r.value("code", "") == "EACCES");
     }
     for (const char* family : {"packet", "vsock", "raw"}) {
         INFO(family);
         const json r = probe(c, "net", {{"action", "socket"}, {"family", family}});
         CHECK(r["done"] == false);
-        CHECK(r["code"] == "EACCES");
+        CHECK(r.value("code", "") == "EACCES");
     }
     CHECK(probe(c, "net", {{"action", "socket"}, {"family", "inet"}})["done"] == true);
     for (const std::string tool : {"ro", "net"}) {
@@ -297,7 +300,7 @@ TEST_CASE("attack 6: other processes' environment, command line and memory are o
         const json env =
             probe(c, "ro", {{"action", "environ"}, {"pid", pid}, {"needle", "secret"}});
         CHECK(env["done"] == false);
-        CHECK(env["code"] == "ENOENT");
+        CHECK(env.value("code", "") == "ENOENT");
         CHECK(probe(c, "ro", {{"action", "pids"}, {"pid", pid}})["has_pid"] == false);
         const json trace = probe(c, "ro", {{"action", "ptrace"}, {"pid", pid}});
         CHECK(trace["done"] == false);
@@ -316,7 +319,7 @@ TEST_CASE("attack 7: a tool filling its temporary folder cannot stop the audit t
     // Its tmpfs holds 64 MiB; it stops there, at ENOSPC.
     const json filled = probe(c, "ro", {{"action", "fill_tmp"}, {"mib", 100}});
     INFO(filled.dump());
-    CHECK(filled["code"] == "ENOSPC");
+    CHECK(filled.value("code", "") == "ENOSPC");
     CHECK(filled["written_mib"].get<int>() <= 64);
     // Every call after it is still audited and answered.
     CHECK(c.call("echo", {{"after", "fill"}})["result"]["ok"] == true);
@@ -356,20 +359,20 @@ TEST_CASE("the MCP filesystem server, confined, reads neither meithd's home nor 
     const json notes = read(user_home.path / "notes.txt");
     INFO(notes.dump());
     CHECK(notes["result"]["ok"] == true);
-    for (const fs::path& p : {d->home() / "approver.secret", d->home() / "audit.jsonl",
-                              user_home.path / ".ssh/id_ed25519",
-                              user_home.path / ".aws/credentials"}) {
+    for (const fs::path& p :
+         {d->home() / "approver.secret", d->home() / "audit.jsonl",
+          user_home.path / ".ssh/id_ed25519", user_home.path / ".aws/credentials"}) {
         INFO(p);
         const json r = read(p);
         CHECK(r["result"]["ok"] == false);
-        CHECK_THAT(r.dump(), !Catch::Contains("PRIVATE KEY") &&
-                                 !Catch::Contains(approver_secret(d->home())));
+        CHECK_THAT(r.dump(),
+                   !Catch::Contains("PRIVATE KEY") && !Catch::Contains(approver_secret(d->home())));
     }
     // Its tools need writes-files, so its cwd is writable; anywhere else the tree is read-only.
     temp_dir elsewhere;
-    const json w = c.call("fs_write_file",
-                          {{"path", (elsewhere.path / "x.txt").string()}, {"content", "x"}},
-                          {{"clientInfo", {{"caller", "cli"}}}}, nullptr, 20s);
+    const json w =
+        c.call("fs_write_file", {{"path", (elsewhere.path / "x.txt").string()}, {"content", "x"}},
+               {{"clientInfo", {{"caller", "cli"}}}}, nullptr, 20s);
     CHECK(w["result"]["ok"] == false);
     CHECK_FALSE(fs::exists(elsewhere.path / "x.txt"));
 }

@@ -54,6 +54,7 @@ page8=$(man -w 8 meithd) || fail "man -w 8 meithd found no page"
 # (Captured first: `man | grep -q` under pipefail fails when grep stops reading early.)
 grep -q "service install" <<<"$(MANWIDTH=80 man 1 meith 2>/dev/null)" || fail "man meith does not render"
 for f in /usr/lib/systemd/user/meithd.service /usr/lib/systemd/user/meithd.socket \
+         /usr/libexec/meith/meith-sandbox-init /usr/share/meith/apparmor/meithd \
          /usr/share/bash-completion/completions/meith /usr/share/meith/launchd/dev.meith.meithd.plist \
          /usr/share/doc/meith/README.md /usr/share/doc/meith/examples/meithd.toml; do
   [[ -f "$f" ]] || fail "$f is not installed"
@@ -67,12 +68,27 @@ XDG_RUNTIME_DIR="$work/run" systemd-analyze --user --man=no verify \
 [[ ! -s "$work/verify.log" ]] || { cat "$work/verify.log" >&2; fail "systemd-analyze verify warned"; }
 
 # The installed client auto-starts the installed daemon on a cold home (the unit is not
-# installed for this user, so it is meithd --detach).
+# installed for this user, so it is meithd --detach). Its one tool reports its own pid: 2, the
+# first process after the installed sandbox init in its PID namespace (where this kernel gives
+# namespaces).
 mkdir -m 700 "$work/home"
+cat >"$work/home/meithd.toml" <<'TOML'
+[[sources]]
+name = "pid"
+kind = "exec"
+command = ["/bin/sh", "-c", "read -r request; echo \"{\\\"result\\\": $$}\""]
+tool = { name = "own_pid", description = "its own pid", capabilities = ["read-only"] }
+TOML
 out=$(cd / && env -u XDG_RUNTIME_DIR MEITH_HOME="$work/home" XDG_CONFIG_HOME="$work/cfg" \
       /usr/bin/meith tools 2>"$work/meith.err") || { cat "$work/meith.err" >&2; fail "meith tools on a cold home failed"; }
 grep -q echo <<<"$out" || fail "meith tools listed no echo: $out"
 grep -q "/usr/bin/meithd --detach" "$work/meith.err" || fail "not started from /usr/bin: $(cat "$work/meith.err")"
+own_pid=$(cd / && env -u XDG_RUNTIME_DIR MEITH_HOME="$work/home" /usr/bin/meith call own_pid --raw 2>&1) ||
+  fail "the confined tool failed: $own_pid"
+if unshare -U -m -p -f true 2>/dev/null; then
+  [[ "$own_pid" == 2 ]] || fail "the tool did not run under the installed sandbox init: pid $own_pid"
+fi
+grep -q "meith-sandbox-init not found" "$work/home/meithd.log" && fail "meithd did not find the installed meith-sandbox-init"
 daemon_pid=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$work/home/config.json")
 kill "$daemon_pid"
 for _ in $(seq 100); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.05; done

@@ -42,3 +42,64 @@ TEST_CASE("describe names non-standard exceptions too", "[daemon]") {
     CHECK(meith::daemon::describe(std::make_exception_ptr(42)) == "unknown exception");
     CHECK(meith::daemon::describe(std::make_exception_ptr(std::logic_error("x"))) == "x");
 }
+
+// ---- peer: a tool's process is known at the socket (docs/security.md, attack 1) ------------
+
+#include "daemon/peer.hpp"
+
+#include <csignal>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+/// A forked grandchild of this process (which stands for meithd), orphaned at once, and a
+/// socket to check it on: {the socket, the grandchild's pid}. The walk is given the pid.
+std::pair<int, pid_t> grandchild_peer() {
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    int pids[2];
+    REQUIRE(::pipe(pids) == 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::close(sv[0]);
+        const pid_t grandchild = ::fork();
+        if (grandchild == 0) {
+            const pid_t me = ::getpid();
+            [[maybe_unused]] auto n = ::write(pids[1], &me, sizeof me);
+            ::pause();
+            ::_exit(0);
+        }
+        ::_exit(0); // the grandchild is orphaned: re-parented to a subreaper or init
+    }
+    pid_t grandchild = 0;
+    REQUIRE(::read(pids[0], &grandchild, sizeof grandchild) == sizeof grandchild);
+    ::waitpid(child, nullptr, 0);
+    ::close(pids[0]);
+    ::close(pids[1]);
+    ::close(sv[1]);
+    return {sv[0], grandchild};
+}
+
+} // namespace
+
+TEST_CASE("tool_peer_problem: a descendant (an orphan too, under a subreaper) is a tool's; "
+          "init and a gone pid are told apart",
+          "[daemon][peer]") {
+    meith::daemon::become_subreaper();
+    auto [fd, grandchild] = grandchild_peer();
+    // The orphaned grandchild was re-parented to us (the subreaper): still our descendant.
+    const auto why = meith::daemon::tool_peer_problem(fd, grandchild);
+    REQUIRE(why);
+    CHECK_THAT(*why, Catch::Contains("is a process meithd started"));
+    // init(1) does not descend from us (the walk stops there).
+    CHECK_FALSE(meith::daemon::tool_peer_problem(fd, 1));
+    ::kill(grandchild, SIGKILL);
+    ::waitpid(grandchild, nullptr, 0);
+    // A pid that names no process: its ancestry cannot be read, which is refused.
+    const auto gone = meith::daemon::tool_peer_problem(fd, grandchild);
+    REQUIRE(gone);
+    CHECK_THAT(*gone, Catch::Contains("cannot be read"));
+    ::close(fd);
+}

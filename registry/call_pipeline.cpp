@@ -176,12 +176,26 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
             hold_for_approval(c);
             return;
         }
-        c->resolve(tool_result::failure(error_code::permission_denied,
-                                        "permission denied: " + c->decision.reason),
-                   call_end::refused);
+        refuse(c);
         return;
     }
     proceed(c);
+}
+
+void registry::refuse(const call_ptr& c) {
+    c->resolve(tool_result::failure(error_code::permission_denied,
+                                    "permission denied: " + c->decision.reason),
+               call_end::refused);
+}
+
+void registry::settle_redecided(const call_ptr& c, permissions::decision d) {
+    c->on_abandon(nullptr);
+    c->decision = std::move(d);
+    c->decision.reason += " (decided again: the config was reloaded while the call was held)";
+    if (c->decision.allow)
+        proceed(c);
+    else
+        refuse(c);
 }
 
 void registry::arm_deadline(const call_ptr& c) {
@@ -235,15 +249,7 @@ void registry::hold_for_approval(const call_ptr& c) {
         // A reload during the preview may have changed the answer: decided again.
         if (auto d = policy_.decide(c->target->name, c->target->capabilities, c->caller);
             d.allow || !d.ask) {
-            c->on_abandon(nullptr);
-            c->decision = std::move(d);
-            if (c->decision.allow) {
-                proceed(c);
-                return;
-            }
-            c->resolve(tool_result::failure(error_code::permission_denied,
-                                            "permission denied: " + c->decision.reason),
-                       call_end::refused);
+            settle_redecided(c, std::move(d));
             return;
         }
         *approval_id = approvals_.hold(
@@ -255,9 +261,7 @@ void registry::hold_for_approval(const call_ptr& c) {
                     c->decision.ask = false;
                     c->decision.reason = reason.empty() ? "denied by an approver"
                                                         : "denied by an approver: " + reason;
-                    c->resolve(tool_result::failure(error_code::permission_denied,
-                                                    "permission denied: " + c->decision.reason),
-                               call_end::refused);
+                    refuse(c);
                     return;
                 }
                 c->decision.allow = true;

@@ -90,19 +90,9 @@ void registry::redecide_held_calls() {
             c->decision = std::move(d);
             continue;
         }
-        c->on_abandon(nullptr);
         approvals_.withdraw(c->approval_id, d.allow ? "the reloaded config allows it"
                                                     : "the reloaded config denies it: " + d.reason);
-        c->decision = std::move(d);
-        if (c->decision.allow) {
-            c->decision.reason += " (decided again at a config reload while held)";
-            proceed(c);
-            continue;
-        }
-        c->decision.reason += " (decided again at a config reload while held)";
-        c->resolve(protocol::tool_result::failure(protocol::error_code::permission_denied,
-                                                  "permission denied: " + c->decision.reason),
-                   call_end::refused);
+        settle_redecided(c, std::move(d));
     }
 }
 

@@ -208,6 +208,11 @@ class registry {
     void arm_deadline(const call_ptr& c);
     /// An `ask` decision: held for the approvers, or denied at once when there are none.
     void hold_for_approval(const call_ptr& c);
+    /// Fails `c` PERMISSION_DENIED, saying its decision's reason.
+    void refuse(const call_ptr& c);
+    /// A call decided again while it waited for a person (a reload during its hold or its
+    /// preview) whose new decision `d` no longer asks: run when `d` allows, refused otherwise.
+    void settle_redecided(const call_ptr& c, permissions::decision d);
     void run_on_source(const call_ptr& c);
     void after_tool(const call_ptr& c, protocol::tool_result r);
     /// The last step before a tool's result is final: modelContent and meta.display when the

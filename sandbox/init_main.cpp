@@ -47,39 +47,41 @@ constexpr int group_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGU
     std::_Exit(127);
 }
 
-/// Sends `fd` over the Unix socket `sock` (SCM_RIGHTS).
-bool send_fd(int sock, int fd) {
+/// A one-byte message with room for one descriptor (SCM_RIGHTS), for send_fd / receive_fd.
+struct fd_message {
     char byte = 0;
     iovec iov{&byte, 1};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
     msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    fd_message() {
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+    }
+    fd_message(const fd_message&) = delete;
+    fd_message& operator=(const fd_message&) = delete;
+};
+
+/// Sends `fd` over the Unix socket `sock`.
+bool send_fd(int sock, int fd) {
+    fd_message m;
+    cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    return ::sendmsg(sock, &msg, MSG_NOSIGNAL) == 1;
+    return ::sendmsg(sock, &m.msg, MSG_NOSIGNAL) == 1;
 }
 
 /// Receives one fd from `sock`; -1 when none came.
 int receive_fd(int sock) {
-    char byte = 0;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
+    fd_message m;
     ssize_t n;
     do
-        n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        n = ::recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
-    cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&msg) : nullptr;
+    cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&m.msg) : nullptr;
     if (c == nullptr || c->cmsg_type != SCM_RIGHTS) return -1;
     int fd;
     std::memcpy(&fd, CMSG_DATA(c), sizeof fd);

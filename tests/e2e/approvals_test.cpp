@@ -515,7 +515,8 @@ TEST_CASE("a held call is decided again at a reload: withdrawn when the config n
     INFO(res.dump());
     CHECK(res["result"]["error"]["code"] == "PERMISSION_DENIED");
     CHECK_THAT(res["result"]["error"]["message"].get<std::string>(),
-               Catch::Contains("'writes-files' is denied") && Catch::Contains("config reload"));
+               Catch::Contains("'writes-files' is denied") &&
+                   Catch::Contains("config was reloaded"));
     const json withdrawn = read_type(*approver, "approval_resolved");
     CHECK(withdrawn["approvalId"] == req["approvalId"]);
     CHECK(withdrawn["decision"] == "withdrawn");

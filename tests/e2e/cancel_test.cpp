@@ -50,14 +50,6 @@ json ticker_call(const std::string& id, const fs::path& file) {
             {"arguments", {{"path", file.string()}, {"interval_ms", 20}}}};
 }
 
-json source_status(client& c, const std::string& name) {
-    c.send({{"type", "list_sources"}, {"requestId", "ls"}});
-    const json reply = c.read();
-    for (const auto& s : reply["sources"])
-        if (s["name"] == name) return s;
-    return nullptr;
-}
-
 const std::string sandbox_off = "sandbox = \"off\"\n"; // the ticker writes where it is told
 
 } // namespace

@@ -6,10 +6,13 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <sched.h>
 #include <sstream>
 #include <stdexcept>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <thread>
@@ -469,6 +472,25 @@ cli_result run_program(std::vector<std::string> argv, const std::vector<std::str
         ::waitpid(pid, &status, 0);
     }
     return {code, read_file(out.path / "out"), read_file(out.path / "err")};
+}
+
+json source_status(client& c, const std::string& name) {
+    c.send({{"type", "list_sources"}, {"protocol", 1}, {"requestId", "list-sources"}});
+    const json reply = c.read();
+    for (const auto& s : reply["sources"])
+        if (s["name"] == name) return s;
+    return nullptr;
+}
+
+bool kernel_can_confine(bool namespaces) {
+    const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u /* _VERSION */);
+    if (abi <= 0 || ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0) return false;
+    if (!namespaces) return true;
+    const pid_t pid = ::fork();
+    if (pid == 0) ::_exit(::unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) == 0 ? 0 : 1);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 } // namespace meith::test

@@ -153,6 +153,24 @@ class client {
     int terminal_hold_ = -1;                  ///< its end closes when the client goes
 };
 
+/// list_sources' entry of source `name` (pid, state, sandbox, ...); null when there is none.
+json source_status(client& c, const std::string& name);
+
+/// Whether this kernel gives what meithd's tool sandbox uses (asked the way meithd asks):
+/// Landlock and seccomp, and with `namespaces` also user + mount + PID namespaces.
+bool kernel_can_confine(bool namespaces = false);
+
+/// Skips (saying so) a test this kernel cannot run: REQUIRE_KERNEL_SANDBOX(false) for
+/// Landlock and seccomp, REQUIRE_KERNEL_SANDBOX(true) for namespaces too.
+#define REQUIRE_KERNEL_SANDBOX(namespaces)                                                         \
+    do {                                                                                           \
+        if (!::meith::test::kernel_can_confine(namespaces)) {                                      \
+            WARN("skipped: this kernel lacks Landlock, seccomp"                                    \
+                 << ((namespaces) ? " or user namespaces" : ""));                                  \
+            return;                                                                                \
+        }                                                                                          \
+    } while (false)
+
 /// The approver secret of a daemon's home (HOME/approver.secret, first line).
 std::string approver_secret(const fs::path& home);
 

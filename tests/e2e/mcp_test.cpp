@@ -69,14 +69,6 @@ json list_tools(client& c, const std::string& caller = "cli") {
     return c.read()["tools"];
 }
 
-json source_status(client& c, const std::string& name) {
-    c.send({{"type", "list_sources"}});
-    const json frame = c.read();
-    for (const auto& s : frame["sources"])
-        if (s["name"] == name) return s;
-    return nullptr;
-}
-
 /// Polls list_sources until `pred` holds for source `name` (or fails after `timeout`).
 json wait_source(client& c, const std::string& name, const std::function<bool(const json&)>& pred,
                  std::chrono::milliseconds timeout = 10s) {

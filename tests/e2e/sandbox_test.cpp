@@ -41,27 +41,10 @@ json probe(client& c, const std::string& tool, const json& args) {
 
 /// list_sources' `sandbox` object of source `name`.
 json sandbox_of(client& c, const std::string& name) {
-    c.send({{"type", "list_sources"}, {"protocol", 1}, {"requestId", "s"}});
-    const json sources = c.read();
-    for (const auto& s : sources["sources"])
-        if (s["name"] == name) return s["sandbox"];
-    FAIL("no source " << name << " in " << sources.dump());
-    return {};
+    const json s = source_status(c, name);
+    REQUIRE(s.is_object());
+    return s["sandbox"];
 }
-
-/// Whether this kernel has Landlock and seccomp (what meithd's detection asks too).
-bool kernel_can_confine() {
-    const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u /* _VERSION */);
-    return abi > 0 && ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
-}
-
-#define REQUIRE_KERNEL_SANDBOX()                                                                   \
-    do {                                                                                           \
-        if (!kernel_can_confine()) {                                                               \
-            WARN("skipped: this kernel lacks Landlock or seccomp");                                \
-            return;                                                                                \
-        }                                                                                          \
-    } while (false)
 
 /// A listening TCP socket on 127.0.0.1; its port.
 struct listener {
@@ -85,7 +68,7 @@ struct listener {
 TEST_CASE("a read-only tool cannot write outside its temporary folder; with writes-files it "
           "writes under its root only",
           "[e2e][sandbox]") {
-    REQUIRE_KERNEL_SANDBOX();
+    REQUIRE_KERNEL_SANDBOX(false);
     temp_dir root, elsewhere;
     daemon_process d(
         probe_source("ro", "[\"read-only\"]") +
@@ -121,7 +104,7 @@ TEST_CASE("a read-only tool cannot write outside its temporary folder; with writ
 
 TEST_CASE("a tool without accesses-network cannot connect to 127.0.0.1; with it, it can",
           "[e2e][sandbox]") {
-    REQUIRE_KERNEL_SANDBOX();
+    REQUIRE_KERNEL_SANDBOX(false);
     listener l;
     REQUIRE(l.port > 0);
     daemon_process d(probe_source("offline", "[\"read-only\"]") +
@@ -134,7 +117,7 @@ TEST_CASE("a tool without accesses-network cannot connect to 127.0.0.1; with it,
 }
 
 TEST_CASE("a tool without starts-process cannot run /bin/sh; with it, it can", "[e2e][sandbox]") {
-    REQUIRE_KERNEL_SANDBOX();
+    REQUIRE_KERNEL_SANDBOX(false);
     daemon_process d(probe_source("nospawn", "[\"read-only\"]") +
                      probe_source("spawns", "[\"read-only\", \"starts-process\"]") + allow_all);
     client c(d.socket());
@@ -158,7 +141,7 @@ TEST_CASE("sandbox = off restores everything", "[e2e][sandbox]") {
 
 TEST_CASE("sandbox = require refuses a source the kernel cannot confine (Landlock forced absent)",
           "[e2e][sandbox]") {
-    REQUIRE_KERNEL_SANDBOX();
+    REQUIRE_KERNEL_SANDBOX(false);
     ::setenv("MEITH_SANDBOX_TEST_ABSENT", "landlock", 1);
     daemon_process d(probe_source("strict", "[\"read-only\"]", "sandbox = \"require\"") +
                      probe_source("lenient", "[\"read-only\"]") + allow_all);
@@ -184,7 +167,7 @@ std::string files_host(const fs::path& root) {
 
 TEST_CASE("a tool host's sandbox is remembered: the next daemon start starts it once",
           "[e2e][sandbox]") {
-    REQUIRE_KERNEL_SANDBOX();
+    REQUIRE_KERNEL_SANDBOX(false);
     temp_dir root;
     daemon_process d(files_host(root.path));
     const auto starts = [&] {
@@ -221,7 +204,7 @@ TEST_CASE("a tool host's sandbox is remembered: the next daemon start starts it 
 
 TEST_CASE("a tool host is started again in its tools' sandbox and writes only where that lets it",
           "[e2e][sandbox]") {
-    REQUIRE_KERNEL_SANDBOX();
+    REQUIRE_KERNEL_SANDBOX(false);
     temp_dir root;
     daemon_process d(files_host(root.path));
     client c(d.socket());

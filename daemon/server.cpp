@@ -87,7 +87,6 @@ class server {
         // Grants and approvals (PROTOCOL.md §12): the approver secret, then kept grants.
         registry_.approvals().set_approver_secret(load_approver_secret(home_));
         // No tool sandbox lets a tool write the home; tools' temporary folders live in it.
-        registry::set_confinement_home(home_, socket_path_);
         // A tool's orphans stay meithd's descendants, so they are known at the socket.
         become_subreaper();
         if (cfg_.permissions.persist_grants)
@@ -684,6 +683,9 @@ int run_daemon(const daemon_options& opts) {
         const fs::path audit_path = cfg.audit.path ? *cfg.audit.path : home / "audit.jsonl";
         audit::audit_log audit(audit_path, cfg.audit);
         asio::io_context ioc(1);
+        // Before the server is made: its hooks are confined as it is constructed, and every
+        // sandbox hides the home and the socket (and never lets a tool write the home).
+        registry::set_confinement_home(home, socket);
         server srv(ioc, cfg, opts.config, home, socket, audit, std::move(activated), opts.ready_fd);
         if (audit.repaired_bytes() > 0) {
             spdlog::warn("audit log {}: cut a torn final line of {} bytes", audit_path.string(),

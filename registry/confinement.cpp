@@ -132,11 +132,15 @@ std::vector<fs::path> credential_stores() {
             out.push_back(h / rel);
     }
     if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && fs::path(xdg).is_absolute())
-        for (const char* rel : {"bus", "systemd", "gnupg", "keyring", "docker.sock", "podman"})
+        for (const char* rel :
+             {"bus", "systemd", "gnupg", "keyring", "gcr", "openssh_agent", "docker.sock", "podman",
+              "pulse", "pipewire-0", "wayland-0", "wayland-1"})
             out.push_back(fs::path(xdg) / rel);
     if (const char* agent = std::getenv("SSH_AUTH_SOCK"); agent && fs::path(agent).is_absolute())
         out.emplace_back(agent);
     out.push_back(fs::temp_directory_path() / ("tmux-" + std::to_string(::geteuid())));
+    out.emplace_back("/tmp/.X11-unix"); // typing into an X client's window is a way out too
+    out.emplace_back("/tmp/.ICE-unix");
     out.emplace_back("/run/docker.sock");
     out.emplace_back("/run/dbus/system_bus_socket");
     return out;
@@ -173,8 +177,8 @@ bool holds_home(const fs::path& p) {
 } // namespace
 
 void set_confinement_home(fs::path home, fs::path socket) {
-    home_dir() = std::move(home);
-    socket_path() = std::move(socket);
+    home_dir() = fs::absolute(home).lexically_normal();
+    socket_path() = socket.empty() ? socket : fs::absolute(socket).lexically_normal();
 }
 
 void apply_env(const confinement& c, std::vector<std::string>& env) {
@@ -360,7 +364,16 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     r.extra.read = paths.read;
     // Hidden: meithd's home and socket always; the credential stores unless read names them.
     if (!home_dir().empty()) r.hidden.push_back(home_dir());
-    if (!socket_path().empty()) r.hidden.push_back(socket_path());
+    if (!socket_path().empty()) {
+        // The socket's own folder when it is meith's ($XDG_RUNTIME_DIR/meith): a socket
+        // hidden by a mount over the file is uncovered when meithd makes it anew.
+        r.hidden.push_back(socket_path());
+        const fs::path dir = socket_path().parent_path();
+        struct stat st {};
+        if (dir.filename() == "meith" && ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+            st.st_uid == ::geteuid())
+            r.hidden.push_back(dir);
+    }
     for (const auto& store : credential_stores())
         if (std::none_of(paths.read.begin(), paths.read.end(),
                          [&](const fs::path& p) { return within(p, store) || within(store, p); }))

@@ -76,7 +76,11 @@ registry::~registry() = default;
 void registry::set_permissions(const config::permissions_config& permissions) {
     policy_ = permissions::policy(permissions);
     tools_.invalidate();
-    redecide_held_calls();
+    // After the reload that called this has swapped everything (sources, hooks): a call now
+    // allowed runs against the new config.
+    asio::post(ex_, [this, alive = std::weak_ptr<bool>(alive_)] {
+        if (alive.lock()) redecide_held_calls();
+    });
 }
 
 void registry::redecide_held_calls() {

@@ -12,6 +12,7 @@
 #include <spawn.h>
 #include <string_view>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <system_error>
@@ -64,10 +65,10 @@ void child_reaper::poll() {
     // reaping, so no registered child's status is ever taken here.
     for (;;) {
         siginfo_t info{};
-        if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0 ||
-            handlers_.count(info.si_pid) != 0)
+        if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT | __WALL) != 0 ||
+            info.si_pid == 0 || handlers_.count(info.si_pid) != 0)
             break;
-        ::waitpid(info.si_pid, nullptr, WNOHANG);
+        ::waitpid(info.si_pid, nullptr, WNOHANG | __WALL);
     }
     // Handlers run after the scan: they may watch new children.
     for (auto& [fn, status] : done)
@@ -216,11 +217,15 @@ int confined_child_main(void* arg) {
         return from == target ? ::syscall(SYS_fcntl, target, F_SETFD, 0)
                               : ::syscall(SYS_dup2, from, target);
     };
-    if (::syscall(SYS_setsid) < 0 || to(a.in, 0) < 0 || to(a.out, 1) < 0 || to(a.err, 2) < 0)
+    // It dies with meithd (the thread that made it: meithd's one I/O thread), so no tool
+    // outlives the daemon that knows it for a tool and meets a new one's socket.
+    if (::syscall(SYS_setsid) < 0 || ::syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
+        to(a.in, 0) < 0 || to(a.out, 1) < 0 || to(a.err, 2) < 0)
         code = errno;
     // The namespaces' mounts first: the working folder may be a writable root mounted again.
     if (code == 0) code = sandbox::enter(*a.plan);
-    if (code == 0 && a.cwd != nullptr && ::syscall(SYS_chdir, a.cwd) != 0) code = errno;
+    // No cwd given: "/", not meithd's own folder (which may be the home, beneath its mask).
+    if (code == 0 && ::syscall(SYS_chdir, a.cwd != nullptr ? a.cwd : "/") != 0) code = errno;
     if (code == 0) code = sandbox::apply(*a.plan);
     if (code == 0) {
         // Nothing of ours past stderr but the report pipe (close-on-exec) and the init

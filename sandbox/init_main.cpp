@@ -177,6 +177,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "meith-sandbox-init: cannot run %s: %s\n", program, std::strerror(e));
         std::_Exit(e == ENOENT ? 127 : 126);
     }
+    // Not dumpable: the tool shares this process's uid, user namespace and Landlock domain, and
+    // could otherwise take the exec listener (pidfd_getfd, /proc/1/fd) and answer its own
+    // execve, or write a status of its choosing. It has no capability that overrides this.
+    ::prctl(PR_SET_DUMPABLE, 0);
     // Not the tool's stdin and stdout: their ends close when the tool's do.
     const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null >= 0) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <string_view>
 
 #include <elf.h>
 #include <fcntl.h>
@@ -84,6 +85,13 @@ bool allow_path(int ruleset, const fs::path& path, std::uint64_t rights, std::ui
     return rc == 0;
 }
 
+/// fchmodat2(2) (Linux 6.6), for a libseccomp that does not know it yet; -1 where unknown.
+#if defined(__x86_64__) || defined(__aarch64__)
+constexpr int fchmodat2_nr = 452;
+#else
+constexpr int fchmodat2_nr = -1;
+#endif
+
 /// The seccomp filter of a confined child (docs/protocol.md §15), as BPF. Refused with EACCES:
 /// io_uring (it opens files and sockets without the system calls below), ptrace and
 /// process_vm_readv/writev; without `network` every socket(2) and every socketpair(2) but
@@ -97,10 +105,16 @@ std::vector<unsigned char> tool_filter(bool network, bool writes, bool namespace
     std::vector<unsigned char> out;
     const std::uint32_t deny = SCMP_ACT_ERRNO(EACCES);
     bool ok = true;
-    const auto refuse = [&](int sys, std::initializer_list<scmp_arg_cmp> args = {}) {
-        if (sys < 0) return; // unknown to this libseccomp: the kernel's ENOSYS refuses it
-        ok = ok && ::seccomp_rule_add_array(ctx, deny, sys, static_cast<unsigned>(args.size()),
+    const auto refuse_with = [&](std::uint32_t action, int sys,
+                                 std::initializer_list<scmp_arg_cmp> args) {
+        // A name this libseccomp does not know resolves to a negative number and would pass
+        // (the default is to allow): the raw number is given for the ones that matter.
+        if (sys < 0) return;
+        ok = ok && ::seccomp_rule_add_array(ctx, action, sys, static_cast<unsigned>(args.size()),
                                             args.begin()) == 0;
+    };
+    const auto refuse = [&](int sys, std::initializer_list<scmp_arg_cmp> args = {}) {
+        refuse_with(deny, sys, args);
     };
     // The kernel reads `family` and `type` as 32-bit ints: compare only the low 32 bits, or a
     // raw socket(0x100000002, ...) would slip past an equality on the whole register
@@ -109,8 +123,18 @@ std::vector<unsigned char> tool_filter(bool network, bool writes, bool namespace
         return scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, 0xffffffffULL, v};
     };
     for (int sys : {SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter), SCMP_SYS(io_uring_register),
-                    SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev)})
+                    SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev),
+                    SCMP_SYS(pidfd_getfd), SCMP_SYS(kcmp), SCMP_SYS(process_madvise),
+                    SCMP_SYS(keyctl), SCMP_SYS(add_key), SCMP_SYS(request_key)})
         refuse(sys);
+    // No nested user namespace (its capabilities open much of the kernel to a tool): clone and
+    // unshare with CLONE_NEWUSER are refused; clone3, whose flags a filter cannot read, fails
+    // ENOSYS, and libc falls back to clone.
+    refuse_with(SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare),
+                {scmp_arg_cmp{0, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER}});
+    refuse_with(SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone),
+                {scmp_arg_cmp{0, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER}});
+    refuse_with(SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), {});
     if (!network) {
         refuse(SCMP_SYS(socket));
         // Anything but exactly AF_UNIX (upper bits set count as "not AF_UNIX": refused too).
@@ -120,6 +144,8 @@ std::vector<unsigned char> tool_filter(bool network, bool writes, bool namespace
             if (family != AF_UNIX && family != AF_INET && family != AF_INET6 &&
                 family != AF_NETLINK)
                 refuse(SCMP_SYS(socket), {low32(0, static_cast<scmp_datum_t>(family))});
+        // Families newer than these headers, and any value with its upper half set.
+        refuse(SCMP_SYS(socket), {scmp_arg_cmp{0, SCMP_CMP_GE, AF_MAX, 0}});
         refuse(SCMP_SYS(socket),
                {low32(0, AF_NETLINK), scmp_arg_cmp{2, SCMP_CMP_NE, NETLINK_ROUTE, 0}});
         for (int family : {AF_INET, AF_INET6})
@@ -134,7 +160,9 @@ std::vector<unsigned char> tool_filter(bool network, bool writes, bool namespace
              {"chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "fchownat", "lchown",
               "utime", "utimes", "utimensat", "futimesat", "setxattr", "lsetxattr", "fsetxattr",
               "removexattr", "lremovexattr", "fremovexattr"})
-            refuse(::seccomp_syscall_resolve_name(name));
+            refuse(std::string_view(name) == "fchmodat2" && ::seccomp_syscall_resolve_name(name) < 0
+                       ? fchmodat2_nr
+                       : ::seccomp_syscall_resolve_name(name));
     const int mfd = ok ? ::memfd_create("meith-seccomp", MFD_CLOEXEC) : -1;
     ok = mfd >= 0 && ::seccomp_export_bpf(ctx, mfd) == 0;
     if (ok) {
@@ -380,9 +408,15 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
         const int abi = k.landlock_abi;
         std::uint64_t handled = write_rights(abi);
         if (!spawns) handled |= LANDLOCK_ACCESS_FS_EXECUTE;
-        landlock_ruleset_attr attr{};
-        attr.handled_access_fs = handled;
-        const long fd = ll_create(&attr, sizeof attr, 0);
+        // ABI 6 adds scopes: no abstract Unix socket (an X server's, a session's) and no
+        // signal outside the tool's own domain. Debian 12's headers predate the field.
+        struct {
+            std::uint64_t handled_access_fs, handled_access_net, scoped;
+        } attr{handled, 0, abi >= 6 ? 0x3u /* ABSTRACT_UNIX_SOCKET | SIGNAL */ : 0u};
+        const std::size_t attr_size =
+            abi >= 6 ? sizeof attr : sizeof(landlock_ruleset_attr); // fs only before ABI 6
+        const long fd =
+            ll_create(reinterpret_cast<const landlock_ruleset_attr*>(&attr), attr_size, 0);
         if (fd < 0)
             throw std::runtime_error(std::string("landlock_create_ruleset: ") +
                                      std::strerror(errno));
@@ -478,7 +512,10 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
         p->ns = "user,mount,ipc";
         if (p->clone_flags & CLONE_NEWPID) p->ns += ",pid";
         if (p->clone_flags & CLONE_NEWNET) p->ns += ",net";
-        p->home = "hidden";
+        // Without its own PID namespace (no init program) another process's /proc/<pid>/root
+        // shows the home where Landlock does not scope ptrace.
+        p->home =
+            (p->clone_flags & CLONE_NEWPID) != 0 || k.landlock_abi > 0 ? "hidden" : "readable";
     } else {
         complete = false;
     }

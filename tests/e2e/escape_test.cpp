@@ -209,6 +209,11 @@ TEST_CASE("attack 4: without starts-process no program runs by the loader or fro
     INFO(memfd.dump());
     CHECK(memfd["done"] == false);
     CHECK(memfd.value("code", "") == "EACCES");
+    // Nor by taking the init program's exec listener to answer its own execve.
+    const json steal = probe(c, "ro", {{"action", "steal_listener"}});
+    INFO(steal.dump());
+    CHECK(steal["done"] == false);
+    CHECK(steal.value("proc_fd", json()) == "EACCES");
     // With starts-process both are what it declared.
     CHECK(probe(c, "spawns", {{"action", "loader"}})["done"] == true);
     CHECK(probe(c, "spawns", {{"action", "memfd_exec"}})["done"] == true);
@@ -233,6 +238,10 @@ TEST_CASE("attack 5: no packet, netlink, vsock or raw sockets, and no capabiliti
         CHECK(r.value("code", "") == "EACCES");
     }
     CHECK(probe(c, "net", {{"action", "socket"}, {"family", "inet"}})["done"] == true);
+    // No nested user namespace, whose capabilities would open the kernel's netlink and more.
+    const json userns = probe(c, "net", {{"action", "nested_userns"}});
+    CHECK(userns["done"] == false);
+    CHECK(userns.value("code", "") == "EPERM");
     for (const std::string tool : {"ro", "net"}) {
         const json caps = probe(c, tool, {{"action", "caps"}});
         INFO(tool << ": " << caps.dump());

@@ -22,6 +22,8 @@
 #   {"action":"ptrace","pid":N}              PTRACE_ATTACH to N (detaching if it worked)
 #   {"action":"pids","pid":N}                counts the pids in /proc, looks for N
 #   {"action":"caps"}                        CapEff, CapPrm, CapBnd of /proc/self/status
+#   {"action":"steal_listener"}              pidfd_getfd on PID 1's descriptors, /proc/1/fd
+#   {"action":"nested_userns"}               unshare(CLONE_NEWUSER)
 #   {"action":"detached","then":A,"out":F}   a daemonised grandchild does A after this tool
 #                                            exits and writes its answer to F
 # Answers {"result":{"done":true,...}} or
@@ -317,6 +319,46 @@ def open_socket(args):
     return {"done": True}
 
 
+def steal_listener(args):
+    """Takes descriptors of PID 1 (the sandbox's init: its exec listener) with pidfd_getfd,
+    and opens them through /proc/1/fd. done when any of it worked."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    result = {}
+    result["proc_fd"] = "none listed"
+    try:
+        for name in os.listdir("/proc/1/fd"):  # listing names; opening them is the attack
+            try:
+                os.close(os.open(f"/proc/1/fd/{name}", os.O_RDONLY))
+                result["proc_fd"] = True
+                break
+            except OSError as e:
+                result["proc_fd"] = errname(e)
+    except OSError as e:
+        result["proc_fd"] = errname(e)
+    pidfd = os.pidfd_open(1)
+    got, code = [], None
+    for target in range(3, 32):
+        fd = libc.syscall(438, pidfd, target, 0)  # pidfd_getfd
+        if fd >= 0:
+            got.append(target)
+            os.close(fd)
+        elif ctypes.get_errno() != errno.EBADF:
+            code = errno.errorcode.get(ctypes.get_errno(), "?")
+    os.close(pidfd)
+    if got or result["proc_fd"] is True:
+        return {"done": True, "fds": got, **result}
+    return fail(code or "EBADF", "no descriptor of PID 1 could be taken", **result)
+
+
+def nested_userns(args):
+    """unshare(CLONE_NEWUSER): a user namespace of its own, with every capability in it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(0x10000000) != 0:
+        e = ctypes.get_errno()
+        return fail(errno.errorcode.get(e, "?"), os.strerror(e))
+    return {"done": True}
+
+
 def caps(args):
     """The capability sets of this process, from /proc/self/status (hex strings)."""
     with open("/proc/self/status") as f:
@@ -354,7 +396,7 @@ ACTIONS = {
     "utime": utime, "setxattr": setxattr, "chown": chown, "loader": loader,
     "memfd_exec": memfd_exec, "socket": open_socket, "environ": environ, "fill_tmp": fill_tmp,
     "tmpdir": tmpdir, "write": write, "ptrace": ptrace, "pids": pids, "caps": caps,
-    "detached": detached,
+    "detached": detached, "steal_listener": steal_listener, "nested_userns": nested_userns,
 }
 
 

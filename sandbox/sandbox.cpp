@@ -176,8 +176,8 @@ std::vector<unsigned char> tool_filter(bool network, bool writes, bool namespace
     return out;
 }
 
-/// Writes `text` to `path` with raw system calls; 0 or errno.
-int write_file(const char* path, const std::string& text) noexcept {
+/// Writes `text` to `path` with raw system calls (no allocation: the vfork child); 0 or errno.
+int write_file(const char* path, std::string_view text) noexcept {
     const long fd = ::syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
     if (fd < 0) return errno;
     const long n = ::syscall(SYS_write, fd, text.data(), text.size());

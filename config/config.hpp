@@ -109,7 +109,7 @@ struct permissions_config {
 /// `host` (tool host), `exec` (exec tool), `mcp` (an MCP server over stdio, docs/protocol.md §7).
 enum class source_kind { host, exec, mcp };
 /// The kind's name as written in the config (`kind = "host"`), and as the source factory
-/// table (registry/source_factory.hpp) knows it.
+/// table (sources/factory.hpp) knows it.
 std::string_view to_string(source_kind k);
 enum class exec_mode { oneshot, server };
 

@@ -9,12 +9,13 @@
 #include "daemon/instance.hpp"
 #include "daemon/peer.hpp"
 #include "daemon/service_manager.hpp"
+#include "process/confinement.hpp"
+#include "process/subprocess.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/confinement.hpp"
 #include "registry/hooks.hpp"
 #include "registry/registry.hpp"
-#include "registry/subprocess.hpp"
+#include "sources/factory.hpp"
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -295,7 +296,7 @@ class server {
         return m;
     }
 
-    /// What the registry's source factories are given (registry/source_factory.hpp).
+    /// What the registry's source factories are given (sources/factory.hpp).
     registry::source_context factory_context() { return {ioc_.get_executor(), reaper_, cfg_}; }
 
     std::shared_ptr<registry::tool_source> make_source(const config::source_config& src) {

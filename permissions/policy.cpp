@@ -1,5 +1,8 @@
 #include "permissions/policy.hpp"
 
+#include "protocol/json_writer.hpp"
+
+#include <array>
 #include <cctype>
 
 #include <fmt/format.h>
@@ -281,6 +284,27 @@ decision policy::decide(std::string_view tool_name, capability_set caps, caller 
     for (std::size_t i = 0; i < capability_count; ++i)
         if ((needed & (1u << i)) != 0) return {false, ask_reasons_[w][i], true, needed, true};
     return {true, allowed_reasons_[w][caps]}; // unreachable: needed != 0 has a first bit
+}
+
+void append_capabilities(std::string& out, capability_set caps) {
+    // Every audit line and descriptor carries its tool's capabilities: each set's JSON is
+    // built once.
+    static const auto rendered = [] {
+        std::array<std::string, 256> all;
+        for (std::size_t set = 0; set < all.size(); ++set) {
+            std::string& json = all[set];
+            json.push_back('[');
+            bool first = true;
+            for (auto name : capability_names(static_cast<capability_set>(set))) {
+                if (!first) json.push_back(',');
+                first = false;
+                protocol::append_json_string(json, name);
+            }
+            json.push_back(']');
+        }
+        return all;
+    }();
+    out.append(rendered[caps]);
 }
 
 } // namespace meith::permissions

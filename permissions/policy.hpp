@@ -58,6 +58,10 @@ capability_set capability_set_from(std::span<const std::string> names);
 /// Wire names of the set, in enum order.
 std::vector<std::string_view> capability_names(capability_set set);
 
+/// Appends the set as a JSON array of its wire names (`["reads-files","writes-files"]`), as
+/// descriptors, audit lines and list_sources carry it. Each set's JSON is rendered once.
+void append_capabilities(std::string& out, capability_set caps);
+
 /// A decision's three outcomes (PROTOCOL.md §12 adds `ask`).
 enum class verdict : std::uint8_t { allow, deny, ask };
 

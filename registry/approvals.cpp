@@ -1,9 +1,9 @@
 #include "registry/approvals.hpp"
 
+#include "config/private_file.hpp"
 #include "permissions/secret.hpp"
 #include "protocol/json_writer.hpp"
 #include "registry/call_audit.hpp"
-#include "registry/private_file.hpp"
 #include "registry/tool_table.hpp"
 
 #include <algorithm>
@@ -72,7 +72,8 @@ std::string_view to_string(approval_answer a) {
     return "deny";
 }
 
-approvals::approvals(asio::any_io_executor ex, audit_trail& audit, const audit::redactor& redactor)
+approvals::approvals(asio::any_io_executor ex, audit::audit_trail& audit,
+                     const audit::redactor& redactor)
     : ex_(ex), audit_(audit), redactor_(redactor), expiry_timer_(ex) {
 }
 
@@ -166,7 +167,7 @@ std::string approvals::hold(const call_ptr& c, std::string_view preview, on_answ
     frame += R"(,"toolName":)";
     append_json_string(frame, c->tool_name);
     frame += R"(,"capabilities":)";
-    append_capabilities(frame, c->target ? c->target->capabilities : 0);
+    permissions::append_capabilities(frame, c->target ? c->target->capabilities : 0);
     frame += R"(,"reason":)";
     append_json_string(frame, c->decision.reason);
     frame += R"(,"args":)";
@@ -301,7 +302,7 @@ void approvals::append_grant_json(std::string& out, const grant& g, bool redacte
     out += R"(,"tool":)";
     str(g.tool);
     out += R"(,"capabilities":)";
-    append_capabilities(out, g.capabilities);
+    permissions::append_capabilities(out, g.capabilities);
     out += R"(,"usesLeft":)";
     append_optional_uint(out, g.uses_left);
     out += R"(,"expiresAt":)";
@@ -445,16 +446,16 @@ void approvals::expire_now() {
 std::optional<std::string> approvals::persist_to(std::filesystem::path file) {
     persist_file_ = file;
     // Only a file of ours that nobody else could have written is trusted with grants.
-    const private_file_read r = read_private_file(file);
+    const config::private_file_read r = config::read_private_file(file);
     switch (r.st) {
-    case private_file_read::status::ok:
+    case config::private_file_read::status::ok:
         break;
-    case private_file_read::status::missing:
+    case config::private_file_read::status::missing:
         return std::nullopt; // none yet
-    case private_file_read::status::unreadable:
+    case config::private_file_read::status::unreadable:
         return file.string() + ": cannot be read (" + std::strerror(r.error) +
                "); no grants loaded";
-    case private_file_read::status::untrusted:
+    case config::private_file_read::status::untrusted:
         return file.string() +
                ": not a regular file of this user, or writable by group or others; no grants "
                "loaded (it is rewritten 0600 at the next grant)";
@@ -526,7 +527,7 @@ void approvals::save() {
         else
             out += "null";
         out += R"(,"capabilities":)";
-        append_capabilities(out, g.capabilities);
+        permissions::append_capabilities(out, g.capabilities);
         out += R"(,"usesLeft":)";
         append_optional_uint(out, g.uses_left);
         out += R"(,"expiresAtMs":)";
@@ -545,7 +546,7 @@ void approvals::save() {
     }
     out += "]}\n";
     // Written whole to a temporary file (0600) and renamed over: a crash leaves either file.
-    if (!write_private_file(*persist_file_, out))
+    if (!config::write_private_file(*persist_file_, out))
         spdlog::warn("cannot save grants to {}: {}", persist_file_->string(), std::strerror(errno));
 }
 

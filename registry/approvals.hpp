@@ -12,9 +12,9 @@
 // grant_expired. I/O-thread only.
 #pragma once
 
+#include "audit/audit_trail.hpp"
 #include "audit/redactor.hpp"
 #include "permissions/grants.hpp"
-#include "registry/audit_trail.hpp"
 #include "registry/call.hpp"
 
 #include <asio/any_io_executor.hpp>
@@ -59,7 +59,7 @@ struct grant_request {
 
 class approvals {
   public:
-    approvals(asio::any_io_executor ex, audit_trail& audit, const audit::redactor& redactor);
+    approvals(asio::any_io_executor ex, audit::audit_trail& audit, const audit::redactor& redactor);
     ~approvals();
     approvals(const approvals&) = delete;
     approvals& operator=(const approvals&) = delete;
@@ -144,7 +144,7 @@ class approvals {
     void save();
 
     asio::any_io_executor ex_;
-    audit_trail& audit_;
+    audit::audit_trail& audit_;
     const audit::redactor& redactor_;
     permissions::grant_store grants_;
     std::vector<approver*> approvers_;

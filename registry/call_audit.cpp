@@ -2,9 +2,9 @@
 #include "registry/call_audit.hpp"
 
 #include "audit/audit_log.hpp"
+#include "audit/audit_trail.hpp"
 #include "audit/redactor.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/audit_trail.hpp"
 #include "registry/hooks.hpp"
 #include "registry/tool_source.hpp"
 #include "registry/tool_table.hpp"
@@ -48,7 +48,7 @@ void append_redacted_or_null(std::string& out, std::optional<std::string_view> s
         out.append("null"sv);
 }
 
-void write_record(audit_trail& trail, const record& r) {
+void write_record(audit::audit_trail& trail, const record& r) {
     audit::audit_log& log = trail.log();
     std::string& l = log.begin_line();
     l.append(R"({"ts":)"sv);
@@ -75,7 +75,7 @@ void write_record(audit_trail& trail, const record& r) {
         l.append("null"sv);
     l.append(R"(,"capabilities":)"sv);
     if (r.target)
-        append_capabilities(l, r.target->capabilities);
+        permissions::append_capabilities(l, r.target->capabilities);
     else
         l.append("null"sv);
     l.append(R"(,"decision":)"sv);
@@ -197,7 +197,7 @@ void record_observers(call& c, std::string_view phase, const std::vector<std::st
     }
 }
 
-void write_call_audit(audit_trail& trail, const call& c, const protocol::tool_result& r) {
+void write_call_audit(audit::audit_trail& trail, const call& c, const protocol::tool_result& r) {
     if (!trail.enabled()) return;
     record rec;
     rec.event = "tool_call"sv;
@@ -226,7 +226,7 @@ void write_call_audit(audit_trail& trail, const call& c, const protocol::tool_re
     write_record(trail, rec);
 }
 
-void write_rejected_call_audit(audit_trail& trail, const audit::redactor& redactor,
+void write_rejected_call_audit(audit::audit_trail& trail, const audit::redactor& redactor,
                                const rejected_call& r) {
     if (!trail.enabled()) return;
     const std::string args_summary =

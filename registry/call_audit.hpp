@@ -23,11 +23,11 @@
 
 namespace meith::audit {
 class redactor;
-}
+class audit_trail;
+} // namespace meith::audit
 
 namespace meith::registry {
 
-class audit_trail;
 struct hook_verdict;
 
 /// Appends `s` as a JSON string with secrets redacted.
@@ -46,7 +46,7 @@ void record_observers(call& c, std::string_view phase, const std::vector<std::st
 
 /// Writes the `tool_call` line of call `c`, which ended with `r` (what its client receives).
 /// Once per call, by registry::finish, before the reply is handed over.
-void write_call_audit(audit_trail& trail, const call& c, const protocol::tool_result& r);
+void write_call_audit(audit::audit_trail& trail, const call& c, const protocol::tool_result& r);
 
 /// A tool_call frame refused before it became a call (duplicate id, too many calls in flight,
 /// a malformed frame). Views, valid while the line is written.
@@ -64,7 +64,7 @@ struct rejected_call {
 
 /// Writes the `tool_call_rejected` line of `r`: the call record with decision, duration,
 /// outcome and result null and `"end":"rejected"`.
-void write_rejected_call_audit(audit_trail& trail, const audit::redactor& redactor,
+void write_rejected_call_audit(audit::audit_trail& trail, const audit::redactor& redactor,
                                const rejected_call& r);
 
 } // namespace meith::registry

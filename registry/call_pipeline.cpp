@@ -9,7 +9,7 @@
 
 #include "protocol/json_writer.hpp"
 #include "registry/hooks.hpp"
-#include "registry/schema_validator.hpp"
+#include "schema/validator.hpp"
 
 namespace meith::registry {
 

@@ -1,7 +1,7 @@
 #include "registry/hooks.hpp"
 
-#include "registry/confinement.hpp"
-#include "registry/rpc_peer.hpp"
+#include "process/confinement.hpp"
+#include "process/rpc_peer.hpp"
 
 #include "audit/redactor.hpp"
 #include "permissions/policy.hpp"

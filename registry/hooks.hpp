@@ -10,7 +10,7 @@
 #pragma once
 
 #include "config/config.hpp"
-#include "registry/supervisor.hpp"
+#include "process/supervisor.hpp"
 
 #include <chrono>
 #include <functional>

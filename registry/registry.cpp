@@ -116,7 +116,7 @@ std::string registry::explain_policy(std::string_view tool_name, permissions::ca
     const auto& t = *found;
     const auto d = policy_.decide(t.name, t.capabilities, who);
     m += R"(,"known":true,"capabilities":)";
-    append_capabilities(m, t.capabilities);
+    permissions::append_capabilities(m, t.capabilities);
     m += R"(,"decision":)";
     append_json_string(m, permissions::to_string(d.outcome()));
     m += R"(,"reason":)";

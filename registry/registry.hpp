@@ -18,14 +18,13 @@
 #pragma once
 
 #include "audit/audit_log.hpp"
+#include "audit/audit_trail.hpp"
 #include "audit/redactor.hpp"
 #include "config/config.hpp"
 #include "permissions/policy.hpp"
 #include "registry/approvals.hpp"
-#include "registry/audit_trail.hpp"
 #include "registry/call.hpp"
 #include "registry/call_audit.hpp"
-#include "registry/source_factory.hpp"
 #include "registry/tool_source.hpp"
 #include "registry/tool_table.hpp"
 
@@ -233,7 +232,7 @@ class registry {
     asio::any_io_executor ex_;
     const config::config& cfg_;
     permissions::policy policy_;
-    audit_trail audit_;
+    audit::audit_trail audit_;
     const audit::redactor& redactor_;
     class approvals approvals_;
     class hook_set* hooks_ = nullptr;

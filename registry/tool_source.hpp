@@ -4,8 +4,8 @@
 // `source_events`, runs calls, and stops. All methods run on the I/O thread.
 #pragma once
 
+#include "process/supervisor.hpp"
 #include "registry/call.hpp"
-#include "registry/supervisor.hpp"
 
 #include <cstdint>
 #include <functional>

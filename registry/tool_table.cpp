@@ -4,35 +4,13 @@
 #include <algorithm>
 
 #include "protocol/json_writer.hpp"
-#include "registry/schema_validator.hpp"
+#include "schema/validator.hpp"
 
 #include <spdlog/spdlog.h>
 
 namespace meith::registry {
 
 using protocol::append_json_string;
-
-void append_capabilities(std::string& out, permissions::capability_set caps) {
-    // Every audit line and descriptor carries its tool's capabilities: each set's JSON is
-    // built once.
-    static const auto rendered = [] {
-        std::array<std::string, 256> all;
-        for (std::size_t set = 0; set < all.size(); ++set) {
-            std::string& json = all[set];
-            json.push_back('[');
-            bool first = true;
-            for (auto name :
-                 permissions::capability_names(static_cast<permissions::capability_set>(set))) {
-                if (!first) json.push_back(',');
-                first = false;
-                append_json_string(json, name);
-            }
-            json.push_back(']');
-        }
-        return all;
-    }();
-    out.append(rendered[caps]);
-}
 
 tool_table::registration tool_table::register_source(tool_source& src,
                                                      std::vector<tool_definition> defs) {
@@ -164,7 +142,7 @@ void tool_table::render(std::string& out, permissions::caller who,
         }
         out.push_back(']');
         out.append(R"(,"capabilities":)");
-        append_capabilities(out, t->capabilities);
+        permissions::append_capabilities(out, t->capabilities);
         out.append(R"(,"timeoutMs":)");
         if (t->timeout_ms)
             protocol::append_uint(out, *t->timeout_ms);

@@ -86,7 +86,4 @@ class tool_table {
     std::array<bool, 2 * list_format_count> descriptors_valid_{};
 };
 
-/// Appends the JSON array of the capability names in `caps` (each set is rendered once).
-void append_capabilities(std::string& out, permissions::capability_set caps);
-
 } // namespace meith::registry

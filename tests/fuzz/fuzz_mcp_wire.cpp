@@ -1,4 +1,4 @@
-// fuzz_mcp_wire: what an MCP server sends meithd (registry/mcp_wire.hpp): the `initialize`
+// fuzz_mcp_wire: what an MCP server sends meithd (sources/mcp_wire.hpp): the `initialize`
 // result, `tools/list` items, `tools/call` results and JSON-RPC errors, and progress
 // notifications. The input is one JSON document from the server (any shape).
 // Invariants: nothing throws or crashes; every ToolResult made from it encodes as valid JSON;
@@ -8,7 +8,7 @@
 
 #include "config/config.hpp"
 #include "protocol/tool_result.hpp"
-#include "registry/mcp_wire.hpp"
+#include "sources/mcp_wire.hpp"
 
 #include <algorithm>
 #include <string>

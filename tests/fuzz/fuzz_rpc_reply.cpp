@@ -1,5 +1,5 @@
 // fuzz_rpc_reply: lines from tool hosts, exec servers and server-mode hooks
-// (registry/rpc_peer.hpp, rpc_wire), in both dialects.
+// (process/rpc_peer.hpp, rpc_wire), in both dialects.
 //
 // The input is one line from the child, classified as rpc_peer does (parsed in place, padded)
 // and scanned as the prefix of a line too long to parse; then the input, cut into an id and a
@@ -9,8 +9,8 @@
 // well-formed line is classified as what it is, with its id recovered from its first 256 bytes.
 #include "fuzz_common.hpp"
 
+#include "process/rpc_peer.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/rpc_peer.hpp"
 
 #include <fuzzer/FuzzedDataProvider.h>
 

@@ -1,4 +1,4 @@
-// fuzz_schema: tool input schemas (registry/schema_validator.hpp).
+// fuzz_schema: tool input schemas (schema/validator.hpp).
 //
 // The input is a schema's JSON text and an instance's JSON text separated by the first NUL
 // byte (no NUL: the schema text is validated against itself). The schema is compiled (errors
@@ -9,7 +9,7 @@
 // quoting of argument text are fuzzed too).
 #include "fuzz_common.hpp"
 
-#include "registry/schema_validator.hpp"
+#include "schema/validator.hpp"
 
 #include <string>
 

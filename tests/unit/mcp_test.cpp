@@ -1,7 +1,7 @@
-// Unit tests: the pure side of the MCP source (registry/mcp_wire.hpp) — revision negotiation,
+// Unit tests: the pure side of the MCP source (sources/mcp_wire.hpp) — revision negotiation,
 // annotations → capabilities, tools/list items → descriptors, tools/call results → ToolResults,
 // progress events, roots (docs/protocol.md §7, MCP spec 2025-11-25).
-#include "registry/mcp_wire.hpp"
+#include "sources/mcp_wire.hpp"
 
 #include "protocol/tool_result.hpp"
 

@@ -2,10 +2,11 @@
 // timeouts, cancel, shutdown), name clashes, re-registration, tool descriptors, the result size
 // limit and the audit line written before the reply. Sources are the built-in one and a fake
 // source defined here whose calls the test resolves by hand.
-#include "registry/private_file.hpp"
+#include "config/private_file.hpp"
+#include "process/subprocess.hpp"
 #include "registry/registry.hpp"
-#include "registry/schema_validator.hpp"
-#include "registry/subprocess.hpp"
+#include "schema/validator.hpp"
+#include "sources/factory.hpp"
 
 #include <asio/io_context.hpp>
 #include <catch2/catch.hpp>
@@ -1761,27 +1762,27 @@ TEST_CASE("child_reaper: a child that exited before watch() is reported after it
 
 TEST_CASE("private files: read only when ours and not writable by others, written whole",
           "[private_file]") {
-    using st = meith::registry::private_file_read::status;
+    using st = meith::config::private_file_read::status;
     temp_dir dir;
     const fs::path f = dir.path / "state.json";
-    CHECK(meith::registry::read_private_file(f).st == st::missing);
-    REQUIRE(meith::registry::write_private_file(f, R"({"a":1})"));
+    CHECK(meith::config::read_private_file(f).st == st::missing);
+    REQUIRE(meith::config::write_private_file(f, R"({"a":1})"));
     CHECK((fs::status(f).permissions() & fs::perms::all) ==
           (fs::perms::owner_read | fs::perms::owner_write));
     CHECK_FALSE(fs::exists(dir.path / "state.json.tmp"));
-    auto r = meith::registry::read_private_file(f);
+    auto r = meith::config::read_private_file(f);
     CHECK(r.st == st::ok);
     CHECK(r.text == R"({"a":1})");
-    CHECK(meith::registry::read_private_file(f, 3).st == st::untrusted); // over max_bytes
+    CHECK(meith::config::read_private_file(f, 3).st == st::untrusted); // over max_bytes
     fs::permissions(f, fs::perms::group_write, fs::perm_options::add);
-    CHECK(meith::registry::read_private_file(f).st == st::untrusted);
+    CHECK(meith::config::read_private_file(f).st == st::untrusted);
     // A symlink is not followed (someone could point it anywhere).
     fs::permissions(f, fs::perms::group_write, fs::perm_options::remove);
     fs::create_symlink(f, dir.path / "link.json");
-    CHECK(meith::registry::read_private_file(dir.path / "link.json").st == st::unreadable);
+    CHECK(meith::config::read_private_file(dir.path / "link.json").st == st::unreadable);
     // Rewriting replaces the whole file.
-    REQUIRE(meith::registry::write_private_file(f, "x"));
-    CHECK(meith::registry::read_private_file(f).text == "x");
+    REQUIRE(meith::config::write_private_file(f, "x"));
+    CHECK(meith::config::read_private_file(f).text == "x");
     // A folder that does not exist: false, nothing left behind.
-    CHECK_FALSE(meith::registry::write_private_file(dir.path / "no" / "f.json", "x"));
+    CHECK_FALSE(meith::config::write_private_file(dir.path / "no" / "f.json", "x"));
 }

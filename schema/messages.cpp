@@ -1,7 +1,7 @@
 // Messages for a failed validation: what the arguments got wrong, in words a caller can act on
 // (docs/protocol.md, "Validation errors"). Split from schema_validator.cpp, which compiles and
 // runs the schema; this file only reads valijson's errors and the recorded subschemas.
-#include "registry/schema_detail.hpp"
+#include "schema/validator_detail.hpp"
 
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
 

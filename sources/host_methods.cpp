@@ -1,4 +1,4 @@
-#include "registry/host_methods.hpp"
+#include "sources/host_methods.hpp"
 
 #include "protocol/json_writer.hpp"
 #include "registry/tool_source.hpp"

@@ -14,8 +14,8 @@
 #pragma once
 
 #include "audit/redactor.hpp"
+#include "process/subprocess.hpp"
 #include "protocol/framing.hpp"
-#include "registry/subprocess.hpp"
 
 #include <asio/steady_timer.hpp>
 

@@ -1,5 +1,5 @@
 // mcp_wire: requests to and answers from MCP servers, without I/O (see mcp_wire.hpp).
-#include "registry/mcp_wire.hpp"
+#include "sources/mcp_wire.hpp"
 
 #include "protocol/json_writer.hpp"
 

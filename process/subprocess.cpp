@@ -1,4 +1,4 @@
-#include "registry/subprocess.hpp"
+#include "process/subprocess.hpp"
 
 #include <algorithm>
 #include <array>

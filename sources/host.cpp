@@ -7,15 +7,15 @@
 // and it is restarted with exponential backoff until it crashes too often within a window,
 // when the source is marked failed.
 #include "audit/redactor.hpp"
+#include "process/confinement.hpp"
+#include "process/rpc_peer.hpp"
+#include "process/subprocess.hpp"
+#include "process/supervisor.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/confinement.hpp"
-#include "registry/host_methods.hpp"
-#include "registry/registry.hpp"
-#include "registry/rpc_peer.hpp"
-#include "registry/schema_validator.hpp"
-#include "registry/subprocess.hpp"
-#include "registry/supervisor.hpp"
+#include "schema/validator.hpp"
+#include "sources/factory.hpp"
+#include "sources/host_methods.hpp"
 
 #include <array>
 #include <charconv>

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace meith::registry {
+namespace meith::config {
 
 struct private_file_read {
     enum class status {
@@ -32,4 +32,4 @@ private_file_read read_private_file(const std::filesystem::path& file,
 /// False when any step failed (errno says which; the temporary file is removed).
 bool write_private_file(const std::filesystem::path& file, std::string_view text);
 
-} // namespace meith::registry
+} // namespace meith::config

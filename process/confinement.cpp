@@ -1,8 +1,7 @@
-#include "registry/confinement.hpp"
+#include "process/confinement.hpp"
 
+#include "config/private_file.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/private_file.hpp"
-#include "registry/tool_table.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -217,8 +216,8 @@ memory read_memory() {
     memory m;
     const fs::path file = memory_file();
     if (file.empty()) return m;
-    const private_file_read r = read_private_file(file, std::size_t{1} << 20);
-    if (r.st != private_file_read::status::ok) return m;
+    const config::private_file_read r = config::read_private_file(file, std::size_t{1} << 20);
+    if (r.st != config::private_file_read::status::ok) return m;
     const std::string& text = r.text;
     simdjson::dom::parser parser;
     simdjson::dom::object sources;
@@ -249,7 +248,7 @@ void write_memory(const memory& m) {
         out.push_back('}');
     }
     out += "}}\n";
-    if (!write_private_file(file, out))
+    if (!config::write_private_file(file, out))
         spdlog::warn("cannot save {}: {}", file.string(), std::strerror(errno));
 }
 
@@ -307,7 +306,7 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
          : mode == config::sandbox_mode::require ? R"("require")"
                                                  : R"("enforce")";
     m += R"(,"capabilities":)";
-    append_capabilities(m, capabilities);
+    permissions::append_capabilities(m, capabilities);
     const auto unconfined = [&](std::string_view why) {
         m += R"(,"fs":"none","net":"none","exec":"none","ns":"none","home":"readable",)"
              R"("unconfined":)";

@@ -11,13 +11,13 @@
 // else. Supervision (restart with backoff, `failed`) is the shared supervisor's; shutdown closes
 // stdin first and signals only after `tools.kill_grace_ms` (MCP spec 2025-11-25, lifecycle).
 #include "audit/redactor.hpp"
+#include "process/confinement.hpp"
+#include "process/rpc_peer.hpp"
+#include "process/subprocess.hpp"
+#include "process/supervisor.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/confinement.hpp"
-#include "registry/mcp_wire.hpp"
-#include "registry/registry.hpp"
-#include "registry/rpc_peer.hpp"
-#include "registry/subprocess.hpp"
-#include "registry/supervisor.hpp"
+#include "sources/factory.hpp"
+#include "sources/mcp_wire.hpp"
 
 #include <deque>
 #include <set>

@@ -1,4 +1,4 @@
-#include "registry/supervisor.hpp"
+#include "process/supervisor.hpp"
 
 #include "audit/redactor.hpp"
 #include "protocol/json_writer.hpp"

@@ -1,11 +1,11 @@
-#include "registry/private_file.hpp"
+#include "config/private_file.hpp"
 
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace meith::registry {
+namespace meith::config {
 
 private_file_read read_private_file(const std::filesystem::path& file, std::size_t max_bytes) {
     private_file_read r;
@@ -61,4 +61,4 @@ bool write_private_file(const std::filesystem::path& file, std::string_view text
     return false;
 }
 
-} // namespace meith::registry
+} // namespace meith::config

@@ -2,7 +2,7 @@
 // schema_messages.cpp (explaining a failed validation). Not part of the registry's interface.
 #pragma once
 
-#include "registry/schema_validator.hpp"
+#include "schema/validator.hpp"
 
 #include <nlohmann/json.hpp>
 #include <re2/re2.h>

@@ -1,4 +1,4 @@
-#include "registry/rpc_peer.hpp"
+#include "process/rpc_peer.hpp"
 
 #include "protocol/json_writer.hpp"
 

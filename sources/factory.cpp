@@ -1,5 +1,5 @@
 // source_factory: the table of source kinds (see source_factory.hpp).
-#include "registry/source_factory.hpp"
+#include "sources/factory.hpp"
 
 #include <array>
 #include <stdexcept>

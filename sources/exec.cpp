@@ -7,11 +7,11 @@
 // Server mode keeps one supervised process speaking JSON-RPC 2.0 lines; requests are
 // multiplexed and matched strictly by id, so a late answer to an abandoned call is dropped.
 #include "audit/redactor.hpp"
+#include "process/confinement.hpp"
+#include "process/rpc_peer.hpp"
+#include "process/supervisor.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/confinement.hpp"
-#include "registry/registry.hpp"
-#include "registry/rpc_peer.hpp"
-#include "registry/supervisor.hpp"
+#include "sources/factory.hpp"
 
 #include <charconv>
 #include <deque>

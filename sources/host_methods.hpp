@@ -6,7 +6,7 @@
 // I/O-thread only; owned by the host source, whose liveness `alive` tracks.
 #pragma once
 
-#include "registry/rpc_peer.hpp"
+#include "process/rpc_peer.hpp"
 
 #include <array>
 #include <cstdint>

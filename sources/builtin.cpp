@@ -1,4 +1,4 @@
-#include "registry/registry.hpp"
+#include "sources/factory.hpp"
 
 namespace meith::registry {
 

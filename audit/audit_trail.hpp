@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace meith::registry {
+namespace meith::audit {
 
 class audit_trail {
   public:
@@ -65,4 +65,4 @@ class audit_trail {
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); ///< for posted handlers
 };
 
-} // namespace meith::registry
+} // namespace meith::audit

@@ -19,7 +19,7 @@
 // I/O-thread only.
 #pragma once
 
-#include "registry/supervisor.hpp"
+#include "process/supervisor.hpp"
 
 #include <simdjson.h>
 

@@ -1,5 +1,5 @@
 // audit_trail: lines into the pending batch, group commit, waiting replies (see the header).
-#include "registry/audit_trail.hpp"
+#include "audit/audit_trail.hpp"
 
 #include "protocol/json_writer.hpp"
 
@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-namespace meith::registry {
+namespace meith::audit {
 
 audit_trail::audit_trail(asio::any_io_executor ex, audit::audit_log* log)
     : ex_(std::move(ex)), log_(log) {
@@ -91,4 +91,4 @@ void audit_trail::run_waiters() {
         fn();
 }
 
-} // namespace meith::registry
+} // namespace meith::audit

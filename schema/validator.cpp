@@ -1,4 +1,4 @@
-#include "registry/schema_detail.hpp"
+#include "schema/validator_detail.hpp"
 
 #define VALIJSON_USE_EXCEPTIONS 1
 #include <nlohmann/json.hpp>

@@ -221,7 +221,7 @@ class bridge {
 
     void on_event(pending& p, const json& event) {
         json params{{"progressToken", p.progress_token}};
-        if (event.is_object() && event.value("type", "") == "progress" &&
+        if (event.is_object() && get_string(event, "type") == "progress" &&
             event.contains("progress") && event["progress"].is_number()) {
             params["progress"] = event["progress"];
             if (event.contains("total")) params["total"] = event["total"];
@@ -237,10 +237,23 @@ class bridge {
 
     // ---- MCP ------------------------------------------------------------------------------
 
+    /// One message from the client. Every member is read by its type (get_string, is_*), so
+    /// a member of an unexpected type gets its JSON-RPC error; a slip that still throws is
+    /// answered as an internal error and the session goes on (no message ends the bridge).
     void handle_message(const std::string& line) {
         const json msg = json::parse(line, nullptr, false);
         if (msg.is_discarded()) return send_error(nullptr, parse_error, "parse error: not JSON");
-        if (!msg.is_object() || msg.value("jsonrpc", "") != "2.0")
+        try {
+            dispatch_message(msg);
+        } catch (const json::exception& e) {
+            const json* id = get_field(msg, "id");
+            send_error(id != nullptr && (id->is_string() || id->is_number_integer()) ? *id : json(),
+                       internal_error, std::string("meith mcp could not handle it: ") + e.what());
+        }
+    }
+
+    void dispatch_message(const json& msg) {
+        if (!msg.is_object() || get_string(msg, "jsonrpc") != "2.0")
             return send_error(msg.is_object() ? msg.value("id", json()) : json(), invalid_request,
                               "not a JSON-RPC 2.0 message");
         const bool has_id = msg.contains("id");
@@ -275,11 +288,18 @@ class bridge {
 
     void initialize(const json& id, const json& params) {
         std::string_view chosen = revisions.front();
-        const std::string asked = params.value("protocolVersion", "");
+        const json* asked = get_field(params, "protocolVersion");
+        if (asked != nullptr && !asked->is_string())
+            return send_error(id, invalid_params, "\"protocolVersion\" must be a string");
         for (auto r : revisions)
-            if (asked == r) chosen = r;
-        if (params.contains("clientInfo") && params["clientInfo"].is_object())
-            agent_ = params["clientInfo"].value("name", "");
+            if (asked != nullptr && asked->get_ref<const std::string&>() == r) chosen = r;
+        if (const json* info = get_field(params, "clientInfo"); info != nullptr) {
+            const json* name = get_field(*info, "name");
+            if (!info->is_object() || (name != nullptr && !name->is_string()))
+                return send_error(id, invalid_params,
+                                  "\"clientInfo\" must be an object with a string \"name\"");
+            agent_ = get_string(*info, "name").value_or("");
+        }
         if (!connect()) return send_error(id, internal_error, down_);
         send_result(id, {{"protocolVersion", chosen},
                          {"capabilities", {{"tools", {{"listChanged", true}}}}},
@@ -318,8 +338,9 @@ class bridge {
         std::vector<const json*> listed;
         for (const json& d : descriptors) {
             if (!d.is_object()) continue;
-            if (d.value("payloadKind", "") == "text") text_tools_.insert(d.value("name", ""));
-            const std::string permission = d.value("permission", "");
+            if (get_string(d, "payloadKind") == "text")
+                text_tools_.insert(get_string(d, "name").value_or(""));
+            const std::string permission = get_string(d, "permission").value_or("");
             if (!opts_.all && permission != "allow" && permission != "ask") continue;
             listed.push_back(&d);
         }
@@ -339,11 +360,11 @@ class bridge {
                 if (x.is_string() && x.get<std::string>() == c) return true;
             return false;
         };
-        json t{{"name", d.value("name", "")}};
+        json t{{"name", get_string(d, "name").value_or("")}};
         if (d.contains("title")) t["title"] = d["title"];
-        t["description"] = d.value("description", "");
+        t["description"] = get_string(d, "description").value_or("");
         json schema = d.value("inputSchema", json());
-        if (d.value("payloadKind", "") == "text")
+        if (get_string(d, "payloadKind") == "text")
             // MCP has no text-payload tools: one required string `input` (docs/protocol.md §13).
             schema = {{"type", "object"},
                       {"properties", {{"input", {{"type", "string"}}}}},
@@ -365,9 +386,16 @@ class bridge {
         if (by_mcp_id_.count(id.dump()))
             return send_error(id, invalid_request, "a request with this id is in flight");
         if (!connect()) return send_error(id, internal_error, down_);
-        // The MCP request id is part of the requestId (§9.2), kept within 128 characters.
+        // The MCP request id is part of the requestId (§9.2), kept within 128 bytes and cut
+        // on a UTF-8 character boundary (a split character would not come back as sent). The
+        // generator's prefix keeps it unique however much of the MCP id is cut.
         std::string rid = ids_.next() + ":" + (id.is_string() ? id.get<std::string>() : id.dump());
-        if (rid.size() > 128) rid.resize(128);
+        if (rid.size() > 128) {
+            std::size_t cut = 128;
+            while (cut > 0 && (static_cast<unsigned char>(rid[cut]) & 0xC0) == 0x80)
+                --cut;
+            rid.resize(cut);
+        }
         pending p;
         p.mcp_id = id;
         p.is_call = true;
@@ -383,16 +411,17 @@ class bridge {
                         {"protocol", 1},
                         {"requestId", rid},
                         {"toolName", params["name"]},
-                        {"arguments", text ? json(args.value("input", std::string())) : args},
+                        {"arguments", text ? json(get_string(args, "input").value_or("")) : args},
                         {"clientInfo", std::move(client)}});
     }
 
     /// A ToolResult as an MCP CallToolResult (§9.2).
     static void answer_call(const json& id, const json& r) {
-        if (!r.value("ok", false)) {
+        const json* ok = get_field(r, "ok");
+        if (ok == nullptr || !ok->is_boolean() || !ok->get<bool>()) {
             const json err = r.value("error", json::object());
-            const std::string code = err.is_object() ? err.value("code", "TOOL_FAILED") : "";
-            const std::string message = err.is_object() ? err.value("message", "") : "";
+            const std::string code = get_string(err, "code").value_or("TOOL_FAILED");
+            const std::string message = get_string(err, "message").value_or("");
             if (code == "UNKNOWN_TOOL") return send_error(id, invalid_params, message);
             return send_result(id,
                                {{"content", {{{"type", "text"}, {"text", code + ": " + message}}}},

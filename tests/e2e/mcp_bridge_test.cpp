@@ -147,6 +147,33 @@ TEST_CASE("meith mcp: bad JSON-RPC gets errors, pings are answered, stdin EOF en
     CHECK(out["exitCode"] == 0);
 }
 
+TEST_CASE("meith mcp: members of unexpected types get their JSON-RPC error and the session goes "
+          "on; a long non-ASCII id is answered under that id",
+          "[e2e][mcp][bridge]") {
+    // Each of these made the bridge print `internal error: [json.exception.type_error.302]` and
+    // exit 2, dropping every call in flight; the long id was cut inside a character and never
+    // answered.
+    daemon_process d;
+    const json out = run_bridge_client({"typed", MEITH_CLI, "--home", d.home().string()});
+    CHECK(out["numericJsonrpc"]["error"]["code"] == -32600);
+    CHECK(out["numericJsonrpc"]["id"] == 1);
+    CHECK(out["nullJsonrpc"]["error"]["code"] == -32600);
+    CHECK(out["nullJsonrpc"]["id"] == 2);
+    CHECK(out["numericVersion"]["error"]["code"] == -32602);
+    CHECK_THAT(out["numericVersion"]["error"]["message"].get<std::string>(),
+               Catch::Contains("protocolVersion") && Catch::Contains("string"));
+    CHECK(out["numericClientName"]["error"]["code"] == -32602);
+    CHECK_THAT(out["numericClientName"]["error"]["message"].get<std::string>(),
+               Catch::Contains("clientInfo"));
+    CHECK(out["initialize"]["result"]["protocolVersion"] == "2025-06-18");
+    CHECK(out["longIdCall"]["id"] == out["longId"]);
+    CHECK_FALSE(out["longIdCall"]["result"].contains("isError"));
+    CHECK(out["longIdCall"]["result"]["structuredContent"]["say"] == "hi");
+    CHECK(out["ping"]["id"] == 7);
+    CHECK(out["ping"]["result"].is_object());
+    CHECK(out["exitCode"] == 0);
+}
+
 TEST_CASE("meith mcp: with no daemon every request gets an error saying how to start it",
           "[e2e][mcp][bridge]") {
     temp_dir home;

@@ -6,6 +6,9 @@
 //       and notifications/tools/list_changed after NEW_CONFIG is reloaded into the daemon.
 //   node bridge_client.mjs raw MEITH ARGS...           JSON-RPC lines written by hand: malformed
 //       JSON, an unknown method, a cancel for a finished request, ping; then stdin is closed.
+//   node bridge_client.mjs typed MEITH ARGS...         members of unexpected types ("jsonrpc":2,
+//       null, a numeric protocolVersion, a numeric clientInfo.name, a numeric text input), a
+//       tools/call whose string id is 200 bytes of two-byte characters, then a ping.
 //
 // Prints one JSON object with what it saw; the C++ test asserts on it.
 import { spawn, execFileSync } from 'node:child_process';
@@ -77,7 +80,8 @@ async function sdk(home, newConfig) {
     return out;
 }
 
-async function raw(args) {
+// One `meith mcp` child and its stdout as a queue of parsed lines.
+function bridge(args) {
     const child = spawn(meith, ['mcp', ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines = createInterface({ input: child.stdout });
     const got = [];
@@ -91,6 +95,15 @@ async function raw(args) {
         take();
     }), 10000, 'an answer from meith mcp');
     const send = (s) => child.stdin.write(s + '\n');
+    const exit = async () => {
+        child.stdin.end();
+        return withTimeout(new Promise((res) => child.on('exit', (code) => res(code))), 10000, 'exit');
+    };
+    return { next, send, exit };
+}
+
+async function raw(args) {
+    const { next, send, exit } = bridge(args);
     const out = {};
     send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
         params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }));
@@ -106,11 +119,35 @@ async function raw(args) {
     out.toolsList = await next();
     send(JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'tools/list', params: { cursor: 'x' } }));
     out.badCursor = await next();
-    child.stdin.end();
-    out.exitCode = await withTimeout(new Promise((res) => child.on('exit', (code) => res(code))), 10000, 'exit');
+    out.exitCode = await exit();
     return out;
 }
 
-const result = mode === 'sdk' ? await sdk(rest[0], rest[1]) : await raw(rest);
+async function typed(args) {
+    const { next, send, exit } = bridge(args);
+    const out = {};
+    send('{"jsonrpc":2,"id":1,"method":"ping"}');
+    out.numericJsonrpc = await next();
+    send('{"jsonrpc":null,"id":2,"method":"ping"}');
+    out.nullJsonrpc = await next();
+    send('{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":5,"capabilities":{}}}');
+    out.numericVersion = await next();
+    send('{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":7}}}');
+    out.numericClientName = await next();
+    send(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'typed', version: '0' } } }));
+    out.initialize = await next();
+    out.longId = 'é'.repeat(100); // 200 bytes: the requestId is cut inside the id
+    send(JSON.stringify({ jsonrpc: '2.0', id: out.longId, method: 'tools/call',
+        params: { name: 'echo', arguments: { say: 'hi' } } }));
+    out.longIdCall = await next();
+    send(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'ping' }));
+    out.ping = await next();
+    out.exitCode = await exit();
+    return out;
+}
+
+const modes = { sdk: () => sdk(rest[0], rest[1]), raw: () => raw(rest), typed: () => typed(rest) };
+const result = await modes[mode]();
 process.stdout.write(JSON.stringify(result) + '\n');
 process.exit(0);

@@ -41,6 +41,9 @@ connection::connection(asio::local::stream_protocol::socket socket, registry::re
     const auto hz = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
     accepted_ticks_ = static_cast<std::uint64_t>(now.tv_sec) * hz +
                       static_cast<std::uint64_t>(now.tv_nsec) * hz / 1'000'000'000;
+    // A frame too large to parse is still answered under its requestId, and audited when it
+    // is a tool_call (handle_oversized): members 0 and 1.
+    framer_.scan_oversized({"requestId", "type"});
 }
 
 connection::~connection() = default;

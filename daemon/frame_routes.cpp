@@ -203,13 +203,17 @@ void connection::on_other(const protocol::client_frame&, std::string&) {
 }
 
 void connection::handle_oversized() {
-    const auto prefix = framer_.oversized_prefix();
-    const auto id = protocol::request_id_from_prefix(prefix);
+    // Found by scanning the whole frame's top level as it passed: a requestId written after a
+    // long `arguments` is found, and one nested inside them is not taken for it.
+    using kind = protocol::top_level_scanner::value::kind;
+    const auto& rid = framer_.oversized_member(0);
+    const auto& type = framer_.oversized_member(1);
+    const auto id = rid.k == kind::string ? protocol::usable_request_id(rid.text) : std::nullopt;
     const std::string why = "frame of " + std::to_string(framer_.dropped_bytes()) +
                             " bytes is over limits.max_frame_bytes (" +
                             std::to_string(registry_.cfg().limits.max_frame_bytes) + ")";
     protocol::append_error_frame(outbound_, id, why);
-    if (protocol::prefix_is_tool_call(prefix)) {
+    if (type.k == kind::string && type.text == "tool_call") {
         protocol::client_frame f;
         f.type = frame_type::tool_call;
         f.request_id = id;

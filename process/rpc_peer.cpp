@@ -28,7 +28,9 @@ rpc_peer::rpc_peer(asio::any_io_executor ex, child_reaper& reaper, process_spec 
               if (h_.on_spawn) h_.on_spawn();
           };
           sh.on_line = [this](std::string_view line) { on_line(line); };
-          sh.on_oversized = [this](std::string_view prefix, std::size_t) { on_oversized(prefix); };
+          sh.on_oversized = [this](const protocol::top_level_scanner::value& id, std::size_t) {
+              on_oversized(id);
+          };
           sh.on_exit = [this](const std::string& how) { on_exit(how); };
           sh.on_lifecycle = [this](std::string_view event, const std::string& details) {
               if (h_.on_lifecycle) h_.on_lifecycle(event, details);
@@ -107,19 +109,16 @@ std::optional<std::uint64_t> id_of(rpc_dialect dialect, simdjson::dom::object ms
     return id;
 }
 
-std::optional<std::uint64_t> id_from_prefix(rpc_dialect dialect, std::string_view prefix) {
-    // `"id":123` (JSON-RPC) or `"id":"123"` (tool host) near the start of a line too long to
-    // parse; the peers write the id before the result.
-    const bool quoted = dialect == rpc_dialect::tool_host;
-    const auto key = prefix.find(quoted ? R"("id":")" : R"("id":)");
-    if (key == std::string_view::npos) return std::nullopt;
-    const char* first = prefix.data() + key + (quoted ? 6 : 5);
-    const char* last = prefix.data() + prefix.size();
-    std::uint64_t id = 0;
-    auto [ptr, ec] = std::from_chars(first, last, id);
-    if (ec != std::errc{} || ptr == last) return std::nullopt;
-    if (quoted && *ptr != '"') return std::nullopt;
-    return id;
+std::optional<std::uint64_t> id_of_scanned(rpc_dialect dialect,
+                                           const protocol::top_level_scanner::value& id) {
+    using kind = protocol::top_level_scanner::value::kind;
+    if (id.k != (dialect == rpc_dialect::tool_host ? kind::string : kind::number))
+        return std::nullopt;
+    std::uint64_t n = 0;
+    const char* last = id.text.data() + id.text.size();
+    auto [ptr, ec] = std::from_chars(id.text.data(), last, n);
+    if (ec != std::errc{} || ptr != last || id.text.empty()) return std::nullopt;
+    return n;
 }
 
 parsed_line classify_line(simdjson::dom::parser& parser, rpc_dialect dialect,
@@ -198,8 +197,8 @@ void rpc_peer::on_line(std::string_view line) {
     if (cb->on_message) cb->on_message(p.msg, true);
 }
 
-void rpc_peer::on_oversized(std::string_view prefix) {
-    const auto id = rpc_wire::id_from_prefix(dialect_, prefix);
+void rpc_peer::on_oversized(const protocol::top_level_scanner::value& scanned) {
+    const auto id = rpc_wire::id_of_scanned(dialect_, scanned);
     if (!id) return;
     auto it = pending_.find(*id);
     if (it == pending_.end()) return;

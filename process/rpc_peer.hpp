@@ -71,9 +71,11 @@ parsed_line classify_line(simdjson::dom::parser& parser, rpc_dialect dialect,
 /// digits (tool host); nullopt when absent or of another form.
 std::optional<std::uint64_t> id_of(rpc_dialect dialect, simdjson::dom::object msg);
 
-/// The id near the start of a line too long to parse (`"id":123` / `"id":"123"`, which the
-/// peers write before the result); nullopt when `prefix` does not show a complete one.
-std::optional<std::uint64_t> id_from_prefix(rpc_dialect dialect, std::string_view prefix);
+/// The id of a line too long to parse, from its scanned top-level "id" member (a number for
+/// JSON-RPC, a string of digits for a tool host, as id_of reads them); nullopt otherwise. An
+/// "id" nested in the result is never taken for it.
+std::optional<std::uint64_t> id_of_scanned(rpc_dialect dialect,
+                                           const protocol::top_level_scanner::value& id);
 
 } // namespace rpc_wire
 
@@ -127,7 +129,7 @@ class rpc_peer {
 
   private:
     void on_line(std::string_view line);
-    void on_oversized(std::string_view prefix);
+    void on_oversized(const protocol::top_level_scanner::value& id);
     void on_exit(const std::string& how);
 
     rpc_dialect dialect_;

@@ -48,7 +48,9 @@ std::string_view to_string(process_state s) {
 /// when the launch is retired, so callbacks of a dead child never reach a newer one.
 struct supervised_process::instance {
     instance(asio::any_io_executor ex, const child_process::options& opts, std::size_t max_line)
-        : child(ex, opts), out_framer(max_line), err_framer(max_log_line) {}
+        : child(ex, opts), out_framer(max_line), err_framer(max_log_line) {
+        out_framer.scan_oversized({"id"});
+    }
     child_process child;
     protocol::line_framer out_framer;
     protocol::line_framer err_framer;
@@ -355,7 +357,7 @@ void supervised_process::read_stdout(const std::shared_ptr<instance>& inst) {
                     spdlog::warn("{}: a stdout line of {} bytes is over the limit; dropped",
                                  owner->spec_.name, inst->out_framer.dropped_bytes());
                     if (owner->h_.on_oversized)
-                        owner->h_.on_oversized(inst->out_framer.oversized_prefix(),
+                        owner->h_.on_oversized(inst->out_framer.oversized_member(0),
                                                inst->out_framer.dropped_bytes());
                 } else if (owner->h_.on_line) {
                     owner->h_.on_line(inst->out_framer.line());

@@ -81,8 +81,11 @@ class supervised_process {
         std::function<void()> on_spawn;
         /// One line of the child's stdout (without its line ending).
         std::function<void(std::string_view line)> on_line;
-        /// A stdout line over `max_line_bytes` was dropped; `prefix` is its first bytes.
-        std::function<void(std::string_view prefix, std::size_t bytes)> on_oversized;
+        /// A stdout line over `max_line_bytes` (`bytes` long) was dropped; `id` is its
+        /// top-level "id" member, found by scanning the whole line as it passed (both
+        /// protocols spoken on stdio carry one; top_level_scan.hpp).
+        std::function<void(const protocol::top_level_scanner::value& id, std::size_t bytes)>
+            on_oversized;
         /// The child ended; `why` describes it ("exited with status 3"). Fail work in flight.
         std::function<void(const std::string& why)> on_exit;
         /// Audit-worthy transitions: "source_start", "source_exit", "source_restart",

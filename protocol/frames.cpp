@@ -301,23 +301,12 @@ std::size_t utf8_length(std::string_view s) {
     return n;
 }
 
-std::optional<std::string_view> request_id_from_prefix(std::string_view prefix) {
-    constexpr std::string_view key = R"("requestId":")";
-    const auto at = prefix.find(key);
-    if (at == std::string_view::npos) return std::nullopt;
-    const auto start = at + key.size();
-    const auto end = prefix.find('"', start);
-    if (end == std::string_view::npos) return std::nullopt;
-    const auto id = prefix.substr(start, end - start);
+std::optional<std::string_view> usable_request_id(std::string_view id) {
     // Escapes would need a real parser; an id with one is simply not recovered.
     if (id.empty() || id.find('\\') != std::string_view::npos ||
         utf8_length(id) > max_request_id_chars || !is_valid_utf8(id))
         return std::nullopt;
     return id;
-}
-
-bool prefix_is_tool_call(std::string_view prefix) {
-    return prefix.find(R"("type":"tool_call")") != std::string_view::npos;
 }
 
 simdjson::dom::parser& frame_decoder::parser() {

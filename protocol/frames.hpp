@@ -98,10 +98,9 @@ class frame_decoder {
     static simdjson::dom::parser& parser();
 };
 
-/// The requestId of a frame too large to parse, from its first bytes (`"requestId":"…"`),
-/// when it is there and usable; and whether those bytes say it is a tool_call.
-std::optional<std::string_view> request_id_from_prefix(std::string_view prefix);
-bool prefix_is_tool_call(std::string_view prefix);
+/// `id` (a string's bytes without escapes, as top_level_scanner captures them) when it is a
+/// usable requestId: 1-128 characters of valid UTF-8 (§3); nullopt otherwise.
+std::optional<std::string_view> usable_request_id(std::string_view id);
 
 /// Number of characters (Unicode code points) in UTF-8 text.
 std::size_t utf8_length(std::string_view s);

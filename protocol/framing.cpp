@@ -46,11 +46,16 @@ line_framer::status line_framer::next() {
         if (nl == nullptr) {
             scan_ = avail;
             if (discarding_) {
+                if (members_) members_->feed({base, avail});
                 dropped_ += avail;
                 if (avail > 0) dropped_cr_ = base[avail - 1] == '\r';
                 begin_ = end_ = scan_ = 0;
             } else if (avail > max_ + 1) { // +1: a trailing '\r' may still belong to the ending
                 prefix_.assign(base, std::min<std::size_t>(avail, 256));
+                if (members_) {
+                    members_->reset();
+                    members_->feed({base, avail});
+                }
                 discarding_ = true;
                 dropped_ = avail;
                 dropped_cr_ = base[avail - 1] == '\r';
@@ -63,6 +68,7 @@ line_framer::status line_framer::next() {
         scan_ = 0;
         if (discarding_) {
             discarding_ = false;
+            if (members_) members_->feed({base, len});
             // The '\r' of a "\r\n" ending is not part of the frame, wherever it arrived.
             if (len > 0)
                 dropped_ += base[len - 1] == '\r' ? len - 1 : len;
@@ -74,6 +80,10 @@ line_framer::status line_framer::next() {
         if (frame_len > 0 && base[frame_len - 1] == '\r') --frame_len;
         if (frame_len > max_) {
             prefix_.assign(base, std::min<std::size_t>(frame_len, 256));
+            if (members_) {
+                members_->reset();
+                members_->feed({base, frame_len});
+            }
             dropped_ = frame_len;
             return status::oversized;
         }

@@ -9,8 +9,11 @@
 // Not thread-safe; one framer per connection.
 #pragma once
 
+#include "protocol/top_level_scan.hpp"
+
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,8 +46,15 @@ class line_framer {
 
     std::string_view line() const { return line_; }
     std::size_t dropped_bytes() const { return dropped_; }
-    /// The first bytes (up to 256) of the last oversized frame, e.g. to find its id.
+    /// The first bytes (up to 256) of the last oversized frame, e.g. for a log line.
     std::string_view oversized_prefix() const { return prefix_; }
+    /// Scans every oversized frame, as its bytes pass, for the top-level members `keys`
+    /// (top_level_scan.hpp): a request id written after a long result is still found.
+    void scan_oversized(std::initializer_list<std::string_view> keys) { members_.emplace(keys); }
+    /// The scanned value of `keys[i]` in the last oversized frame (scan_oversized first).
+    const top_level_scanner::value& oversized_member(std::size_t i) const {
+        return members_->get(i);
+    }
     /// The buffered bytes of an unterminated last line (e.g. at EOF), empty while discarding.
     std::string_view partial() const {
         return discarding_ ? std::string_view{}
@@ -79,6 +89,7 @@ class line_framer {
     std::size_t dropped_ = 0;
     std::string_view line_;
     std::string prefix_;
+    std::optional<top_level_scanner> members_;
     std::size_t growths_ = 0;
     std::size_t copied_ = 0;
 };

@@ -422,6 +422,29 @@ TEST_CASE("mcp: garbage is skipped - a partial line and an exit fail the call an
     CHECK(source_status(c, "fk")["restarts"] == 1);
 }
 
+TEST_CASE("mcp: a reply too long to parse fails its own call, found by its top-level id, not "
+          "another client's call whose id it holds",
+          "[e2e][mcp]") {
+    // The official SDKs write "id" after "result": the line's first "id" (here nested in its
+    // structuredContent) is another client's call, still running.
+    daemon_process d(fake_toml() + "[limits]\nmax_result_bytes = 2000\n");
+    client other(d.socket());
+    other.send({{"type", "tool_call"},
+                {"protocol", 1},
+                {"requestId", "slow-1"},
+                {"toolName", "fk_slow"},
+                {"arguments", {{"ms", 1500}}}});
+    client c(d.socket());
+    // Over the line limit (max_result_bytes + 1 MiB): dropped unparsed, its id scanned.
+    auto huge = c.call("fk_big", {{"bytes", 1100000}, {"late_id", true}}, {{"timeoutMs", 10000}});
+    CHECK(code_of(huge) == "TOOL_FAILED");
+    CHECK_THAT(message_of(huge), Catch::Contains("max_result_bytes"));
+    const json slow = other.read();
+    REQUIRE(slow["type"] == "tool_result");
+    CHECK(slow["requestId"] == "slow-1");
+    CHECK(first_text(slow) == "slow done");
+}
+
 TEST_CASE("mcp: results over max_result_bytes fail - foreign ids are dropped", "[e2e][mcp]") {
     daemon_process d(fake_toml() + "[limits]\nmax_result_bytes = 2000\n");
     client c(d.socket());

@@ -206,29 +206,36 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     proto::frame_decoder decoder;
     const proto::client_frame f = decoder.decode(line.view());
     check_decoded(f, line.view());
+    // Copied: the view points into the decoder's parser, which shrink_if_large may replace.
+    const std::optional<std::string> decoded_id =
+        f.request_id ? std::optional<std::string>(*f.request_id) : std::nullopt;
     encode_replies(f);
     proto::frame_decoder::shrink_if_large(1 << 20);
 
-    // A frame too large to parse: only its first bytes are looked at.
-    for (std::string_view prefix : {line.view(), line.view().substr(0, 256)}) {
-        if (const auto id = proto::request_id_from_prefix(prefix)) {
-            check(!id->empty() && id->size() <= prefix.size() && id->data() >= prefix.data() &&
-                      id->data() + id->size() <= prefix.data() + prefix.size(),
-                  "request_id_from_prefix returned a view outside the prefix", prefix);
-            check(id->find('\\') == std::string_view::npos &&
-                      id->find('"') == std::string_view::npos,
-                  "request_id_from_prefix returned an id with an escape or quote", prefix);
-            check(proto::is_valid_utf8(*id) &&
-                      proto::utf8_length(*id) <= proto::max_request_id_chars,
-                  "request_id_from_prefix returned an unusable id", prefix);
-            std::string out;
-            proto::append_error_frame(out, *id, "frame too large");
-            must_be_frame(out, "error frame for an oversized frame");
-        }
-        const bool is_call = proto::prefix_is_tool_call(prefix);
-        check(!is_call || prefix.find("tool_call") != std::string_view::npos,
-              "prefix_is_tool_call without tool_call", prefix);
+    // A frame too large to parse: its top-level requestId and type are scanned as it passes,
+    // in two pieces split anywhere. Where the decoder read a requestId from a frame without
+    // escapes, the scan finds the same one (both take the first of duplicate keys).
+    proto::top_level_scanner scan({"requestId", "type"});
+    const std::size_t split = size == 0 ? 0 : data[0] % (size + 1);
+    scan.feed(line.view().substr(0, split));
+    scan.feed(line.view().substr(split));
+    const auto& rid = scan.get(0);
+    using kind = proto::top_level_scanner::value::kind;
+    check(rid.text.size() <= proto::top_level_scanner::max_value_bytes,
+          "the scanner captured more than its bound", line.view());
+    const auto id = rid.k == kind::string ? proto::usable_request_id(rid.text) : std::nullopt;
+    if (id) {
+        check(id->find('\\') == std::string_view::npos && id->find('"') == std::string_view::npos,
+              "usable_request_id returned an id with an escape or quote", line.view());
+        check(proto::is_valid_utf8(*id) && proto::utf8_length(*id) <= proto::max_request_id_chars,
+              "usable_request_id returned an unusable id", line.view());
+        std::string out;
+        proto::append_error_frame(out, *id, "frame too large");
+        must_be_frame(out, "error frame for an oversized frame");
     }
+    if (decoded_id && line.view().find('\\') == std::string_view::npos)
+        check(id && *id == *decoded_id, "the scanner missed the requestId the decoder read",
+              line.view());
 
     encode_fuzzed(data, size);
     return 0;

@@ -2,15 +2,17 @@
 // (process/rpc_peer.hpp, rpc_wire), in both dialects.
 //
 // The input is one line from the child, classified as rpc_peer does (parsed in place, padded)
-// and scanned as the prefix of a line too long to parse; then the input, cut into an id and a
-// payload, is wrapped in the replies, events and requests a well-behaved child writes. Invariants:
-// the class matches the message (garbage exactly when it is no JSON object; ids as id_of reads
-// them; events and malformed lines only from tool hosts, incoming only in JSON-RPC), and a
-// well-formed line is classified as what it is, with its id recovered from its first 256 bytes.
+// and scanned as a line too long to parse (its top level, in two pieces); then the input, cut into
+// an id and a payload, is wrapped in the replies, events and requests a well-behaved child writes.
+// Invariants: the class matches the message (garbage exactly when it is no JSON object; ids as
+// id_of reads them; events and malformed lines only from tool hosts, incoming only in JSON-RPC),
+// and a well-formed line is classified as what it is, and its id is recovered by the scan wherever
+// it stands (also after a result holding "id" members of its own).
 #include "fuzz_common.hpp"
 
 #include "process/rpc_peer.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/top_level_scan.hpp"
 
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -71,12 +73,25 @@ void check_any_line(rpc_dialect dialect, std::string_view line) {
     }
 }
 
-void check_prefix(rpc_dialect dialect, std::string_view prefix) {
-    const auto id = wire::id_from_prefix(dialect, prefix);
-    if (!id) return;
-    const bool quoted = dialect == rpc_dialect::tool_host;
-    const auto at = prefix.find(quoted ? R"("id":")" : R"("id":)");
-    check(at != std::string_view::npos, "an id recovered from a prefix without \"id\":", prefix);
+/// The id rpc_peer takes for `line` when it is too long to parse: its top-level "id", scanned
+/// as the line passes in two pieces split at `split`.
+std::optional<std::uint64_t> scanned_id(rpc_dialect dialect, std::string_view line,
+                                        std::size_t split) {
+    meith::protocol::top_level_scanner scan({"id"});
+    split = std::min(split, line.size());
+    scan.feed(line.substr(0, split));
+    scan.feed(line.substr(split));
+    return wire::id_of_scanned(dialect, scan.get(0));
+}
+
+/// Where the line parses, the scan agrees with the parser (without escapes, which the scan
+/// does not decode in keys).
+void check_scanned(rpc_dialect dialect, std::string_view line) {
+    const auto scanned = scanned_id(dialect, line, line.size() / 2);
+    const auto p = classify(dialect, line);
+    if (p.kind == wire::line_kind::garbage || line.find('\\') != std::string_view::npos) return;
+    const auto parsed = wire::id_of(dialect, p.msg);
+    check(scanned == parsed, "the scanned id of a line is not the parsed one", line);
 }
 
 /// A line as a child writes it, and what rpc_peer must make of it.
@@ -86,9 +101,11 @@ void check_well_formed(rpc_dialect dialect, std::string_view line, wire::line_ki
     check(p.kind == want, "a well-formed line classified as something else", line);
     if (want != wire::line_kind::incoming)
         check(p.id == id, "a well-formed line's id is not recovered", line);
-    // Too long to parse: only its first 256 bytes (line_framer's oversized_prefix) are seen.
-    const auto from_prefix = wire::id_from_prefix(dialect, line.substr(0, 256));
-    check(from_prefix && *from_prefix == id, "the id of an oversized line is not recovered", line);
+    // Too long to parse: its top level is scanned as it passes.
+    for (std::size_t split : {std::size_t{0}, line.size() / 3, std::size_t{256}}) {
+        const auto scanned = scanned_id(dialect, line, split);
+        check(scanned && *scanned == id, "the id of an oversized line is not recovered", line);
+    }
 }
 
 } // namespace
@@ -97,8 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view line(reinterpret_cast<const char*>(data), size);
     for (auto dialect : {rpc_dialect::jsonrpc, rpc_dialect::tool_host}) {
         check_any_line(dialect, line);
-        check_prefix(dialect, line);
-        check_prefix(dialect, line.substr(0, 256));
+        check_scanned(dialect, line);
     }
 
     FuzzedDataProvider in(data, size);
@@ -122,7 +138,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string n;
     meith::protocol::append_uint(n, id);
 
-    // JSON-RPC: a result, an error, and the child's own request (exec servers, hooks).
+    // JSON-RPC: a result, an error, and the child's own request (exec servers, hooks); the
+    // id also after the result, as the official MCP SDKs write it.
+    check_well_formed(rpc_dialect::jsonrpc,
+                      R"({"jsonrpc":"2.0","result":)" + payload + R"(,"id":)" + n + "}",
+                      wire::line_kind::reply, id);
     check_well_formed(rpc_dialect::jsonrpc,
                       R"({"jsonrpc":"2.0","id":)" + n + R"(,"result":)" + payload + "}",
                       wire::line_kind::reply, id);

@@ -20,6 +20,9 @@
 //   progress {steps}     notifications/progress per step (with the call's token), then answers
 //   cancelled            the notifications/cancelled received so far
 //   big {bytes}          a text block of that many bytes; the answer line starts with its id
+//   big {bytes, late_id} waits until a `slow` call is in flight, then answers with its own id
+//                        last (as the official SDKs write it) and the slow call's id nested in
+//                        structuredContent first
 //   wrong_id             first answers an id it was never sent, then the right one
 //   garbage_exit         writes a non-JSON line and a partial line, then exits with status 3
 //   ask {method}         sends the daemon a request (sampling/createMessage, roots/list, ping,
@@ -61,6 +64,7 @@ const tools = [
 
 let revision = null;
 const cancelled = [];
+const slowInFlight = new Set(); // ids of `slow` calls not yet answered
 const waiting = new Map(); // our request id -> resolve
 let nextOwnId = 0;
 
@@ -84,7 +88,9 @@ async function call(id, name, args, token) {
     case 'rpc_error':
       throw { code: -32000, message: 'the fake server refused', data: { why: 'asked to' } };
     case 'slow':
+      slowInFlight.add(id);
       await new Promise((r) => setTimeout(r, args.ms ?? 1000));
+      slowInFlight.delete(id);
       return { content: [text('slow done')] };
     case 'progress': {
       const steps = args.steps ?? 3;
@@ -97,6 +103,13 @@ async function call(id, name, args, token) {
     case 'cancelled':
       return { content: [text(JSON.stringify(cancelled))], structuredContent: { cancelled } };
     case 'big': {
+      if (args.late_id) {
+        const deadline = Date.now() + 10000;
+        while (slowInFlight.size === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        const other = [...slowInFlight][0] ?? null;
+        write(`{"jsonrpc":"2.0","result":{"structuredContent":{"id":${JSON.stringify(other)}},"content":[{"type":"text","text":"${'x'.repeat(args.bytes ?? 1000)}"}]},"id":${JSON.stringify(id)}}`);
+        return undefined;
+      }
       // The id first, so that a line too long to parse still names its call.
       write(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"${'x'.repeat(args.bytes ?? 1000)}"}]}}`);
       return undefined;

@@ -604,37 +604,78 @@ TEST_CASE("utf8_length", "[frames]") {
     CHECK(utf8_length("\xF0\x9F\x98\x80\xF0\x9F\x98\x80") == 2);
 }
 
-TEST_CASE("request_id_from_prefix and prefix_is_tool_call", "[frames]") {
-    const std::string prefix =
-        R"({"type":"tool_call","requestId":"big-1","toolName":"echo","arguments":{"s":"xxxx)";
-    auto id = request_id_from_prefix(prefix);
-    REQUIRE(id);
-    CHECK(*id == "big-1");
-    CHECK(prefix_is_tool_call(prefix));
+namespace {
+/// The scanned values of `keys` in `text` fed `chunk` bytes at a time.
+std::vector<top_level_scanner::value>
+scan(std::string_view text, std::initializer_list<std::string_view> keys, std::size_t chunk = 7) {
+    top_level_scanner s(keys);
+    for (std::size_t at = 0; at < text.size(); at += chunk)
+        s.feed(text.substr(at, chunk));
+    std::vector<top_level_scanner::value> out;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+        out.push_back(s.get(i));
+    return out;
+}
+using kind = top_level_scanner::value::kind;
+} // namespace
 
-    CHECK_FALSE(prefix_is_tool_call(R"({"type":"list_tools","requestId":"l"})"));
-    CHECK_FALSE(request_id_from_prefix(R"({"type":"tool_call","arguments":{"s":"xx)"));
-    // Cut off inside the id: not recovered.
-    CHECK_FALSE(request_id_from_prefix(R"({"type":"tool_call","requestId":"abc)"));
-    // Empty, escaped, too long or not a string: not recovered.
-    CHECK_FALSE(request_id_from_prefix(R"({"requestId":"","type":"tool_call"})"));
-    CHECK_FALSE(request_id_from_prefix(R"({"requestId":"a\"b","type":"tool_call"})"));
-    CHECK_FALSE(request_id_from_prefix(R"({"requestId":")" + std::string(129, 'x') + "\"}"));
-    CHECK_FALSE(request_id_from_prefix(R"({"requestId":42,"type":"tool_call"})"));
-    CHECK_FALSE(request_id_from_prefix("{\"requestId\":\"\xFF\xFE\"}"));
-    auto max = request_id_from_prefix(R"({"requestId":")" + std::string(128, 'x') + "\"}");
-    REQUIRE(max);
-    CHECK(max->size() == 128);
+TEST_CASE("top_level_scanner: only the outermost object's members count", "[frames][scan]") {
+    // The MCP SDKs write "id" after "result": a nested "id" is not the message's.
+    auto v = scan(
+        R"({"jsonrpc":"2.0","result":{"structuredContent":{"id":1},"a":["}",{"id":2}]},"id":3})",
+        {"id", "jsonrpc"});
+    CHECK(v[0].k == kind::number);
+    CHECK(v[0].text == "3");
+    CHECK(v[1].k == kind::string);
+    CHECK(v[1].text == "2.0");
+    // Strings hide braces, quotes and keys; the first occurrence wins.
+    v = scan(R"( { "s" : "{\"id\":9}" , "id" : "12" , "id":"13"})", {"id"}, 1);
+    CHECK(v[0].k == kind::string);
+    CHECK(v[0].text == "12");
+    // Other kinds, escapes and absence.
+    const std::string mixed = R"({"a":null,"b":{"x":[1,2]},"c":"x\"y","d":-1.5e3,"e":true})";
+    v = scan(mixed, {"a", "b", "c", "z"});
+    CHECK(v[0].k == kind::other);
+    CHECK(v[1].k == kind::other);
+    CHECK(v[2].k == kind::other);
+    CHECK(v[3].k == kind::absent);
+    v = scan(mixed, {"d", "e"});
+    CHECK(v[0].k == kind::number);
+    CHECK(v[0].text == "-1.5e3");
+    CHECK(v[1].k == kind::other);
+    // Not an object, or a key spelled with an escape: nothing.
+    CHECK(scan(R"(["id",1])", {"id"})[0].k == kind::absent);
+    CHECK(scan(R"({"\u0069d":1})", {"id"})[0].k == kind::absent);
+    // A value longer than the bound is `other`, not a cut string.
+    CHECK(scan(R"({"id":")" + std::string(600, 'x') + "\"}", {"id"})[0].k == kind::other);
+}
 
-    // Works on what the framer keeps of an oversized frame.
+TEST_CASE("an oversized frame's requestId and type, scanned as it passes the framer",
+          "[frames][scan]") {
     line_framer framer(64);
-    auto events = feed(framer, prefix + std::string(1000, 'x') + "\"}}\n");
+    framer.scan_oversized({"requestId", "type"});
+    // The requestId after a long `arguments` that holds another one.
+    const std::string frame = R"({"type":"tool_call","arguments":{"requestId":"victim","s":")" +
+                              std::string(5000, 'x') + R"("},"requestId":"big-1"})";
+    auto events = feed(framer, frame + "\n");
     REQUIRE(events.size() == 1);
     REQUIRE(events[0].status == line_framer::status::oversized);
-    auto from_framer = request_id_from_prefix(events[0].prefix);
-    REQUIRE(from_framer);
-    CHECK(*from_framer == "big-1");
-    CHECK(prefix_is_tool_call(events[0].prefix));
+    REQUIRE(framer.oversized_member(0).k == kind::string);
+    CHECK(framer.oversized_member(0).text == "big-1");
+    CHECK(framer.oversized_member(1).text == "tool_call");
+    // The next oversized frame starts afresh.
+    events = feed(framer, R"({"type":"list_tools","pad":")" + std::string(500, 'y') + "\"}\n");
+    REQUIRE(events.size() == 1);
+    CHECK(framer.oversized_member(0).k == kind::absent);
+    CHECK(framer.oversized_member(1).text == "list_tools");
+
+    CHECK(usable_request_id("big-1") == std::optional<std::string_view>("big-1"));
+    // Empty, escaped, too long or not UTF-8: not usable.
+    CHECK_FALSE(usable_request_id(""));
+    CHECK_FALSE(usable_request_id(R"(a\"b)"));
+    CHECK_FALSE(usable_request_id(std::string(129, 'x')));
+    CHECK_FALSE(usable_request_id("\xFF\xFE"));
+    CHECK(usable_request_id(std::string(128, 'x')));
 }
 
 TEST_CASE("frame_decoder: malformed frames", "[frames]") {

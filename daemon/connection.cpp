@@ -175,12 +175,38 @@ void connection::close_if_finished() {
 
 void connection::on_tool_event(std::string_view request_id, std::string_view event_json) {
     if (closed_) return;
+    if (over_outbound_limit()) {
+        // Back-pressure for events: the client reads slower than the tool writes. Counted,
+        // not queued, so the queue stays bounded (docs/protocol.md §5 Limits).
+        for (auto& [id, count] : dropped_events_)
+            if (id == request_id) {
+                ++count;
+                return;
+            }
+        dropped_events_.emplace_back(request_id, 1);
+        return;
+    }
+    report_dropped_events(request_id);
     protocol::append_tool_event(outbound_, request_id, event_json);
     flush();
 }
 
+void connection::report_dropped_events(std::string_view request_id) {
+    for (auto it = dropped_events_.begin(); it != dropped_events_.end(); ++it) {
+        if (it->first != request_id) continue;
+        std::string event = R"({"type":"events_dropped","count":)";
+        protocol::append_uint(event, it->second);
+        event.append(",\"reason\":\"the client read slower than the tool wrote its events "
+                     "(over limits.max_outbound_bytes)\"}");
+        protocol::append_tool_event(outbound_, request_id, event);
+        dropped_events_.erase(it);
+        return;
+    }
+}
+
 void connection::on_tool_result(std::string_view request_id, const protocol::tool_result& r) {
     if (!closed_) {
+        if (!dropped_events_.empty()) report_dropped_events(request_id);
         const std::size_t begin = outbound_.size();
         protocol::append_tool_result_frame(outbound_, request_id, r);
         // The call's line was just built into the pending batch (registry::finish).

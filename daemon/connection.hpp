@@ -11,7 +11,10 @@
 // write(2). Under audit.on_failure = "fail_closed", a successful result whose own batch failed
 // is replaced by TOOL_FAILED before it leaves, using its mark (no re-parse).
 // Back-pressure: while more than `limits.max_outbound_bytes` wait unsent, no further request
-// is read (the client's own writes block); a client whose socket then takes no byte for
+// is read (the client's own writes block) and a call's tool_events are dropped and counted, so
+// a tool that writes events faster than its client reads cannot grow the queue: the call's
+// next event or its result is preceded by one `{"type":"events_dropped","count":N}` event
+// (results are always queued); a client whose socket then takes no byte for
 // `limits.write_stall_ms` does not read and is closed. A client that half-closes (EOF on read,
 // as `nc -N` and `socat` do) has sent its last request: its calls run and every reply is
 // written before the daemon closes. Closing cancels the connection's calls in flight.
@@ -119,6 +122,8 @@ class connection final : public registry::call_sink,
     void watch_stall();
     /// After a half-close: closes once no call is in flight and every reply is written.
     void close_if_finished();
+    /// Queues call `request_id`'s events_dropped event, if it had events dropped.
+    void report_dropped_events(std::string_view request_id);
 
     asio::local::stream_protocol::socket socket_;
     registry::registry& registry_;
@@ -139,6 +144,9 @@ class connection final : public registry::call_sink,
     protocol::line_framer framer_;
     protocol::frame_decoder decoder_;
     std::unordered_map<std::string, registry::call_ptr> calls_;
+    /// Calls whose tool_events were dropped over the outbound limit, and how many: a short
+    /// list (at most max_calls_in_flight_per_connection), searched without allocating.
+    std::vector<std::pair<std::string, std::uint64_t>> dropped_events_;
 
     // ---- the outbound queue and its writer ------------------------------------------------
     /// A successful tool_result frame in outbound_ ([begin, end)) and the audit batch that

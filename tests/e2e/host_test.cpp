@@ -55,6 +55,52 @@ TEST_CASE("host tools are registered with schemas, capabilities and permissions"
     CHECK(find_tool(as_plugin, "t_echo")["permission"] == "allow");
 }
 
+TEST_CASE("a tool's events past max_outbound_bytes are dropped and counted, not queued without "
+          "bound",
+          "[e2e][host]") {
+    // The client does not read while the tool writes 2000 events of 2 KB (4 MB) as fast as it
+    // can; with max_outbound_bytes = 64 KiB meithd queued them all (hundreds of MB from one
+    // fast tool). Now they are counted, and the next event or the result says how many.
+    daemon_process d(host_source_toml("th") + "[limits]\nmax_result_bytes = 65536\n"
+                                              "max_outbound_bytes = 65536\nwrite_stall_ms = "
+                                              "120000\n");
+    client c(d.socket());
+    c.send({{"type", "tool_call"},
+            {"protocol", 1},
+            {"requestId", "flood"},
+            {"toolName", "t_stream"},
+            {"arguments", {{"n", 2000}, {"interval_ms", 0}, {"pad", 2000}}}});
+    // Synchronise on the call's audit line (written before its result is queued), not on time.
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (d.audit_events("tool_call").empty() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(20ms);
+    REQUIRE_FALSE(d.audit_events("tool_call").empty());
+
+    std::uint64_t delivered = 0;
+    std::uint64_t dropped = 0;
+    json result;
+    for (;;) {
+        const json f = c.read();
+        if (f["type"] == "tool_result") {
+            result = f;
+            break;
+        }
+        REQUIRE(f["type"] == "tool_event");
+        if (f["event"]["type"] == "events_dropped") {
+            dropped += f["event"]["count"].get<std::uint64_t>();
+            CHECK_THAT(f["event"]["reason"].get<std::string>(),
+                       Catch::Contains("max_outbound_bytes"));
+        } else {
+            ++delivered;
+        }
+    }
+    CHECK(result["result"]["content"]["done"] == 2000);
+    CHECK(dropped > 0);
+    CHECK(delivered + dropped == 2000);
+    // What was queued stayed near the limit (the socket's own buffer holds the rest).
+    CHECK(delivered * 2000 < 2 * 1024 * 1024);
+}
+
 TEST_CASE("host calls return values, stream events and keep state", "[e2e][host]") {
     daemon_process d(host_source_toml("th"));
     client c(d.socket());

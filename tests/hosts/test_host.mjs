@@ -109,11 +109,11 @@ const tools = {
         run: (args) => ok({ n: args.n }),
     },
     t_stream: {
-        parameters: obj({ n: { type: 'integer' }, interval_ms: { type: 'integer' } }),
-        async run({ n = 3, interval_ms = 10 }, ctx) {
+        parameters: obj({ n: { type: 'integer' }, interval_ms: { type: 'integer' }, pad: { type: 'integer' } }),
+        async run({ n = 3, interval_ms = 10, pad = 0 }, ctx) {
             for (let i = 1; i <= n; i++) {
-                await sleep(interval_ms, undefined, { signal: ctx.signal });
-                ctx.emit({ i });
+                if (interval_ms > 0) await sleep(interval_ms, undefined, { signal: ctx.signal });
+                ctx.emit(pad > 0 ? { i, pad: 'x'.repeat(pad) } : { i });
             }
             return ok({ done: n });
         },

@@ -111,14 +111,8 @@ class server {
             hooks_.start();
         }
         const auto started = std::chrono::steady_clock::now();
-        registry_.start([this, started](std::optional<std::string> error) {
+        registry_.start([this, started] {
             if (shutting_down_) return;
-            if (error) {
-                fmt::print(stderr, "meithd: error: {}\n", *error);
-                exit_code_ = 1;
-                begin_shutdown(0);
-                return;
-            }
             try {
                 listen();
             } catch (const std::exception& e) {

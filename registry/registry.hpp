@@ -51,9 +51,10 @@ class registry {
     void add_source(std::shared_ptr<tool_source> source);
 
     /// Starts every source; `on_ready` runs once each has registered its tools or failed its
-    /// first start (docs/protocol.md §1 readiness). Returns an error message instead when a tool
-    /// name clashes at first registration (a startup error naming both sources).
-    void start(std::function<void(std::optional<std::string> startup_error)> on_ready);
+    /// first start (docs/protocol.md §1 readiness). A source whose listing takes a name another
+    /// source registered first fails alone (named in the log and list_sources); the daemon
+    /// starts: a listing is the program's, not the config's (docs/protocol.md §7).
+    void start(std::function<void()> on_ready);
 
     /// Runs call `c` (identity fields filled in by the connection) with `args`, an object
     /// element valid only during this call. Always ends in exactly one result to the sink.
@@ -252,8 +253,7 @@ class registry {
     std::vector<std::shared_ptr<tool_source>> retiring_;
     std::size_t unsettled_ = 0;
     bool started_ = false;
-    std::optional<std::string> startup_error_;
-    std::function<void(std::optional<std::string>)> on_ready_;
+    std::function<void()> on_ready_;
 
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); ///< for posted handlers
 };

@@ -1,7 +1,7 @@
 // source_lifecycle: the registry's sources from start to stop (docs/protocol.md §1, §7).
 //
 // Owns the source list and what sources report (source_events): start and readiness (each
-// source settles once; a first-registration name clash is the startup error), registering
+// source settles once; a name clash fails the source that listed the taken name), registering
 // their tools into the tool table, lifecycle audit lines; after start, adding a source live,
 // removing one (its tools go at once, it is stopped and kept in `retiring_` until its stop
 // completes), manual restarts (sources and server-mode hooks), and stopping them all at
@@ -12,6 +12,7 @@
 #include "registry/hooks.hpp"
 
 #include <asio/post.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -23,7 +24,7 @@ void registry::add_source(std::shared_ptr<tool_source> source) {
     sources_.push_back(std::move(source));
 }
 
-void registry::start(std::function<void(std::optional<std::string>)> on_ready) {
+void registry::start(std::function<void()> on_ready) {
     on_ready_ = std::move(on_ready);
     unsettled_ = sources_.size();
     source_events events;
@@ -38,7 +39,7 @@ void registry::start(std::function<void(std::optional<std::string>)> on_ready) {
     events_ = events;
     if (sources_.empty()) {
         started_ = true;
-        on_ready_(std::nullopt);
+        on_ready_();
         return;
     }
     for (auto& s : sources_)
@@ -51,9 +52,23 @@ std::optional<std::string> registry::on_registered(tool_source& src,
     if (std::none_of(sources_.begin(), sources_.end(),
                      [&](const auto& s) { return s.get() == &src; }))
         return std::nullopt;
-    auto outcome = tools_.register_source(src, std::move(defs));
-    // A clash before readiness stops the daemon from starting (the first one is reported).
-    if (outcome.clash && !started_ && !startup_error_) startup_error_ = outcome.error;
+    // A name two sources list stays with the one earlier in the config, whichever listed first;
+    // the other fails alone (it marks itself failed with the error): a listing comes from its
+    // program, which an `npm update` can change, so it must not stop the daemon.
+    const auto precedes = [this](const tool_source& a, const tool_source& b) {
+        for (const auto& s : sources_) {
+            if (s.get() == &a) return true;
+            if (s.get() == &b) return false;
+        }
+        return false;
+    };
+    auto outcome = tools_.register_source(src, std::move(defs), precedes);
+    for (std::size_t i = 0; i < outcome.displaced.size(); ++i) {
+        spdlog::error("source '{}' failed: {}", outcome.displaced[i]->name(),
+                      outcome.displaced_why[i]);
+        outcome.displaced[i]->fail(outcome.displaced_why[i]);
+    }
+    if (outcome.error) spdlog::error("source '{}' failed: {}", src.name(), *outcome.error);
     return std::move(outcome.error);
 }
 
@@ -61,7 +76,7 @@ void registry::on_settled() {
     if (unsettled_ > 0 && --unsettled_ == 0 && on_ready_) {
         started_ = true;
         auto ready = std::move(on_ready_);
-        ready(startup_error_);
+        ready();
     }
 }
 

@@ -101,6 +101,10 @@ class tool_source : public std::enable_shared_from_this<tool_source> {
     /// Manual restart (`meith sources restart`): clears a failed state and starts again.
     virtual void restart() {}
 
+    /// The registry took the source's tools back (a source earlier in the config lists one of
+    /// their names): stop it and stay `failed` with `why` as its last error until restart().
+    virtual void fail(std::string why) { (void)why; }
+
     /// Asks the source's optional method `method` (a tool host's format_tool_call_preview,
     /// format_tool_result, to_display_format, get_tags, ...; docs/protocol.md §13) with
     /// `params_members` (JSON object members without braces; the source adds its `state`).

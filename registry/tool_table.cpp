@@ -2,6 +2,7 @@
 #include "registry/tool_table.hpp"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "protocol/json_writer.hpp"
 #include "schema/validator.hpp"
@@ -12,12 +13,32 @@ namespace meith::registry {
 
 using protocol::append_json_string;
 
+namespace {
+tool_table::registration refused(std::string why, bool clash) {
+    tool_table::registration r;
+    r.error = std::move(why);
+    r.clash = clash;
+    return r;
+}
+} // namespace
+
 tool_table::registration tool_table::register_source(tool_source& src,
-                                                     std::vector<tool_definition> defs) {
+                                                     std::vector<tool_definition> defs,
+                                                     const source_order& precedes) {
+    if (defs.size() > max_tools_per_source)
+        return refused("source '" + src.name() + "' lists " + std::to_string(defs.size()) +
+                           " tools, more than meithd takes from one source (" +
+                           std::to_string(max_tools_per_source) +
+                           "); split its tools over several sources",
+                       false);
     // The source's own prefix: a reload may add it before the daemon's config is replaced.
     const std::string& prefix = src.prefix();
 
+    registration out;
     std::vector<std::shared_ptr<const tool>> fresh;
+    fresh.reserve(defs.size());
+    std::unordered_set<std::string_view> names; // views into fresh's tools, which never move
+    names.reserve(defs.size());
     for (auto& d : defs) {
         auto t = std::make_shared<tool>();
         t->name = prefix + d.name;
@@ -40,22 +61,32 @@ tool_table::registration tool_table::register_source(tool_source& src,
             t->validator = std::move(compiled.validator);
         }
         auto it = tools_.find(t->name);
-        if (it != tools_.end() && it->second->source.get() != &src)
-            return {"tool name '" + t->name + "' is offered by both source '" +
-                        it->second->source->name() + "' and source '" + src.name() +
-                        "' (set `prefix` on one of them)",
-                    true};
-        for (const auto& f : fresh)
-            if (f->name == t->name)
-                return {"source '" + src.name() + "' offers tool '" + t->name + "' twice", false};
+        if (it != tools_.end() && it->second->source.get() != &src) {
+            const auto& holder = it->second->source;
+            std::string why = "tool name '" + t->name + "' is offered by both source '" +
+                              holder->name() + "' and source '" + src.name() +
+                              "' (set `prefix` on one of them)";
+            if (!precedes || !precedes(src, *holder)) return refused(std::move(why), true);
+            if (std::find(out.displaced.begin(), out.displaced.end(), holder) ==
+                out.displaced.end()) {
+                out.displaced.push_back(holder);
+                out.displaced_why.push_back(why + "; '" + src.name() +
+                                            "' comes first in the config and keeps it");
+            }
+        }
+        if (!names.insert(t->name).second)
+            return refused("source '" + src.name() + "' offers tool '" + t->name + "' twice",
+                           false);
         fresh.push_back(std::move(t));
     }
+    for (const auto& d : out.displaced)
+        remove_source(*d);
     remove_source(src);
     for (auto& t : fresh)
         tools_.emplace(t->name, std::move(t));
     invalidate();
     spdlog::info("source '{}': {} tool(s) registered", src.name(), fresh.size());
-    return {};
+    return out;
 }
 
 void tool_table::remove_source(const tool_source& src) {

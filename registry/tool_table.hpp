@@ -21,18 +21,34 @@
 
 namespace meith::registry {
 
+/// The most tools one source may list (docs/protocol.md §7): a longer listing is refused whole
+/// with an error saying so, and the source fails. Bounds the memory and the I/O thread's time a
+/// source's listing can take (each tool's schema is compiled as it registers).
+inline constexpr std::size_t max_tools_per_source = 10000;
+
 class tool_table {
   public:
     /// Outcome of register_source().
     struct registration {
         std::optional<std::string> error; ///< the set was refused; the table is unchanged
         bool clash = false;               ///< refused because another source offers a name
+        /// Sources that held a name of the set but come after `src` in the config: their
+        /// tools were removed to make way (the caller fails them with `displaced_why`).
+        std::vector<std::shared_ptr<tool_source>> displaced;
+        std::vector<std::string> displaced_why; ///< one per displaced source
     };
+
+    /// `precedes(a, b)`: source a comes before source b in the config.
+    using source_order = std::function<bool(const tool_source& a, const tool_source& b)>;
 
     /// Replaces the tools of `src` by `defs`, each named with the source's own prefix. A tool
     /// whose inputSchema does not compile is skipped (and logged). The whole set is refused
-    /// when a name belongs to another source or appears twice in it.
-    registration register_source(tool_source& src, std::vector<tool_definition> defs);
+    /// when it has more than max_tools_per_source tools, a name appears twice in it, or a name
+    /// belongs to another source that `precedes` src (without `precedes`: any other source).
+    /// A name held by a source that src precedes is taken from it: that source's tools are all
+    /// removed and it is returned in `displaced`. O(n) in the set's size (hash lookups).
+    registration register_source(tool_source& src, std::vector<tool_definition> defs,
+                                 const source_order& precedes = {});
     /// Removes every tool of `src`.
     void remove_source(const tool_source& src);
 

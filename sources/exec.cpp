@@ -142,7 +142,7 @@ class exec_source final : public tool_source {
 
     source_state state() const override {
         if (proc_) return state_of(proc_->state());
-        if (conf_.refusal) return source_state::failed;
+        if (conf_.refusal || failed_) return source_state::failed;
         return stopped_ ? source_state::stopped : source_state::ready;
     }
 
@@ -207,7 +207,22 @@ class exec_source final : public tool_source {
     }
 
     void restart() override {
-        if (proc_) proc_->restart();
+        if (proc_) {
+            proc_->restart();
+        } else if (failed_) { // its tool was taken back: offer it again
+            failed_ = false;
+            last_error_.clear();
+            start(events_);
+        }
+    }
+
+    void fail(std::string why) override {
+        if (proc_) {
+            proc_->fail_permanently(std::move(why));
+        } else {
+            failed_ = true;
+            last_error_ = std::move(why);
+        }
     }
 
     std::string status_json() const override {
@@ -407,6 +422,7 @@ class exec_source final : public tool_source {
     source_events events_;
     std::deque<call_ptr> waiting_;
     std::string last_error_;
+    bool failed_ = false; ///< one-shot: the registry took its tool back (fail())
     bool stopped_ = false;
     /// One-shot children running now; stop() ends them and waits for them.
     std::unordered_set<std::shared_ptr<oneshot_run>> runs_;

@@ -125,6 +125,7 @@ class mcp_source final : public tool_source {
     }
 
     void restart() override { proc_.restart(); }
+    void fail(std::string why) override { proc_.fail_permanently(std::move(why)); }
 
     std::string status_json() const override {
         std::string out = R"({"name":)";

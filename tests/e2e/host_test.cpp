@@ -428,14 +428,21 @@ TEST_CASE("secrets never reach the audit log or the daemon log", "[e2e][host]") 
 }
 
 TEST_CASE("tool names are unique across sources and a prefix lets two coexist", "[e2e][host]") {
-    temp_dir home;
-    std::ofstream(home.path / "clash.toml") << host_source_toml("one") + host_source_toml("two");
-    auto [code, err] = run_meithd_expect_exit({"--home", home.path.string(), "--socket",
-                                               (home.path / "s").string(), "--config",
-                                               (home.path / "clash.toml").string()});
-    CHECK(code == 1);
-    CHECK_THAT(err, Catch::Contains("'one'") && Catch::Contains("'two'"));
-
+    {
+        // Two hosts listing the same names: the daemon starts; the names stay with the host
+        // earlier in the config, whichever listed first, and the other fails alone, named
+        // with both sources in its error and the log.
+        daemon_process d(host_source_toml("one") + host_source_toml("two"));
+        client c(d.socket());
+        CHECK(c.call("t_echo", json::object())["result"]["ok"] == true);
+        CHECK(source_status(c, "one")["state"] == "ready");
+        const json two = source_status(c, "two");
+        CHECK(two["state"] == "failed");
+        CHECK_THAT(two["lastError"].get<std::string>(), Catch::Contains("'one'") &&
+                                                            Catch::Contains("'two'") &&
+                                                            Catch::Contains("prefix"));
+        CHECK_THAT(d.log(), Catch::Contains("source 'two' failed: tool name"));
+    }
     daemon_process d(host_source_toml("one") + host_source_toml("two", {}, "prefix = \"b_\"\n"));
     client c(d.socket());
     CHECK(c.call("t_echo", json::object())["result"]["ok"] == true);

@@ -422,6 +422,18 @@ TEST_CASE("mcp: garbage is skipped - a partial line and an exit fail the call an
     CHECK(source_status(c, "fk")["restarts"] == 1);
 }
 
+TEST_CASE("mcp: a server that lists a taken name fails alone; the daemon starts", "[e2e][mcp]") {
+    // Without a prefix the fake server lists `echo`, the built-in's name. Its listing is the
+    // program's (an npm update can change it), so it must not stop meithd from starting.
+    daemon_process d(mcp_source_toml("fk", {mcp_dir() + "/fake_server.mjs"}));
+    client c(d.socket());
+    const json fk = wait_source(c, "fk", [](const json& s) { return s["state"] == "failed"; });
+    CHECK_THAT(fk["lastError"].get<std::string>(),
+               Catch::Contains("'echo'") && Catch::Contains("builtin") && Catch::Contains("fk"));
+    CHECK(c.call("echo", {{"x", 1}})["result"]["ok"] == true);
+    CHECK_THAT(d.log(), Catch::Contains("source 'fk' failed"));
+}
+
 TEST_CASE("mcp: a reply too long to parse fails its own call, found by its top-level id, not "
           "another client's call whose id it holds",
           "[e2e][mcp]") {

@@ -109,6 +109,12 @@ class fake_source : public tool_source {
 
     void settle() { events_.settled(*this); }
 
+    void fail(std::string why) override {
+        failed_with = std::move(why);
+        state_ = source_state::failed;
+    }
+    std::optional<std::string> failed_with; ///< what fail() was told, if it ran
+
     std::optional<std::string> reregister(std::vector<tool_definition> defs) {
         return events_.registered(*this, std::move(defs));
     }
@@ -170,7 +176,7 @@ struct fixture {
     std::unique_ptr<registry> reg;
     std::shared_ptr<recording_sink> sink = std::make_shared<recording_sink>();
     fake_source* fake = nullptr;
-    std::optional<std::optional<std::string>> ready;
+    bool ready = false;
 
     void make_registry() { reg = std::make_unique<registry>(ioc.get_executor(), cfg, audit.get()); }
 
@@ -197,9 +203,9 @@ struct fixture {
     }
 
     void start() {
-        reg->start([this](std::optional<std::string> err) {
+        reg->start([this] {
             REQUIRE_FALSE(ready); // once
-            ready = std::move(err);
+            ready = true;
         });
     }
 
@@ -296,7 +302,6 @@ TEST_CASE("registry: start with no sources is ready at once", "[registry]") {
     fx.make_registry();
     fx.start();
     REQUIRE(fx.ready);
-    CHECK_FALSE(*fx.ready);
     CHECK(fx.reg->tool_count() == 0);
 }
 
@@ -311,10 +316,7 @@ TEST_CASE("registry: on_ready runs once, after every source has settled", "[regi
     fx.reg->add_source(std::move(a));
     fx.reg->add_source(std::move(b));
     int ready_calls = 0;
-    fx.reg->start([&](std::optional<std::string> err) {
-        ++ready_calls;
-        CHECK_FALSE(err);
-    });
+    fx.reg->start([&] { ++ready_calls; });
     CHECK(ready_calls == 0); // builtin settled; a and b have not
     CHECK(pa->starts == 1);
     CHECK(pb->starts == 1);
@@ -334,7 +336,6 @@ TEST_CASE("registry: echo returns its arguments", "[registry]") {
     fixture fx;
     fx.start_with({});
     REQUIRE(fx.ready);
-    CHECK_FALSE(*fx.ready);
     const std::string args = R"({"a":[1,"x",{"b":null}],"s":"caf\u00e9"})";
     auto c = fx.call_tool("r1", "echo", args, caller::plugin);
     const auto& r = fx.sink->only_result();
@@ -363,7 +364,6 @@ TEST_CASE("registry: arguments violating the inputSchema are VALIDATION_ERROR",
     fixture fx;
     fx.start_with({def("count", {"read-only"}, counter_schema)});
     REQUIRE(fx.ready);
-    CHECK_FALSE(*fx.ready);
 
     for (const std::string args : {R"({"n":-1})", R"({})", R"({"n":1,"extra":true})",
                                    R"({"n":"1"})", R"({"n":1.5})", R"({"n":null})"}) {
@@ -641,23 +641,27 @@ TEST_CASE("registry: a tool name offered by two sources is a startup error namin
         fixture fx;
         fx.make_registry();
         fx.reg->add_source(std::make_unique<fake_source>("alpha", std::vector{def("dup")}));
-        fx.reg->add_source(std::make_unique<fake_source>("beta", std::vector{def("dup")}));
+        auto beta = std::make_unique<fake_source>("beta", std::vector{def("dup")});
+        auto* pb = beta.get();
+        fx.reg->add_source(std::move(beta));
         fx.start();
+        // The registry is ready; the source that listed the taken name second failed alone.
         REQUIRE(fx.ready);
-        REQUIRE(*fx.ready);
-        const std::string& err = **fx.ready;
+        REQUIRE(pb->register_error);
+        const std::string& err = *pb->register_error;
         CHECK(err.find("dup") != std::string::npos);
         CHECK(err.find("alpha") != std::string::npos);
         CHECK(err.find("beta") != std::string::npos);
+        CHECK(pb->state() == source_state::failed);
+        CHECK(fx.reg->tool_count() == 1);
     }
     SECTION("a fake source offering echo") {
         fixture fx;
         fx.start_with({def("echo")});
         REQUIRE(fx.ready);
-        REQUIRE(*fx.ready);
-        CHECK((*fx.ready)->find("builtin") != std::string::npos);
-        CHECK((*fx.ready)->find("fake") != std::string::npos);
         REQUIRE(fx.fake->register_error);
+        CHECK(fx.fake->register_error->find("builtin") != std::string::npos);
+        CHECK(fx.fake->register_error->find("fake") != std::string::npos);
         // The first source keeps its tool.
         fx.call_tool("e", "echo", R"({"x":1})");
         CHECK(fx.sink->only_result().ok);
@@ -673,13 +677,61 @@ TEST_CASE("registry: a tool name offered by two sources is a startup error namin
         fx.reg->add_source(std::move(beta));
         fx.start();
         REQUIRE(fx.ready);
-        CHECK_FALSE(*fx.ready);
         CHECK(fx.reg->tool_count() == 2);
         fx.call_tool("p", "b_dup");
         REQUIRE(pb->executed_tools.size() == 1);
         CHECK(pb->executed_tools[0] == "b_dup");
         fx.reg->abort_all(error_code::runtime_shutting_down, "over", call_end::shutdown);
     }
+}
+
+TEST_CASE("registry: a name two sources list stays with the one earlier in the config, "
+          "whichever listed it first",
+          "[registry]") {
+    fixture fx;
+    fx.make_registry();
+    auto alpha = std::make_unique<fake_source>("alpha", std::vector{def("a")});
+    auto beta = std::make_unique<fake_source>("beta", std::vector{def("dup"), def("b")});
+    auto* pa = alpha.get();
+    auto* pb = beta.get();
+    fx.reg->add_source(std::move(alpha));
+    fx.reg->add_source(std::move(beta));
+    fx.start();
+    REQUIRE(fx.ready);
+    CHECK(fx.reg->tool_count() == 3); // a, dup, b
+    // alpha (first in the config) now lists `dup` too, after beta registered it: beta loses
+    // all its tools and is failed with the reason; alpha keeps its set.
+    CHECK_FALSE(pa->reregister({def("a"), def("dup")}));
+    REQUIRE(pb->failed_with);
+    CHECK_THAT(*pb->failed_with, Catch::Contains("'dup'") && Catch::Contains("'alpha'") &&
+                                     Catch::Contains("comes first in the config"));
+    CHECK(pb->state() == source_state::failed);
+    CHECK(fx.reg->tool_count() == 2); // a, dup
+    fx.call_tool("d", "dup");
+    CHECK(pa->executed_tools == std::vector<std::string>{"dup"});
+    // The later source listing it again is refused.
+    auto err = pb->reregister({def("dup")});
+    REQUIRE(err);
+    CHECK_THAT(*err, Catch::Contains("'alpha'"));
+    CHECK(fx.reg->tool_count() == 2);
+    fx.reg->abort_all(error_code::runtime_shutting_down, "over", call_end::shutdown);
+}
+
+TEST_CASE("registry: a listing over max_tools_per_source is refused whole, with the bound",
+          "[registry]") {
+    fixture fx;
+    std::vector<tool_definition> many;
+    for (std::size_t i = 0; i <= meith::registry::max_tools_per_source; ++i)
+        many.push_back(def("t" + std::to_string(i)));
+    fx.start_with(many);
+    REQUIRE(fx.ready);
+    REQUIRE(fx.fake->register_error);
+    CHECK_THAT(*fx.fake->register_error,
+               Catch::Contains("lists 10001 tools") && Catch::Contains("10000"));
+    CHECK(fx.reg->tool_count() == 1); // echo
+    many.pop_back();                  // exactly the bound: taken
+    CHECK_FALSE(fx.fake->reregister(many));
+    CHECK(fx.reg->tool_count() == 10001);
 }
 
 TEST_CASE("registry: re-registration by the same source replaces its tools", "[registry]") {
@@ -734,7 +786,6 @@ TEST_CASE("registry: a tool with an invalid inputSchema is skipped", "[registry]
     fixture fx;
     fx.start_with({def("bad", {"read-only"}, R"({"type":)"), def("good")});
     REQUIRE(fx.ready);
-    CHECK_FALSE(*fx.ready);
     CHECK(fx.reg->tool_count() == 2); // echo, good
     fx.call_tool("x", "bad");
     CHECK(code_of(fx.sink->only_result()) == error_code::unknown_tool);

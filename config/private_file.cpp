@@ -53,8 +53,21 @@ bool write_private_file(const std::filesystem::path& file, std::string_view text
         ok = n > 0;
         if (ok) done += static_cast<std::size_t>(n);
     }
+    // The data reaches the disk before the rename makes it the file, and the rename reaches it
+    // before we say it is saved (rename(2) alone orders nothing: a crash could leave an empty
+    // file under the name).
+    if (ok) ok = ::fsync(fd) == 0;
     if (fd >= 0) ok = (::close(fd) == 0) && ok;
-    if (ok && ::rename(tmp.c_str(), file.c_str()) == 0) return true;
+    if (ok && ::rename(tmp.c_str(), file.c_str()) == 0) {
+        const auto folder =
+            file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path();
+        const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir >= 0) {
+            ::fsync(dir); // best effort: the file is already in place
+            ::close(dir);
+        }
+        return true;
+    }
     const int saved = errno;
     ::unlink(tmp.c_str());
     errno = saved;

@@ -28,7 +28,8 @@ struct private_file_read {
 private_file_read read_private_file(const std::filesystem::path& file,
                                     std::size_t max_bytes = std::size_t{16} << 20);
 
-/// Writes `text` to FILE.tmp (created 0600, not through a symlink) and renames it over `file`.
+/// Writes `text` to FILE.tmp (created 0600, not through a symlink), fsyncs it, renames it over
+/// `file` and fsyncs the folder, so a crash leaves the old file or the new one, never an empty one.
 /// False when any step failed (errno says which; the temporary file is removed).
 bool write_private_file(const std::filesystem::path& file, std::string_view text);
 

@@ -6,6 +6,8 @@
 #include "registry/call_audit.hpp"
 #include "registry/tool_table.hpp"
 
+#include <asio/post.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -79,6 +81,7 @@ approvals::approvals(asio::any_io_executor ex, audit::audit_trail& audit,
 
 approvals::~approvals() {
     *alive_ = false;
+    if (save_pending_) write_grants(); // the posted rewrite will not run now
 }
 
 // ---- approvers ------------------------------------------------------------------------------
@@ -507,6 +510,16 @@ std::optional<std::string> approvals::persist_to(std::filesystem::path file) {
 }
 
 void approvals::save() {
+    if (!persist_file_ || save_pending_) return;
+    save_pending_ = true;
+    asio::post(ex_, [this, alive = std::weak_ptr<bool>(alive_)] {
+        if (alive.expired() || !save_pending_) return;
+        write_grants();
+    });
+}
+
+void approvals::write_grants() {
+    save_pending_ = false;
     if (!persist_file_) return;
     std::string out = R"({"version":1,"grants":[)";
     bool first = true;

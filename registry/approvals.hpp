@@ -141,7 +141,12 @@ class approvals {
     void append_grant_json(std::string& out, const permissions::grant& g, bool redacted) const;
     void schedule_expiry();
     void expire_now();
+    /// Asks for grants.json to be rewritten: once at the end of this I/O turn, however many
+    /// grants changed in it (a burst of 8,000 grants rewrote the file 8,000 times, each longer,
+    /// on the I/O thread). A rewrite still pending at destruction is done then.
     void save();
+    /// Rewrites grants.json now with the grants that outlive a restart.
+    void write_grants();
 
     asio::any_io_executor ex_;
     audit::audit_trail& audit_;
@@ -151,6 +156,7 @@ class approvals {
     std::vector<held_call> held_; ///< oldest first (a handful at most: people answer them)
     asio::steady_timer expiry_timer_;
     std::optional<std::filesystem::path> persist_file_;
+    bool save_pending_ = false; ///< a write_grants is posted for the end of this turn
     std::string secret_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -1782,6 +1782,28 @@ TEST_CASE("registry: an ask call is denied without approvers, held with one, and
     (void)lone;
 }
 
+TEST_CASE("approvals: a burst of grants rewrites grants.json once, at the end of the turn",
+          "[registry][grants]") {
+    // 8,000 grants in a burst rewrote the file 8,000 times (each longer) on the I/O thread.
+    fixture fx;
+    fx.start_with({def("write", {"writes-files"})});
+    temp_dir dir;
+    const std::filesystem::path file = dir.path / "grants.json";
+    auto& ap = fx.reg->approvals();
+    REQUIRE_FALSE(ap.persist_to(file));
+    meith::registry::grant_request g;
+    g.who = caller::plugin;
+    g.capabilities = 1u << static_cast<unsigned>(meith::permissions::capability::writes_files);
+    for (int i = 0; i < 500; ++i)
+        ap.add_grant(g, "s_person");
+    // Not written yet: the rewrite waits for the end of this turn, once for all 500.
+    CHECK_FALSE(std::filesystem::exists(file));
+    fx.ioc.poll();
+    REQUIRE(std::filesystem::exists(file));
+    const auto saved = nlohmann::json::parse(std::ifstream(file));
+    CHECK(saved["grants"].size() == 500);
+}
+
 // ==== child reaper =========================================================================
 
 TEST_CASE("child_reaper: a child that exited before watch() is reported after it, never "

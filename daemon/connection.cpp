@@ -43,7 +43,9 @@ connection::connection(asio::local::stream_protocol::socket socket, registry::re
                       static_cast<std::uint64_t>(now.tv_nsec) * hz / 1'000'000'000;
     // A frame too large to parse is still answered under its requestId, and audited when it
     // is a tool_call (handle_oversized): members 0 and 1.
-    framer_.scan_oversized({"requestId", "type"});
+    // As frame_decoder reads fields in order, the last of duplicate keys counts.
+    framer_.scan_oversized({"requestId", "type"},
+                           protocol::top_level_scanner::duplicates::last_wins);
 }
 
 connection::~connection() = default;

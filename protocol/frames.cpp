@@ -1,6 +1,7 @@
 #include "protocol/frames.hpp"
 
 #include "protocol/json_writer.hpp"
+#include "protocol/top_level_scan.hpp"
 
 namespace meith::protocol {
 
@@ -68,6 +69,21 @@ std::string describe_parse_error(simdjson::error_code ec) {
     return msg;
 }
 
+/// A frame the parser refused (a number too large, `1e400`; a stray byte after a valid
+/// requestId) still names its requestId and type when its top level shows them: the error frame
+/// then carries the id, so the client knows which request failed, and a refused tool_call is
+/// audited as one. The id is a view into `line` (its bytes have no escapes).
+void recover_identity(client_frame& f, std::string_view line) {
+    top_level_scanner scan({"requestId", "type"}, top_level_scanner::duplicates::last_wins);
+    scan.feed(line);
+    using kind = top_level_scanner::value::kind;
+    if (const auto& id = scan.get(0); id.k == kind::string && usable_request_id(id.text)) {
+        const auto at = line.find(id.text);
+        if (at != std::string_view::npos) f.request_id = line.substr(at, id.text.size());
+    }
+    if (const auto& type = scan.get(1); type.k == kind::string) f.type = type_from_name(type.text);
+}
+
 } // namespace
 
 client_frame frame_decoder::decode(std::string_view line) {
@@ -76,6 +92,7 @@ client_frame frame_decoder::decode(std::string_view line) {
     // The framer guarantees frame_padding readable bytes after the line: parse in place.
     if (auto ec = parser().parse(line.data(), line.size(), false).get(root)) {
         f.error = describe_parse_error(ec);
+        recover_identity(f, line);
         return f;
     }
     simdjson::dom::object obj;

@@ -50,7 +50,11 @@ class line_framer {
     std::string_view oversized_prefix() const { return prefix_; }
     /// Scans every oversized frame, as its bytes pass, for the top-level members `keys`
     /// (top_level_scan.hpp): a request id written after a long result is still found.
-    void scan_oversized(std::initializer_list<std::string_view> keys) { members_.emplace(keys); }
+    void
+    scan_oversized(std::initializer_list<std::string_view> keys,
+                   top_level_scanner::duplicates dup = top_level_scanner::duplicates::first_wins) {
+        members_.emplace(keys, dup);
+    }
     /// The scanned value of `keys[i]` in the last oversized frame (scan_oversized first).
     const top_level_scanner::value& oversized_member(std::size_t i) const {
         return members_->get(i);

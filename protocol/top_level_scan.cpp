@@ -10,7 +10,8 @@ bool is_space(char ch) {
 
 } // namespace
 
-top_level_scanner::top_level_scanner(std::initializer_list<std::string_view> keys) {
+top_level_scanner::top_level_scanner(std::initializer_list<std::string_view> keys, duplicates dup)
+    : last_wins_(dup == duplicates::last_wins) {
     for (auto k : keys)
         if (key_count_ < max_keys && k.size() <= max_key_bytes) keys_[key_count_++] = k;
 }
@@ -43,7 +44,8 @@ void top_level_scanner::finish_value(value::kind k) {
     v.k = value_too_long_ ? value::kind::other : k;
     if (v.k == value::kind::other) v.text.clear();
     current_ = -1;
-    if (++found_ == key_count_) state_ = state::done;
+    // With the first occurrence winning, nothing after the last wanted key can change a value.
+    if (!last_wins_ && ++found_ == key_count_) state_ = state::done;
 }
 
 void top_level_scanner::feed(std::string_view bytes) {
@@ -87,7 +89,9 @@ void top_level_scanner::feed(std::string_view bytes) {
             if (!key_escaped_ && key_len_ <= max_key_bytes) {
                 const std::string_view key(key_.data(), key_len_);
                 for (std::size_t i = 0; i < key_count_; ++i)
-                    if (keys_[i] == key && values_[i].k == value::kind::absent) {
+                    if (keys_[i] == key && (last_wins_ || values_[i].k == value::kind::absent)) {
+                        values_[i].k = value::kind::absent;
+                        values_[i].text.clear();
                         current_ = static_cast<int>(i);
                         break;
                     }

@@ -5,8 +5,10 @@
 // be found to fail the right request: `{"result":{"id":"other"},…2 MiB…,"id":7}` (the official
 // MCP SDKs write "id" after "result") belongs to request 7, not to whichever id comes first in
 // the text. The scanner tracks nesting and strings, so only members of the outermost object
-// count. Keys are compared as written (a key spelled with an escape matches nothing); the first
-// occurrence of a key wins, as with simdjson's dom lookup. Not thread-safe.
+// count. Keys are compared as written (a key spelled with an escape matches nothing). Which of
+// a key's duplicates counts is the reader's choice, to agree with the parser the text would
+// otherwise meet: the first (simdjson's dom lookup) or the last (a loop over the fields, as
+// frame_decoder's). Not thread-safe.
 #pragma once
 
 #include <array>
@@ -37,9 +39,12 @@ class top_level_scanner {
         std::string text;
     };
 
+    enum class duplicates : std::uint8_t { first_wins, last_wins };
+
     /// `keys`: up to `max_keys` member names of at most `max_key_bytes` each (longer ones are
     /// ignored).
-    explicit top_level_scanner(std::initializer_list<std::string_view> keys);
+    explicit top_level_scanner(std::initializer_list<std::string_view> keys,
+                               duplicates dup = duplicates::first_wins);
 
     /// Forgets everything seen: the next `feed` starts a new object.
     void reset();
@@ -74,6 +79,7 @@ class top_level_scanner {
     std::size_t key_count_ = 0;
     std::array<value, max_keys> values_;
     std::size_t found_ = 0;
+    bool last_wins_ = false;
 
     state state_ = state::before;
     bool escape_ = false;         ///< the last byte was a backslash inside a string

@@ -214,8 +214,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     // A frame too large to parse: its top-level requestId and type are scanned as it passes,
     // in two pieces split anywhere. Where the decoder read a requestId from a frame without
-    // escapes, the scan finds the same one (both take the first of duplicate keys).
-    proto::top_level_scanner scan({"requestId", "type"});
+    // escapes, the scan finds the same one (both take the last of duplicate keys).
+    proto::top_level_scanner scan({"requestId", "type"},
+                                  proto::top_level_scanner::duplicates::last_wins);
     const std::size_t split = size == 0 ? 0 : data[0] % (size + 1);
     scan.feed(line.view().substr(0, split));
     scan.feed(line.view().substr(split));

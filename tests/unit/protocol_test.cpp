@@ -632,6 +632,11 @@ TEST_CASE("top_level_scanner: only the outermost object's members count", "[fram
     v = scan(R"( { "s" : "{\"id\":9}" , "id" : "12" , "id":"13"})", {"id"}, 1);
     CHECK(v[0].k == kind::string);
     CHECK(v[0].text == "12");
+    {
+        top_level_scanner last({"id"}, top_level_scanner::duplicates::last_wins);
+        last.feed(R"({"id":"12","x":{"id":5},"id":"13"})");
+        CHECK(last.get(0).text == "13");
+    }
     // Other kinds, escapes and absence.
     const std::string mixed = R"({"a":null,"b":{"x":[1,2]},"c":"x\"y","d":-1.5e3,"e":true})";
     v = scan(mixed, {"a", "b", "c", "z"});
@@ -676,6 +681,28 @@ TEST_CASE("an oversized frame's requestId and type, scanned as it passes the fra
     CHECK_FALSE(usable_request_id(std::string(129, 'x')));
     CHECK_FALSE(usable_request_id("\xFF\xFE"));
     CHECK(usable_request_id(std::string(128, 'x')));
+}
+
+TEST_CASE("frame_decoder: a frame the parser refuses still names its requestId and type",
+          "[frames]") {
+    // 1e400 is valid JSON but no double holds it: simdjson refuses the whole frame, and the
+    // error frame went out without the requestId, so the client could not tell which failed.
+    frame_decoder d;
+    std::string buf;
+    auto f = decode(
+        d, buf,
+        R"({"type":"tool_call","requestId":"r1","toolName":"echo","arguments":{"n":1e400}})");
+    REQUIRE(f.error);
+    REQUIRE(f.request_id);
+    CHECK(*f.request_id == "r1");
+    CHECK(f.type == frame_type::tool_call);
+    std::string out;
+    append_error_frame(out, f.request_id, *f.error);
+    CHECK(nlohmann::json::parse(out)["requestId"] == "r1");
+    // Not a usable id, or none at the top level: none recovered.
+    f = decode(d, buf, R"({"type":"tool_call","arguments":{"requestId":"x","n":1e400}})");
+    REQUIRE(f.error);
+    CHECK_FALSE(f.request_id);
 }
 
 TEST_CASE("frame_decoder: malformed frames", "[frames]") {

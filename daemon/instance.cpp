@@ -5,10 +5,12 @@
 #include "permissions/secret.hpp"
 
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <sys/file.h>
@@ -205,7 +207,13 @@ std::size_t sweep_instance_records(const fs::path& home) {
         if (entry.path().extension() != ".json" || stem.empty() ||
             stem.find_first_not_of("0123456789") != std::string::npos)
             continue;
-        const pid_t pid = static_cast<pid_t>(std::stol(stem));
+        // A name too long for a pid (20 digits) is nobody's record: skipped, not thrown on.
+        long value = 0;
+        const auto [end, err] = std::from_chars(stem.data(), stem.data() + stem.size(), value);
+        if (err != std::errc{} || end != stem.data() + stem.size() || value <= 0 ||
+            value > std::numeric_limits<pid_t>::max())
+            continue;
+        const auto pid = static_cast<pid_t>(value);
         if (pid == ::getpid()) continue;
         if (::kill(pid, 0) != 0 && errno == ESRCH) {
             std::error_code rm;

@@ -139,7 +139,18 @@ class server {
             spdlog::info("try: {} tools", cli);
             spdlog::info(R"(     {} call echo '{{"hello":"world"}}')", cli);
         });
-        ioc_.run();
+        // A handler that throws unwinds out of run() (Asio's rule); one failed request must not
+        // end every client's session, so the error is logged and the loop goes on. Coroutines
+        // catch their own (coroutine_root.hpp); this is the net under plain handlers.
+        for (;;) {
+            try {
+                ioc_.run();
+                break;
+            } catch (const std::exception& e) {
+                spdlog::error("meithd: a handler failed and was skipped: {} (please report it)",
+                              e.what());
+            }
+        }
         return exit_code_;
     }
 

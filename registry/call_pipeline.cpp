@@ -301,7 +301,7 @@ void registry::proceed(const call_ptr& c) {
         run_on_source(c);
         return;
     }
-    hooks_->filter("before_execution", t.name, std::move(payload), time_left(*c),
+    hooks_->filter("before_execution", t.name, std::move(payload), c->deadline().expiry(),
                    [this, weak = std::weak_ptr<call>(c),
                     alive = std::weak_ptr<bool>(alive_)](std::vector<hook_verdict> verdicts) {
                        auto c = weak.lock();
@@ -334,12 +334,6 @@ void registry::run_on_source(const call_ptr& c) {
     src.execute(c, *c->target);
 }
 
-std::chrono::milliseconds registry::time_left(const call& c) const {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        c.deadline_->expiry() - std::chrono::steady_clock::now());
-    return std::max(left, std::chrono::milliseconds(1));
-}
-
 void registry::after_tool(const call_ptr& c, tool_result r) {
     if (!hooks_ || !c->target) {
         shape_result(c, std::move(r));
@@ -352,7 +346,7 @@ void registry::after_tool(const call_ptr& c, tool_result r) {
         shape_result(c, std::move(r));
         return;
     }
-    hooks_->filter("after_execution", name, std::move(payload), time_left(*c),
+    hooks_->filter("after_execution", name, std::move(payload), c->deadline().expiry(),
                    [weak = std::weak_ptr<call>(c),
                     r = std::move(r)](std::vector<hook_verdict> verdicts) mutable {
                        auto c = weak.lock();

@@ -111,10 +111,16 @@ class hook_runner {
     }
 
     /// Asks the hook; `done(verdict)` runs exactly once.
-    void ask(const std::string& payload, std::chrono::milliseconds budget,
+    void ask(const std::string& payload, std::chrono::steady_clock::time_point call_deadline,
              std::function<void(hook_verdict)> done) {
         hook_verdict v{cfg_.name, cfg_.phase, false, {}};
-        const auto limit = std::min(budget, std::chrono::milliseconds(cfg_.timeout_ms));
+        // When the call's deadline comes first (not the hook's own timeout_ms), it decides:
+        // TIMEOUT. The hook's timer is set 1 ms after that very time point, so it never fires
+        // first — Asio runs expired timers in expiry order — and only ends the hook's run.
+        const auto own_end =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg_.timeout_ms);
+        const auto limit =
+            call_deadline < own_end ? call_deadline + std::chrono::milliseconds(1) : own_end;
         if (proc_)
             ask_server(payload, limit, std::move(v), std::move(done));
         else
@@ -185,8 +191,8 @@ class hook_runner {
         std::uint64_t id = 0;
     };
 
-    void ask_oneshot(const std::string& payload, std::chrono::milliseconds limit, hook_verdict v,
-                     std::function<void(hook_verdict)> done) {
+    void ask_oneshot(const std::string& payload, std::chrono::steady_clock::time_point limit,
+                     hook_verdict v, std::function<void(hook_verdict)> done) {
         struct state {
             bool answered = false;
             std::function<void(hook_verdict)> done;
@@ -218,16 +224,16 @@ class hook_runner {
                     return st->answer(deny(st->v, "wrote an answer that is not JSON"));
                 st->answer(read_answer(answer, st->v));
             });
-        st->timer.expires_after(limit);
-        st->timer.async_wait([st, limit](const std::error_code& ec) {
+        st->timer.expires_at(limit);
+        st->timer.async_wait([st, this](const std::error_code& ec) {
             if (ec || st->answered) return;
             st->run->kill();
-            st->answer(deny(st->v, fmt::format("did not answer within {} ms", limit.count())));
+            st->answer(deny(st->v, fmt::format("did not answer within {} ms", cfg_.timeout_ms)));
         });
     }
 
-    void ask_server(const std::string& payload, std::chrono::milliseconds limit, hook_verdict v,
-                    std::function<void(hook_verdict)> done) {
+    void ask_server(const std::string& payload, std::chrono::steady_clock::time_point limit,
+                    hook_verdict v, std::function<void(hook_verdict)> done) {
         if (proc_->state() != process_state::ready)
             return done(deny(std::move(v),
                              "is not running (" + std::string(to_string(proc_->state())) +
@@ -259,13 +265,13 @@ class hook_runner {
         if (!id) return a->done(deny(std::move(a->v), "is not reading its input"));
         a->id = *id;
         asking_.emplace(*id, a);
-        a->timer.expires_after(limit);
-        a->timer.async_wait([this, a, limit](const std::error_code& ec) {
+        a->timer.expires_at(limit);
+        a->timer.async_wait([this, a](const std::error_code& ec) {
             if (ec) return;
             peer_->abandon(a->id);
-            answer(a, [limit](hook_verdict v) {
+            answer(a, [this](hook_verdict v) {
                 return deny(std::move(v),
-                            fmt::format("did not answer within {} ms", limit.count()));
+                            fmt::format("did not answer within {} ms", cfg_.timeout_ms));
             });
         });
     }
@@ -389,7 +395,7 @@ bool hook_set::has_filters(std::string_view phase, std::string_view tool_name) c
 }
 
 void hook_set::filter(std::string_view phase, std::string_view tool_name, std::string payload,
-                      std::chrono::milliseconds budget,
+                      std::chrono::steady_clock::time_point deadline,
                       std::function<void(std::vector<hook_verdict>)> done) {
     // Runs the matching hooks one after another; each answer schedules the next ask.
     struct chain : std::enable_shared_from_this<chain> {
@@ -406,13 +412,10 @@ void hook_set::filter(std::string_view phase, std::string_view tool_name, std::s
                 return;
             }
             hook_runner* h = matching[next++];
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                deadline - std::chrono::steady_clock::now());
-            h->ask(payload, std::max(left, std::chrono::milliseconds(1)),
-                   [self = shared_from_this()](hook_verdict v) {
-                       self->verdicts.push_back(std::move(v));
-                       self->step();
-                   });
+            h->ask(payload, deadline, [self = shared_from_this()](hook_verdict v) {
+                self->verdicts.push_back(std::move(v));
+                self->step();
+            });
         }
     };
     auto c = std::make_shared<chain>();
@@ -420,7 +423,7 @@ void hook_set::filter(std::string_view phase, std::string_view tool_name, std::s
         if (h->cfg().kind == config::hook_kind::filter && h->applies(phase, tool_name))
             c->matching.push_back(h.get());
     c->payload = std::move(payload);
-    c->deadline = std::chrono::steady_clock::now() + budget;
+    c->deadline = deadline;
     c->done = std::move(done);
     c->step();
 }

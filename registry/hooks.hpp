@@ -45,10 +45,12 @@ class hook_set {
     bool has_filters(std::string_view phase, std::string_view tool_name) const;
 
     /// Runs the filter hooks of `phase` that match `tool_name`, one after another in config
-    /// order, each within min(its timeout_ms, `budget`); the first deny stops the chain.
+    /// order, each until its timeout_ms or the call's `deadline`, whichever comes first (when
+    /// it is the deadline, the call's own timer fires first: TIMEOUT, never a hook's deny);
+    /// the first deny stops the chain.
     /// `done(verdicts)` runs once with every verdict reached (the last one denies, if any did).
     void filter(std::string_view phase, std::string_view tool_name, std::string payload,
-                std::chrono::milliseconds budget,
+                std::chrono::steady_clock::time_point deadline,
                 std::function<void(std::vector<hook_verdict>)> done);
 
     /// Hands `payload` to every observe hook of `phase` matching `tool_name` (empty for

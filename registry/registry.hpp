@@ -219,7 +219,6 @@ class registry {
     /// call asked for them (agent_features.cpp, docs/protocol.md §13), then finalize.
     void shape_result(const call_ptr& c, protocol::tool_result r);
     void finish(call& c, const protocol::tool_result& r);
-    std::chrono::milliseconds time_left(const call& c) const;
     bool audit_refuses_calls() const {
         return audit_.failing() &&
                cfg_.audit.on_failure == config::audit_failure_policy::fail_closed;

@@ -126,7 +126,7 @@ class exec_source final : public tool_source {
             };
             h.on_lifecycle = [this](std::string_view event, const std::string& details) {
                 if (events_.lifecycle) events_.lifecycle(*this, event, details);
-                if (event == "source_failed") fail_waiting();
+                if (event == "source_failed") fail_waiting("is failed: " + proc_->last_error());
             };
             supervised_process::policy pol;
             pol.max_line_bytes = whole.limits.max_result_bytes + 1024 * 1024;
@@ -191,7 +191,9 @@ class exec_source final : public tool_source {
     void stop(std::chrono::milliseconds grace, std::function<void()> done) override {
         stopped_ = true;
         if (proc_) {
-            fail_waiting();
+            // Stopped by shutdown or a reload that removed it, not failed: its last error
+            // (empty, or from an earlier crash) is not why these calls end.
+            fail_waiting("was stopped (the daemon is shutting down, or a reload removed it)");
             proc_->stop(grace, std::move(done));
             return;
         }
@@ -402,13 +404,13 @@ class exec_source final : public tool_source {
         }
     }
 
-    void fail_waiting() {
+    /// Fails the calls waiting for the server to (re)start: "exec tool 'NAME' " + `why`.
+    void fail_waiting(const std::string& why) {
         auto waiting = std::move(waiting_);
         waiting_.clear();
         for (auto& c : waiting)
-            c->resolve(tool_result::failure(
-                error_code::tool_failed,
-                fmt::format("exec tool '{}' is failed: {}", cfg_.name, proc_->last_error())));
+            c->resolve(tool_result::failure(error_code::tool_failed,
+                                            fmt::format("exec tool '{}' {}", cfg_.name, why)));
     }
 
     asio::any_io_executor ex_;

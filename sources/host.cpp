@@ -93,7 +93,7 @@ class host_source final : public tool_source {
     }
 
     void stop(std::chrono::milliseconds kill_grace, std::function<void()> done) override {
-        fail_waiting("the daemon is shutting down");
+        fail_waiting("was stopped (the daemon is shutting down, or a reload removed it)");
         proc_.stop(kill_grace, std::move(done));
     }
 

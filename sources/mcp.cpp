@@ -474,8 +474,10 @@ class mcp_source final : public tool_source {
         if (method == "ping") {
             peer_.reply(id_json, "{}");
         } else if (method == "roots/list") {
-            const auto dir = cfg_.cwd.empty() ? std::filesystem::current_path() : cfg_.cwd;
-            peer_.reply(id_json, mcp::roots_result(dir));
+            // current_path() throws when meithd's folder was removed: ask, never throw here.
+            std::error_code ec;
+            const auto dir = cfg_.cwd.empty() ? std::filesystem::current_path(ec) : cfg_.cwd;
+            peer_.reply(id_json, ec ? std::string(R"({"roots":[]})") : mcp::roots_result(dir));
         } else {
             // sampling/createMessage, elicitation/create and the rest: meithd offers none.
             spdlog::info("{}: refused its request {} (meithd does not offer it)", label_,

@@ -210,8 +210,9 @@ TEST_CASE("hook time counts against the call's timeout", "[e2e][hooks]") {
     const auto t0 = std::chrono::steady_clock::now();
     auto r = c.call("t_echo", json::object(), {{"timeoutMs", 300}});
     CHECK(std::chrono::steady_clock::now() - t0 < 3s);
-    const auto code = code_of(r);
-    CHECK((code == "TIMEOUT" || code == "PERMISSION_DENIED"));
+    // The call's 300 ms bind, not the hook's 10 s: the call times out (its deadline fires
+    // before the hook's timer, never a race between the two).
+    CHECK(code_of(r) == "TIMEOUT");
 }
 
 TEST_CASE("a server-mode hook can be restarted by name and its lifecycle is audited",

@@ -103,3 +103,26 @@ TEST_CASE("tool_peer_problem: a descendant (an orphan too, under a subreaper) is
     CHECK_THAT(*gone, Catch::Contains("cannot be read"));
     ::close(fd);
 }
+
+#include "daemon/instance.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+TEST_CASE("sweep_instance_records skips a name too long for a pid instead of stopping start-up",
+          "[daemon][instance]") {
+    // A 20-digit name made std::stol throw out of start-up.
+    std::string tmpl = "/tmp/meith-instances-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    const std::filesystem::path home = tmpl;
+    std::filesystem::create_directory(home / "instances");
+    std::ofstream(home / "instances" / "99999999999999999999.json") << "{}";
+    // Above any pid_max (2^22): no such process, so the record is stale and swept.
+    std::ofstream(home / "instances" / "4194305.json") << "{}";
+    std::size_t removed = 0;
+    REQUIRE_NOTHROW(removed = meith::daemon::sweep_instance_records(home));
+    CHECK(removed == 1);
+    CHECK(std::filesystem::exists(home / "instances" / "99999999999999999999.json"));
+    CHECK_FALSE(std::filesystem::exists(home / "instances" / "4194305.json"));
+    std::filesystem::remove_all(home);
+}

@@ -9,6 +9,8 @@
 //   --name-prefix=X          prepend X to every tool name (two instances can coexist)
 //   --crash-on-init          exit(2) upon receiving init
 //   --exit-after-init-ms=N   exit(4) N ms after answering init (crash loops)
+//   --exit-after-list        exit(4) just after answering get_tool_schemas (crash loops with
+//                            the tools registered)
 //   --start-delay-ms=N       answer init after N ms
 //   --pid-file=PATH          append this process's pid and a newline to PATH at startup
 //   --garbage-on-start       print a non-JSON line to stdout before anything else
@@ -39,6 +41,7 @@ const flags = {
     namePrefix: '',
     crashOnInit: false,
     exitAfterInitMs: null,
+    exitAfterList: false,
     startDelayMs: 0,
     pidFile: null,
     garbageOnStart: false,
@@ -68,6 +71,7 @@ for (const arg of process.argv.slice(2)) {
         case '--name-prefix': flags.namePrefix = value ?? ''; break;
         case '--crash-on-init': flags.crashOnInit = true; break;
         case '--exit-after-init-ms': flags.exitAfterInitMs = parseMs(arg, value); break;
+        case '--exit-after-list': flags.exitAfterList = true; break;
         case '--start-delay-ms': flags.startDelayMs = parseMs(arg, value); break;
         case '--pid-file':
             if (!value) usage('--pid-file needs a path');
@@ -261,6 +265,9 @@ serve(
         },
 
         async get_tool_schemas(params) {
+            // Exit once the answer is out (written before any timer runs): its tools are
+            // always registered before it crashes.
+            if (flags.exitAfterList) setTimeout(() => process.exit(4), 20);
             return { value: Object.entries(tools).map(([name, tool]) => schemaOf(name, tool)), state: params.state };
         },
 

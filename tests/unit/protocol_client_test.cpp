@@ -93,6 +93,11 @@ struct pair_fixture {
     client_channel::read_result read(std::chrono::milliseconds timeout = 5s, int wake_fd = -1) {
         return channel.read_frame(client_channel::clock::now() + timeout, wake_fd);
     }
+    /// Reads with no deadline: returns only on what the bytes or the wake fd say (a test that
+    /// would wait instead hangs to ctest's timeout and fails; no clock is asserted on).
+    client_channel::read_result read_unbounded(int wake_fd = -1) {
+        return channel.read_frame(std::nullopt, wake_fd);
+    }
 };
 
 std::string expect_frame(pair_fixture& p) {
@@ -274,9 +279,7 @@ TEST_CASE("the frame bound: exactly the limit passes, one byte more fails", "[cl
     SECTION("over the limit before any newline arrives: an error at once") {
         pair_fixture p(1024);
         p.write(std::string(4096, 'x')); // no newline, and the peer stays open
-        const auto t0 = client_channel::clock::now();
-        CHECK_THROWS_AS(p.read(5s), client_error);
-        CHECK(client_channel::clock::now() - t0 < 2s);
+        CHECK_THROWS_AS(p.read_unbounded(), client_error);
     }
     SECTION("the default bound is named in MiB") {
         pair_fixture p(2 * 1024 * 1024);
@@ -320,9 +323,7 @@ TEST_CASE("a wake fd whose writer closed wakes the wait (POLLHUP), it does not s
     int wake[2];
     REQUIRE(::pipe2(wake, O_CLOEXEC) == 0);
     ::close(wake[1]);
-    const auto t0 = client_channel::clock::now();
-    CHECK(p.read(5s, wake[0]).status == status::woken);
-    CHECK(client_channel::clock::now() - t0 < 1s);
+    CHECK(p.read_unbounded(wake[0]).status == status::woken);
     ::close(wake[0]);
 }
 
@@ -458,9 +459,9 @@ TEST_CASE("connect: not running, refused, bad paths, and a real listener", "[cli
     CHECK_THAT(e.what(), Catch::StartsWith("socket path is empty or too long: /tmp/lll"));
     CHECK(connect_error({}).error_kind() == kind::connect_failed);
 
-    // Not a socket (a folder): Linux says ECONNREFUSED, other systems may differ.
+    // Not a socket (a folder): Linux says ECONNREFUSED (unix(7)), read as nothing listening.
     e = connect_error(dir.path);
-    CHECK((e.error_kind() == kind::connect_failed || e.error_kind() == kind::not_running));
+    CHECK(e.error_kind() == kind::not_running);
     CHECK_FALSE(c.connected());
 
     const auto live = dir.path / "live.sock";

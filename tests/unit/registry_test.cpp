@@ -1385,7 +1385,7 @@ TEST_CASE("schema_validator: $ref cycles are refused or bounded, never overflow 
     for (int i = 0; i < 400; ++i)
         deep += "]}";
     const int deep_status = in_child([&] { return compile_and_validate(tree, deep); });
-    CHECK((deep_status == 1 || deep_status == 2)); // answered, whichever way
+    CHECK(deep_status == 2); // refused at the depth bound, never a stack overflow
 }
 
 TEST_CASE("schema_validator: patternProperties that refer back to their own definition compile "
@@ -1486,7 +1486,7 @@ TEST_CASE("schema_validator: formats, uniqueItems and combinators stay bounded",
     for (int i = 0; i < 41; ++i)
         arg += "}";
     const int status = in_child([&] { return compile_and_validate(nest, arg); });
-    CHECK((status == 1 || status == 2)); // answered (valid, or "too complex"), never hung
+    CHECK(status == 2); // refused as too complex at the work bound, never hung
 }
 
 // ---- messages a caller can act on ----------------------------------------------------------

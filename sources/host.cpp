@@ -14,6 +14,7 @@
 #include "protocol/framing.hpp"
 #include "protocol/json_writer.hpp"
 #include "schema/validator.hpp"
+#include "sources/child_source.hpp"
 #include "sources/factory.hpp"
 #include "sources/host_methods.hpp"
 
@@ -37,96 +38,17 @@ using protocol::append_json_string;
 using protocol::error_code;
 using protocol::tool_result;
 
-class host_source final : public tool_source {
+class host_source final : public child_source {
   public:
     host_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                 const config::config& whole)
-        : cfg_(cfg), whole_(whole), ex_(ex),
-          conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, started_with(cfg), cfg.command,
-                        cfg.cwd, cfg.config_json)),
-          peer_(std::move(ex), reaper, make_spec(cfg, whole, conf_), make_policy(cfg, whole),
-                rpc_dialect::tool_host, "tool host '" + cfg.name + "'", make_handlers()),
-          proc_(peer_.process()), methods_(ex_, peer_, state_json_) {}
-
-    const std::string& name() const override { return cfg_.name; }
-    const std::string& prefix() const override { return cfg_.prefix; }
-    source_state state() const override {
-        if (!started_) return source_state::starting;
-        return state_of(proc_.state());
-    }
+        : child_source(ex, reaper, cfg, whole, "tool host '" + cfg.name + "'", "host",
+                       cfg.config_json, rpc_dialect::tool_host, default_policy(cfg, whole)),
+          ex_(std::move(ex)), methods_(ex_, peer_, state_json_) {}
 
     void start(source_events events) override {
-        events_ = std::move(events);
         methods_.set_alive(weak_from_this()); // owned by a shared_ptr by now
-        started_ = true;
-        if (conf_.refusal) {
-            spdlog::error("tool host '{}' not started: {}", cfg_.name, *conf_.refusal);
-            proc_.fail_permanently(*conf_.refusal);
-            settle();
-            return;
-        }
-        proc_.start();
-    }
-
-    void execute(const call_ptr& c, const tool& t) override {
-        switch (state()) {
-        case source_state::ready:
-            send_execute(c, t);
-            return;
-        case source_state::starting:
-        case source_state::restarting: {
-            // Wait for the host within the call's own timeout (§7).
-            waiting_.emplace_back(c, &t);
-            c->on_abandon([this, raw = c.get()] {
-                std::erase_if(waiting_, [raw](const auto& w) { return w.first.get() == raw; });
-            });
-            return;
-        }
-        case source_state::failed:
-        case source_state::stopped:
-            c->resolve(tool_result::failure(
-                error_code::tool_failed,
-                fmt::format("tool host '{}' is {}: {}", cfg_.name, to_string(state()),
-                            proc_.last_error().empty() ? "not running" : proc_.last_error())));
-            return;
-        }
-    }
-
-    void stop(std::chrono::milliseconds kill_grace, std::function<void()> done) override {
-        fail_waiting("was stopped (the daemon is shutting down, or a reload removed it)");
-        proc_.stop(kill_grace, std::move(done));
-    }
-
-    void restart() override { proc_.restart(); }
-    void fail(std::string why) override { proc_.fail_permanently(std::move(why)); }
-
-    std::string status_json() const override {
-        std::string out = R"({"name":)";
-        append_json_string(out, cfg_.name);
-        out += R"(,"kind":"host","state":")";
-        out += to_string(state());
-        out += R"(","pid":)";
-        const auto pid = proc_.pid();
-        out += pid ? std::to_string(*pid) : "null";
-        out += R"(,"restarts":)";
-        out += std::to_string(proc_.restarts());
-        out += R"(,"lastError":)";
-        if (proc_.last_error().empty())
-            out += "null";
-        else
-            append_json_string(out, proc_.last_error());
-        out += R"(,"tools":)";
-        out += std::to_string(tool_count_);
-        out += R"(,"sandbox":{)";
-        out += conf_.status_members;
-        out += '}';
-        // Optional methods the running host has; null until probed (docs/protocol.md §13).
-        methods_.append_status(out);
-        // Whether it answered a cancel with ok:true; null until one was sent (§16).
-        out += R"(,"cancel":)";
-        out += !cancel_answered_ ? "null" : *cancel_answered_ ? "true" : "false";
-        out += '}';
-        return out;
+        child_source::start(std::move(events));
     }
 
     std::vector<std::string> tags() const override { return methods_.tags(); }
@@ -155,71 +77,24 @@ class host_source final : public tool_source {
   private:
     enum class request_kind { config_schema, init, schemas, execute };
 
-    static process_spec make_spec(const config::source_config& cfg, const config::config& whole,
-                                  const confinement& conf) {
-        process_spec spec{"tool host '" + cfg.name + "'", cfg.command, cfg.cwd,
-                          child_environment(whole.tools.env_allow, cfg.env), conf.plan};
-        apply_env(conf, spec.env);
-        return spec;
+    void on_spawn() override {
+        methods_.reset(); // a new process: what the last one had is forgotten
+        cancel_answered_.reset();
+        ++spawns_;
+        // First the host's config schema, if it has one: a config that does not match fails
+        // the source before init (docs/protocol.md §13).
+        send_request(request_kind::config_schema, "get_config_schema", "{}", nullptr);
     }
 
-    static supervised_process::policy make_policy(const config::source_config& cfg,
-                                                  const config::config& whole) {
-        supervised_process::policy p;
-        p.max_line_bytes = whole.limits.max_result_bytes + 1024 * 1024; // envelope slack
-        p.start_timeout = std::chrono::milliseconds(cfg.start_timeout_ms);
-        return p;
-    }
+    void on_child_exit() override { tool_count_ = 0; }
+    std::size_t tool_count() const override { return tool_count_; }
 
-    rpc_peer::handlers make_handlers() {
-        rpc_peer::handlers h;
-        h.on_spawn = [this] {
-            methods_.reset(); // a new process: what the last one had is forgotten
-            cancel_answered_.reset();
-            ++spawns_;
-            // First the host's config schema, if it has one: a config that does not match
-            // fails the source before init (docs/protocol.md §13).
-            send_request(request_kind::config_schema, "get_config_schema", "{}", nullptr);
-        };
-        h.on_exit = [this](const std::string&) { on_exit(); };
-        h.on_lifecycle = [this](std::string_view event, const std::string& details) {
-            if (events_.lifecycle) events_.lifecycle(*this, event, details);
-            if (event == "source_failed") {
-                settle();
-                fail_waiting(proc_.last_error());
-            }
-        };
-        return h;
-    }
-
-    void on_exit() {
-        tool_count_ = 0; // calls in flight were failed by the peer
-        // A first start that failed still counts toward readiness (§7).
-        settle();
-    }
-
-    void became_ready() {
-        proc_.mark_ready();
-        settle();
-        auto waiting = std::move(waiting_);
-        waiting_.clear();
-        for (auto& [c, t] : waiting)
-            if (!c->resolved()) send_execute(c, *t);
-    }
-
-    void settle() {
-        if (!settled_) {
-            settled_ = true;
-            if (events_.settled) events_.settled(*this);
-        }
-    }
-
-    void fail_waiting(const std::string& why) {
-        auto waiting = std::move(waiting_);
-        waiting_.clear();
-        for (auto& [c, t] : waiting)
-            c->resolve(tool_result::failure(error_code::tool_failed,
-                                            fmt::format("tool host '{}': {}", cfg_.name, why)));
+    void append_status(std::string& out) const override {
+        // Optional methods the running host has; null until probed (docs/protocol.md §13).
+        methods_.append_status(out);
+        // Whether it answered a cancel with ok:true; null until one was sent (§16).
+        out += R"(,"cancel":)";
+        out += !cancel_answered_ ? "null" : *cancel_answered_ ? "true" : "false";
     }
 
     // ---- requests ---------------------------------------------------------------------------
@@ -250,7 +125,7 @@ class host_source final : public tool_source {
         return id;
     }
 
-    void send_execute(const call_ptr& c, const tool& t) {
+    void send_execute(const call_ptr& c, const tool& t) override {
         params_.clear();
         params_.append(R"({"tool_name":)");
         append_json_string(params_, t.remote_name);
@@ -455,39 +330,6 @@ class host_source final : public tool_source {
     /// PROTOCOL.md §13: the host runs confined to the union of its tools' capabilities. When
     /// the tools it listed need another sandbox than the one it runs in, it is restarted under
     /// theirs before they are registered (true: restarting; the next listing registers).
-    bool reconfine(const std::vector<tool_definition>& defs) {
-        if (cfg_.sandbox == config::sandbox_mode::off) return false;
-        std::vector<std::vector<std::string>> caps;
-        for (const auto& d : defs)
-            caps.push_back(d.capabilities);
-        const auto wanted = defs.empty() ? conf_.capabilities : union_of(caps);
-        if (wanted == conf_.capabilities) {
-            reconfined_ = false;            // settled: a later restart may move it again
-            remember_settled(cfg_, wanted); // the next daemon start begins here
-            return false;
-        }
-        if (reconfined_) {
-            // Its tools changed with its sandbox: no second try, no loop.
-            proc_.fail_permanently("its tools' capabilities changed when it was started in "
-                                   "their sandbox; declare them in the source's `capabilities` "
-                                   "table");
-            return true;
-        }
-        reconfined_ = true;
-        conf_ = confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, wanted, cfg_.command, cfg_.cwd,
-                        cfg_.config_json);
-        if (conf_.refusal) {
-            proc_.fail_permanently(*conf_.refusal);
-            return true;
-        }
-        spdlog::info("tool host '{}': restarting under its tools' sandbox ({})", cfg_.name,
-                     conf_.status_members);
-        auto env = proc_.spec().env;
-        apply_env(conf_, env);
-        proc_.respawn_confined(conf_.plan, std::move(env));
-        return true;
-    }
-
     std::optional<tool_definition> schema_to_definition(simdjson::dom::element item) {
         tool_definition d;
         std::string_view type, text;
@@ -535,17 +377,7 @@ class host_source final : public tool_source {
         return d;
     }
 
-    const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
-    const config::config& whole_;
     asio::any_io_executor ex_;
-    confinement conf_;        ///< the sandbox it runs in (before peer_: its spec is made from it)
-    bool reconfined_ = false; ///< started again in its tools' sandbox, not yet settled
-    rpc_peer peer_;
-    supervised_process& proc_; ///< the peer's child
-    source_events events_;
-    bool started_ = false;
-    bool settled_ = false;
-    std::deque<std::pair<call_ptr, const tool*>> waiting_;
     std::size_t tool_count_ = 0;
     std::string state_json_ = "{}";
     std::string params_;

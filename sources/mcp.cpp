@@ -16,6 +16,7 @@
 #include "process/subprocess.hpp"
 #include "process/supervisor.hpp"
 #include "protocol/json_writer.hpp"
+#include "sources/child_source.hpp"
 #include "sources/factory.hpp"
 #include "sources/mcp_wire.hpp"
 
@@ -67,125 +68,30 @@ std::string_view cancel_message(call_end how) {
     return "abandoned";
 }
 
-class mcp_source final : public tool_source {
+class mcp_source final : public child_source {
   public:
     mcp_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                const config::config& whole)
-        : cfg_(cfg), whole_(whole), label_("MCP server '" + cfg.name + "'"),
-          conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, started_with(cfg), cfg.command,
-                        cfg.cwd)),
-          peer_(std::move(ex), reaper, make_spec(cfg, whole, label_, conf_),
-                make_policy(cfg, whole), rpc_dialect::jsonrpc, label_, make_handlers()),
-          proc_(peer_.process()) {}
-
-    const std::string& name() const override { return cfg_.name; }
-    const std::string& prefix() const override { return cfg_.prefix; }
-    source_state state() const override {
-        if (!started_) return source_state::starting;
-        return state_of(proc_.state());
-    }
-
-    void start(source_events events) override {
-        events_ = std::move(events);
-        started_ = true;
-        if (conf_.refusal) {
-            spdlog::error("{} not started: {}", label_, *conf_.refusal);
-            proc_.fail_permanently(*conf_.refusal);
-            return;
-        }
-        proc_.start();
-    }
-
-    void execute(const call_ptr& c, const tool& t) override {
-        switch (state()) {
-        case source_state::ready:
-            send_call(c, t);
-            return;
-        case source_state::starting:
-        case source_state::restarting:
-            // Wait for the server within the call's own timeout (§7).
-            waiting_.push_back(c);
-            c->on_abandon([this, raw = c.get()] {
-                std::erase_if(waiting_, [raw](const call_ptr& w) { return w.get() == raw; });
-            });
-            return;
-        case source_state::failed:
-        case source_state::stopped:
-            c->resolve(tool_result::failure(
-                error_code::tool_failed,
-                fmt::format("{} is {}: {}", label_, to_string(state()),
-                            proc_.last_error().empty() ? "not running" : proc_.last_error())));
-            return;
-        }
-    }
-
-    void stop(std::chrono::milliseconds kill_grace, std::function<void()> done) override {
-        fail_waiting("the daemon is shutting down");
-        proc_.stop(kill_grace, std::move(done));
-    }
-
-    void restart() override { proc_.restart(); }
-    void fail(std::string why) override { proc_.fail_permanently(std::move(why)); }
-
-    std::string status_json() const override {
-        std::string out = R"({"name":)";
-        append_json_string(out, cfg_.name);
-        out += R"(,"kind":"mcp","state":")";
-        out += to_string(state());
-        out += R"(","pid":)";
-        const auto pid = proc_.pid();
-        out += pid ? std::to_string(*pid) : "null";
-        out += R"(,"restarts":)";
-        out += std::to_string(proc_.restarts());
-        out += R"(,"lastError":)";
-        if (proc_.last_error().empty())
-            out += "null";
-        else
-            append_json_string(out, proc_.last_error());
-        out += R"(,"tools":)";
-        out += std::to_string(tool_names_.size());
-        out += R"(,"sandbox":{)";
-        out += conf_.status_members;
-        out += R"(},"protocolVersion":)";
-        if (revision_.empty())
-            out += "null";
-        else
-            append_json_string(out, revision_);
-        out += '}';
-        return out;
-    }
+        : child_source(std::move(ex), reaper, cfg, whole, "MCP server '" + cfg.name + "'", "mcp",
+                       "{}", rpc_dialect::jsonrpc, make_policy(cfg, whole)) {}
 
   private:
-    static process_spec make_spec(const config::source_config& cfg, const config::config& whole,
-                                  const std::string& label, const confinement& conf) {
-        process_spec spec{label, cfg.command, cfg.cwd,
-                          child_environment(whole.tools.env_allow, cfg.env), conf.plan};
-        apply_env(conf, spec.env);
-        return spec;
-    }
-
     static supervised_process::policy make_policy(const config::source_config& cfg,
                                                   const config::config& whole) {
-        supervised_process::policy p;
-        p.max_line_bytes = whole.limits.max_result_bytes + 1024 * 1024; // envelope slack
-        p.start_timeout = std::chrono::milliseconds(cfg.start_timeout_ms);
+        auto p = default_policy(cfg, whole);
         p.stdin_first = true; // MCP stdio shutdown: EOF, then SIGTERM, then SIGKILL
         return p;
     }
 
-    rpc_peer::handlers make_handlers() {
-        rpc_peer::handlers h;
-        h.on_spawn = [this] { send_initialize(); };
-        h.on_exit = [this](const std::string&) { on_exit(); };
-        h.on_lifecycle = [this](std::string_view event, const std::string& details) {
-            if (events_.lifecycle) events_.lifecycle(*this, event, details);
-            if (event == "source_failed") {
-                settle();
-                fail_waiting(proc_.last_error());
-            }
-        };
-        h.on_incoming = [this](simdjson::dom::object msg) { on_incoming(msg); };
-        return h;
+    void on_spawn() override { send_initialize(); }
+    std::size_t tool_count() const override { return tool_names_.size(); }
+
+    void append_status(std::string& out) const override {
+        out += R"(,"protocolVersion":)";
+        if (revision_.empty())
+            out += "null";
+        else
+            append_json_string(out, revision_);
     }
 
     // ---- start: initialize, initialized, tools/list ----------------------------------------
@@ -278,38 +184,6 @@ class mcp_source final : public tool_source {
 
     /// PROTOCOL.md §13, as for tool hosts: the first listing's tools decide the sandbox; a
     /// server started in another one is started again in theirs before they are registered.
-    bool reconfine() {
-        if (cfg_.sandbox == config::sandbox_mode::off) return false;
-        std::vector<std::vector<std::string>> caps;
-        for (const auto& d : listed_)
-            caps.push_back(d.capabilities);
-        const auto wanted = listed_.empty() ? conf_.capabilities : union_of(caps);
-        if (wanted == conf_.capabilities) {
-            reconfined_ = false;            // settled: a later restart may move it again
-            remember_settled(cfg_, wanted); // the next daemon start begins here
-            return false;
-        }
-        if (reconfined_) {
-            // Its tools changed with its sandbox: no second try, no loop.
-            proc_.fail_permanently("its tools' capabilities changed when it was started in "
-                                   "their sandbox; declare them in the source's `capabilities` "
-                                   "table");
-            return true;
-        }
-        reconfined_ = true;
-        conf_ =
-            confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, wanted, cfg_.command, cfg_.cwd);
-        if (conf_.refusal) {
-            proc_.fail_permanently(*conf_.refusal);
-            return true;
-        }
-        spdlog::info("{}: starting again in its tools' sandbox ({})", label_, conf_.status_members);
-        auto env = proc_.spec().env;
-        apply_env(conf_, env);
-        proc_.respawn_confined(conf_.plan, std::move(env));
-        return true;
-    }
-
     void listing_failed(std::string why) {
         listing_ = false;
         listed_.clear();
@@ -323,7 +197,7 @@ class mcp_source final : public tool_source {
 
     void finish_listing() {
         listing_ = false;
-        if (!ready_ && reconfine()) {
+        if (!ready_ && reconfine(listed_)) {
             listed_.clear();
             return;
         }
@@ -362,15 +236,10 @@ class mcp_source final : public tool_source {
 
     void became_ready() {
         ready_ = true;
-        proc_.mark_ready();
-        settle();
-        auto waiting = std::move(waiting_);
-        waiting_.clear();
-        for (auto& c : waiting)
-            if (!c->resolved() && c->target) send_call(c, *c->target);
+        child_source::became_ready();
     }
 
-    void on_exit() {
+    void on_child_exit() override {
         // Calls in flight were failed by the peer; their progress tokens went with them.
         ready_ = false;
         listing_ = false;
@@ -378,27 +247,11 @@ class mcp_source final : public tool_source {
         listed_.clear();
         progress_.clear();
         tool_names_.clear();
-        settle(); // a first start that failed still counts toward readiness (§7)
-    }
-
-    void settle() {
-        if (!settled_) {
-            settled_ = true;
-            if (events_.settled) events_.settled(*this);
-        }
-    }
-
-    void fail_waiting(const std::string& why) {
-        auto waiting = std::move(waiting_);
-        waiting_.clear();
-        for (auto& c : waiting)
-            c->resolve(
-                tool_result::failure(error_code::tool_failed, fmt::format("{}: {}", label_, why)));
     }
 
     // ---- calls ------------------------------------------------------------------------------
 
-    void send_call(const call_ptr& c, const tool& t) {
+    void send_execute(const call_ptr& c, const tool& t) override {
         const std::uint64_t token = ++next_token_;
         rpc_peer::callbacks cb;
         cb.on_message = [this, c, token](simdjson::dom::object msg, bool) {
@@ -445,7 +298,7 @@ class mcp_source final : public tool_source {
 
     // ---- the server's own requests and notifications ----------------------------------------
 
-    void on_incoming(simdjson::dom::object msg) {
+    void on_incoming(simdjson::dom::object msg) override {
         std::string_view method;
         if (msg["method"].get_string().get(method) != simdjson::SUCCESS) {
             spdlog::warn("{}: a message whose method is not a string (skipped)", label_);
@@ -523,16 +376,6 @@ class mcp_source final : public tool_source {
                     redactor.redact_text(mcp::cut_utf8(text, max_log_message)));
     }
 
-    const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
-    const config::config& whole_;
-    const std::string label_; ///< "MCP server 'NAME'" in log lines and messages
-    confinement conf_;        ///< the sandbox it runs in (before peer_: its spec is made from it)
-    bool reconfined_ = false; ///< started again in its tools' sandbox, not yet settled
-    rpc_peer peer_;
-    supervised_process& proc_; ///< the peer's child
-    source_events events_;
-    bool started_ = false;
-    bool settled_ = false;
     bool ready_ = false;   ///< initialized and tools registered, for this child
     bool listing_ = false; ///< a tools/list walk is under way
     bool relist_ = false;  ///< list_changed came during the walk: walk again after it
@@ -540,7 +383,6 @@ class mcp_source final : public tool_source {
     std::vector<tool_definition> listed_; ///< the walk's tools so far
     std::set<std::string> tool_names_;    ///< registered (prefixed) names
     std::string revision_;                ///< negotiated protocol revision
-    std::deque<call_ptr> waiting_;
     std::uint64_t next_token_ = 0;
     /// Calls in flight by progress token (tokens are meithd's own, 1, 2, …).
     std::unordered_map<std::uint64_t, call_ptr> progress_;

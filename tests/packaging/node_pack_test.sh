@@ -10,7 +10,8 @@ meithd=$(realpath "$2")
 fail() { echo "node_pack_test: FAIL: $*" >&2; exit 1; }
 work=$(mktemp -d /tmp/meith-npm-XXXXXX)
 # Never `kill 0` (the whole process group, ctest included) when no daemon was started.
-trap '[[ -n "${daemon:-}" ]] && kill "$daemon" 2>/dev/null; rm -rf "$work"' EXIT
+# The daemon is waited for before its home is removed: it still writes there while it stops.
+trap '[[ -n "${daemon:-}" ]] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null; rm -rf "$work"' EXIT
 
 (cd "$work" && npm pack --silent "$src/sdk/node" >"$work/pack.log" 2>&1) ||
   { cat "$work/pack.log" >&2; fail "npm pack failed"; }

@@ -11,7 +11,8 @@ py=/usr/bin/python3
 fail() { echo "python_wheel_test: FAIL: $*" >&2; exit 1; }
 work=$(mktemp -d /tmp/meith-wheel-XXXXXX)
 # Never `kill 0` (the whole process group, ctest included) when no daemon was started.
-trap '[[ -n "${daemon:-}" ]] && kill "$daemon" 2>/dev/null; rm -rf "$work"' EXIT
+# The daemon is waited for before its home is removed: it still writes there while it stops.
+trap '[[ -n "${daemon:-}" ]] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null; rm -rf "$work"' EXIT
 
 cp -r "$src/sdk/python" "$work/sdk"   # the build writes build/ and *.egg-info next to it
 rm -rf "$work/sdk/tests"

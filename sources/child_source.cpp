@@ -1,0 +1,189 @@
+#include "sources/child_source.hpp"
+
+#include "protocol/json_writer.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace meith::registry {
+
+using protocol::append_json_string;
+using protocol::error_code;
+using protocol::tool_result;
+
+child_source::child_source(asio::any_io_executor ex, child_reaper& reaper,
+                           const config::source_config& cfg, const config::config& whole,
+                           std::string label, std::string_view kind,
+                           std::string confine_config_json, rpc_dialect dialect,
+                           supervised_process::policy pol)
+    : cfg_(cfg), whole_(whole), label_(std::move(label)), kind_(kind),
+      confine_config_json_(std::move(confine_config_json)),
+      conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, started_with(cfg), cfg.command,
+                    cfg.cwd, confine_config_json_)),
+      peer_(std::move(ex), reaper, make_spec(cfg, whole, label_, conf_), pol, dialect, label_,
+            make_handlers()),
+      proc_(peer_.process()) {
+}
+
+supervised_process::policy child_source::default_policy(const config::source_config& cfg,
+                                                        const config::config& whole) {
+    supervised_process::policy p;
+    p.max_line_bytes = whole.limits.max_result_bytes + 1024 * 1024; // envelope slack
+    p.start_timeout = std::chrono::milliseconds(cfg.start_timeout_ms);
+    return p;
+}
+
+process_spec child_source::make_spec(const config::source_config& cfg, const config::config& whole,
+                                     const std::string& label, const confinement& conf) {
+    process_spec spec{label, cfg.command, cfg.cwd,
+                      child_environment(whole.tools.env_allow, cfg.env), conf.plan};
+    apply_env(conf, spec.env);
+    return spec;
+}
+
+rpc_peer::handlers child_source::make_handlers() {
+    rpc_peer::handlers h;
+    h.on_spawn = [this] { on_spawn(); };
+    h.on_exit = [this](const std::string&) {
+        on_child_exit();
+        settle(); // a first start that failed still counts toward readiness (§7)
+    };
+    h.on_lifecycle = [this](std::string_view event, const std::string& details) {
+        if (events_.lifecycle) events_.lifecycle(*this, event, details);
+        if (event == "source_failed") {
+            settle();
+            fail_waiting(proc_.last_error());
+        }
+    };
+    h.on_incoming = [this](simdjson::dom::object msg) { on_incoming(msg); };
+    return h;
+}
+
+source_state child_source::state() const {
+    if (!started_) return source_state::starting;
+    return state_of(proc_.state());
+}
+
+void child_source::start(source_events events) {
+    events_ = std::move(events);
+    started_ = true;
+    if (conf_.refusal) {
+        spdlog::error("{} not started: {}", label_, *conf_.refusal);
+        proc_.fail_permanently(*conf_.refusal);
+        settle();
+        return;
+    }
+    proc_.start();
+}
+
+void child_source::execute(const call_ptr& c, const tool& t) {
+    switch (state()) {
+    case source_state::ready:
+        send_execute(c, t);
+        return;
+    case source_state::starting:
+    case source_state::restarting:
+        // Wait for the child within the call's own timeout (§7).
+        waiting_.emplace_back(c, &t);
+        c->on_abandon([this, raw = c.get()] {
+            std::erase_if(waiting_, [raw](const auto& w) { return w.first.get() == raw; });
+        });
+        return;
+    case source_state::failed:
+    case source_state::stopped:
+        c->resolve(tool_result::failure(
+            error_code::tool_failed,
+            fmt::format("{} is {}: {}", label_, to_string(state()),
+                        proc_.last_error().empty() ? "not running" : proc_.last_error())));
+        return;
+    }
+}
+
+void child_source::stop(std::chrono::milliseconds kill_grace, std::function<void()> done) {
+    fail_waiting("was stopped (the daemon is shutting down, or a reload removed it)");
+    proc_.stop(kill_grace, std::move(done));
+}
+
+std::string child_source::status_json() const {
+    std::string out = R"({"name":)";
+    append_json_string(out, cfg_.name);
+    out += R"(,"kind":")";
+    out += kind_;
+    out += R"(","state":")";
+    out += to_string(state());
+    out += R"(","pid":)";
+    const auto pid = proc_.pid();
+    out += pid ? std::to_string(*pid) : "null";
+    out += R"(,"restarts":)";
+    out += std::to_string(proc_.restarts());
+    out += R"(,"lastError":)";
+    if (proc_.last_error().empty())
+        out += "null";
+    else
+        append_json_string(out, proc_.last_error());
+    out += R"(,"tools":)";
+    out += std::to_string(tool_count());
+    out += R"(,"sandbox":{)";
+    out += conf_.status_members;
+    out += '}';
+    append_status(out);
+    out += '}';
+    return out;
+}
+
+void child_source::became_ready() {
+    proc_.mark_ready();
+    settle();
+    auto waiting = std::move(waiting_);
+    waiting_.clear();
+    for (auto& [c, t] : waiting)
+        if (!c->resolved()) send_execute(c, *t);
+}
+
+void child_source::settle() {
+    if (!settled_) {
+        settled_ = true;
+        if (events_.settled) events_.settled(*this);
+    }
+}
+
+void child_source::fail_waiting(const std::string& why) {
+    auto waiting = std::move(waiting_);
+    waiting_.clear();
+    for (auto& [c, t] : waiting)
+        c->resolve(
+            tool_result::failure(error_code::tool_failed, fmt::format("{}: {}", label_, why)));
+}
+
+bool child_source::reconfine(const std::vector<tool_definition>& defs) {
+    if (cfg_.sandbox == config::sandbox_mode::off) return false;
+    std::vector<std::vector<std::string>> caps;
+    for (const auto& d : defs)
+        caps.push_back(d.capabilities);
+    const auto wanted = defs.empty() ? conf_.capabilities : union_of(caps);
+    if (wanted == conf_.capabilities) {
+        reconfined_ = false;            // settled: a later restart may move it again
+        remember_settled(cfg_, wanted); // the next daemon start begins here
+        return false;
+    }
+    if (reconfined_) {
+        // Its tools changed with its sandbox: no second try, no loop.
+        proc_.fail_permanently("its tools' capabilities changed when it was started in their "
+                               "sandbox; declare them in the source's `capabilities` table");
+        return true;
+    }
+    reconfined_ = true;
+    conf_ = confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, wanted, cfg_.command, cfg_.cwd,
+                    confine_config_json_);
+    if (conf_.refusal) {
+        proc_.fail_permanently(*conf_.refusal);
+        return true;
+    }
+    spdlog::info("{}: starting again in its tools' sandbox ({})", label_, conf_.status_members);
+    auto env = proc_.spec().env;
+    apply_env(conf_, env);
+    proc_.respawn_confined(conf_.plan, std::move(env));
+    return true;
+}
+
+} // namespace meith::registry

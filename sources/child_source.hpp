@@ -1,0 +1,110 @@
+// child_source: what the sources that run one supervised child share — tool hosts and MCP
+// servers (docs/protocol.md §7, §15).
+//
+// It owns the child (through its rpc_peer) and the lifecycle every such source has: start (or
+// refuse to, when its sandbox cannot be had), calls that wait while the child starts or
+// restarts and fail when it is failed or stopped, readiness counted once, the
+// reconfinement step (a child first runs in the sandbox its config names, and is started again
+// in its listed tools' union when that differs: once, never in a loop), `fail`, `restart`,
+// and the common members of its `meith sources` status. A kind adds its protocol: the
+// handshake on each spawn, how a call is sent, messages from the child, and status members of
+// its own. I/O-thread only.
+#pragma once
+
+#include "process/confinement.hpp"
+#include "process/rpc_peer.hpp"
+#include "registry/tool_source.hpp"
+
+#include <deque>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace meith::registry {
+
+class child_source : public tool_source {
+  public:
+    const std::string& name() const override { return cfg_.name; }
+    const std::string& prefix() const override { return cfg_.prefix; }
+    source_state state() const override;
+    void start(source_events events) override;
+    /// Sends the call when the child is ready; holds it while the child starts or restarts
+    /// (within the call's own timeout); fails it at once when the child is failed or stopped.
+    void execute(const call_ptr& c, const tool& t) override;
+    void stop(std::chrono::milliseconds kill_grace, std::function<void()> done) override;
+    void restart() override { proc_.restart(); }
+    void fail(std::string why) override { proc_.fail_permanently(std::move(why)); }
+    /// {"name","kind","state","pid","restarts","lastError","tools","sandbox"} and the kind's
+    /// own members (append_status).
+    std::string status_json() const final;
+
+  protected:
+    /// `label` names the child in log lines and errors ("tool host 'fs'"); `kind` is its
+    /// list_sources kind; `confine_config_json` is the host config whose `root` a sandbox makes
+    /// writable ("{}" for a kind without one).
+    child_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
+                 const config::config& whole, std::string label, std::string_view kind,
+                 std::string confine_config_json, rpc_dialect dialect,
+                 supervised_process::policy pol);
+
+    /// The supervision policy both kinds start from: lines up to max_result_bytes + 1 MiB
+    /// (the envelope's slack), the source's start_timeout_ms.
+    static supervised_process::policy default_policy(const config::source_config& cfg,
+                                                     const config::config& whole);
+
+    // ---- what a kind provides ---------------------------------------------------------------
+
+    /// The child was spawned (also after each restart): start the handshake.
+    virtual void on_spawn() = 0;
+    /// The child ended; calls in flight were failed by the peer. Forget per-child state.
+    virtual void on_child_exit() {}
+    /// A message with a "method" from the child (JSON-RPC dialect only).
+    virtual void on_incoming(simdjson::dom::object msg) { (void)msg; }
+    /// Sends call `c` for tool `t` to the ready child.
+    virtual void send_execute(const call_ptr& c, const tool& t) = 0;
+    /// Tools registered from this child now.
+    virtual std::size_t tool_count() const = 0;
+    /// Appends the kind's own status members (",\"name\":value…") after "sandbox".
+    virtual void append_status(std::string& out) const { (void)out; }
+
+    // ---- what a kind calls ------------------------------------------------------------------
+
+    /// The handshake is done and the tools registered: the child is ready, readiness is
+    /// counted, and the calls that waited are sent.
+    void became_ready();
+    /// Counts the first start's outcome toward the daemon's readiness, once.
+    void settle();
+    /// Fails every waiting call: "LABEL: why".
+    void fail_waiting(const std::string& why);
+    /// When `defs` need another sandbox than the one the child runs in, starts it again in
+    /// theirs (once; a second change fails the source) and returns true: the listing is then
+    /// not registered. False when the sandbox fits (and is remembered for the next start).
+    bool reconfine(const std::vector<tool_definition>& defs);
+
+    const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
+    const config::config& whole_;
+    const std::string label_;
+    source_events events_;
+
+  private:
+    static process_spec make_spec(const config::source_config& cfg, const config::config& whole,
+                                  const std::string& label, const confinement& conf);
+    rpc_peer::handlers make_handlers();
+
+    std::string kind_;
+    std::string confine_config_json_;
+    confinement conf_;        ///< the sandbox it runs in (before peer_: its spec is made from it)
+    bool reconfined_ = false; ///< started again in its tools' sandbox, not yet settled
+
+  protected:
+    rpc_peer peer_;
+    supervised_process& proc_; ///< the peer's child
+
+  private:
+    bool started_ = false;
+    bool settled_ = false;
+    std::deque<std::pair<call_ptr, const tool*>> waiting_;
+};
+
+} // namespace meith::registry

@@ -8,6 +8,7 @@
 #include "daemon/coroutine_root.hpp"
 #include "daemon/instance.hpp"
 #include "daemon/peer.hpp"
+#include "daemon/reload.hpp"
 #include "daemon/service_manager.hpp"
 #include "process/confinement.hpp"
 #include "process/subprocess.hpp"
@@ -211,41 +212,23 @@ class server {
             next = std::move(*loaded.value);
         }
 
-        std::vector<std::string> changed, needs_restart, added, removed, replaced, restarted;
-        if (next.socket_path != cfg_.socket_path) needs_restart.emplace_back("socket");
-        if (!(next.audit == cfg_.audit)) needs_restart.emplace_back("audit");
-        if (!(next.hooks == cfg_.hooks)) needs_restart.emplace_back("hooks");
-        if (!(next.limits == cfg_.limits)) {
-            cfg_.limits = next.limits;
-            changed.emplace_back("limits");
-        }
-        if (!(next.tools == cfg_.tools)) {
-            cfg_.tools = next.tools;
-            changed.emplace_back("tools");
-        }
-        if (next.permissions.persist_grants != cfg_.permissions.persist_grants) {
-            // Where grants are kept is settled at start (their file is read then).
-            needs_restart.emplace_back("permissions.persist_grants");
-            next.permissions.persist_grants = cfg_.permissions.persist_grants;
-        }
-        if (!(next.permissions == cfg_.permissions)) {
+        const reload_plan plan = plan_reload(cfg_, next);
+        if (plan.limits) cfg_.limits = next.limits;
+        if (plan.tools) cfg_.tools = next.tools;
+        if (plan.permissions) {
+            const bool persist = cfg_.permissions.persist_grants; // applies at the next start
             cfg_.permissions = next.permissions;
+            cfg_.permissions.persist_grants = persist;
             registry_.set_permissions(cfg_.permissions);
-            changed.emplace_back("permissions");
         }
-        auto named = [](const std::vector<config::source_config>& v, const std::string& name) {
-            auto it =
-                std::find_if(v.begin(), v.end(), [&](const auto& s) { return s.name == name; });
-            return it == v.end() ? nullptr : &*it;
+        const auto has = [](const std::vector<std::string>& v, const std::string& name) {
+            return std::find(v.begin(), v.end(), name) != v.end();
         };
-        for (const auto& old : cfg_.sources)
-            if (!named(next.sources, old.name)) {
-                registry_.remove_source(old.name);
-                removed.push_back(old.name);
-            }
+        for (const auto& name : plan.removed)
+            registry_.remove_source(name);
+        std::vector<std::string> restarted;
         for (const auto& src : next.sources) {
-            const auto* old = named(cfg_.sources, src.name);
-            if (old && *old == src) {
+            if (has(plan.kept, src.name)) {
                 // Unchanged; a source marked failed gets a fresh start (docs/protocol.md §7).
                 if (registry_.source_state_of(src.name) == registry::source_state::failed) {
                     registry_.restart_source(src.name);
@@ -253,45 +236,15 @@ class server {
                 }
                 continue;
             }
-            if (old) {
-                registry_.remove_source(src.name);
-                replaced.push_back(src.name);
-            } else {
-                added.push_back(src.name);
-            }
+            if (has(plan.replaced, src.name)) registry_.remove_source(src.name);
             registry_.add_live_source(make_source(src));
         }
-        if (!added.empty() || !removed.empty() || !replaced.empty())
-            changed.emplace_back("sources");
         cfg_.sources = std::move(next.sources); // every source owns a copy of its table
         cfg_.source_file = file;
 
-        auto list = [&m](std::string_view key, const std::vector<std::string>& v) {
-            protocol::append_json_string(m, key);
-            m += ":[";
-            for (std::size_t i = 0; i < v.size(); ++i) {
-                if (i) m += ',';
-                protocol::append_json_string(m, v[i]);
-            }
-            m += ']';
-        };
-        m += R"(true,"file":)";
-        if (file)
-            protocol::append_json_string(m, file->string());
-        else
-            m += "null";
-        m += ',';
-        list("changed", changed);
-        m += R"(,"sources":{)";
-        list("added", added);
-        m += ',';
-        list("removed", removed);
-        m += ',';
-        list("replaced", replaced);
-        m += ',';
-        list("restarted", restarted);
-        m += "},";
-        list("needsRestart", needs_restart);
+        append_reload_reply(m, file, plan, restarted);
+        const auto changed = plan.changed();
+        const auto& needs_restart = plan.needs_restart;
         spdlog::info("config reloaded from {}: changed [{}]{}",
                      file ? file->string() : "(defaults)", fmt::join(changed, ", "),
                      needs_restart.empty() ? std::string()

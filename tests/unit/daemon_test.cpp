@@ -126,3 +126,61 @@ TEST_CASE("sweep_instance_records skips a name too long for a pid instead of sto
     CHECK_FALSE(std::filesystem::exists(home / "instances" / "4194305.json"));
     std::filesystem::remove_all(home);
 }
+
+#include "daemon/reload.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace {
+meith::config::config parse_config_ok(const std::string& text) {
+    auto r = meith::config::parse_config(text, "test.toml", "/etc/meith");
+    INFO((r.error ? r.error->to_string() : std::string("no error")));
+    REQUIRE(r.value);
+    return *r.value;
+}
+std::string source(const std::string& name, const std::string& command) {
+    return "[[sources]]\nname = \"" + name + "\"\nkind = \"host\"\ncommand = [\"" + command +
+           "\"]\n";
+}
+} // namespace
+
+TEST_CASE("plan_reload: the config diff of a reload, as data", "[daemon][reload]") {
+    using meith::daemon::plan_reload;
+    const auto running = parse_config_ok(source("keep", "a") + source("change", "b") +
+                                         source("drop", "c") + "[limits]\nmax_connections = 8\n");
+    SECTION("the same config changes nothing") {
+        const auto p = plan_reload(running, running);
+        CHECK(p.changed().empty());
+        CHECK(p.needs_restart.empty());
+        CHECK(p.kept == std::vector<std::string>{"keep", "change", "drop"});
+    }
+    SECTION("sources added, removed, replaced and kept; sections in place or at restart") {
+        const auto next =
+            parse_config_ok(source("new", "d") + source("change", "b2") + source("keep", "a") +
+                            "[limits]\nmax_connections = 9\n[permissions]\npersist_grants = true\n"
+                            "[audit]\nfsync = \"always\"\n");
+        const auto p = plan_reload(running, next);
+        CHECK(p.added == std::vector<std::string>{"new"});
+        CHECK(p.removed == std::vector<std::string>{"drop"});
+        CHECK(p.replaced == std::vector<std::string>{"change"});
+        CHECK(p.kept == std::vector<std::string>{"keep"});
+        CHECK(p.limits);
+        CHECK_FALSE(p.tools);
+        // persist_grants alone applies at the next start: [permissions] is otherwise equal.
+        CHECK_FALSE(p.permissions);
+        CHECK(p.needs_restart == std::vector<std::string>{"audit", "permissions.persist_grants"});
+        CHECK(p.changed() == std::vector<std::string>{"limits", "sources"});
+
+        std::string reply;
+        meith::daemon::append_reload_reply(reply, std::filesystem::path("/etc/meith/m.toml"), p,
+                                           {"keep"});
+        const auto j = nlohmann::json::parse("{\"ok\":" + reply + "}");
+        CHECK(j["file"] == "/etc/meith/m.toml");
+        CHECK(j["changed"] == nlohmann::json({"limits", "sources"}));
+        CHECK(j["sources"]["added"] == nlohmann::json({"new"}));
+        CHECK(j["sources"]["removed"] == nlohmann::json({"drop"}));
+        CHECK(j["sources"]["replaced"] == nlohmann::json({"change"}));
+        CHECK(j["sources"]["restarted"] == nlohmann::json({"keep"}));
+        CHECK(j["needsRestart"] == nlohmann::json({"audit", "permissions.persist_grants"}));
+    }
+}

@@ -1,5 +1,8 @@
-// commands: one function per subcommand. Each returns the process exit status or throws
-// cli_error; `opts.words[0]` is the subcommand's own name.
+// commands: one function per subcommand, in cli/commands/, one file per command family —
+// daemon.cpp (status, tools, sources, reload, policy check), call.cpp (call, preview),
+// approve.cpp (approve, grant, grants, revoke), audit.cpp, mcp.cpp (`meith mcp`), service.cpp,
+// init.cpp. Each returns the process exit status or throws cli_error; `opts.words[0]` is the
+// subcommand's own name.
 #pragma once
 
 #include "cli/options.hpp"

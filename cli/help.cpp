@@ -24,11 +24,11 @@ constexpr std::string_view call_input =
     "  --text FILE|-     a text-payload tool's text, from FILE or standard input\n";
 
 constexpr command table[] = {
-    {"status", "", "[--json]", "show the daemon, session and tool counts", 0, 0, true, false, false,
-     true, "  --json            the daemon, session and counts as one JSON object\n", run_status},
+    {"status", "", "[--json]", "show the daemon, session and tool counts", 0, 0, opt::json, true,
+     "  --json            the daemon, session and counts as one JSON object\n", run_status},
     {"tools", "", "[NAME] [--json] [--format F] [--tag T]...",
-     "list tools with their permission for you; NAME: describe one tool", 0, 1, true, false, false,
-     true,
+     "list tools with their permission for you; NAME: describe one tool", 0, 1,
+     opt::json | opt::tag | opt::format, true,
      "  NAME              describe one tool: description, permission and why, capabilities,\n"
      "                    source, timeout, tags and its input schema\n"
      "  --json            the tools (or the one tool) as meithd lists them\n"
@@ -43,8 +43,8 @@ constexpr command table[] = {
     {"call", "",
      "TOOL [JSON | - | @FILE | --text FILE|-] [--timeout-ms N] [--raw] [--model] [--display] "
      "[--json]",
-     "call TOOL and print its result (events on stderr as they come)", 1, 2, true, true, false,
-     true,
+     "call TOOL and print its result (events on stderr as they come)", 1, 2,
+     opt::json | opt::timeout | opt::text | opt::raw | opt::model_display, true,
      "Output:\n"
      "  (default)         a string result as text, any other result as JSON (indented on a\n"
      "                    terminal, one line otherwise); events and errors on stderr\n"
@@ -65,34 +65,35 @@ constexpr command table[] = {
      "  meith call apply_patch --text fix.diff\n",
      run_call},
     {"preview", "", "TOOL [JSON | - | @FILE | --text FILE|-] [--json]",
-     "what a call would do, without running it (exit 1: it would be denied)", 1, 2, true, false,
-     false, true, "  --json            the preview as meithd sends it\n", run_preview},
+     "what a call would do, without running it (exit 1: it would be denied)", 1, 2,
+     opt::json | opt::text, true, "  --json            the preview as meithd sends it\n",
+     run_preview},
     {"sources", "", "[--json]", "list tool sources: state, pid, restarts, sandbox, last error", 0,
-     0, true, false, false, true,
+     0, opt::json, true,
      "  --json            every field meithd reports per source (e.g. \"cancel\": whether a\n"
      "                    tool host stops a cancelled call)\n",
      run_sources},
     {"sources", "restart", "NAME [--timeout-ms N]",
-     "restart the tool source NAME (waits up to 60 s)", 1, 1, false, true, false, true,
+     "restart the tool source NAME (waits up to 60 s)", 1, 1, opt::timeout, true,
      "  --timeout-ms N    wait at most N ms for the restart to be under way\n", run_source_restart},
     {"reload", "", "[--json]",
-     "reload meithd's config file (as SIGHUP does); exit 1 if it was refused", 0, 0, true, false,
-     false, true, "  --json            the reload's outcome as meithd sends it\n", run_reload},
+     "reload meithd's config file (as SIGHUP does); exit 1 if it was refused", 0, 0, opt::json,
+     true, "  --json            the reload's outcome as meithd sends it\n", run_reload},
     {"policy", "check", "TOOL [--caller cli|plugin] [--json]",
-     "would a call to TOOL be allowed? (exit 0 allow, 1 deny or ask)", 1, 1, true, false, false,
-     true,
+     "would a call to TOOL be allowed? (exit 0 allow, 1 deny or ask)", 1, 1, opt::json, true,
      "  --caller C        ask for caller C (cli or plugin)\n"
      "  --json            the decision as meithd sends it\n",
      run_policy_check},
     {"approve", "", "",
      "answer held calls as they come (y once, s for the session, n deny); needs a terminal", 0, 0,
-     false, false, false, true,
+     0, true,
      "Keys: y allow once, s allow for the caller's session, n deny (then a reason), q quit.\n",
      run_approve},
     {"grant", "",
      "CAP[,CAP...] [--tool GLOB] [--caller C] [--session ID] [--uses N] [--expires DUR] "
      "[--json]",
-     "let calls needing these capabilities through without asking", 1, 1, true, false, false, true,
+     "let calls needing these capabilities through without asking", 1, 1,
+     opt::json | opt::grant | opt::tool, true,
      "  --tool GLOB       only tools matching GLOB (*, ?, [...])\n"
      "  --caller C        only calls by caller C (cli or plugin)\n"
      "  --session ID      only calls of session ID (see meith approve, meith audit)\n"
@@ -100,11 +101,12 @@ constexpr command table[] = {
      "  --expires DUR     good for DUR: 30s, 10m, 2h, 1d\n"
      "  --json            the grant as meithd sends it\n",
      run_grant},
-    {"grants", "", "[--json]", "list the grants in force", 0, 0, true, false, false, true,
+    {"grants", "", "[--json]", "list the grants in force", 0, 0, opt::json, true,
      "  --json            the grants as meithd sends them\n", run_grants},
-    {"revoke", "", "GRANT_ID", "revoke a grant", 1, 1, false, false, false, true, "", run_revoke},
+    {"revoke", "", "GRANT_ID", "revoke a grant", 1, 1, 0, true, "", run_revoke},
     {"audit", "", "[FILTERS] [--limit N] [--json] [--file PATH] [-f|--follow]",
-     "show the audit log (read directly; meithd need not run)", 0, 0, true, false, true, false,
+     "show the audit log (read directly; meithd need not run)", 0, 0,
+     opt::json | opt::tool | opt::audit, false,
      "Reads audit.jsonl and its rotated files audit.jsonl.N, oldest first.\n"
      "  --since DUR       only lines from the last DUR: 30s, 10m, 2h, 1d\n"
      "  --tool NAME       only lines for the tool NAME\n"
@@ -123,38 +125,38 @@ constexpr command table[] = {
      run_audit},
     {"mcp", "", "[--caller cli|plugin] [--all]",
      "serve the tools to an MCP client on stdin/stdout (caller plugin unless --caller)", 0, 0,
-     false, false, false, true,
+     opt::all, true,
      "  --caller C        the caller the MCP client's calls are made as (default plugin)\n"
      "  --all             list every tool, also those the caller may not call\n",
      run_mcp},
     {"service", "install", "[--socket-activated] [--dry-run]",
      "run meithd as a user service (systemd user unit / launchd agent), now and at login", 0, 0,
-     false, false, false, false,
+     opt::service, false,
      "  --socket-activated  systemd starts meithd on the first connection\n"
      "  --dry-run         print the files and commands, change nothing\n"
      "  --manager M       systemd or launchd (default: this system's)\n",
      run_service_install},
     {"service", "uninstall", "[--dry-run]", "stop the user service and remove its files", 0, 0,
-     false, false, false, false,
+     opt::service, false,
      "  --dry-run         print the commands, change nothing\n"
      "  --manager M       systemd or launchd (default: this system's)\n",
      run_service_uninstall},
-    {"service", "status", "[--dry-run]", "show the user service's files and state", 0, 0, false,
-     false, false, false,
+    {"service", "status", "[--dry-run]", "show the user service's files and state", 0, 0,
+     opt::service, false,
      "  --dry-run         print the commands, change nothing\n"
      "  --manager M       systemd or launchd (default: this system's)\n",
      run_service_status},
     {"init", "", "[--force]",
      "write a working $MEITH_HOME/meithd.toml with the example tools (by absolute path)", 0, 0,
-     false, false, false, false,
+     opt::force, false,
      "The config names the example tools where this meith finds them (a source tree's\n"
      "examples/, or the installed share/doc/meith/examples) by absolute path, so it works from\n"
      "any folder; the file tools are confined to the folder you run it in.\n"
      "  --force           replace an existing meithd.toml (the old one is kept as .bak)\n",
      run_init},
-    {"help", "", "[COMMAND]", "show the help of meith or of one command", 0, 2, false, false, false,
-     false, "", run_help},
-    {"version", "", "", "show meith's version", 0, 0, false, false, false, false, "", run_version},
+    {"help", "", "[COMMAND]", "show the help of meith or of one command", 0, 2, 0, false, "",
+     run_help},
+    {"version", "", "", "show meith's version", 0, 0, 0, false, "", run_version},
 };
 
 std::string global_options() {
@@ -213,6 +215,31 @@ const command* find_command(const std::vector<std::string>& words) {
     for (const command& c : table)
         if (c.name == words[0] && c.sub.empty()) return &c;
     return nullptr;
+}
+
+void check_options(const command& c, const options& opts) {
+    const std::string full_name =
+        c.sub.empty() ? std::string(c.name) : fmt::format("{} {}", c.name, c.sub);
+    // One row per option family: given on the command line?, the bit, how the error names it.
+    const std::tuple<bool, std::uint32_t, std::string_view> families[] = {
+        {opts.json, opt::json, "--json"},
+        {opts.all, opt::all, "--all"},
+        {opts.timeout_ms.has_value(), opt::timeout, "--timeout-ms"},
+        {opts.text.has_value(), opt::text, "--text"},
+        {opts.raw, opt::raw, "--raw"},
+        {opts.force, opt::force, "--force"},
+        {opts.model || opts.display, opt::model_display, "--model or --display"},
+        {!opts.tags.empty(), opt::tag, "--tag"},
+        {opts.format.has_value(), opt::format, "--format"},
+        {opts.has_service_options(), opt::service, "--socket-activated, --dry-run or --manager"},
+        {opts.has_grant_options(), opt::grant, "--session, --uses or --expires"},
+        {opts.tool.has_value(), opt::tool, "--tool"},
+        {opts.since || opts.denied || opts.event || opts.limit || opts.file || opts.follow,
+         opt::audit, "--since, --denied, --event, --limit, --file or --follow"},
+    };
+    for (const auto& [given, bit, names] : families)
+        if (given && (c.accepts & bit) == 0)
+            throw usage_error(fmt::format("'{}' does not take {}", full_name, names));
 }
 
 std::string head_of(const command& c) {

@@ -70,51 +70,7 @@ int run(const std::vector<std::string>& args) {
     if (n < cmd->min_args || n > cmd->max_args) {
         throw usage_error(fmt::format("usage: meith {}", head_of(*cmd)));
     }
-    const std::string full_name =
-        cmd->sub.empty() ? std::string(cmd->name) : fmt::format("{} {}", cmd->name, cmd->sub);
-    if (opts.json && !cmd->takes_json) {
-        throw usage_error(fmt::format("'{}' does not take --json", full_name));
-    }
-    if (opts.all && cmd->name != "mcp") {
-        throw usage_error(fmt::format("'{}' does not take --all", full_name));
-    }
-    if (opts.timeout_ms && !cmd->takes_timeout) {
-        throw usage_error(fmt::format("'{}' does not take --timeout-ms", full_name));
-    }
-    if (opts.text && cmd->name != "call" && cmd->name != "preview") {
-        throw usage_error(fmt::format("'{}' does not take --text", full_name));
-    }
-    if (opts.raw && cmd->name != "call") {
-        throw usage_error(fmt::format("'{}' does not take --raw", full_name));
-    }
-    if (opts.force && cmd->name != "init") {
-        throw usage_error(fmt::format("'{}' does not take --force", full_name));
-    }
-    if ((opts.model || opts.display) && cmd->name != "call") {
-        throw usage_error(fmt::format("'{}' does not take --model or --display", full_name));
-    }
-    if (!opts.tags.empty() && cmd->name != "tools") {
-        throw usage_error(fmt::format("'{}' does not take --tag", full_name));
-    }
-    if (opts.format && cmd->name != "tools") {
-        throw usage_error(fmt::format("'{}' does not take --format", full_name));
-    }
-    if (opts.has_service_options() && cmd->name != "service") {
-        throw usage_error(fmt::format("'{}' does not take --socket-activated, --dry-run or "
-                                      "--manager",
-                                      full_name));
-    }
-    if (opts.has_grant_options() && cmd->name != "grant") {
-        throw usage_error(
-            fmt::format("'{}' does not take --session, --uses or --expires", full_name));
-    }
-    const bool grant_tool = cmd->name == "grant" && opts.tool && !opts.since && !opts.denied &&
-                            !opts.event && !opts.limit && !opts.file && !opts.follow;
-    if (opts.has_audit_filters() && !cmd->takes_audit_filters && !grant_tool) {
-        throw usage_error(fmt::format("'{}' does not take --since, --tool, --denied, --event, "
-                                      "--limit, --file or --follow",
-                                      full_name));
-    }
+    check_options(*cmd, opts);
     try {
         return cmd->run(opts);
     } catch (const meith::protocol::client_error& e) {

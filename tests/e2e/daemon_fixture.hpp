@@ -6,6 +6,7 @@
 
 #include "protocol/client_channel.hpp"
 #include "protocol/client_frames.hpp"
+#include "test_skip.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -164,11 +165,9 @@ bool kernel_can_confine(bool namespaces = false);
 /// Landlock and seccomp, REQUIRE_KERNEL_SANDBOX(true) for namespaces too.
 #define REQUIRE_KERNEL_SANDBOX(namespaces)                                                         \
     do {                                                                                           \
-        if (!::meith::test::kernel_can_confine(namespaces)) {                                      \
-            WARN("skipped: this kernel lacks Landlock, seccomp"                                    \
-                 << ((namespaces) ? " or user namespaces" : ""));                                  \
-            return;                                                                                \
-        }                                                                                          \
+        if (!::meith::test::kernel_can_confine(namespaces))                                        \
+            SKIP_TEST(std::string("this kernel lacks Landlock, seccomp") +                         \
+                      ((namespaces) ? " or user namespaces" : ""));                                \
     } while (false)
 
 /// The approver secret of a daemon's home (HOME/approver.secret, first line).

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "test_skip.hpp"
+
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -748,19 +750,18 @@ TEST_CASE("ensure_private_dir creates 0700 folders and refuses shared ones", "[p
         REQUIRE(err);
         CHECK_THAT(*err, Catch::Contains("chmod 700 '" + dir.path().string() + "/it'\\''s here'"));
     }
-    SECTION("a folder owned by someone else names the chown") {
-        if (::geteuid() != 0) {
-            SUCCEED("needs root to give a folder away; covered when run as root");
-            return;
-        }
-        const fs::path theirs = dir.path() / "theirs";
-        fs::create_directory(theirs);
-        REQUIRE(::chown(theirs.c_str(), 4242, 4242) == 0);
-        const auto err = ensure_private_dir(theirs, false);
-        REQUIRE(err);
-        CHECK_THAT(*err, Catch::Contains("owned by uid 4242") &&
-                             Catch::Contains("chown 0 " + theirs.string()));
-    }
+}
+
+TEST_CASE("ensure_private_dir: a folder owned by someone else names the chown", "[paths]") {
+    if (::geteuid() != 0) SKIP_TEST("needs root to give a folder away");
+    temp_dir dir;
+    const fs::path theirs = dir.path() / "theirs";
+    fs::create_directory(theirs);
+    REQUIRE(::chown(theirs.c_str(), 4242, 4242) == 0);
+    const auto err = ensure_private_dir(theirs, false);
+    REQUIRE(err);
+    CHECK_THAT(*err, Catch::Contains("owned by uid 4242") &&
+                         Catch::Contains("chown 0 " + theirs.string()));
 }
 
 TEST_CASE("audit can be switched off and the child environment allow-list set", "[config]") {

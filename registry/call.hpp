@@ -39,24 +39,35 @@ class call_sink {
 /// Why a call ended, for the audit line.
 enum class call_end { tool, timeout, cancel, disconnect, shutdown, refused };
 
+/// Each way a call ends, by its names: the one table every text about a call's end comes from.
+struct call_end_names {
+    call_end how;
+    std::string_view audit;  ///< the audit line's `end` (docs/protocol.md §6)
+    std::string_view reason; ///< told to the tool when it ends without its result (§16); ""
+                             ///< for an end that is the tool's own
+    std::string_view words;  ///< in a sentence: an MCP server's notifications/cancelled reason
+};
+inline constexpr call_end_names call_end_table[] = {
+    {call_end::tool, "tool", "", "answered"},
+    {call_end::timeout, "timeout", "timeout", "timeout"},
+    {call_end::cancel, "cancel", "cancelled", "cancelled by the client"},
+    {call_end::disconnect, "client_disconnected", "disconnected", "the client disconnected"},
+    {call_end::shutdown, "shutdown", "shutdown", "meithd is shutting down"},
+    {call_end::refused, "refused", "", "refused"},
+};
+
+/// The names of `how` (its row of call_end_table).
+constexpr const call_end_names& names_of(call_end how) {
+    for (const auto& row : call_end_table)
+        if (row.how == how) return row;
+    return call_end_table[0];
+}
+
 /// The reason a source tells the tool when a call ends without its result (docs/protocol.md
 /// §16, PROTOCOL.md §14): "cancelled", "timeout", "disconnected" or "shutdown" ("" for an end
 /// that is the tool's own).
 constexpr std::string_view cancel_reason(call_end how) {
-    switch (how) {
-    case call_end::timeout:
-        return "timeout";
-    case call_end::cancel:
-        return "cancelled";
-    case call_end::disconnect:
-        return "disconnected";
-    case call_end::shutdown:
-        return "shutdown";
-    case call_end::tool:
-    case call_end::refused:
-        break;
-    }
-    return "";
+    return names_of(how).reason;
 }
 
 class call : public std::enable_shared_from_this<call> {

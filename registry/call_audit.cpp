@@ -146,21 +146,7 @@ void append_redacted_json_string(std::string& out, std::string_view s) {
 }
 
 std::string_view to_string(call_end how) {
-    switch (how) {
-    case call_end::tool:
-        return "tool";
-    case call_end::timeout:
-        return "timeout";
-    case call_end::cancel:
-        return "cancel";
-    case call_end::disconnect:
-        return "client_disconnected";
-    case call_end::shutdown:
-        return "shutdown";
-    case call_end::refused:
-        return "refused";
-    }
-    return "tool";
+    return names_of(how).audit;
 }
 
 void record_args(const audit::redactor& redactor, call& c, simdjson::dom::element args) {

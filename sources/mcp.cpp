@@ -51,23 +51,6 @@ spdlog::level::level_enum log_level_of(std::string_view level) {
     return spdlog::level::info;
 }
 
-std::string_view cancel_message(call_end how) {
-    switch (how) {
-    case call_end::timeout:
-        return "timeout";
-    case call_end::cancel:
-        return "cancelled by the client";
-    case call_end::disconnect:
-        return "the client disconnected";
-    case call_end::shutdown:
-        return "meithd is shutting down";
-    case call_end::tool:
-    case call_end::refused:
-        break;
-    }
-    return "abandoned";
-}
-
 class mcp_source final : public child_source {
   public:
     mcp_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
@@ -281,7 +264,7 @@ class mcp_source final : public child_source {
             peer_.abandon(id);
             progress_.erase(token);
             peer_.notify("notifications/cancelled",
-                         mcp::cancelled_params(id, cancel_message(raw->end())));
+                         mcp::cancelled_params(id, names_of(raw->end()).words));
         });
     }
 

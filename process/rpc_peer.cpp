@@ -121,6 +121,23 @@ std::optional<std::uint64_t> id_of_scanned(rpc_dialect dialect,
     return n;
 }
 
+protocol::tool_result error_result(simdjson::dom::element error, std::string_view fallback) {
+    constexpr std::size_t max_message = 1024;
+    std::string_view message;
+    if (error["message"].get_string().get(message) != simdjson::SUCCESS || message.empty())
+        message = fallback;
+    std::string details = R"({"code":)";
+    simdjson::dom::element v;
+    details += error["code"].get(v) == simdjson::SUCCESS ? simdjson::minify(v) : "null";
+    details += R"(,"message":)";
+    details += error["message"].get(v) == simdjson::SUCCESS ? simdjson::minify(v) : "null";
+    if (error["data"].get(v) == simdjson::SUCCESS) details += R"(,"data":)" + simdjson::minify(v);
+    details += '}';
+    return protocol::tool_result::failure(protocol::error_code::tool_failed,
+                                          std::string(protocol::cut_utf8(message, max_message)),
+                                          std::move(details));
+}
+
 parsed_line classify_line(simdjson::dom::parser& parser, rpc_dialect dialect,
                           std::string_view line) {
     parsed_line out;

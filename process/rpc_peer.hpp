@@ -20,6 +20,7 @@
 #pragma once
 
 #include "process/supervisor.hpp"
+#include "protocol/tool_result.hpp"
 
 #include <simdjson.h>
 
@@ -76,6 +77,12 @@ std::optional<std::uint64_t> id_of(rpc_dialect dialect, simdjson::dom::object ms
 /// "id" nested in the result is never taken for it.
 std::optional<std::uint64_t> id_of_scanned(rpc_dialect dialect,
                                            const protocol::top_level_scanner::value& id);
+
+/// A JSON-RPC error object (`{"code","message","data"?}`) as the call's failure: TOOL_FAILED
+/// with its message (cut to 1 KiB on a character boundary; `fallback` when absent or empty)
+/// and details `{"code","message","data"?}` as the child sent them. The one mapping for exec
+/// servers and MCP servers.
+protocol::tool_result error_result(simdjson::dom::element error, std::string_view fallback);
 
 } // namespace rpc_wire
 

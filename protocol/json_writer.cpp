@@ -180,4 +180,13 @@ bool is_valid_utf8(std::string_view s) {
     return true;
 }
 
+std::string_view cut_utf8(std::string_view text, std::size_t max) {
+    if (text.size() <= max) return text;
+    std::size_t end = max;
+    // Back up over continuation bytes (10xxxxxx) to the start of the cut character.
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+        --end;
+    return text.substr(0, end);
+}
+
 } // namespace meith::protocol

@@ -30,4 +30,7 @@ void append_duration_ms(std::string& out, std::int64_t nanoseconds);
 /// True when `s` is valid UTF-8 (RFC 3629: no overlongs, no surrogates, max U+10FFFF).
 bool is_valid_utf8(std::string_view s);
 
+/// The longest prefix of `text` of at most `max` bytes that does not split a UTF-8 character.
+std::string_view cut_utf8(std::string_view text, std::size_t max);
+
 } // namespace meith::protocol

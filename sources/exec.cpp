@@ -386,18 +386,7 @@ class exec_source final : public tool_source {
         if (msg["result"].get(result) == simdjson::SUCCESS) {
             c->resolve(protocol::normalize_value(result));
         } else if (msg["error"].get(error) == simdjson::SUCCESS) {
-            std::string_view message = "the tool failed";
-            if (error["message"].get_string().get(message) != simdjson::SUCCESS)
-                message = "the tool failed";
-            std::string details = R"({"code":)";
-            simdjson::dom::element code, data;
-            details +=
-                error["code"].get(code) == simdjson::SUCCESS ? simdjson::minify(code) : "null";
-            if (error["data"].get(data) == simdjson::SUCCESS)
-                details += R"(,"data":)" + simdjson::minify(data);
-            details += '}';
-            c->resolve(
-                tool_result::failure(error_code::tool_failed, std::string(message), details));
+            c->resolve(rpc_wire::error_result(error, "the tool failed"));
         } else {
             c->resolve(tool_result::failure(error_code::tool_failed,
                                             "JSON-RPC response has neither result nor error"));

@@ -1,6 +1,7 @@
 // mcp_wire: requests to and answers from MCP servers, without I/O (see mcp_wire.hpp).
 #include "sources/mcp_wire.hpp"
 
+#include "process/rpc_peer.hpp"
 #include "protocol/json_writer.hpp"
 
 #include <algorithm>
@@ -142,15 +143,6 @@ std::string cancelled_params(std::uint64_t request_id, std::string_view reason) 
     return out;
 }
 
-std::string_view cut_utf8(std::string_view text, std::size_t max) {
-    if (text.size() <= max) return text;
-    std::size_t end = max;
-    // Back up over continuation bytes (10xxxxxx) to the start of the cut character.
-    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
-        --end;
-    return text.substr(0, end);
-}
-
 tool_result call_result(simdjson::dom::element result) {
     simdjson::dom::object obj;
     if (result.get_object().get(obj) != simdjson::SUCCESS)
@@ -193,18 +185,7 @@ tool_result call_result(simdjson::dom::element result) {
 }
 
 tool_result error_answer(simdjson::dom::element error) {
-    std::string_view message = "the MCP server answered a JSON-RPC error";
-    if (error["message"].get_string().get(message) != simdjson::SUCCESS || message.empty())
-        message = "the MCP server answered a JSON-RPC error";
-    std::string details = R"({"code":)";
-    simdjson::dom::element v;
-    details += error["code"].get(v) == simdjson::SUCCESS ? simdjson::minify(v) : "null";
-    details += R"(,"message":)";
-    details += error["message"].get(v) == simdjson::SUCCESS ? simdjson::minify(v) : "null";
-    if (error["data"].get(v) == simdjson::SUCCESS) details += R"(,"data":)" + simdjson::minify(v);
-    details += '}';
-    return tool_result::failure(error_code::tool_failed,
-                                std::string(cut_utf8(message, max_error_text)), details);
+    return rpc_wire::error_result(error, "the MCP server answered a JSON-RPC error");
 }
 
 std::string progress_event(simdjson::dom::object params) {

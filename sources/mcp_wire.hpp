@@ -8,6 +8,7 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "protocol/json_writer.hpp"
 #include "protocol/tool_result.hpp"
 #include "registry/tool_source.hpp"
 
@@ -102,7 +103,7 @@ std::string file_uri(const std::filesystem::path& dir);
 /// The `roots/list` result: {"roots":[{"uri":file_uri(dir),"name":last path element}]}.
 std::string roots_result(const std::filesystem::path& dir);
 
-/// Cuts `text` to at most `max` bytes on a UTF-8 character boundary.
-std::string_view cut_utf8(std::string_view text, std::size_t max);
+/// The longest prefix of at most `max` bytes that does not split a UTF-8 character.
+using protocol::cut_utf8;
 
 } // namespace meith::registry::mcp

@@ -26,22 +26,6 @@ std::string json_str(std::string_view s) {
 }
 } // namespace
 
-std::string_view to_string(process_state s) {
-    switch (s) {
-    case process_state::starting:
-        return "starting";
-    case process_state::ready:
-        return "ready";
-    case process_state::restarting:
-        return "restarting";
-    case process_state::failed:
-        return "failed";
-    case process_state::stopped:
-        return "stopped";
-    }
-    return "unknown";
-}
-
 // ---- supervised_process ------------------------------------------------------------------
 
 /// One launch of the child. Handlers hold it by shared_ptr and check `owner`, which is cleared

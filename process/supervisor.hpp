@@ -14,6 +14,7 @@
 #pragma once
 
 #include "audit/redactor.hpp"
+#include "process/process_state.hpp"
 #include "process/subprocess.hpp"
 #include "protocol/framing.hpp"
 
@@ -69,10 +70,6 @@ struct process_spec {
     /// The kernel confinement of each start (PROTOCOL.md §13); null: unconfined.
     std::shared_ptr<const sandbox::plan> sandbox;
 };
-
-/// Lifecycle of a supervised process.
-enum class process_state { starting, ready, restarting, failed, stopped };
-std::string_view to_string(process_state s);
 
 class supervised_process {
   public:

@@ -11,38 +11,6 @@ namespace meith::registry {
 
 using protocol::append_json_string;
 
-std::string_view to_string(source_state s) {
-    switch (s) {
-    case source_state::starting:
-        return "starting";
-    case source_state::ready:
-        return "ready";
-    case source_state::restarting:
-        return "restarting";
-    case source_state::failed:
-        return "failed";
-    case source_state::stopped:
-        return "stopped";
-    }
-    return "unknown";
-}
-
-source_state state_of(process_state s) {
-    switch (s) {
-    case process_state::starting:
-        return source_state::starting;
-    case process_state::ready:
-        return source_state::ready;
-    case process_state::restarting:
-        return source_state::restarting;
-    case process_state::failed:
-        return source_state::failed;
-    case process_state::stopped:
-        return source_state::stopped;
-    }
-    return source_state::failed;
-}
-
 registry::registry(asio::any_io_executor ex, const config::config& cfg, audit::audit_log* audit)
     : ex_(std::move(ex)), cfg_(cfg), policy_(cfg.permissions), audit_(ex_, audit),
       redactor_(audit::default_redactor()), approvals_(ex_, audit_, redactor_) {

@@ -4,7 +4,7 @@
 // `source_events`, runs calls, and stops. All methods run on the I/O thread.
 #pragma once
 
-#include "process/supervisor.hpp"
+#include "process/process_state.hpp"
 #include "registry/call.hpp"
 
 #include <cstdint>
@@ -43,12 +43,9 @@ struct tool {
 /// How long an optional host method may take before its fallback is used.
 inline constexpr std::chrono::seconds optional_method_timeout{5};
 
-/// Lifecycle of a source, as `meith sources` shows it.
-enum class source_state { starting, ready, restarting, failed, stopped };
-std::string_view to_string(source_state s);
-
-/// A subprocess source's state is its supervised process's state.
-source_state state_of(process_state s);
+/// Lifecycle of a source, as `meith sources` shows it: the one enum a supervised child has too
+/// (process/process_state.hpp), so a child source's state is its child's.
+using source_state = process_state;
 
 /// Tool definition as a source reports it (before prefixing and schema compilation).
 struct tool_definition {

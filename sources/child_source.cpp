@@ -61,7 +61,7 @@ rpc_peer::handlers child_source::make_handlers() {
 
 source_state child_source::state() const {
     if (!started_) return source_state::starting;
-    return state_of(proc_.state());
+    return proc_.state();
 }
 
 void child_source::start(source_events events) {

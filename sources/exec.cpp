@@ -141,7 +141,7 @@ class exec_source final : public tool_source {
     const std::string& prefix() const override { return cfg_.prefix; }
 
     source_state state() const override {
-        if (proc_) return state_of(proc_->state());
+        if (proc_) return proc_->state();
         if (conf_.refusal || failed_) return source_state::failed;
         return stopped_ ? source_state::stopped : source_state::ready;
     }

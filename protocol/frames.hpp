@@ -1,9 +1,11 @@
 // frames: decoding client frames and encoding server frames (docs/protocol.md §2, §3).
 //
-// `frame_decoder` wraps one reused simdjson DOM parser (one per connection): `decode` parses
+// `frame_decoder` uses one reused simdjson DOM parser per thread (thread_local: the daemon's one
+// I/O thread shares it between connections, which decode one frame at a time): `decode` parses
 // a line in place (the line must be followed by `frame_padding` readable bytes, which
 // `line_framer` guarantees) and validates the frame's envelope. Views in the returned
-// `client_frame` point into the parser and stay valid until the next `decode`.
+// `client_frame` point into the parser or the line and stay valid until the next `decode` on
+// this thread. A frame the parser refuses still names its top-level requestId and type.
 // The encoders append one complete frame, "\n" included, to an output buffer.
 #pragma once
 

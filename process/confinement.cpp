@@ -186,6 +186,18 @@ void apply_env(const confinement& c, std::vector<std::string>& env) {
     env.push_back(c.tmpdir_env);
 }
 
+process_spec confined_spec(std::string label, const std::vector<std::string>& argv,
+                           const std::filesystem::path& cwd,
+                           const std::vector<std::string>& env_allow,
+                           const std::map<std::string, std::string>& env, const confinement* conf) {
+    process_spec spec{std::move(label), argv, cwd, child_environment(env_allow, env), nullptr};
+    if (conf) {
+        spec.sandbox = conf->plan;
+        apply_env(*conf, spec.env);
+    }
+    return spec;
+}
+
 capability_set union_of(const std::vector<std::vector<std::string>>& tool_caps) {
     capability_set u = 0;
     for (const auto& caps : tool_caps)

@@ -10,6 +10,7 @@
 
 #include "config/config.hpp"
 #include "permissions/policy.hpp"
+#include "process/supervisor.hpp"
 #include "sandbox/sandbox.hpp"
 
 #include <memory>
@@ -42,6 +43,14 @@ void set_confinement_home(std::filesystem::path home, std::filesystem::path sock
 
 /// Puts `c`'s TMPDIR into `env` ("NAME=value" items), replacing one inherited from the daemon.
 void apply_env(const confinement& c, std::vector<std::string>& env);
+
+/// The spawn spec of `argv` in `cwd`, labelled `label` in log lines: the daemon's values of
+/// `env_allow` plus `env` (which wins, `child_environment`), run under `conf`'s sandbox plan
+/// with its TMPDIR; `conf` null: unconfined. One builder for every source kind and hook.
+process_spec confined_spec(std::string label, const std::vector<std::string>& argv,
+                           const std::filesystem::path& cwd,
+                           const std::vector<std::string>& env_allow,
+                           const std::map<std::string, std::string>& env, const confinement* conf);
 
 /// Works out the confinement of `name` (a source or hook) running `argv` in `cwd` with
 /// `capabilities`; `config_json` is the source's host config (its `root` is writable with

@@ -56,20 +56,19 @@ class hook_runner {
   public:
     hook_runner(asio::any_io_executor ex, child_reaper& reaper, const config::hook_config& cfg,
                 const config::config& whole)
-        : ex_(ex), reaper_(reaper), cfg_(cfg),
-          whole_(whole), spec_{"hook '" + cfg.name + "'", cfg.command, cfg.cwd,
-                               child_environment(whole.tools.env_allow, cfg.env), nullptr} {
+        : ex_(ex), reaper_(reaper), cfg_(cfg), whole_(whole) {
         // A hook is the user's own policy program: confined only when it declares
         // capabilities (PROTOCOL.md §13). Under sandbox = "require" on a kernel that cannot
         // confine it fully, an error is logged and it runs with what the kernel offers.
+        std::optional<confinement> conf;
         if (cfg.capabilities) {
-            const auto conf =
+            conf =
                 confine("hook-" + cfg.name, cfg.sandbox, cfg.sandbox_paths,
                         permissions::capability_set_from(*cfg.capabilities), cfg.command, cfg.cwd);
-            if (conf.refusal) spdlog::error("hook '{}': {}", cfg.name, *conf.refusal);
-            spec_.sandbox = conf.plan;
-            apply_env(conf, spec_.env);
+            if (conf->refusal) spdlog::error("hook '{}': {}", cfg.name, *conf->refusal);
         }
+        spec_ = confined_spec("hook '" + cfg.name + "'", cfg.command, cfg.cwd,
+                              whole.tools.env_allow, cfg.env, conf ? &*conf : nullptr);
         if (cfg_.mode == config::exec_mode::server) {
             rpc_peer::handlers h;
             h.on_spawn = [this] { proc_->mark_ready(); };

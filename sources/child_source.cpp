@@ -14,14 +14,15 @@ using protocol::tool_result;
 child_source::child_source(asio::any_io_executor ex, child_reaper& reaper,
                            const config::source_config& cfg, const config::config& whole,
                            std::string label, std::string_view kind,
-                           std::string confine_config_json, rpc_dialect dialect,
-                           supervised_process::policy pol)
+                           std::string confine_config_json, permissions::capability_set start_caps,
+                           rpc_dialect dialect, supervised_process::policy pol)
     : cfg_(cfg), whole_(whole), label_(std::move(label)), kind_(kind),
       confine_config_json_(std::move(confine_config_json)),
-      conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, started_with(cfg), cfg.command,
-                    cfg.cwd, confine_config_json_)),
-      peer_(std::move(ex), reaper, make_spec(cfg, whole, label_, conf_), pol, dialect, label_,
-            make_handlers()),
+      conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, start_caps, cfg.command, cfg.cwd,
+                    confine_config_json_)),
+      peer_(std::move(ex), reaper,
+            confined_spec(label_, cfg.command, cfg.cwd, whole.tools.env_allow, cfg.env, &conf_),
+            pol, dialect, label_, make_handlers()),
       proc_(peer_.process()) {
 }
 
@@ -31,14 +32,6 @@ supervised_process::policy child_source::default_policy(const config::source_con
     p.max_line_bytes = whole.limits.max_result_bytes + 1024 * 1024; // envelope slack
     p.start_timeout = std::chrono::milliseconds(cfg.start_timeout_ms);
     return p;
-}
-
-process_spec child_source::make_spec(const config::source_config& cfg, const config::config& whole,
-                                     const std::string& label, const confinement& conf) {
-    process_spec spec{label, cfg.command, cfg.cwd,
-                      child_environment(whole.tools.env_allow, cfg.env), conf.plan};
-    apply_env(conf, spec.env);
-    return spec;
 }
 
 rpc_peer::handlers child_source::make_handlers() {
@@ -67,6 +60,11 @@ source_state child_source::state() const {
 void child_source::start(source_events events) {
     events_ = std::move(events);
     started_ = true;
+    if (auto err = before_start()) {
+        proc_.fail_permanently(std::move(*err));
+        settle();
+        return;
+    }
     if (conf_.refusal) {
         spdlog::error("{} not started: {}", label_, *conf_.refusal);
         proc_.fail_permanently(*conf_.refusal);

@@ -1,5 +1,5 @@
-// child_source: what the sources that run one supervised child share — tool hosts and MCP
-// servers (docs/protocol.md §7, §15).
+// child_source: what the sources that run one supervised child share — tool hosts, MCP
+// servers and exec servers (docs/protocol.md §7, §15).
 //
 // It owns the child (through its rpc_peer) and the lifecycle every such source has: start (or
 // refuse to, when its sandbox cannot be had), calls that wait while the child starts or
@@ -16,6 +16,7 @@
 #include "registry/tool_source.hpp"
 
 #include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,11 +43,13 @@ class child_source : public tool_source {
   protected:
     /// `label` names the child in log lines and errors ("tool host 'fs'"); `kind` is its
     /// list_sources kind; `confine_config_json` is the host config whose `root` a sandbox makes
-    /// writable ("{}" for a kind without one).
+    /// writable ("{}" for a kind without one); `start_caps` the capabilities its first
+    /// sandbox grants (`started_with(cfg)` for a kind that lists its tools once running, the
+    /// declared tool's for an exec server).
     child_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                  const config::config& whole, std::string label, std::string_view kind,
-                 std::string confine_config_json, rpc_dialect dialect,
-                 supervised_process::policy pol);
+                 std::string confine_config_json, permissions::capability_set start_caps,
+                 rpc_dialect dialect, supervised_process::policy pol);
 
     /// The supervision policy both kinds start from: lines up to max_result_bytes + 1 MiB
     /// (the envelope's slack), the source's start_timeout_ms.
@@ -55,6 +58,9 @@ class child_source : public tool_source {
 
     // ---- what a kind provides ---------------------------------------------------------------
 
+    /// Runs once at start(), before the sandbox check and the spawn; an error fails the source
+    /// with it (an exec server registers its one declared tool here).
+    virtual std::optional<std::string> before_start() { return std::nullopt; }
     /// The child was spawned (also after each restart): start the handshake.
     virtual void on_spawn() = 0;
     /// The child ended; calls in flight were failed by the peer. Forget per-child state.
@@ -88,8 +94,6 @@ class child_source : public tool_source {
     source_events events_;
 
   private:
-    static process_spec make_spec(const config::source_config& cfg, const config::config& whole,
-                                  const std::string& label, const confinement& conf);
     rpc_peer::handlers make_handlers();
 
     std::string kind_;

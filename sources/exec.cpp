@@ -4,13 +4,15 @@
 // JSON object from stdout ({"result"} / {"error"} / {"pending"}), exit status ≠ 0 is a failure
 // even after a valid answer (with the last stderr lines, redacted, in details). Timeout and
 // cancel end the whole group: SIGTERM, then SIGKILL after tools.kill_grace_ms.
-// Server mode keeps one supervised process speaking JSON-RPC 2.0 lines; requests are
-// multiplexed and matched strictly by id, so a late answer to an abandoned call is dropped.
+// Server mode keeps one supervised process speaking JSON-RPC 2.0 lines (a child_source, as
+// tool hosts and MCP servers are); requests are multiplexed and matched strictly by id, so a
+// late answer to an abandoned call is dropped.
 #include "audit/redactor.hpp"
 #include "process/confinement.hpp"
 #include "process/rpc_peer.hpp"
 #include "process/supervisor.hpp"
 #include "protocol/json_writer.hpp"
+#include "sources/child_source.hpp"
 #include "sources/factory.hpp"
 
 #include <charconv>
@@ -101,47 +103,40 @@ const std::string* last_stderr_line(const std::vector<std::string>& tail) {
     return nullptr;
 }
 
-class exec_source final : public tool_source {
+/// The exec tool's one definition, as its config declares it.
+tool_definition declared_tool(const config::source_config& cfg) {
+    const auto& t = *cfg.tool;
+    tool_definition d;
+    d.name = t.name;
+    d.description = t.description;
+    d.input_schema_json =
+        t.input_schema_json.empty() ? R"({"type":"object"})" : t.input_schema_json;
+    d.capabilities = t.capabilities;
+    d.timeout_ms = t.timeout_ms;
+    return d;
+}
+
+permissions::capability_set declared_caps(const config::source_config& cfg) {
+    return permissions::capability_set_from(cfg.tool ? cfg.tool->capabilities
+                                                     : std::vector<std::string>{});
+}
+
+/// One-shot mode: a process per call, no child between calls.
+class exec_oneshot_source final : public tool_source {
   public:
-    exec_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
-                const config::config& whole)
-        : ex_(ex), reaper_(reaper), cfg_(cfg),
-          whole_(whole), spec_{"exec tool '" + cfg.name + "'", cfg.command, cfg.cwd,
-                               child_environment(whole.tools.env_allow, cfg.env), nullptr} {
-        // Confined to its one tool's declared capabilities (PROTOCOL.md §13).
-        conf_ = confine(cfg.name, cfg.sandbox, cfg.sandbox_paths,
-                        permissions::capability_set_from(cfg.tool ? cfg.tool->capabilities
-                                                                  : std::vector<std::string>{}),
-                        cfg.command, cfg.cwd);
-        spec_.sandbox = conf_.plan;
-        apply_env(conf_, spec_.env);
-        if (cfg_.mode == config::exec_mode::server) {
-            rpc_peer::handlers h;
-            h.on_spawn = [this] { // JSON-RPC exec has no handshake: ready once spawned
-                proc_->mark_ready();
-                auto waiting = std::move(waiting_);
-                waiting_.clear();
-                for (auto& c : waiting)
-                    if (!c->resolved()) execute_server(c);
-            };
-            h.on_lifecycle = [this](std::string_view event, const std::string& details) {
-                if (events_.lifecycle) events_.lifecycle(*this, event, details);
-                if (event == "source_failed") fail_waiting("is failed: " + proc_->last_error());
-            };
-            supervised_process::policy pol;
-            pol.max_line_bytes = whole.limits.max_result_bytes + 1024 * 1024;
-            pol.start_timeout = std::chrono::milliseconds(cfg.start_timeout_ms);
-            peer_ = std::make_unique<rpc_peer>(ex, reaper, spec_, pol, rpc_dialect::jsonrpc,
-                                               "exec tool '" + cfg.name + "'", std::move(h));
-            proc_ = &peer_->process();
-        }
-    }
+    exec_oneshot_source(asio::any_io_executor ex, child_reaper& reaper,
+                        const config::source_config& cfg, const config::config& whole)
+        : ex_(std::move(ex)), reaper_(reaper), cfg_(cfg), whole_(whole),
+          // Confined to its one tool's declared capabilities (PROTOCOL.md §13).
+          conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, declared_caps(cfg), cfg.command,
+                        cfg.cwd)),
+          spec_(confined_spec("exec tool '" + cfg.name + "'", cfg.command, cfg.cwd,
+                              whole.tools.env_allow, cfg.env, &conf_)) {}
 
     const std::string& name() const override { return cfg_.name; }
     const std::string& prefix() const override { return cfg_.prefix; }
 
     source_state state() const override {
-        if (proc_) return proc_->state();
         if (conf_.refusal || failed_) return source_state::failed;
         return stopped_ ? source_state::stopped : source_state::ready;
     }
@@ -149,114 +144,28 @@ class exec_source final : public tool_source {
     void start(source_events events) override {
         events_ = std::move(events);
         std::vector<tool_definition> defs;
-        const auto& t = *cfg_.tool;
-        tool_definition d;
-        d.name = t.name;
-        d.description = t.description;
-        d.input_schema_json =
-            t.input_schema_json.empty() ? R"({"type":"object"})" : t.input_schema_json;
-        d.capabilities = t.capabilities;
-        d.timeout_ms = t.timeout_ms;
-        defs.push_back(std::move(d));
-        if (auto err = events_.registered(*this, std::move(defs))) {
-            if (proc_)
-                proc_->fail_permanently(*err);
-            else
-                stopped_ = true;
+        defs.push_back(declared_tool(cfg_));
+        if (events_.registered(*this, std::move(defs))) {
+            stopped_ = true;
         } else if (conf_.refusal) {
             spdlog::error("exec tool '{}' not started: {}", cfg_.name, *conf_.refusal);
-            if (proc_)
-                proc_->fail_permanently(*conf_.refusal);
-            else
-                last_error_ = *conf_.refusal;
-        } else if (proc_) {
-            proc_->start();
+            last_error_ = *conf_.refusal;
         }
         events_.settled(*this);
     }
 
     void execute(const call_ptr& c, const tool&) override {
-        if (conf_.refusal && !proc_) {
-            c->resolve(protocol::tool_result::failure(
-                protocol::error_code::tool_failed,
+        if (conf_.refusal) {
+            c->resolve(tool_result::failure(
+                error_code::tool_failed,
                 fmt::format("exec tool '{}' is not run: {}", cfg_.name, *conf_.refusal)));
             return;
         }
-        if (proc_)
-            execute_server(c);
-        else
-            execute_oneshot(c);
-    }
-
-    void stop(std::chrono::milliseconds grace, std::function<void()> done) override {
-        stopped_ = true;
-        if (proc_) {
-            // Stopped by shutdown or a reload that removed it, not failed: its last error
-            // (empty, or from an earlier crash) is not why these calls end.
-            fail_waiting("was stopped (the daemon is shutting down, or a reload removed it)");
-            proc_->stop(grace, std::move(done));
-            return;
-        }
-        // One-shot children still running are ended (their calls fail as on the source's
-        // exit); `done` runs once every one of them is reaped.
-        if (runs_.empty()) {
-            done();
-            return;
-        }
-        stop_done_ = std::move(done);
-        for (auto& run : std::vector<std::shared_ptr<oneshot_run>>(runs_.begin(), runs_.end()))
-            run->kill();
-    }
-
-    void restart() override {
-        if (proc_) {
-            proc_->restart();
-        } else if (failed_) { // its tool was taken back: offer it again
-            failed_ = false;
-            last_error_.clear();
-            start(events_);
-        }
-    }
-
-    void fail(std::string why) override {
-        if (proc_) {
-            proc_->fail_permanently(std::move(why));
-        } else {
-            failed_ = true;
-            last_error_ = std::move(why);
-        }
-    }
-
-    std::string status_json() const override {
-        std::string out = R"({"name":)";
-        append_json_string(out, cfg_.name);
-        out += proc_ ? R"(,"kind":"exec-server","state":")" : R"(,"kind":"exec-oneshot","state":")";
-        out += to_string(state());
-        out += R"(","pid":)";
-        const auto pid = proc_ ? proc_->pid() : std::nullopt;
-        out += pid ? std::to_string(*pid) : "null";
-        out += R"(,"restarts":)" + std::to_string(proc_ ? proc_->restarts() : 0);
-        out += R"(,"lastError":)";
-        const std::string& err = proc_ ? proc_->last_error() : last_error_;
-        if (err.empty())
-            out += "null";
-        else
-            append_json_string(out, err);
-        out += R"(,"tools":1,"sandbox":{)";
-        out += conf_.status_members;
-        out += "}}";
-        return out;
-    }
-
-  private:
-    // ---- one-shot ---------------------------------------------------------------------------
-
-    void execute_oneshot(const call_ptr& c) {
         std::string input = R"({"args":)";
         input += c->args_json;
         input += "}\n";
         const std::size_t cap = whole_.limits.max_result_bytes + 64 * 1024; // answer envelope
-        auto self = std::static_pointer_cast<exec_source>(shared_from_this());
+        auto self = std::static_pointer_cast<exec_oneshot_source>(shared_from_this());
         auto slot = std::make_shared<std::shared_ptr<oneshot_run>>();
         auto run = oneshot_run::start(
             ex_, reaper_, spec_, std::move(input), cap,
@@ -273,7 +182,7 @@ class exec_source final : public tool_source {
                                                      "config reload, or the daemon is shutting "
                                                      "down) while the call was running",
                                                      self->cfg_.name))
-                                   : self->oneshot_result(out));
+                                   : self->result_of(out));
                 if (self->runs_.empty() && self->stop_done_)
                     std::exchange(self->stop_done_, nullptr)();
             });
@@ -283,7 +192,49 @@ class exec_source final : public tool_source {
         c->on_abandon([run] { run->kill(); });
     }
 
-    tool_result oneshot_result(const oneshot_outcome& out) {
+    /// One-shot children still running are ended (their calls fail as on the source's exit);
+    /// `done` runs once every one of them is reaped.
+    void stop(std::chrono::milliseconds, std::function<void()> done) override {
+        stopped_ = true;
+        if (runs_.empty()) {
+            done();
+            return;
+        }
+        stop_done_ = std::move(done);
+        for (auto& run : std::vector<std::shared_ptr<oneshot_run>>(runs_.begin(), runs_.end()))
+            run->kill();
+    }
+
+    void restart() override {
+        if (!failed_) return;
+        failed_ = false; // its tool was taken back: offer it again
+        last_error_.clear();
+        start(events_);
+    }
+
+    void fail(std::string why) override {
+        failed_ = true;
+        last_error_ = std::move(why);
+    }
+
+    std::string status_json() const override {
+        std::string out = R"({"name":)";
+        append_json_string(out, cfg_.name);
+        out += R"(,"kind":"exec-oneshot","state":")";
+        out += to_string(state());
+        out += R"(","pid":null,"restarts":0,"lastError":)";
+        if (last_error_.empty())
+            out += "null";
+        else
+            append_json_string(out, last_error_);
+        out += R"(,"tools":1,"sandbox":{)";
+        out += conf_.status_members;
+        out += "}}";
+        return out;
+    }
+
+  private:
+    tool_result result_of(const oneshot_outcome& out) {
         if (!out.spawn_error.empty()) {
             last_error_ = out.spawn_error;
             return tool_result::failure(error_code::tool_failed, out.spawn_error);
@@ -329,59 +280,75 @@ class exec_source final : public tool_source {
         return read_oneshot_answer(answer);
     }
 
-    // ---- server mode ------------------------------------------------------------------------
+    asio::any_io_executor ex_;
+    child_reaper& reaper_;
+    const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
+    const config::config& whole_;
+    confinement conf_;
+    process_spec spec_;
+    source_events events_;
+    std::string last_error_;
+    bool failed_ = false; ///< the registry took its tool back (fail())
+    bool stopped_ = false;
+    /// One-shot children running now; stop() ends them and waits for them.
+    std::unordered_set<std::shared_ptr<oneshot_run>> runs_;
+    std::function<void()> stop_done_;
+    simdjson::dom::parser parser_; ///< one-shot answers
+};
 
-    void execute_server(const call_ptr& c) {
-        const auto st = state();
-        if (st == source_state::starting || st == source_state::restarting) {
-            // Wait for the process within the call's own timeout, as for tool hosts.
-            waiting_.push_back(c);
-            c->on_abandon([this, raw = c.get()] {
-                std::erase_if(waiting_, [raw](const call_ptr& w) { return w.get() == raw; });
-            });
-            return;
-        }
-        if (st != source_state::ready) {
-            c->resolve(tool_result::failure(
-                error_code::tool_failed,
-                fmt::format("exec tool '{}' is {}{}", cfg_.name, to_string(st),
-                            proc_->last_error().empty() ? "" : ": " + proc_->last_error())));
-            return;
-        }
+/// Server mode: one supervised child, JSON-RPC 2.0 `execute` requests.
+class exec_server_source final : public child_source {
+  public:
+    exec_server_source(asio::any_io_executor ex, child_reaper& reaper,
+                       const config::source_config& cfg, const config::config& whole)
+        : child_source(std::move(ex), reaper, cfg, whole, "exec tool '" + cfg.name + "'",
+                       "exec-server", "{}", declared_caps(cfg), rpc_dialect::jsonrpc,
+                       default_policy(cfg, whole)) {}
+
+  private:
+    std::optional<std::string> before_start() override {
+        std::vector<tool_definition> defs;
+        defs.push_back(declared_tool(cfg_));
+        return events_.registered(*this, std::move(defs));
+    }
+
+    void on_spawn() override { became_ready(); } // JSON-RPC exec has no handshake
+    std::size_t tool_count() const override { return 1; }
+
+    void send_execute(const call_ptr& c, const tool&) override {
         std::string params = R"({"args":)";
         params += c->args_json;
         params += '}';
         rpc_peer::callbacks cb;
-        cb.on_message = [this, c](simdjson::dom::object msg, bool) { on_reply(c, msg); };
+        cb.on_message = [c](simdjson::dom::object msg, bool) { on_reply(c, msg); };
         cb.on_failure = [this, c](rpc_failure failure, const std::string& how) {
             c->resolve(tool_result::failure(
                 error_code::tool_failed,
                 failure == rpc_failure::oversized
                     ? fmt::format("the tool's result is over limits.max_result_bytes ({} bytes)",
                                   whole_.limits.max_result_bytes)
-                    : fmt::format("exec tool '{}' {} while the call was running", cfg_.name, how)));
+                    : fmt::format("{} {} while the call was running", label_, how)));
         };
-        const auto id = peer_->request("execute", params, std::move(cb));
+        const auto id = peer_.request("execute", params, std::move(cb));
         if (!id) {
-            c->resolve(tool_result::failure(
-                error_code::tool_failed,
-                fmt::format("exec tool '{}' is not reading its input", cfg_.name)));
+            c->resolve(tool_result::failure(error_code::tool_failed,
+                                            fmt::format("{} is not reading its input", label_)));
             return;
         }
         // A call that ends otherwise forgets its id (a late answer is dropped, never given to
         // the next call) and tells the server, in MCP's shape (docs/protocol.md §16).
         c->on_abandon([this, id = *id, raw = c.get()] {
-            peer_->abandon(id);
+            peer_.abandon(id);
             std::string params = R"({"requestId":)";
             protocol::append_uint(params, id);
             params += R"(,"reason":)";
             append_json_string(params, cancel_reason(raw->end()));
             params += '}';
-            peer_->notify("notifications/cancelled", params);
+            peer_.notify("notifications/cancelled", params);
         });
     }
 
-    void on_reply(const call_ptr& c, simdjson::dom::object msg) {
+    static void on_reply(const call_ptr& c, simdjson::dom::object msg) {
         simdjson::dom::element result, error;
         if (msg["result"].get(result) == simdjson::SUCCESS) {
             c->resolve(protocol::normalize_value(result));
@@ -392,33 +359,6 @@ class exec_source final : public tool_source {
                                             "JSON-RPC response has neither result nor error"));
         }
     }
-
-    /// Fails the calls waiting for the server to (re)start: "exec tool 'NAME' " + `why`.
-    void fail_waiting(const std::string& why) {
-        auto waiting = std::move(waiting_);
-        waiting_.clear();
-        for (auto& c : waiting)
-            c->resolve(tool_result::failure(error_code::tool_failed,
-                                            fmt::format("exec tool '{}' {}", cfg_.name, why)));
-    }
-
-    asio::any_io_executor ex_;
-    child_reaper& reaper_;
-    const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
-    const config::config& whole_;
-    process_spec spec_;
-    confinement conf_;
-    std::unique_ptr<rpc_peer> peer_;     ///< server mode only
-    supervised_process* proc_ = nullptr; ///< the peer's child (server mode)
-    source_events events_;
-    std::deque<call_ptr> waiting_;
-    std::string last_error_;
-    bool failed_ = false; ///< one-shot: the registry took its tool back (fail())
-    bool stopped_ = false;
-    /// One-shot children running now; stop() ends them and waits for them.
-    std::unordered_set<std::shared_ptr<oneshot_run>> runs_;
-    std::function<void()> stop_done_;
-    simdjson::dom::parser parser_; ///< one-shot answers
 };
 
 } // namespace
@@ -426,7 +366,9 @@ class exec_source final : public tool_source {
 std::shared_ptr<tool_source> make_exec_source(asio::any_io_executor ex, child_reaper& reaper,
                                               const config::source_config& cfg,
                                               const config::config& whole) {
-    return std::make_shared<exec_source>(std::move(ex), reaper, cfg, whole);
+    if (cfg.mode == config::exec_mode::server)
+        return std::make_shared<exec_server_source>(std::move(ex), reaper, cfg, whole);
+    return std::make_shared<exec_oneshot_source>(std::move(ex), reaper, cfg, whole);
 }
 
 } // namespace meith::registry

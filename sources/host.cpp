@@ -43,7 +43,8 @@ class host_source final : public child_source {
     host_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                 const config::config& whole)
         : child_source(ex, reaper, cfg, whole, "tool host '" + cfg.name + "'", "host",
-                       cfg.config_json, rpc_dialect::tool_host, default_policy(cfg, whole)),
+                       cfg.config_json, started_with(cfg), rpc_dialect::tool_host,
+                       default_policy(cfg, whole)),
           ex_(std::move(ex)), methods_(ex_, peer_, state_json_) {}
 
     void start(source_events events) override {

@@ -56,7 +56,7 @@ class mcp_source final : public child_source {
     mcp_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                const config::config& whole)
         : child_source(std::move(ex), reaper, cfg, whole, "MCP server '" + cfg.name + "'", "mcp",
-                       "{}", rpc_dialect::jsonrpc, make_policy(cfg, whole)) {}
+                       "{}", started_with(cfg), rpc_dialect::jsonrpc, make_policy(cfg, whole)) {}
 
   private:
     static supervised_process::policy make_policy(const config::source_config& cfg,

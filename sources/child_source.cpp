@@ -145,6 +145,15 @@ void child_source::settle() {
     }
 }
 
+tool_result child_source::request_failed(rpc_failure failure, const std::string& how) const {
+    return tool_result::failure(
+        error_code::tool_failed,
+        failure == rpc_failure::oversized
+            ? fmt::format("the tool's result is over limits.max_result_bytes ({} bytes)",
+                          whole_.limits.max_result_bytes)
+            : fmt::format("{} {} while the call was running", label_, how));
+}
+
 void child_source::fail_waiting(const std::string& why) {
     auto waiting = std::move(waiting_);
     waiting_.clear();

@@ -81,6 +81,9 @@ class child_source : public tool_source {
     void became_ready();
     /// Counts the first start's outcome toward the daemon's readiness, once.
     void settle();
+    /// The result of a call whose request the peer gave up on: over limits.max_result_bytes
+    /// (`oversized`), else "LABEL HOW while the call was running" (the child exited, …).
+    protocol::tool_result request_failed(rpc_failure failure, const std::string& how) const;
     /// Fails every waiting call: "LABEL: why".
     void fail_waiting(const std::string& why);
     /// When `defs` need another sandbox than the one the child runs in, starts it again in

@@ -14,6 +14,7 @@
 #include "protocol/json_writer.hpp"
 #include "sources/child_source.hpp"
 #include "sources/factory.hpp"
+#include "sources/mcp_wire.hpp"
 
 #include <charconv>
 #include <deque>
@@ -322,12 +323,7 @@ class exec_server_source final : public child_source {
         rpc_peer::callbacks cb;
         cb.on_message = [c](simdjson::dom::object msg, bool) { on_reply(c, msg); };
         cb.on_failure = [this, c](rpc_failure failure, const std::string& how) {
-            c->resolve(tool_result::failure(
-                error_code::tool_failed,
-                failure == rpc_failure::oversized
-                    ? fmt::format("the tool's result is over limits.max_result_bytes ({} bytes)",
-                                  whole_.limits.max_result_bytes)
-                    : fmt::format("{} {} while the call was running", label_, how)));
+            c->resolve(request_failed(failure, how));
         };
         const auto id = peer_.request("execute", params, std::move(cb));
         if (!id) {
@@ -339,12 +335,8 @@ class exec_server_source final : public child_source {
         // the next call) and tells the server, in MCP's shape (docs/protocol.md §16).
         c->on_abandon([this, id = *id, raw = c.get()] {
             peer_.abandon(id);
-            std::string params = R"({"requestId":)";
-            protocol::append_uint(params, id);
-            params += R"(,"reason":)";
-            append_json_string(params, cancel_reason(raw->end()));
-            params += '}';
-            peer_.notify("notifications/cancelled", params);
+            peer_.notify("notifications/cancelled",
+                         mcp::cancelled_params(id, cancel_reason(raw->end())));
         });
     }
 

@@ -110,12 +110,7 @@ class host_source final : public child_source {
         };
         cb.on_failure = [this, c](rpc_failure failure, const std::string& how) {
             if (!c) return;
-            c->resolve(tool_result::failure(
-                error_code::tool_failed,
-                failure == rpc_failure::oversized
-                    ? fmt::format("the tool's result is over limits.max_result_bytes ({} bytes)",
-                                  whole_.limits.max_result_bytes)
-                    : fmt::format("tool host '{}' {} while the call was running", cfg_.name, how)));
+            c->resolve(request_failed(failure, how));
         };
         auto id = peer_.request(method, params, std::move(cb));
         if (!id && c)

@@ -243,12 +243,7 @@ class mcp_source final : public child_source {
         };
         cb.on_failure = [this, c, token](rpc_failure failure, const std::string& how) {
             progress_.erase(token);
-            c->resolve(tool_result::failure(
-                error_code::tool_failed,
-                failure == rpc_failure::oversized
-                    ? fmt::format("the tool's result is over limits.max_result_bytes ({} bytes)",
-                                  whole_.limits.max_result_bytes)
-                    : fmt::format("{} {} while the call was running", label_, how)));
+            c->resolve(request_failed(failure, how));
         };
         const auto id = peer_.request(
             "tools/call", mcp::call_params(t.remote_name, c->args_json, token), std::move(cb));

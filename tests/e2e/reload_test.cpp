@@ -4,8 +4,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 using namespace meith::test;
@@ -186,4 +188,56 @@ TEST_CASE("meith reload reports the change, and exits 1 when the file is refused
     CHECK(bad.status == 1);
     CHECK_THAT(bad.err, Catch::Contains("reload refused"));
     CHECK_THAT(bad.err, Catch::Contains("nope"));
+}
+
+TEST_CASE("a call waiting for a restarting source ends saying the source was stopped",
+          "[e2e][reload]") {
+    // A child source stopped by a reload (or shutdown) ends the calls waiting for its restart
+    // with that reason, not the child's last error; hosts, MCP servers and exec servers share
+    // this code (sources/child_source.cpp). The restart is held in its handshake by a file.
+    temp_dir tmp;
+    const auto hold = tmp.path / "hold";
+    const auto pids = tmp.path / "pids";
+    daemon_process d(host_source_toml(
+        "held", {"--hold-init-while=" + hold.string(), "--pid-file=" + pids.string()},
+        "sandbox = \"off\"\n"));
+    client c(d.socket());
+    REQUIRE(c.call("t_echo", {{"x", 1}})["result"]["ok"] == true);
+    std::ofstream(hold) << "held\n";
+    pid_t first = 0;
+    std::ifstream(pids) >> first;
+    REQUIRE(first > 0);
+    ::kill(first, SIGKILL);
+    // Wait for the restarted child (its pid is the file's second line): it is now held in init.
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    auto lines = [&] {
+        std::ifstream in(pids);
+        return std::count(std::istreambuf_iterator<char>(in), {}, '\n');
+    };
+    while (lines() < 2 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(20ms);
+    REQUIRE(lines() == 2);
+    REQUIRE(source_status(c, "held")["state"] == "restarting");
+
+    write_config(d, "");
+    // One connection's frames are handled in order: the call waits before the reload runs.
+    c.send({{"type", "tool_call"},
+            {"protocol", 1},
+            {"requestId", "waiting"},
+            {"toolName", "t_echo"},
+            {"arguments", {{"x", 2}}}});
+    c.send({{"type", "reload_config"},
+            {"requestId", "reload-1"},
+            {"clientInfo", {{"caller", "cli"}}}});
+    json result, r;
+    while (result.is_null() || r.is_null()) {
+        json f = c.read();
+        if (f.value("requestId", "") == "waiting" && f["type"] == "tool_result") result = f;
+        if (f.value("requestId", "") == "reload-1") r = f;
+    }
+    CHECK(strings(r["sources"]["removed"]) == std::vector<std::string>{"held"});
+    CHECK(result["result"]["ok"] == false);
+    CHECK(result["result"]["error"]["message"] ==
+          "tool host 'held': was stopped (the daemon is shutting down, or a reload removed it)");
+    std::filesystem::remove(hold);
 }

@@ -12,6 +12,8 @@
 //   --exit-after-list        exit(4) just after answering get_tool_schemas (crash loops with
 //                            the tools registered)
 //   --start-delay-ms=N       answer init after N ms
+//   --hold-init-while=PATH   answer init only once PATH does not exist (checked every 20 ms):
+//                            a test holds a restart in its handshake for as long as it needs
 //   --pid-file=PATH          append this process's pid and a newline to PATH at startup
 //   --garbage-on-start       print a non-JSON line to stdout before anything else
 //   --stderr-secret          print secret-looking text to stderr at startup (log redaction)
@@ -43,6 +45,7 @@ const flags = {
     exitAfterInitMs: null,
     exitAfterList: false,
     startDelayMs: 0,
+    holdInitWhile: null,
     pidFile: null,
     garbageOnStart: false,
     stderrSecret: false,
@@ -73,6 +76,10 @@ for (const arg of process.argv.slice(2)) {
         case '--exit-after-init-ms': flags.exitAfterInitMs = parseMs(arg, value); break;
         case '--exit-after-list': flags.exitAfterList = true; break;
         case '--start-delay-ms': flags.startDelayMs = parseMs(arg, value); break;
+        case '--hold-init-while':
+            if (!value) usage('--hold-init-while needs a path');
+            flags.holdInitWhile = value;
+            break;
         case '--pid-file':
             if (!value) usage('--pid-file needs a path');
             flags.pidFile = value;
@@ -260,6 +267,7 @@ serve(
         async init() {
             if (flags.crashOnInit) process.exit(2);
             if (flags.startDelayMs > 0) await sleep(flags.startDelayMs);
+            while (flags.holdInitWhile && fs.existsSync(flags.holdInitWhile)) await sleep(20);
             if (flags.exitAfterInitMs !== null) setTimeout(() => process.exit(4), flags.exitAfterInitMs);
             return { value: { ready: true, pid: process.pid }, state: { calls: 0 } };
         },

@@ -3,6 +3,9 @@
 #include "protocol/json_writer.hpp"
 #include "protocol/top_level_scan.hpp"
 
+#include <optional>
+#include <utility>
+
 namespace meith::protocol {
 
 namespace {
@@ -84,6 +87,228 @@ void recover_identity(client_frame& f, std::string_view line) {
     if (const auto& type = scan.get(1); type.k == kind::string) f.type = type_from_name(type.text);
 }
 
+/// The members `decode` reads, found in one pass over the frame's object; later duplicates
+/// win, as in most JSON readers. Absent: nullopt.
+struct frame_members {
+    using member = std::optional<simdjson::dom::element>;
+    member type, protocol, request_id, client_info, tool_name, arguments, timeout, subscribe,
+        format, result_format, display, tags, models;
+};
+
+frame_members collect_members(simdjson::dom::object obj) {
+    frame_members m;
+    static constexpr std::pair<std::string_view, frame_members::member frame_members::*> table[] = {
+        {"type", &frame_members::type},
+        {"protocol", &frame_members::protocol},
+        {"requestId", &frame_members::request_id},
+        {"clientInfo", &frame_members::client_info},
+        {"toolName", &frame_members::tool_name},
+        {"arguments", &frame_members::arguments},
+        {"timeoutMs", &frame_members::timeout},
+        {"subscribe", &frame_members::subscribe},
+        {"format", &frame_members::format},
+        {"resultFormat", &frame_members::result_format},
+        {"display", &frame_members::display},
+        {"tags", &frame_members::tags},
+        {"models", &frame_members::models},
+    };
+    for (auto field : obj)
+        for (const auto& [key, slot] : table)
+            if (field.key == key) {
+                m.*slot = field.value;
+                break;
+            }
+    return m;
+}
+
+/// A member that is absent or JSON null.
+bool absent(const frame_members::member& m) {
+    return !m || m->is_null();
+}
+
+/// What every frame may carry: its requestId (a string of 1-128 characters), toolName,
+/// arguments and clientInfo's caller claim and agent. Read before the frame is checked, so a
+/// refused frame's error and audit line can still name them.
+void read_identity(const frame_members& m, client_frame& f) {
+    if (m.request_id) {
+        std::string_view id;
+        if (m.request_id->get_string().get(id) == simdjson::SUCCESS && !id.empty() &&
+            utf8_length(id) <= max_request_id_chars)
+            f.request_id = id;
+    }
+    if (m.tool_name && m.tool_name->get_string().get(f.tool_name) != simdjson::SUCCESS)
+        f.tool_name = {};
+    if (m.arguments) {
+        f.has_arguments = true;
+        f.arguments = *m.arguments;
+    }
+    if (m.client_info) {
+        std::string_view claim;
+        if ((*m.client_info)["caller"].get_string().get(claim) == simdjson::SUCCESS)
+            f.caller_claim = claim;
+        std::string_view agent;
+        if ((*m.client_info)["agent"].get_string().get(agent) == simdjson::SUCCESS &&
+            !agent.empty())
+            f.agent = agent;
+    }
+}
+
+/// A requestId is optional on this frame, but one that is there must be usable.
+void check_optional_request_id(const frame_members& m, client_frame& f) {
+    if (m.request_id && !f.request_id) f.error = "requestId must be a string of 1-128 characters";
+}
+
+/// hello's `subscribe`: an array of topic names; unknown topics are ignored (a newer client
+/// may ask for more).
+void decode_subscribe(const frame_members& m, client_frame& f) {
+    if (!m.subscribe) return;
+    simdjson::dom::array topics;
+    if (m.subscribe->get_array().get(topics) != simdjson::SUCCESS) {
+        f.error = "subscribe must be an array of strings";
+        return;
+    }
+    for (auto topic : topics) {
+        std::string_view name;
+        if (topic.get_string().get(name) != simdjson::SUCCESS) {
+            f.error = "subscribe must be an array of strings";
+            return;
+        }
+        if (name == "tools_changed") f.subscribe_tools_changed = true;
+    }
+}
+
+/// list_tools' `format`, `tags` and `models` (docs/protocol.md §5, §8).
+void decode_list_options(const frame_members& m, client_frame& f) {
+    if (m.format &&
+        (m.format->get_string().get(f.list_format) != simdjson::SUCCESS || f.list_format.empty())) {
+        f.error = "format must be a string: meith, openai, openai.responses, anthropic or mcp";
+        return;
+    }
+    if (!absent(m.tags)) {
+        bool strings = m.tags->get_array().get(f.tags) == simdjson::SUCCESS;
+        if (strings)
+            for (auto t : f.tags)
+                strings = strings && t.is_string();
+        if (!strings) {
+            f.error = "tags must be an array of strings";
+            return;
+        }
+        f.has_tags = true;
+    }
+    if (!absent(m.models)) {
+        if (m.models->get_array().get(f.models) != simdjson::SUCCESS) {
+            f.error = "models must be an array";
+            return;
+        }
+        f.has_models = true;
+    }
+}
+
+bool arguments_shape_ok(const frame_members& m) {
+    return m.arguments->is_object() || m.arguments->is_string();
+}
+
+/// A tool_call's own members (docs/protocol.md §3). A missing requestId is a frame error; the
+/// rest are call errors, answered with a tool_result (`call_error`).
+void decode_tool_call(const frame_members& m, client_frame& f) {
+    if (!f.request_id) {
+        f.error = "tool_call needs a requestId string of 1-128 characters";
+        return;
+    }
+    if (f.tool_name.empty()) {
+        f.call_error = "toolName must be a non-empty string";
+        return;
+    }
+    if (!m.arguments) {
+        f.call_error = "arguments is missing (send {} for none)";
+        return;
+    }
+    if (!arguments_shape_ok(m)) {
+        // A string is for text-payload tools; the registry checks it against the tool.
+        f.call_error = "arguments must be a JSON object (or a string for a text-payload tool)";
+        return;
+    }
+    if (!absent(m.timeout)) {
+        uint64_t ms = 0;
+        if (m.timeout->get_uint64().get(ms) != simdjson::SUCCESS || ms == 0) {
+            f.call_error = "timeoutMs must be a positive integer (milliseconds)";
+            return;
+        }
+        f.timeout_ms = ms;
+    }
+    if (!absent(m.result_format)) {
+        std::string_view rf;
+        if (m.result_format->get_string().get(rf) != simdjson::SUCCESS ||
+            (rf != "model" && rf != "meith")) {
+            f.call_error = R"(resultFormat must be "model" (or "meith", the default))";
+            return;
+        }
+        f.result_model = rf == "model";
+    }
+    if (!absent(m.display) && m.display->get_bool().get(f.display) != simdjson::SUCCESS)
+        f.call_error = "display must be a boolean";
+}
+
+/// The checks of each frame type past the common ones (docs/protocol.md §3-§14).
+void decode_by_type(simdjson::dom::object obj, const frame_members& m, client_frame& f) {
+    switch (f.type) {
+    case frame_type::other:
+        f.error = "unknown frame type \"" + std::string(f.type_name) + "\"";
+        return;
+    case frame_type::restart_source: {
+        simdjson::dom::element name_el;
+        if (obj["name"].get(name_el) != simdjson::SUCCESS ||
+            name_el.get_string().get(f.source_name) != simdjson::SUCCESS || f.source_name.empty())
+            f.error = "restart_source needs a non-empty string \"name\"";
+        else
+            check_optional_request_id(m, f);
+        return;
+    }
+    case frame_type::check_policy:
+        if (f.tool_name.empty())
+            f.error = "check_policy needs a non-empty string \"toolName\"";
+        else
+            check_optional_request_id(m, f);
+        return;
+    case frame_type::hello:
+        decode_subscribe(m, f);
+        if (!f.error) check_optional_request_id(m, f);
+        return;
+    case frame_type::list_tools:
+        decode_list_options(m, f);
+        if (!f.error) check_optional_request_id(m, f);
+        return;
+    case frame_type::list_sources:
+    case frame_type::reload_config:
+        check_optional_request_id(m, f);
+        return;
+    case frame_type::cancel_tool_call:
+        if (!f.request_id)
+            f.error = "cancel_tool_call needs a requestId string of 1-128 characters";
+        return;
+    case frame_type::preview_tool_call:
+        // Arguments as for a call: an object, or a string for a text-payload tool.
+        if (!f.request_id)
+            f.error = "preview_tool_call needs a requestId string of 1-128 characters";
+        else if (f.tool_name.empty())
+            f.error = "preview_tool_call needs a non-empty string \"toolName\"";
+        else if (m.arguments && !arguments_shape_ok(m))
+            f.error = "arguments must be a JSON object (or a string for a text-payload tool)";
+        return;
+    case frame_type::approver_hello:
+    case frame_type::approve:
+    case frame_type::grant:
+    case frame_type::revoke:
+    case frame_type::list_grants:
+        check_optional_request_id(m, f);
+        if (!f.error) decode_grant_frame(obj, f);
+        return;
+    case frame_type::tool_call:
+        decode_tool_call(m, f);
+        return;
+    }
+}
+
 } // namespace
 
 client_frame frame_decoder::decode(std::string_view line) {
@@ -100,214 +325,22 @@ client_frame frame_decoder::decode(std::string_view line) {
         f.error = "frame is not a JSON object";
         return f;
     }
-
-    // One pass over the members; later duplicates win, as in most JSON readers.
-    simdjson::dom::element type_el, protocol_el, request_id_el, client_info_el, tool_name_el,
-        arguments_el, timeout_el, subscribe_el, format_el, result_format_el, display_el, tags_el,
-        models_el;
-    bool has_type = false, has_protocol = false, has_request_id = false, has_client_info = false,
-         has_tool_name = false, has_arguments = false, has_timeout = false, has_subscribe = false,
-         has_format = false, has_result_format = false, has_display = false, has_tags = false,
-         has_models = false;
-    for (auto field : obj) {
-        const std::string_view key = field.key;
-        if (key == "type")
-            has_type = true, type_el = field.value;
-        else if (key == "protocol")
-            has_protocol = true, protocol_el = field.value;
-        else if (key == "requestId")
-            has_request_id = true, request_id_el = field.value;
-        else if (key == "clientInfo")
-            has_client_info = true, client_info_el = field.value;
-        else if (key == "toolName")
-            has_tool_name = true, tool_name_el = field.value;
-        else if (key == "arguments")
-            has_arguments = true, arguments_el = field.value;
-        else if (key == "timeoutMs")
-            has_timeout = true, timeout_el = field.value;
-        else if (key == "subscribe")
-            has_subscribe = true, subscribe_el = field.value;
-        else if (key == "format")
-            has_format = true, format_el = field.value;
-        else if (key == "resultFormat")
-            has_result_format = true, result_format_el = field.value;
-        else if (key == "display")
-            has_display = true, display_el = field.value;
-        else if (key == "tags")
-            has_tags = true, tags_el = field.value;
-        else if (key == "models")
-            has_models = true, models_el = field.value;
-    }
-
-    if (has_request_id) {
-        std::string_view id;
-        if (request_id_el.get_string().get(id) == simdjson::SUCCESS && !id.empty() &&
-            utf8_length(id) <= max_request_id_chars)
-            f.request_id = id;
-    }
-    // Kept even for frames refused below, so their audit line can name tool and arguments.
-    if (has_tool_name && tool_name_el.get_string().get(f.tool_name) != simdjson::SUCCESS)
-        f.tool_name = {};
-    if (has_arguments) {
-        f.has_arguments = true;
-        f.arguments = arguments_el;
-    }
-    if (has_client_info) {
-        std::string_view claim;
-        if (client_info_el["caller"].get_string().get(claim) == simdjson::SUCCESS)
-            f.caller_claim = claim;
-        std::string_view agent;
-        if (client_info_el["agent"].get_string().get(agent) == simdjson::SUCCESS && !agent.empty())
-            f.agent = agent;
-    }
-    if (!has_type || type_el.get_string().get(f.type_name) != simdjson::SUCCESS) {
+    const frame_members m = collect_members(obj);
+    read_identity(m, f);
+    if (!m.type || m.type->get_string().get(f.type_name) != simdjson::SUCCESS) {
         f.error = "frame has no string \"type\"";
         return f;
     }
     f.type = type_from_name(f.type_name);
-    if (has_protocol) {
+    if (m.protocol) {
         int64_t v = 0;
-        if (protocol_el.get_int64().get(v) != simdjson::SUCCESS || v != protocol_version) {
-            f.error = "unsupported protocol version " + simdjson::minify(protocol_el) +
+        if (m.protocol->get_int64().get(v) != simdjson::SUCCESS || v != protocol_version) {
+            f.error = "unsupported protocol version " + simdjson::minify(*m.protocol) +
                       " (this server speaks protocol 1)";
             return f;
         }
     }
-    switch (f.type) {
-    case frame_type::other:
-        f.error = "unknown frame type \"" + std::string(f.type_name) + "\"";
-        return f;
-    case frame_type::restart_source: {
-        simdjson::dom::element name_el;
-        if (obj["name"].get(name_el) != simdjson::SUCCESS ||
-            name_el.get_string().get(f.source_name) != simdjson::SUCCESS || f.source_name.empty())
-            f.error = "restart_source needs a non-empty string \"name\"";
-        else if (has_request_id && !f.request_id)
-            f.error = "requestId must be a string of 1-128 characters";
-        return f;
-    }
-    case frame_type::check_policy:
-        if (f.tool_name.empty())
-            f.error = "check_policy needs a non-empty string \"toolName\"";
-        else if (has_request_id && !f.request_id)
-            f.error = "requestId must be a string of 1-128 characters";
-        return f;
-    case frame_type::hello:
-        if (has_subscribe) {
-            simdjson::dom::array topics;
-            if (subscribe_el.get_array().get(topics) != simdjson::SUCCESS) {
-                f.error = "subscribe must be an array of strings";
-                return f;
-            }
-            for (auto topic : topics) {
-                std::string_view name;
-                if (topic.get_string().get(name) != simdjson::SUCCESS) {
-                    f.error = "subscribe must be an array of strings";
-                    return f;
-                }
-                // Unknown topics are ignored: a newer client may ask for more.
-                if (name == "tools_changed") f.subscribe_tools_changed = true;
-            }
-        }
-        [[fallthrough]];
-    case frame_type::list_tools:
-        if (f.type == frame_type::list_tools && has_format &&
-            (format_el.get_string().get(f.list_format) != simdjson::SUCCESS ||
-             f.list_format.empty())) {
-            f.error = "format must be a string: meith, openai, openai.responses, anthropic or mcp";
-            return f;
-        }
-        if (f.type == frame_type::list_tools && has_tags && !tags_el.is_null()) {
-            bool strings = tags_el.get_array().get(f.tags) == simdjson::SUCCESS;
-            if (strings)
-                for (auto t : f.tags)
-                    strings = strings && t.is_string();
-            if (!strings) {
-                f.error = "tags must be an array of strings";
-                return f;
-            }
-            f.has_tags = true;
-        }
-        if (f.type == frame_type::list_tools && has_models && !models_el.is_null()) {
-            if (models_el.get_array().get(f.models) != simdjson::SUCCESS) {
-                f.error = "models must be an array";
-                return f;
-            }
-            f.has_models = true;
-        }
-        [[fallthrough]];
-    case frame_type::list_sources:
-    case frame_type::reload_config:
-        if (has_request_id && !f.request_id)
-            f.error = "requestId must be a string of 1-128 characters";
-        return f;
-    case frame_type::cancel_tool_call:
-        if (!f.request_id)
-            f.error = "cancel_tool_call needs a requestId string of 1-128 characters";
-        return f;
-    case frame_type::preview_tool_call:
-        // Arguments as for a call: an object, or a string for a text-payload tool.
-        if (!f.request_id)
-            f.error = "preview_tool_call needs a requestId string of 1-128 characters";
-        else if (f.tool_name.empty())
-            f.error = "preview_tool_call needs a non-empty string \"toolName\"";
-        else if (has_arguments && !arguments_el.is_object() && !arguments_el.is_string())
-            f.error = "arguments must be a JSON object (or a string for a text-payload tool)";
-        return f;
-    case frame_type::approver_hello:
-    case frame_type::approve:
-    case frame_type::grant:
-    case frame_type::revoke:
-    case frame_type::list_grants:
-        if (has_request_id && !f.request_id)
-            f.error = "requestId must be a string of 1-128 characters";
-        else
-            decode_grant_frame(obj, f);
-        return f;
-    case frame_type::tool_call:
-        break;
-    }
-
-    if (!f.request_id) {
-        f.error = "tool_call needs a requestId string of 1-128 characters";
-        return f;
-    }
-    if (f.tool_name.empty()) {
-        f.call_error = "toolName must be a non-empty string";
-        return f;
-    }
-    if (!has_arguments) {
-        f.call_error = "arguments is missing (send {} for none)";
-        return f;
-    }
-    if (!arguments_el.is_object() && !arguments_el.is_string()) {
-        // A string is for text-payload tools; the registry checks it against the tool.
-        f.call_error = "arguments must be a JSON object (or a string for a text-payload tool)";
-        return f;
-    }
-    if (has_timeout && !timeout_el.is_null()) {
-        uint64_t ms = 0;
-        if (timeout_el.get_uint64().get(ms) != simdjson::SUCCESS || ms == 0) {
-            f.call_error = "timeoutMs must be a positive integer (milliseconds)";
-            return f;
-        }
-        f.timeout_ms = ms;
-    }
-    if (has_result_format && !result_format_el.is_null()) {
-        std::string_view rf;
-        if (result_format_el.get_string().get(rf) != simdjson::SUCCESS ||
-            (rf != "model" && rf != "meith")) {
-            f.call_error = R"(resultFormat must be "model" (or "meith", the default))";
-            return f;
-        }
-        f.result_model = rf == "model";
-    }
-    if (has_display && !display_el.is_null()) {
-        if (display_el.get_bool().get(f.display) != simdjson::SUCCESS) {
-            f.call_error = "display must be a boolean";
-            return f;
-        }
-    }
+    decode_by_type(obj, m, f);
     return f;
 }
 

@@ -394,6 +394,94 @@ const char* format_example(std::string_view format) {
     return nullptr;
 }
 
+/// A `type` violation: "X must be a string or null (got a number)"; for an integer given a
+/// fraction, the value itself ("(got 1.5)": "a number" would not say what is wrong).
+std::string explain_type(const std::string& subject, const json* value, const recorder& rec,
+                         std::size_t wanted, std::size_t nth, const std::string& got_kind,
+                         const std::string& got_value) {
+    const found f = pick(rec, wanted, "type", nth, [&](const json& t) {
+        if (!value) return true;
+        if (t.is_string()) return !has_type(*value, t.get_ref<const std::string&>());
+        if (!t.is_array()) return true;
+        return std::none_of(t.begin(), t.end(), [&](const json& one) {
+            return !one.is_string() || has_type(*value, one.get_ref<const std::string&>());
+        });
+    });
+    std::vector<std::string> phrases;
+    bool integer = false, number = false;
+    auto add = [&](const json& t) {
+        if (!t.is_string()) return;
+        const auto& name = t.get_ref<const std::string&>();
+        if (auto p = type_phrase(name); !p.empty()) phrases.push_back(std::move(p));
+        integer = integer || name == "integer";
+        number = number || name == "number";
+    };
+    if (f.keyword && f.keyword->is_array())
+        for (const auto& t : *f.keyword)
+            add(t);
+    else if (f.keyword)
+        add(*f.keyword);
+    if (phrases.empty()) return subject + " has a type the schema does not allow" + got_kind;
+    std::string list;
+    for (std::size_t i = 0; i < phrases.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == phrases.size() ? " or " : ", ") + phrases[i];
+    // 1.5 for an integer: "a number" would not say what is wrong.
+    const bool show = integer && !number && value && value->is_number();
+    return subject + " must be " + list + (show ? got_value : got_kind);
+}
+
+/// An `enum` violation: the values the schema lists (at most max_listed of them).
+std::string explain_enum(const std::string& subject, const json* value, const recorder& rec,
+                         std::size_t wanted, std::size_t nth, const std::string& got_value) {
+    const found f = pick(rec, wanted, "enum", nth, [&](const json& values) {
+        return !value || !values.is_array() ||
+               std::find(values.begin(), values.end(), *value) == values.end();
+    });
+    if (!f.keyword || !f.keyword->is_array() || f.keyword->empty())
+        return subject + " must be one of the values the schema lists" + got_value;
+    const json& values = *f.keyword;
+    std::string list;
+    for (std::size_t i = 0; i < values.size() && i < max_listed; ++i)
+        list += (i ? ", " : "") + shown_value(values[i], true);
+    if (values.size() > max_listed) list += ", ... (" + std::to_string(values.size()) + " values)";
+    return subject + (values.size() == 1 ? " must be " : " must be one of ") + list + got_value;
+}
+
+/// A `uniqueItems` violation; `param` is valijson's "A and #B violate uniqueness constraint.".
+std::string explain_unique(const std::string& subject, std::string_view param) {
+    // "A and #B violate uniqueness constraint."
+    const std::string_view first = param.substr(0, param.find(' '));
+    const auto hash = param.find('#');
+    const std::string_view second = hash == std::string_view::npos
+                                        ? std::string_view{}
+                                        : param.substr(hash + 1, param.find(' ', hash) - hash - 1);
+    return subject + " must not contain duplicates" +
+           (second.empty() ? std::string()
+                           : " (items " + plain(first) + " and " + plain(second) + " are equal)");
+}
+
+/// A `dependencies` violation: which present property requires the missing one.
+std::string explain_dependency(const std::string& subject, bool root, const std::string& in,
+                               const json* value, const recorder& rec, std::size_t wanted,
+                               std::string_view missing) {
+    const found f = pick(rec, wanted, "dependencies");
+    if (f.keyword && f.keyword->is_object() && value && value->is_object()) {
+        for (const auto& [name, dep] : f.keyword->items()) {
+            if (!value->contains(name)) continue;
+            const bool names_it =
+                (dep.is_string() && dep.get_ref<const std::string&>() == missing) ||
+                (dep.is_array() && std::any_of(dep.begin(), dep.end(), [&](const json& d) {
+                     return d.is_string() && d.get_ref<const std::string&>() == missing;
+                 }));
+            if (names_it)
+                return "property " + quoted_name(name) + " requires property " +
+                       quoted_name(missing) + in;
+        }
+    }
+    return (root ? "missing" : subject + " is missing") + " property " + quoted_name(missing) +
+           ", which the schema's dependencies require";
+}
+
 /// One violation in words. `value` is the arguments' value at the error's path (null if
 /// absent); `wanted` the path's index in `rec`; `nth` how many errors of this kind at this
 /// path came before.
@@ -413,52 +501,10 @@ std::string explain_one(const valijson::ValidationResults::Error& e, const readi
     const std::string got_size =
         value && value->is_structured() ? " (got " + std::to_string(value->size()) + ")" : "";
     switch (r.k) {
-    case kind::type: {
-        const found f = pick(rec, wanted, "type", nth, [&](const json& t) {
-            if (!value) return true;
-            if (t.is_string()) return !has_type(*value, t.get_ref<const std::string&>());
-            if (!t.is_array()) return true;
-            return std::none_of(t.begin(), t.end(), [&](const json& one) {
-                return !one.is_string() || has_type(*value, one.get_ref<const std::string&>());
-            });
-        });
-        std::vector<std::string> phrases;
-        bool integer = false, number = false;
-        auto add = [&](const json& t) {
-            if (!t.is_string()) return;
-            const auto& name = t.get_ref<const std::string&>();
-            if (auto p = type_phrase(name); !p.empty()) phrases.push_back(std::move(p));
-            integer = integer || name == "integer";
-            number = number || name == "number";
-        };
-        if (f.keyword && f.keyword->is_array())
-            for (const auto& t : *f.keyword)
-                add(t);
-        else if (f.keyword)
-            add(*f.keyword);
-        if (phrases.empty()) return subject + " has a type the schema does not allow" + got_kind;
-        std::string list;
-        for (std::size_t i = 0; i < phrases.size(); ++i)
-            list += (i == 0 ? "" : i + 1 == phrases.size() ? " or " : ", ") + phrases[i];
-        // 1.5 for an integer: "a number" would not say what is wrong.
-        const bool show = integer && !number && value && value->is_number();
-        return subject + " must be " + list + (show ? got_value : got_kind);
-    }
-    case kind::enumeration: {
-        const found f = pick(rec, wanted, "enum", nth, [&](const json& values) {
-            return !value || !values.is_array() ||
-                   std::find(values.begin(), values.end(), *value) == values.end();
-        });
-        if (!f.keyword || !f.keyword->is_array() || f.keyword->empty())
-            return subject + " must be one of the values the schema lists" + got_value;
-        const json& values = *f.keyword;
-        std::string list;
-        for (std::size_t i = 0; i < values.size() && i < max_listed; ++i)
-            list += (i ? ", " : "") + shown_value(values[i], true);
-        if (values.size() > max_listed)
-            list += ", ... (" + std::to_string(values.size()) + " values)";
-        return subject + (values.size() == 1 ? " must be " : " must be one of ") + list + got_value;
-    }
+    case kind::type:
+        return explain_type(subject, value, rec, wanted, nth, got_kind, got_value);
+    case kind::enumeration:
+        return explain_enum(subject, value, rec, wanted, nth, got_value);
     case kind::constant: {
         const found f =
             pick(rec, wanted, "const", nth, [&](const json& c) { return !value || c != *value; });
@@ -506,43 +552,16 @@ std::string explain_one(const valijson::ValidationResults::Error& e, const readi
     case kind::max_properties:
         return subject + " must have at most " + count_of(r.param, "property", "properties") +
                got_size;
-    case kind::unique_items: {
-        // "A and #B violate uniqueness constraint."
-        const std::string_view first = r.param.substr(0, r.param.find(' '));
-        const auto hash = r.param.find('#');
-        const std::string_view second =
-            hash == std::string_view::npos
-                ? std::string_view{}
-                : r.param.substr(hash + 1, r.param.find(' ', hash) - hash - 1);
-        return subject + " must not contain duplicates" +
-               (second.empty()
-                    ? std::string()
-                    : " (items " + plain(first) + " and " + plain(second) + " are equal)");
-    }
+    case kind::unique_items:
+        return explain_unique(subject, r.param);
     case kind::required:
         return (root ? "missing" : subject + " is missing") + " required property " +
                quoted_name(r.param);
     case kind::additional_property:
         return "property " + quoted_name(r.param) + " is not allowed" + in +
                allowed_properties(rec, wanted);
-    case kind::dependency: {
-        const found f = pick(rec, wanted, "dependencies");
-        if (f.keyword && f.keyword->is_object() && value && value->is_object()) {
-            for (const auto& [name, dep] : f.keyword->items()) {
-                if (!value->contains(name)) continue;
-                const bool names_it =
-                    (dep.is_string() && dep.get_ref<const std::string&>() == r.param) ||
-                    (dep.is_array() && std::any_of(dep.begin(), dep.end(), [&](const json& d) {
-                         return d.is_string() && d.get_ref<const std::string&>() == r.param;
-                     }));
-                if (names_it)
-                    return "property " + quoted_name(name) + " requires property " +
-                           quoted_name(r.param) + in;
-            }
-        }
-        return (root ? "missing" : subject + " is missing") + " property " + quoted_name(r.param) +
-               ", which the schema's dependencies require";
-    }
+    case kind::dependency:
+        return explain_dependency(subject, root, in, value, rec, wanted, r.param);
     case kind::any_of:
         return subject + " must match at least one of the schemas in 'anyOf'";
     case kind::one_of_none:

@@ -291,12 +291,12 @@ capability_set declared_ahead(const config::source_config& cfg) {
     return u ? u : bit(capability::read_only);
 }
 
-confinement confine(const std::string& name, config::sandbox_mode mode,
-                    const config::sandbox_paths_config& paths, capability_set capabilities,
-                    const std::vector<std::string>& argv, const fs::path& cwd,
-                    const std::string& config_json) {
+namespace {
+
+/// Says once per daemon which protections this kernel gives tools, and whether
+/// meith-sandbox-init is there.
+void log_kernel_once(const sandbox::kernel_support& kernel) {
     static std::once_flag logged;
-    const auto& kernel = sandbox::detect();
     std::call_once(logged, [&] {
         if (kernel.landlock_abi > 0 && kernel.seccomp && kernel.namespaces)
             spdlog::info("tool sandbox: {}", sandbox::describe(kernel));
@@ -310,6 +310,63 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
                          "programs through the ELF loader; reinstall meith",
                          fs::read_symlink("/proc/self/exe", ignored).string());
     });
+}
+
+/// What no confined child sees: meithd's home and socket always (and the socket's own folder
+/// when it is meith's), and the credential stores unless `paths.read` names them.
+std::vector<fs::path> hidden_paths(const config::sandbox_paths_config& paths) {
+    std::vector<fs::path> hidden;
+    if (!home_dir().empty()) hidden.push_back(home_dir());
+    if (!socket_path().empty()) {
+        // The socket's own folder when it is meith's ($XDG_RUNTIME_DIR/meith): a socket
+        // hidden by a mount over the file is uncovered when meithd makes it anew.
+        hidden.push_back(socket_path());
+        const fs::path dir = socket_path().parent_path();
+        struct stat st {};
+        if (dir.filename() == "meith" && ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+            st.st_uid == ::geteuid())
+            hidden.push_back(dir);
+    }
+    for (const auto& store : credential_stores())
+        if (std::none_of(paths.read.begin(), paths.read.end(),
+                         [&](const fs::path& p) { return within(p, store) || within(store, p); }))
+            hidden.push_back(store);
+    return hidden;
+}
+
+/// The plan's members of list_sources' "sandbox" object: fs, net, exec, ns, home, and the
+/// writable folders left out because they hold meithd's home (`withheld`, shown when
+/// non-empty).
+void append_plan_status(std::string& m, const sandbox::plan& plan,
+                        const std::vector<std::string>& withheld) {
+    m += R"(,"fs":)";
+    append_json_string(m, plan.fs);
+    m += R"(,"net":)";
+    append_json_string(m, plan.net);
+    m += R"(,"exec":)";
+    append_json_string(m, plan.exec);
+    m += R"(,"ns":)";
+    append_json_string(m, plan.ns);
+    m += R"(,"home":)";
+    append_json_string(m, plan.home);
+    if (!withheld.empty()) {
+        m += R"(,"writeWithheld":[)";
+        for (std::size_t i = 0; i < withheld.size(); ++i) {
+            if (i) m += ',';
+            append_json_string(m, withheld[i]);
+        }
+        m += ']';
+    }
+}
+
+} // namespace
+
+confinement confine(const std::string& name, config::sandbox_mode mode,
+                    const config::sandbox_paths_config& paths, capability_set capabilities,
+                    const std::vector<std::string>& argv, const fs::path& cwd,
+                    const std::string& config_json) {
+    const auto& kernel = sandbox::detect();
+    log_kernel_once(kernel);
     confinement c;
     c.capabilities = capabilities;
     std::string& m = c.status_members;
@@ -373,22 +430,7 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
         r.tmp_dir = "/nonexistent";
     }
     r.extra.read = paths.read;
-    // Hidden: meithd's home and socket always; the credential stores unless read names them.
-    if (!home_dir().empty()) r.hidden.push_back(home_dir());
-    if (!socket_path().empty()) {
-        // The socket's own folder when it is meith's ($XDG_RUNTIME_DIR/meith): a socket
-        // hidden by a mount over the file is uncovered when meithd makes it anew.
-        r.hidden.push_back(socket_path());
-        const fs::path dir = socket_path().parent_path();
-        struct stat st {};
-        if (dir.filename() == "meith" && ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
-            st.st_uid == ::geteuid())
-            r.hidden.push_back(dir);
-    }
-    for (const auto& store : credential_stores())
-        if (std::none_of(paths.read.begin(), paths.read.end(),
-                         [&](const fs::path& p) { return within(p, store) || within(store, p); }))
-            r.hidden.push_back(store);
+    r.hidden = hidden_paths(paths);
     r.empty_file = empty_file();
     for (const auto& p : paths.write)
         if (auto w = writable(p)) r.extra.write.push_back(*w);
@@ -400,25 +442,11 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
         if (mode == config::sandbox_mode::require) c.refusal = e.what();
         return c;
     }
-    m += R"(,"fs":)";
-    append_json_string(m, c.plan->fs);
-    m += R"(,"net":)";
-    append_json_string(m, c.plan->net);
-    m += R"(,"exec":)";
-    append_json_string(m, c.plan->exec);
-    m += R"(,"ns":)";
-    append_json_string(m, c.plan->ns);
-    m += R"(,"home":)";
-    append_json_string(m, c.plan->home);
-    if (!withheld.empty() &&
-        (capabilities & (bit(capability::writes_files) | bit(capability::destructive))) != 0) {
-        m += R"(,"writeWithheld":[)";
-        for (std::size_t i = 0; i < withheld.size(); ++i) {
-            if (i) m += ',';
-            append_json_string(m, withheld[i]);
-        }
-        m += ']';
-    }
+    append_plan_status(
+        m, *c.plan,
+        (capabilities & (bit(capability::writes_files) | bit(capability::destructive))) != 0
+            ? withheld
+            : std::vector<std::string>{});
     if (!c.plan->complete && mode == config::sandbox_mode::require)
         c.refusal = "sandbox = \"require\", but this kernel offers " + sandbox::describe(kernel);
     return c;

@@ -387,6 +387,122 @@ std::vector<fs::path> interpreters_at_depth(const fs::path& program, const std::
     return out;
 }
 
+/// The Landlock ruleset of `r` at `abi`: writes only where `writes` grants, execution only of
+/// the program (and its interpreters) unless `spawns`; sets the plan's fs and exec rows.
+/// False when the ruleset leaves a hole `sandbox = "require"` refuses.
+bool plan_landlock(plan& p, const request& r, int abi, const fs::path& init, bool writes,
+                   bool spawns) {
+    std::uint64_t handled = write_rights(abi);
+    if (!spawns) handled |= LANDLOCK_ACCESS_FS_EXECUTE;
+    // ABI 6 adds scopes: no abstract Unix socket (an X server's, a session's) and no
+    // signal outside the tool's own domain. Debian 12's headers predate the field.
+    struct {
+        std::uint64_t handled_access_fs, handled_access_net, scoped;
+    } attr{handled, 0, abi >= 6 ? 0x3u /* ABSTRACT_UNIX_SOCKET | SIGNAL */ : 0u};
+    const std::size_t attr_size =
+        abi >= 6 ? sizeof attr : sizeof(landlock_ruleset_attr); // fs only before ABI 6
+    const long fd = ll_create(reinterpret_cast<const landlock_ruleset_attr*>(&attr), attr_size, 0);
+    if (fd < 0)
+        throw std::runtime_error(std::string("landlock_create_ruleset: ") + std::strerror(errno));
+    p.ruleset_fd = static_cast<int>(fd);
+    ::fcntl(p.ruleset_fd, F_SETFD, FD_CLOEXEC);
+    const std::uint64_t w = write_rights(abi);
+    allow_path(p.ruleset_fd, r.tmp_dir, w, handled, abi);
+    allow_path(p.ruleset_fd, "/dev/null", LANDLOCK_ACCESS_FS_WRITE_FILE, handled, abi);
+    if (writes) {
+        if (!r.cwd.empty()) allow_path(p.ruleset_fd, r.cwd, w, handled, abi);
+        if (r.root) allow_path(p.ruleset_fd, *r.root, w, handled, abi);
+        for (const auto& path : r.extra.write)
+            allow_path(p.ruleset_fd, path, w, handled, abi);
+    }
+    if (!spawns) {
+        const std::string path_value = program_search_path();
+        const std::uint64_t x = LANDLOCK_ACCESS_FS_EXECUTE;
+        // The program, the init program, and each program sandbox_paths.exec names, with
+        // what executing it takes (its #! interpreter, env's program, the ELF loader).
+        std::vector<fs::path> programs{r.program};
+        if (!init.empty()) programs.push_back(init);
+        programs.insert(programs.end(), r.extra.exec.begin(), r.extra.exec.end());
+        for (const auto& prog : programs) {
+            allow_path(p.ruleset_fd, prog, x, handled, abi);
+            if (fs::is_regular_file(prog))
+                for (const auto& i : interpreters_of(prog, path_value))
+                    allow_path(p.ruleset_fd, i, x, handled, abi);
+        }
+    }
+    // Before ABI 3 truncate(2) and O_TRUNC are not a Landlock right: a process without
+    // writes-files could still empty a file. Not complete, and `require` says so.
+    bool complete = !(abi < 3 && !writes);
+    p.fs = "landlock-abi-" + std::to_string(abi);
+    p.exec = spawns ? "allowed" : p.exec_once ? "landlock,once" : "landlock";
+    return complete;
+}
+
+/// The namespaces of `r` (user, mount, IPC, PID when the init program is there, network where
+/// seccomp cannot refuse sockets), the writable binds, hidden paths and private /tmp; sets the
+/// plan's ns and home rows. False when a protection is missing.
+bool plan_namespaces(plan& p, const request& r, const kernel_support& k, const fs::path& init,
+                     bool writes, bool network) {
+    // The init program is the PID namespace's PID 1; without it the tool would be, and
+    // PID 1 ignores the signals that stop it: no PID namespace then (and no fresh /proc).
+    // A network namespace only where seccomp cannot refuse sockets: with it, a tool
+    // without accesses-network opens no socket at all, and an empty namespace would add
+    // only its cost (its creation and the kernel's teardown: half of a one-shot call's
+    // sandbox cost in bench (k)).
+    p.clone_flags = base_namespaces | (network || k.seccomp ? 0 : CLONE_NEWNET);
+    bool complete = true;
+    if (init.empty()) {
+        p.clone_flags &= ~CLONE_NEWPID;
+        complete = false;
+    }
+    p.uid_map = std::to_string(::geteuid()) + " " + std::to_string(::geteuid()) + " 1";
+    p.gid_map = std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1";
+    std::error_code ec;
+    const auto add_writable = [&](const fs::path& path) {
+        if (!path.empty() && fs::is_directory(path, ec)) p.writable.push_back(path.string());
+    };
+    if (writes) {
+        add_writable(r.cwd);
+        if (r.root) add_writable(*r.root);
+        for (const auto& path : r.extra.write)
+            add_writable(path);
+    }
+    if (p.writable.size() > max_writable) throw std::runtime_error("too many writable paths");
+    // A path inside a hidden folder is hidden with it (and could not be mounted over:
+    // it is not in the empty tmpfs).
+    std::vector<fs::path> dirs;
+    for (const auto& h : r.hidden)
+        if (fs::is_directory(h, ec)) dirs.push_back(h.lexically_normal());
+    const auto inside_hidden = [&](const fs::path& h) {
+        return std::any_of(dirs.begin(), dirs.end(), [&](const fs::path& d) {
+            const auto [m, end] = std::mismatch(d.begin(), d.end(), h.begin(), h.end());
+            (void)end;
+            return m == d.end() && d != h;
+        });
+    };
+    for (const auto& raw : r.hidden) {
+        const fs::path h = raw.lexically_normal();
+        const auto st = fs::status(h, ec);
+        if (ec || inside_hidden(h)) continue;
+        if (fs::is_directory(st))
+            p.hidden_dirs.push_back(h.string());
+        else if (!r.empty_file.empty())
+            p.hidden_files.push_back(h.string());
+    }
+    p.empty_file = r.empty_file.string();
+    if (!r.tmp_mount.empty() && fs::is_directory(r.tmp_mount, ec)) {
+        p.tmp_dir = r.tmp_mount.string();
+        p.tmp_options = "size=" + std::to_string(r.tmp_bytes) + ",mode=0700";
+    }
+    p.ns = "user,mount,ipc";
+    if (p.clone_flags & CLONE_NEWPID) p.ns += ",pid";
+    if (p.clone_flags & CLONE_NEWNET) p.ns += ",net";
+    // Without its own PID namespace (no init program) another process's /proc/<pid>/root
+    // shows the home where Landlock does not scope ptrace.
+    p.home = (p.clone_flags & CLONE_NEWPID) != 0 || k.landlock_abi > 0 ? "hidden" : "readable";
+    return complete;
+}
+
 } // namespace
 
 std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
@@ -405,52 +521,7 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
     }
 
     if (k.landlock_abi > 0) {
-        const int abi = k.landlock_abi;
-        std::uint64_t handled = write_rights(abi);
-        if (!spawns) handled |= LANDLOCK_ACCESS_FS_EXECUTE;
-        // ABI 6 adds scopes: no abstract Unix socket (an X server's, a session's) and no
-        // signal outside the tool's own domain. Debian 12's headers predate the field.
-        struct {
-            std::uint64_t handled_access_fs, handled_access_net, scoped;
-        } attr{handled, 0, abi >= 6 ? 0x3u /* ABSTRACT_UNIX_SOCKET | SIGNAL */ : 0u};
-        const std::size_t attr_size =
-            abi >= 6 ? sizeof attr : sizeof(landlock_ruleset_attr); // fs only before ABI 6
-        const long fd =
-            ll_create(reinterpret_cast<const landlock_ruleset_attr*>(&attr), attr_size, 0);
-        if (fd < 0)
-            throw std::runtime_error(std::string("landlock_create_ruleset: ") +
-                                     std::strerror(errno));
-        p->ruleset_fd = static_cast<int>(fd);
-        ::fcntl(p->ruleset_fd, F_SETFD, FD_CLOEXEC);
-        const std::uint64_t w = write_rights(abi);
-        allow_path(p->ruleset_fd, r.tmp_dir, w, handled, abi);
-        allow_path(p->ruleset_fd, "/dev/null", LANDLOCK_ACCESS_FS_WRITE_FILE, handled, abi);
-        if (writes) {
-            if (!r.cwd.empty()) allow_path(p->ruleset_fd, r.cwd, w, handled, abi);
-            if (r.root) allow_path(p->ruleset_fd, *r.root, w, handled, abi);
-            for (const auto& path : r.extra.write)
-                allow_path(p->ruleset_fd, path, w, handled, abi);
-        }
-        if (!spawns) {
-            const std::string path_value = program_search_path();
-            const std::uint64_t x = LANDLOCK_ACCESS_FS_EXECUTE;
-            // The program, the init program, and each program sandbox_paths.exec names, with
-            // what executing it takes (its #! interpreter, env's program, the ELF loader).
-            std::vector<fs::path> programs{r.program};
-            if (!init.empty()) programs.push_back(init);
-            programs.insert(programs.end(), r.extra.exec.begin(), r.extra.exec.end());
-            for (const auto& prog : programs) {
-                allow_path(p->ruleset_fd, prog, x, handled, abi);
-                if (fs::is_regular_file(prog))
-                    for (const auto& i : interpreters_of(prog, path_value))
-                        allow_path(p->ruleset_fd, i, x, handled, abi);
-            }
-        }
-        // Before ABI 3 truncate(2) and O_TRUNC are not a Landlock right: a process without
-        // writes-files could still empty a file. Not complete, and `require` says so.
-        if (abi < 3 && !writes) complete = false;
-        p->fs = "landlock-abi-" + std::to_string(abi);
-        p->exec = spawns ? "allowed" : p->exec_once ? "landlock,once" : "landlock";
+        complete = plan_landlock(*p, r, k.landlock_abi, init, writes, spawns) && complete;
     } else {
         p->exec = spawns ? "allowed" : p->exec_once ? "once" : "none";
         complete = false;
@@ -459,63 +530,7 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
     if (!spawns && !p->exec_once && r.extra.exec.empty()) complete = false;
 
     if (k.namespaces) {
-        // The init program is the PID namespace's PID 1; without it the tool would be, and
-        // PID 1 ignores the signals that stop it: no PID namespace then (and no fresh /proc).
-        // A network namespace only where seccomp cannot refuse sockets: with it, a tool
-        // without accesses-network opens no socket at all, and an empty namespace would add
-        // only its cost (its creation and the kernel's teardown: half of a one-shot call's
-        // sandbox cost in bench (k)).
-        p->clone_flags = base_namespaces | (network || k.seccomp ? 0 : CLONE_NEWNET);
-        if (init.empty()) {
-            p->clone_flags &= ~CLONE_NEWPID;
-            complete = false;
-        }
-        p->uid_map = std::to_string(::geteuid()) + " " + std::to_string(::geteuid()) + " 1";
-        p->gid_map = std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1";
-        std::error_code ec;
-        const auto add_writable = [&](const fs::path& path) {
-            if (!path.empty() && fs::is_directory(path, ec)) p->writable.push_back(path.string());
-        };
-        if (writes) {
-            add_writable(r.cwd);
-            if (r.root) add_writable(*r.root);
-            for (const auto& path : r.extra.write)
-                add_writable(path);
-        }
-        if (p->writable.size() > max_writable) throw std::runtime_error("too many writable paths");
-        // A path inside a hidden folder is hidden with it (and could not be mounted over:
-        // it is not in the empty tmpfs).
-        std::vector<fs::path> dirs;
-        for (const auto& h : r.hidden)
-            if (fs::is_directory(h, ec)) dirs.push_back(h.lexically_normal());
-        const auto inside_hidden = [&](const fs::path& h) {
-            return std::any_of(dirs.begin(), dirs.end(), [&](const fs::path& d) {
-                const auto [m, end] = std::mismatch(d.begin(), d.end(), h.begin(), h.end());
-                (void)end;
-                return m == d.end() && d != h;
-            });
-        };
-        for (const auto& raw : r.hidden) {
-            const fs::path h = raw.lexically_normal();
-            const auto st = fs::status(h, ec);
-            if (ec || inside_hidden(h)) continue;
-            if (fs::is_directory(st))
-                p->hidden_dirs.push_back(h.string());
-            else if (!r.empty_file.empty())
-                p->hidden_files.push_back(h.string());
-        }
-        p->empty_file = r.empty_file.string();
-        if (!r.tmp_mount.empty() && fs::is_directory(r.tmp_mount, ec)) {
-            p->tmp_dir = r.tmp_mount.string();
-            p->tmp_options = "size=" + std::to_string(r.tmp_bytes) + ",mode=0700";
-        }
-        p->ns = "user,mount,ipc";
-        if (p->clone_flags & CLONE_NEWPID) p->ns += ",pid";
-        if (p->clone_flags & CLONE_NEWNET) p->ns += ",net";
-        // Without its own PID namespace (no init program) another process's /proc/<pid>/root
-        // shows the home where Landlock does not scope ptrace.
-        p->home =
-            (p->clone_flags & CLONE_NEWPID) != 0 || k.landlock_abi > 0 ? "hidden" : "readable";
+        complete = plan_namespaces(*p, r, k, init, writes, network) && complete;
     } else {
         complete = false;
     }

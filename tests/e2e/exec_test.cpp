@@ -204,7 +204,10 @@ TEST_CASE("timeout and cancel kill a one-shot tool's whole process group", "[e2e
     const auto pids = read_pids(pid_file);
     REQUIRE(pids.size() == 2); // the tool and the grandchild it forked
     CHECK(all_dead_within(pids, 3s));
-    std::this_thread::sleep_for(100ms);
+    // Reaped once the daemon's SIGCHLD handler has run: wait for it, bounded.
+    const auto deadline = std::chrono::steady_clock::now() + 3s;
+    while (zombie_children(d.pid()) != 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(20ms);
     CHECK(zombie_children(d.pid()) == 0);
 }
 
@@ -270,7 +273,8 @@ TEST_CASE("a server-mode tool killed mid-call fails that call at once and serves
             {"requestId", "victim"},
             {"toolName", "x_server"},
             {"arguments", {{"mode", "sleep"}, {"ms", 20000}}}});
-    std::this_thread::sleep_for(100ms);
+    // Requests reach the server in order: once a later call is answered, "victim" runs.
+    REQUIRE(c.call("x_server", {{"mode", "echo"}})["result"]["ok"] == true);
     const auto t0 = std::chrono::steady_clock::now();
     ::kill(pid, SIGKILL);
     auto r = c.wait_result("victim");

@@ -38,6 +38,23 @@ json reload(client& c) {
     }
 }
 
+/// Sends reload_config on `c`, after the frames already sent on it (one connection's frames are
+/// handled in order: a call sent before has been dispatched), and returns its answer; the
+/// tool_result of `call_id` is kept in `call_result` whether it comes before or after.
+json reload_after_call(client& c, const std::string& call_id, json& call_result) {
+    c.send({{"type", "reload_config"},
+            {"requestId", "reload-1"},
+            {"clientInfo", {{"caller", "cli"}}}});
+    for (;;) {
+        json f = c.read();
+        if (f.value("requestId", "") == call_id && f["type"] == "tool_result") call_result = f;
+        if (f.value("requestId", "") == "reload-1") {
+            if (call_result.is_null()) call_result = c.wait_result(call_id);
+            return f;
+        }
+    }
+}
+
 json call_frame(const std::string& id, const std::string& tool, const json& args) {
     return {{"type", "tool_call"}, {"requestId", id}, {"toolName", tool}, {"arguments", args}};
 }
@@ -58,12 +75,10 @@ TEST_CASE("a one-shot exec source removed by a reload while its call runs ends t
           "[e2e][hardening][reload]") {
     daemon_process d(exec_source_toml("slow", "oneshot", "oneshot.mjs", "slow_tool"));
     client c(d.socket());
-    c.send(call_frame("r1", "slow_tool", {{"mode", "sleep"}, {"ms", 400}}));
-    std::this_thread::sleep_for(100ms); // the one-shot child is running
     write_config(d, "");
-    client op(d.socket());
-    REQUIRE(reload(op)["ok"] == true);
-    const json r = c.wait_result("r1");
+    c.send(call_frame("r1", "slow_tool", {{"mode", "sleep"}, {"ms", 400}}));
+    json r;
+    REQUIRE(reload_after_call(c, "r1", r)["ok"] == true); // the one-shot child is running
     // The source is gone: its call fails as on the source's exit, and nothing is freed early.
     CHECK(code_of(r) == "TOOL_FAILED");
     CHECK(d.running());
@@ -78,12 +93,10 @@ TEST_CASE("a call waiting in a filter hook when its source is removed fails inst
         hook_toml("slow_allow", "filter", "oneshot", "before_execution", {"--sleep-ms=400"});
     daemon_process d(exec_source_toml("gone", "oneshot", "oneshot.mjs", "gone_tool") + hook);
     client c(d.socket());
-    c.send(call_frame("r1", "gone_tool", {{"mode", "echo"}}));
-    std::this_thread::sleep_for(100ms); // the call waits for the hook
     write_config(d, hook);
-    client op(d.socket());
-    REQUIRE(reload(op)["ok"] == true);
-    const json r = c.wait_result("r1");
+    c.send(call_frame("r1", "gone_tool", {{"mode", "echo"}}));
+    json r;
+    REQUIRE(reload_after_call(c, "r1", r)["ok"] == true); // the call waits for the hook
     CHECK(code_of(r) == "TOOL_FAILED");
     CHECK_THAT(r["result"]["error"]["message"].get<std::string>(), Catch::Contains("removed"));
     CHECK(d.running());
@@ -261,7 +274,10 @@ TEST_CASE("a one-shot tool that answered and exited 0 is done although a setsid 
     CHECK(r["result"]["content"] == "answered");
     // Not held until the call's timeout (10 s) or the daemon child's exit (20 s).
     CHECK(std::chrono::steady_clock::now() - t0 < 8s);
-    std::this_thread::sleep_for(200ms);
+    // The pipes the daemon child kept open are closed once the answer is in: wait for it.
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (open_fds(d.pid()) > fds_before + 1 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(20ms);
     CHECK(open_fds(d.pid()) <= fds_before + 1);
     std::ifstream in(pids);
     for (pid_t p; in >> p;)
@@ -427,9 +443,14 @@ TEST_CASE("a reload during the shutdown grace is refused and starts no child",
     client busy(d.socket());
     client op(d.socket());
     busy.send(call_frame("s1", "t_sleep", {{"ms", 1500}}));
-    std::this_thread::sleep_for(200ms);
+    REQUIRE(busy.call("t_echo", json::object())["result"]["ok"] == true); // s1 is in flight
     REQUIRE(::kill(d.pid(), SIGTERM) == 0);
-    std::this_thread::sleep_for(200ms); // in the grace: the call still runs
+    // In the grace (the call still runs) once a new call is refused as shutting down.
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (code_of(op.call("t_echo", json::object())) != "RUNTIME_SHUTTING_DOWN" &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(20ms);
+    REQUIRE(code_of(op.call("t_echo", json::object())) == "RUNTIME_SHUTTING_DOWN");
     const auto pids = d.home() / "late.txt";
     write_config(d,
                  host_source_toml("h") +
@@ -439,8 +460,12 @@ TEST_CASE("a reload during the shutdown grace is refused and starts no child",
     CHECK_THAT(r.value("error", ""), Catch::Contains("shutting down"));
     CHECK(busy.wait_result("s1")["result"]["ok"] == true);
     CHECK(d.wait_exit(10s) == 0);
-    std::this_thread::sleep_for(300ms);
+    // Never started (no pid written), or stopped with the rest.
     std::ifstream in(pids);
-    for (pid_t p; in >> p;)
-        CHECK(::kill(p, 0) != 0); // never started, or stopped with the rest
+    for (pid_t p; in >> p;) {
+        const auto deadline = std::chrono::steady_clock::now() + 3s;
+        while (::kill(p, 0) == 0 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(20ms);
+        CHECK(::kill(p, 0) != 0);
+    }
 }

@@ -230,7 +230,7 @@ TEST_CASE("cancel_tool_call resolves CANCELLED promptly and unknown ids change n
             {"toolName", "t_sleep"},
             {"arguments", {{"ms", 20000}}}});
     c.send({{"type", "cancel_tool_call"}, {"requestId", "nobody"}});
-    std::this_thread::sleep_for(100ms);
+    // One connection's frames are handled in order: the call is with the host by now.
     const auto t0 = std::chrono::steady_clock::now();
     c.send({{"type", "cancel_tool_call"}, {"requestId", "long"}});
     auto r = c.wait_result("long");
@@ -303,7 +303,8 @@ TEST_CASE("a client that vanishes mid-call has its calls cancelled and audited",
                 {"requestId", "gone"},
                 {"toolName", "t_sleep"},
                 {"arguments", {{"ms", 10000}}}});
-        std::this_thread::sleep_for(200ms);
+        // Frames are handled in order: once this is answered, "gone" is running.
+        REQUIRE(c.call("t_echo", json::object())["result"]["ok"] == true);
     }
     auto line = d.wait_audit([](const json& l) {
         return l.value("event", "") == "tool_call" && l["requestId"] == "gone";
@@ -328,7 +329,8 @@ TEST_CASE("a crashing host fails its calls in flight and is restarted", "[e2e][h
             {"requestId", "inflight"},
             {"toolName", "t_sleep"},
             {"arguments", {{"ms", 10000}}}});
-    std::this_thread::sleep_for(100ms);
+    // Frames are handled in order and the host reads its requests in order: "inflight" is
+    // running when t_crash ends the host.
     auto crash = c.call("t_crash", {{"code", 3}});
     CHECK(error_code(crash) == "TOOL_FAILED");
     CHECK_THAT(crash["result"]["error"]["message"].get<std::string>(),
@@ -461,10 +463,14 @@ TEST_CASE("SIGTERM: new calls are refused, calls in flight get the grace, then e
             {"requestId", "long"},
             {"toolName", "t_sleep"},
             {"arguments", {{"ms", 20000}}}});
-    std::this_thread::sleep_for(100ms);
+    REQUIRE(c.call("t_echo", json::object())["result"]["ok"] == true); // both are in flight
+    client other(d.socket());
     ::kill(d.pid(), SIGTERM);
-    std::this_thread::sleep_for(100ms);
-    auto refused = c.call("t_echo", json::object());
+    // Once the daemon has the signal, new calls are refused (bounded wait for it).
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    auto refused = other.call("t_echo", json::object());
+    while (refused["result"]["ok"] == true && std::chrono::steady_clock::now() < deadline)
+        refused = other.call("t_echo", json::object());
     CHECK(error_code(refused) == "RUNTIME_SHUTTING_DOWN");
     CHECK(c.wait_result("short")["result"]["ok"] == true); // finished within the grace
     auto cut = c.wait_result("long");

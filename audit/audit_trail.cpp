@@ -9,8 +9,8 @@
 
 namespace meith::audit {
 
-audit_trail::audit_trail(asio::any_io_executor ex, audit::audit_log* log)
-    : ex_(std::move(ex)), log_(log) {
+audit_trail::audit_trail(asio::any_io_executor ex, audit::audit_log* log, bool fail_closed)
+    : ex_(std::move(ex)), log_(log), fail_closed_(fail_closed) {
     if (log_)
         // The writer thread tells the I/O thread that lines are in the file; the replies that
         // waited for them go out there.

@@ -22,8 +22,9 @@ namespace meith::audit {
 
 class audit_trail {
   public:
-    /// `log` may be null; it must outlive the trail otherwise.
-    audit_trail(asio::any_io_executor ex, audit::audit_log* log);
+    /// `log` may be null; it must outlive the trail otherwise. `fail_closed`: audit.on_failure
+    /// = "fail_closed" (docs/configuration.md [audit]), fixed until the daemon restarts.
+    audit_trail(asio::any_io_executor ex, audit::audit_log* log, bool fail_closed = false);
     ~audit_trail();
     audit_trail(const audit_trail&) = delete;
     audit_trail& operator=(const audit_trail&) = delete;
@@ -47,9 +48,13 @@ class audit_trail {
     void commit_now();
     bool committed(std::uint64_t seq) const { return !log_ || log_->committed() >= seq; }
     std::uint64_t high_seq() const { return log_ ? log_->high_seq() : 0; }
-    bool failed_between(std::uint64_t after, std::uint64_t upto) const {
-        return log_ && log_->failed_between(after, upto);
+    /// True under fail_closed when a batch numbered in (after, upto] could not be written:
+    /// replies that follow lines of such a batch must not carry a tool's result (§6).
+    bool withheld_between(std::uint64_t after, std::uint64_t upto) const {
+        return fail_closed_ && log_ && log_->failed_between(after, upto);
     }
+    /// True under fail_closed while the log is failing: calls are refused.
+    bool refuses_calls() const { return fail_closed_ && failing(); }
     /// Runs `fn` on the I/O thread once the lines up to `seq` are in the file (at once when
     /// they already are).
     void after(std::uint64_t seq, std::function<void()> fn);
@@ -60,6 +65,7 @@ class audit_trail {
 
     asio::any_io_executor ex_;
     audit::audit_log* log_;
+    bool fail_closed_;
     bool commit_posted_ = false;
     std::vector<std::pair<std::uint64_t, std::function<void()>>> waiters_;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); ///< for posted handlers

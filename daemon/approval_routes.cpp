@@ -154,7 +154,7 @@ void connection::on_approver_hello(const protocol::client_frame& f, std::string&
         audit_approver_rejected(*problem);
         return;
     }
-    registry_.audit_event("approver_connected", fields);
+    registry_.audit_trail().event("approver_connected", fields);
     std::string members = R"("sessionId":)";
     append_json_string(members, session_id_);
     members += R"(,"held":)" + std::to_string(desk.held_count());
@@ -170,7 +170,7 @@ void connection::audit_approver_rejected(std::string_view reason) {
     append_json_string(fields, session_id_);
     fields += fmt::format(R"(,"pid":{},"uid":{},"reason":)", peer_.pid, peer_.uid);
     append_json_string(fields, reason);
-    registry_.audit_event("approver_rejected", fields);
+    registry_.audit_trail().event("approver_rejected", fields);
 }
 
 bool connection::refuse_unless_approver(const protocol::client_frame& f) {
@@ -184,7 +184,7 @@ bool connection::refuse_unless_approver(const protocol::client_frame& f) {
     append_json_string(fields, f.type_name);
     fields += R"(,"reason":)";
     append_json_string(fields, why);
-    registry_.audit_event("frame_refused", fields);
+    registry_.audit_trail().event("frame_refused", fields);
     return true;
 }
 

@@ -32,10 +32,11 @@ constexpr std::size_t read_chunk = 16 * 1024;
 
 connection::connection(asio::local::stream_protocol::socket socket, registry::registry& reg,
                        peer_identity peer, std::function<void(connection*)> on_closed)
-    : socket_(std::move(socket)), registry_(reg), peer_(peer), on_closed_(std::move(on_closed)),
-      session_id_(new_session_id()), framer_(reg.cfg().limits.max_frame_bytes, read_chunk),
-      writer_wake_(socket_.get_executor()), idle_timer_(socket_.get_executor()),
-      resume_timer_(socket_.get_executor()), stall_timer_(socket_.get_executor()) {
+    : socket_(std::move(socket)), registry_(reg), audit_(reg.audit_trail()), peer_(peer),
+      on_closed_(std::move(on_closed)), session_id_(new_session_id()),
+      framer_(reg.cfg().limits.max_frame_bytes, read_chunk), writer_wake_(socket_.get_executor()),
+      idle_timer_(socket_.get_executor()), resume_timer_(socket_.get_executor()),
+      stall_timer_(socket_.get_executor()) {
     timespec now{};
     ::clock_gettime(CLOCK_BOOTTIME, &now);
     const auto hz = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
@@ -54,7 +55,7 @@ void connection::start() {
     std::string fields = R"("sessionId":)";
     append_json_string(fields, session_id_);
     fields += R"(,"pid":)" + std::to_string(peer_.pid) + R"(,"uid":)" + std::to_string(peer_.uid);
-    registry_.audit_event("connection_open", fields);
+    audit_.event("connection_open", fields);
     registry_.observe_session("session_start", session_id_, peer_.pid, peer_.uid);
     arm_idle_timer();
     const auto on_failure = [weak = weak_from_this()](const std::string& error) {
@@ -212,7 +213,7 @@ void connection::on_tool_result(std::string_view request_id, const protocol::too
         const std::size_t begin = outbound_.size();
         protocol::append_tool_result_frame(outbound_, request_id, r);
         // The call's line was just built into the pending batch (registry::finish).
-        if (r.ok) marks_.push_back({begin, outbound_.size(), registry_.audit_high_seq()});
+        if (r.ok) marks_.push_back({begin, outbound_.size(), audit_.high_seq()});
     }
     calls_.erase(std::string(request_id));
     if (!closed_) flush();
@@ -249,12 +250,12 @@ asio::awaitable<void> connection::write_loop() {
         // Audit lines of the replies below reach the file first (docs/protocol.md §6): they
         // were built before the replies, so the batch submitted now covers them. Under load the
         // audit writer thread takes the batch and the replies wait for its commit.
-        const std::uint64_t seq = registry_.audit_high_seq();
-        registry_.commit_audit();
-        if (!registry_.audit_committed(seq)) {
+        const std::uint64_t seq = audit_.high_seq();
+        audit_.commit();
+        if (!audit_.committed(seq)) {
             writer_ = writer_state::waiting_audit;
             // Runs at once when the audit writer committed in the meantime.
-            registry_.after_audit(seq, [weak = weak_from_this()] {
+            audit_.after(seq, [weak = weak_from_this()] {
                 auto s = weak.lock();
                 if (!s || s->writer_ != writer_state::waiting_audit) return;
                 s->writer_ = writer_state::busy;
@@ -265,7 +266,7 @@ asio::awaitable<void> connection::write_loop() {
             continue;
         }
         if (!marks_.empty() && marks_.front().seq > 0 &&
-            registry_.audit_lost_between(marks_.front().seq - 1, marks_.back().seq))
+            audit_.withheld_between(marks_.front().seq - 1, marks_.back().seq))
             withhold_unaudited_results();
         if (marks_.capacity() > 4096)
             std::vector<result_mark>().swap(marks_); // not kept for an idle connection
@@ -308,7 +309,7 @@ void connection::withhold_unaudited_results() {
     std::size_t withheld = 0;
     std::size_t done = 0; // outbound_ before this is in `kept`
     for (const result_mark& m : marks_) {
-        if (m.seq == 0 || !registry_.audit_lost_between(m.seq - 1, m.seq)) continue;
+        if (m.seq == 0 || !audit_.withheld_between(m.seq - 1, m.seq)) continue;
         const std::string_view frame(outbound_.data() + m.begin, m.end - m.begin);
         const auto head = frame.find(result_key);
         if (head == std::string_view::npos) continue;
@@ -360,10 +361,10 @@ void connection::close(std::string_view reason) {
     append_json_string(fields, reason);
     fields += R"(,"callsCancelled":)" + std::to_string(cancelled);
     fields += R"(,"pid":)" + std::to_string(peer_.pid) + R"(,"uid":)" + std::to_string(peer_.uid);
-    registry_.audit_event("connection_close", fields);
+    audit_.event("connection_close", fields);
     // The lines of the cancelled calls and of the close are on file before the peer sees
     // the connection end (closing is rare: the I/O thread waits for the write).
-    registry_.commit_audit_now();
+    audit_.commit_now();
     std::error_code ignored;
     socket_.shutdown(asio::socket_base::shutdown_both, ignored);
     socket_.close(ignored);

@@ -21,6 +21,7 @@
 // I/O-thread only.
 #pragma once
 
+#include "audit/audit_trail.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/framing.hpp"
 #include "registry/registry.hpp"
@@ -127,6 +128,7 @@ class connection final : public registry::call_sink,
 
     asio::local::stream_protocol::socket socket_;
     registry::registry& registry_;
+    audit::audit_trail& audit_; ///< the registry's: lines, group commit, waiting replies
     peer_identity peer_;
     std::function<void(connection*)> on_closed_;
     std::string session_id_;

@@ -80,7 +80,7 @@ void connection::handle_frame(std::string_view line) {
         append_json_string(fields, permissions::to_string(caller_for(f)));
         fields += R"(,"reason":)";
         append_json_string(fields, r.refusal);
-        registry_.audit_event("frame_refused", fields);
+        registry_.audit_trail().event("frame_refused", fields);
         return;
     }
     if (r.audited) {
@@ -88,7 +88,7 @@ void connection::handle_frame(std::string_view line) {
         append_json_string(fields, session_id_);
     }
     (this->*r.handle)(f, fields);
-    if (r.audited) registry_.audit_event(f.type_name, fields);
+    if (r.audited) registry_.audit_trail().event(f.type_name, fields);
 }
 
 void connection::on_hello(const protocol::client_frame& f, std::string&) {
@@ -280,7 +280,7 @@ void connection::on_preview_tool_call(const protocol::client_frame& f, std::stri
                                --self->async_replies_;
                                fields += R"(,"previewBy":)";
                                fields += p.from_host ? R"("host")" : R"("default")";
-                               self->registry_.audit_event("tool_preview", fields);
+                               self->registry_.audit_trail().event("tool_preview", fields);
                                if (self->closed_) return;
                                protocol::append_tool_preview(self->outbound_, request_id, name,
                                                              p.text,

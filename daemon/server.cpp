@@ -106,7 +106,7 @@ class server {
                     std::string fields = R"("hook":)";
                     protocol::append_json_string(fields, hook);
                     if (!details.empty()) fields += "," + details;
-                    registry_.audit_event(event, fields);
+                    registry_.audit_trail().event(event, fields);
                 });
             registry_.set_hooks(&hooks_);
             hooks_.start();
@@ -206,7 +206,7 @@ class server {
                 protocol::append_json_string(m, file->string());
                 m += R"(,"error":)";
                 registry_.append_redacted(m, why); // may quote a value of the file
-                registry_.audit_event("config_reload", m);
+                registry_.audit_trail().event("config_reload", m);
                 return m;
             }
             next = std::move(*loaded.value);
@@ -250,7 +250,7 @@ class server {
                      needs_restart.empty() ? std::string()
                                            : fmt::format("; needs a restart to apply: {}",
                                                          fmt::join(needs_restart, ", ")));
-        registry_.audit_event("config_reload", m);
+        registry_.audit_trail().event("config_reload", m);
         return m;
     }
 
@@ -309,7 +309,7 @@ class server {
         fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
         fields += R"(,"socketActivated":)";
         fields += activated_ ? "true" : "false";
-        registry_.audit_event("daemon_start", fields);
+        registry_.audit_trail().event("daemon_start", fields);
         asio::co_spawn(ioc_, accept_loop(),
                        coroutine_root("accept loop", [this](const std::string&) {
                            // Without it nobody can connect: stop loudly, not look alive.
@@ -376,8 +376,8 @@ class server {
             fields += peer ? std::to_string(peer->pid) : "null";
             fields += R"(,"uid":)";
             fields += peer ? std::to_string(peer->uid) : "null";
-            registry_.audit_event("connection_rejected", fields);
-            registry_.commit_audit_now(); // on file before the peer sees the close
+            registry_.audit_trail().event("connection_rejected", fields);
+            registry_.audit_trail().commit_now(); // on file before the peer sees the close
             std::error_code ignored;
             sock.close(ignored);
             return;
@@ -397,8 +397,8 @@ class server {
             std::string fields = R"("reason":)";
             protocol::append_json_string(fields, "a tool's process: " + *why);
             fields += fmt::format(R"(,"pid":{},"uid":{})", peer->pid, peer->uid);
-            registry_.audit_event("connection_rejected", fields);
-            registry_.commit_audit_now(); // on file before the peer sees the close
+            registry_.audit_trail().event("connection_rejected", fields);
+            registry_.audit_trail().commit_now(); // on file before the peer sees the close
             sock.close(ignored);
             return;
         }
@@ -414,8 +414,8 @@ class server {
             std::string fields =
                 fmt::format(R"x("reason":"over limits.max_connections ({})","pid":{},"uid":{})x",
                             cfg_.limits.max_connections, peer->pid, peer->uid);
-            registry_.audit_event("connection_rejected", fields);
-            registry_.commit_audit_now(); // on file before the peer sees the close
+            registry_.audit_trail().event("connection_rejected", fields);
+            registry_.audit_trail().commit_now(); // on file before the peer sees the close
             sock.close(ignored);
             return;
         }
@@ -527,7 +527,7 @@ class server {
         close_timer_.cancel();
         grace_timer_.cancel();
         watchdog_timer_.cancel();
-        registry_.audit_event("daemon_stop", R"("pid":)" + std::to_string(::getpid()));
+        registry_.audit_trail().event("daemon_stop", R"("pid":)" + std::to_string(::getpid()));
         audit_.flush();
         std::error_code ignored;
         if (!instance_record_.empty()) fs::remove(instance_record_, ignored);

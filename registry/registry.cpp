@@ -12,7 +12,8 @@ namespace meith::registry {
 using protocol::append_json_string;
 
 registry::registry(asio::any_io_executor ex, const config::config& cfg, audit::audit_log* audit)
-    : ex_(std::move(ex)), cfg_(cfg), policy_(cfg.permissions), audit_(ex_, audit),
+    : ex_(std::move(ex)), cfg_(cfg), policy_(cfg.permissions),
+      audit_(ex_, audit, cfg.audit.on_failure == config::audit_failure_policy::fail_closed),
       redactor_(audit::default_redactor()), approvals_(ex_, audit_, redactor_) {
     tools_.on_change = [this] { post_tools_changed(); };
 }
@@ -143,24 +144,8 @@ void registry::append_redacted(std::string& out, std::string_view s) const {
     append_redacted_json_string(out, s);
 }
 
-bool registry::audit_event(std::string_view event, std::string_view fields_json) {
-    return audit_.event(event, fields_json);
-}
-
 void registry::audit_rejected_call(const rejected_call& r) {
     write_rejected_call_audit(audit_, redactor_, r);
-}
-
-std::uint64_t registry::commit_audit() {
-    return audit_.commit();
-}
-
-void registry::commit_audit_now() {
-    audit_.commit_now();
-}
-
-void registry::after_audit(std::uint64_t seq, std::function<void()> fn) {
-    audit_.after(seq, std::move(fn));
 }
 
 } // namespace meith::registry

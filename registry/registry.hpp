@@ -12,9 +12,13 @@
 //   call_pipeline.cpp     `call` and dispatch -> validate -> permission -> hooks -> source ->
 //                         after_tool -> finish
 //   call_audit.*          the call's audit record (tool_call / tool_call_rejected lines)
-//   audit_trail.*         audit lines, the group commit, replies waiting for their lines
 //   source_lifecycle.cpp  start and readiness, live add/remove, retiring, restart, stop
-//   source_factory.*      the table of source kinds (builtin, host, exec, mcp)
+//   approvals.*           calls held for a person's decision, grants
+//   agent_features.cpp    previews, required tags, result shaping for a model or a display
+//   tool_formats.cpp      list_tools in the model vendors' formats
+//   hooks.*               filter and observe hooks
+// It owns the audit trail (audit/audit_trail.hpp: event lines, the group commit, replies
+// waiting for their lines), which connections use directly; the source kinds are in sources/.
 #pragma once
 
 #include "audit/audit_log.hpp"
@@ -77,30 +81,9 @@ class registry {
     /// Status objects of every source, as a JSON array.
     std::string sources_json() const;
 
-    /// Audits a non-call event: `fields_json` is the object's members without braces
-    /// (e.g. `"sessionId":"s_1","pid":42`), may be empty. Returns false if the write failed.
-    bool audit_event(std::string_view event, std::string_view fields_json);
-
-    /// Hands the audit lines queued so far to the audit writer (group commit) and returns the
-    /// sequence number that covers them (0 without an audit log). Called before any reply
-    /// leaves, and at the end of every I/O turn that queued a line.
-    std::uint64_t commit_audit();
-    /// True when the lines up to `seq` are in the file (always true without an audit log).
-    bool audit_committed(std::uint64_t seq) const { return audit_.committed(seq); }
-    /// The sequence number that covers every audit line built so far (0 without an audit log).
-    std::uint64_t audit_high_seq() const { return audit_.high_seq(); }
-    /// True when audit.on_failure = "fail_closed" and a batch numbered in (after, upto] could
-    /// not be written: replies that follow lines of such a batch must not carry a tool's
-    /// result (§6).
-    bool audit_lost_between(std::uint64_t after, std::uint64_t upto) const {
-        return cfg_.audit.on_failure == config::audit_failure_policy::fail_closed &&
-               audit_.failed_between(after, upto);
-    }
-    /// Runs `fn` on the I/O thread once the lines up to `seq` are in the file (docs/protocol.md
-    /// §6: a reply leaves only after its line). At once when they already are.
-    void after_audit(std::uint64_t seq, std::function<void()> fn);
-    /// commit_audit() and waits for the write (rare paths: a connection closing, refused).
-    void commit_audit_now();
+    /// The audit trail (docs/protocol.md §6): event lines, the group commit, and the replies
+    /// that wait for their lines. The daemon's connections talk to it directly.
+    audit::audit_trail& audit_trail() { return audit_; }
 
     /// Shutdown, step 1: refuse new calls with RUNTIME_SHUTTING_DOWN; calls held for approval
     /// end now (RUNTIME_SHUTTING_DOWN, withdrawn), nobody may approve them any more.
@@ -219,10 +202,7 @@ class registry {
     /// call asked for them (agent_features.cpp, docs/protocol.md §13), then finalize.
     void shape_result(const call_ptr& c, protocol::tool_result r);
     void finish(call& c, const protocol::tool_result& r);
-    bool audit_refuses_calls() const {
-        return audit_.failing() &&
-               cfg_.audit.on_failure == config::audit_failure_policy::fail_closed;
-    }
+    bool audit_refuses_calls() const { return audit_.refuses_calls(); }
 
     // ---- source lifecycle (source_lifecycle.cpp) ----
     std::optional<std::string> on_registered(tool_source& src, std::vector<tool_definition> defs);

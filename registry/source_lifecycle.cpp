@@ -88,7 +88,7 @@ void registry::on_lifecycle(tool_source& src, std::string_view event, std::strin
         fields += ',';
         fields += details;
     }
-    audit_event(event, fields);
+    audit_.event(event, fields);
 }
 
 bool registry::restart_source(std::string_view name) {
@@ -98,13 +98,13 @@ bool registry::restart_source(std::string_view name) {
             tools_.invalidate();
             std::string fields = R"("source":)";
             append_json_string(fields, name);
-            audit_event("source_restart_requested", fields);
+            audit_.event("source_restart_requested", fields);
             return true;
         }
     if (hooks_ && hooks_->restart(name)) {
         std::string fields = R"("hook":)";
         append_json_string(fields, name);
-        audit_event("source_restart_requested", fields);
+        audit_.event("source_restart_requested", fields);
         return true;
     }
     return false;

@@ -898,13 +898,13 @@ TEST_CASE("registry: one audit line per call, written before the reply", "[regis
     fx.start_with({def("slow"), def("write", {"writes-files"})});
 
     // At the moment the sink gets a result, that call's line is queued (group commit) and
-    // one commit_audit() — which the connection does before any reply leaves — puts it in
+    // one audit_trail().commit() — which the connection does before any reply leaves — puts it in
     // the file. Nothing is written before the commit, so the commit is what makes it visible.
     int checked = 0;
     fx.sink->on_result = [&](std::string_view request_id, const tool_result&) {
         const std::string needle = "\"requestId\":\"" + std::string(request_id) + "\"";
         CHECK(fx.audit->has_pending());
-        fx.reg->commit_audit();
+        fx.reg->audit_trail().commit();
         CHECK(read_file(log).find(needle) != std::string::npos);
         ++checked;
     };
@@ -990,7 +990,7 @@ TEST_CASE("registry: one audit line per call, written before the reply", "[regis
     // Late resolutions write no second line.
     slow->resolve(tool_result::success("1"));
     cancelled->resolve(tool_result::success("1"));
-    fx.reg->commit_audit();
+    fx.reg->audit_trail().commit();
     CHECK(audit_lines(log).size() == 7);
 }
 
@@ -1001,7 +1001,7 @@ TEST_CASE("registry: audit lines redact secrets in arguments", "[registry][audit
     fx.audit = std::make_unique<meith::audit::audit_log>(log, fx.cfg.audit);
     fx.start_with({});
     fx.call_tool("s1", "echo", R"({"password":"hunter2-very-secret","city":"Oslo"})");
-    fx.reg->commit_audit();
+    fx.reg->audit_trail().commit();
     const std::string text = read_file(log);
     CHECK(text.find("hunter2-very-secret") == std::string::npos);
     CHECK(text.find("Oslo") != std::string::npos);
@@ -1018,7 +1018,7 @@ TEST_CASE("registry: an oversized result writes one audit line with TOOL_FAILED"
     fx.start_with({});
     fx.call_tool("o1", "echo", R"({"long":"0123456789"})");
     CHECK(code_of(fx.sink->only_result()) == error_code::tool_failed);
-    fx.reg->commit_audit();
+    fx.reg->audit_trail().commit();
     const auto lines = audit_lines(log);
     REQUIRE(lines.size() == 1);
     CHECK(lines[0]["errorCode"] == "TOOL_FAILED");
@@ -1051,7 +1051,7 @@ TEST_CASE("registry: a rejected tool_call frame has the call record's keys, null
     bare.session_id = "s_0123456789abcdef";
     bare.reason = "not JSON";
     fx.reg->audit_rejected_call(bare);
-    fx.reg->commit_audit();
+    fx.reg->audit_trail().commit();
 
     const auto calls = audit_lines(log);
     const auto rejected = audit_lines(log, "tool_call_rejected");

@@ -16,10 +16,7 @@
 #include "sources/factory.hpp"
 #include "sources/mcp_wire.hpp"
 
-#include <charconv>
-#include <deque>
 #include <sys/wait.h>
-#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>

@@ -11,22 +11,12 @@
 #include "process/rpc_peer.hpp"
 #include "process/subprocess.hpp"
 #include "process/supervisor.hpp"
-#include "protocol/framing.hpp"
 #include "protocol/json_writer.hpp"
 #include "schema/validator.hpp"
 #include "sources/child_source.hpp"
 #include "sources/factory.hpp"
 #include "sources/host_methods.hpp"
 
-#include <array>
-#include <charconv>
-#include <csignal>
-#include <deque>
-#include <unordered_map>
-
-#include <asio/steady_timer.hpp>
-
-#include <asio/write.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 

@@ -20,7 +20,6 @@
 #include "sources/factory.hpp"
 #include "sources/mcp_wire.hpp"
 
-#include <deque>
 #include <set>
 #include <unordered_map>
 

@@ -54,6 +54,122 @@ std::chrono::seconds parse_duration(const std::string& text, std::string_view op
     return std::chrono::seconds(static_cast<std::chrono::seconds::rep>(n * unit));
 }
 
+/// `value` unless it is empty: then "NAME needs WHAT".
+std::string nonempty(const std::string& name, std::string value, std::string_view what) {
+    if (value.empty()) throw usage_error(fmt::format("{} needs {}", name, what));
+    return value;
+}
+
+/// One option: a flag (`flag` set: takes no value) or one that takes a value (`set`).
+struct option_row {
+    std::string_view name;
+    std::string_view alias; ///< a short form ("-f"), or empty
+    bool options::*flag = nullptr;
+    void (*set)(options&, const std::string& name, std::string value) = nullptr;
+};
+
+// Every option of every command; which command may take which is checked by the command
+// table (cli/commands.cpp: check_options).
+constexpr option_row option_table[] = {
+    {"--socket", {}, nullptr, [](options& o, const std::string&, std::string v) { o.socket = v; }},
+    {"--home", {}, nullptr, [](options& o, const std::string&, std::string v) { o.home = v; }},
+    {"--caller",
+     {},
+     nullptr,
+     [](options& o, const std::string&, std::string v) {
+         if (v != "cli" && v != "plugin")
+             throw usage_error(fmt::format("--caller must be cli or plugin, got '{}'", v));
+         o.caller = std::move(v);
+         o.caller_given = true;
+     }},
+    {"--timeout-ms",
+     {},
+     nullptr,
+     [](options& o, const std::string& n, std::string v) { o.timeout_ms = parse_positive(n, v); }},
+    {"--since",
+     {},
+     nullptr,
+     [](options& o, const std::string& n, std::string v) { o.since = parse_duration(v, n); }},
+    {"--expires",
+     {},
+     nullptr,
+     [](options& o, const std::string& n, std::string v) { o.expires = parse_duration(v, n); }},
+    {"--uses",
+     {},
+     nullptr,
+     [](options& o, const std::string& n, std::string v) { o.uses = parse_positive(n, v); }},
+    {"--session",
+     {},
+     nullptr,
+     [](options& o, const std::string& n, std::string v) {
+         o.grant_session = nonempty(n, std::move(v), "a session id");
+     }},
+    {"--tool", {}, nullptr, [](options& o, const std::string&, std::string v) { o.tool = v; }},
+    {"--denied", {}, &options::denied, nullptr},
+    {"--event",
+     {},
+     nullptr,
+     [](options& o, const std::string& n, std::string v) {
+         o.event = nonempty(n, std::move(v), "a name or 'all'");
+     }},
+    {"--limit",
+     {},
+     nullptr,
+     [](options& o, const std::string& n, std::string v) {
+         o.limit = static_cast<std::size_t>(parse_positive(n, v));
+     }},
+    {"--file",
+     {},
+     nullptr,
+     [](options& o, const std::string& n, std::string v) {
+         o.file = nonempty(n, std::move(v), "a path");
+     }},
+    {"--follow", "-f", &options::follow, nullptr},
+    {"--format",
+     {},
+     nullptr,
+     [](options& o, const std::string& n, std::string v) {
+         o.format = nonempty(n, std::move(v), "a name");
+     }},
+    {"--text",
+     {},
+     nullptr,
+     [](options& o, const std::string& n, std::string v) {
+         o.text = nonempty(n, std::move(v), "a file, or - for standard input");
+     }},
+    {"--tag",
+     {},
+     nullptr,
+     [](options& o, const std::string& n, std::string v) {
+         o.tags.push_back(nonempty(n, std::move(v), "a name"));
+     }},
+    {"--display", {}, &options::display, nullptr},
+    {"--raw", {}, &options::raw, nullptr},
+    {"--force", {}, &options::force, nullptr},
+    {"--model", {}, &options::model, nullptr},
+    {"--no-autostart", {}, &options::no_autostart, nullptr},
+    {"--socket-activated", {}, &options::socket_activated, nullptr},
+    {"--dry-run", {}, &options::dry_run, nullptr},
+    {"--manager",
+     {},
+     nullptr,
+     [](options& o, const std::string&, std::string v) {
+         if (v != "systemd" && v != "launchd")
+             throw usage_error(fmt::format("--manager must be systemd or launchd, got '{}'", v));
+         o.manager = std::move(v);
+     }},
+    {"--all", {}, &options::all, nullptr},
+    {"--json", {}, &options::json, nullptr},
+    {"--help", "-h", &options::help, nullptr},
+    {"--version", {}, &options::version, nullptr},
+};
+
+const option_row* find_option(std::string_view name) {
+    for (const auto& row : option_table)
+        if (row.name == name || (!row.alias.empty() && row.alias == name)) return &row;
+    return nullptr;
+}
+
 } // namespace
 
 options parse_options(const std::vector<std::string>& args) {
@@ -70,110 +186,21 @@ options parse_options(const std::vector<std::string>& args) {
             only_words = true;
             continue;
         }
-
         std::string name = arg;
         std::optional<std::string> inline_value;
         if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
             name = arg.substr(0, eq);
             inline_value = arg.substr(eq + 1);
         }
-        auto value = [&]() -> std::string {
-            if (inline_value) return *inline_value;
-            if (i + 1 >= args.size()) throw usage_error(name + " needs a value");
-            return args[++i];
-        };
-        auto no_value = [&] {
+        const option_row* row = find_option(name);
+        if (!row) throw usage_error(fmt::format("unknown option '{}'", arg));
+        if (row->flag) {
             if (inline_value) throw usage_error(name + " takes no value");
-        };
-
-        if (name == "--socket") {
-            o.socket = value();
-        } else if (name == "--home") {
-            o.home = value();
-        } else if (name == "--caller") {
-            o.caller = value();
-            o.caller_given = true;
-            if (o.caller != "cli" && o.caller != "plugin") {
-                throw usage_error(
-                    fmt::format("--caller must be cli or plugin, got '{}'", o.caller));
-            }
-        } else if (name == "--timeout-ms") {
-            o.timeout_ms = parse_positive(name, value());
-        } else if (name == "--since") {
-            o.since = parse_duration(value(), "--since");
-        } else if (name == "--expires") {
-            o.expires = parse_duration(value(), "--expires");
-        } else if (name == "--uses") {
-            o.uses = parse_positive(name, value());
-        } else if (name == "--session") {
-            o.grant_session = value();
-            if (o.grant_session->empty()) throw usage_error("--session needs a session id");
-        } else if (name == "--tool") {
-            o.tool = value();
-        } else if (name == "--denied") {
-            no_value();
-            o.denied = true;
-        } else if (name == "--event") {
-            o.event = value();
-            if (o.event->empty()) throw usage_error("--event needs a name or 'all'");
-        } else if (name == "--limit") {
-            o.limit = static_cast<std::size_t>(parse_positive(name, value()));
-        } else if (name == "--file") {
-            o.file = value();
-            if (o.file->empty()) throw usage_error("--file needs a path");
-        } else if (name == "-f" || name == "--follow") {
-            no_value();
-            o.follow = true;
-        } else if (name == "--format") {
-            o.format = value();
-            if (o.format->empty()) throw usage_error("--format needs a name");
-        } else if (name == "--text") {
-            o.text = value();
-            if (o.text->empty()) throw usage_error("--text needs a file, or - for standard input");
-        } else if (name == "--tag") {
-            o.tags.push_back(value());
-            if (o.tags.back().empty()) throw usage_error("--tag needs a name");
-        } else if (name == "--display") {
-            no_value();
-            o.display = true;
-        } else if (name == "--raw") {
-            no_value();
-            o.raw = true;
-        } else if (name == "--force") {
-            no_value();
-            o.force = true;
-        } else if (name == "--model") {
-            no_value();
-            o.model = true;
-        } else if (name == "--no-autostart") {
-            no_value();
-            o.no_autostart = true;
-        } else if (name == "--socket-activated") {
-            no_value();
-            o.socket_activated = true;
-        } else if (name == "--dry-run") {
-            no_value();
-            o.dry_run = true;
-        } else if (name == "--manager") {
-            o.manager = value();
-            if (*o.manager != "systemd" && *o.manager != "launchd")
-                throw usage_error(
-                    fmt::format("--manager must be systemd or launchd, got '{}'", *o.manager));
-        } else if (name == "--all") {
-            no_value();
-            o.all = true;
-        } else if (name == "--json") {
-            no_value();
-            o.json = true;
-        } else if (name == "-h" || name == "--help") {
-            no_value();
-            o.help = true;
-        } else if (name == "--version") {
-            no_value();
-            o.version = true;
-        } else {
-            throw usage_error(fmt::format("unknown option '{}'", arg));
+            o.*(row->flag) = true;
+            continue;
         }
+        if (!inline_value && i + 1 >= args.size()) throw usage_error(name + " needs a value");
+        row->set(o, name, inline_value ? *inline_value : args[++i]);
     }
     return o;
 }

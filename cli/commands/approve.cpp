@@ -103,6 +103,131 @@ std::string trim(std::string s) {
     return s.substr(i);
 }
 
+/// What `meith approve` shows and reads: the held calls (the one on screen first), the line
+/// being typed, and whether a deny's reason is being asked for. Answers go out as `approve`
+/// frames; the daemon's approval_resolved (to every approver, this one included) moves on.
+class approver_screen {
+  public:
+    explicit approver_screen(session& s) : s_(s) {}
+
+    /// Shows the first held call, or that none is waiting.
+    void show_front() {
+        asking_reason_ = false;
+        // Typed for the call that just left the screen: never for the next one.
+        typed_.clear();
+        if (::isatty(STDIN_FILENO)) ::tcflush(STDIN_FILENO, TCIFLUSH);
+        if (held_.empty()) {
+            if (!waiting_shown_) fmt::print("\nWaiting for held calls…\n");
+            waiting_shown_ = true;
+            std::fflush(stdout);
+            return;
+        }
+        waiting_shown_ = false;
+        show_request(held_.front(), held_.size() - 1);
+    }
+
+    /// Standard input is readable: reads it and answers each whole line. False to quit
+    /// (q, Ctrl-D, or stdin gone).
+    bool on_stdin() {
+        char buf[512];
+        const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) return true;
+        if (n <= 0) {
+            fmt::print("\n");
+            return false;
+        }
+        typed_.append(buf, static_cast<std::size_t>(n));
+        std::size_t nl;
+        while ((nl = typed_.find('\n')) != std::string::npos) {
+            const std::string line = typed_.substr(0, nl);
+            typed_.erase(0, nl + 1);
+            if (!on_line(line)) return false;
+        }
+        return true;
+    }
+
+    /// A frame from the daemon: a call held, a call resolved (by anyone), or an error.
+    void on_frame(const json& msg) {
+        const std::string type = get_string(msg, "type").value_or("");
+        if (type == "approval_request") {
+            held_.push_back(msg);
+            if (held_.size() == 1) {
+                show_front();
+            } else if (!asking_reason_) {
+                fmt::print("\n  (another call is held: {} waiting)\nAllow? y/s/n/q: ",
+                           held_.size() - 1);
+                std::fflush(stdout);
+            }
+        } else if (type == "approval_resolved") {
+            on_resolved(msg);
+        } else if (type == "error") {
+            fmt::print(stderr, "\nmeith: {}\n", text_of(msg, "message"));
+        }
+    }
+
+  private:
+    /// One typed line. False to quit.
+    bool on_line(const std::string& raw) {
+        const std::string line = trim(raw);
+        if (asking_reason_) {
+            send_answer("deny", line);
+            asking_reason_ = false;
+            return true;
+        }
+        if (line == "q" || line == "quit") return false;
+        if (held_.empty()) return true;
+        if (line == "y" || line == "Y") {
+            send_answer("allow_once", "");
+        } else if (line == "s" || line == "S") {
+            send_answer("allow_session", "");
+        } else if (line == "n" || line == "N") {
+            asking_reason_ = true;
+            fmt::print("Reason (Enter for none): ");
+        } else {
+            fmt::print("Answer y (once), s (for this session), n (deny) or q (quit): ");
+        }
+        std::fflush(stdout);
+        return true;
+    }
+
+    void send_answer(const std::string& decision, const std::string& reason) {
+        answered_ = get_string(held_.front(), "approvalId");
+        json f = {{"type", "approve"},
+                  {"protocol", 1},
+                  {"approvalId", held_.front()["approvalId"]},
+                  {"decision", decision}};
+        if (!reason.empty()) f["reason"] = reason;
+        s_.conn.send_frame(compact(f));
+    }
+
+    void on_resolved(const json& msg) {
+        const auto id = get_string(msg, "approvalId");
+        for (std::size_t i = 0; i < held_.size(); ++i) {
+            if (get_string(held_[i], "approvalId") != id) continue;
+            const std::string decision = text_of(msg, "decision");
+            const std::string reason = text_of(msg, "reason", "");
+            const bool gone = i == 0 && id != answered_; // not our answer: tell the person
+            fmt::print("\n{}{}: {}{}{}\n", gone ? "the call on screen is gone — " : "",
+                       text_of(held_[i], "approvalId"),
+                       decision == "allow_once"      ? "allowed once"
+                       : decision == "allow_session" ? "allowed for the session"
+                       : decision == "deny"          ? "denied"
+                                                     : "withdrawn",
+                       reason.empty() ? "" : " — ", reason);
+            held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
+            if (i == 0) show_front();
+            return;
+        }
+    }
+
+    session& s_;
+    std::deque<json> held_; ///< approval_requests not yet resolved, the shown one first
+    bool asking_reason_ = false;
+    std::string typed_; ///< stdin bytes not yet ended by a newline
+    bool waiting_shown_ = false;
+    std::optional<std::string> answered_; ///< the approvalId this approver last answered
+};
+
 } // namespace
 
 int run_approve(const options& opts) {
@@ -113,114 +238,17 @@ int run_approve(const options& opts) {
                "their timeout.\n",
                s.where.socket.string(), text_of(hello, "sessionId"));
     std::fflush(stdout);
-
-    std::deque<json> held; // approval_requests not yet resolved, the shown one first
-    bool asking_reason = false;
-    std::string typed; // stdin bytes not yet ended by a newline
-    bool waiting_shown = false;
-    const auto show_front = [&] {
-        asking_reason = false;
-        // Typed for the call that just left the screen: never for the next one.
-        typed.clear();
-        if (::isatty(STDIN_FILENO)) ::tcflush(STDIN_FILENO, TCIFLUSH);
-        if (held.empty()) {
-            if (!waiting_shown) fmt::print("\nWaiting for held calls…\n");
-            waiting_shown = true;
-            std::fflush(stdout);
-            return;
-        }
-        waiting_shown = false;
-        show_request(held.front(), held.size() - 1);
-    };
-    std::optional<std::string> answered; // the approvalId this approver last answered
-    const auto send_answer = [&](const std::string& decision, const std::string& reason) {
-        answered = get_string(held.front(), "approvalId");
-        json f = {{"type", "approve"},
-                  {"protocol", 1},
-                  {"approvalId", held.front()["approvalId"]},
-                  {"decision", decision}};
-        if (!reason.empty()) f["reason"] = reason;
-        s.conn.send_frame(compact(f));
-        // The daemon's approval_resolved (to every approver, us included) moves us on.
-    };
-    // Returns false to quit.
-    const auto on_line = [&](const std::string& raw) {
-        const std::string line = trim(raw);
-        if (asking_reason) {
-            send_answer("deny", line);
-            asking_reason = false;
-            return true;
-        }
-        if (line == "q" || line == "quit") return false;
-        if (held.empty()) return true;
-        if (line == "y" || line == "Y") {
-            send_answer("allow_once", "");
-        } else if (line == "s" || line == "S") {
-            send_answer("allow_session", "");
-        } else if (line == "n" || line == "N") {
-            asking_reason = true;
-            fmt::print("Reason (Enter for none): ");
-        } else {
-            fmt::print("Answer y (once), s (for this session), n (deny) or q (quit): ");
-        }
-        std::fflush(stdout);
-        return true;
-    };
-
-    show_front();
+    approver_screen screen(s);
+    screen.show_front();
     for (;;) {
         auto r = s.conn.read_frame(std::nullopt, STDIN_FILENO);
         if (r.status == protocol::client_channel::read_status::woken) {
-            char buf[512];
-            const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) { // Ctrl-D, or stdin gone
-                fmt::print("\n");
-                return exit_ok;
-            }
-            typed.append(buf, static_cast<std::size_t>(n));
-            std::size_t nl;
-            while ((nl = typed.find('\n')) != std::string::npos) {
-                const std::string line = typed.substr(0, nl);
-                typed.erase(0, nl + 1);
-                if (!on_line(line)) return exit_ok;
-            }
+            if (!screen.on_stdin()) return exit_ok;
             continue;
         }
         if (r.status != protocol::client_channel::read_status::frame)
             throw cli_error(exit_error, "meithd closed the connection");
-        const json msg = parse_frame(r.frame);
-        const std::string type = get_string(msg, "type").value_or("");
-        if (type == "approval_request") {
-            held.push_back(msg);
-            if (held.size() == 1)
-                show_front();
-            else if (!asking_reason) {
-                fmt::print("\n  (another call is held: {} waiting)\nAllow? y/s/n/q: ",
-                           held.size() - 1);
-                std::fflush(stdout);
-            }
-        } else if (type == "approval_resolved") {
-            const auto id = get_string(msg, "approvalId");
-            for (std::size_t i = 0; i < held.size(); ++i) {
-                if (get_string(held[i], "approvalId") != id) continue;
-                const std::string decision = text_of(msg, "decision");
-                const std::string reason = text_of(msg, "reason", "");
-                const bool gone = i == 0 && id != answered; // not our answer: tell the person
-                fmt::print("\n{}{}: {}{}{}\n", gone ? "the call on screen is gone — " : "",
-                           text_of(held[i], "approvalId"),
-                           decision == "allow_once"      ? "allowed once"
-                           : decision == "allow_session" ? "allowed for the session"
-                           : decision == "deny"          ? "denied"
-                                                         : "withdrawn",
-                           reason.empty() ? "" : " — ", reason);
-                held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
-                if (i == 0) show_front();
-                break;
-            }
-        } else if (type == "error") {
-            fmt::print(stderr, "\nmeith: {}\n", text_of(msg, "message"));
-        }
+        screen.on_frame(parse_frame(r.frame));
     }
 }
 

@@ -266,21 +266,15 @@ std::string call_reason(const json& line) {
     return "";
 }
 
-event_summary summarize_event(const json& line) {
-    const std::string event = get_string(line, "event").value_or("");
-    const auto subject = [&](std::initializer_list<std::string_view> keys) {
-        for (std::string_view key : keys) {
-            if (auto v = field(line, key)) return *v;
-        }
-        return std::string("-");
-    };
-    const auto session = [&] { return field_or(line, "sessionId", "?"); };
+namespace {
 
+/// Sources, hooks' server processes, the daemon, its audit log and config.
+std::optional<event_summary> summarize_daemon_event(const std::string& event, const json& line) {
     if (event.starts_with("source_")) {
         // A hook's server process has the same lifecycle, named by "hook".
         std::string who = field(line, "source").value_or("");
         if (who.empty()) who = "hook " + field_or(line, "hook", "?");
-        return {who, source_text(event, line)};
+        return event_summary{who, source_text(event, line)};
     }
     if (event == "daemon_start") {
         std::string text =
@@ -289,80 +283,112 @@ event_summary summarize_event(const json& line) {
         if (get_field(line, "socketActivated") && line["socketActivated"] == true) {
             text += ", socket-activated";
         }
-        return {"meithd", text};
+        return event_summary{"meithd", text};
     }
     if (event == "daemon_stop") {
-        return {"meithd", fmt::format("pid {} stopped", field_or(line, "pid", "?"))};
+        return event_summary{"meithd", fmt::format("pid {} stopped", field_or(line, "pid", "?"))};
     }
     if (event == "audit_repaired") {
-        return {"audit log", fmt::format("cut a torn last line ({} bytes)",
-                                         field_or(line, "bytesRemoved", "?"))};
+        return event_summary{"audit log", fmt::format("cut a torn last line ({} bytes)",
+                                                      field_or(line, "bytesRemoved", "?"))};
     }
-    if (event == "config_reload") return {"config", config_reload_text(line)};
-    if (event == "connection_open") return {session(), "opened" + peer_text(line)};
+    if (event == "config_reload") return event_summary{"config", config_reload_text(line)};
+    return std::nullopt;
+}
+
+/// A connection's life and what its client asked for (lists, cancels, refused frames,
+/// previews).
+std::optional<event_summary> summarize_session_event(const std::string& event, const json& line) {
+    const auto session = [&] { return field_or(line, "sessionId", "?"); };
+    if (event == "connection_open") return event_summary{session(), "opened" + peer_text(line)};
     if (event == "connection_close") {
         std::string text = "closed: " + field_or(line, "reason", "?");
         if (auto n = field(line, "callsCancelled"); n && *n != "0") {
             text += fmt::format(", {} calls cancelled", *n);
         }
-        return {session(), text + peer_text(line)};
+        return event_summary{session(), text + peer_text(line)};
     }
     if (event == "connection_rejected") {
-        return {"-", "rejected: " + field_or(line, "reason", "?") + peer_text(line)};
+        return event_summary{"-", "rejected: " + field_or(line, "reason", "?") + peer_text(line)};
     }
-    if (event == "approver_connected") return {session(), "approver" + peer_text(line)};
+    if (event == "approver_connected")
+        return event_summary{session(), "approver" + peer_text(line)};
     if (event == "approver_rejected") {
-        return {session(), "not an approver: " + field_or(line, "reason", "?") + peer_text(line)};
+        return event_summary{session(),
+                             "not an approver: " + field_or(line, "reason", "?") + peer_text(line)};
     }
     if (event == "list_tools") {
-        return {session(),
-                fmt::format("{} tools listed for caller {}", field_or(line, "tools", "?"),
-                            field_or(line, "caller", "?"))};
+        return event_summary{session(), fmt::format("{} tools listed for caller {}",
+                                                    field_or(line, "tools", "?"),
+                                                    field_or(line, "caller", "?"))};
     }
     if (event == "cancel_tool_call") {
         const json* in_flight = get_field(line, "inFlight");
         const bool live = in_flight && in_flight->is_boolean() && in_flight->get<bool>();
-        return {session(), fmt::format("cancel request {} ({})", field_or(line, "requestId", "?"),
-                                       live ? "in flight" : "not in flight")};
+        return event_summary{session(),
+                             fmt::format("cancel request {} ({})", field_or(line, "requestId", "?"),
+                                         live ? "in flight" : "not in flight")};
     }
     if (event == "frame_refused") {
-        return {session(),
-                fmt::format("{} from caller {} refused: {}", field_or(line, "frame", "?"),
-                            field_or(line, "caller", "?"), field_or(line, "reason", "?"))};
+        return event_summary{
+            session(), fmt::format("{} from caller {} refused: {}", field_or(line, "frame", "?"),
+                                   field_or(line, "caller", "?"), field_or(line, "reason", "?"))};
     }
     if (event == "tool_preview") {
-        return {field_or(line, "toolName", "-"),
-                fmt::format("preview for caller {}: {}", field_or(line, "caller", "?"),
-                            field_or(line, "permission", "?"))};
+        return event_summary{field_or(line, "toolName", "-"),
+                             fmt::format("preview for caller {}: {}", field_or(line, "caller", "?"),
+                                         field_or(line, "permission", "?"))};
     }
+    return std::nullopt;
+}
+
+/// Held calls, approvers' decisions and grants (docs/protocol.md §14).
+std::optional<event_summary> summarize_approval_event(const std::string& event, const json& line) {
     if (event == "approval_request") {
-        return {field_or(line, "toolName", "-"),
-                fmt::format("{} asks {} approvers (request {}, caller {})",
-                            field_or(line, "approvalId", "?"), field_or(line, "approvers", "?"),
-                            field_or(line, "requestId", "?"), field_or(line, "caller", "?"))};
+        return event_summary{
+            field_or(line, "toolName", "-"),
+            fmt::format("{} asks {} approvers (request {}, caller {})",
+                        field_or(line, "approvalId", "?"), field_or(line, "approvers", "?"),
+                        field_or(line, "requestId", "?"), field_or(line, "caller", "?"))};
     }
     if (event == "approval_decision") {
         std::string text = field_or(line, "decision", "?");
         if (auto why = field(line, "reason")) text += ": " + *why;
         if (auto by = field(line, "approverSession")) text += " (by " + *by + ")";
-        return {field_or(line, "approvalId", "-"), text};
+        return event_summary{field_or(line, "approvalId", "-"), text};
     }
     if (event == "grant_created") {
         const json* g = get_field(line, "grant");
-        return {g && g->is_object() ? field_or(*g, "grantId", "-") : "-", grant_created_text(line)};
+        return event_summary{g && g->is_object() ? field_or(*g, "grantId", "-") : "-",
+                             grant_created_text(line)};
     }
     if (event == "grant_used") {
         std::string text = fmt::format("used by request {} ({})", field_or(line, "requestId", "?"),
                                        field_or(line, "toolName", "?"));
         if (auto left = field(line, "usesLeft")) text += fmt::format(", {} uses left", *left);
-        return {field_or(line, "grantId", "-"), text};
+        return event_summary{field_or(line, "grantId", "-"), text};
     }
     if (event == "grant_revoked" || event == "grant_expired") {
         std::string why = field_or(line, "why", event == "grant_revoked" ? "revoked" : "expired");
         std::replace(why.begin(), why.end(), '_', ' '); // used_up, session_ended
         if (auto by = field(line, "by")) why += " by " + *by;
-        return {field_or(line, "grantId", "-"), why};
+        return event_summary{field_or(line, "grantId", "-"), why};
     }
+    return std::nullopt;
+}
+
+} // namespace
+
+event_summary summarize_event(const json& line) {
+    const std::string event = get_string(line, "event").value_or("");
+    for (auto* family : {summarize_daemon_event, summarize_session_event, summarize_approval_event})
+        if (auto s = family(event, line)) return *s;
+    const auto subject = [&](std::initializer_list<std::string_view> keys) {
+        for (std::string_view key : keys) {
+            if (auto v = field(line, key)) return *v;
+        }
+        return std::string("-");
+    };
     // An event this build does not know: its scalar fields.
     std::string text;
     for (const auto& [key, value] : line.items()) {

@@ -48,6 +48,46 @@ void top_level_scanner::finish_value(value::kind k) {
     if (!last_wins_ && ++found_ == key_count_) state_ = state::done;
 }
 
+void top_level_scanner::select_value() {
+    current_ = -1;
+    if (!key_escaped_ && key_len_ <= max_key_bytes) {
+        const std::string_view key(key_.data(), key_len_);
+        for (std::size_t i = 0; i < key_count_; ++i)
+            if (keys_[i] == key && (last_wins_ || values_[i].k == value::kind::absent)) {
+                values_[i].k = value::kind::absent;
+                values_[i].text.clear();
+                current_ = static_cast<int>(i);
+                break;
+            }
+    }
+    value_escaped_ = value_too_long_ = false;
+}
+
+top_level_scanner::value::kind top_level_scanner::literal_kind() const {
+    if (current_ < 0) return value::kind::other;
+    const auto& text = values_[static_cast<std::size_t>(current_)].text;
+    const bool number = !text.empty() && (text[0] == '-' || (text[0] >= '0' && text[0] <= '9'));
+    return number ? value::kind::number : value::kind::other;
+}
+
+void top_level_scanner::nested_char(char ch) {
+    if (nested_string_) {
+        if (escape_)
+            escape_ = false;
+        else if (ch == '\\')
+            escape_ = true;
+        else if (ch == '"')
+            nested_string_ = false;
+    } else if (ch == '"') {
+        nested_string_ = true;
+    } else if (ch == '{' || ch == '[') {
+        ++depth_;
+    } else if ((ch == '}' || ch == ']') && --depth_ == 0) {
+        finish_value(value::kind::other);
+        if (state_ != state::done) state_ = state::after_value;
+    }
+}
+
 void top_level_scanner::feed(std::string_view bytes) {
     for (const char ch : bytes) {
         switch (state_) {
@@ -85,18 +125,7 @@ void top_level_scanner::feed(std::string_view bytes) {
                 state_ = state::done;
                 break;
             }
-            current_ = -1;
-            if (!key_escaped_ && key_len_ <= max_key_bytes) {
-                const std::string_view key(key_.data(), key_len_);
-                for (std::size_t i = 0; i < key_count_; ++i)
-                    if (keys_[i] == key && (last_wins_ || values_[i].k == value::kind::absent)) {
-                        values_[i].k = value::kind::absent;
-                        values_[i].text.clear();
-                        current_ = static_cast<int>(i);
-                        break;
-                    }
-            }
-            value_escaped_ = value_too_long_ = false;
+            select_value();
             state_ = state::before_value;
             break;
         case state::before_value:
@@ -128,13 +157,7 @@ void top_level_scanner::feed(std::string_view bytes) {
             break;
         case state::in_literal:
             if (ch == ',' || ch == '}' || is_space(ch)) {
-                value::kind k = value::kind::other;
-                if (current_ >= 0) {
-                    const auto& text = values_[static_cast<std::size_t>(current_)].text;
-                    if (!text.empty() && (text[0] == '-' || (text[0] >= '0' && text[0] <= '9')))
-                        k = value::kind::number;
-                }
-                finish_value(k);
+                finish_value(literal_kind());
                 if (state_ == state::done) break;
                 state_ = ch == ','   ? state::expect_key
                          : ch == '}' ? state::done
@@ -144,21 +167,7 @@ void top_level_scanner::feed(std::string_view bytes) {
             }
             break;
         case state::in_nested:
-            if (nested_string_) {
-                if (escape_)
-                    escape_ = false;
-                else if (ch == '\\')
-                    escape_ = true;
-                else if (ch == '"')
-                    nested_string_ = false;
-            } else if (ch == '"') {
-                nested_string_ = true;
-            } else if (ch == '{' || ch == '[') {
-                ++depth_;
-            } else if ((ch == '}' || ch == ']') && --depth_ == 0) {
-                finish_value(value::kind::other);
-                if (state_ != state::done) state_ = state::after_value;
-            }
+            nested_char(ch);
             break;
         case state::after_value:
             if (is_space(ch)) break;

@@ -74,6 +74,13 @@ class top_level_scanner {
 
     void finish_value(value::kind k);
     void capture(char ch);
+    /// At a key's ':': the value slot it fills (current_ = -1 when it is not wanted, or
+    /// already filled under first_wins).
+    void select_value();
+    /// The kind of the literal just ended: a number when it starts like one.
+    value::kind literal_kind() const;
+    /// One character inside a nested object or array (skipped, strings and depth tracked).
+    void nested_char(char ch);
 
     std::array<std::string, max_keys> keys_;
     std::size_t key_count_ = 0;

@@ -399,15 +399,6 @@ event_summary summarize_event(const json& line) {
     return {subject({"source", "hook", "toolName", "sessionId", "requestId"}), text};
 }
 
-std::size_t output_width() {
-    winsize ws{};
-    if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 &&
-        ws.ws_col >= 40) {
-        return ws.ws_col;
-    }
-    return table_width;
-}
-
 audit_table::audit_table(bool call_layout, std::size_t width) : calls_(call_layout), width_(width) {
 }
 

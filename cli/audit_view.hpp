@@ -33,10 +33,6 @@ struct event_summary {
 };
 event_summary summarize_event(const json& line);
 
-/// The line width tables aim for: the terminal's when standard output is one, else
-/// table_width.
-std::size_t output_width();
-
 /// Audit lines as aligned rows. The call layout is TIME EVENT TOOL CALLER DECISION RESULT MS
 /// REQUEST DETAILS (other events show their subject under TOOL and their summary after it);
 /// the events layout, for a selection without calls, TIME EVENT SUBJECT DETAILS. DETAILS is

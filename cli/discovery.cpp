@@ -33,6 +33,7 @@ struct instance_record {
     std::optional<std::filesystem::path> socket;
     std::optional<long> pid;
     std::optional<std::filesystem::path> audit;
+    std::optional<std::string> log;
 };
 
 /// Reads config.json; a missing file is an empty record, an unreadable one an error message.
@@ -58,6 +59,7 @@ instance_record read_instance(const std::filesystem::path& file, std::string* er
     if (auto it = j.find("pid"); it != j.end() && it->is_number_integer()) {
         rec.pid = it->get<long>();
     }
+    if (auto it = j.find("log"); it != j.end() && it->is_string()) rec.log = it->get<std::string>();
     return rec;
 }
 
@@ -67,6 +69,12 @@ std::filesystem::path resolve_home(const std::optional<std::filesystem::path>& h
     if (home_flag && !home_flag->empty()) return *home_flag;
     if (auto h = env("MEITH_HOME")) return *h;
     return user_home() / ".meith";
+}
+
+std::string log_hint(const daemon_location& where) {
+    if (!where.log || *where.log == "stderr") return "meithd's standard error";
+    if (*where.log == "journal") return "journalctl --user -u meithd";
+    return display_path(*where.log);
 }
 
 std::string display_path(const std::filesystem::path& path) {
@@ -95,6 +103,7 @@ daemon_location locate_daemon(const std::optional<std::filesystem::path>& socket
         // The pid only means something if the record describes the socket we were pointed at.
         if (rec.socket && rec.socket->lexically_normal() == loc.socket.lexically_normal()) {
             loc.pid = rec.pid;
+            loc.log = rec.log;
         }
         return loc;
     }
@@ -115,6 +124,7 @@ daemon_location locate_daemon(const std::optional<std::filesystem::path>& socket
     }
     loc.socket = *rec.socket;
     loc.pid = rec.pid;
+    loc.log = rec.log;
     loc.from_record = true;
     return loc;
 }

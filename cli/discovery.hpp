@@ -13,7 +13,14 @@ struct daemon_location {
     std::filesystem::path socket;
     std::optional<long> pid;  ///< from config.json, only when it describes this socket
     bool from_record = false; ///< the socket came from config.json (not --socket or a default)
+    /// config.json's `log`: the daemon's log file, "journal" or "stderr" (absent: older
+    /// daemons)
+    std::optional<std::string> log;
 };
+
+/// Where a person reads the daemon's log, for messages: its file ("~/.meith/meithd.log"),
+/// "journalctl --user -u meithd", or "meithd's standard error".
+std::string log_hint(const daemon_location& where);
 
 /// `home_flag` (--home) > env MEITH_HOME > `$HOME/.meith` (same rule as config/paths.hpp).
 std::filesystem::path resolve_home(const std::optional<std::filesystem::path>& home_flag);

@@ -68,17 +68,26 @@ constexpr command table[] = {
      "what a call would do, without running it (exit 1: it would be denied)", 1, 2,
      opt::json | opt::text, true, "  --json            the preview as meithd sends it\n",
      run_preview},
-    {"sources", "", "[--json]", "list tool sources: state, pid, restarts, sandbox, last error", 0,
-     0, opt::json, true,
+    {"sources", "", "[NAME] [--json]",
+     "list tool sources: state, pid, restarts, sandbox, last error; NAME: one in full", 0, 1,
+     opt::json, true,
+     "  NAME              one source in full: its whole last error and its program's last\n"
+     "                    stderr lines (redacted)\n"
      "  --json            every field meithd reports per source (e.g. \"cancel\": whether a\n"
-     "                    tool host stops a cancelled call)\n",
+     "                    tool host stops a cancelled call; \"stderr\": its last lines)\n",
      run_sources},
     {"sources", "restart", "NAME [--timeout-ms N]",
-     "restart the tool source NAME (waits up to 60 s)", 1, 1, opt::timeout, true,
-     "  --timeout-ms N    wait at most N ms for the restart to be under way\n", run_source_restart},
-    {"reload", "", "[--json]",
-     "reload meithd's config file (as SIGHUP does); exit 1 if it was refused", 0, 0, opt::json,
-     true, "  --json            the reload's outcome as meithd sends it\n", run_reload},
+     "restart the tool source NAME and wait for it (exit 1 if it fails again)", 1, 1, opt::timeout,
+     true,
+     "  --timeout-ms N    wait at most N ms for the source to be ready or fail (default 60 s)\n",
+     run_source_restart},
+    {"reload", "", "[--json] [--timeout-ms N]",
+     "reload meithd's config file (as SIGHUP does); exit 1 if it was refused or a source failed", 0,
+     0, opt::json | opt::timeout, true,
+     "  --json            the reload's outcome as meithd sends it\n"
+     "  --timeout-ms N    wait at most N ms for added, replaced and restarted sources to be\n"
+     "                    ready or fail (default 60 s)\n",
+     run_reload},
     {"policy", "check", "TOOL [--caller cli|plugin] [--json]",
      "would a call to TOOL be allowed? (exit 0 allow, 1 deny or ask)", 1, 1, opt::json, true,
      "  --caller C        ask for caller C (cli or plugin)\n"

@@ -1,6 +1,11 @@
 #include "cli/table.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <fmt/core.h>
 
@@ -29,6 +34,45 @@ std::string pad(const std::string& s, std::size_t width) {
     return c >= width ? s : s + std::string(width - c, ' ');
 }
 
+std::size_t output_width() {
+    winsize ws{};
+    if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+        return ws.ws_col;
+    if (const char* env = std::getenv("COLUMNS")) {
+        const std::string_view text(env);
+        std::size_t n = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+        if (ec == std::errc() && end == text.data() + text.size() && n >= 40) return n;
+    }
+    return table_width;
+}
+
+std::string wrap(std::string_view text, std::size_t width, std::string_view indent) {
+    std::string out, line;
+    const auto flush = [&] {
+        if (!out.empty()) {
+            out += '\n';
+            out += indent;
+        }
+        out += line;
+        line.clear();
+    };
+    const std::size_t room = width > columns(indent) + 10 ? width - columns(indent) : 10;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const std::size_t space = text.find(' ', i);
+        const std::string_view word =
+            text.substr(i, space == std::string_view::npos ? std::string_view::npos : space - i);
+        i = space == std::string_view::npos ? text.size() : space + 1;
+        if (word.empty()) continue;
+        if (!line.empty() && columns(line) + 1 + columns(word) > room) flush();
+        if (!line.empty()) line += ' ';
+        line += word;
+    }
+    if (!line.empty() || out.empty()) flush();
+    return out;
+}
+
 void print_table(const std::vector<std::vector<std::string>>& rows) {
     if (rows.empty()) return;
     const std::size_t n = rows.front().size();
@@ -41,8 +85,8 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
     std::size_t used = 0;
     for (std::size_t w : widths)
         used += w + 2;
-    const std::size_t last_width =
-        used + min_last_width < table_width ? table_width - used : min_last_width;
+    const std::size_t width = output_width();
+    const std::size_t last_width = used + min_last_width < width ? width - used : min_last_width;
 
     for (const auto& r : rows) {
         std::string line;

@@ -22,8 +22,16 @@ std::string truncate(const std::string& s, std::size_t width);
 /// `s` padded with spaces to `width` columns.
 std::string pad(const std::string& s, std::size_t width);
 
+/// The width tables and wrapped text use: the terminal's when standard output is one (at least
+/// 40 columns), else $COLUMNS when set (at least 40), else table_width.
+std::size_t output_width();
+
 /// Prints `rows` (the first is the header) as aligned columns; the last column is cut so a
-/// line stays within table_width (but gets at least min_last_width).
+/// line stays within output_width() (but gets at least min_last_width).
 void print_table(const std::vector<std::vector<std::string>>& rows);
+
+/// `text` broken at spaces into lines of at most `width` columns (a longer word stands on a
+/// line of its own), every line after the first starting with `indent`; joined with "\n".
+std::string wrap(std::string_view text, std::size_t width, std::string_view indent);
 
 } // namespace meith::cli

@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
         opts.home = home;
         try {
             opts.ready_fd = meith::daemon::detach(home / "meithd.log");
+            opts.log_file = home / "meithd.log";
         } catch (const std::exception& e) {
             fmt::print(stderr, "meithd: error: {}\n", e.what());
             return 1;

@@ -68,17 +68,17 @@ class server {
     /// `cfg` is the daemon's live config: a reload assigns the parts it applies in place.
     /// `config_arg` is --config (absent: HOME/meithd.toml when it exists, else the defaults).
     /// `activated`: the listener systemd passed (socket activation), adopted instead of
-    /// binding `socket`. `ready_fd`: see daemon_options::ready_fd.
+    /// binding `socket`. `ready_fd`, `log_file`: see daemon_options.
     server(asio::io_context& ioc, config::config& cfg, std::optional<fs::path> config_arg,
            fs::path home, fs::path socket, audit::audit_log& audit,
-           std::optional<activated_listener> activated, int ready_fd)
+           std::optional<activated_listener> activated, int ready_fd, fs::path log_file)
         : ioc_(ioc), cfg_(cfg), config_arg_(std::move(config_arg)), home_(std::move(home)),
           socket_path_(std::move(socket)), audit_(audit), signals_(ioc, SIGINT, SIGTERM, SIGHUP),
           reaper_(ioc.get_executor()),
           registry_(ioc.get_executor(), cfg, cfg.audit.enabled ? &audit : nullptr),
           hooks_(ioc.get_executor(), reaper_, cfg), acceptor_(ioc), grace_timer_(ioc),
           close_timer_(ioc), watchdog_timer_(ioc), status_timer_(ioc),
-          activated_(std::move(activated)), ready_fd_(ready_fd) {
+          activated_(std::move(activated)), ready_fd_(ready_fd), log_file_(std::move(log_file)) {
         if (activated_) {
             // Owned by the acceptor from here on; accepted on only once ready (listen()).
             acceptor_.assign(stream_protocol(), activated_->fd);
@@ -303,7 +303,7 @@ class server {
         sweep_instance_records(home_);
         // config.json last: clients treat it as the sign that the daemon is ready.
         instance_record_ = write_instance_record(home_, socket_path_);
-        write_runtime_record(home_, socket_path_, audit_.path());
+        write_runtime_record(home_, socket_path_, audit_.path(), log_file_);
         std::string fields = R"("pid":)" + std::to_string(::getpid()) + R"(,"socketPath":)";
         protocol::append_json_string(fields, socket_path_.string());
         fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
@@ -559,6 +559,7 @@ class server {
     bool status_pending_ = false;
     bool ready_ = false; ///< listening and announced (READY=1)
     fs::path instance_record_;
+    fs::path log_file_; ///< --detach's log; empty: stderr
     std::chrono::steady_clock::time_point shutdown_started_;
     bool shutting_down_ = false;
     bool sources_stopped_ = false;
@@ -645,7 +646,8 @@ int run_daemon(const daemon_options& opts) {
         // Before the server is made: its hooks are confined as it is constructed, and every
         // sandbox hides the home and the socket (and never lets a tool write the home).
         registry::set_confinement_home(home, socket);
-        server srv(ioc, cfg, opts.config, home, socket, audit, std::move(activated), opts.ready_fd);
+        server srv(ioc, cfg, opts.config, home, socket, audit, std::move(activated), opts.ready_fd,
+                   opts.log_file);
         if (audit.repaired_bytes() > 0) {
             spdlog::warn("audit log {}: cut a torn final line of {} bytes", audit_path.string(),
                          audit.repaired_bytes());

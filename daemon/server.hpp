@@ -26,6 +26,9 @@ struct daemon_options {
     /// --detach: the write end of the pipe the waiting parent reads (daemon/detach.hpp);
     /// "ready\n" is written to it once the daemon is ready, then it is closed. -1: none.
     int ready_fd = -1;
+    /// Where the daemon's log goes, for the runtime record's `log` (docs/protocol.md §1):
+    /// the file of --detach; empty: standard error (the journal under systemd).
+    std::filesystem::path log_file;
 };
 
 /// Runs the daemon until shutdown. Returns the process exit status: 0 after a clean

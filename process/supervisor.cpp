@@ -18,6 +18,7 @@ namespace meith::registry {
 namespace {
 constexpr std::size_t max_log_line = 16 * 1024;
 constexpr std::size_t stderr_tail_lines = 20;
+constexpr std::size_t stderr_tail_line_bytes = 1024; ///< per kept line, cut on a character
 
 std::string json_str(std::string_view s) {
     std::string out;
@@ -201,7 +202,9 @@ void supervised_process::on_child_exit(const std::shared_ptr<instance>& inst, in
         // ready: a wrapper script (a pyenv shim, npx) whose program is missing or may not be
         // executed. Restarting repeats it; say why once.
         fail_permanently(fmt::format(
-            "cannot start: {} before it was ready ({}; its stderr is in the log above)", how,
+            "cannot start: {} before it was ready ({}; `meith sources NAME` shows its last stderr "
+            "lines)",
+            how,
             WEXITSTATUS(status) == 127
                 ? "127: a program it runs was not found"
                 : "126: a program it runs could not be executed; under the sandbox that needs "
@@ -358,22 +361,30 @@ void supervised_process::read_stderr(const std::shared_ptr<instance>& inst) {
             if (!inst->owner) return;
             if (ec) {
                 if (auto rest = inst->err_framer.partial(); !rest.empty())
-                    spdlog::info("[{}] {}", inst->owner->spec_.name, inst->err_pem.filter(rest));
+                    inst->owner->keep_stderr(inst->err_pem.filter(rest));
                 return;
             }
             inst->err_framer.commit(n);
             for (;;) {
                 const auto st = inst->err_framer.next();
                 if (st == protocol::line_framer::status::need_more) break;
-                const auto& name = inst->owner->spec_.name;
                 if (st == protocol::line_framer::status::oversized)
-                    spdlog::info("[{}] (a stderr line of {} bytes was cut)", name,
-                                 inst->err_framer.dropped_bytes());
+                    inst->owner->keep_stderr(fmt::format("(a stderr line of {} bytes was cut)",
+                                                         inst->err_framer.dropped_bytes()));
                 else
-                    spdlog::info("[{}] {}", name, inst->err_pem.filter(inst->err_framer.line()));
+                    inst->owner->keep_stderr(inst->err_pem.filter(inst->err_framer.line()));
             }
             inst->owner->read_stderr(inst);
         });
+}
+
+void supervised_process::keep_stderr(std::string_view line) {
+    spdlog::info("[{}] {}", spec_.name, line);
+    // Kept for `meith sources NAME` (docs/protocol.md §7): redacted here, as the log's sink
+    // redacts the line above.
+    stderr_tail_.push_back(
+        audit::default_redactor().redact_text(protocol::cut_utf8(line, stderr_tail_line_bytes)));
+    if (stderr_tail_.size() > stderr_tail_lines) stderr_tail_.pop_front();
 }
 
 void supervised_process::lifecycle(std::string_view event, const std::string& details) {

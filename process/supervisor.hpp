@@ -130,6 +130,9 @@ class supervised_process {
     std::optional<pid_t> pid() const;
     std::size_t restarts() const { return restarts_; }
     const std::string& last_error() const { return last_error_; }
+    /// The program's last stderr lines (up to 20, each cut to 1 KiB, redacted), across
+    /// restarts: what a person reads in `meith sources NAME` when it fails.
+    const std::deque<std::string>& stderr_tail() const { return stderr_tail_; }
     const process_spec& spec() const { return spec_; }
     /// Starts the child again at once under `plan` (a host moving to its tools' sandbox before
     /// they are registered): not a restart — no backoff, not counted, no exit audited, and
@@ -147,6 +150,8 @@ class supervised_process {
     void read_stderr(const std::shared_ptr<instance>& inst);
     void flush(const std::shared_ptr<instance>& inst);
     void lifecycle(std::string_view event, const std::string& details);
+    /// Logs one stderr line and keeps it in stderr_tail_.
+    void keep_stderr(std::string_view line);
 
     asio::any_io_executor ex_;
     child_reaper& reaper_;
@@ -164,6 +169,7 @@ class supervised_process {
     std::size_t consecutive_failures_ = 0;
     std::size_t restarts_ = 0;
     std::string last_error_;
+    std::deque<std::string> stderr_tail_;
     bool ready_ = false;
 };
 

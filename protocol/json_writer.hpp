@@ -19,6 +19,19 @@ void append_json_string(std::string& out, std::string_view s);
 /// Appends the decimal form of `v`.
 void append_uint(std::string& out, std::uint64_t v);
 
+/// Appends a JSON array of the strings in `items` (any range of string-like values).
+template <class Range>
+void append_json_string_array(std::string& out, const Range& items) {
+    out += '[';
+    bool first = true;
+    for (const auto& item : items) {
+        if (!first) out += ',';
+        first = false;
+        append_json_string(out, item);
+    }
+    out += ']';
+}
+
 /// Appends `v` with up to 3 decimals (e.g. durations in ms: 1.234).
 void append_fixed3(std::string& out, double v);
 

@@ -171,7 +171,10 @@ class hook_runner {
             out += "null";
         else
             protocol::append_json_string(out, proc_->last_error());
-        out += R"(,"tools":0,"unanswered":)" + std::to_string(observing_.size()) + '}';
+        out += R"(,"tools":0,"unanswered":)" + std::to_string(observing_.size());
+        out += R"(,"stderr":)";
+        protocol::append_json_string_array(out, proc_->stderr_tail());
+        out += '}';
     }
     bool is_server() const { return proc_ != nullptr; }
     void restart() {

@@ -123,7 +123,8 @@ std::string child_source::status_json() const {
     out += std::to_string(tool_count());
     out += R"(,"sandbox":{)";
     out += conf_.status_members;
-    out += '}';
+    out += R"(},"stderr":)";
+    protocol::append_json_string_array(out, proc_.stderr_tail());
     append_status(out);
     out += '}';
     return out;

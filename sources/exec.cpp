@@ -227,7 +227,9 @@ class exec_oneshot_source final : public tool_source {
             append_json_string(out, last_error_);
         out += R"(,"tools":1,"sandbox":{)";
         out += conf_.status_members;
-        out += "}}";
+        out += R"(},"stderr":)";
+        protocol::append_json_string_array(out, last_stderr_);
+        out += '}';
         return out;
     }
 
@@ -245,6 +247,9 @@ class exec_oneshot_source final : public tool_source {
         const bool exit_ok = WIFEXITED(out.wait_status) && WEXITSTATUS(out.wait_status) == 0;
         if (!exit_ok) {
             last_error_ = describe_wait_status(out.wait_status);
+            last_stderr_.clear(); // the last failed run's, redacted (`meith sources NAME`)
+            for (const auto& line : out.stderr_tail)
+                last_stderr_.push_back(audit::default_redactor().redact_text(line));
             return tool_result::failure(error_code::tool_failed,
                                         fmt::format("exec tool '{}' {}", cfg_.name, last_error_),
                                         stderr_details(out.wait_status, out.stderr_tail));
@@ -286,7 +291,8 @@ class exec_oneshot_source final : public tool_source {
     process_spec spec_;
     source_events events_;
     std::string last_error_;
-    bool failed_ = false; ///< the registry took its tool back (fail())
+    std::vector<std::string> last_stderr_; ///< of the last run that failed
+    bool failed_ = false;                  ///< the registry took its tool back (fail())
     bool stopped_ = false;
     /// One-shot children running now; stop() ends them and waits for them.
     std::unordered_set<std::shared_ptr<oneshot_run>> runs_;

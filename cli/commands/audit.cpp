@@ -10,6 +10,7 @@
 #include "cli/discovery.hpp"
 #include "cli/errors.hpp"
 #include "cli/session.hpp"
+#include "cli/table.hpp"
 
 #include <algorithm>
 #include <cerrno>

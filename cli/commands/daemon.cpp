@@ -2,6 +2,7 @@
 // reply_timeout (`sources restart` waits longer: the daemon answers once the source is
 // restarting).
 #include "cli/commands.hpp"
+#include "cli/commands/sources.hpp"
 
 #include "cli/errors.hpp"
 #include "cli/help.hpp"
@@ -18,9 +19,6 @@
 namespace meith::cli {
 
 namespace {
-
-/// How long `sources restart` waits for source_restarted unless --timeout-ms says otherwise.
-constexpr std::chrono::seconds restart_timeout{60};
 
 json list_tools(session& s) {
     const std::string id = s.ids.next();
@@ -45,28 +43,9 @@ std::string capabilities_text(const json& tool) {
     return out.empty() ? "-" : out;
 }
 
-/// A non-negative integer field as text; "-" when absent, null or not an integer.
-std::string count_text(const json& obj, std::string_view key) {
-    const json* v = get_field(obj, key);
-    if (v == nullptr || !v->is_number_integer()) return "-";
-    return v->is_number_unsigned() ? std::to_string(v->get<unsigned long long>())
-                                   : std::to_string(v->get<long long>());
-}
-
 bool is_unavailable(const json& tool) {
     const json* a = get_field(tool, "available");
     return a != nullptr && a->is_boolean() && !a->get<bool>();
-}
-
-json list_sources(session& s) {
-    const std::string id = s.ids.next();
-    s.conn.send_frame(protocol::encode_list_sources(id));
-    json reply = await_reply(s.conn, id, "sources_list");
-    const json* sources = get_field(reply, "sources");
-    if (sources == nullptr || !sources->is_array()) {
-        throw cli_error(exit_error, "protocol error: sources_list without a \"sources\" array");
-    }
-    return *sources;
 }
 
 } // namespace
@@ -79,6 +58,11 @@ int run_status(const options& opts) {
         if (get_string(t, "permission") == "allow") ++allowed;
         if (is_unavailable(t)) ++unavailable;
     }
+    const json sources = list_sources(s);
+    std::vector<std::string> failed, restarting;
+    for (const json* src : sources_down(sources))
+        (get_string(*src, "state") == "failed" ? failed : restarting)
+            .push_back(sanitize(get_string(*src, "name").value_or("?"), false));
 
     const json* server = get_field(s.hello, "server");
     const std::string name = server ? get_string(*server, "name").value_or("?") : "?";
@@ -101,7 +85,9 @@ int run_status(const options& opts) {
                   {{"total", tools.size()},
                    {"allowed", allowed},
                    {"denied", tools.size() - allowed},
-                   {"unavailable", unavailable}}}};
+                   {"unavailable", unavailable}}},
+                 {"sources",
+                  {{"total", sources.size()}, {"failed", failed}, {"restarting", restarting}}}};
         fmt::print("{}\n", pretty(out));
         return exit_ok;
     }
@@ -116,6 +102,19 @@ int run_status(const options& opts) {
     fmt::print("  tools:    {} ({} allowed, {} denied{})\n", tools.size(), allowed,
                tools.size() - allowed,
                unavailable > 0 ? fmt::format(", {} unavailable", unavailable) : "");
+    const auto joined = [](const std::vector<std::string>& names) {
+        std::string out;
+        for (const auto& n : names)
+            out += (out.empty() ? "" : ", ") + n;
+        return out;
+    };
+    std::string down;
+    if (!failed.empty()) down += fmt::format("{} failed: {}", failed.size(), joined(failed));
+    if (!restarting.empty())
+        down += fmt::format("{}{} restarting: {}", down.empty() ? "" : "; ", restarting.size(),
+                            joined(restarting));
+    fmt::print("  sources:  {}{}\n", sources.size(),
+               down.empty() ? std::string() : " (" + down + "; see meith sources)");
     return exit_ok;
 }
 
@@ -205,81 +204,48 @@ int run_tools(const options& opts) {
         fmt::print("{}\n", pretty(tools));
         return exit_ok;
     }
-    if (tools.empty()) {
-        fmt::print("no tools\n");
-        return exit_ok;
-    }
-
-    // A tool of a failed source keeps its row, marked: calls to it fail at once.
+    // A source that is down: its tools keep their rows, marked with why (calls to them fail at
+    // once); one that never listed any is named below the table.
+    const json sources = list_sources(s);
+    const auto down = sources_down(sources);
+    const auto why_down = [&](const std::string& source) -> std::optional<std::string> {
+        for (const json* src : down)
+            if (get_string(*src, "name") == source)
+                return fmt::format("unavailable: source '{}' is {}: {}", sanitize(source, false),
+                                   sanitize(get_string(*src, "state").value_or("?"), false),
+                                   sanitize(get_string(*src, "lastError").value_or("-"), false));
+        return std::nullopt;
+    };
+    if (tools.empty()) fmt::print("no tools\n");
     std::vector<std::vector<std::string>> rows{
         {"NAME", "PERMISSION", "CAPABILITIES", "SOURCE", "DESCRIPTION"}};
     for (const json& t : tools) {
         std::string name = sanitize(get_string(t, "name").value_or("?"), false);
-        if (is_unavailable(t)) name += " (unavailable)";
+        const std::string source = get_string(t, "source").value_or("-");
+        std::string description = sanitize(get_string(t, "description").value_or(""), false);
+        if (is_unavailable(t)) {
+            name += " (unavailable)";
+            description = why_down(source).value_or("unavailable: its source is down");
+        }
         rows.push_back({std::move(name), sanitize(get_string(t, "permission").value_or("?"), false),
-                        sanitize(capabilities_text(t), false),
-                        sanitize(get_string(t, "source").value_or("-"), false),
-                        sanitize(get_string(t, "description").value_or(""), false)});
+                        sanitize(capabilities_text(t), false), sanitize(source, false),
+                        std::move(description)});
     }
-    print_table(rows);
-    return exit_ok;
-}
-
-/// A source's sandbox in a word or two (docs/protocol.md §15): "-" (runs nothing), "off",
-/// "none" (unconfined: unknown capabilities, ...), else what is confined: "fs,net,exec".
-std::string sandbox_text(const json& src) {
-    const json* sb = get_field(src, "sandbox");
-    if (sb == nullptr || !sb->is_object()) return "-";
-    if (get_string(*sb, "mode") == "off") return "off";
-    if (get_field(*sb, "unconfined") != nullptr) return "none";
-    std::string out;
-    const auto add = [&](const char* word, bool confined) {
-        if (!confined) return;
-        if (!out.empty()) out += ',';
-        out += word;
-    };
-    add("fs", get_string(*sb, "fs").value_or("none").rfind("landlock", 0) == 0);
-    add("net", get_string(*sb, "net") == "seccomp");
-    add("exec", get_string(*sb, "exec") == "landlock");
-    return out.empty() ? "none" : out;
-}
-
-int run_sources(const options& opts) {
-    session s = open_session(opts);
-    const json sources = list_sources(s);
-    if (opts.json) {
-        fmt::print("{}\n", pretty(sources));
-        return exit_ok;
+    if (!tools.empty()) print_table(rows);
+    for (const json* src : down) {
+        const std::string name = get_string(*src, "name").value_or("?");
+        const bool listed = std::any_of(tools.begin(), tools.end(), [&](const json& t) {
+            return get_string(t, "source") == name;
+        });
+        if (listed) continue;
+        fmt::print(
+            "{}\n  meith sources {} shows why\n",
+            wrap(fmt::format("source '{}' is {} and lists no tools: {}", sanitize(name, false),
+                             sanitize(get_string(*src, "state").value_or("?"), false),
+                             sanitize(get_string(*src, "lastError").value_or("-"), false)),
+                 output_width(), "  "),
+            sanitize(name, false));
     }
-    if (sources.empty()) {
-        fmt::print("no sources\n");
-        return exit_ok;
-    }
-    std::vector<std::vector<std::string>> rows{
-        {"NAME", "KIND", "STATE", "PID", "RESTARTS", "TOOLS", "SANDBOX", "LAST ERROR"}};
-    for (const json& src : sources) {
-        rows.push_back({sanitize(get_string(src, "name").value_or("?"), false),
-                        sanitize(get_string(src, "kind").value_or("?"), false),
-                        sanitize(get_string(src, "state").value_or("?"), false),
-                        count_text(src, "pid"), count_text(src, "restarts"),
-                        count_text(src, "tools"), sandbox_text(src),
-                        sanitize(get_string(src, "lastError").value_or("-"), false)});
-    }
-    print_table(rows);
-    return exit_ok;
-}
-
-int run_source_restart(const options& opts) {
-    const std::string& name = opts.words.at(2);
-    session s = open_session(opts);
-    const std::string id = s.ids.next();
-    s.conn.send_frame(protocol::encode_restart_source(id, name, opts.caller));
-    // A refusal (unknown source, a source that cannot be restarted) is an error frame: exit 1.
-    const auto timeout = opts.timeout_ms ? std::chrono::milliseconds(*opts.timeout_ms)
-                                         : std::chrono::milliseconds(restart_timeout);
-    const json reply = await_reply(s.conn, id, "source_restarted", timeout, exit_tool_failed);
-    fmt::print("restarted source '{}'\n",
-               sanitize(get_string(reply, "name").value_or(name), false));
     return exit_ok;
 }
 
@@ -318,7 +284,16 @@ int run_reload(const options& opts) {
                 fmt::print("  sources {}: {}\n", key, names);
     if (auto later = words(get_field(reply, "needsRestart")); !later.empty())
         fmt::print("  not applied until meithd restarts: {}\n", later);
-    return exit_ok;
+    // The sources it started: wait (bounded) for each to be ready or fail, and say which failed.
+    std::vector<std::string> started;
+    if (const json* src = get_field(reply, "sources"); src != nullptr && src->is_object())
+        for (const char* key : {"added", "replaced", "restarted"})
+            if (const json* arr = get_field(*src, key); arr && arr->is_array())
+                for (const json& n : *arr)
+                    if (n.is_string()) started.push_back(n.get<std::string>());
+    if (started.empty()) return exit_ok;
+    const auto wait = settle_wait(opts);
+    return report_settled(await_settled(s, started, wait), started, s.where, wait, false);
 }
 
 int run_policy_check(const options& opts) {

@@ -4,6 +4,7 @@
 #include "protocol/json_writer.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -184,6 +185,52 @@ void apply_env(const confinement& c, std::vector<std::string>& env) {
     if (c.tmpdir_env.empty()) return;
     std::erase_if(env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
     env.push_back(c.tmpdir_env);
+}
+
+namespace {
+
+/// Case-insensitive search for any of `needles` (lower-case) in `text`.
+bool mentions(std::string_view text, std::initializer_list<std::string_view> needles) {
+    std::string lower(text);
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    return std::any_of(needles.begin(), needles.end(),
+                       [&](std::string_view n) { return lower.find(n) != std::string::npos; });
+}
+
+} // namespace
+
+std::string sandbox_hint(const confinement& c, std::string_view error_text) {
+    if (!c.plan) return {}; // unconfined: whatever refused it, it was not meith's sandbox
+    if (!mentions(error_text, {"eacces", "eperm", "erofs", "permission denied",
+                               "operation not permitted", "read-only file system"}))
+        return {};
+    const auto has = [&](capability cap) { return (c.capabilities & bit(cap)) != 0; };
+    const bool writes = has(capability::writes_files) || has(capability::destructive);
+    std::string hint = "meith's sandbox may have refused this: ";
+    if (!has(capability::accesses_network) &&
+        mentions(error_text,
+                 {"connect", "socket", "getaddrinfo", "fetch failed", "econnrefused", "network"})) {
+        hint += "the source may not use the network; declare `accesses-network` on its tools "
+                "(or in the source's `capabilities` table) to allow it";
+    } else if (!has(capability::starts_process) &&
+               mentions(error_text, {"spawn", "execve"})) {
+        hint += "the source may not run other programs; declare `starts-process`, or name the "
+                "program in `sandbox_paths.exec`";
+    } else if (!writes) {
+        hint += "the source may only read; declare `writes-files` on its tools (or in the "
+                "source's `capabilities` table) to let it write under its cwd " +
+                c.cwd.string() + " and `sandbox_paths.write`";
+    } else if (!c.withheld.empty()) {
+        hint += "writes are withheld from " + c.withheld.front() +
+                " because it holds meithd's home; give the source a `cwd` (or "
+                "`sandbox_paths.write` folder) outside the home";
+    } else {
+        hint += "the source may write only under its cwd " + c.cwd.string() +
+                ", its temporary folder and `sandbox_paths.write`; add the folder there";
+    }
+    hint += " (docs/protocol.md §15)";
+    return hint;
 }
 
 process_spec confined_spec(std::string label, const std::vector<std::string>& argv,
@@ -410,6 +457,7 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
         withheld.push_back(p.string());
         return std::nullopt;
     };
+    c.cwd = cwd;
     if (auto w = writable(cwd)) r.cwd = *w;
     r.root = root_of(config_json);
     if (r.root && r.root->is_relative())
@@ -442,11 +490,14 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
         if (mode == config::sandbox_mode::require) c.refusal = e.what();
         return c;
     }
-    append_plan_status(
-        m, *c.plan,
-        (capabilities & (bit(capability::writes_files) | bit(capability::destructive))) != 0
-            ? withheld
-            : std::vector<std::string>{});
+    if ((capabilities & (bit(capability::writes_files) | bit(capability::destructive))) != 0)
+        c.withheld = withheld;
+    if (!c.withheld.empty())
+        spdlog::warn("'{}': {} holds meithd's home, so the sandbox withholds writes there; give "
+                     "it a `cwd` (or `sandbox_paths.write` folder) outside the home "
+                     "(docs/protocol.md §15)",
+                     name, c.withheld.front());
+    append_plan_status(m, *c.plan, c.withheld);
     if (!c.plan->complete && mode == config::sandbox_mode::require)
         c.refusal = "sandbox = \"require\", but this kernel offers " + sandbox::describe(kernel);
     return c;

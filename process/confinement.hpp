@@ -32,7 +32,19 @@ struct confinement {
     /// "TMPDIR=…": the child's own writable temporary folder, to add to its environment
     /// (`apply_env`).
     std::string tmpdir_env;
+    /// Writable folders left out because they hold meithd's home (its cwd, root or a
+    /// sandbox_paths.write entry): a tool that writes there meets EACCES.
+    std::vector<std::string> withheld;
+    std::filesystem::path cwd; ///< the program's cwd, for sandbox_hint
 };
+
+/// When `error_text` (a failed call's message and details) reads like a refusal — EACCES,
+/// EPERM, EROFS, "permission denied", "operation not permitted", "read-only file system" —
+/// and `c` confines the program, what the sandbox allows and the declaration that would allow
+/// more (docs/protocol.md §15): `accesses-network` for a connection, `starts-process` or
+/// sandbox_paths.exec for running a program, `writes-files` (its cwd, root, sandbox_paths.write)
+/// for a write, and a cwd withheld because it holds meithd's home. Empty otherwise.
+std::string sandbox_hint(const confinement& c, std::string_view error_text);
 
 /// meithd's home and socket: no sandbox ever lets a tool write the home or a folder holding
 /// it (its config, audit log, grants, approver secret), and with namespaces both are hidden

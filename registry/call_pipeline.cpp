@@ -335,6 +335,12 @@ void registry::run_on_source(const call_ptr& c) {
 }
 
 void registry::after_tool(const call_ptr& c, tool_result r) {
+    // A refusal by the tool's sandbox says so, and what would allow it (docs/protocol.md §15).
+    if (!r.ok && r.error && r.error->code == error_code::tool_failed && c->target) {
+        const auto hint =
+            c->target->source->sandbox_hint(r.error->message + '\n' + r.error->details_json);
+        if (!hint.empty()) r.error->message += " — " + hint;
+    }
     if (!hooks_ || !c->target) {
         shape_result(c, std::move(r));
         return;

@@ -132,6 +132,13 @@ class tool_source : public std::enable_shared_from_this<tool_source> {
 
     /// Status for `meith sources`: {"name","kind","state","pid","restarts","lastError"}.
     virtual std::string status_json() const = 0;
+    /// What this source's sandbox says about a failed call whose error reads `error_text`
+    /// (process/confinement.hpp: sandbox_hint); empty when it is not a refusal or the source
+    /// runs unconfined. The registry appends it to the call's error message.
+    virtual std::string sandbox_hint(std::string_view error_text) const {
+        (void)error_text;
+        return {};
+    }
 };
 
 } // namespace meith::registry

@@ -39,6 +39,9 @@ class child_source : public tool_source {
     /// {"name","kind","state","pid","restarts","lastError","tools","sandbox"} and the kind's
     /// own members (append_status).
     std::string status_json() const final;
+    std::string sandbox_hint(std::string_view error_text) const override {
+        return ::meith::registry::sandbox_hint(conf_, error_text);
+    }
 
   protected:
     /// `label` names the child in log lines and errors ("tool host 'fs'"); `kind` is its

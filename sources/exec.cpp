@@ -215,6 +215,10 @@ class exec_oneshot_source final : public tool_source {
         last_error_ = std::move(why);
     }
 
+    std::string sandbox_hint(std::string_view error_text) const override {
+        return ::meith::registry::sandbox_hint(conf_, error_text);
+    }
+
     std::string status_json() const override {
         std::string out = R"({"name":)";
         append_json_string(out, cfg_.name);

@@ -124,9 +124,13 @@ std::string sandbox_text(const json& src) {
             }
         }
     std::string out = "confined: ";
-    if (may.empty()) return out + "read-only";
+    if (may.empty()) out += "read-only";
     for (std::size_t i = 0; i < may.size(); ++i)
         out += (i ? ", " : "") + may[i];
+    if (const json* w = get_field(*sb, "writeWithheld"); w && w->is_array() && !w->empty())
+        out += "; not in " +
+               sanitize(w->front().is_string() ? w->front().get<std::string>() : "?", false) +
+               " (meithd's home)";
     return out;
 }
 

@@ -68,8 +68,8 @@ TEST_CASE("meith sources shows a failed source's whole error and where to read m
 
     const auto unknown = cli(d, {"sources", "crashyy"});
     CHECK(unknown.status == 1);
-    CHECK_THAT(unknown.err, Catch::Contains("no source 'crashyy'") &&
-                                Catch::Contains("did you mean 'crashy'"));
+    CHECK_THAT(unknown.err,
+               Catch::Contains("no source 'crashyy'") && Catch::Contains("did you mean 'crashy'"));
 }
 
 TEST_CASE("meith status and meith tools name the sources that are down, and why",
@@ -78,8 +78,7 @@ TEST_CASE("meith status and meith tools name the sources that are down, and why"
     wait_failed(d, "missing");
     const auto status = cli(d, {"status"});
     CHECK(status.status == 0);
-    CHECK_THAT(status.out,
-               Catch::Contains("sources:  3 (1 failed: missing; see meith sources)"));
+    CHECK_THAT(status.out, Catch::Contains("sources:  3 (1 failed: missing; see meith sources)"));
     const auto tools = cli(d, {"tools"});
     CHECK(tools.status == 0);
     CHECK_THAT(tools.out, Catch::Contains("source 'missing' is failed and lists no tools: "
@@ -124,4 +123,78 @@ TEST_CASE("a restart that succeeds says ready and exits 0", "[e2e][cli][diagnosi
     const auto restart = cli(d, {"sources", "restart", "th"});
     CHECK(restart.status == 0);
     CHECK_THAT(restart.out, Catch::Contains("restarted source 'th': ready, "));
+}
+
+// ---- item 2: sandbox refusals name the capability -------------------------------------------
+
+namespace {
+
+std::string probe_toml(const std::string& name, const std::string& caps,
+                       const std::string& extra = "") {
+    return "[[sources]]\nname = \"" + name + "\"\nkind = \"exec\"\ncommand = [\"node\", \"" +
+           std::string(MEITH_SOURCE_DIR) + "/tests/exec/sandbox_probe.mjs\"]\ntool = { name = \"" +
+           name + "\", description = \"sandbox probe\", capabilities = " + caps + " }\n" + extra +
+           "\n[permissions.callers.plugin]\nallow = [\"read-only\", \"writes-files\", "
+           "\"accesses-network\"]\n";
+}
+
+std::string message_of(const json& r) {
+    return r["result"]["error"]["message"].get<std::string>();
+}
+
+} // namespace
+
+TEST_CASE("a write the sandbox refuses says which declaration would allow it",
+          "[e2e][diagnosis][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX(false);
+    temp_dir work;
+    daemon_process d(
+        probe_toml("ro", "[\"read-only\"]", "cwd = " + json(work.path.string()).dump()));
+    client c(d.socket());
+    const json r = c.call("ro", {{"action", "write"}, {"path", "note.txt"}, {"fail", true}});
+    REQUIRE(r["result"]["ok"] == false);
+    const std::string m = message_of(r);
+    CHECK_THAT(m, Catch::Contains("meith's sandbox may have refused this: the source may only "
+                                  "read; declare `writes-files`"));
+    CHECK_THAT(m, Catch::Contains(work.path.string()));
+    // The audit line carries the same message.
+    const auto line = d.wait_audit([](const json& l) {
+        return l.value("event", "") == "tool_call" && l.value("toolName", "") == "ro";
+    });
+    CHECK_THAT(line.dump(), Catch::Contains("declare `writes-files`"));
+}
+
+TEST_CASE("a connection the sandbox refuses names accesses-network", "[e2e][diagnosis][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX(false);
+    daemon_process d(probe_toml("nonet", "[\"read-only\"]"));
+    client c(d.socket());
+    const json r = c.call("nonet", {{"action", "connect"}, {"port", 9}, {"fail", true}});
+    REQUIRE(r["result"]["ok"] == false);
+    CHECK_THAT(message_of(r), Catch::Contains("the source may not use the network; declare "
+                                              "`accesses-network`"));
+}
+
+TEST_CASE("a failure that is not a refusal gets no sandbox hint", "[e2e][diagnosis][sandbox]") {
+    daemon_process d(exec_source_toml("x", "oneshot", "oneshot.mjs", "x_tool"));
+    client c(d.socket());
+    const json r = c.call("x_tool", {{"mode", "exit3"}});
+    REQUIRE(r["result"]["ok"] == false);
+    CHECK_THAT(message_of(r), !Catch::Contains("sandbox"));
+}
+
+TEST_CASE("a cwd that holds meithd's home is warned about at start and shown by meith sources",
+          "[e2e][diagnosis][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX(false);
+    // No cwd: the config's folder, which is the home here.
+    daemon_process d(probe_toml("homecwd", "[\"writes-files\"]"));
+    CHECK_THAT(d.log(), Catch::Contains("holds meithd's home, so the sandbox withholds writes "
+                                        "there"));
+    const auto r = cli(d, {"sources", "homecwd"});
+    CHECK_THAT(r.out, Catch::Contains("confined: writes; not in " + d.home().string() +
+                                      " (meithd's home)"));
+    client c(d.socket());
+    const json w = c.call("homecwd", {{"action", "write"}, {"path", "note.txt"}, {"fail", true}});
+    REQUIRE(w["result"]["ok"] == false);
+    CHECK_THAT(message_of(w), Catch::Contains("writes are withheld from " + d.home().string() +
+                                              " because it holds meithd's home"));
 }

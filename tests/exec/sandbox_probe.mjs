@@ -5,7 +5,8 @@
 //   {"action":"connect","port":N}      TCP connect to 127.0.0.1:N
 //   {"action":"spawn"}                 runs /bin/sh -c true
 //   {"action":"tmpdir"}                writes a file in $TMPDIR
-// Answers {"result":{"done":true|false,"code":"EACCES"|...}}.
+// Answers {"result":{"done":true|false,"code":"EACCES"|...}}; with "fail":true a refusal is
+// thrown as a tool would (its message on stderr, exit status 1) instead.
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -14,6 +15,11 @@ import { spawnSync } from 'node:child_process';
 const input = JSON.parse(fs.readFileSync(0, 'utf8') || '{}');
 const args = input.args ?? {};
 const answer = (result) => process.stdout.write(JSON.stringify({ result }) + '\n');
+const refused = (e) => {
+    if (!args.fail) return answer({ done: false, code: e.code ?? String(e) });
+    process.stderr.write(`Error: ${e.message}\n`);
+    process.exit(1);
+};
 
 try {
     switch (args.action) {
@@ -35,12 +41,12 @@ try {
     case 'connect': {
         const s = net.connect({ host: '127.0.0.1', port: args.port });
         s.on('connect', () => { answer({ done: true }); s.destroy(); });
-        s.on('error', (e) => answer({ done: false, code: e.code }));
+        s.on('error', refused);
         break;
     }
     default:
         answer({ done: false, code: 'BAD_ACTION' });
     }
 } catch (e) {
-    answer({ done: false, code: e.code ?? String(e) });
+    refused(e);
 }

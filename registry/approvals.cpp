@@ -167,6 +167,11 @@ std::string approvals::hold(const call_ptr& c, std::string_view preview, on_answ
     append_json_string(frame, c->session_id);
     frame += R"(,"caller":)";
     append_json_string(frame, permissions::to_string(c->caller));
+    frame += R"(,"agent":)";
+    if (c->agent.empty())
+        frame += "null";
+    else
+        append_json_string(frame, redactor_.redact_text(c->agent));
     frame += R"(,"toolName":)";
     append_json_string(frame, c->tool_name);
     frame += R"(,"capabilities":)";

@@ -92,6 +92,9 @@ class call : public std::enable_shared_from_this<call> {
     permissions::decision decision; ///< valid when `decided`
     std::string grant_id;           ///< the grant that let the call through, if one did
     std::string approval_id;        ///< the approval that decided the call, if it was held
+    /// Held for a person's answer (from the ask decision until the answer): a timeout then
+    /// says no approver answered, not that the tool did not finish.
+    bool awaiting_approval = false;
 
     /// Forwards one event (JSON text of the `event` object) unless the call is resolved.
     void emit(std::string_view event_json);

@@ -11,6 +11,8 @@
 #include "registry/hooks.hpp"
 #include "schema/validator.hpp"
 
+#include <fmt/format.h>
+
 namespace meith::registry {
 
 using protocol::append_json_string;
@@ -198,16 +200,32 @@ void registry::settle_redecided(const call_ptr& c, permissions::decision d) {
         refuse(c);
 }
 
+namespace {
+
+/// "30 s", "1.5 s", "250 ms": a timeout for a person.
+std::string seconds_text(std::uint64_t ms) {
+    if (ms < 1000) return std::to_string(ms) + " ms";
+    if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+    return fmt::format("{:.1f} s", static_cast<double>(ms) / 1000.0);
+}
+
+} // namespace
+
 void registry::arm_deadline(const call_ptr& c) {
     const std::uint64_t timeout = c->timeout_ms;
     c->deadline().expires_at(c->started + std::chrono::milliseconds(timeout));
     c->deadline().async_wait([weak = std::weak_ptr<call>(c), timeout](const std::error_code& ec) {
         if (ec) return;
-        if (auto self = weak.lock())
-            self->finalize(
-                tool_result::failure(error_code::timeout, "the call did not finish within " +
-                                                              std::to_string(timeout) + " ms"),
-                call_end::timeout);
+        auto self = weak.lock();
+        if (!self) return;
+        // Held for approval all along: nobody answered, and the tool never ran (§14).
+        std::string message =
+            self->awaiting_approval
+                ? "no approver answered within " + seconds_text(timeout) +
+                      " (the call's timeout); it did not run"
+                : "the call did not finish within " + std::to_string(timeout) + " ms";
+        self->finalize(tool_result::failure(error_code::timeout, std::move(message)),
+                       call_end::timeout);
     });
 }
 
@@ -218,6 +236,7 @@ void registry::hold_for_approval(const call_ptr& c) {
     }
     // The timeout runs while the call is held; a cancel, the timeout or the client leaving
     // withdraw the request from the approvers.
+    c->awaiting_approval = true;
     arm_deadline(c);
     auto approval_id = std::make_shared<std::string>();
     const std::weak_ptr<call> weak = c;
@@ -257,6 +276,7 @@ void registry::hold_for_approval(const call_ptr& c) {
                 auto c = weak.lock();
                 if (!c || c->resolved() || alive.expired()) return;
                 c->on_abandon(nullptr);
+                c->awaiting_approval = false;
                 if (a == approval_answer::deny) {
                     c->decision.ask = false;
                     c->decision.reason = reason.empty() ? "denied by an approver"
@@ -272,6 +292,18 @@ void registry::hold_for_approval(const call_ptr& c) {
                 proceed(c);
             });
         c->approval_id = *approval_id; // its line names the approval however the call ends
+        // The caller hears that a person is being asked (meith call prints it, meith mcp sends
+        // it as progress).
+        std::string event = R"({"type":"approval_pending","approvalId":)";
+        append_json_string(event, *approval_id);
+        event += R"(,"timeoutMs":)";
+        protocol::append_uint(event, c->timeout_ms);
+        event += R"(,"message":)";
+        append_json_string(event, "waiting for a person to approve it in `meith approve` (up "
+                                  "to " +
+                                      seconds_text(c->timeout_ms) + ")");
+        event += '}';
+        c->emit(event);
     });
 }
 

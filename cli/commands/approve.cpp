@@ -15,9 +15,11 @@
 #include "cli/table.hpp"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <utility>
 
 #include <fmt/core.h>
 #include <termios.h>
@@ -72,8 +74,10 @@ std::string list_text(const json& obj, std::string_view key) {
 
 /// One held call on the screen, then the prompt.
 void show_request(const json& req, std::size_t waiting) {
-    fmt::print("\nHeld call {} by {} (session {})\n", text_of(req, "approvalId"),
-               text_of(req, "caller"), text_of(req, "sessionId"));
+    const auto agent = get_string(req, "agent");
+    fmt::print("\nHeld call {} by {}{} (session {})\n", text_of(req, "approvalId"),
+               text_of(req, "caller"), agent ? " via " + sanitize(*agent, false) : "",
+               text_of(req, "sessionId"));
     fmt::print("  tool       {}  [{}]\n", text_of(req, "toolName"), list_text(req, "capabilities"));
     fmt::print("  asked      {}\n", text_of(req, "reason"));
     if (const json* p = get_field(req, "preview"); p && p->is_string()) {
@@ -103,6 +107,57 @@ std::string trim(std::string s) {
     return s.substr(i);
 }
 
+/// The terminal while `meith approve` runs: single keys (no Enter: ICANON off) for y/s/n/q,
+/// whole lines (the terminal's own editing) for a deny's reason. Restored when it ends, also
+/// on SIGINT, SIGTERM and SIGHUP. Inactive when standard input is not a terminal.
+class approver_terminal {
+  public:
+    approver_terminal() {
+        if (!::isatty(STDIN_FILENO) || ::tcgetattr(STDIN_FILENO, &saved_) != 0) return;
+        active_ = true;
+        restore_at_signal = saved_;
+        restore_armed = 1;
+        for (int sig : {SIGINT, SIGTERM, SIGHUP})
+            std::signal(sig, on_signal);
+        line_mode(false);
+    }
+    ~approver_terminal() {
+        if (!active_) return;
+        ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+        restore_armed = 0;
+        for (int sig : {SIGINT, SIGTERM, SIGHUP})
+            std::signal(sig, SIG_DFL);
+    }
+    approver_terminal(const approver_terminal&) = delete;
+    approver_terminal& operator=(const approver_terminal&) = delete;
+
+    bool single_keys() const { return active_ && !line_; }
+    /// Whole lines (true) or single keys (false).
+    void line_mode(bool lines) {
+        if (!active_) return;
+        line_ = lines;
+        termios t = saved_;
+        if (!lines) {
+            t.c_lflag &= static_cast<tcflag_t>(~ICANON);
+            t.c_cc[VMIN] = 1;
+            t.c_cc[VTIME] = 0;
+        }
+        ::tcsetattr(STDIN_FILENO, TCSANOW, &t);
+    }
+
+  private:
+    static inline termios restore_at_signal{};
+    static inline volatile std::sig_atomic_t restore_armed = 0;
+    static void on_signal(int sig) {
+        if (restore_armed) ::tcsetattr(STDIN_FILENO, TCSANOW, &restore_at_signal);
+        std::signal(sig, SIG_DFL);
+        std::raise(sig);
+    }
+    termios saved_{};
+    bool active_ = false;
+    bool line_ = true;
+};
+
 /// What `meith approve` shows and reads: the held calls (the one on screen first), the line
 /// being typed, and whether a deny's reason is being asked for. Answers go out as `approve`
 /// frames; the daemon's approval_resolved (to every approver, this one included) moves on.
@@ -113,6 +168,7 @@ class approver_screen {
     /// Shows the first held call, or that none is waiting.
     void show_front() {
         asking_reason_ = false;
+        term_.line_mode(false);
         // Typed for the call that just left the screen: never for the next one.
         typed_.clear();
         if (::isatty(STDIN_FILENO)) ::tcflush(STDIN_FILENO, TCIFLUSH);
@@ -136,12 +192,16 @@ class approver_screen {
             fmt::print("\n");
             return false;
         }
-        typed_.append(buf, static_cast<std::size_t>(n));
-        std::size_t nl;
-        while ((nl = typed_.find('\n')) != std::string::npos) {
-            const std::string line = typed_.substr(0, nl);
-            typed_.erase(0, nl + 1);
-            if (!on_line(line)) return false;
+        for (ssize_t i = 0; i < n; ++i) {
+            const char ch = buf[i];
+            if (term_.single_keys()) {
+                if (!on_key(ch)) return false;
+            } else if (ch == '\n') {
+                const std::string line = std::exchange(typed_, {});
+                if (!on_line(line)) return false;
+            } else {
+                typed_ += ch;
+            }
         }
         return true;
     }
@@ -166,12 +226,31 @@ class approver_screen {
     }
 
   private:
+    /// One key in single-key mode: y, s, n (then the reason as a line), q. False to quit.
+    bool on_key(char ch) {
+        switch (ch) {
+        case '\r':
+        case '\n':
+        case ' ':
+        case '\t':
+            return true; // an Enter out of habit changes nothing
+        case 'q':
+        case 'Q':
+            fmt::print("\n");
+            return false;
+        default:
+            fmt::print("\n");
+            return on_line(std::string(1, ch));
+        }
+    }
+
     /// One typed line. False to quit.
     bool on_line(const std::string& raw) {
         const std::string line = trim(raw);
         if (asking_reason_) {
             send_answer("deny", line);
             asking_reason_ = false;
+            term_.line_mode(false);
             return true;
         }
         if (line == "q" || line == "quit") return false;
@@ -182,6 +261,7 @@ class approver_screen {
             send_answer("allow_session", "");
         } else if (line == "n" || line == "N") {
             asking_reason_ = true;
+            term_.line_mode(true);
             fmt::print("Reason (Enter for none): ");
         } else {
             fmt::print("Answer y (once), s (for this session), n (deny) or q (quit): ");
@@ -221,6 +301,7 @@ class approver_screen {
     }
 
     session& s_;
+    approver_terminal term_;
     std::deque<json> held_; ///< approval_requests not yet resolved, the shown one first
     bool asking_reason_ = false;
     std::string typed_; ///< stdin bytes not yet ended by a newline

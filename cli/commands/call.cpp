@@ -205,6 +205,11 @@ void print_event(const json& event) {
             "[artifact] " + sanitize(get_string(event, "mimeType").value_or("?"), false);
         if (auto name = get_string(event, "name")) line += " " + sanitize(*name, false);
         fmt::print(stderr, "{}\n", line);
+    } else if (type == "approval_pending") {
+        // Held for a person (docs/protocol.md §14): say so, or the terminal looks hung.
+        fmt::print(stderr, "[approval] {} ({})\n",
+                   sanitize(get_string(event, "message").value_or("waiting for approval"), false),
+                   sanitize(get_string(event, "approvalId").value_or("?"), false));
     } else {
         fmt::print(stderr, "[{}] {}\n", sanitize(type, false), compact(event));
     }

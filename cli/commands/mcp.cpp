@@ -221,8 +221,13 @@ class bridge {
 
     void on_event(pending& p, const json& event) {
         json params{{"progressToken", p.progress_token}};
-        if (event.is_object() && get_string(event, "type") == "progress" &&
-            event.contains("progress") && event["progress"].is_number()) {
+        if (event.is_object() && get_string(event, "type") == "approval_pending") {
+            // The call waits for a person (docs/protocol.md §14): said as progress, so the
+            // client can show it.
+            params["progress"] = p.progress;
+            params["message"] = get_string(event, "message").value_or("waiting for approval");
+        } else if (event.is_object() && get_string(event, "type") == "progress" &&
+                   event.contains("progress") && event["progress"].is_number()) {
             params["progress"] = event["progress"];
             if (event.contains("total")) params["total"] = event["total"];
             if (event.contains("message")) params["message"] = event["message"];

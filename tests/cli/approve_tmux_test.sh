@@ -60,7 +60,9 @@ screen=$(pane)
 [[ "$screen" == *"tool       echo"* ]] || fail "the held call does not name the tool"
 [[ "$screen" == *"asks for approval"* ]] || fail "the held call does not say why it was asked"
 [[ "$screen" == *'"msg":"first"'* ]] || fail "the held call does not show its arguments"
-t send-keys -t approve "y" Enter
+grep -q "\[approval\] waiting for a person to approve it in \`meith approve\`" "$home/out1" ||
+  fail "the held call does not say it waits for approval: $(cat "$home/out1")"
+t send-keys -t approve "y"   # a single key: no Enter
 status=0; wait "$call" || status=$?
 [[ $status -eq 0 ]] || fail "the approved call exited $status: $(cat "$home/out1")"
 grep -q first "$home/out1" || fail "the approved call did not print its result: $(cat "$home/out1")"
@@ -71,7 +73,7 @@ wait_pane "allowed once"
 call=$!
 for _ in $(seq 100); do [[ $(count_pane "Allow? y = once") -ge 2 ]] && break; sleep 0.1; done
 [[ $(count_pane "Allow? y = once") -ge 2 ]] || fail "the second call was not shown"
-t send-keys -t approve "n" Enter
+t send-keys -t approve "n"
 wait_pane "Reason (Enter for none)"
 t send-keys -t approve "not on a Friday" Enter
 status=0; wait "$call" || status=$?
@@ -84,7 +86,7 @@ wait_pane "denied — not on a Friday"
 "${meith[@]}" --caller plugin call echo '{"msg":"third"}' >"$home/out3" 2>&1 &
 call=$!
 for _ in $(seq 100); do [[ $(count_pane "Allow? y = once") -ge 3 ]] && break; sleep 0.1; done
-t send-keys -t approve "s" Enter
+t send-keys -t approve "s" Enter   # an Enter out of habit after the key changes nothing
 status=0; wait "$call" || status=$?
 [[ $status -eq 0 ]] || fail "the session-approved call exited $status: $(cat "$home/out3")"
 wait_pane "allowed for the session"
@@ -95,6 +97,14 @@ audit=$(cat "$home/audit.jsonl")
 [[ $(grep -c '"event":"grant_created"' <<<"$audit") -eq 1 ]] || fail "want 1 grant_created line (allow_session)"
 
 # 4. q quits.
-t send-keys -t approve "q" Enter
+# A fourth call nobody answers: it ends saying so, not as a tool that did not finish.
+"${meith[@]}" --caller plugin call echo '{"msg":"fourth"}' --timeout-ms 1500 >"$home/out4" 2>&1 &
+call=$!
+status=0; wait "$call" || status=$?
+[[ $status -eq 1 ]] || fail "the unanswered call exited $status (want 1): $(cat "$home/out4")"
+grep -q "no approver answered within 1.5 s (the call's timeout); it did not run" "$home/out4" ||
+  fail "the unanswered call does not say nobody answered: $(cat "$home/out4")"
+
+t send-keys -t approve "q"
 wait_pane "approver-exited-0"
-echo "PASS: meith approve answered y, n with a reason, s, and quit on q"
+echo "PASS: meith approve answered y, n with a reason, s (single keys), an unanswered call ended saying so, and q quit"

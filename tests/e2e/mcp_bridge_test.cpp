@@ -220,3 +220,30 @@ TEST_CASE("meith mcp: the MCP Inspector's CLI mode lists and calls tools", "[e2e
     CHECK(line["ok"] == true);
     CHECK(line["agent"].is_string());
 }
+
+TEST_CASE("meith mcp: a call held for approval says so as progress, names the agent to the "
+          "approver, and ends saying nobody answered",
+          "[e2e][mcp][bridge][diagnosis]") {
+    daemon_process d("[tools]\ndefault_timeout_ms = 2000\n"
+                     "[[permissions.rules]]\ntool = \"echo\"\ncaller = \"plugin\"\n"
+                     "decision = \"ask\"\n");
+    auto approver = connect_approver(d); // connected, never answering
+    const json out = run_bridge_client({"held", MEITH_CLI, d.home().string()});
+    INFO(out.dump());
+    REQUIRE(out["progress"].size() >= 1);
+    CHECK_THAT(
+        out["progress"][0]["message"].get<std::string>(),
+        Catch::Contains("waiting for a person to approve it in `meith approve` (up to 2 s)"));
+    CHECK(out["result"]["isError"] == true);
+    CHECK_THAT(out["result"]["content"][0]["text"].get<std::string>(),
+               Catch::Contains("no approver answered within 2 s (the call's timeout); it did not "
+                               "run"));
+    // The approver saw who asked: the caller, and the MCP client's name as the agent.
+    json request;
+    for (;;) {
+        request = approver->read();
+        if (request["type"] == "approval_request") break;
+    }
+    CHECK(request["caller"] == "plugin");
+    CHECK(request["agent"] == "held-agent");
+}

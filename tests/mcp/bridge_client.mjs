@@ -9,6 +9,9 @@
 //   node bridge_client.mjs typed MEITH ARGS...         members of unexpected types ("jsonrpc":2,
 //       null, a numeric protocolVersion, a numeric clientInfo.name, a numeric text input), a
 //       tools/call whose string id is 200 bytes of two-byte characters, then a ping.
+//   node bridge_client.mjs held MEITH HOME              the SDK's Client (named "held-agent")
+//       calls `echo`, which the daemon holds for an approver nobody answers: the progress it
+//       hears while held, and the result when the call's timeout ends it.
 //
 // Prints one JSON object with what it saw; the C++ test asserts on it.
 import { spawn, execFileSync } from 'node:child_process';
@@ -147,7 +150,19 @@ async function typed(args) {
     return out;
 }
 
-const modes = { sdk: () => sdk(rest[0], rest[1]), raw: () => raw(rest), typed: () => typed(rest) };
+async function held(home) {
+    const transport = new StdioClientTransport({ command: meith, args: ['mcp', '--home', home], stderr: 'inherit' });
+    const client = new Client({ name: 'held-agent', version: '1.0.0' });
+    await client.connect(transport);
+    const progress = [];
+    const result = await client.callTool({ name: 'echo', arguments: { held: true } }, undefined,
+        { onprogress: (p) => progress.push(p), timeout: 30000 });
+    await client.close();
+    return { progress, result };
+}
+
+const modes = { sdk: () => sdk(rest[0], rest[1]), raw: () => raw(rest), typed: () => typed(rest),
+    held: () => held(rest[0]) };
 const result = await modes[mode]();
 process.stdout.write(JSON.stringify(result) + '\n');
 process.exit(0);

@@ -16,10 +16,6 @@ constexpr std::array<std::string_view, capability_count> capability_wire_names{
     "accesses-network", "destructive",  "unknown",
 };
 
-constexpr capability_set bit(capability c) {
-    return static_cast<capability_set>(1u << static_cast<unsigned>(c));
-}
-
 constexpr capability_set default_allow =
     bit(capability::read_only) | bit(capability::accesses_network);
 

@@ -51,6 +51,11 @@ std::optional<capability> capability_from_string(std::string_view name);
 /// A set of capabilities as a bit mask (bit i = capability i).
 using capability_set = std::uint8_t;
 
+/// The set holding only `c`.
+constexpr capability_set bit(capability c) {
+    return static_cast<capability_set>(1u << static_cast<unsigned>(c));
+}
+
 /// Builds a set from wire names; unrecognised names count as `unknown`; an empty list gives
 /// {unknown}.
 capability_set capability_set_from(std::span<const std::string> names);

@@ -28,10 +28,6 @@ using protocol::append_json_string;
 
 namespace {
 
-constexpr capability_set bit(capability c) {
-    return static_cast<capability_set>(1u << static_cast<unsigned>(c));
-}
-
 fs::path& home_dir() {
     static fs::path home;
     return home;
@@ -213,8 +209,7 @@ std::string sandbox_hint(const confinement& c, std::string_view error_text) {
                  {"connect", "socket", "getaddrinfo", "fetch failed", "econnrefused", "network"})) {
         hint += "the source may not use the network; declare `accesses-network` on its tools "
                 "(or in the source's `capabilities` table) to allow it";
-    } else if (!has(capability::starts_process) &&
-               mentions(error_text, {"spawn", "execve"})) {
+    } else if (!has(capability::starts_process) && mentions(error_text, {"spawn", "execve"})) {
         hint += "the source may not run other programs; declare `starts-process`, or name the "
                 "program in `sandbox_paths.exec`";
     } else if (!writes) {
@@ -434,6 +429,10 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     }
     if ((capabilities & bit(capability::unknown)) != 0) {
         unconfined("a tool has unknown capabilities");
+        spdlog::warn("'{}' runs unconfined: a tool of it has unknown capabilities; declare them "
+                     "(a `capabilities` table, or for an MCP server `trust_annotations = true`) "
+                     "to run it in a sandbox (docs/protocol.md §15)",
+                     name);
         return c;
     }
     sandbox::request r;

@@ -185,8 +185,14 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
 }
 
 void registry::refuse(const call_ptr& c) {
-    c->resolve(tool_result::failure(error_code::permission_denied,
-                                    "permission denied: " + c->decision.reason),
+    std::string message = "permission denied: " + c->decision.reason;
+    // Refused for `unknown` capabilities: say how to declare them (docs/configuration.md).
+    if (c->target &&
+        (c->target->capabilities & permissions::bit(permissions::capability::unknown)) &&
+        c->decision.reason.find("'unknown'") != std::string::npos)
+        if (auto hint = c->target->source->capabilities_hint(c->target->remote_name); !hint.empty())
+            message += "; " + hint;
+    c->resolve(tool_result::failure(error_code::permission_denied, std::move(message)),
                call_end::refused);
 }
 

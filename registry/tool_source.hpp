@@ -135,6 +135,12 @@ class tool_source : public std::enable_shared_from_this<tool_source> {
     /// What this source's sandbox says about a failed call whose error reads `error_text`
     /// (process/confinement.hpp: sandbox_hint); empty when it is not a refusal or the source
     /// runs unconfined. The registry appends it to the call's error message.
+    /// How to declare the capabilities of a tool it lists as `unknown` (its name as the source
+    /// knows it), for the refusal a caller reads; empty when the kind has nothing to say.
+    virtual std::string capabilities_hint(std::string_view remote_name) const {
+        (void)remote_name;
+        return {};
+    }
     virtual std::string sandbox_hint(std::string_view error_text) const {
         (void)error_text;
         return {};

@@ -39,10 +39,6 @@ using permissions::capability_set;
 
 namespace {
 
-constexpr capability_set bit(capability c) {
-    return static_cast<capability_set>(1u << static_cast<unsigned>(c));
-}
-
 long ll_create(const landlock_ruleset_attr* attr, std::size_t size, std::uint32_t flags) {
     return ::syscall(SYS_landlock_create_ruleset, attr, size, flags);
 }

@@ -37,6 +37,14 @@ class host_source final : public child_source {
                        default_policy(cfg, whole)),
           ex_(std::move(ex)), methods_(ex_, peer_, state_json_) {}
 
+    std::string capabilities_hint(std::string_view remote_name) const override {
+        return fmt::format("tool host '{}' declares no capabilities for '{}': declare them in "
+                           "its schema, or add `capabilities = {{ \"{}\" = [\"read-only\"] }}` "
+                           "(what it really does) to its [[sources]] entry "
+                           "(docs/configuration.md)",
+                           cfg_.name, remote_name, remote_name);
+    }
+
     void start(source_events events) override {
         methods_.set_alive(weak_from_this()); // owned by a shared_ptr by now
         child_source::start(std::move(events));

@@ -57,6 +57,15 @@ class mcp_source final : public child_source {
         : child_source(std::move(ex), reaper, cfg, whole, "MCP server '" + cfg.name + "'", "mcp",
                        "{}", started_with(cfg), rpc_dialect::jsonrpc, make_policy(cfg, whole)) {}
 
+    std::string capabilities_hint(std::string_view remote_name) const override {
+        return fmt::format(
+            "MCP server '{}' declares no capabilities for '{}': add `trust_annotations = true` "
+            "to its [[sources]] entry (its readOnlyHint/destructiveHint/openWorldHint then "
+            "decide), or a table naming what it does, e.g. `capabilities = {{ \"{}\" = "
+            "[\"read-only\"] }}` (docs/configuration.md)",
+            cfg_.name, remote_name, remote_name);
+    }
+
   private:
     static supervised_process::policy make_policy(const config::source_config& cfg,
                                                   const config::config& whole) {

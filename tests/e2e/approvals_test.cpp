@@ -76,7 +76,12 @@ TEST_CASE("a held call approved once runs, and an identical second call is held 
     CHECK(req["sessionId"].get<std::string>().rfind("s_", 0) == 0);
     CHECK(req["preview"].is_string());
     CHECK(req["args"].is_object());
-    // Held: nothing reaches the caller yet.
+    // Held: the caller hears only that a person is being asked.
+    const json pending = agent.read();
+    CHECK(pending["type"] == "tool_event");
+    CHECK(pending["requestId"] == "w1");
+    CHECK(pending["event"]["type"] == "approval_pending");
+    CHECK(pending["event"]["approvalId"] == req["approvalId"]);
     CHECK(agent.silent_for(200ms));
 
     approve(*approver, req["approvalId"], "allow_once");

@@ -558,3 +558,22 @@ TEST_CASE("mcp: shutdown closes stdin first and signals only after kill_grace_ms
         CHECK(exits[0]["status"] == "killed by signal 15 (Terminated)");
     }
 }
+
+TEST_CASE("mcp: a tool refused for unknown capabilities says how to declare them, and the log "
+          "says the server runs unconfined",
+          "[e2e][mcp][diagnosis]") {
+    // No trust_annotations, no capabilities table: every tool of the server is `unknown`.
+    daemon_process d(mcp_source_toml("fk", {mcp_dir() + "/fake_server.mjs"}, "prefix = \"fk_\"\n"));
+    client c(d.socket());
+    const json r = c.call("fk_echo", {{"text", "hi"}});
+    REQUIRE(r["result"]["ok"] == false);
+    const std::string m = r["result"]["error"]["message"].get<std::string>();
+    CHECK(r["result"]["error"]["code"] == "PERMISSION_DENIED");
+    CHECK_THAT(m, Catch::Contains("MCP server 'fk' declares no capabilities for 'echo': add "
+                                  "`trust_annotations = true` to its [[sources]] entry"));
+    CHECK_THAT(m, Catch::Contains("`capabilities = { \"echo\" = [\"read-only\"] }`"));
+    CHECK_THAT(d.log(), Catch::Contains("'fk' runs unconfined: a tool of it has unknown "
+                                        "capabilities"));
+    const auto s = source_status(c, "fk");
+    CHECK(s["sandbox"]["unconfined"] == "a tool has unknown capabilities");
+}

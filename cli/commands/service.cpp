@@ -8,8 +8,10 @@
 #include "cli/process.hpp"
 #include "cli/service_files.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unistd.h>
@@ -213,6 +215,19 @@ int carry_out(const plan& p, const options& opts, std::string_view what) {
 
 } // namespace
 
+/// Whether a systemd user manager answers (`systemctl --user show-environment`, bounded to
+/// 5 s); why not when it does not (the first line of systemctl's error).
+std::optional<std::string> no_user_manager() {
+    if (!in_path("systemctl")) return "systemctl is not installed";
+    const auto r =
+        run_program_capturing({"systemctl", "--user", "show-environment"},
+                              std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    if (r.status == 0) return std::nullopt;
+    std::string why = r.err.substr(0, r.err.find('\n'));
+    if (why.empty()) why = fmt::format("systemctl --user exited with status {}", r.status);
+    return why;
+}
+
 int run_service_install(const options& opts) {
     plan p;
     if (use_launchd(opts)) {
@@ -228,6 +243,17 @@ int run_service_install(const options& opts) {
             {"launchctl", "bootout", launchd_domain() + "/" + std::string(launchd_label)});
         p.commands.push_back({"launchctl", "bootstrap", launchd_domain(), plist.string()});
         return carry_out(p, opts, "install");
+    }
+    // Checked before anything is written: without a user manager the unit would never run.
+    if (const auto why = no_user_manager()) {
+        const std::string advice = fmt::format(
+            "no systemd user manager answers here ({}).\nYou do not need the service: any meith "
+            "command starts meithd when none runs (auto-start), and it keeps running. To have "
+            "it start at login, run `meith service install` in a login session that has a user "
+            "manager (`loginctl enable-linger $USER` keeps one running).",
+            *why);
+        if (!opts.dry_run) throw cli_error(exit_error, advice + "\nNothing was written.");
+        fmt::print("# note: {}\n", advice.substr(0, advice.find('\n')));
     }
     const fs::path dir = systemd_unit_dir();
     p.writes.push_back({dir / "meithd.service", systemd_service_text(opts)});

@@ -512,3 +512,20 @@ print('ok')
         {{"HOME", home.path.string()}});
     CHECK(refused.status == 2);
 }
+
+TEST_CASE("meith service install without a systemd user manager says so and writes nothing",
+          "[e2e][service][diagnosis]") {
+    const auto manager = run_program({"/bin/sh"}, {"-c", "systemctl --user show-environment"}, {});
+    if (manager.status == 0)
+        SKIP_TEST("a systemd user manager answers here: install would really install");
+    temp_dir home;
+    const std::vector<std::pair<std::string, std::string>> env = {
+        {"HOME", home.path.string()}, {"XDG_CONFIG_HOME", (home.path / "config").string()}};
+    const auto r = run_program({MEITH_CLI}, {"service", "install"}, env);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("no systemd user manager answers here"));
+    CHECK_THAT(r.err, Catch::Contains("any meith command starts meithd when none runs "
+                                      "(auto-start)"));
+    CHECK_THAT(r.err, Catch::Contains("Nothing was written."));
+    CHECK_FALSE(fs::exists(home.path / "config" / "systemd"));
+}

@@ -166,9 +166,20 @@ class checker {
         }
     }
 
-    /// True when present; otherwise reports the table as missing `key`.
+    /// True when present; otherwise reports the table as missing `key` — or, when the table
+    /// holds a key that is `key` misspelt (`comand`), that key at its own line with "did you
+    /// mean", which is the mistake a person made.
     bool require(const scope& s, std::string_view key) {
         if (s.table.contains(key)) return true;
+        for (auto&& [k, v] : s.table) {
+            const std::string_view typed = k.str();
+            const std::size_t d = protocol::edit_distance(typed, key);
+            if (d == 0 || d > 2 || d >= std::max<std::size_t>(2, key.size() / 2)) continue;
+            fail(k.source().begin.line != 0 ? k.source() : v.source(),
+                 fmt::format("unknown key '{}' in {} (did you mean '{}'? '{}' is required)", typed,
+                             s.name.empty() ? "the document" : s.name, key, key));
+            return false;
+        }
         fail(s.table.source(), fmt::format("missing required key '{}' in {}", key,
                                            s.name.empty() ? "the document" : s.name));
         return false;

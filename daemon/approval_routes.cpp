@@ -150,7 +150,8 @@ void connection::on_approver_hello(const protocol::client_frame& f, std::string&
         problem = controlling_terminal_problem(peer_.pid, accepted_ticks_);
     if (problem) {
         protocol::append_error_frame(outbound_, f.request_id,
-                                     "not accepted as an approver: " + *problem);
+                                     "not accepted as an approver: " + *problem,
+                                     protocol::refusal::approver_refused);
         audit_approver_rejected(*problem);
         return;
     }
@@ -177,7 +178,7 @@ bool connection::refuse_unless_approver(const protocol::client_frame& f) {
     if (approver_) return false;
     const std::string why = std::string("only an approver may send ") + std::string(f.type_name) +
                             " (approver_hello with the secret, from a terminal)";
-    protocol::append_error_frame(outbound_, f.request_id, why);
+    protocol::append_error_frame(outbound_, f.request_id, why, protocol::refusal::not_an_approver);
     std::string fields = R"("sessionId":)";
     append_json_string(fields, session_id_);
     fields += R"(,"frame":)";
@@ -199,7 +200,8 @@ void connection::on_approve(const protocol::client_frame& f, std::string&) {
     }
     if (auto err =
             registry_.approvals().answer(f.approval_id, *answer, std::string(f.reason), *this))
-        protocol::append_error_frame(outbound_, f.request_id, *err);
+        protocol::append_error_frame(outbound_, f.request_id, *err,
+                                     protocol::refusal::no_such_approval);
 }
 
 void connection::on_grant(const protocol::client_frame& f, std::string&) {
@@ -221,7 +223,8 @@ void connection::on_revoke(const protocol::client_frame& f, std::string&) {
     if (!registry_.approvals().revoke(f.grant_id, session_id_)) {
         protocol::append_error_frame(outbound_, f.request_id,
                                      "no grant '" + std::string(f.grant_id) +
-                                         "' (revoked, used up or expired already?)");
+                                         "' (revoked, used up or expired already?)",
+                                     protocol::refusal::no_such_grant);
         return;
     }
     std::string members = R"("grantId":)";

@@ -71,7 +71,8 @@ void connection::handle_frame(std::string_view line) {
     std::string fields;
     if (r.operator_only && caller_for(f) != permissions::caller::cli) {
         // An operator's act asked for by a plugin: refused, and on file.
-        protocol::append_error_frame(outbound_, f.request_id, std::string(r.refusal));
+        protocol::append_error_frame(outbound_, f.request_id, std::string(r.refusal),
+                                     protocol::refusal::not_allowed);
         fields = R"("sessionId":)";
         append_json_string(fields, session_id_);
         fields += R"(,"frame":)";
@@ -173,7 +174,8 @@ void connection::on_check_policy(const protocol::client_frame& f, std::string&) 
 void connection::on_restart_source(const protocol::client_frame& f, std::string&) {
     if (!registry_.restart_source(f.source_name))
         protocol::append_error_frame(outbound_, f.request_id,
-                                     "no source named '" + std::string(f.source_name) + "'");
+                                     "no source named '" + std::string(f.source_name) + "'",
+                                     protocol::refusal::no_such_source);
     else
         protocol::append_source_restarted(outbound_, f.request_id, f.source_name);
 }
@@ -209,10 +211,13 @@ void connection::handle_oversized() {
     const auto& rid = framer_.oversized_member(0);
     const auto& type = framer_.oversized_member(1);
     const auto id = rid.k == kind::string ? protocol::usable_request_id(rid.text) : std::nullopt;
-    const std::string why = "frame of " + std::to_string(framer_.dropped_bytes()) +
-                            " bytes is over limits.max_frame_bytes (" +
-                            std::to_string(registry_.cfg().limits.max_frame_bytes) + ")";
-    protocol::append_error_frame(outbound_, id, why);
+    const std::string why =
+        "frame of " + std::to_string(framer_.dropped_bytes()) +
+        " bytes is over limits.max_frame_bytes (" +
+        std::to_string(registry_.cfg().limits.max_frame_bytes) +
+        "); raise `max_frame_bytes` under [limits] in meithd.toml (then `meith reload`), or send "
+        "less (a text-payload tool reads a file by path)";
+    protocol::append_error_frame(outbound_, id, why, protocol::refusal::frame_too_large);
     if (type.k == kind::string && type.text == "tool_call") {
         protocol::client_frame f;
         f.type = frame_type::tool_call;
@@ -243,7 +248,8 @@ void connection::on_preview_tool_call(const protocol::client_frame& f, std::stri
     auto t = registry_.find_tool(f.tool_name);
     if (!t) {
         protocol::append_error_frame(outbound_, f.request_id,
-                                     "unknown tool '" + std::string(f.tool_name) + "'");
+                                     "unknown tool '" + std::string(f.tool_name) + "'",
+                                     protocol::refusal::unknown_tool);
         return;
     }
     const bool text_payload = t->payload_kind == "text";
@@ -303,7 +309,7 @@ void connection::on_tool_call(const protocol::client_frame& f, std::string&) {
         const std::string why = "too many calls in flight on this connection (limit " +
                                 std::to_string(limit) +
                                 ", limits.max_calls_in_flight_per_connection)";
-        protocol::append_error_frame(outbound_, id, why);
+        protocol::append_error_frame(outbound_, id, why, protocol::refusal::limit_reached);
         audit_rejected_call(f, why);
         return;
     }

@@ -7,9 +7,9 @@
 #include <cerrno>
 #include <charconv>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -100,8 +100,8 @@ void write_atomically(const fs::path& path, const std::string& text) {
 
 } // namespace
 
-void write_runtime_record(const fs::path& home, const fs::path& socket,
-                          const fs::path& audit_path, const fs::path& log_file) {
+void write_runtime_record(const fs::path& home, const fs::path& socket, const fs::path& audit_path,
+                          const fs::path& log_file) {
     const auto path = home / "config.json";
     nlohmann::json record = nlohmann::json::object();
     if (std::ifstream in(path); in) {

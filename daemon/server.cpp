@@ -390,7 +390,8 @@ class server {
                 frame, std::nullopt,
                 "meithd does not take connections from the tools it runs (" + *why +
                     "); a tool cannot call meithd, approve or change its config "
-                    "(docs/security.md)");
+                    "(docs/security.md)",
+                protocol::refusal::tool_process);
             std::error_code ignored;
             sock.non_blocking(true, ignored);
             sock.write_some(asio::buffer(frame), ignored); // best effort, never blocks
@@ -407,7 +408,8 @@ class server {
             protocol::append_error_frame(
                 frame, std::nullopt,
                 fmt::format("too many connections (limit {}, limits.max_connections)",
-                            cfg_.limits.max_connections));
+                            cfg_.limits.max_connections),
+                protocol::refusal::limit_reached);
             std::error_code ignored;
             sock.non_blocking(true, ignored);
             sock.write_some(asio::buffer(frame), ignored); // best effort, never blocks

@@ -380,11 +380,41 @@ void append_request_id(std::string& out, std::string_view id) {
 }
 } // namespace
 
+std::string_view to_string(refusal code) {
+    switch (code) {
+    case refusal::protocol_error:
+        return "PROTOCOL_ERROR";
+    case refusal::frame_too_large:
+        return "FRAME_TOO_LARGE";
+    case refusal::not_allowed:
+        return "NOT_ALLOWED";
+    case refusal::not_an_approver:
+        return "NOT_AN_APPROVER";
+    case refusal::approver_refused:
+        return "APPROVER_REFUSED";
+    case refusal::no_such_grant:
+        return "NO_SUCH_GRANT";
+    case refusal::no_such_approval:
+        return "NO_SUCH_APPROVAL";
+    case refusal::no_such_source:
+        return "NO_SUCH_SOURCE";
+    case refusal::unknown_tool:
+        return "UNKNOWN_TOOL";
+    case refusal::limit_reached:
+        return "LIMIT_REACHED";
+    case refusal::tool_process:
+        return "TOOL_PROCESS";
+    }
+    return "PROTOCOL_ERROR";
+}
+
 void append_error_frame(std::string& out, std::optional<std::string_view> request_id,
-                        std::string_view message) {
+                        std::string_view message, refusal code) {
     append_head(out, "error");
     if (request_id) append_request_id(out, *request_id);
-    out.append(R"(,"code":"PROTOCOL_ERROR","message":)");
+    out.append(R"(,"code":")");
+    out.append(to_string(code));
+    out.append(R"(","message":)");
     append_json_string(out, message);
     out.append("}\n");
 }

@@ -107,9 +107,29 @@ std::optional<std::string_view> usable_request_id(std::string_view id);
 /// Number of characters (Unicode code points) in UTF-8 text.
 std::size_t utf8_length(std::string_view s);
 
-/// `{"type":"error","protocol":1,"requestId"?,"code":"PROTOCOL_ERROR","message"}`
+/// The `code` of an error frame (docs/protocol.md §3): PROTOCOL_ERROR for a frame that is
+/// malformed; the others name the refusal of a well-formed request, so a client can tell them
+/// apart without reading the message.
+enum class refusal : std::uint8_t {
+    protocol_error,   ///< PROTOCOL_ERROR: malformed, or of the wrong shape
+    frame_too_large,  ///< FRAME_TOO_LARGE: over limits.max_frame_bytes
+    not_allowed,      ///< NOT_ALLOWED: an operator's frame from a caller other than cli
+    not_an_approver,  ///< NOT_AN_APPROVER: grant, revoke or approve before approver_hello
+    approver_refused, ///< APPROVER_REFUSED: approver_hello without the secret or a terminal
+    no_such_grant,    ///< NO_SUCH_GRANT: revoke of a grant revoked, used up or expired
+    no_such_approval, ///< NO_SUCH_APPROVAL: approve of a call decided, withdrawn or unknown
+    no_such_source,   ///< NO_SUCH_SOURCE: restart_source naming no source
+    unknown_tool,     ///< UNKNOWN_TOOL: preview_tool_call naming no tool
+    limit_reached,    ///< LIMIT_REACHED: max_connections, max_calls_in_flight_per_connection
+    tool_process,     ///< TOOL_PROCESS: a connection from a process of a tool meithd runs
+};
+
+/// Wire name, e.g. "FRAME_TOO_LARGE".
+std::string_view to_string(refusal code);
+
+/// `{"type":"error","protocol":1,"requestId"?,"code":CODE,"message"}`
 void append_error_frame(std::string& out, std::optional<std::string_view> request_id,
-                        std::string_view message);
+                        std::string_view message, refusal code = refusal::protocol_error);
 
 /// `{"type":"hello_result","protocol":1,"requestId"?,"sessionId","caller","server":{...}}`
 void append_hello_result(std::string& out, std::optional<std::string_view> request_id,

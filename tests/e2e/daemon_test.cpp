@@ -173,8 +173,9 @@ TEST_CASE("oversized frames are discarded, answered, and memory stays bounded", 
     auto f = c.read(30s);
     writer.join();
     CHECK(f["type"] == "error");
-    CHECK(f["code"] == "PROTOCOL_ERROR");
-    CHECK_THAT(f["message"].get<std::string>(), Catch::Contains("max_frame_bytes"));
+    CHECK(f["code"] == "FRAME_TOO_LARGE");
+    CHECK_THAT(f["message"].get<std::string>(),
+               Catch::Contains("raise `max_frame_bytes` under [limits] in meithd.toml"));
     auto r = c.call("echo", {{"after", true}});
     CHECK(r["result"]["content"]["after"] == true);
     // Resident memory of the daemon stays far below the frame size.

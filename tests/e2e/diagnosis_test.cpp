@@ -198,3 +198,85 @@ TEST_CASE("a cwd that holds meithd's home is warned about at start and shown by 
     CHECK_THAT(message_of(w), Catch::Contains("writes are withheld from " + d.home().string() +
                                               " because it holds meithd's home"));
 }
+
+// ---- item 7: errors in the user's words ------------------------------------------------------
+
+TEST_CASE("refusals that are not malformed frames carry codes of their own", "[e2e][diagnosis]") {
+    daemon_process d;
+    client c(d.socket());
+    const auto error_of = [&](const json& frame) {
+        c.send(frame);
+        for (;;) {
+            json f = c.read();
+            if (f["type"] == "error") return f;
+        }
+    };
+    // A grant from a connection that is not an approver (e.g. no terminal).
+    const json grant = error_of({{"type", "grant"},
+                                 {"protocol", 1},
+                                 {"requestId", "g1"},
+                                 {"grant", {{"capabilities", {"writes-files"}}}}});
+    CHECK(grant["code"] == "NOT_AN_APPROVER");
+    // approver_hello from a process without a terminal.
+    const json hello = error_of({{"type", "approver_hello"},
+                                 {"protocol", 1},
+                                 {"requestId", "a1"},
+                                 {"secret", approver_secret(d.home())}});
+    CHECK(hello["code"] == "APPROVER_REFUSED");
+    CHECK_THAT(hello["message"].get<std::string>(), Catch::Contains("not accepted as an approver"));
+    // An operator's frame from a plugin.
+    const json reload = error_of({{"type", "reload_config"},
+                                  {"protocol", 1},
+                                  {"requestId", "r1"},
+                                  {"clientInfo", {{"caller", "plugin"}}}});
+    CHECK(reload["code"] == "NOT_ALLOWED");
+    const json restart = error_of({{"type", "restart_source"},
+                                   {"protocol", 1},
+                                   {"requestId", "s1"},
+                                   {"name", "nope"},
+                                   {"clientInfo", {{"caller", "cli"}}}});
+    CHECK(restart["code"] == "NO_SUCH_SOURCE");
+    // A malformed frame is still PROTOCOL_ERROR.
+    c.send_raw("{not json\n");
+    CHECK(c.read()["code"] == "PROTOCOL_ERROR");
+}
+
+TEST_CASE("revoking a grant that is used up says so with its own code, in the CLI too",
+          "[e2e][diagnosis]") {
+    daemon_process d;
+    auto approver = connect_approver(d);
+    approver->send({{"type", "grant"},
+                    {"protocol", 1},
+                    {"requestId", "g1"},
+                    {"grant", {{"capabilities", {"writes-files"}}, {"uses", 1}}}});
+    json granted;
+    for (;;) {
+        granted = approver->read();
+        if (granted["type"] == "grant_result") break;
+    }
+    const std::string id = granted["grantId"];
+    approver->send({{"type", "revoke"}, {"protocol", 1}, {"requestId", "r1"}, {"grantId", id}});
+    REQUIRE(approver->read()["type"] == "revoke_result");
+    approver->send({{"type", "revoke"}, {"protocol", 1}, {"requestId", "r2"}, {"grantId", id}});
+    json again;
+    for (;;) {
+        again = approver->read();
+        if (again["type"] == "error") break;
+    }
+    CHECK(again["code"] == "NO_SUCH_GRANT");
+    CHECK_THAT(again["message"].get<std::string>(),
+               Catch::Contains("(revoked, used up or expired already?)"));
+}
+
+TEST_CASE("a misspelt required key is reported at its own line, with the key it meant",
+          "[e2e][diagnosis][config]") {
+    temp_dir home;
+    std::ofstream(home.path / "meithd.toml")
+        << "[[sources]]\nname = \"x\"\nkind = \"host\"\ncomand = [\"node\", \"x.mjs\"]\n";
+    const auto [status, err] = run_meithd_expect_exit(
+        {"--home", home.path.string(), "--socket", (home.path / "s.sock").string()});
+    CHECK(status == 1);
+    CHECK_THAT(err, Catch::Contains("meithd.toml:4:1: unknown key 'comand' in source 'x' (did you "
+                                    "mean 'command'?)"));
+    CHECK_THAT(err, !Catch::Contains("missing required key"));
+}

@@ -368,6 +368,15 @@ TEST_CASE("sandbox and sandbox_paths on sources and hooks (PROTOCOL.md §13)", "
 }
 
 TEST_CASE("unknown keys are errors naming the key and its place", "[config]") {
+    SECTION("a required key misspelt: the misspelling at its line, not 'missing'") {
+        // Before: "test.toml:1:1: missing required key 'command' in source 'x'", at the table.
+        const auto e = parse_err("[[sources]]\nname = \"x\"\nkind = \"host\"\n"
+                                 "comand = [\"node\", \"x.mjs\"]\n");
+        CHECK(e.where == "test.toml:4:1");
+        CHECK_THAT(e.message, Catch::Contains("unknown key 'comand'") &&
+                                  Catch::Contains("did you mean 'command'"));
+        CHECK_THAT(e.message, !Catch::Contains("missing required key"));
+    }
     SECTION("top level") {
         const auto e = parse_err("# a comment\n\nsockets = 1\n");
         CHECK(e.where == "test.toml:3:1");

@@ -16,7 +16,11 @@ export const EVENT_BUFFER = 256;
 
 export class NotRunning extends Error { constructor(m) { super(m); this.name = 'NotRunning'; } }
 export class ConnectionLost extends Error { constructor(m) { super(m); this.name = 'ConnectionLost'; } }
-export class ProtocolError extends Error { constructor(m) { super(m); this.name = 'ProtocolError'; } }
+/** An error frame (or an unreadable frame); `code` is PROTOCOL_ERROR for a malformed frame, else
+ * the refusal's (docs/protocol.md §3: FRAME_TOO_LARGE, NOT_ALLOWED, NO_SUCH_SOURCE, ...). */
+export class ProtocolError extends Error {
+    constructor(m, code = 'PROTOCOL_ERROR') { super(m); this.name = 'ProtocolError'; this.code = code; }
+}
 
 /** An ok:false result; `code`, `details` and the whole `result`. */
 export class ToolCallError extends Error {
@@ -128,7 +132,7 @@ export class Client {
         try { frame = JSON.parse(line); } catch { return; }
         const p = typeof frame?.requestId === 'string' ? this._pending.get(frame.requestId) : undefined;
         if (frame?.type === 'error') {
-            p?.fail(new ProtocolError(frame.message ?? 'protocol error'));
+            p?.fail(new ProtocolError(frame.message ?? 'protocol error', frame.code ?? 'PROTOCOL_ERROR'));
             return;
         }
         if (!p) return;

@@ -36,7 +36,13 @@ class ConnectionLost(ConnectionError):
 
 
 class ProtocolError(Exception):
-    """meithd answered with an error frame (PROTOCOL_ERROR), or sent something unreadable."""
+    """meithd answered with an error frame, or sent something unreadable. ``code`` is the
+    frame's code: PROTOCOL_ERROR for a malformed frame, else the refusal's (docs/protocol.md §3:
+    FRAME_TOO_LARGE, NOT_ALLOWED, NO_SUCH_SOURCE, ...)."""
+
+    def __init__(self, message: str, code: str = "PROTOCOL_ERROR"):
+        super().__init__(message)
+        self.code = code
 
 
 class ToolCallError(Exception):
@@ -249,7 +255,8 @@ class Client:
         kind = frame.get("type")
         if kind == "error":
             if p is not None and not p.future.done():
-                p.future.set_exception(ProtocolError(frame.get("message", "protocol error")))
+                p.future.set_exception(ProtocolError(frame.get("message", "protocol error"),
+                                                     frame.get("code", "PROTOCOL_ERROR")))
             return
         if p is None:
             return

@@ -54,9 +54,9 @@ struct client_frame {
     std::optional<std::string_view> request_id;   ///< a usable requestId (string, 1-128 chars)
     std::optional<std::string_view> caller_claim; ///< clientInfo.caller when a string
     /// clientInfo.agent when a string: the program acting through the client, e.g. the MCP
-    /// client's name that `meith mcp` forwards (docs/protocol.md §9.2); audited as `agent`.
+    /// client's name that `meith mcp` forwards (docs/protocol.md §10); audited as `agent`.
     std::optional<std::string_view> agent;
-    /// hello: `"subscribe"` names `"tools_changed"` (docs/protocol.md §9.2).
+    /// hello: `"subscribe"` names `"tools_changed"` (docs/protocol.md §10).
     bool subscribe_tools_changed = false;
     std::optional<std::string> error; ///< PROTOCOL_ERROR message
     // list_tools only

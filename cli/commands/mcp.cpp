@@ -1,4 +1,4 @@
-// mcp_bridge: `meith mcp` — the registry as an MCP server on stdio (docs/protocol.md §9.2).
+// mcp_bridge: `meith mcp` — the registry as an MCP server on stdio (docs/protocol.md §10).
 //
 // One JSON-RPC 2.0 message a line on stdin and stdout (MCP stdio transport), nothing else on
 // stdout, logs on stderr. Each MCP request becomes socket frames to meithd on one connection
@@ -29,7 +29,7 @@ namespace meith::cli {
 
 namespace {
 
-/// MCP revisions this bridge speaks, newest first (docs/protocol.md §9).
+/// MCP revisions this bridge speaks, newest first (docs/protocol.md §10).
 constexpr std::array<std::string_view, 4> revisions = {"2025-11-25", "2025-06-18", "2025-03-26",
                                                        "2024-11-05"};
 constexpr std::size_t page_size = 500;     ///< tools per tools/list page (§9.2)

@@ -1,4 +1,4 @@
-// End-to-end tests of `meith mcp` (docs/protocol.md §9.2): the real meith CLI serving the real
+// End-to-end tests of `meith mcp` (docs/protocol.md §10): the real meith CLI serving the real
 // meithd's tools to a real MCP client — the official TypeScript SDK's Client over
 // StdioClientTransport (tests/mcp/bridge_client.mjs, @modelcontextprotocol/sdk pinned in
 // tests/mcp/package-lock.json) — and to JSON-RPC lines written by hand for the bad-input cases.

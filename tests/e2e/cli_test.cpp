@@ -439,3 +439,34 @@ TEST_CASE("meith init writes a config that works from anywhere, and keeps an exi
     auto kv = run_cli({"call", "kv", R"({"op":"list"})"}, d.home());
     CHECK(kv.status == 0);
 }
+
+TEST_CASE("meith init leaves out examples that cannot run and says why; a python3 wrapper "
+          "script is replaced by a real interpreter",
+          "[e2e][cli][diagnosis]") {
+    if (!fs::exists("/usr/bin/python3")) SKIP_TEST("no /usr/bin/python3 on this machine");
+    temp_dir home, project, shims;
+    // A pyenv-like shim: a script that runs python3 (inside the sandbox it exits 126).
+    std::ofstream(shims.path / "python3") << "#!/bin/sh\nexec /usr/bin/python3 \"$@\"\n";
+    fs::permissions(shims.path / "python3", fs::perms::owner_all);
+    // PATH holds only the shim: no node either.
+    const auto r = run_program(
+        {"/bin/sh"}, {"-c", "cd '" + project.path.string() + "' && \"$MEITH\" init"},
+        {{"MEITH", MEITH_CLI}, {"MEITH_HOME", home.path.string()}, {"PATH", shims.path.string()}});
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("note: node is not on PATH: the Node.js examples"));
+    CHECK_THAT(r.out, Catch::Contains("is a wrapper script (a pyenv shim?)") &&
+                          Catch::Contains("the Python example uses /usr/bin/python3"));
+    std::string text;
+    {
+        std::ifstream in(home.path / "meithd.toml");
+        text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    CHECK_THAT(text, !Catch::Contains("name = \"files\""));
+    CHECK_THAT(text, Catch::Contains("command = [\"/usr/bin/python3\", \"-m\", \"meith_tools\""));
+    // The Python example runs, confined, under the interpreter init chose.
+    daemon_process d(text);
+    auto echo = run_cli({"call", "py_echo", R"({"value":"hi"})"}, d.home());
+    INFO(echo.err);
+    CHECK(echo.status == 0);
+    CHECK_THAT(echo.out, Catch::Contains("hi"));
+}

@@ -95,6 +95,25 @@ for _ in $(seq 100); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.05; 
 kill -0 "$daemon_pid" 2>/dev/null && fail "the auto-started meithd did not stop on SIGTERM"
 daemon_pid=
 
+# The packaged first run: `meith init` in a project names the installed examples, whose
+# dependencies ship with them (the file tools need jsdiff and meith's Node SDK), and they work.
+mkdir -p "$work/project" && echo "hello from the project" >"$work/project/notes.txt"
+mkdir -m 700 "$work/home2"
+init_out=$(cd "$work/project" && MEITH_HOME="$work/home2" /usr/bin/meith init 2>&1) ||
+  fail "meith init failed: $init_out"
+grep -q 'name = "files"' "$work/home2/meithd.toml" ||
+  fail "meith init left out the file tools of the package: $init_out"
+grep -q "/usr/share/doc/meith/examples/node-host/host.mjs" "$work/home2/meithd.toml" ||
+  fail "meith init does not name the installed example host: $(cat "$work/home2/meithd.toml")"
+read_out=$(cd / && env -u XDG_RUNTIME_DIR MEITH_HOME="$work/home2" /usr/bin/meith call read_file \
+           '{"path":"notes.txt"}' --raw 2>"$work/read.err") ||
+  { cat "$work/read.err" "$work/home2/meithd.log" >&2; fail "the packaged file tool failed"; }
+[[ "$read_out" == "hello from the project" ]] || fail "read_file read: $read_out"
+daemon_pid=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$work/home2/config.json")
+kill "$daemon_pid"
+for _ in $(seq 100); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.05; done
+daemon_pid=
+
 # 5. Purge it: nothing it installed stays.
 dpkg --purge meith >"$work/purge.log" 2>&1 || { cat "$work/purge.log" >&2; fail "dpkg --purge failed"; }
 installed=0

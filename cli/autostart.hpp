@@ -1,4 +1,4 @@
-// autostart: connecting to meithd, starting it first when nobody answers (docs/protocol.md §10),
+// autostart: connecting to meithd, starting it first when nobody answers (docs/protocol.md §12),
 // the way watchman's client does. Every command that talks to the daemon comes through here.
 #pragma once
 

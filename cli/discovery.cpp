@@ -34,6 +34,7 @@ struct instance_record {
     std::optional<long> pid;
     std::optional<std::filesystem::path> audit;
     std::optional<std::string> log;
+    std::optional<std::filesystem::path> config;
 };
 
 /// Reads config.json; a missing file is an empty record, an unreadable one an error message.
@@ -60,6 +61,8 @@ instance_record read_instance(const std::filesystem::path& file, std::string* er
         rec.pid = it->get<long>();
     }
     if (auto it = j.find("log"); it != j.end() && it->is_string()) rec.log = it->get<std::string>();
+    if (auto it = j.find("configPath"); it != j.end() && it->is_string())
+        rec.config = it->get<std::string>();
     return rec;
 }
 
@@ -125,6 +128,7 @@ daemon_location locate_daemon(const std::optional<std::filesystem::path>& socket
     loc.socket = *rec.socket;
     loc.pid = rec.pid;
     loc.log = rec.log;
+    loc.config = rec.config;
     loc.from_record = true;
     return loc;
 }

@@ -16,6 +16,8 @@ struct daemon_location {
     /// config.json's `log`: the daemon's log file, "journal" or "stderr" (absent: older
     /// daemons)
     std::optional<std::string> log;
+    /// config.json's `configPath`: the file the running daemon's reload re-reads.
+    std::optional<std::filesystem::path> config;
 };
 
 /// Where a person reads the daemon's log, for messages: its file ("~/.meith/meithd.log"),

@@ -1,4 +1,4 @@
-// detach: `meithd --detach`, how `meith` auto-starts a daemon (docs/protocol.md §10) — the
+// detach: `meithd --detach`, how `meith` auto-starts a daemon (docs/protocol.md §12) — the
 // daemon goes to the background, in its own session, logging to a file; the command returns
 // only once the daemon is ready, or has failed, so its caller needs no polling.
 #pragma once

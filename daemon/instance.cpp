@@ -101,7 +101,7 @@ void write_atomically(const fs::path& path, const std::string& text) {
 } // namespace
 
 void write_runtime_record(const fs::path& home, const fs::path& socket, const fs::path& audit_path,
-                          const fs::path& log_file) {
+                          const fs::path& log_file, const fs::path& config_file) {
     const auto path = home / "config.json";
     nlohmann::json record = nlohmann::json::object();
     if (std::ifstream in(path); in) {
@@ -115,6 +115,7 @@ void write_runtime_record(const fs::path& home, const fs::path& socket, const fs
     record["protocol"] = 1;
     record["version"] = MEITH_VERSION;
     record["auditPath"] = audit_path.string();
+    if (!config_file.empty()) record["configPath"] = config_file.string();
     record["log"] = !log_file.empty()               ? log_file.string()
                     : std::getenv("JOURNAL_STREAM") ? std::string("journal")
                                                     : std::string("stderr");

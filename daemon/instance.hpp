@@ -31,10 +31,13 @@ std::optional<std::string> check_socket_path(const std::filesystem::path& socket
 /// own: {"socketPath","pid","protocol","version"}. Throws std::runtime_error on I/O failure.
 /// Also records `auditPath` (our addition) so `meith audit` finds a configured log, and `log`:
 /// where the daemon's own log goes (`log_file`, else "stderr", or "journal" when standard
-/// error is the systemd journal: $JOURNAL_STREAM), for the CLI's messages.
+/// error is the systemd journal: $JOURNAL_STREAM), for the CLI's messages; and `configPath`, the
+/// config file a reload re-reads (--config, else HOME/meithd.toml), so `meith init` can say when
+/// the running daemon reads another file.
 void write_runtime_record(const std::filesystem::path& home, const std::filesystem::path& socket,
                           const std::filesystem::path& audit_path,
-                          const std::filesystem::path& log_file = {});
+                          const std::filesystem::path& log_file = {},
+                          const std::filesystem::path& config_file = {});
 
 /// Writes `home/instances/<pid>.json` {"pid","socketPath","protocol","version","startedAt"}.
 std::filesystem::path write_instance_record(const std::filesystem::path& home,

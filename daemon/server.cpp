@@ -303,7 +303,8 @@ class server {
         sweep_instance_records(home_);
         // config.json last: clients treat it as the sign that the daemon is ready.
         instance_record_ = write_instance_record(home_, socket_path_);
-        write_runtime_record(home_, socket_path_, audit_.path(), log_file_);
+        write_runtime_record(home_, socket_path_, audit_.path(), log_file_,
+                             config_arg_ ? *config_arg_ : home_ / "meithd.toml");
         std::string fields = R"("pid":)" + std::to_string(::getpid()) + R"(,"socketPath":)";
         protocol::append_json_string(fields, socket_path_.string());
         fields += R"(,"tools":)" + std::to_string(registry_.tool_count());

@@ -7,7 +7,7 @@
 // shutdown: stop accepting, refuse new calls, give calls in flight `shutdown_grace_ms`, stop
 // sources, flush the audit log, remove the instance record and socket, exit 0.
 //
-// Under systemd (docs/protocol.md §10): a socket-activated listener (fd 3) is adopted instead of
+// Under systemd (docs/protocol.md §12): a socket-activated listener (fd 3) is adopted instead of
 // binding, is never unlinked, and is only accepted on once ready, so early frames wait in the
 // kernel's queue; READY/STATUS/RELOADING/STOPPING/WATCHDOG go to NOTIFY_SOCKET.
 #pragma once

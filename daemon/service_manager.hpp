@@ -1,4 +1,4 @@
-// service_manager: meithd's side of systemd's service protocols (docs/protocol.md §10) —
+// service_manager: meithd's side of systemd's service protocols (docs/protocol.md §12) —
 // socket activation (sd_listen_fds(3): LISTEN_PID/LISTEN_FDS, the listener on fd 3) and
 // readiness/status notifications (sd_notify(3): READY=1, STATUS=, RELOADING=1 +
 // MONOTONIC_USEC, STOPPING=1, WATCHDOG=1 every WATCHDOG_USEC / 2).

@@ -435,6 +435,20 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
                      name);
         return c;
     }
+    // A cwd inside the home (not the home itself) cannot even be entered: the sandbox hides
+    // the home from every tool. Said now, not as a bare ENOENT from the start.
+    if (!home_dir().empty()) {
+        std::error_code ec;
+        const fs::path h = fs::weakly_canonical(home_dir(), ec);
+        const fs::path w = fs::weakly_canonical(cwd, ec);
+        if (w != h && within(w, h)) {
+            unconfined("its cwd is inside meithd's home");
+            c.refusal = "cannot start: its cwd " + cwd.string() +
+                        " is inside meithd's home, which the sandbox hides from every tool; move "
+                        "the tool's folder out of the home (docs/protocol.md §15)";
+            return c;
+        }
+    }
     sandbox::request r;
     r.capabilities = capabilities;
     auto program = argv.empty()

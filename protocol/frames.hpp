@@ -56,7 +56,7 @@ struct client_frame {
     /// clientInfo.agent when a string: the program acting through the client, e.g. the MCP
     /// client's name that `meith mcp` forwards (docs/protocol.md §10); audited as `agent`.
     std::optional<std::string_view> agent;
-    /// hello: `"subscribe"` names `"tools_changed"` (docs/protocol.md §10).
+    /// hello: `"subscribe"` names `"tools_changed"` (docs/protocol.md §3).
     bool subscribe_tools_changed = false;
     std::optional<std::string> error; ///< PROTOCOL_ERROR message
     // list_tools only
@@ -176,7 +176,7 @@ void append_tool_preview(std::string& out, std::string_view request_id, std::str
 
 /// `{"type":"tools_changed","protocol":1}`: sent on connections whose hello subscribed to
 /// `tools_changed` whenever the set of tools or their descriptors changed (docs/protocol.md
-/// §9.2). Coalesced: one per I/O turn at most.
+/// §3). Coalesced: one per I/O turn at most.
 void append_tools_changed(std::string& out);
 
 } // namespace meith::protocol

@@ -79,7 +79,7 @@ class call : public std::enable_shared_from_this<call> {
     std::string session_id;
     permissions::caller caller = permissions::caller::plugin;
     std::string claimed_caller; ///< the raw clientInfo.caller claim ("" when none)
-    std::string agent;     ///< clientInfo.agent: who acts through the client ("" when none, §9.2)
+    std::string agent;     ///< clientInfo.agent: who acts through the client ("" when none, docs/protocol.md §10)
     std::string tool_name; ///< as requested
     std::string args_json; ///< the arguments object, minified JSON text
     std::string args_summary;           ///< its redacted audit summary, made at dispatch

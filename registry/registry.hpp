@@ -177,7 +177,7 @@ class registry {
 
     /// Calls `fn` after the set of tools or their descriptors changed (a source registered,
     /// re-listed or removed, a source's state, a new policy): at most once per I/O turn, after
-    /// it (docs/protocol.md §10 `tools_changed`). Returns a token for unsubscribe.
+    /// it (docs/protocol.md §3 `tools_changed`). Returns a token for unsubscribe.
     std::uint64_t subscribe_tools_changed(std::function<void()> fn);
     void unsubscribe_tools_changed(std::uint64_t token) { tools_changed_subscribers_.erase(token); }
 

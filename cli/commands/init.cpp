@@ -8,6 +8,7 @@
 #include "cli/errors.hpp"
 #include "cli/process.hpp"
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -233,10 +234,24 @@ int run_init(const options& opts) {
                display_path(*examples), display_path(root));
     for (const auto& note : notes)
         fmt::print("note: {}\n", note);
+    const std::string home_flag =
+        opts.home ? fmt::format(" --home {}", opts.home->string()) : std::string();
     fmt::print("start meithd with it: meithd{} (or any meith command starts it), then: meith "
-               "tools\n",
-               opts.home ? fmt::format(" --home {}", opts.home->string()) : std::string());
-    fmt::print("a meithd already running keeps its config until: meith reload\n");
+               "tools{}\n",
+               home_flag, home_flag);
+    // A daemon already running: a reload applies the new file only if that is the file it
+    // reads (one started with --config reads another).
+    const auto where = locate_daemon(std::nullopt, opts.home);
+    const bool running = where.pid && ::kill(static_cast<pid_t>(*where.pid), 0) == 0;
+    if (running && where.config &&
+        fs::weakly_canonical(*where.config, ec) != fs::weakly_canonical(file, ec))
+        fmt::print("the running meithd (pid {}) reads {} (started with --config): `meith reload` "
+                   "re-reads that file, not this one; stop it (kill {}) and the next meith "
+                   "command starts one with {}\n",
+                   *where.pid, display_path(*where.config), *where.pid, display_path(file));
+    else if (running)
+        fmt::print("the running meithd (pid {}) keeps its config until: meith reload{}\n",
+                   *where.pid, home_flag);
     return exit_ok;
 }
 

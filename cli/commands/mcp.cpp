@@ -32,7 +32,7 @@ namespace {
 /// MCP revisions this bridge speaks, newest first (docs/protocol.md §10).
 constexpr std::array<std::string_view, 4> revisions = {"2025-11-25", "2025-06-18", "2025-03-26",
                                                        "2024-11-05"};
-constexpr std::size_t page_size = 500;     ///< tools per tools/list page (§9.2)
+constexpr std::size_t page_size = 500;     ///< tools per tools/list page (docs/protocol.md §10)
 constexpr std::size_t max_line = 64 << 20; ///< longest stdin message accepted
 
 // JSON-RPC 2.0 error codes.
@@ -338,7 +338,7 @@ class bridge {
                         {"clientInfo", {{"caller", caller_}}}});
     }
 
-    /// One page of MCP tools from the daemon's descriptors (§9.2).
+    /// One page of MCP tools from the daemon's descriptors (docs/protocol.md §10).
     json tools_page(const json& descriptors, std::size_t offset) {
         std::vector<const json*> listed;
         for (const json& d : descriptors) {
@@ -391,7 +391,7 @@ class bridge {
         if (by_mcp_id_.count(id.dump()))
             return send_error(id, invalid_request, "a request with this id is in flight");
         if (!connect()) return send_error(id, internal_error, down_);
-        // The MCP request id is part of the requestId (§9.2), kept within 128 bytes and cut
+        // The MCP request id is part of the requestId (docs/protocol.md §10), kept within 128 bytes and cut
         // on a UTF-8 character boundary (a split character would not come back as sent). The
         // generator's prefix keeps it unique however much of the MCP id is cut.
         std::string rid = ids_.next() + ":" + (id.is_string() ? id.get<std::string>() : id.dump());
@@ -420,7 +420,7 @@ class bridge {
                         {"clientInfo", std::move(client)}});
     }
 
-    /// A ToolResult as an MCP CallToolResult (§9.2).
+    /// A ToolResult as an MCP CallToolResult (docs/protocol.md §10).
     static void answer_call(const json& id, const json& r) {
         const json* ok = get_field(r, "ok");
         if (ok == nullptr || !ok->is_boolean() || !ok->get<bool>()) {

@@ -1,5 +1,5 @@
 // `meith service install|uninstall|status`: meithd as a user service without root
-// (docs/protocol.md §10) — systemd user units on Linux, a launchd agent on macOS. `--dry-run`
+// (docs/protocol.md §12) — systemd user units on Linux, a launchd agent on macOS. `--dry-run`
 // prints the files it would write and the commands it would run, and changes nothing.
 #include "cli/autostart.hpp"
 #include "cli/commands.hpp"

@@ -280,3 +280,28 @@ TEST_CASE("a misspelt required key is reported at its own line, with the key it 
                                     "mean 'command'?)"));
     CHECK_THAT(err, !Catch::Contains("missing required key"));
 }
+
+TEST_CASE("a source whose cwd is inside meithd's home fails saying so",
+          "[e2e][diagnosis][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX(false);
+    daemon_process d(host_source_toml("inhome", {}, "cwd = \"tools\"\n"), {},
+                     [](const fs::path& home) { fs::create_directories(home / "tools"); });
+    wait_failed(d, "inhome");
+    const auto r = cli(d, {"sources", "inhome"});
+    CHECK_THAT(r.out, Catch::Contains("is inside meithd's home, which the sandbox hides from "
+                                      "every tool"));
+}
+
+TEST_CASE("meith init says when the running daemon reads another config file",
+          "[e2e][diagnosis][cli]") {
+    temp_dir project, other;
+    std::ofstream(other.path / "other.toml") << "";
+    daemon_process d("", {"--config", (other.path / "other.toml").string()});
+    const auto r =
+        run_program({"/bin/sh"}, {"-c", "cd '" + project.path.string() + "' && \"$MEITH\" init"},
+                    {{"MEITH", MEITH_CLI}, {"MEITH_HOME", d.home().string()}});
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("reads " + (other.path / "other.toml").string() +
+                                      " (started with --config): `meith reload` re-reads that "
+                                      "file, not this one"));
+}

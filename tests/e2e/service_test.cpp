@@ -1,4 +1,4 @@
-// End-to-end: meithd as a user service (docs/protocol.md §10) — socket activation through
+// End-to-end: meithd as a user service (docs/protocol.md §12) — socket activation through
 // systemd-socket-activate (Debian's systemd package), sd_notify messages caught on a test
 // NOTIFY_SOCKET, client auto-start from a cold home and --no-autostart, and what
 // `meith service install|uninstall|status --dry-run` would do, its units checked with

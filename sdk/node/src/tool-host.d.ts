@@ -23,6 +23,9 @@ export interface RequestContext {
     readonly signal: AbortSignal;
     /** True once the request was cancelled: a flag to poll between steps. */
     readonly cancelled: boolean;
+    /** Why it was cancelled — "cancelled", "timeout", "disconnected" or "shutdown"
+     *  (docs/protocol.md §16) — or null while it runs. */
+    readonly reason: string | null;
     /** Streams a typed event as it is. */
     event(e: { type: string; [key: string]: unknown }): void;
     /** Streams {"type":"part","payload":payload}. */

@@ -2,10 +2,12 @@
 
 #include "audit/redactor.hpp"
 #include "protocol/json_writer.hpp"
+#include "sandbox/sandbox.hpp"
 
 #include <cerrno>
 #include <csignal>
 #include <fmt/format.h>
+#include <fstream>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <system_error>
@@ -17,6 +19,13 @@ namespace meith::registry {
 
 namespace {
 constexpr std::size_t max_log_line = 16 * 1024;
+
+/// A script ("#!" first), not a program of its own.
+bool starts_with_shebang(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    char head[2] = {};
+    return in.read(head, 2) && head[0] == '#' && head[1] == '!';
+}
 constexpr std::size_t stderr_tail_lines = 20;
 constexpr std::size_t stderr_tail_line_bytes = 1024; ///< per kept line, cut on a character
 
@@ -201,14 +210,22 @@ void supervised_process::on_child_exit(const std::shared_ptr<instance>& inst, in
         // The shell's and env's "could not run it" statuses, before the process was ever
         // ready: a wrapper script (a pyenv shim, npx) whose program is missing or may not be
         // executed. Restarting repeats it; say why once.
-        fail_permanently(fmt::format(
-            "cannot start: {} before it was ready ({}; `meith sources NAME` shows its last stderr "
-            "lines)",
-            how,
-            WEXITSTATUS(status) == 127
-                ? "127: a program it runs was not found"
-                : "126: a program it runs could not be executed; under the sandbox that needs "
-                  "starts-process or sandbox_paths.exec"));
+        std::string why = WEXITSTATUS(status) == 127
+                              ? "127: a program it runs was not found"
+                              : "126: a program it runs could not be executed; under the sandbox "
+                                "that needs starts-process or sandbox_paths.exec";
+        // A wrapper script (a pyenv shim): the fix is to name the program it wraps.
+        if (!spec_.argv.empty() && spec_.sandbox)
+            if (const auto program = sandbox::resolve_program(
+                    spec_.argv[0], sandbox::program_search_path(), spec_.cwd);
+                program && starts_with_shebang(*program))
+                why += fmt::format("; '{}' is a wrapper script ({}, a pyenv shim?): name the "
+                                   "program it runs by its absolute path in `command` (for "
+                                   "Python, /usr/bin/python3 or the venv's bin/python)",
+                                   spec_.argv[0], program->string());
+        fail_permanently(fmt::format("cannot start: {} before it was ready ({}; `meith sources "
+                                     "NAME` shows its last stderr lines)",
+                                     how, why));
         return;
     }
     after_exit();

@@ -192,6 +192,16 @@ void registry::refuse(const call_ptr& c) {
         c->decision.reason.find("'unknown'") != std::string::npos)
         if (auto hint = c->target->source->capabilities_hint(c->target->remote_name); !hint.empty())
             message += "; " + hint;
+    // Refused only because nothing allows it (not an explicit deny): a person can say yes.
+    if (c->target && c->decision.grantable && !c->decision.ask && c->decision.needed != 0 &&
+        (c->decision.needed & permissions::bit(permissions::capability::unknown)) == 0) {
+        std::string caps;
+        for (const auto name : permissions::capability_names(c->decision.needed))
+            caps += (caps.empty() ? "" : ",") + std::string(name);
+        message += fmt::format("; a person can let it through: meith grant {} --caller {} "
+                               "--tool {} (from a terminal)",
+                               caps, permissions::to_string(c->caller), c->target->name);
+    }
     c->resolve(tool_result::failure(error_code::permission_denied, std::move(message)),
                call_end::refused);
 }

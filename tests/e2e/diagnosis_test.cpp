@@ -305,3 +305,18 @@ TEST_CASE("meith init says when the running daemon reads another config file",
                                       " (started with --config): `meith reload` re-reads that "
                                       "file, not this one"));
 }
+
+TEST_CASE("a wrapper script that cannot run its program in the sandbox is named, with the fix",
+          "[e2e][diagnosis][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX(false);
+    temp_dir shims;
+    // A pyenv-like shim: a script whose exec of the real program the sandbox refuses (126).
+    std::ofstream(shims.path / "python3") << "#!/bin/sh\nexec /usr/bin/env true \"$@\"\n";
+    fs::permissions(shims.path / "python3", fs::perms::owner_all);
+    daemon_process d("[[sources]]\nname = \"shimmed\"\nkind = \"host\"\ncommand = [" +
+                     json((shims.path / "python3").string()).dump() + ", \"-m\", \"tools\"]\n");
+    wait_failed(d, "shimmed");
+    const auto r = cli(d, {"sources", "--json"});
+    CHECK_THAT(r.out, Catch::Contains("is a wrapper script") &&
+                          Catch::Contains("name the program it runs by its absolute path"));
+}

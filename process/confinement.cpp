@@ -335,6 +335,15 @@ capability_set declared_ahead(const config::source_config& cfg) {
 
 namespace {
 
+/// True when `cwd` is below meithd's home (not the home itself).
+bool cwd_inside_home(const fs::path& cwd) {
+    if (home_dir().empty()) return false;
+    std::error_code ec;
+    const fs::path h = fs::weakly_canonical(home_dir(), ec);
+    const fs::path w = fs::weakly_canonical(cwd, ec);
+    return w != h && within(w, h);
+}
+
 /// Says once per daemon which protections this kernel gives tools, and whether
 /// meith-sandbox-init is there.
 void log_kernel_once(const sandbox::kernel_support& kernel) {
@@ -374,6 +383,14 @@ std::vector<fs::path> hidden_paths(const config::sandbox_paths_config& paths) {
                          [&](const fs::path& p) { return within(p, store) || within(store, p); }))
             hidden.push_back(store);
     return hidden;
+}
+
+/// Warns at start that writes are withheld from a folder that holds meithd's home.
+void warn_withheld(const std::string& name, const std::vector<std::string>& withheld) {
+    if (withheld.empty()) return;
+    spdlog::warn("'{}': {} holds meithd's home, so the sandbox withholds writes there; give it a "
+                 "`cwd` (or `sandbox_paths.write` folder) outside the home (docs/protocol.md §15)",
+                 name, withheld.front());
 }
 
 /// The plan's members of list_sources' "sandbox" object: fs, net, exec, ns, home, and the
@@ -435,19 +452,14 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
                      name);
         return c;
     }
-    // A cwd inside the home (not the home itself) cannot even be entered: the sandbox hides
-    // the home from every tool. Said now, not as a bare ENOENT from the start.
-    if (!home_dir().empty()) {
-        std::error_code ec;
-        const fs::path h = fs::weakly_canonical(home_dir(), ec);
-        const fs::path w = fs::weakly_canonical(cwd, ec);
-        if (w != h && within(w, h)) {
-            unconfined("its cwd is inside meithd's home");
-            c.refusal = "cannot start: its cwd " + cwd.string() +
-                        " is inside meithd's home, which the sandbox hides from every tool; move "
-                        "the tool's folder out of the home (docs/protocol.md §15)";
-            return c;
-        }
+    if (cwd_inside_home(cwd)) {
+        // It could not even be entered: the sandbox hides the home from every tool. Said
+        // now, not as a bare ENOENT from the start.
+        unconfined("its cwd is inside meithd's home");
+        c.refusal = "cannot start: its cwd " + cwd.string() +
+                    " is inside meithd's home, which the sandbox hides from every tool; move the "
+                    "tool's folder out of the home (docs/protocol.md §15)";
+        return c;
     }
     sandbox::request r;
     r.capabilities = capabilities;
@@ -505,11 +517,7 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     }
     if ((capabilities & (bit(capability::writes_files) | bit(capability::destructive))) != 0)
         c.withheld = withheld;
-    if (!c.withheld.empty())
-        spdlog::warn("'{}': {} holds meithd's home, so the sandbox withholds writes there; give "
-                     "it a `cwd` (or `sandbox_paths.write` folder) outside the home "
-                     "(docs/protocol.md §15)",
-                     name, c.withheld.front());
+    warn_withheld(name, c.withheld);
     append_plan_status(m, *c.plan, c.withheld);
     if (!c.plan->complete && mode == config::sandbox_mode::require)
         c.refusal = "sandbox = \"require\", but this kernel offers " + sandbox::describe(kernel);

@@ -86,13 +86,12 @@ std::optional<std::string> python_interpreter(std::string& note) {
     return std::nullopt;
 }
 
-std::string config_text(const fs::path& ex, const fs::path& root, std::vector<std::string>& notes) {
+/// The Node.js examples: the file tools' host (when its npm dependencies are there), the exec
+/// tools, the MCP filesystem server of a source tree; `notes` says what is left out and why.
+std::string node_examples(const fs::path& ex, const fs::path& root,
+                          std::vector<std::string>& notes) {
     const auto p = [&](const fs::path& rel) { return toml_str((ex / rel).string()); };
-    std::string out = fmt::format(
-        "# Written by `meith init` (meith {}). The example tools of {}, by absolute path;\n"
-        "# docs/configuration.md explains every key. The file tools read and write under\n"
-        "# {}.\n\n",
-        MEITH_VERSION, ex.string(), root.string());
+    std::string out;
     std::error_code ec;
     const bool node = in_path("node");
     if (!node)
@@ -164,6 +163,14 @@ std::string config_text(const fs::path& ex, const fs::path& root, std::vector<st
                         "prefix = \"mcp_\"\n"
                         "trust_annotations = true\n\n",
                         toml_str(mcp.string()), toml_str(root.string()), toml_str(root.string()));
+    return out;
+}
+
+/// The Python example on the SDK, under an interpreter that runs in the sandbox.
+std::string python_example(const fs::path& ex, std::vector<std::string>& notes) {
+    const auto p = [&](const fs::path& rel) { return toml_str((ex / rel).string()); };
+    std::string out;
+    std::error_code ec;
     const fs::path sdk = ex.parent_path() / "sdk" / "python" / "src";
     if (fs::exists(sdk / "meith_tools", ec) && fs::exists(ex / "python-tools", ec)) {
         std::string note;
@@ -181,6 +188,17 @@ std::string config_text(const fs::path& ex, const fs::path& root, std::vector<st
                                "prefix = \"py_\"\n\n",
                                toml_str(*python), p("python-tools"), toml_str(sdk.string()));
     }
+    return out;
+}
+
+std::string config_text(const fs::path& ex, const fs::path& root, std::vector<std::string>& notes) {
+    std::string out = fmt::format(
+        "# Written by `meith init` (meith {}). The example tools of {}, by absolute path;\n"
+        "# docs/configuration.md explains every key. The file tools read and write under\n"
+        "# {}.\n\n",
+        MEITH_VERSION, ex.string(), root.string());
+    out += node_examples(ex, root, notes);
+    out += python_example(ex, notes);
     out += "[permissions.callers.cli]\n"
            "allow = [\"read-only\", \"accesses-network\", \"writes-files\"]\n"
            "deny = [\"destructive\"]\n\n"

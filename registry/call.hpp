@@ -79,10 +79,11 @@ class call : public std::enable_shared_from_this<call> {
     std::string session_id;
     permissions::caller caller = permissions::caller::plugin;
     std::string claimed_caller; ///< the raw clientInfo.caller claim ("" when none)
-    std::string agent;     ///< clientInfo.agent: who acts through the client ("" when none, docs/protocol.md §10)
-    std::string tool_name; ///< as requested
-    std::string args_json; ///< the arguments object, minified JSON text
-    std::string args_summary;           ///< its redacted audit summary, made at dispatch
+    std::string agent;          ///< clientInfo.agent: who acts through the client ("" when none,
+                                ///< docs/protocol.md §10)
+    std::string tool_name;      ///< as requested
+    std::string args_json;      ///< the arguments object, minified JSON text
+    std::string args_summary;   ///< its redacted audit summary, made at dispatch
     std::shared_ptr<const tool> target; ///< null when the tool is unknown
     std::uint64_t timeout_ms = 0;
     bool result_model = false;   ///< add modelContent to the result (docs/protocol.md §13)

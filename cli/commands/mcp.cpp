@@ -391,9 +391,9 @@ class bridge {
         if (by_mcp_id_.count(id.dump()))
             return send_error(id, invalid_request, "a request with this id is in flight");
         if (!connect()) return send_error(id, internal_error, down_);
-        // The MCP request id is part of the requestId (docs/protocol.md §10), kept within 128 bytes and cut
-        // on a UTF-8 character boundary (a split character would not come back as sent). The
-        // generator's prefix keeps it unique however much of the MCP id is cut.
+        // The MCP request id is part of the requestId (docs/protocol.md §10), kept within 128 bytes
+        // and cut on a UTF-8 character boundary (a split character would not come back as sent).
+        // The generator's prefix keeps it unique however much of the MCP id is cut.
         std::string rid = ids_.next() + ":" + (id.is_string() ? id.get<std::string>() : id.dump());
         if (rid.size() > 128) {
             std::size_t cut = 128;

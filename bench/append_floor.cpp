@@ -38,12 +38,18 @@ int main(int argc, char** argv) {
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string k = argv[i];
         const char* v = argv[i + 1];
-        if (k == "--dir") dir = v;
-        else if (k == "--line-bytes") line_bytes = std::atol(v);
-        else if (k == "--batch") batch = std::atol(v);
-        else if (k == "--lines") lines = std::atol(v);
-        else if (k == "--max-bytes") max_bytes = std::atol(v);
-        else if (k == "--keep") keep = std::atol(v);
+        if (k == "--dir")
+            dir = v;
+        else if (k == "--line-bytes")
+            line_bytes = std::atol(v);
+        else if (k == "--batch")
+            batch = std::atol(v);
+        else if (k == "--lines")
+            lines = std::atol(v);
+        else if (k == "--max-bytes")
+            max_bytes = std::atol(v);
+        else if (k == "--keep")
+            keep = std::atol(v);
         else {
             std::fprintf(stderr, "append_floor: unknown option %s\n", k.c_str());
             return 2;

@@ -12,6 +12,10 @@
 // kernel's queue; READY/STATUS/RELOADING/STOPPING/WATCHDOG go to NOTIFY_SOCKET.
 #pragma once
 
+#include "audit/audit_log.hpp"
+#include "config/config.hpp"
+#include "daemon/service_manager.hpp"
+
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -31,8 +35,26 @@ struct daemon_options {
     std::filesystem::path log_file;
 };
 
-/// Runs the daemon until shutdown. Returns the process exit status: 0 after a clean
-/// shutdown, 1 after a startup error (already printed to stderr).
+/// Runs the daemon until shutdown (startup.cpp). Returns the process exit status: 0 after a
+/// clean shutdown, 1 after a startup error (already printed to stderr).
 int run_daemon(const daemon_options& opts);
+
+/// What startup hands the server: the settled config, home and socket, the open audit log and
+/// the listener systemd passed, if any.
+struct served_daemon {
+    config::config& cfg;
+    std::optional<std::filesystem::path> config_arg; ///< --config
+    std::filesystem::path home;
+    std::filesystem::path socket;
+    audit::audit_log& audit;
+    std::optional<activated_listener> activated;
+    int ready_fd = -1;
+    std::filesystem::path log_file;
+};
+
+/// Runs the server (server.cpp) until shutdown: sources, the socket, connections, reloads,
+/// the graceful stop. Returns the exit status; throws on a start-up failure (run_daemon
+/// prints it).
+int serve(served_daemon d);
 
 } // namespace meith::daemon

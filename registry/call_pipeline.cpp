@@ -295,6 +295,7 @@ void registry::hold_for_approval(const call_ptr& c) {
                 c->awaiting_approval = false;
                 if (a == approval_answer::deny) {
                     c->decision.ask = false;
+                    c->decision.grantable = false; // a person said no: no grant hint
                     c->decision.reason = reason.empty() ? "denied by an approver"
                                                         : "denied by an approver: " + reason;
                     refuse(c);

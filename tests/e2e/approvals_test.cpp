@@ -109,6 +109,9 @@ TEST_CASE("a held call approved once runs, and an identical second call is held 
     CHECK(denied["result"]["error"]["code"] == "PERMISSION_DENIED");
     CHECK(denied["result"]["error"]["message"].get<std::string>().find("not today") !=
           std::string::npos);
+    // A person said no: the refusal does not suggest a grant.
+    CHECK(denied["result"]["error"]["message"].get<std::string>().find("meith grant") ==
+          std::string::npos);
     const json dline = call_line(d, "w2");
     CHECK(dline["decision"] == "deny");
     CHECK(dline["reason"].get<std::string>().find("not today") != std::string::npos);

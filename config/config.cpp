@@ -229,7 +229,7 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
         }
         c.check_keys(s, {"name", "kind", "mode", "command", "cwd", "env", "config", "capabilities",
                          "timeout_ms", "prefix", "start_timeout_ms", "tool", "trust_annotations",
-                         "sandbox", "sandbox_paths"});
+                         "resource_capabilities", "forward_roots", "sandbox", "sandbox_paths"});
         parse_sandbox(c, s, src.sandbox, src.sandbox_paths);
 
         std::optional<source_kind> kind;
@@ -262,6 +262,20 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
                                s.name));
         else
             assign(src.trust_annotations, c.read_bool(s, "trust_annotations"));
+        if (const auto* rc = t->get("resource_capabilities");
+            rc != nullptr && kind && *kind != source_kind::mcp)
+            c.fail(rc->source(), fmt::format("'resource_capabilities' in {} is only for MCP "
+                                             "sources (kind = \"mcp\")",
+                                             s.name));
+        else
+            assign(src.resource_capabilities, c.read_capabilities(s, "resource_capabilities"));
+        if (const auto* fr = t->get("forward_roots");
+            fr != nullptr && kind && *kind != source_kind::mcp)
+            c.fail(fr->source(), fmt::format("'forward_roots' in {} is only for MCP sources "
+                                             "(kind = \"mcp\")",
+                                             s.name));
+        else
+            assign(src.forward_roots, c.read_bool(s, "forward_roots"));
 
         if (const auto* caps = c.read_table(s, "capabilities")) {
             for (auto&& [k, v] : *caps) {

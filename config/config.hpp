@@ -157,6 +157,13 @@ struct source_config {
     /// mcp only: map the tools' MCP annotations to capabilities (default: every tool whose
     /// `capabilities` entry is absent is `unknown`).
     bool trust_annotations = false;
+    /// mcp only: the capabilities of reading its resources, getting its prompts and asking it
+    /// for completions, decided by the policy like a call's (docs/protocol.md §17).
+    std::vector<std::string> resource_capabilities{"read-only"};
+    /// mcp only: declare the `roots` client capability, so the server's roots/list goes to the
+    /// client of the call in flight (its cwd otherwise). Off by default: a server told of roots
+    /// may trade the folders its command names for them (docs/protocol.md §17).
+    bool forward_roots = false;
     sandbox_mode sandbox = sandbox_mode::enforce;
     sandbox_paths_config sandbox_paths;
 

@@ -347,6 +347,7 @@ void connection::close(std::string_view reason) {
     resume_timer_.cancel();
     writer_wake_.cancel();
     if (tools_changed_token_ != 0) registry_.unsubscribe_tools_changed(tools_changed_token_);
+    end_mcp();
     const std::size_t cancelled = calls_.size();
     // Calls in flight are cancelled and audited; their replies have nowhere to go.
     auto calls = std::move(calls_);

@@ -31,6 +31,7 @@
 #include <asio/steady_timer.hpp>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -66,6 +67,18 @@ class connection final : public registry::call_sink,
     // registry::call_sink
     void on_tool_event(std::string_view request_id, std::string_view event_json) override;
     void on_tool_result(std::string_view request_id, const protocol::tool_result& r) override;
+
+    /// A server's request to this client (docs/protocol.md §17; mcp_routes.cpp).
+    bool ask_client(std::string_view request_id, std::string_view method,
+                    std::string_view params_json,
+                    std::function<void(registry::mcp_answer)> done) override;
+    void notify_client(std::string_view request_id, std::string_view source,
+                       std::string_view method, std::string_view params_json) override;
+
+    /// What the client's hello `capabilities` declared (MCP ClientCapabilities).
+    struct client_capabilities {
+        bool sampling = false, roots = false, elicitation_form = false, elicitation_url = false;
+    };
 
     // registry::approver (after a proven approver_hello, docs/protocol.md §14)
     void deliver(std::string_view frame) override;
@@ -106,6 +119,15 @@ class connection final : public registry::call_sink,
     /// The `approver_rejected` audit line (PROTOCOL.md §12: every refusal is on file).
     void audit_approver_rejected(std::string_view reason);
     void on_other(const protocol::client_frame& f, std::string& audit_fields);
+    // MCP families beyond tools (mcp_routes.cpp, docs/protocol.md §17)
+    void on_mcp_request(const protocol::client_frame& f, std::string& audit_fields);
+    void on_client_response(const protocol::client_frame& f, std::string& audit_fields);
+    static client_capabilities read_client_capabilities(simdjson::dom::object caps);
+    /// The connection's gateway subscriber, made on first use; `broadcast`: it also gets
+    /// list_changed and log messages (hello `mcp_notifications`).
+    std::uint64_t mcp_subscriber(bool broadcast);
+    /// Closing: drops the subscriber; servers' requests still waiting get an error answer.
+    void end_mcp();
 
     /// New replies are queued: wakes the writer if it waits for them. It runs at the end of
     /// this I/O turn, so replies of every connection served in the turn share one audit commit.
@@ -143,6 +165,11 @@ class connection final : public registry::call_sink,
     /// The registry's tools_changed subscription (hello `subscribe`), 0 when none.
     std::uint64_t tools_changed_token_ = 0;
     std::string_view agent_for(const protocol::client_frame& f) const;
+    client_capabilities client_caps_;
+    std::uint64_t mcp_subscriber_ = 0; ///< the gateway's token for this connection, 0: none
+    /// client_request frames sent and not answered, by clientRequestId.
+    std::map<std::string, std::function<void(registry::mcp_answer)>, std::less<>> client_requests_;
+    std::uint64_t next_client_request_ = 0;
     protocol::line_framer framer_;
     protocol::frame_decoder decoder_;
     std::unordered_map<std::string, registry::call_ptr> calls_;

@@ -29,7 +29,7 @@ struct connection::frame_route {
 
 const connection::frame_route& connection::route_of(frame_type type) {
     // In frame_type order (checked below), so a route is found by index.
-    static constexpr std::array<frame_route, 15> routes{{
+    static constexpr std::array<frame_route, 17> routes{{
         {frame_type::hello, false, false, {}, &connection::on_hello},
         {frame_type::list_tools, false, true, {}, &connection::on_list_tools},
         {frame_type::tool_call, false, false, {}, &connection::on_tool_call},
@@ -48,6 +48,9 @@ const connection::frame_route& connection::route_of(frame_type type) {
         {frame_type::grant, false, false, {}, &connection::on_grant},
         {frame_type::revoke, false, false, {}, &connection::on_revoke},
         {frame_type::list_grants, false, false, {}, &connection::on_list_grants},
+        // MCP families beyond tools (mcp_routes.cpp): the gateway audits each request.
+        {frame_type::mcp_request, false, false, {}, &connection::on_mcp_request},
+        {frame_type::client_response, false, false, {}, &connection::on_client_response},
         {frame_type::other, false, false, {}, &connection::on_other},
     }};
     static_assert([] {
@@ -98,6 +101,8 @@ void connection::on_hello(const protocol::client_frame& f, std::string&) {
         has_hello_claim_ = true;
     }
     if (f.agent) hello_agent_ = std::string(*f.agent);
+    if (f.client_capabilities) client_caps_ = read_client_capabilities(*f.client_capabilities);
+    if (f.subscribe_mcp) mcp_subscriber(true);
     if (f.subscribe_tools_changed && tools_changed_token_ == 0)
         tools_changed_token_ = registry_.subscribe_tools_changed([weak = weak_from_this()] {
             auto self = weak.lock();
@@ -319,6 +324,7 @@ void connection::on_tool_call(const protocol::client_frame& f, std::string&) {
     c->caller = caller_for(f);
     c->claimed_caller = std::string(claim_for(f));
     c->agent = std::string(agent_for(f));
+    c->traceparent = std::string(f.traceparent);
     c->tool_name = std::string(f.tool_name);
     c->timeout_ms = f.timeout_ms.value_or(0);
     c->result_model = f.result_model;

@@ -94,6 +94,15 @@ bool rpc_peer::reply_error(std::string_view id_json, int code, std::string_view 
     return proc_.send(line);
 }
 
+bool rpc_peer::reply_error_object(std::string_view id_json, std::string_view error_json) {
+    std::string line = R"({"jsonrpc":"2.0","id":)";
+    line.append(id_json);
+    line.append(R"(,"error":)");
+    line.append(error_json);
+    line.append("}\n");
+    return proc_.send(line);
+}
+
 namespace rpc_wire {
 
 std::optional<std::uint64_t> id_of(rpc_dialect dialect, simdjson::dom::object msg) {

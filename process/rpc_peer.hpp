@@ -129,6 +129,9 @@ class rpc_peer {
     bool reply(std::string_view id_json, std::string_view result_json);
     /// JSON-RPC: answers the child's request `id_json` with an error object {code, message}.
     bool reply_error(std::string_view id_json, int code, std::string_view message);
+    /// JSON-RPC: answers the child's request `id_json` with `error_json`, an error object
+    /// passed through as another peer gave it. False if not sent.
+    bool reply_error_object(std::string_view id_json, std::string_view error_json);
 
     std::size_t in_flight() const { return pending_.size(); }
     supervised_process& process() { return proc_; }

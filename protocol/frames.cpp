@@ -25,6 +25,8 @@ frame_type type_from_name(std::string_view name) {
     if (name == "grant") return frame_type::grant;
     if (name == "revoke") return frame_type::revoke;
     if (name == "list_grants") return frame_type::list_grants;
+    if (name == "mcp_request") return frame_type::mcp_request;
+    if (name == "client_response") return frame_type::client_response;
     return frame_type::other;
 }
 
@@ -92,7 +94,8 @@ void recover_identity(client_frame& f, std::string_view line) {
 struct frame_members {
     using member = std::optional<simdjson::dom::element>;
     member type, protocol, request_id, client_info, tool_name, arguments, timeout, subscribe,
-        format, result_format, display, tags, models;
+        format, result_format, display, tags, models, capabilities, traceparent, method, params,
+        client_request_id, result, error;
 };
 
 frame_members collect_members(simdjson::dom::object obj) {
@@ -111,6 +114,13 @@ frame_members collect_members(simdjson::dom::object obj) {
         {"display", &frame_members::display},
         {"tags", &frame_members::tags},
         {"models", &frame_members::models},
+        {"capabilities", &frame_members::capabilities},
+        {"traceparent", &frame_members::traceparent},
+        {"method", &frame_members::method},
+        {"params", &frame_members::params},
+        {"clientRequestId", &frame_members::client_request_id},
+        {"result", &frame_members::result},
+        {"error", &frame_members::error},
     };
     for (auto field : obj)
         for (const auto& [key, slot] : table)
@@ -174,7 +184,58 @@ void decode_subscribe(const frame_members& m, client_frame& f) {
             return;
         }
         if (name == "tools_changed") f.subscribe_tools_changed = true;
+        if (name == "mcp_notifications") f.subscribe_mcp = true;
     }
+}
+
+/// hello's `capabilities`: the MCP ClientCapabilities the client answers client_request for.
+void decode_capabilities(const frame_members& m, client_frame& f) {
+    if (absent(m.capabilities)) return;
+    simdjson::dom::object caps;
+    if (m.capabilities->get_object().get(caps) != simdjson::SUCCESS)
+        f.error = "capabilities must be an MCP ClientCapabilities object, e.g. "
+                  "{\"sampling\":{},\"elicitation\":{},\"roots\":{}}";
+    else
+        f.client_capabilities = caps;
+}
+
+/// mcp_request (docs/protocol.md §17): a requestId, a string method, params an object.
+void decode_mcp_request(const frame_members& m, client_frame& f) {
+    if (!f.request_id) {
+        f.error = "mcp_request needs a requestId string of 1-128 characters";
+        return;
+    }
+    if (!m.method || m.method->get_string().get(f.mcp_method) != simdjson::SUCCESS ||
+        f.mcp_method.empty()) {
+        f.error = "mcp_request needs a non-empty string \"method\", e.g. \"resources/list\"";
+        return;
+    }
+    if (absent(m.params)) return;
+    simdjson::dom::object params;
+    if (m.params->get_object().get(params) != simdjson::SUCCESS)
+        f.error = "mcp_request: \"params\" must be an object";
+    else
+        f.mcp_params = params;
+}
+
+/// client_response (docs/protocol.md §17): the clientRequestId of a client_request and one of
+/// `result` or `error`, each an object.
+void decode_client_response(const frame_members& m, client_frame& f) {
+    if (!m.client_request_id ||
+        m.client_request_id->get_string().get(f.client_request_id) != simdjson::SUCCESS ||
+        f.client_request_id.empty()) {
+        f.error = "client_response needs the non-empty string \"clientRequestId\" of the "
+                  "client_request it answers";
+        return;
+    }
+    simdjson::dom::object obj;
+    if (!absent(m.result) && m.result->get_object().get(obj) == simdjson::SUCCESS)
+        f.response_result = obj;
+    if (!absent(m.error) && m.error->get_object().get(obj) == simdjson::SUCCESS)
+        f.response_error = obj;
+    if (f.response_result.has_value() == f.response_error.has_value())
+        f.error = "client_response needs exactly one of \"result\" (an object) or \"error\" "
+                  "(a JSON-RPC error object)";
 }
 
 /// list_tools' `format`, `tags` and `models` (docs/protocol.md §5, §8).
@@ -202,6 +263,17 @@ void decode_list_options(const frame_members& m, client_frame& f) {
         }
         f.has_models = true;
     }
+}
+
+/// W3C Trace Context §3.2: `version-traceid-parentid-flags`, lowercase hex, 2-32-16-2.
+bool is_traceparent(std::string_view t) {
+    if (t.size() != 55 || t[2] != '-' || t[35] != '-' || t[52] != '-') return false;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+        if (i == 2 || i == 35 || i == 52) continue;
+        const char ch = t[i];
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) return false;
+    }
+    return true;
 }
 
 bool arguments_shape_ok(const frame_members& m) {
@@ -245,8 +317,15 @@ void decode_tool_call(const frame_members& m, client_frame& f) {
         }
         f.result_model = rf == "model";
     }
-    if (!absent(m.display) && m.display->get_bool().get(f.display) != simdjson::SUCCESS)
+    if (!absent(m.display) && m.display->get_bool().get(f.display) != simdjson::SUCCESS) {
         f.call_error = "display must be a boolean";
+        return;
+    }
+    if (!absent(m.traceparent) &&
+        (m.traceparent->get_string().get(f.traceparent) != simdjson::SUCCESS ||
+         !is_traceparent(f.traceparent)))
+        f.call_error = "traceparent must be a W3C trace context: "
+                       "00-<32 hex digits>-<16 hex digits>-<2 hex digits>";
 }
 
 /// The checks of each frame type past the common ones (docs/protocol.md §3-§14).
@@ -272,6 +351,7 @@ void decode_by_type(simdjson::dom::object obj, const frame_members& m, client_fr
         return;
     case frame_type::hello:
         decode_subscribe(m, f);
+        if (!f.error) decode_capabilities(m, f);
         if (!f.error) check_optional_request_id(m, f);
         return;
     case frame_type::list_tools:
@@ -305,6 +385,13 @@ void decode_by_type(simdjson::dom::object obj, const frame_members& m, client_fr
         return;
     case frame_type::tool_call:
         decode_tool_call(m, f);
+        return;
+    case frame_type::mcp_request:
+        decode_mcp_request(m, f);
+        return;
+    case frame_type::client_response:
+        decode_client_response(m, f);
+        if (!f.error) check_optional_request_id(m, f);
         return;
     }
 }
@@ -509,6 +596,43 @@ void append_tool_preview(std::string& out, std::string_view request_id, std::str
 void append_tools_changed(std::string& out) {
     out.append(R"({"type":"tools_changed","protocol":1})"
                "\n");
+}
+
+void append_mcp_result(std::string& out, std::optional<std::string_view> request_id, bool ok,
+                       std::string_view json) {
+    append_head(out, "mcp_result");
+    if (request_id) append_request_id(out, *request_id);
+    out.append(ok ? R"(,"result":)" : R"(,"error":)");
+    out.append(json);
+    out.append("}\n");
+}
+
+void append_client_request(std::string& out, std::string_view request_id,
+                           std::string_view client_request_id, std::string_view method,
+                           std::string_view params_json) {
+    append_head(out, "client_request");
+    append_request_id(out, request_id);
+    out.append(R"(,"clientRequestId":)");
+    append_json_string(out, client_request_id);
+    out.append(R"(,"method":)");
+    append_json_string(out, method);
+    out.append(R"(,"params":)");
+    out.append(params_json);
+    out.append("}\n");
+}
+
+void append_mcp_notification(std::string& out, std::string_view source, std::string_view method,
+                             std::string_view params_json,
+                             std::optional<std::string_view> request_id) {
+    append_head(out, "mcp_notification");
+    if (request_id) append_request_id(out, *request_id);
+    out.append(R"(,"source":)");
+    append_json_string(out, source);
+    out.append(R"(,"method":)");
+    append_json_string(out, method);
+    out.append(R"(,"params":)");
+    out.append(params_json);
+    out.append("}\n");
 }
 
 } // namespace meith::protocol

@@ -41,6 +41,9 @@ enum class frame_type {
     grant,
     revoke,
     list_grants,
+    // MCP families beyond tools (docs/protocol.md §17)
+    mcp_request,
+    client_response,
     other
 };
 
@@ -58,6 +61,19 @@ struct client_frame {
     std::optional<std::string_view> agent;
     /// hello: `"subscribe"` names `"tools_changed"` (docs/protocol.md §3).
     bool subscribe_tools_changed = false;
+    /// hello: `"subscribe"` names `"mcp_notifications"`: resources and prompts list_changed,
+    /// resources/updated of subscribed URIs and servers' log messages (docs/protocol.md §17).
+    bool subscribe_mcp = false;
+    /// hello: `"capabilities"`, an MCP ClientCapabilities object (sampling, elicitation, roots)
+    /// the client answers client_request frames for (docs/protocol.md §17).
+    std::optional<simdjson::dom::object> client_capabilities;
+    // mcp_request: `method` and `params` (an object; {} when absent)
+    std::string_view mcp_method;
+    std::optional<simdjson::dom::object> mcp_params;
+    // client_response: `clientRequestId` and exactly one of `result` (object) / `error` (object)
+    std::string_view client_request_id;
+    std::optional<simdjson::dom::object> response_result;
+    std::optional<simdjson::dom::object> response_error;
     std::optional<std::string> error; ///< PROTOCOL_ERROR message
     // list_tools only
     std::string_view list_format; ///< `format` when given (a string; checked by the router)
@@ -66,7 +82,10 @@ struct client_frame {
     bool has_models = false; ///< `models` given: an array (strings or objects), for get_tags
     simdjson::dom::array models;
     // tool_call (and preview_tool_call)
-    std::string_view tool_name;   ///< when a string (also on refused frames, for the audit)
+    std::string_view tool_name; ///< when a string (also on refused frames, for the audit)
+    /// tool_call: `traceparent`, a W3C trace context (version-traceid-parentid-flags, lowercase
+    /// hex, 55 characters; W3C Trace Context §3.2); "" when absent.
+    std::string_view traceparent;
     std::string_view source_name; ///< restart_source: the source's `name`
     bool has_arguments = false;   ///< `arguments` was present, of any type
     /// When `call_error` is empty: an object, or a string (text-payload tools, §13).
@@ -178,5 +197,23 @@ void append_tool_preview(std::string& out, std::string_view request_id, std::str
 /// `tools_changed` whenever the set of tools or their descriptors changed (docs/protocol.md
 /// §3). Coalesced: one per I/O turn at most.
 void append_tools_changed(std::string& out);
+
+/// `{"type":"mcp_result","protocol":1,"requestId"?,"result":<object>}` when `ok`, else
+/// `…,"error":<JSON-RPC error object>}` (docs/protocol.md §17).
+void append_mcp_result(std::string& out, std::optional<std::string_view> request_id, bool ok,
+                       std::string_view json);
+
+/// `{"type":"client_request","protocol":1,"requestId":<the call's>,"clientRequestId",
+/// "method","params":<object>}`: a server's request to the client that made call
+/// `request_id` (sampling, elicitation, roots; docs/protocol.md §17).
+void append_client_request(std::string& out, std::string_view request_id,
+                           std::string_view client_request_id, std::string_view method,
+                           std::string_view params_json);
+
+/// `{"type":"mcp_notification","protocol":1,"source","method","params":<object>}` plus
+/// `"requestId"` when it belongs to a call (docs/protocol.md §17).
+void append_mcp_notification(std::string& out, std::string_view source, std::string_view method,
+                             std::string_view params_json,
+                             std::optional<std::string_view> request_id = std::nullopt);
 
 } // namespace meith::protocol

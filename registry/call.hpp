@@ -26,10 +26,34 @@ namespace meith::registry {
 struct tool;
 class registry;
 
+/// A JSON-RPC answer passed through unchanged (docs/protocol.md §17): a `result` object when
+/// `ok`, else an error object `{"code","message","data"?}`.
+struct mcp_answer {
+    bool ok = false;
+    std::string json;
+};
+/// An error answer `{"code":code,"message":message}` (message escaped).
+mcp_answer mcp_error(int code, std::string_view message);
+
 /// Where a call's events and result go: the client connection that made it.
 class call_sink {
   public:
     virtual ~call_sink() = default;
+    /// A server's request (sampling/createMessage, elicitation/create, roots/list) to the
+    /// client that made call `request_id`, as a client_request frame (docs/protocol.md §17).
+    /// False, without calling `done`, when that client's hello did not declare the capability
+    /// the method needs; otherwise `done` runs exactly once (the client's answer, or an error
+    /// when it leaves first).
+    virtual bool ask_client(std::string_view request_id, std::string_view method,
+                            std::string_view params_json, std::function<void(mcp_answer)> done) {
+        (void)request_id, (void)method, (void)params_json, (void)done;
+        return false;
+    }
+    /// A server's notification that belongs to call `request_id` (elicitation/complete).
+    virtual void notify_client(std::string_view request_id, std::string_view source,
+                               std::string_view method, std::string_view params_json) {
+        (void)request_id, (void)source, (void)method, (void)params_json;
+    }
     /// A tool_event's `event` object (JSON text) for call `request_id`.
     virtual void on_tool_event(std::string_view request_id, std::string_view event_json) = 0;
     /// The call's one result; after this the call is gone.
@@ -81,9 +105,12 @@ class call : public std::enable_shared_from_this<call> {
     std::string claimed_caller; ///< the raw clientInfo.caller claim ("" when none)
     std::string agent;          ///< clientInfo.agent: who acts through the client ("" when none,
                                 ///< docs/protocol.md §10)
-    std::string tool_name;      ///< as requested
-    std::string args_json;      ///< the arguments object, minified JSON text
-    std::string args_summary;   ///< its redacted audit summary, made at dispatch
+    /// W3C trace context (`traceparent`, 55 characters) the client passed: audited and given
+    /// to an MCP source in the call's _meta (docs/protocol.md §17). "" when none.
+    std::string traceparent;
+    std::string tool_name;              ///< as requested
+    std::string args_json;              ///< the arguments object, minified JSON text
+    std::string args_summary;           ///< its redacted audit summary, made at dispatch
     std::shared_ptr<const tool> target; ///< null when the tool is unknown
     std::uint64_t timeout_ms = 0;
     bool result_model = false;   ///< add modelContent to the result (docs/protocol.md §13)
@@ -99,6 +126,19 @@ class call : public std::enable_shared_from_this<call> {
 
     /// Forwards one event (JSON text of the `event` object) unless the call is resolved.
     void emit(std::string_view event_json);
+
+    /// call_sink::ask_client for this call; false when it is resolved or the client lacks the
+    /// capability.
+    bool ask_client(std::string_view method, std::string_view params_json,
+                    std::function<void(mcp_answer)> done) {
+        return !resolved_ && sink_ &&
+               sink_->ask_client(request_id, method, params_json, std::move(done));
+    }
+    /// call_sink::notify_client for this call, unless it is resolved.
+    void notify_client(std::string_view source, std::string_view method,
+                       std::string_view params_json) {
+        if (!resolved_ && sink_) sink_->notify_client(request_id, source, method, params_json);
+    }
 
     /// Resolves the call: the first resolution wins, later ones are ignored. Runs the
     /// source's abandon hook when the result did not come from the tool. A result from the

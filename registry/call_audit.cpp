@@ -26,6 +26,7 @@ struct record {
     permissions::caller caller = permissions::caller::plugin;
     std::string_view claimed_caller; ///< "": null
     std::string_view agent;          ///< "": null
+    std::string_view traceparent;    ///< W3C trace context; written only when set
     std::optional<std::string_view> tool_name;
     const tool* target = nullptr; ///< source and capabilities
     std::optional<bool> allow;    ///< the decision
@@ -66,6 +67,10 @@ void write_record(audit::audit_trail& trail, const record& r) {
                                                         : std::optional(r.claimed_caller));
     l.append(R"(,"agent":)"sv);
     append_redacted_or_null(l, r.agent.empty() ? std::nullopt : std::optional(r.agent));
+    if (!r.traceparent.empty()) {
+        l.append(R"(,"traceparent":)"sv);
+        append_json_string(l, r.traceparent);
+    }
     l.append(R"(,"toolName":)"sv);
     append_redacted_or_null(l, r.tool_name);
     l.append(R"(,"source":)"sv);
@@ -192,6 +197,7 @@ void write_call_audit(audit::audit_trail& trail, const call& c, const protocol::
     rec.caller = c.caller;
     rec.claimed_caller = c.claimed_caller;
     rec.agent = c.agent;
+    rec.traceparent = c.traceparent;
     rec.tool_name = c.tool_name;
     rec.target = c.target.get();
     if (c.decided) {

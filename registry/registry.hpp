@@ -29,6 +29,7 @@
 #include "registry/approvals.hpp"
 #include "registry/call.hpp"
 #include "registry/call_audit.hpp"
+#include "registry/mcp_gateway.hpp"
 #include "registry/tool_source.hpp"
 #include "registry/tool_table.hpp"
 
@@ -174,6 +175,10 @@ class registry {
                       std::function<void(preview)> done) const;
     /// Sources configured (the built-in one included), whatever their state.
     std::size_t source_count() const { return sources_.size(); }
+    /// The sources, in config order (the built-in one first).
+    const std::vector<std::shared_ptr<tool_source>>& sources() const { return sources_; }
+    /// MCP's families beyond tools across the MCP sources (docs/protocol.md §17).
+    mcp_gateway& mcp() { return mcp_; }
 
     /// Calls `fn` after the set of tools or their descriptors changed (a source registered,
     /// re-listed or removed, a source's state, a new policy): at most once per I/O turn, after
@@ -233,6 +238,8 @@ class registry {
     std::size_t unsettled_ = 0;
     bool started_ = false;
     std::function<void()> on_ready_;
+
+    mcp_gateway mcp_{*this};
 
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); ///< for posted handlers
 };

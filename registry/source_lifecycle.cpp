@@ -36,6 +36,10 @@ void registry::start(std::function<void()> on_ready) {
         on_lifecycle(src, event, details);
     };
     events.descriptors_changed = [this](tool_source&) { tools_.invalidate(); };
+    events.mcp_notification = [this](tool_source& src, std::string_view method,
+                                     std::string_view params) {
+        mcp_.on_notification(src, method, params);
+    };
     events_ = events;
     if (sources_.empty()) {
         started_ = true;
@@ -123,6 +127,7 @@ bool registry::remove_source(std::string_view name) {
     if (it == sources_.end()) return false;
     tool_source* src = it->get();
     tools_.remove_source(*src);
+    mcp_.forget(*src);
     retiring_.push_back(std::move(*it));
     sources_.erase(it);
     src->stop(std::chrono::milliseconds(cfg_.tools.kill_grace_ms), [this, src] {

@@ -74,6 +74,29 @@ struct source_events {
         lifecycle;
     /// What the source's tools look like changed without new tools (a host's tags learned).
     std::function<void(tool_source&)> descriptors_changed;
+    /// An MCP server's notification beyond tools (resources/updated, resources and prompts
+    /// list_changed, message) with its params object, for the gateway (docs/protocol.md §17).
+    std::function<void(tool_source&, std::string_view method, std::string_view params_json)>
+        mcp_notification;
+};
+
+/// What an MCP source offers beyond tools (docs/protocol.md §17): requests forwarded to its
+/// server unchanged. Sources of other kinds have none.
+class mcp_peer {
+  public:
+    virtual ~mcp_peer() = default;
+    /// Whether the server's initialize result declared `capability`: "resources",
+    /// "resources.subscribe", "prompts", "completions" or "logging". False until initialized.
+    virtual bool offers(std::string_view capability) const = 0;
+    /// Sends request `method` with `params_json` (an object) and hands `done` the server's
+    /// answer unchanged; an error answer (-32603) when it is not running, fails to send or
+    /// exits first. Runs `done` exactly once, maybe before returning.
+    virtual void forward(std::string_view method, std::string params_json,
+                         std::function<void(mcp_answer)> done) = 0;
+    /// The capabilities reading a resource, getting a prompt or asking for a completion of
+    /// this source has, for the permission decision (`resource_capabilities`, default
+    /// read-only; docs/configuration.md).
+    virtual permissions::capability_set resource_capabilities() const = 0;
 };
 
 /// Sources are owned by shared_ptr (the registry, and every tool they registered).
@@ -87,6 +110,8 @@ class tool_source : public std::enable_shared_from_this<tool_source> {
         return none;
     }
     virtual source_state state() const = 0;
+    /// Its kind as `meith sources` and ToolDescriptors name it: builtin, host, exec, mcp.
+    virtual std::string_view kind() const { return {}; }
     /// Starts asynchronously; reports through `events`.
     virtual void start(source_events events) = 0;
     /// Runs `c` against tool `t` of this source; must end in `c->resolve` unless abandoned.
@@ -141,6 +166,8 @@ class tool_source : public std::enable_shared_from_this<tool_source> {
         (void)remote_name;
         return {};
     }
+    /// The source's MCP families beyond tools, or null (every kind but `mcp`).
+    virtual mcp_peer* mcp() { return nullptr; }
     virtual std::string sandbox_hint(std::string_view error_text) const {
         (void)error_text;
         return {};

@@ -181,6 +181,9 @@ void tool_table::render(std::string& out, permissions::caller who,
             out.append("null");
         out.append(R"(,"source":)");
         append_json_string(out, t->source->name());
+        out.append(R"(,"sourceKind":")");
+        out.append(t->source->kind());
+        out.push_back('"');
         out.append(R"(,"available":)");
         out.append(t->source->state() == source_state::failed ? "false" : "true");
         out.append(R"(,"permission":")");

@@ -8,6 +8,7 @@ namespace {
 /// result itself, which makes it the transport benchmark's reference tool.
 class builtin_source final : public tool_source {
   public:
+    std::string_view kind() const override { return "builtin"; }
     const std::string& name() const override { return name_; }
     source_state state() const override { return state_; }
 

@@ -122,6 +122,7 @@ permissions::capability_set declared_caps(const config::source_config& cfg) {
 /// One-shot mode: a process per call, no child between calls.
 class exec_oneshot_source final : public tool_source {
   public:
+    std::string_view kind() const override { return "exec"; }
     exec_oneshot_source(asio::any_io_executor ex, child_reaper& reaper,
                         const config::source_config& cfg, const config::config& whole)
         : ex_(std::move(ex)), reaper_(reaper), cfg_(cfg), whole_(whole),

@@ -50,12 +50,54 @@ spdlog::level::level_enum log_level_of(std::string_view level) {
     return spdlog::level::info;
 }
 
-class mcp_source final : public child_source {
+class mcp_source final : public child_source, public mcp_peer {
   public:
     mcp_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                const config::config& whole)
         : child_source(std::move(ex), reaper, cfg, whole, "MCP server '" + cfg.name + "'", "mcp",
-                       "{}", started_with(cfg), rpc_dialect::jsonrpc, make_policy(cfg, whole)) {}
+                       "{}", started_with(cfg), rpc_dialect::jsonrpc, make_policy(cfg, whole)),
+          resource_caps_(permissions::capability_set_from(cfg.resource_capabilities)) {}
+
+    // ---- mcp_peer: the families beyond tools (docs/protocol.md §17) -------------------------
+
+    mcp_peer* mcp() override { return this; }
+
+    bool offers(std::string_view capability) const override {
+        if (!ready_) return false;
+        if (capability == "resources") return server_caps_.resources;
+        if (capability == "resources.subscribe") return server_caps_.subscribe;
+        if (capability == "prompts") return server_caps_.prompts;
+        if (capability == "completions") return server_caps_.completions;
+        if (capability == "logging") return server_caps_.logging;
+        return false;
+    }
+
+    permissions::capability_set resource_capabilities() const override { return resource_caps_; }
+
+    void forward(std::string_view method, std::string params_json,
+                 std::function<void(mcp_answer)> done) override {
+        if (!ready_)
+            return done(mcp_error(
+                -32603, fmt::format("{} is not running ({})", label_, to_string(state()))));
+        auto shared = std::make_shared<std::function<void(mcp_answer)>>(std::move(done));
+        rpc_peer::callbacks cb;
+        cb.on_message = [shared](simdjson::dom::object msg, bool) {
+            simdjson::dom::element v;
+            if (msg["result"].get(v) == simdjson::SUCCESS && v.is_object())
+                (*shared)(mcp_answer{true, simdjson::minify(v)});
+            else if (msg["error"].get(v) == simdjson::SUCCESS && v.is_object())
+                (*shared)(mcp_answer{false, simdjson::minify(v)});
+            else
+                (*shared)(mcp_error(-32603, "the MCP server's answer has neither a result "
+                                            "object nor an error object"));
+        };
+        cb.on_failure = [shared, label = label_](rpc_failure, const std::string& how) {
+            (*shared)(mcp_error(-32603, fmt::format("{} did not answer: {}", label,
+                                                    how.empty() ? "it stopped" : how)));
+        };
+        if (!peer_.request(method, params_json, std::move(cb)))
+            (*shared)(mcp_error(-32603, fmt::format("{} is not accepting requests", label_)));
+    }
 
     std::string capabilities_hint(std::string_view remote_name) const override {
         return fmt::format(
@@ -74,7 +116,11 @@ class mcp_source final : public child_source {
         return p;
     }
 
-    void on_spawn() override { send_initialize(); }
+    void on_spawn() override {
+        ++spawns_;
+        server_caps_ = {};
+        send_initialize();
+    }
     std::size_t tool_count() const override { return tool_names_.size(); }
 
     void append_status(std::string& out) const override {
@@ -93,7 +139,7 @@ class mcp_source final : public child_source {
         rpc_peer::callbacks cb;
         cb.on_message = [this](simdjson::dom::object msg, bool) { on_initialized(msg); };
         cb.on_failure = [](rpc_failure, const std::string&) {}; // the exit handler decides
-        if (!peer_.request("initialize", mcp::initialize_params(MEITH_VERSION), std::move(cb)))
+        if (!peer_.request("initialize", mcp::initialize_params(MEITH_VERSION, cfg_.forward_roots), std::move(cb)))
             proc_.fail_start("could not send initialize");
     }
 
@@ -114,6 +160,7 @@ class mcp_source final : public child_source {
             return;
         }
         revision_ = std::move(n.revision);
+        server_caps_ = read_capabilities(result);
         spdlog::info("{}: initialized, protocol revision {}", label_, revision_);
         peer_.notify("notifications/initialized", "{}");
         start_listing();
@@ -254,7 +301,8 @@ class mcp_source final : public child_source {
             c->resolve(request_failed(failure, how));
         };
         const auto id = peer_.request(
-            "tools/call", mcp::call_params(t.remote_name, c->args_json, token), std::move(cb));
+            "tools/call", mcp::call_params(t.remote_name, c->args_json, token, c->traceparent),
+            std::move(cb));
         if (!id) {
             c->resolve(tool_result::failure(error_code::tool_failed,
                                             fmt::format("{} is not accepting requests", label_)));
@@ -282,7 +330,81 @@ class mcp_source final : public child_source {
                                             "JSON-RPC response has neither result nor error"));
     }
 
+    /// What the server's initialize result declares (server capabilities, lifecycle).
+    struct server_capabilities {
+        bool resources = false, subscribe = false, prompts = false, completions = false,
+             logging = false;
+    };
+    static server_capabilities read_capabilities(simdjson::dom::element result) {
+        server_capabilities c;
+        simdjson::dom::object caps, res;
+        if (result["capabilities"].get_object().get(caps) != simdjson::SUCCESS) return c;
+        simdjson::dom::element v;
+        c.resources = caps["resources"].get(v) == simdjson::SUCCESS && v.is_object();
+        bool sub = false;
+        if (c.resources && caps["resources"].get_object().get(res) == simdjson::SUCCESS &&
+            res["subscribe"].get_bool().get(sub) == simdjson::SUCCESS)
+            c.subscribe = sub;
+        c.prompts = caps["prompts"].get(v) == simdjson::SUCCESS && v.is_object();
+        c.completions = caps["completions"].get(v) == simdjson::SUCCESS && v.is_object();
+        c.logging = caps["logging"].get(v) == simdjson::SUCCESS && v.is_object();
+        return c;
+    }
+
     // ---- the server's own requests and notifications ----------------------------------------
+
+    /// The call a server's request or notification belongs to: stdio carries no link between
+    /// them, so it is the newest call in flight on this server when every call in flight is
+    /// one client's (docs/protocol.md §17); null, with `why`, otherwise.
+    call_ptr owning_call(std::string& why) const {
+        call_ptr newest;
+        std::uint64_t newest_token = 0;
+        for (const auto& [token, c] : progress_) {
+            if (newest && c->session_id != newest->session_id) {
+                why = "calls of more than one client are in flight on this server, so meithd "
+                      "cannot tell whose call asks";
+                return nullptr;
+            }
+            if (!newest || token > newest_token) {
+                newest = c;
+                newest_token = token;
+            }
+        }
+        if (!newest) why = "no call is in flight on this server";
+        return newest;
+    }
+
+    /// sampling/createMessage, elicitation/create, roots/list: to the client of the call in
+    /// flight when it declared the capability; roots/list otherwise gets the source's cwd.
+    void forward_to_client(const std::string& id_json, std::string_view method,
+                           std::string params_json) {
+        std::string why;
+        auto c = owning_call(why);
+        const auto gen = spawns_;
+        auto answer = [this, id_json, gen, alive = std::weak_ptr<bool>(alive_)](mcp_answer a) {
+            if (!alive.lock() || gen != spawns_) return; // that child is gone
+            if (a.ok)
+                peer_.reply(id_json, a.json);
+            else
+                peer_.reply_error_object(id_json, a.json);
+        };
+        if (c && c->ask_client(method, params_json, answer)) return;
+        if (method == "roots/list") return answer(mcp_answer{true, own_roots()});
+        if (c) why = "the client that made the call did not declare the capability";
+        const std::string shown(mcp::cut_utf8(method, 200));
+        spdlog::info("{}: refused its request {}: {}", label_,
+                     audit::default_redactor().redact_text(shown), why);
+        peer_.reply_error(
+            id_json, -32601,
+            fmt::format("meithd cannot forward {}: {} (docs/protocol.md §17)", shown, why));
+    }
+
+    std::string own_roots() const {
+        // current_path() throws when meithd's folder was removed: ask, never throw here.
+        std::error_code ec;
+        const auto dir = cfg_.cwd.empty() ? std::filesystem::current_path(ec) : cfg_.cwd;
+        return ec ? std::string(R"({"roots":[]})") : mcp::roots_result(dir);
+    }
 
     void on_incoming(simdjson::dom::object msg) override {
         std::string_view method;
@@ -291,34 +413,46 @@ class mcp_source final : public child_source {
             return;
         }
         simdjson::dom::element id;
-        if (msg["id"].get(id) == simdjson::SUCCESS) {
-            answer_request(simdjson::minify(id), method);
-            return;
-        }
         simdjson::dom::object params;
         const bool has_params = msg["params"].get_object().get(params) == simdjson::SUCCESS;
+        if (msg["id"].get(id) == simdjson::SUCCESS) {
+            answer_request(simdjson::minify(id), method,
+                           has_params ? simdjson::minify(params) : std::string("{}"));
+            return;
+        }
         if (method == "notifications/progress" && has_params) {
             on_progress(params);
         } else if (method == "notifications/tools/list_changed") {
             on_list_changed();
         } else if (method == "notifications/message" && has_params) {
             on_log(params);
+            if (events_.mcp_notification)
+                events_.mcp_notification(*this, method, simdjson::minify(params));
+        } else if ((method == "notifications/resources/updated" ||
+                    method == "notifications/resources/list_changed" ||
+                    method == "notifications/prompts/list_changed") &&
+                   events_.mcp_notification) {
+            events_.mcp_notification(*this, method,
+                                     has_params ? simdjson::minify(params) : std::string("{}"));
+        } else if (method == "notifications/elicitation/complete" && has_params) {
+            std::string why;
+            if (auto c = owning_call(why))
+                c->notify_client(cfg_.name, method, simdjson::minify(params));
         } else {
             spdlog::debug("{}: notification {} ignored", label_,
                           audit::default_redactor().redact_text(mcp::cut_utf8(method, 200)));
         }
     }
 
-    void answer_request(const std::string& id_json, std::string_view method) {
+    void answer_request(const std::string& id_json, std::string_view method,
+                        std::string params_json) {
         if (method == "ping") {
             peer_.reply(id_json, "{}");
-        } else if (method == "roots/list") {
-            // current_path() throws when meithd's folder was removed: ask, never throw here.
-            std::error_code ec;
-            const auto dir = cfg_.cwd.empty() ? std::filesystem::current_path(ec) : cfg_.cwd;
-            peer_.reply(id_json, ec ? std::string(R"({"roots":[]})") : mcp::roots_result(dir));
+        } else if (method == "roots/list" || method == "sampling/createMessage" ||
+                   method == "elicitation/create") {
+            forward_to_client(id_json, method, std::move(params_json));
         } else {
-            // sampling/createMessage, elicitation/create and the rest: meithd offers none.
+            // Anything else (tasks/*, a newer revision's requests): meithd offers none.
             spdlog::info("{}: refused its request {} (meithd does not offer it)", label_,
                          audit::default_redactor().redact_text(mcp::cut_utf8(method, 200)));
             peer_.reply_error(id_json, -32601,
@@ -369,6 +503,10 @@ class mcp_source final : public child_source {
     std::vector<tool_definition> listed_; ///< the walk's tools so far
     std::set<std::string> tool_names_;    ///< registered (prefixed) names
     std::string revision_;                ///< negotiated protocol revision
+    server_capabilities server_caps_;     ///< what this child's initialize result declared
+    permissions::capability_set resource_caps_;
+    std::uint64_t spawns_ = 0; ///< children started: an answer for an earlier one is dropped
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
     std::uint64_t next_token_ = 0;
     /// Calls in flight by progress token (tokens are meithd's own, 1, 2, …).
     std::unordered_map<std::uint64_t, call_ptr> progress_;

@@ -15,10 +15,16 @@ using protocol::append_json_string;
 using protocol::error_code;
 using protocol::tool_result;
 
-std::string initialize_params(std::string_view version) {
+std::string initialize_params(std::string_view version, bool roots) {
     std::string out = R"({"protocolVersion":)";
     append_json_string(out, protocol_revisions.front());
-    out += R"(,"capabilities":{},"clientInfo":{"name":"meithd","version":)";
+    // meithd forwards sampling, elicitation and roots requests to the client of the call that
+    // caused them (docs/protocol.md §17): offered here, refused per request when that client
+    // did not declare them.
+    out += R"(,"capabilities":{)";
+    if (roots) out += R"("roots":{},)";
+    out += R"("sampling":{"context":{},"tools":{}},"elicitation":{"form":{},"url":{}}},)"
+           R"("clientInfo":{"name":"meithd","version":)";
     append_json_string(out, version);
     out += "}}";
     return out;
@@ -114,22 +120,40 @@ std::optional<tool_definition> definition_of(simdjson::dom::element item,
     d.capabilities = tool_capabilities(cfg, d.name, item);
     if (auto it = cfg.timeout_ms.find(d.name); it != cfg.timeout_ms.end())
         d.timeout_ms = it->second;
-    if (item["title"].get(v) == simdjson::SUCCESS && v.is_string())
-        append_member(d.extra_descriptor_json, "title", simdjson::minify(v));
-    if (item["annotations"].get(v) == simdjson::SUCCESS && v.is_object())
-        append_member(d.extra_descriptor_json, "annotations", simdjson::minify(v));
-    if (item["outputSchema"].get(v) == simdjson::SUCCESS && v.is_object())
-        append_member(d.extra_descriptor_json, "outputSchema", simdjson::minify(v));
+    // The Tool's other members, verbatim (server/tools "Tool"); members meith's descriptor
+    // owns (capabilities, permission, ...) are never taken from the server.
+    static constexpr std::array<std::pair<std::string_view, bool>, 6> verbatim{{
+        {"title", true},
+        {"annotations", false},
+        {"outputSchema", false},
+        {"execution", false},
+        {"icons", false},
+        {"_meta", false},
+    }};
+    for (const auto& [key, is_string] : verbatim) {
+        if (item[key].get(v) != simdjson::SUCCESS) continue;
+        const bool ok = is_string ? v.is_string() : key == "icons" ? v.is_array() : v.is_object();
+        if (ok) append_member(d.extra_descriptor_json, key, simdjson::minify(v));
+    }
     return d;
 }
 
-std::string call_params(std::string_view name, std::string_view args_json, std::uint64_t token) {
+std::string call_params(std::string_view name, std::string_view args_json, std::uint64_t token,
+                        std::string_view traceparent, std::string_view envelope_members) {
     std::string out = R"({"name":)";
     append_json_string(out, name);
     out += R"(,"arguments":)";
     out += args_json;
     out += R"(,"_meta":{"progressToken":)";
     protocol::append_uint(out, token);
+    if (!traceparent.empty()) {
+        out += R"(,"traceparent":)";
+        append_json_string(out, traceparent);
+    }
+    if (!envelope_members.empty()) {
+        out += ',';
+        out += envelope_members;
+    }
     out += "}}";
     return out;
 }

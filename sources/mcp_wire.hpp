@@ -28,10 +28,11 @@ namespace meith::registry::mcp {
 inline constexpr std::array<std::string_view, 4> protocol_revisions{"2025-11-25", "2025-06-18",
                                                                     "2025-03-26", "2024-11-05"};
 
-/// Params of the `initialize` request: the newest revision, no client capabilities (meithd
-/// offers no sampling, elicitation or roots; see docs/protocol.md §7) and
+/// Params of the `initialize` request: the newest revision, the client capabilities sampling
+/// (with tools), elicitation (form and url) and, when `roots`, roots — which meithd forwards
+/// to the client of the call in flight (docs/protocol.md §17) — and
 /// `clientInfo {"name":"meithd","version":version}`.
-std::string initialize_params(std::string_view version);
+std::string initialize_params(std::string_view version, bool roots = false);
 
 /// The outcome of version negotiation (lifecycle "Version Negotiation"): the revision the
 /// server answered in its `initialize` result, or why the start fails.
@@ -63,13 +64,17 @@ std::vector<std::string> tool_capabilities(const config::source_config& cfg, std
 
 /// One `tools/list` item as a tool_definition: name (unprefixed), description, inputSchema
 /// (`{"type":"object"}` when absent), capabilities as above, the table's timeout, and as extra
-/// descriptor members `title` (string), `annotations` and `outputSchema` (objects) when given.
+/// descriptor members, verbatim when given: `title` (string), `annotations`, `outputSchema`,
+/// `execution`, `_meta` (objects) and `icons` (array).
 /// nullopt, with `why` set, for an item without a non-empty string name.
 std::optional<tool_definition> definition_of(simdjson::dom::element item,
                                              const config::source_config& cfg, std::string& why);
 
-/// Params of a `tools/call` request: {"name","arguments","_meta":{"progressToken":token}}.
-std::string call_params(std::string_view name, std::string_view args_json, std::uint64_t token);
+/// Params of a `tools/call` request: {"name","arguments","_meta":{"progressToken":token}},
+/// plus `traceparent` in _meta when given (W3C Trace Context, MCP SEP-414) and the 2026-07-28
+/// envelope's members (JSON members without braces) when given.
+std::string call_params(std::string_view name, std::string_view args_json, std::uint64_t token,
+                        std::string_view traceparent = {}, std::string_view envelope_members = {});
 
 /// Params of `notifications/cancelled`: {"requestId":id,"reason":reason}.
 std::string cancelled_params(std::uint64_t request_id, std::string_view reason);

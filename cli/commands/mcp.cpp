@@ -1,4 +1,12 @@
-// mcp_bridge: `meith mcp` — the registry as an MCP server on stdio (docs/protocol.md §10).
+// mcp_bridge: `meith mcp` — the registry as an MCP server on stdio (docs/protocol.md §10, §17).
+//
+// Every MCP family is passed through: tools as list_tools/tool_call frames; resources, prompts,
+// completions and logging as mcp_request frames; the servers' own requests (sampling,
+// elicitation, roots) arrive as client_request frames and go to the client as JSON-RPC
+// requests (2025-11-25) or as an `input_required` result answered on the retry (2026-07-28);
+// notifications as mcp_notification frames. Both revisions are spoken, chosen per client: an
+// `initialize` gives 2025-11-25 or older; `server/discover` or a request carrying the
+// 2026-07-28 `_meta` envelope gives 2026-07-28 (subscriptions/listen for notifications).
 //
 // One JSON-RPC 2.0 message a line on stdin and stdout (MCP stdio transport), nothing else on
 // stdout, logs on stderr. Each MCP request becomes socket frames to meithd on one connection
@@ -9,6 +17,7 @@
 // it never hangs.
 #include "cli/autostart.hpp"
 #include "cli/commands.hpp"
+#include "cli/commands/mcp_shapes.hpp"
 #include "cli/discovery.hpp"
 #include "cli/session.hpp"
 
@@ -29,9 +38,7 @@ namespace meith::cli {
 
 namespace {
 
-/// MCP revisions this bridge speaks, newest first (docs/protocol.md §10).
-constexpr std::array<std::string_view, 4> revisions = {"2025-11-25", "2025-06-18", "2025-03-26",
-                                                       "2024-11-05"};
+namespace shapes = mcp_shapes;
 constexpr std::size_t page_size = 500;     ///< tools per tools/list page (docs/protocol.md §10)
 constexpr std::size_t max_line = 64 << 20; ///< longest stdin message accepted
 
@@ -124,19 +131,29 @@ class bridge {
     }
 
     // ---- the daemon -----------------------------------------------------------------------
+    // ---- the daemon -----------------------------------------------------------------------
 
-    /// Connects and says hello (subscribed to tools_changed); false, with down_ set, if not.
+    /// The hello frame: subscribed to tools_changed and MCP notifications, declaring the
+    /// client's capabilities so meithd forwards servers' requests it can answer (§17).
+    json hello_frame(const std::string& id) const {
+        json client{{"name", "meith mcp"}, {"caller", caller_}};
+        if (!agent_.empty()) client["agent"] = agent_;
+        return {{"type", "hello"},
+                {"protocol", 1},
+                {"requestId", id},
+                {"clientInfo", std::move(client)},
+                {"subscribe", {"tools_changed", "mcp_notifications"}},
+                {"capabilities", client_caps_}};
+    }
+
+    /// Connects and says hello; false, with down_ set, if not.
     bool connect() {
         if (conn_) return true;
         try {
             daemon_connection dc = connect_daemon(opts_);
             protocol::client_channel ch = std::move(dc.channel);
             const std::string id = ids_.next();
-            ch.send_frame(compact(json{{"type", "hello"},
-                                       {"protocol", 1},
-                                       {"requestId", id},
-                                       {"clientInfo", {{"name", "meith mcp"}, {"caller", caller_}}},
-                                       {"subscribe", {"tools_changed"}}}));
+            ch.send_frame(compact(hello_frame(id)));
             await_reply(ch, id, "hello_result");
             conn_ = std::move(ch);
             return true;
@@ -149,15 +166,26 @@ class bridge {
         return false;
     }
 
+    /// The client's capabilities changed (initialize, or a 2026-07-28 request's envelope): a
+    /// new hello tells meithd (its reply is not waited for).
+    void set_client(const json& caps, const json* info) {
+        if (info != nullptr && info->is_object())
+            if (auto name = get_string(*info, "name")) agent_ = *name;
+        if (caps.is_object() && caps == client_caps_) return;
+        client_caps_ = caps.is_object() ? caps : json::object();
+        if (conn_) send_to_daemon(hello_frame(ids_.next()));
+    }
+
     void daemon_gone(const std::string& why) {
         fmt::print(stderr, "meith mcp: {}\n", why);
         conn_.reset();
         down_ = why + (autostart_enabled(opts_) ? "; the next request starts it again"
                                                 : "; start it again with: meithd");
         for (auto& [rid, p] : pending_)
-            if (!p.cancelled) send_error(p.mcp_id, internal_error, down_);
+            if (!p.cancelled && !p.mcp_id.is_null()) send_error(p.mcp_id, internal_error, down_);
         pending_.clear();
         by_mcp_id_.clear();
+        to_daemon_request_.clear();
     }
 
     /// Sends `frame`; on failure the daemon is gone and the request answered with an error.
@@ -171,23 +199,29 @@ class bridge {
         }
     }
 
+    enum class kind { list_tools, call, mcp };
     struct pending {
-        json mcp_id;
-        bool is_call = false;
-        std::size_t offset = 0;     ///< tools/list: the page's first tool
+        json mcp_id; ///< null: nobody waits (a listen's subscribe; a 2026 call between rounds)
+        kind k = kind::call;
+        std::string method;         ///< mcp: the MCP method
+        std::size_t offset = 0;     ///< tools/list and the other lists: the page's first item
         json progress_token;        ///< tools/call: null when the client asked for no progress
         std::uint64_t progress = 0; ///< events counted, for events that carry no progress
         bool cancelled = false;     ///< the client cancelled: its answer is not sent (MCP spec)
+        bool modern = false;        ///< asked in 2026-07-28: results carry resultType, _meta
+        // 2026-07-28 calls: servers' requests become an input_required result (§17)
+        json inputs = json::object();             ///< key → {method, params}, not yet asked
+        std::map<std::string, std::string> asked; ///< key → clientRequestId, asked
+        std::optional<json> final;                ///< the answer, while no request waits
     };
 
     void on_daemon_frame(const std::string& line) {
         const json f = json::parse(line, nullptr, false);
         if (!f.is_object()) return;
         const std::string type = get_string(f, "type").value_or("");
-        if (type == "tools_changed") {
-            notify("notifications/tools/list_changed", json::object());
-            return;
-        }
+        if (type == "tools_changed") return list_changed("notifications/tools/list_changed");
+        if (type == "mcp_notification") return on_mcp_notification(f);
+        if (type == "client_request") return on_client_request(f);
         const auto rid = get_string(f, "requestId");
         auto it = rid ? pending_.find(*rid) : pending_.end();
         if (it == pending_.end()) {
@@ -201,22 +235,120 @@ class bridge {
             if (!p.cancelled && !p.progress_token.is_null()) on_event(p, f.value("event", json()));
             return;
         }
+        json answer;
+        bool failed = false;
+        int code = internal_error;
+        json error_data;
+        std::string message;
+        if (type == "tools_list") {
+            answer = tools_page(f.value("tools", json::array()), p.offset);
+        } else if (type == "tool_result") {
+            bool unknown = false;
+            answer = shapes::call_result(f.value("result", json::object()), unknown, message);
+            if (unknown) failed = true, code = invalid_params;
+        } else if (type == "mcp_result") {
+            if (const json* e = get_field(f, "error"); e != nullptr && e->is_object()) {
+                failed = true;
+                code = e->value("code", internal_error);
+                message = get_string(*e, "message").value_or("error");
+                if (e->contains("data")) error_data = (*e)["data"];
+            } else {
+                answer = page_of(p.method, f.value("result", json::object()), p.offset);
+            }
+        } else if (type == "error") {
+            failed = true;
+            message = "meithd: " + get_string(f, "message").value_or("error");
+        } else {
+            return;
+        }
+        if (p.modern && !failed) shapes::mark_modern(answer, p.method);
+        if (p.mcp_id.is_null()) {
+            // A 2026-07-28 call between rounds keeps its answer for the retry.
+            if (p.k == kind::call && !p.asked.empty() && !failed)
+                p.final = std::move(answer);
+            else
+                pending_.erase(it);
+            return;
+        }
         const json mcp_id = p.mcp_id;
         const bool cancelled = p.cancelled;
         by_mcp_id_.erase(mcp_id.dump());
-        if (type == "tools_list") {
-            const std::size_t offset = p.offset;
-            pending_.erase(it);
-            send_result(mcp_id, tools_page(f.value("tools", json::array()), offset));
-        } else if (type == "tool_result") {
-            pending_.erase(it);
-            if (!cancelled) answer_call(mcp_id, f.value("result", json::object()));
-        } else if (type == "error") {
-            pending_.erase(it);
-            if (!cancelled)
-                send_error(mcp_id, internal_error,
-                           "meithd: " + get_string(f, "message").value_or("error"));
+        pending_.erase(it);
+        if (cancelled) return;
+        if (!failed) return send_result(mcp_id, std::move(answer));
+        json err{{"code", code}, {"message", message}};
+        if (!error_data.is_null()) err["data"] = error_data;
+        write_stdout(json{{"jsonrpc", "2.0"}, {"id", mcp_id}, {"error", std::move(err)}});
+    }
+
+    /// A list_changed for the client: as is (2025-11-25), or on each listen that asked for it.
+    void list_changed(std::string_view method) {
+        if (!modern_) return notify(method, json::object());
+        const std::string_view flag =
+            method == "notifications/tools/list_changed"     ? "toolsListChanged"
+            : method == "notifications/prompts/list_changed" ? "promptsListChanged"
+                                                             : "resourcesListChanged";
+        for (const auto& [key, l] : listens_)
+            if (l.notifications.value(std::string(flag), false))
+                notify(method, {{"_meta", {{std::string(shapes::subscription_id_key), l.id}}}});
+    }
+
+    void on_mcp_notification(const json& f) {
+        const std::string method = get_string(f, "method").value_or("");
+        json params = f.value("params", json::object());
+        if (method == "notifications/resources/list_changed" ||
+            method == "notifications/prompts/list_changed")
+            return list_changed(method);
+        if (!modern_) return notify(method, std::move(params));
+        if (method != "notifications/resources/updated") return; // 2026: no unsolicited messages
+        const std::string uri = get_string(params, "uri").value_or("");
+        for (const auto& [key, l] : listens_)
+            if (l.uris.count(uri)) {
+                json p = params;
+                p["_meta"] = {{std::string(shapes::subscription_id_key), l.id}};
+                notify(method, std::move(p));
+            }
+    }
+
+    /// A server's request for the client (sampling, elicitation, roots), through meithd.
+    void on_client_request(const json& f) {
+        const std::string crid = get_string(f, "clientRequestId").value_or("");
+        const std::string method = get_string(f, "method").value_or("");
+        json params = f.value("params", json::object());
+        auto it = pending_.find(get_string(f, "requestId").value_or(""));
+        if (it == pending_.end() || it->second.cancelled) {
+            send_to_daemon(
+                {{"type", "client_response"},
+                 {"protocol", 1},
+                 {"clientRequestId", crid},
+                 {"error", {{"code", internal_error}, {"message", "the call is over"}}}});
+            return;
         }
+        pending& p = it->second;
+        if (!p.modern) {
+            const std::string id = fmt::format("meith-{}", ++next_client_request_);
+            to_daemon_request_[id] = crid;
+            write_stdout(json{
+                {"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}});
+            return;
+        }
+        // 2026-07-28: the client takes no requests; the call answers input_required and the
+        // client's retry carries the answers (multi-round-trip requests).
+        p.inputs[crid] = {{"method", method}, {"params", std::move(params)}};
+        if (!p.mcp_id.is_null()) ask_inputs(it->first, p);
+    }
+
+    /// Answers the waiting request of call `rid` with input_required for its queued inputs.
+    void ask_inputs(const std::string& rid, pending& p) {
+        json result{
+            {"resultType", "input_required"}, {"inputRequests", p.inputs}, {"requestState", rid}};
+        shapes::mark_modern(result, "tools/call");
+        for (auto& [key, v] : p.inputs.items())
+            p.asked[key] = key;
+        p.inputs = json::object();
+        by_mcp_id_.erase(p.mcp_id.dump());
+        send_result(p.mcp_id, std::move(result));
+        p.mcp_id = json();
     }
 
     void on_event(pending& p, const json& event) {
@@ -264,74 +396,162 @@ class bridge {
         const bool has_id = msg.contains("id");
         const json id = msg.value("id", json());
         if (!msg.contains("method") || !msg["method"].is_string()) {
-            if (!has_id) return; // an answer to a request we never sent: nothing to do
+            if (!has_id) return;
+            if (msg.contains("result") || msg.contains("error")) return on_client_answer(msg);
             return send_error(id, invalid_request, "\"method\" must be a string");
         }
         if (has_id && !(id.is_string() || id.is_number_integer()))
             return send_error(nullptr, invalid_request, "\"id\" must be a string or an integer");
         const std::string method = msg["method"];
-        const json params = msg.value("params", json::object());
+        json params = msg.value("params", json::object());
         if (!has_id) return on_notification(method, params);
         if (!params.is_object())
             return send_error(id, invalid_params, "\"params\" must be an object");
+        const bool modern = read_envelope(id, params);
+        if (modern && params.is_null()) return; // refused: answered
         if (method == "initialize") return initialize(id, params);
+        if (method == "server/discover") return send_result(id, shapes::discover_result());
         if (method == "ping") return send_result(id, json::object());
-        if (method == "tools/list") return tools_list(id, params);
-        if (method == "tools/call") return tools_call(id, params);
+        if (method == "tools/list") return tools_list(id, params, modern);
+        if (method == "tools/call") return tools_call(id, params, modern);
+        if (method == "subscriptions/listen") return listen(id, params);
+        if (method == "resources/list" || method == "resources/templates/list" ||
+            method == "resources/read" || method == "resources/subscribe" ||
+            method == "resources/unsubscribe" || method == "prompts/list" ||
+            method == "prompts/get" || method == "completion/complete" ||
+            method == "logging/setLevel")
+            return mcp_request(id, method, std::move(params), modern);
         send_error(id, method_not_found, "method not found: " + method);
+    }
+
+    /// A 2026-07-28 request carries its version and the client's capabilities in
+    /// `_meta` (the envelope): read, taken out of `params`. True for such a request; an
+    /// unsupported version is answered -32022 and `params` set to null.
+    bool read_envelope(const json& id, json& params) {
+        json* meta =
+            params.contains("_meta") && params["_meta"].is_object() ? &params["_meta"] : nullptr;
+        const std::string vkey(shapes::protocol_version_key);
+        if (meta == nullptr || !meta->contains(vkey)) return false;
+        const json version = (*meta)[vkey];
+        if (!version.is_string() || version.get<std::string>() != shapes::modern_revision) {
+            write_stdout(json{
+                {"jsonrpc", "2.0"},
+                {"id", id},
+                {"error",
+                 {{"code", -32022},
+                  {"message", "Unsupported protocol version: " + compact(version)},
+                  {"data", {{"supported", {shapes::modern_revision}}, {"requested", version}}}}}});
+            params = json();
+            return true;
+        }
+        modern_ = true;
+        const json caps = meta->value(std::string(shapes::client_capabilities_key), json::object());
+        const json* info = get_field(*meta, shapes::client_info_key);
+        set_client(caps, info);
+        for (auto key : {shapes::protocol_version_key, shapes::client_capabilities_key,
+                         shapes::client_info_key})
+            meta->erase(std::string(key));
+        if (meta->empty()) params.erase("_meta");
+        return true;
+    }
+
+    /// The client's answer to a server's request we sent it (2025-11-25).
+    void on_client_answer(const json& msg) {
+        const json& id = msg["id"];
+        if (!id.is_string()) return;
+        auto it = to_daemon_request_.find(id.get<std::string>());
+        if (it == to_daemon_request_.end()) return;
+        json frame{{"type", "client_response"}, {"protocol", 1}, {"clientRequestId", it->second}};
+        if (msg.contains("result") && msg["result"].is_object())
+            frame["result"] = msg["result"];
+        else
+            frame["error"] =
+                msg.value("error", json{{"code", internal_error}, {"message", "no result object"}});
+        to_daemon_request_.erase(it);
+        if (conn_) send_to_daemon(frame);
     }
 
     void on_notification(const std::string& method, const json& params) {
         if (method != "notifications/cancelled" || !params.is_object()) return;
-        auto it = by_mcp_id_.find(params.value("requestId", json()).dump());
+        const json request_id = params.value("requestId", json());
+        if (auto l = listens_.find(request_id.dump()); l != listens_.end()) {
+            for (const auto& uri : l->second.uris)
+                subscribe_uri(uri, false);
+            listens_.erase(l);
+            return;
+        }
+        auto it = by_mcp_id_.find(request_id.dump());
         if (it == by_mcp_id_.end()) return; // finished already, or never ours: nothing to do
         auto p = pending_.find(it->second);
         if (p == pending_.end() || p->second.cancelled) return;
         p->second.cancelled = true;
-        send_to_daemon({{"type", "cancel_tool_call"}, {"protocol", 1}, {"requestId", it->second}});
+        if (p->second.k == kind::call)
+            send_to_daemon(
+                {{"type", "cancel_tool_call"}, {"protocol", 1}, {"requestId", it->second}});
     }
 
     void initialize(const json& id, const json& params) {
-        std::string_view chosen = revisions.front();
+        std::string_view chosen = shapes::legacy_revisions.front();
         const json* asked = get_field(params, "protocolVersion");
         if (asked != nullptr && !asked->is_string())
             return send_error(id, invalid_params, "\"protocolVersion\" must be a string");
-        for (auto r : revisions)
+        for (auto r : shapes::legacy_revisions)
             if (asked != nullptr && asked->get_ref<const std::string&>() == r) chosen = r;
-        if (const json* info = get_field(params, "clientInfo"); info != nullptr) {
+        const json* info = get_field(params, "clientInfo");
+        if (info != nullptr) {
             const json* name = get_field(*info, "name");
             if (!info->is_object() || (name != nullptr && !name->is_string()))
                 return send_error(id, invalid_params,
                                   "\"clientInfo\" must be an object with a string \"name\"");
-            agent_ = get_string(*info, "name").value_or("");
         }
+        const json caps = params.value("capabilities", json::object());
+        if (!caps.is_object())
+            return send_error(id, invalid_params, "\"capabilities\" must be an object");
+        modern_ = false;
+        set_client(caps, info);
         if (!connect()) return send_error(id, internal_error, down_);
         send_result(id, {{"protocolVersion", chosen},
-                         {"capabilities", {{"tools", {{"listChanged", true}}}}},
-                         {"serverInfo", {{"name", "meith"}, {"version", MEITH_VERSION}}},
+                         {"capabilities", shapes::server_capabilities()},
+                         {"serverInfo", shapes::server_info()},
                          {"instructions", "Tools of the local meith registry (meithd), with its "
                                           "permissions and audit trail."}});
     }
 
-    void tools_list(const json& id, const json& params) {
-        std::size_t offset = 0;
-        if (params.contains("cursor")) {
-            const json& c = params["cursor"];
+    /// The offset a list request's `cursor` names (0 without one); nullopt when malformed.
+    static std::optional<std::size_t> cursor_of(const json& params) {
+        if (!params.contains("cursor")) return 0;
+        const json& c = params["cursor"];
+        try {
+            if (!c.is_string()) return std::nullopt;
             std::size_t used = 0;
-            try {
-                if (!c.is_string()) throw std::invalid_argument("cursor");
-                offset = std::stoul(c.get<std::string>(), &used);
-                if (used != c.get<std::string>().size()) throw std::invalid_argument("cursor");
-            } catch (const std::exception&) {
-                return send_error(id, invalid_params, "invalid cursor");
-            }
+            const std::size_t offset = std::stoul(c.get<std::string>(), &used);
+            if (used != c.get<std::string>().size()) return std::nullopt;
+            return offset;
+        } catch (const std::exception&) {
+            return std::nullopt;
         }
-        if (!connect()) return send_error(id, internal_error, down_);
+    }
+
+    /// Registers a request to meithd; `mcp_id` null when nobody waits for its answer.
+    std::string track(const json& mcp_id, kind k, std::string method, bool modern,
+                      std::size_t offset = 0) {
         const std::string rid = ids_.next();
         pending p;
-        p.mcp_id = id;
+        p.mcp_id = mcp_id;
+        p.k = k;
+        p.method = std::move(method);
+        p.modern = modern;
         p.offset = offset;
         pending_.emplace(rid, std::move(p));
+        if (!mcp_id.is_null()) by_mcp_id_[mcp_id.dump()] = rid;
+        return rid;
+    }
+
+    void tools_list(const json& id, const json& params, bool modern) {
+        const auto offset = cursor_of(params);
+        if (!offset) return send_error(id, invalid_params, "invalid cursor");
+        if (!connect()) return send_error(id, internal_error, down_);
+        const std::string rid = track(id, kind::list_tools, "tools/list", modern, *offset);
         send_to_daemon({{"type", "list_tools"},
                         {"protocol", 1},
                         {"requestId", rid},
@@ -351,38 +571,95 @@ class bridge {
         }
         json tools = json::array();
         for (std::size_t i = offset; i < listed.size() && i < offset + page_size; ++i)
-            tools.push_back(mcp_tool(*listed[i]));
+            tools.push_back(shapes::tool_of(*listed[i]));
         json result{{"tools", std::move(tools)}};
         if (offset + page_size < listed.size())
             result["nextCursor"] = std::to_string(offset + page_size);
         return result;
     }
 
-    static json mcp_tool(const json& d) {
-        json caps = d.value("capabilities", json::array());
-        const auto has = [&](std::string_view c) {
-            for (const auto& x : caps)
-                if (x.is_string() && x.get<std::string>() == c) return true;
-            return false;
-        };
-        json t{{"name", get_string(d, "name").value_or("")}};
-        if (d.contains("title")) t["title"] = d["title"];
-        t["description"] = get_string(d, "description").value_or("");
-        json schema = d.value("inputSchema", json());
-        if (get_string(d, "payloadKind") == "text")
-            // MCP has no text-payload tools: one required string `input` (docs/protocol.md §13).
-            schema = {{"type", "object"},
-                      {"properties", {{"input", {{"type", "string"}}}}},
-                      {"required", {"input"}}};
-        t["inputSchema"] = schema.is_object() ? schema : json{{"type", "object"}};
-        t["annotations"] = {{"readOnlyHint", caps.size() == 1 && has("read-only")},
-                            {"destructiveHint", has("destructive")},
-                            {"openWorldHint", has("accesses-network")}};
-        if (d.contains("outputSchema")) t["outputSchema"] = d["outputSchema"];
-        return t;
+    /// meithd answers a list with every item: the client gets it page by page.
+    static json page_of(const std::string& method, json result, std::size_t offset) {
+        const char* key = method == "resources/list"             ? "resources"
+                          : method == "resources/templates/list" ? "resourceTemplates"
+                          : method == "prompts/list"             ? "prompts"
+                                                                 : nullptr;
+        if (key == nullptr || !result.contains(key) || !result[key].is_array()) return result;
+        json& items = result[key];
+        if (offset == 0 && items.size() <= page_size) return result;
+        json page = json::array();
+        for (std::size_t i = offset; i < items.size() && i < offset + page_size; ++i)
+            page.push_back(std::move(items[i]));
+        if (offset + page_size < items.size())
+            result["nextCursor"] = std::to_string(offset + page_size);
+        items = std::move(page);
+        return result;
     }
 
-    void tools_call(const json& id, const json& params) {
+    void mcp_request(const json& id, const std::string& method, json params, bool modern) {
+        std::size_t offset = 0;
+        if (method.ends_with("/list")) {
+            const auto o = cursor_of(params);
+            if (!o) return send_error(id, invalid_params, "invalid cursor");
+            offset = *o;
+            params.erase("cursor");
+        }
+        if (modern && (method == "resources/subscribe" || method == "resources/unsubscribe" ||
+                       method == "logging/setLevel"))
+            return send_error(id, method_not_found,
+                              method + " is not in revision 2026-07-28 (subscriptions/listen "
+                                       "replaces resource subscriptions)");
+        if (!connect()) return send_error(id, internal_error, down_);
+        const std::string rid = track(id, kind::mcp, method, modern, offset);
+        send_to_daemon({{"type", "mcp_request"},
+                        {"protocol", 1},
+                        {"requestId", rid},
+                        {"method", method},
+                        {"params", std::move(params)},
+                        {"clientInfo", {{"caller", caller_}}}});
+    }
+
+    void subscribe_uri(const std::string& uri, bool on) {
+        if (!connect()) return;
+        const std::string method = on ? "resources/subscribe" : "resources/unsubscribe";
+        const std::string rid = track(json(), kind::mcp, method, true);
+        send_to_daemon({{"type", "mcp_request"},
+                        {"protocol", 1},
+                        {"requestId", rid},
+                        {"method", method},
+                        {"params", {{"uri", uri}}},
+                        {"clientInfo", {{"caller", caller_}}}});
+    }
+
+    /// subscriptions/listen (2026-07-28): acknowledged at once; its notifications carry its
+    /// id in _meta until the client cancels it. Resource URIs are subscribed through meithd.
+    void listen(const json& id, const json& params) {
+        const json asked = params.value("notifications", json::object());
+        if (!asked.is_object())
+            return send_error(id, invalid_params, "\"notifications\" must be an object");
+        if (!connect()) return send_error(id, internal_error, down_);
+        listen_state l;
+        l.id = id;
+        json honored = json::object();
+        for (const char* flag : {"toolsListChanged", "promptsListChanged", "resourcesListChanged"})
+            if (asked.value(flag, false)) honored[flag] = true;
+        if (asked.contains("resourceSubscriptions") && asked["resourceSubscriptions"].is_array()) {
+            honored["resourceSubscriptions"] = json::array();
+            for (const auto& u : asked["resourceSubscriptions"])
+                if (u.is_string() && l.uris.insert(u.get<std::string>()).second) {
+                    honored["resourceSubscriptions"].push_back(u);
+                    subscribe_uri(u.get<std::string>(), true);
+                }
+        }
+        l.notifications = honored;
+        listens_[id.dump()] = std::move(l);
+        notify("notifications/subscriptions/acknowledged",
+               {{"notifications", honored},
+                {"_meta", {{std::string(shapes::subscription_id_key), id}}}});
+    }
+
+    void tools_call(const json& id, const json& params, bool modern) {
+        if (modern && params.contains("requestState")) return retry_call(id, params);
         if (!params.contains("name") || !params["name"].is_string())
             return send_error(id, invalid_params, "tools/call needs a string \"name\"");
         const json args = params.value("arguments", json::object());
@@ -403,50 +680,72 @@ class bridge {
         }
         pending p;
         p.mcp_id = id;
-        p.is_call = true;
-        if (params.contains("_meta") && params["_meta"].is_object())
-            p.progress_token = params["_meta"].value("progressToken", json());
+        p.k = kind::call;
+        p.method = "tools/call";
+        p.modern = modern;
+        json frame{{"type", "tool_call"}, {"protocol", 1}, {"requestId", rid}};
+        if (params.contains("_meta") && params["_meta"].is_object()) {
+            const json& meta = params["_meta"];
+            p.progress_token = meta.value("progressToken", json());
+            // W3C trace context passes to the source and into the audit line (§17).
+            if (meta.contains("traceparent") && meta["traceparent"].is_string())
+                frame["traceparent"] = meta["traceparent"];
+        }
         pending_.emplace(rid, std::move(p));
         by_mcp_id_[id.dump()] = rid;
         json client{{"caller", caller_}};
         if (!agent_.empty()) client["agent"] = agent_;
         // A text-payload tool (listed with one string `input`) gets that string.
         const bool text = text_tools_.count(params["name"].get<std::string>()) > 0;
-        send_to_daemon({{"type", "tool_call"},
-                        {"protocol", 1},
-                        {"requestId", rid},
-                        {"toolName", params["name"]},
-                        {"arguments", text ? json(get_string(args, "input").value_or("")) : args},
-                        {"clientInfo", std::move(client)}});
+        frame["toolName"] = params["name"];
+        frame["arguments"] = text ? json(get_string(args, "input").value_or("")) : args;
+        frame["clientInfo"] = std::move(client);
+        send_to_daemon(frame);
     }
 
-    /// A ToolResult as an MCP CallToolResult (docs/protocol.md §10).
-    static void answer_call(const json& id, const json& r) {
-        const json* ok = get_field(r, "ok");
-        if (ok == nullptr || !ok->is_boolean() || !ok->get<bool>()) {
-            const json err = r.value("error", json::object());
-            const std::string code = get_string(err, "code").value_or("TOOL_FAILED");
-            const std::string message = get_string(err, "message").value_or("");
-            if (code == "UNKNOWN_TOOL") return send_error(id, invalid_params, message);
-            return send_result(id,
-                               {{"content", {{{"type", "text"}, {"text", code + ": " + message}}}},
-                                {"isError", true}});
+    /// A 2026-07-28 retry of a call that answered input_required: the answers go to meithd,
+    /// and this request waits for the call's next round or its result.
+    void retry_call(const json& id, const json& params) {
+        const json state = params["requestState"];
+        auto it = state.is_string() ? pending_.find(state.get<std::string>()) : pending_.end();
+        if (it == pending_.end() || !it->second.mcp_id.is_null())
+            return send_error(id, invalid_params, "Invalid or expired requestState");
+        pending& p = it->second;
+        const json responses = params.value("inputResponses", json::object());
+        if (responses.is_object())
+            for (auto& [key, answer] : responses.items()) {
+                auto a = p.asked.find(key);
+                if (a == p.asked.end()) continue;
+                json frame{
+                    {"type", "client_response"}, {"protocol", 1}, {"clientRequestId", a->second}};
+                frame[answer.is_object() ? "result" : "error"] =
+                    answer.is_object() ? answer
+                                       : json{{"code", invalid_params}, {"message", "no answer"}};
+                p.asked.erase(a);
+                if (conn_) send_to_daemon(frame);
+            }
+        p.mcp_id = id;
+        by_mcp_id_[id.dump()] = it->first;
+        if (p.final) {
+            json answer = std::move(*p.final);
+            by_mcp_id_.erase(id.dump());
+            pending_.erase(it);
+            return send_result(id, std::move(answer));
         }
-        const json c = r.value("content", json());
-        if (c.is_object() && c.contains("content") && c["content"].is_array()) {
-            json out{{"content", c["content"]}}; // an MCP source's result passes through
-            if (c.contains("structuredContent")) out["structuredContent"] = c["structuredContent"];
-            return send_result(id, std::move(out));
-        }
-        if (c.is_string()) return send_result(id, {{"content", {{{"type", "text"}, {"text", c}}}}});
-        json out{{"content", {{{"type", "text"}, {"text", compact(c)}}}}};
-        if (c.is_object()) out["structuredContent"] = c;
-        send_result(id, std::move(out));
+        if (!p.inputs.empty()) ask_inputs(it->first, p);
     }
+
+    struct listen_state {
+        json id;
+        json notifications = json::object();
+        std::set<std::string> uris;
+    };
 
     const options& opts_;
     std::string caller_;
     std::string agent_; ///< the MCP client's clientInfo.name, sent as clientInfo.agent
+    json client_caps_ = json::object(); ///< its ClientCapabilities, sent in hello (§17)
+    bool modern_ = false;               ///< the client speaks 2026-07-28
     protocol::request_id_generator ids_;
     std::optional<protocol::client_channel> conn_;
     std::string down_; ///< why there is no daemon connection
@@ -455,6 +754,10 @@ class bridge {
     std::map<std::string, pending> pending_;       ///< by daemon requestId
     std::map<std::string, std::string> by_mcp_id_; ///< MCP id (JSON text) → requestId
     std::set<std::string> text_tools_;             ///< text-payload tools seen in tools/list (§13)
+    /// Servers' requests sent to the client (2025-11-25): our JSON-RPC id → clientRequestId.
+    std::map<std::string, std::string> to_daemon_request_;
+    std::uint64_t next_client_request_ = 0;
+    std::map<std::string, listen_state> listens_; ///< subscriptions/listen by id (JSON text)
 };
 
 } // namespace

@@ -113,7 +113,7 @@ async function raw(args) {
     out.initialize = await next();
     send('{"jsonrpc":"2.0","id":2,"method":');
     out.malformed = await next();
-    send(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'resources/list', params: {} }));
+    send(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'no/such-method', params: {} }));
     out.unknownMethod = await next();
     send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } }));
     send(JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'ping' }));

@@ -40,7 +40,11 @@ TEST_CASE("mcp: initialize offers the newest revision and names meithd", "[mcp]"
     const auto params = json::parse(mcp::initialize_params("1.2.3"));
     CHECK(params["protocolVersion"] == "2025-11-25");
     CHECK(params["clientInfo"] == json({{"name", "meithd"}, {"version", "1.2.3"}}));
-    CHECK(params["capabilities"] == json::object()); // no sampling, elicitation or roots offered
+    // meithd forwards roots, sampling and elicitation to its clients (docs/protocol.md §17).
+    CHECK(params["capabilities"] == json::parse(R"({"sampling":{"context":{},"tools":{}},)"
+                                                R"("elicitation":{"form":{},"url":{}}})"));
+    CHECK(json::parse(mcp::initialize_params("1.2.3", true))["capabilities"]["roots"] ==
+          json::object()); // no sampling, elicitation or roots offered
 }
 
 TEST_CASE("mcp: an answered revision of the list is accepted, any other names it", "[mcp]") {
@@ -114,7 +118,7 @@ TEST_CASE("mcp: a tools/list item becomes a definition with title, annotations, 
     CHECK(d->capabilities == names{"unknown"});
     const auto extra = json::parse("{" + d->extra_descriptor_json + "}");
     CHECK(extra == json::parse(R"({"title":"Read","annotations":{"readOnlyHint":true},
-                                   "outputSchema":{"type":"object"}})"));
+                                   "outputSchema":{"type":"object"},"icons":[],"execution":{}})"));
 
     auto bare = mcp::definition_of(parse(p, R"({"name":"x","title":5})"), cfg, why);
     REQUIRE(bare);

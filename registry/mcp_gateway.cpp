@@ -1,0 +1,587 @@
+// mcp_gateway: MCP's families beyond tools across every MCP source (see mcp_gateway.hpp).
+#include "registry/mcp_gateway.hpp"
+
+#include "protocol/frames.hpp"
+#include "protocol/json_writer.hpp"
+#include "registry/registry.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace meith::registry {
+
+using protocol::append_json_string;
+
+namespace {
+
+// JSON-RPC / MCP error codes (JSON-RPC 2.0 §5.1; MCP server/resources "Error Handling").
+constexpr int method_not_found = -32601;
+constexpr int invalid_params = -32602;
+constexpr int internal_error = -32603;
+constexpr int resource_not_found = -32002;
+constexpr int permission_denied = -32001; ///< meith's: the policy refused (docs/protocol.md §17)
+
+/// Pages of one list walk; a server that keeps handing out cursors is cut off past this.
+constexpr std::size_t max_pages = 1000;
+
+/// MCP logging levels, least severe first (server/utilities/logging, RFC 5424 names).
+constexpr std::array<std::string_view, 8> log_levels{"debug", "info",     "notice", "warning",
+                                                     "error", "critical", "alert",  "emergency"};
+
+int level_index(std::string_view level) {
+    for (std::size_t i = 0; i < log_levels.size(); ++i)
+        if (log_levels[i] == level) return static_cast<int>(i);
+    return -1;
+}
+
+/// The member of a list result that holds its items.
+std::string_view items_key(std::string_view method) {
+    if (method == "resources/list") return "resources";
+    if (method == "resources/templates/list") return "resourceTemplates";
+    return "prompts";
+}
+
+/// `obj` re-rendered with member `key`'s value replaced by the JSON text `value`.
+std::string with_member(simdjson::dom::object obj, std::string_view key, std::string_view value) {
+    std::string out = "{";
+    bool seen = false;
+    for (auto [k, v] : obj) {
+        if (out.size() > 1) out += ',';
+        append_json_string(out, k);
+        out += ':';
+        if (k == key) {
+            out += value;
+            seen = true;
+        } else {
+            out += simdjson::minify(v);
+        }
+    }
+    if (!seen) {
+        if (out.size() > 1) out += ',';
+        append_json_string(out, key);
+        out += ':';
+        out += value;
+    }
+    return out + "}";
+}
+
+std::string json_string(std::string_view s) {
+    std::string out;
+    append_json_string(out, s);
+    return out;
+}
+
+} // namespace
+
+mcp_answer mcp_error(int code, std::string_view message) {
+    mcp_answer a;
+    a.json = fmt::format(R"({{"code":{},"message":)", code);
+    append_json_string(a.json, message);
+    a.json += '}';
+    return a;
+}
+
+bool uri_template_matches(std::string_view tmpl, std::string_view uri) {
+    // Literal parts must appear in order; each expression between them takes what is left
+    // between them (at least one character unless its operator allows an empty expansion).
+    std::size_t t = 0, u = 0;
+    bool pending_expr = false, may_be_empty = false;
+    while (t <= tmpl.size()) {
+        const auto open = tmpl.find('{', t);
+        const auto lit =
+            tmpl.substr(t, open == std::string_view::npos ? std::string_view::npos : open - t);
+        if (!pending_expr) {
+            if (uri.substr(u, lit.size()) != lit) return false;
+            u += lit.size();
+        } else if (open == std::string_view::npos) {
+            // The last literal: it ends the URI.
+            if (uri.size() < u + lit.size() || uri.substr(uri.size() - lit.size()) != lit)
+                return false;
+            const auto taken = uri.size() - lit.size() - u;
+            return taken > 0 || may_be_empty;
+        } else if (!lit.empty()) {
+            const auto at = uri.find(lit, u + (may_be_empty ? 0 : 1));
+            if (at == std::string_view::npos) return false;
+            u = at + lit.size();
+        }
+        if (open == std::string_view::npos) return u == uri.size();
+        const auto close = tmpl.find('}', open);
+        if (close == std::string_view::npos) return false;
+        const char op = open + 1 < tmpl.size() ? tmpl[open + 1] : '\0';
+        may_be_empty = op == '/' || op == '?' || op == '&' || op == '#';
+        pending_expr = true;
+        t = close + 1;
+        if (t == tmpl.size()) return uri.size() > u || may_be_empty;
+    }
+    return u == uri.size();
+}
+
+// ---- subscribers -----------------------------------------------------------------------------
+
+std::uint64_t mcp_gateway::subscribe(std::function<void(std::string_view)> deliver,
+                                     bool broadcast) {
+    const auto token = ++next_token_;
+    subscriber s;
+    s.deliver = std::move(deliver);
+    s.broadcast = broadcast;
+    subscribers_.emplace(token, std::move(s));
+    return token;
+}
+
+void mcp_gateway::set_broadcast(std::uint64_t token) {
+    if (auto it = subscribers_.find(token); it != subscribers_.end()) it->second.broadcast = true;
+}
+
+void mcp_gateway::unsubscribe(std::uint64_t token) {
+    auto it = subscribers_.find(token);
+    if (it == subscribers_.end()) return;
+    for (const auto& uri : it->second.uris) {
+        auto s = subscribed_.find(uri);
+        if (s == subscribed_.end() || --s->second.second > 0) continue;
+        if (auto src = s->second.first.lock(); src && src->mcp()) {
+            std::string params = R"({"uri":)" + json_string(uri) + "}";
+            src->mcp()->forward("resources/unsubscribe", std::move(params), [](mcp_answer) {});
+        }
+        subscribed_.erase(s);
+    }
+    subscribers_.erase(it);
+}
+
+void mcp_gateway::on_notification(tool_source& src, std::string_view method,
+                                  std::string_view params_json) {
+    std::string frame;
+    protocol::append_mcp_notification(frame, src.name(), method, params_json);
+    simdjson::dom::element params;
+    if (parser_.parse(params_json).get(params) != simdjson::SUCCESS) return;
+    if (method == "notifications/resources/updated") {
+        std::string_view uri;
+        if (params["uri"].get_string().get(uri) != simdjson::SUCCESS) return;
+        const std::string key(uri);
+        for (auto& [token, s] : subscribers_)
+            if (s.uris.count(key)) s.deliver(frame);
+        return;
+    }
+    int severity = 0;
+    if (method == "notifications/message") {
+        std::string_view level;
+        if (params["level"].get_string().get(level) == simdjson::SUCCESS)
+            severity = std::max(0, level_index(level));
+    } else if (method == "notifications/resources/list_changed") {
+        forget(src); // learned again on the next miss
+    } else if (method == "notifications/prompts/list_changed") {
+        forget(src);
+    } else {
+        return;
+    }
+    // deliver() may unsubscribe (a connection closing): walk a copy of the tokens.
+    std::vector<std::uint64_t> tokens;
+    for (const auto& [token, s] : subscribers_)
+        if (s.broadcast && severity >= s.level) tokens.push_back(token);
+    for (auto token : tokens)
+        if (auto it = subscribers_.find(token); it != subscribers_.end()) it->second.deliver(frame);
+}
+
+void mcp_gateway::forget(const tool_source& src) {
+    auto is = [&](const source_ref& r) {
+        auto p = r.lock();
+        return !p || p.get() == &src;
+    };
+    std::erase_if(resource_owner_, [&](const auto& kv) { return is(kv.second); });
+    std::erase_if(templates_, [&](const auto& kv) { return is(kv.second); });
+    std::erase_if(prompts_, [&](const auto& kv) { return is(kv.second.source); });
+}
+
+// ---- listing ---------------------------------------------------------------------------------
+
+std::vector<std::shared_ptr<tool_source>> mcp_gateway::offering(std::string_view capability) const {
+    std::vector<std::shared_ptr<tool_source>> out;
+    for (const auto& src : reg_.sources())
+        if (src->mcp() && src->state() == source_state::ready && src->mcp()->offers(capability))
+            out.push_back(src);
+    return out;
+}
+
+struct mcp_gateway::list_job {
+    std::vector<std::string> parts; ///< per source, its items' JSON joined by commas
+    std::size_t pending = 0;
+    std::function<void(std::string)> done;
+};
+
+void mcp_gateway::list_all(std::string_view method, std::string_view capability,
+                           std::function<void(std::string)> done) {
+    auto sources = offering(capability);
+    if (sources.empty()) return done("[]");
+    auto job = std::make_shared<list_job>();
+    job->parts.resize(sources.size());
+    job->pending = sources.size();
+    job->done = std::move(done);
+    auto finish_one = [job] {
+        if (--job->pending > 0) return;
+        std::string merged = "[";
+        for (const auto& p : job->parts) {
+            if (p.empty()) continue;
+            if (merged.size() > 1) merged += ',';
+            merged += p;
+        }
+        job->done(merged + "]");
+    };
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+        // One walk per source: the page handler asks for the next page until no cursor.
+        auto walk = std::make_shared<std::function<void(std::string, std::size_t)>>();
+        *walk = [this, job, i, src = sources[i], m = std::string(method), walk,
+                 finish_one](std::string cursor, std::size_t page) {
+            std::string params = "{}";
+            if (!cursor.empty()) params = R"({"cursor":)" + json_string(cursor) + "}";
+            src->mcp()->forward(m, std::move(params), [=, this](mcp_answer a) {
+                std::string next;
+                simdjson::dom::element result;
+                simdjson::dom::array items;
+                if (!a.ok || parser_.parse(a.json).get(result) != simdjson::SUCCESS ||
+                    result[items_key(m)].get_array().get(items) != simdjson::SUCCESS) {
+                    spdlog::warn("MCP source '{}': {} failed; its items are left out: {}",
+                                 src->name(), m,
+                                 reg_.redactor().redact_text(a.json.substr(0, 300)));
+                } else {
+                    learn(src, m, items, job->parts[i]);
+                    std::string_view c;
+                    if (result["nextCursor"].get_string().get(c) == simdjson::SUCCESS)
+                        next = std::string(c);
+                }
+                if (!next.empty() && page + 1 < max_pages) {
+                    (*walk)(std::move(next), page + 1);
+                    return;
+                }
+                *walk = nullptr; // breaks the walk's reference to itself
+                finish_one();
+            });
+        };
+        (*walk)(std::string(), 0);
+    }
+}
+
+void mcp_gateway::learn(const std::shared_ptr<tool_source>& src, std::string_view method,
+                        simdjson::dom::array items, std::string& merged) {
+    for (auto item : items) {
+        simdjson::dom::object obj;
+        if (item.get_object().get(obj) != simdjson::SUCCESS) continue;
+        std::string_view key;
+        if (method == "resources/list") {
+            if (obj["uri"].get_string().get(key) == simdjson::SUCCESS &&
+                !resource_owner_.count(key))
+                resource_owner_.emplace(std::string(key), src);
+        } else if (method == "resources/templates/list") {
+            if (obj["uriTemplate"].get_string().get(key) == simdjson::SUCCESS)
+                templates_.emplace_back(std::string(key), src);
+        } else {
+            if (obj["name"].get_string().get(key) != simdjson::SUCCESS) continue;
+            const std::string name = src->prefix() + std::string(key);
+            auto [it, fresh] = prompts_.try_emplace(name, prompt_route{src, std::string(key)});
+            if (!fresh) {
+                auto owner = it->second.source.lock();
+                if (owner && owner != src) {
+                    spdlog::warn("MCP source '{}': prompt '{}' is left out: source '{}' offers "
+                                 "one of that name (give one of them a `prefix`)",
+                                 src->name(), name, owner->name());
+                    continue;
+                }
+                it->second = prompt_route{src, std::string(key)};
+            }
+            if (!merged.empty()) merged += ',';
+            merged += with_member(obj, "name", json_string(name));
+            continue;
+        }
+        if (!merged.empty()) merged += ',';
+        merged += simdjson::minify(obj);
+    }
+}
+
+// ---- routing ---------------------------------------------------------------------------------
+
+std::shared_ptr<tool_source> mcp_gateway::owner_of_uri(std::string_view uri) const {
+    auto usable = [](const source_ref& r) -> std::shared_ptr<tool_source> {
+        auto p = r.lock();
+        return p && p->state() == source_state::ready ? p : nullptr;
+    };
+    if (auto it = resource_owner_.find(uri); it != resource_owner_.end())
+        if (auto p = usable(it->second)) return p;
+    for (const auto& [tmpl, ref] : templates_) // a template named by itself (completion refs)
+        if (tmpl == uri)
+            if (auto p = usable(ref)) return p;
+    for (const auto& [tmpl, ref] : templates_)
+        if (uri_template_matches(tmpl, uri))
+            if (auto p = usable(ref)) return p;
+    return nullptr;
+}
+
+void mcp_gateway::route_uri(std::string uri,
+                            std::function<void(std::shared_ptr<tool_source>)> then) {
+    if (auto src = owner_of_uri(uri)) return then(std::move(src));
+    // Not learned yet (or gone): list resources and templates again, then decide.
+    list_all("resources/list", "resources", [this, uri, then](std::string) {
+        list_all("resources/templates/list", "resources", [this, uri, then](std::string) {
+            if (auto src = owner_of_uri(uri)) return then(std::move(src));
+            auto all = offering("resources");
+            then(all.size() == 1 ? all.front() : nullptr);
+        });
+    });
+}
+
+void mcp_gateway::route_prompt(
+    std::string name, std::function<void(std::shared_ptr<tool_source>, std::string)> then) {
+    auto lookup =
+        [this](const std::string& n) -> std::pair<std::shared_ptr<tool_source>, std::string> {
+        auto it = prompts_.find(n);
+        if (it == prompts_.end()) return {nullptr, {}};
+        auto p = it->second.source.lock();
+        if (!p || p->state() != source_state::ready) return {nullptr, {}};
+        return {p, it->second.remote_name};
+    };
+    if (auto [src, remote] = lookup(name); src) return then(std::move(src), std::move(remote));
+    list_all("prompts/list", "prompts", [name, then, lookup](std::string) {
+        auto [src, remote] = lookup(name);
+        then(std::move(src), std::move(remote));
+    });
+}
+
+// ---- requests --------------------------------------------------------------------------------
+
+void mcp_gateway::request(requester r, std::string method, std::string params_json,
+                          std::function<void(mcp_answer)> done) {
+    const auto started = std::chrono::steady_clock::now();
+    if (method == "resources/list" || method == "resources/templates/list" ||
+        method == "prompts/list") {
+        const std::string_view capability = method == "prompts/list" ? "prompts" : "resources";
+        list_all(method, capability,
+                 [this, r, method, started, done = std::move(done)](std::string items) {
+                     mcp_answer a{true, "{"};
+                     append_json_string(a.json, items_key(method));
+                     a.json += ':';
+                     a.json += items;
+                     a.json += '}';
+                     audit(r, method, nullptr, {}, "allow", a, started);
+                     done(std::move(a));
+                 });
+        return;
+    }
+    if (method == "logging/setLevel") return set_level(r, params_json, std::move(done));
+
+    simdjson::dom::element params;
+    if (parser_.parse(params_json).get(params) != simdjson::SUCCESS || !params.is_object())
+        return done(mcp_error(invalid_params, "params must be an object"));
+    std::string_view text;
+    if (method == "resources/read" || method == "resources/subscribe" ||
+        method == "resources/unsubscribe") {
+        if (params["uri"].get_string().get(text) != simdjson::SUCCESS)
+            return done(mcp_error(invalid_params, method + " needs a string \"uri\""));
+        if (method != "resources/read")
+            return subscription(r, method == "resources/subscribe", std::string(text),
+                                std::move(params_json), std::move(done));
+        route_uri(std::string(text), [this, r, method, params_json = std::move(params_json),
+                                      uri = std::string(text),
+                                      done = std::move(done)](auto src) mutable {
+            if (!src)
+                return done(mcp_error(resource_not_found,
+                                      "no MCP source lists resource " + uri +
+                                          " (resources/list and resources/templates/list show "
+                                          "what there is)"));
+            forward(r, src, method, std::move(params_json), uri, std::move(done));
+        });
+        return;
+    }
+    if (method == "prompts/get") {
+        if (params["name"].get_string().get(text) != simdjson::SUCCESS)
+            return done(mcp_error(invalid_params, "prompts/get needs a string \"name\""));
+        route_prompt(std::string(text), [this, r, method, obj_json = std::string(params_json),
+                                         name = std::string(text), done = std::move(done)](
+                                            auto src, std::string remote) mutable {
+            if (!src)
+                return done(mcp_error(invalid_params, "no MCP source offers prompt '" + name +
+                                                          "' (prompts/list shows what there is)"));
+            simdjson::dom::object o;
+            if (parser_.parse(obj_json).get_object().get(o) != simdjson::SUCCESS)
+                return done(mcp_error(invalid_params, "params must be an object"));
+            forward(r, src, method, with_member(o, "name", json_string(remote)), name,
+                    std::move(done));
+        });
+        return;
+    }
+    if (method == "completion/complete") {
+        simdjson::dom::object ref;
+        std::string_view type;
+        if (params["ref"].get_object().get(ref) != simdjson::SUCCESS ||
+            ref["type"].get_string().get(type) != simdjson::SUCCESS)
+            return done(mcp_error(invalid_params,
+                                  "completion/complete needs a \"ref\" of type ref/prompt or "
+                                  "ref/resource"));
+        if (type == "ref/prompt") {
+            if (ref["name"].get_string().get(text) != simdjson::SUCCESS)
+                return done(mcp_error(invalid_params, "a ref/prompt needs a string \"name\""));
+            route_prompt(std::string(text), [this, r, method, params_json = std::move(params_json),
+                                             name = std::string(text), done = std::move(done)](
+                                                auto src, std::string remote) mutable {
+                if (!src)
+                    return done(mcp_error(invalid_params, "no MCP source offers prompt '" + name +
+                                                              "' (prompts/list shows what there "
+                                                              "is)"));
+                simdjson::dom::object p, rf;
+                if (parser_.parse(params_json).get_object().get(p) != simdjson::SUCCESS ||
+                    p["ref"].get_object().get(rf) != simdjson::SUCCESS)
+                    return done(mcp_error(invalid_params, "params must be an object"));
+                std::string new_ref = with_member(rf, "name", json_string(remote));
+                if (parser_.parse(params_json).get_object().get(p) != simdjson::SUCCESS)
+                    return done(mcp_error(invalid_params, "params must be an object"));
+                forward(r, src, method, with_member(p, "ref", new_ref), name, std::move(done));
+            });
+            return;
+        }
+        if (type == "ref/resource") {
+            if (ref["uri"].get_string().get(text) != simdjson::SUCCESS)
+                return done(mcp_error(invalid_params, "a ref/resource needs a string \"uri\""));
+            route_uri(std::string(text), [this, r, method, params_json = std::move(params_json),
+                                          uri = std::string(text),
+                                          done = std::move(done)](auto src) mutable {
+                if (!src)
+                    return done(mcp_error(resource_not_found,
+                                          "no MCP source lists resource template " + uri));
+                forward(r, src, method, std::move(params_json), uri, std::move(done));
+            });
+            return;
+        }
+        return done(mcp_error(invalid_params, "ref.type must be ref/prompt or ref/resource"));
+    }
+    done(mcp_error(method_not_found,
+                   "method not found: " + method +
+                       " (meithd answers resources/list, resources/templates/list, "
+                       "resources/read, resources/subscribe, resources/unsubscribe, prompts/list, "
+                       "prompts/get, completion/complete and logging/setLevel; tools through "
+                       "list_tools and tool_call)"));
+}
+
+void mcp_gateway::forward(const requester& r, const std::shared_ptr<tool_source>& src,
+                          std::string_view method, std::string params_json, std::string target,
+                          std::function<void(mcp_answer)> done) {
+    const auto started = std::chrono::steady_clock::now();
+    auto* peer = src->mcp();
+    const auto d = reg_.policy().decide(target, peer->resource_capabilities(), r.who);
+    if (!d.allow) {
+        auto a = mcp_error(permission_denied,
+                           fmt::format("PERMISSION_DENIED: {} of '{}' from MCP source '{}': {}{}",
+                                       method, target, src->name(), d.reason,
+                                       d.ask ? " (a person approves tool calls only: allow the "
+                                               "source's resource_capabilities for this caller)"
+                                             : ""));
+        audit(r, method, src.get(), target, permissions::to_string(d.outcome()), a, started);
+        return done(std::move(a));
+    }
+    peer->forward(method, std::move(params_json),
+                  [this, r, m = std::string(method), weak = std::weak_ptr<tool_source>(src),
+                   target = std::move(target), started, done = std::move(done)](mcp_answer a) {
+                      auto s = weak.lock();
+                      audit(r, m, s.get(), target, "allow", a, started);
+                      done(std::move(a));
+                  });
+}
+
+void mcp_gateway::subscription(const requester& r, bool on, std::string uri,
+                               std::string params_json, std::function<void(mcp_answer)> done) {
+    auto it = subscribers_.find(r.subscriber);
+    if (it == subscribers_.end())
+        return done(mcp_error(internal_error, "this connection cannot receive notifications"));
+    const std::string method = on ? "resources/subscribe" : "resources/unsubscribe";
+    if (!on) {
+        const auto started = std::chrono::steady_clock::now();
+        mcp_answer ok{true, "{}"};
+        if (!it->second.uris.erase(uri)) return done(std::move(ok));
+        auto s = subscribed_.find(uri);
+        if (s != subscribed_.end() && --s->second.second == 0) {
+            auto src = s->second.first.lock();
+            subscribed_.erase(s);
+            if (src && src->mcp())
+                return forward(r, src, method, std::move(params_json), uri, std::move(done));
+        }
+        audit(r, method, nullptr, uri, "allow", ok, started);
+        return done(std::move(ok));
+    }
+    route_uri(uri, [this, r, method, uri, params_json = std::move(params_json),
+                    done = std::move(done)](auto src) mutable {
+        if (!src) return done(mcp_error(resource_not_found, "no MCP source lists resource " + uri));
+        if (!src->mcp()->offers("resources.subscribe"))
+            return done(mcp_error(method_not_found, "MCP source '" + src->name() +
+                                                        "' does not offer resources/subscribe"));
+        forward(r, src, method, std::move(params_json), uri,
+                [this, r, uri, src, done = std::move(done)](mcp_answer a) {
+                    auto sub = subscribers_.find(r.subscriber);
+                    if (a.ok && sub != subscribers_.end() && sub->second.uris.insert(uri).second) {
+                        auto [s, fresh] = subscribed_.try_emplace(uri, src, 0);
+                        ++s->second.second;
+                    }
+                    done(std::move(a));
+                });
+    });
+}
+
+void mcp_gateway::set_level(const requester& r, std::string_view params_json,
+                            std::function<void(mcp_answer)> done) {
+    const auto started = std::chrono::steady_clock::now();
+    simdjson::dom::element params;
+    std::string_view level;
+    if (parser_.parse(params_json).get(params) != simdjson::SUCCESS ||
+        params["level"].get_string().get(level) != simdjson::SUCCESS || level_index(level) < 0)
+        return done(mcp_error(invalid_params, "logging/setLevel needs a \"level\": debug, info, "
+                                              "notice, warning, error, critical, alert or "
+                                              "emergency"));
+    if (auto it = subscribers_.find(r.subscriber); it != subscribers_.end())
+        it->second.level = level_index(level);
+    // Sources send what the most verbose subscriber wants; each subscriber filters for itself.
+    int least = level_index(level);
+    for (const auto& [token, s] : subscribers_)
+        if (s.broadcast) least = std::min(least, s.level);
+    const std::string forwarded = R"({"level":)" + json_string(log_levels[least]) + "}";
+    for (const auto& src : offering("logging"))
+        src->mcp()->forward("logging/setLevel", forwarded, [](mcp_answer) {});
+    mcp_answer ok{true, "{}"};
+    audit(r, "logging/setLevel", nullptr, level, "allow", ok, started);
+    done(std::move(ok));
+}
+
+void mcp_gateway::audit(const requester& r, std::string_view method, const tool_source* src,
+                        std::string_view target, std::string_view decision, const mcp_answer& a,
+                        std::chrono::steady_clock::time_point started) {
+    std::string f = R"("sessionId":)";
+    append_json_string(f, r.session_id);
+    f += R"(,"caller":)";
+    append_json_string(f, permissions::to_string(r.who));
+    f += R"(,"method":)";
+    append_json_string(f, method);
+    if (src) {
+        f += R"(,"source":)";
+        append_json_string(f, src->name());
+    }
+    if (!target.empty()) {
+        f += R"(,"target":)";
+        reg_.append_redacted(f, target);
+    }
+    f += R"(,"decision":)";
+    append_json_string(f, decision);
+    f += R"(,"outcome":)";
+    f += a.ok ? R"("ok")" : R"("error")";
+    if (!a.ok) {
+        simdjson::dom::element e;
+        std::string_view message;
+        if (parser_.parse(a.json).get(e) == simdjson::SUCCESS &&
+            e["message"].get_string().get(message) == simdjson::SUCCESS) {
+            f += R"(,"error":)";
+            reg_.append_redacted(f, message.substr(0, 1024));
+        }
+    }
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::steady_clock::now() - started)
+                        .count();
+    f += fmt::format(R"(,"durationMs":{:.3f})", static_cast<double>(us) / 1000.0);
+    reg_.audit_trail().event("mcp_request", f);
+}
+
+} // namespace meith::registry

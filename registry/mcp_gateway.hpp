@@ -1,0 +1,133 @@
+// mcp_gateway: MCP's families beyond tools, across every MCP source (docs/protocol.md §17).
+//
+// A client's `mcp_request` names an MCP method; the gateway answers it from the sources that
+// offer the family:
+//   resources/list, resources/templates/list, prompts/list
+//       every ready MCP source that declared the capability, each walked page by page, merged
+//       in config order (one answer, no nextCursor). Resources and templates are unchanged
+//       (URIs are never rewritten); prompt names get their source's `prefix`, as tools do.
+//   resources/read, resources/subscribe, resources/unsubscribe
+//       the source that listed the URI, else the one whose template matches it, else the only
+//       source offering resources; a miss lists every source again once before it is an error.
+//   prompts/get        the source of the (prefixed) prompt name, asked by its own name
+//   completion/complete
+//       routed by its `ref`: ref/prompt as prompts/get, ref/resource by template or URI
+//   logging/setLevel   kept per subscriber (its log messages are filtered by it) and passed to
+//                      every source that declared logging
+// Reading a resource, getting a prompt and asking for a completion are permission decisions
+// like calls: the source's `resource_capabilities` (default read-only) decided for the caller
+// by the same policy; `ask` is refused (a person approves tool calls only). Every request is
+// one `mcp_request` audit line (method, source, redacted URI or prompt name, decision,
+// outcome, duration).
+// Notifications from sources (resources/updated, the list_changed pair, message) go to the
+// subscribers that asked (hello `mcp_notifications`; resources/updated only to those that
+// subscribed to the URI). I/O-thread only.
+#pragma once
+
+#include "permissions/policy.hpp"
+#include "registry/tool_source.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <simdjson.h>
+
+namespace meith::registry {
+
+class registry;
+
+class mcp_gateway {
+  public:
+    explicit mcp_gateway(registry& reg) : reg_(reg) {}
+
+    /// Who asks: for the decision, the audit line and the subscriber's state.
+    struct requester {
+        permissions::caller who = permissions::caller::plugin;
+        std::string session_id;
+        std::uint64_t subscriber = 0; ///< 0: none (subscribe and setLevel need one)
+    };
+
+    /// Answers MCP request `method` with `params_json` (an object). `done` runs exactly once,
+    /// maybe before returning, with the result or a JSON-RPC error object.
+    void request(requester r, std::string method, std::string params_json,
+                 std::function<void(mcp_answer)> done);
+
+    /// A receiver of notification frames (mcp_notification, already rendered). `broadcast`:
+    /// it gets list_changed and log messages too (hello `mcp_notifications`), not only the
+    /// resources it subscribed to. Returns a token.
+    std::uint64_t subscribe(std::function<void(std::string_view frame)> deliver, bool broadcast);
+    /// Makes a subscriber a broadcast one (a later hello asked for notifications).
+    void set_broadcast(std::uint64_t token);
+    /// Drops the subscriber and its resource subscriptions (the last one of a URI
+    /// unsubscribes its source).
+    void unsubscribe(std::uint64_t token);
+
+    /// A source's notification (source_events::mcp_notification).
+    void on_notification(tool_source& src, std::string_view method, std::string_view params_json);
+
+    /// A source stopped or was removed: routes to it are forgotten.
+    void forget(const tool_source& src);
+
+  private:
+    struct subscriber {
+        std::function<void(std::string_view)> deliver;
+        bool broadcast = false;
+        int level = 0; ///< lowest log severity delivered (index into the RFC 5424 names)
+        std::set<std::string> uris;
+    };
+    using source_ref = std::weak_ptr<tool_source>;
+    struct prompt_route {
+        source_ref source;
+        std::string remote_name;
+    };
+    struct list_job;
+
+    std::vector<std::shared_ptr<tool_source>> offering(std::string_view capability) const;
+    /// Walks `method` (resources/list, resources/templates/list or prompts/list) over every
+    /// source offering `capability`; `done` gets the merged items array's JSON text.
+    void list_all(std::string_view method, std::string_view capability,
+                  std::function<void(std::string items)> done);
+    void learn(const std::shared_ptr<tool_source>& src, std::string_view method,
+               simdjson::dom::array items, std::string& merged);
+    std::shared_ptr<tool_source> owner_of_uri(std::string_view uri) const;
+    /// Routes by URI (listing again once on a miss), then runs `then` with the source or null.
+    void route_uri(std::string uri, std::function<void(std::shared_ptr<tool_source>)> then);
+    void route_prompt(std::string name,
+                      std::function<void(std::shared_ptr<tool_source>, std::string)> then);
+
+    /// Decides, forwards and audits one routed request.
+    void forward(const requester& r, const std::shared_ptr<tool_source>& src,
+                 std::string_view method, std::string params_json, std::string target,
+                 std::function<void(mcp_answer)> done);
+    void audit(const requester& r, std::string_view method, const tool_source* src,
+               std::string_view target, std::string_view decision, const mcp_answer& a,
+               std::chrono::steady_clock::time_point started);
+    void set_level(const requester& r, std::string_view params_json,
+                   std::function<void(mcp_answer)> done);
+    void subscription(const requester& r, bool on, std::string uri, std::string params_json,
+                      std::function<void(mcp_answer)> done);
+
+    registry& reg_;
+    std::map<std::uint64_t, subscriber> subscribers_;
+    std::uint64_t next_token_ = 0;
+    std::map<std::string, source_ref, std::less<>> resource_owner_; ///< URI → source, as listed
+    std::vector<std::pair<std::string, source_ref>> templates_;     ///< uriTemplate → source
+    std::map<std::string, prompt_route, std::less<>> prompts_;      ///< prefixed name → route
+    /// URIs some subscriber subscribed to, with their source and count of subscribers.
+    std::map<std::string, std::pair<source_ref, std::size_t>, std::less<>> subscribed_;
+    simdjson::dom::parser parser_;
+};
+
+/// Whether `uri` matches RFC 6570 template `tmpl` with simple expansions: the literal parts in
+/// order, each `{…}` standing for one or more characters (a `{/x}`, `{?x}`, `{&x}` or `{#x}`
+/// expression may also be empty).
+bool uri_template_matches(std::string_view tmpl, std::string_view uri);
+
+} // namespace meith::registry

@@ -1,0 +1,191 @@
+// End-to-end tests of MCP's families beyond tools (docs/protocol.md §17): the real meithd with
+// @modelcontextprotocol/server-everything as a source, driven through the real `meith mcp` by
+// the official SDK clients of both majors (tests/mcp/families.mjs: 1.x in 2025-11-25, 2.x
+// pinned to 2026-07-28), each check comparing field by field with the same client talking to
+// the server directly; and the native frames (mcp_request, client_request) on the socket.
+#include "daemon_fixture.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdio>
+#include <sys/wait.h>
+
+using namespace meith::test;
+
+namespace {
+
+std::string mcp_dir() {
+    return std::string(MEITH_SOURCE_DIR) + "/tests/mcp";
+}
+
+std::string everything_js() {
+    const auto path =
+        mcp_dir() + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+    INFO("the MCP test servers are missing: run scripts/install-deps (npm ci in tests/mcp)");
+    REQUIRE(fs::exists(path));
+    return path;
+}
+
+/// server-everything as source "everything" (prefix ev_), the roots probe as "roots" (rt_),
+/// every capability allowed to plugins: the checks compare what the servers answer.
+std::string families_toml(const std::string& extra = "") {
+    return "[permissions.callers.plugin]\n"
+           "allow = [\"read-only\", \"accesses-network\", \"writes-files\", \"destructive\", "
+           "\"unknown\", \"starts-process\", \"controls-browser\"]\n\n"
+           "[[sources]]\nname = \"everything\"\nkind = \"mcp\"\ncommand = [\"node\", " +
+           json(everything_js()).dump() +
+           ", \"stdio\"]\nprefix = \"ev_\"\nsandbox = \"off\"\nforward_roots = true\n" + extra +
+           "\n[[sources]]\nname = \"roots\"\nkind = \"mcp\"\ncommand = [\"node\", " +
+           json(mcp_dir() + "/roots_server.mjs").dump() +
+           "]\nprefix = \"rt_\"\nsandbox = \"off\"\nforward_roots = true\n";
+}
+
+json run_families(const std::string& sdk, const fs::path& home) {
+    const std::string cmd = "node '" + mcp_dir() + "/families.mjs' " + sdk + " '" + MEITH_CLI +
+                            "' '" + home.string() + "' '" + everything_js() + "' '" + mcp_dir() +
+                            "/roots_server.mjs'";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string out;
+    std::array<char, 65536> buf{};
+    std::size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
+        out.append(buf.data(), n);
+    const int status = ::pclose(p);
+    INFO("`" << cmd << "` printed: " << out);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    return json::parse(out);
+}
+
+/// Every check of families.mjs held; a failed one is shown with both sides.
+void check_all_equal(const json& out) {
+    REQUIRE(out["checks"].size() > 20);
+    for (const auto& [name, c] : out["checks"].items()) {
+        INFO(name << ": direct " << c.value("direct", json()).dump().substr(0, 2000)
+                  << "\nthrough meith " << c.value("meith", json()).dump().substr(0, 2000));
+        CHECK(c["equal"] == true);
+    }
+}
+
+json mcp_request(client& c, const std::string& id, const std::string& method,
+                 const json& params = json::object()) {
+    c.send({{"type", "mcp_request"}, {"requestId", id}, {"method", method}, {"params", params}});
+    for (;;) {
+        json f = c.read(15s);
+        if (f.value("requestId", "") == id) return f;
+    }
+}
+
+} // namespace
+
+TEST_CASE("mcp families: the 1.x SDK client gets every family through meith mcp as the server "
+          "gives it (2025-11-25)",
+          "[e2e][mcp][families]") {
+    daemon_process d(families_toml());
+    const json out = run_families("v1", d.home());
+    check_all_equal(out);
+    for (const char* name :
+         {"tools/list", "resources/list", "resources/templates/list", "prompts/list",
+          "completion/complete {\"type\":\"ref/prompt\",\"name\":\"completable-prompt\"} name",
+          "tools/call trigger-sampling-request", "elicitation request of trigger-url-elicitation",
+          "notifications/resources/updated", "notifications/message",
+          "roots/list during tools/call"})
+        CHECK(out["checks"].contains(name));
+    CHECK(out["extra"]["toolCount"] == 17); // the tools server-everything offers a full client
+    // Progress reaches the client through meith as the server numbered it (the SDK drops one
+    // that arrives after the result it belongs to, so the last may be missing: see
+    // mcp_bridge_test).
+    const json& progress = out["extra"]["progressThroughMeith"];
+    REQUIRE(!progress.empty());
+    for (std::size_t i = 0; i < progress.size(); ++i) {
+        CHECK(progress[i]["progress"] == i + 1);
+        CHECK(progress[i]["total"] == 3);
+    }
+    // meithd checks arguments before the server sees them.
+    CHECK_THAT(out["extra"]["invalidArguments"]["result"]["content"][0]["text"].get<std::string>(),
+               Catch::StartsWith("VALIDATION_ERROR: "));
+    // A client that declared no sampling: the server's request is refused, saying why.
+    CHECK_THAT(out["extra"]["bareSampling"]["result"]["content"][0]["text"].get<std::string>(),
+               Catch::Contains("meithd cannot forward sampling/createMessage: the client that made "
+                               "the call did not declare the capability"));
+
+    // Audited: reads by source and URI, and the servers' requests sent to the client.
+    const json read = d.wait_audit([](const json& l) {
+        return l.value("event", "") == "mcp_request" && l.value("method", "") == "resources/read" &&
+               l.value("target", "") == "demo://resource/dynamic/blob/1";
+    });
+    CHECK(read["source"] == "everything");
+    CHECK(read["decision"] == "allow");
+    CHECK(read["outcome"] == "ok");
+    CHECK(read["caller"] == "plugin");
+    const json asked = d.wait_audit([](const json& l) {
+        return l.value("event", "") == "client_request" &&
+               l.value("method", "") == "sampling/createMessage";
+    });
+    CHECK(asked["requestId"].get<std::string>().find(":") != std::string::npos);
+}
+
+TEST_CASE("mcp families: the 2.x SDK client speaks 2026-07-28 to meith mcp and gets every family "
+          "as the server gives it",
+          "[e2e][mcp][families]") {
+    daemon_process d(families_toml());
+    const json out = run_families("v2", d.home());
+    CHECK(out["extra"]["era"] == "modern");
+    CHECK(out["extra"]["version"] == "2026-07-28");
+    check_all_equal(out);
+    // Sampling and elicitation became input_required results answered on the retry.
+    CHECK(out["checks"]["tools/call trigger-sampling-request"]["equal"] == true);
+    CHECK(out["checks"]["elicitation request of trigger-elicitation-request"]["equal"] == true);
+}
+
+TEST_CASE("mcp families: mcp_request frames on the socket - lists, routing, errors, policy",
+          "[e2e][mcp][families]") {
+    daemon_process d(families_toml("resource_capabilities = [\"destructive\"]\n"));
+    client c(d.socket());
+    c.send({{"type", "hello"}, {"clientInfo", {{"caller", "cli"}}}});
+    c.read();
+
+    // Lists merge the sources offering the family; prompt names get the source's prefix.
+    const json prompts = mcp_request(c, "p1", "prompts/list");
+    REQUIRE(prompts["type"] == "mcp_result");
+    std::vector<std::string> names;
+    for (const auto& p : prompts["result"]["prompts"])
+        names.push_back(p["name"]);
+    CHECK(std::find(names.begin(), names.end(), "ev_simple-prompt") != names.end());
+
+    // A method meithd does not forward, and params of the wrong shape: JSON-RPC errors.
+    const json unknown = mcp_request(c, "u1", "sampling/createMessage");
+    CHECK(unknown["error"]["code"] == -32601);
+    CHECK_THAT(unknown["error"]["message"].get<std::string>(), Catch::Contains("resources/list"));
+    const json no_name = mcp_request(c, "u2", "prompts/get");
+    CHECK(no_name["error"]["code"] == -32602);
+    const json missing = mcp_request(c, "u3", "prompts/get", {{"name", "ev_no-such-prompt"}});
+    CHECK(missing["error"]["code"] == -32602);
+    CHECK_THAT(missing["error"]["message"].get<std::string>(), Catch::Contains("prompts/list"));
+    c.send({{"type", "mcp_request"},
+            {"requestId", "u4"},
+            {"method", "resources/read"},
+            {"params", "demo://x"}});
+    CHECK(c.read()["code"] == "PROTOCOL_ERROR");
+
+    // resource_capabilities = ["destructive"], which the cli caller may not: refused, audited.
+    const json denied = mcp_request(c, "r1", "resources/read",
+                                    {{"uri", "demo://resource/static/document/instructions.md"}});
+    CHECK(denied["error"]["code"] == -32001);
+    CHECK_THAT(denied["error"]["message"].get<std::string>(),
+               Catch::StartsWith("PERMISSION_DENIED"));
+    const json line = d.wait_audit([](const json& l) {
+        return l.value("event", "") == "mcp_request" && l.value("decision", "") == "deny";
+    });
+    CHECK(line["method"] == "resources/read");
+    CHECK(line["source"] == "everything");
+    CHECK(line["outcome"] == "error");
+
+    // A client_response nobody waits for is a protocol error that says so.
+    c.send({{"type", "client_response"}, {"clientRequestId", "cr99"}, {"result", json::object()}});
+    const json stray = c.read();
+    CHECK(stray["code"] == "PROTOCOL_ERROR");
+    CHECK_THAT(stray["message"].get<std::string>(), Catch::Contains("cr99"));
+}

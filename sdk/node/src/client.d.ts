@@ -32,7 +32,15 @@ export const errors: {
 export function checkResult(result: ToolResult): ToolResult;
 export function locateSocket(home?: string): string;
 
-export interface ClientOptions { home?: string; socket?: string; caller?: 'cli' | 'plugin'; name?: string; agent?: string; }
+/** Answers a server's request during one of the client's calls (docs/protocol.md §17). */
+export type ServerRequestHandler = (params: Record<string, unknown>) => Promise<Record<string, unknown>>;
+export interface ClientOptions {
+    home?: string; socket?: string; caller?: 'cli' | 'plugin'; name?: string; agent?: string;
+    /** Declared in hello as the MCP client capabilities sampling, elicitation, roots. */
+    handlers?: Partial<Record<'sampling/createMessage' | 'elicitation/create' | 'roots/list', ServerRequestHandler>>;
+}
+/** A JSON-RPC error an MCP request got: e.g. -32002 resource not found, -32001 permission denied. */
+export class McpError extends Error { code: number; data?: unknown; }
 export interface CallOptions { timeoutMs?: number; model?: boolean; display?: boolean; signal?: AbortSignal; check?: boolean; }
 export interface CallStream extends AsyncIterable<unknown> { result: ToolResult | null; events: unknown[]; }
 
@@ -42,6 +50,8 @@ export class Client {
     connect(): Promise<this>;
     listTools(options?: { format?: 'meith' | 'openai' | 'openai.responses' | 'anthropic' | 'mcp'; tags?: string[]; models?: unknown[] }): Promise<any[]>;
     listSources(): Promise<any[]>;
+    /** resources/list, resources/read, prompts/get, completion/complete, ... (docs/protocol.md §17). */
+    mcpRequest(method: string, params?: Record<string, unknown>): Promise<any>;
     preview(tool: string, args?: unknown): Promise<{ text: string; permission: 'allow' | 'deny' }>;
     call(tool: string, args?: unknown, options?: CallOptions): Promise<ToolResult>;
     stream(tool: string, args?: unknown, options?: CallOptions): CallStream;

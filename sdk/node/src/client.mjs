@@ -68,8 +68,23 @@ export function locateSocket(home) {
     return runtime ? path.join(runtime, 'meith', 'meithd.sock') : path.join(base, 'meithd.sock');
 }
 
+/** A JSON-RPC error an MCP request got (docs/protocol.md §17): `code`, `data`. */
+export class McpError extends Error {
+    constructor(code, message, data) { super(message); this.name = 'McpError'; this.code = code; this.data = data; }
+}
+
+/** The ClientCapabilities member each server request needs (docs/protocol.md §17). */
+const CAPABILITY_OF = {
+    'sampling/createMessage': ['sampling', {}],
+    'elicitation/create': ['elicitation', { form: {}, url: {} }],
+    'roots/list': ['roots', {}],
+};
+
 export class Client {
-    constructor({ home, socket, caller = 'plugin', name = 'meith-node', agent } = {}) {
+    constructor({ home, socket, caller = 'plugin', name = 'meith-node', agent, handlers = {} } = {}) {
+        for (const m of Object.keys(handlers))
+            if (!CAPABILITY_OF[m]) throw new TypeError(`no such server request: ${m}; one of ${Object.keys(CAPABILITY_OF).join(', ')}`);
+        this.handlers = handlers;
         this.home = home;
         this.socket = socket;
         this.caller = caller;
@@ -124,13 +139,20 @@ export class Client {
         conn.on('error', () => conn.destroy());
         const info = { name: this.name, caller: this.caller };
         if (this.agent) info.agent = this.agent;
-        this.hello = await this._request({ type: 'hello', clientInfo: info }, 'hello_result', true);
+        const hello = { type: 'hello', clientInfo: info };
+        const methods = Object.keys(this.handlers);
+        if (methods.length) hello.capabilities = Object.fromEntries(methods.map((m) => CAPABILITY_OF[m]));
+        this.hello = await this._request(hello, 'hello_result', true);
     }
 
     _dispatch(line, conn) {
         let frame;
         try { frame = JSON.parse(line); } catch { return; }
         const p = typeof frame?.requestId === 'string' ? this._pending.get(frame.requestId) : undefined;
+        if (frame?.type === 'client_request') {
+            this._answerClientRequest(frame);
+            return;
+        }
         if (frame?.type === 'error') {
             p?.fail(new ProtocolError(frame.message ?? 'protocol error', frame.code ?? 'PROTOCOL_ERROR'));
             return;
@@ -138,6 +160,30 @@ export class Client {
         if (!p) return;
         if (frame.type === 'tool_event') p.event?.(frame.event, conn);
         else if (frame.type === p.kind) p.done(frame);
+    }
+
+    /** A server's request during one of our calls: the handler's result, or its error. */
+    async _answerClientRequest(frame) {
+        const reply = { type: 'client_response', clientRequestId: frame.clientRequestId };
+        try {
+            const handler = this.handlers[frame.method];
+            if (!handler) throw new McpError(-32601, `no handler for ${frame.method}`);
+            reply.result = await handler(frame.params ?? {});
+        } catch (e) {
+            reply.error = { code: e instanceof McpError ? e.code : -32603, message: String(e?.message ?? e) };
+        }
+        try { this._send(reply); } catch { /* the connection is gone: the call ends with it */ }
+    }
+
+    /**
+     * An MCP request meithd answers from its MCP sources (docs/protocol.md §17): resources/list,
+     * resources/read, prompts/get, completion/complete, ... Resolves to the MCP result; rejects
+     * with McpError for a JSON-RPC error.
+     */
+    async mcpRequest(method, params = {}) {
+        const r = await this._request({ type: 'mcp_request', method, params }, 'mcp_result');
+        if (r.error) throw new McpError(r.error.code ?? -32603, r.error.message ?? 'error', r.error.data);
+        return r.result;
     }
 
     _send(frame) {

@@ -19,7 +19,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 #: Events buffered per call before the reader waits for the consumer.
 EVENT_QUEUE = 256
@@ -43,6 +43,25 @@ class ProtocolError(Exception):
     def __init__(self, message: str, code: str = "PROTOCOL_ERROR"):
         super().__init__(message)
         self.code = code
+
+
+class McpError(Exception):
+    """A JSON-RPC error an MCP request got (``mcp_result`` with ``error``, docs/protocol.md
+    §17): ``code`` (e.g. -32002 resource not found, -32001 permission denied), ``data``."""
+
+    def __init__(self, code: int, message: str, data: Any = None):
+        super().__init__(message)
+        self.code = code
+        self.data = data
+
+
+#: Handlers for a server's requests during a call (docs/protocol.md §17), keyed by method:
+#: ``sampling/createMessage``, ``elicitation/create``, ``roots/list``. Each takes the request's
+#: params and returns its MCP result (or raises: the server then gets an error).
+Handler = Callable[[dict], Awaitable[dict]]
+_CAPABILITY_OF = {"sampling/createMessage": ("sampling", {}),
+                  "elicitation/create": ("elicitation", {"form": {}, "url": {}}),
+                  "roots/list": ("roots", {})}
 
 
 class ToolCallError(Exception):
@@ -155,7 +174,12 @@ class Client:
     """A connection to meithd. Create with ``await meith.connect(...)``."""
 
     def __init__(self, *, home=None, socket=None, caller: str = "plugin",
-                 name: str = "meith-python", agent: str | None = None):
+                 name: str = "meith-python", agent: str | None = None,
+                 handlers: dict[str, Handler] | None = None):
+        self._handlers = dict(handlers or {})
+        unknown = set(self._handlers) - set(_CAPABILITY_OF)
+        if unknown:
+            raise ValueError(f"no such server request: {sorted(unknown)}; one of {sorted(_CAPABILITY_OF)}")
         self._home = home
         self._socket = Path(socket) if socket else None
         self._caller = caller
@@ -170,6 +194,7 @@ class Client:
         self._lock = asyncio.Lock()
         self._connection = 0  # counts connections; a reader fails only its own requests
         self.hello: dict | None = None
+        self._client_tasks: set[asyncio.Task] = set()
 
     # ---- connection --------------------------------------------------------------------
 
@@ -194,8 +219,10 @@ class Client:
             info = {"name": self._name, "caller": self._caller}
             if self._agent:
                 info["agent"] = self._agent
-            self.hello = await self._request({"type": "hello", "requestId": rid, "clientInfo": info},
-                                             rid, "hello_result", connected=True)
+            hello = {"type": "hello", "requestId": rid, "clientInfo": info}
+            if self._handlers:
+                hello["capabilities"] = dict(_CAPABILITY_OF[m] for m in self._handlers)
+            self.hello = await self._request(hello, rid, "hello_result", connected=True)
 
     def _next_id(self) -> str:
         return f"{self._prefix}{next(self._ids)}"
@@ -249,10 +276,32 @@ class Client:
                 if p.connection == connection and not p.future.done():
                     p.future.set_exception(error)
 
+    async def _answer_client_request(self, frame: dict) -> None:
+        """A server's request during one of our calls: the handler's result, or its error."""
+        handler = self._handlers.get(frame.get("method"))
+        reply: dict = {"type": "client_response", "clientRequestId": frame.get("clientRequestId")}
+        try:
+            if handler is None:
+                raise McpError(-32601, f"no handler for {frame.get('method')}")
+            reply["result"] = await handler(frame.get("params") or {})
+        except McpError as e:
+            reply["error"] = {"code": e.code, "message": str(e)}
+        except Exception as e:  # the handler's failure is the server's error, not ours
+            reply["error"] = {"code": -32603, "message": f"{type(e).__name__}: {e}"}
+        try:
+            await self._send(reply)
+        except ConnectionError:
+            pass
+
     async def _dispatch(self, frame: dict) -> None:
         rid = frame.get("requestId")
         p = self._pending.get(rid) if isinstance(rid, str) else None
         kind = frame.get("type")
+        if kind == "client_request":
+            task = asyncio.create_task(self._answer_client_request(frame))
+            self._client_tasks.add(task)
+            task.add_done_callback(self._client_tasks.discard)
+            return
         if kind == "error":
             if p is not None and not p.future.done():
                 p.future.set_exception(ProtocolError(frame.get("message", "protocol error"),
@@ -302,6 +351,18 @@ class Client:
         if models is not None:
             frame["models"] = models
         return (await self._request(frame, rid, "tools_list"))["tools"]
+
+    async def mcp_request(self, method: str, params: dict | None = None) -> dict:
+        """An MCP request meithd answers from its MCP sources (docs/protocol.md §17):
+        ``resources/list``, ``resources/read``, ``prompts/get``, ``completion/complete``, ...
+        Returns the MCP result; raises McpError with the JSON-RPC error otherwise."""
+        rid = self._next_id()
+        frame = {"type": "mcp_request", "requestId": rid, "method": method, "params": params or {}}
+        reply = await self._request(frame, rid, "mcp_result")
+        if "error" in reply:
+            e = reply["error"] if isinstance(reply["error"], dict) else {}
+            raise McpError(e.get("code", -32603), e.get("message", "error"), e.get("data"))
+        return reply["result"]
 
     async def list_sources(self) -> list[dict]:
         rid = self._next_id()
@@ -394,8 +455,10 @@ class CallStream:
 
 
 async def connect(*, home=None, socket=None, caller: str = "plugin", name: str = "meith-python",
-                  agent: str | None = None) -> Client:
-    """Connects and says hello; raises NotRunning when no daemon answers."""
-    client = Client(home=home, socket=socket, caller=caller, name=name, agent=agent)
+                  agent: str | None = None, handlers: dict[str, Handler] | None = None) -> Client:
+    """Connects and says hello; raises NotRunning when no daemon answers. ``handlers`` answer
+    the servers' requests during this client's calls (sampling, elicitation, roots; §17)."""
+    client = Client(home=home, socket=socket, caller=caller, name=name, agent=agent,
+                    handlers=handlers)
     await client._ensure()
     return client

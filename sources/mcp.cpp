@@ -54,9 +54,10 @@ class mcp_source final : public child_source, public mcp_peer {
   public:
     mcp_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                const config::config& whole)
-        : child_source(std::move(ex), reaper, cfg, whole, "MCP server '" + cfg.name + "'", "mcp",
-                       "{}", started_with(cfg), rpc_dialect::jsonrpc, make_policy(cfg, whole)),
-          resource_caps_(permissions::capability_set_from(cfg.resource_capabilities)) {}
+        : child_source(ex, reaper, cfg, whole, "MCP server '" + cfg.name + "'", "mcp", "{}",
+                       started_with(cfg), rpc_dialect::jsonrpc, make_policy(cfg, whole)),
+          resource_caps_(permissions::capability_set_from(cfg.resource_capabilities)),
+          envelope_(mcp::envelope_members(MEITH_VERSION, cfg.forward_roots)), probe_timer_(ex) {}
 
     // ---- mcp_peer: the families beyond tools (docs/protocol.md §17) -------------------------
 
@@ -79,6 +80,14 @@ class mcp_source final : public child_source, public mcp_peer {
         if (!ready_)
             return done(mcp_error(
                 -32603, fmt::format("{} is not running ({})", label_, to_string(state()))));
+        if (modern_) {
+            // 2026-07-28: the log level travels per request, subscriptions on the listen.
+            if (method == "logging/setLevel") return done(mcp_answer{true, "{}"});
+            if (method == "resources/subscribe" || method == "resources/unsubscribe")
+                return subscribe_on_listen(method == "resources/subscribe", params_json,
+                                           std::move(done));
+            params_json = mcp::with_envelope(params_json, envelope_);
+        }
         auto shared = std::make_shared<std::function<void(mcp_answer)>>(std::move(done));
         rpc_peer::callbacks cb;
         cb.on_message = [shared](simdjson::dom::object msg, bool) {
@@ -119,7 +128,9 @@ class mcp_source final : public child_source, public mcp_peer {
     void on_spawn() override {
         ++spawns_;
         server_caps_ = {};
-        send_initialize();
+        modern_ = false;
+        listen_id_.reset();
+        send_discover();
     }
     std::size_t tool_count() const override { return tool_names_.size(); }
 
@@ -131,7 +142,48 @@ class mcp_source final : public child_source, public mcp_peer {
             append_json_string(out, revision_);
     }
 
-    // ---- start: initialize, initialized, tools/list ----------------------------------------
+    // ---- start: server/discover (2026-07-28), else initialize; then tools/list ---------------
+
+    /// How long a server may take to answer server/discover before meithd falls back to
+    /// initialize (a server that ignores unknown methods before initialize).
+    static constexpr std::chrono::milliseconds discover_timeout{3000};
+
+    /// Asks `server/discover` first (docs/protocol.md §17): a server offering 2026-07-28 is
+    /// spoken to in it; an error, another answer or silence falls back to `initialize`.
+    void send_discover() {
+        ready_ = false;
+        revision_.clear();
+        rpc_peer::callbacks cb;
+        const auto gen = spawns_;
+        cb.on_message = [this, gen](simdjson::dom::object msg, bool) {
+            if (gen == spawns_) on_discovered(msg);
+        };
+        cb.on_failure = [](rpc_failure, const std::string&) {}; // the exit handler decides
+        const auto id =
+            peer_.request("server/discover", mcp::discover_params(envelope_), std::move(cb));
+        if (!id) return proc_.fail_start("could not send server/discover");
+        probe_timer_.expires_after(discover_timeout);
+        probe_timer_.async_wait(
+            [this, gen, id = *id, alive = std::weak_ptr<bool>(alive_)](const std::error_code& ec) {
+                if (ec || !alive.lock() || gen != spawns_ || !revision_.empty()) return;
+                peer_.abandon(id);
+                spdlog::info("{}: no answer to server/discover within {} ms; using initialize",
+                             label_, discover_timeout.count());
+                send_initialize();
+            });
+    }
+
+    void on_discovered(simdjson::dom::object msg) {
+        probe_timer_.cancel();
+        simdjson::dom::element result;
+        if (msg["result"].get(result) != simdjson::SUCCESS || !mcp::offers_modern(result))
+            return send_initialize();
+        modern_ = true;
+        revision_ = std::string(mcp::modern_revision);
+        server_caps_ = read_capabilities(result);
+        spdlog::info("{}: discovered, protocol revision {}", label_, revision_);
+        start_listing();
+    }
 
     void send_initialize() {
         ready_ = false;
@@ -139,7 +191,8 @@ class mcp_source final : public child_source, public mcp_peer {
         rpc_peer::callbacks cb;
         cb.on_message = [this](simdjson::dom::object msg, bool) { on_initialized(msg); };
         cb.on_failure = [](rpc_failure, const std::string&) {}; // the exit handler decides
-        if (!peer_.request("initialize", mcp::initialize_params(MEITH_VERSION, cfg_.forward_roots), std::move(cb)))
+        if (!peer_.request("initialize", mcp::initialize_params(MEITH_VERSION, cfg_.forward_roots),
+                           std::move(cb)))
             proc_.fail_start("could not send initialize");
     }
 
@@ -184,7 +237,7 @@ class mcp_source final : public child_source, public mcp_peer {
         rpc_peer::callbacks cb;
         cb.on_message = [this](simdjson::dom::object msg, bool) { on_page(msg); };
         cb.on_failure = [](rpc_failure, const std::string&) {}; // the exit handler decides
-        if (!peer_.request("tools/list", params, std::move(cb)))
+        if (!peer_.request("tools/list", params_for(params), std::move(cb)))
             listing_failed("could not send tools/list");
     }
 
@@ -251,6 +304,7 @@ class mcp_source final : public child_source, public mcp_peer {
         const auto before = std::exchange(tool_names_, std::move(names));
         if (!ready_) {
             became_ready();
+            if (modern_) relisten();
         } else if (events_.lifecycle) {
             events_.lifecycle(*this, "source_tools_changed", tools_changed_details(before));
         }
@@ -279,6 +333,8 @@ class mcp_source final : public child_source, public mcp_peer {
 
     void on_child_exit() override {
         // Calls in flight were failed by the peer; their progress tokens went with them.
+        probe_timer_.cancel();
+        listen_id_.reset();
         ready_ = false;
         listing_ = false;
         relist_ = false;
@@ -290,19 +346,32 @@ class mcp_source final : public child_source, public mcp_peer {
     // ---- calls ------------------------------------------------------------------------------
 
     void send_execute(const call_ptr& c, const tool& t) override {
+        send_call(c, t.remote_name, {}, 0);
+    }
+
+    /// One round of a call: `input_members` (members without braces) carry the answers of the
+    /// previous round's input requests (2026-07-28 multi-round-trip requests).
+    void send_call(const call_ptr& c, const std::string& remote, const std::string& input_members,
+                   int round) {
         const std::uint64_t token = ++next_token_;
         rpc_peer::callbacks cb;
-        cb.on_message = [this, c, token](simdjson::dom::object msg, bool) {
+        cb.on_message = [this, c, token, remote, round](simdjson::dom::object msg, bool) {
             progress_.erase(token);
-            on_call_answer(c, msg);
+            on_call_answer(c, msg, remote, round);
         };
         cb.on_failure = [this, c, token](rpc_failure failure, const std::string& how) {
             progress_.erase(token);
             c->resolve(request_failed(failure, how));
         };
-        const auto id = peer_.request(
-            "tools/call", mcp::call_params(t.remote_name, c->args_json, token, c->traceparent),
-            std::move(cb));
+        std::string params = mcp::call_params(remote, c->args_json, token, c->traceparent,
+                                              modern_ ? envelope_ : std::string_view());
+        if (!input_members.empty()) {
+            params.pop_back();
+            params += ',';
+            params += input_members;
+            params += '}';
+        }
+        const auto id = peer_.request("tools/call", params, std::move(cb));
         if (!id) {
             c->resolve(tool_result::failure(error_code::tool_failed,
                                             fmt::format("{} is not accepting requests", label_)));
@@ -315,13 +384,19 @@ class mcp_source final : public child_source, public mcp_peer {
             peer_.abandon(id);
             progress_.erase(token);
             peer_.notify("notifications/cancelled",
-                         mcp::cancelled_params(id, names_of(raw->end()).words));
+                         params_for(mcp::cancelled_params(id, names_of(raw->end()).words)));
         });
     }
 
-    void on_call_answer(const call_ptr& c, simdjson::dom::object msg) {
+    void on_call_answer(const call_ptr& c, simdjson::dom::object msg, const std::string& remote,
+                        int round) {
         simdjson::dom::element result, error;
-        if (msg["result"].get(result) == simdjson::SUCCESS)
+        std::string_view result_type;
+        if (modern_ && msg["result"].get(result) == simdjson::SUCCESS &&
+            result["resultType"].get_string().get(result_type) == simdjson::SUCCESS &&
+            result_type == "input_required")
+            ask_inputs(c, result, remote, round);
+        else if (msg["result"].get(result) == simdjson::SUCCESS)
             c->resolve(mcp::call_result(result));
         else if (msg["error"].get(error) == simdjson::SUCCESS)
             c->resolve(mcp::error_answer(error));
@@ -349,6 +424,133 @@ class mcp_source final : public child_source, public mcp_peer {
         c.completions = caps["completions"].get(v) == simdjson::SUCCESS && v.is_object();
         c.logging = caps["logging"].get(v) == simdjson::SUCCESS && v.is_object();
         return c;
+    }
+
+    // ---- 2026-07-28: the envelope, subscriptions/listen, input_required ---------------------
+
+    /// Request params as this server's revision wants them: with the envelope in 2026-07-28.
+    std::string params_for(std::string_view params) const {
+        return modern_ ? mcp::with_envelope(params, envelope_) : std::string(params);
+    }
+
+    /// (Re)opens the one subscriptions/listen a 2026-07-28 server pushes its notifications on:
+    /// list changes, and resources/updated for the URIs meith's clients subscribed to.
+    void relisten() {
+        if (listen_id_) {
+            peer_.abandon(*listen_id_);
+            peer_.notify("notifications/cancelled",
+                         params_for(R"({"requestId":)" + std::to_string(*listen_id_) + "}"));
+            listen_id_.reset();
+        }
+        std::string n = R"({"notifications":{"toolsListChanged":true)";
+        if (server_caps_.prompts) n += R"(,"promptsListChanged":true)";
+        if (server_caps_.resources) n += R"(,"resourcesListChanged":true)";
+        if (!listen_uris_.empty()) {
+            n += R"(,"resourceSubscriptions":[)";
+            bool first = true;
+            for (const auto& uri : listen_uris_) {
+                if (!first) n += ',';
+                first = false;
+                append_json_string(n, uri);
+            }
+            n += ']';
+        }
+        n += "}}";
+        rpc_peer::callbacks cb; // answered only when the server ends the listen
+        cb.on_message = [](simdjson::dom::object, bool) {};
+        cb.on_failure = [](rpc_failure, const std::string&) {};
+        listen_id_ = peer_.request("subscriptions/listen", params_for(n), std::move(cb));
+    }
+
+    void subscribe_on_listen(bool on, std::string_view params_json,
+                             std::function<void(mcp_answer)> done) {
+        thread_local simdjson::dom::parser parser;
+        std::string_view uri;
+        simdjson::dom::element params;
+        if (parser.parse(params_json).get(params) != simdjson::SUCCESS ||
+            params["uri"].get_string().get(uri) != simdjson::SUCCESS)
+            return done(mcp_error(-32602, "params need a string \"uri\""));
+        const bool changed = on ? listen_uris_.insert(std::string(uri)).second
+                                : listen_uris_.erase(std::string(uri)) > 0;
+        if (changed) relisten();
+        done(mcp_answer{true, "{}"});
+    }
+
+    /// Rounds of input one call may ask for (the TypeScript SDK client's own bound).
+    static constexpr int max_input_rounds = 10;
+
+    /// A 2026-07-28 `input_required` result: each input request goes to the client of the call,
+    /// as a server's request would (docs/protocol.md §17); the call is then sent again with
+    /// `inputResponses` and the server's `requestState`.
+    void ask_inputs(const call_ptr& c, simdjson::dom::element result, const std::string& remote,
+                    int round) {
+        if (round + 1 >= max_input_rounds)
+            return c->resolve(tool_result::failure(
+                error_code::tool_failed,
+                fmt::format("{} asked for input {} times in one call", label_, max_input_rounds)));
+        struct gather {
+            std::size_t pending = 0;
+            std::string responses;
+            std::string state;
+        };
+        auto g = std::make_shared<gather>();
+        std::string_view state;
+        if (result["requestState"].get_string().get(state) == simdjson::SUCCESS)
+            g->state = std::string(state);
+        struct ask {
+            std::string key, method, params;
+        };
+        std::vector<ask> asks;
+        simdjson::dom::object requests;
+        if (result["inputRequests"].get_object().get(requests) == simdjson::SUCCESS)
+            for (auto [key, req] : requests) {
+                std::string_view method;
+                simdjson::dom::object params;
+                if (req["method"].get_string().get(method) != simdjson::SUCCESS) continue;
+                asks.push_back({std::string(key), std::string(method),
+                                req["params"].get_object().get(params) == simdjson::SUCCESS
+                                    ? simdjson::minify(params)
+                                    : std::string("{}")});
+            }
+        g->pending = asks.size();
+        auto alive = std::weak_ptr<bool>(alive_);
+        auto finish = [this, c, remote, round, g, alive] {
+            if (!alive.lock() || c->resolved()) return;
+            std::string members = R"("inputResponses":{)" + g->responses + "}";
+            if (!g->state.empty()) {
+                members += R"(,"requestState":)";
+                append_json_string(members, g->state);
+            }
+            send_call(c, remote, members, round + 1);
+        };
+        if (asks.empty()) return finish();
+        for (const auto& a : asks) {
+            auto answered = [this, c, g, key = a.key, method = a.method, finish,
+                             alive](mcp_answer answer) {
+                if (!alive.lock() || c->resolved()) return;
+                if (!answer.ok)
+                    return c->resolve(tool_result::failure(
+                        error_code::tool_failed,
+                        fmt::format("{} asked the client for {}, which answered an error", label_,
+                                    method),
+                        answer.json));
+                if (!g->responses.empty()) g->responses += ',';
+                append_json_string(g->responses, key);
+                g->responses += ':';
+                g->responses += answer.json;
+                if (--g->pending == 0) finish();
+            };
+            if (c->ask_client(a.method, a.params, answered)) continue;
+            if (a.method == "roots/list") {
+                answered(mcp_answer{true, own_roots()});
+                continue;
+            }
+            return c->resolve(tool_result::failure(
+                error_code::tool_failed,
+                fmt::format("{} needs {} answered (input_required), and the client that made "
+                            "the call did not declare it (docs/protocol.md §17)",
+                            label_, a.method)));
+        }
     }
 
     // ---- the server's own requests and notifications ----------------------------------------
@@ -432,8 +634,11 @@ class mcp_source final : public child_source, public mcp_peer {
                     method == "notifications/resources/list_changed" ||
                     method == "notifications/prompts/list_changed") &&
                    events_.mcp_notification) {
+            // A 2026-07-28 listen stamps its id in _meta: meithd's own, not passed on.
             events_.mcp_notification(*this, method,
-                                     has_params ? simdjson::minify(params) : std::string("{}"));
+                                     has_params ? mcp::without_meta_key(simdjson::minify(params),
+                                                                        mcp::subscription_id_key)
+                                                : std::string("{}"));
         } else if (method == "notifications/elicitation/complete" && has_params) {
             std::string why;
             if (auto c = owning_call(why))
@@ -507,6 +712,11 @@ class mcp_source final : public child_source, public mcp_peer {
     permissions::capability_set resource_caps_;
     std::uint64_t spawns_ = 0; ///< children started: an answer for an earlier one is dropped
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+    bool modern_ = false;            ///< this child speaks 2026-07-28 (server/discover offered it)
+    std::string envelope_;           ///< the 2026-07-28 `_meta` members, made once
+    asio::steady_timer probe_timer_; ///< server/discover's answer deadline
+    std::optional<std::uint64_t> listen_id_; ///< the open subscriptions/listen (2026-07-28)
+    std::set<std::string> listen_uris_;      ///< resources subscribed to on it
     std::uint64_t next_token_ = 0;
     /// Calls in flight by progress token (tokens are meithd's own, 1, 2, …).
     std::unordered_map<std::uint64_t, call_ptr> progress_;

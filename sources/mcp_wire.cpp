@@ -30,6 +30,99 @@ std::string initialize_params(std::string_view version, bool roots) {
     return out;
 }
 
+std::string envelope_members(std::string_view version, bool roots) {
+    std::string out = R"("io.modelcontextprotocol/protocolVersion":)";
+    append_json_string(out, modern_revision);
+    out += R"(,"io.modelcontextprotocol/clientCapabilities":{)";
+    if (roots) out += R"("roots":{},)";
+    out += R"("sampling":{"context":{},"tools":{}},"elicitation":{"form":{},"url":{}}},)"
+           R"("io.modelcontextprotocol/clientInfo":{"name":"meithd","version":)";
+    append_json_string(out, version);
+    out += "}";
+    return out;
+}
+
+std::string with_envelope(std::string_view params_json, std::string_view envelope) {
+    thread_local simdjson::dom::parser parser;
+    simdjson::dom::object obj;
+    if (parser.parse(params_json).get_object().get(obj) != simdjson::SUCCESS)
+        return std::string(params_json);
+    std::string out = "{";
+    bool meta_seen = false;
+    for (auto [key, value] : obj) {
+        if (out.size() > 1) out += ',';
+        append_json_string(out, key);
+        out += ':';
+        simdjson::dom::object meta;
+        if (key == "_meta" && value.get_object().get(meta) == simdjson::SUCCESS) {
+            meta_seen = true;
+            std::string inner = simdjson::minify(meta);
+            inner.pop_back(); // the closing brace
+            if (inner.size() > 1) inner += ',';
+            out += inner;
+            out += envelope;
+            out += '}';
+        } else {
+            out += simdjson::minify(value);
+        }
+    }
+    if (!meta_seen) {
+        if (out.size() > 1) out += ',';
+        out += R"("_meta":{)";
+        out += envelope;
+        out += '}';
+    }
+    return out + "}";
+}
+
+std::string without_meta_key(std::string_view params_json, std::string_view key) {
+    thread_local simdjson::dom::parser parser;
+    simdjson::dom::object obj;
+    if (parser.parse(params_json).get_object().get(obj) != simdjson::SUCCESS)
+        return std::string(params_json);
+    std::string out = "{";
+    for (auto [k, value] : obj) {
+        simdjson::dom::object meta;
+        std::string rendered;
+        if (k == "_meta" && value.get_object().get(meta) == simdjson::SUCCESS) {
+            rendered = "{";
+            for (auto [mk, mv] : meta) {
+                if (mk == key) continue;
+                if (rendered.size() > 1) rendered += ',';
+                append_json_string(rendered, mk);
+                rendered += ':';
+                rendered += simdjson::minify(mv);
+            }
+            rendered += '}';
+            if (rendered == "{}") continue;
+        } else {
+            rendered = simdjson::minify(value);
+        }
+        if (out.size() > 1) out += ',';
+        append_json_string(out, k);
+        out += ':';
+        out += rendered;
+    }
+    return out + "}";
+}
+
+std::string discover_params(std::string_view envelope) {
+    std::string out = R"({"_meta":{)";
+    out += envelope;
+    return out + "}}";
+}
+
+bool offers_modern(simdjson::dom::element discover_result) {
+    simdjson::dom::array versions;
+    if (discover_result["supportedVersions"].get_array().get(versions) != simdjson::SUCCESS)
+        return false;
+    for (auto v : versions) {
+        std::string_view s;
+        if (v.get_string().get(s) == simdjson::SUCCESS && s == modern_revision) return true;
+    }
+    return false;
+}
+
 namespace {
 
 std::string known_revisions() {
@@ -197,7 +290,8 @@ tool_result call_result(simdjson::dom::element result) {
     std::string content = "{";
     bool first = true;
     for (auto [key, value] : obj) {
-        if (key == "isError") continue;
+        // resultType belongs to the 2026-07-28 hop (always "complete" here), not the result.
+        if (key == "isError" || key == "resultType") continue;
         if (!first) content.push_back(',');
         first = false;
         append_json_string(content, key);

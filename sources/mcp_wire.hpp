@@ -34,6 +34,30 @@ inline constexpr std::array<std::string_view, 4> protocol_revisions{"2025-11-25"
 /// `clientInfo {"name":"meithd","version":version}`.
 std::string initialize_params(std::string_view version, bool roots = false);
 
+/// The stateless revision meithd also speaks to a source that offers it in `server/discover`
+/// (docs/protocol.md §17): no initialize, every request carrying the envelope below.
+inline constexpr std::string_view modern_revision = "2026-07-28";
+
+/// The 2026-07-28 envelope as `_meta` members without braces: protocolVersion, the client
+/// capabilities of `initialize_params` (roots when `roots`) and clientInfo meithd.
+std::string envelope_members(std::string_view version, bool roots);
+
+/// `params_json` (an object) with `envelope` (members without braces) added to its `_meta`
+/// (made when absent). Params that are not an object are returned unchanged.
+std::string with_envelope(std::string_view params_json, std::string_view envelope);
+
+/// Params of `server/discover`: `{"_meta":{envelope}}`.
+std::string discover_params(std::string_view envelope);
+
+/// The `_meta` key a 2026-07-28 listen stamps on its notifications.
+inline constexpr std::string_view subscription_id_key = "io.modelcontextprotocol/subscriptionId";
+
+/// `params_json` (an object) without `_meta[key]`; `_meta` left out when that empties it.
+std::string without_meta_key(std::string_view params_json, std::string_view key);
+
+/// Whether a `server/discover` result offers the 2026-07-28 revision (`supportedVersions`).
+bool offers_modern(simdjson::dom::element discover_result);
+
 /// The outcome of version negotiation (lifecycle "Version Negotiation"): the revision the
 /// server answered in its `initialize` result, or why the start fails.
 struct negotiation {

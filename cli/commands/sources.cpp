@@ -77,6 +77,9 @@ int describe_source(const options& opts, const json& sources, const std::string&
     fmt::print("  pid:         {}\n", count_text(*src, "pid"));
     fmt::print("  restarts:    {}\n", count_text(*src, "restarts"));
     fmt::print("  tools:       {}\n", count_text(*src, "tools"));
+    if (text(*src, "kind") == "mcp") // the MCP revision negotiated with this server (§17)
+        fmt::print("  protocol:    MCP {}\n",
+                   get_string(*src, "protocolVersion").value_or("(not negotiated yet)"));
     fmt::print("  sandbox:     {}\n", wrap(sandbox_text(*src), width - 15, "               "));
     if (auto err = get_string(*src, "lastError"))
         fmt::print("  last error:  {}\n",

@@ -59,14 +59,18 @@ json run_families(const std::string& sdk, const fs::path& home) {
     return json::parse(out);
 }
 
-/// Every check of families.mjs held; a failed one is shown with both sides.
-void check_all_equal(const json& out) {
-    REQUIRE(out["checks"].size() > 20);
+/// Every check of a driver held (at least `min` of them); a failed one shows both sides.
+void check_all_equal_min(const json& out, std::size_t min) {
+    REQUIRE(out["checks"].size() >= min);
     for (const auto& [name, c] : out["checks"].items()) {
         INFO(name << ": direct " << c.value("direct", json()).dump().substr(0, 2000)
                   << "\nthrough meith " << c.value("meith", json()).dump().substr(0, 2000));
         CHECK(c["equal"] == true);
     }
+}
+
+void check_all_equal(const json& out) {
+    check_all_equal_min(out, 20);
 }
 
 json mcp_request(client& c, const std::string& id, const std::string& method,
@@ -188,4 +192,59 @@ TEST_CASE("mcp families: mcp_request frames on the socket - lists, routing, erro
     const json stray = c.read();
     CHECK(stray["code"] == "PROTOCOL_ERROR");
     CHECK_THAT(stray["message"].get<std::string>(), Catch::Contains("cr99"));
+}
+
+TEST_CASE("mcp families: a 2.x SDK server (serveStdio) is spoken to in 2026-07-28 - listed, "
+          "called, asked for input, subscribed - and matches the same server spoken to directly",
+          "[e2e][mcp][families]") {
+    const std::string server = mcp_dir() + "/v2_server.mjs";
+    daemon_process d("[permissions.callers.plugin]\n"
+                     "allow = [\"read-only\", \"accesses-network\", \"unknown\"]\n\n"
+                     "[[sources]]\nname = \"v2\"\nkind = \"mcp\"\ncommand = [\"node\", " +
+                     json(server).dump() + "]\nprefix = \"v2_\"\nsandbox = \"off\"\n");
+    client c(d.socket());
+    const json status = source_status(c, "v2");
+    CHECK(status["state"] == "ready");
+    CHECK(status["protocolVersion"] == "2026-07-28"); // negotiated by server/discover
+
+    const std::string cmd = "node '" + mcp_dir() + "/v2_source.mjs' '" + MEITH_CLI + "' '" +
+                            d.home().string() + "' '" + server + "'";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string text;
+    std::array<char, 65536> buf{};
+    std::size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
+        text.append(buf.data(), n);
+    const int st = ::pclose(p);
+    INFO("`" << cmd << "` printed: " << text);
+    REQUIRE(WIFEXITED(st));
+    REQUIRE(WEXITSTATUS(st) == 0);
+    const json out = json::parse(text);
+    REQUIRE(out["checks"].size() == 8);
+    check_all_equal_min(out, 8);
+    // resources/updated reached the client on the listen meithd keeps with the server.
+    REQUIRE(out["extra"]["updated"].size() >= 1);
+    CHECK(out["extra"]["updated"][0] == json{{"uri", "info://hello"}});
+    // 2026-07-28 on both hops: the input request went to the 2.x client and back.
+    const json& modern = out["extra"]["modern"];
+    CHECK(modern["era"] == "modern");
+    CHECK(modern["echo"]["content"][0]["text"] == "echo: modern");
+    CHECK(modern["confirm"]["content"][0]["text"] == "confirmed=false");
+    REQUIRE(modern["asked"].size() == 1);
+    CHECK(modern["asked"][0]["message"] == "Really ship?");
+}
+
+TEST_CASE("mcp families: a server that never answers server/discover is spoken to with "
+          "initialize after the probe's deadline",
+          "[e2e][mcp][families]") {
+    daemon_process d("[[sources]]\nname = \"fk\"\nkind = \"mcp\"\ncommand = [\"node\", " +
+                     json(mcp_dir() + "/fake_server.mjs").dump() +
+                     ", \"--silent-unknown\"]\nprefix = \"fk_\"\ntrust_annotations = true\n");
+    client c(d.socket());
+    const json status = source_status(c, "fk");
+    CHECK(status["state"] == "ready");
+    CHECK(status["protocolVersion"] == "2025-11-25");
+    CHECK_THAT(d.log(), Catch::Contains("no answer to server/discover within 3000 ms"));
+    CHECK(c.call("fk_echo", {{"text", "hi"}})["result"]["ok"] == true);
 }

@@ -11,6 +11,7 @@
 //   --list-changed-early send notifications/tools/list_changed before answering initialize
 //   --state=FILE         append every message received to FILE (one JSON line each)
 //   --ignore-eof         keep running when stdin closes (until a signal ends it)
+//   --silent-unknown     never answer a request it does not know (server/discover included)
 //
 // Tools (all `read-only`-annotated unless said otherwise):
 //   echo {text}          content [{type:text}], structuredContent {text, revision}
@@ -179,6 +180,7 @@ function onRequest(msg) {
         (error) => send({ id, error }));
       return;
     default:
+      if (flags.has('silent-unknown')) return;
       send({ id, error: { code: -32601, message: `Method not found: ${method}` } });
   }
 }

@@ -36,6 +36,9 @@ struct tool {
     /// tools, whose arguments are one string (PROTOCOL.md §11, docs/protocol.md §13).
     std::string payload_kind;
     std::string payload_format_json; ///< a text-payload tool's `format` (JSON), or empty
+    /// An MCP tool with `execution.taskSupport: "required"`: called as a task (MCP 2025-11-25
+    /// basic/utilities/tasks; docs/protocol.md §17).
+    bool task_required = false;
     std::shared_ptr<tool_source> source;
     std::shared_ptr<const class schema_validator> validator; ///< null: accepts any object
 };
@@ -58,6 +61,7 @@ struct tool_definition {
     std::string extra_descriptor_json;
     std::string payload_kind;        ///< see `tool`
     std::string payload_format_json; ///< see `tool`
+    bool task_required = false;      ///< see `tool`
 };
 
 /// Callbacks from a source to the registry.

@@ -50,6 +50,7 @@ tool_table::registration tool_table::register_source(tool_source& src,
         t->timeout_ms = d.timeout_ms;
         t->payload_kind = std::move(d.payload_kind);
         t->payload_format_json = std::move(d.payload_format_json);
+        t->task_required = d.task_required;
         t->source = src.shared_from_this();
         if (!t->input_schema_json.empty()) {
             auto compiled = schema_validator::compile(t->input_schema_json);

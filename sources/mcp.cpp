@@ -340,13 +340,66 @@ class mcp_source final : public child_source, public mcp_peer {
         relist_ = false;
         listed_.clear();
         progress_.clear();
+        tasks_.clear();
         tool_names_.clear();
     }
 
     // ---- calls ------------------------------------------------------------------------------
 
     void send_execute(const call_ptr& c, const tool& t) override {
+        if (t.task_required && !modern_) {
+            // A tool that runs only as a task (2025-11-25 basic/utilities/tasks): the call is
+            // task-augmented, and its result fetched with tasks/result (docs/protocol.md §17).
+            const std::uint64_t ttl = c->timeout_ms != 0 ? c->timeout_ms : 300000;
+            return send_call(c, t.remote_name, fmt::format(R"("task":{{"ttl":{}}})", ttl), 0);
+        }
         send_call(c, t.remote_name, {}, 0);
+    }
+
+    /// A task-augmented call answered CreateTaskResult: tasks/result waits for the task's end
+    /// and answers the call's result; a cancel or timeout is tasks/cancel. The call stays the
+    /// one the server's requests belong to while the task runs.
+    void follow_task(const call_ptr& c, std::string task_id) {
+        const std::uint64_t token = ++next_token_;
+        progress_.emplace(token, c);
+        tasks_[task_id] = c;
+        std::string params = R"({"taskId":)";
+        append_json_string(params, task_id);
+        params += '}';
+        rpc_peer::callbacks cb;
+        cb.on_message = [this, c, token, task_id](simdjson::dom::object msg, bool) {
+            progress_.erase(token);
+            tasks_.erase(task_id);
+            simdjson::dom::element result, error;
+            if (msg["result"].get(result) == simdjson::SUCCESS)
+                c->resolve(mcp::call_result(result));
+            else if (msg["error"].get(error) == simdjson::SUCCESS)
+                c->resolve(mcp::error_answer(error));
+            else
+                c->resolve(tool_result::failure(error_code::tool_failed,
+                                                "tasks/result: neither result nor error"));
+        };
+        cb.on_failure = [this, c, token, task_id](rpc_failure failure, const std::string& how) {
+            progress_.erase(token);
+            tasks_.erase(task_id);
+            c->resolve(request_failed(failure, how));
+        };
+        const auto id = peer_.request("tasks/result", params, std::move(cb));
+        if (!id) {
+            progress_.erase(token);
+            tasks_.erase(task_id);
+            return c->resolve(tool_result::failure(
+                error_code::tool_failed, fmt::format("{} is not accepting requests", label_)));
+        }
+        c->on_abandon([this, id = *id, token, task_id, params] {
+            peer_.abandon(id);
+            progress_.erase(token);
+            tasks_.erase(task_id);
+            rpc_peer::callbacks ignore;
+            ignore.on_message = [](simdjson::dom::object, bool) {};
+            ignore.on_failure = [](rpc_failure, const std::string&) {};
+            peer_.request("tasks/cancel", params, std::move(ignore));
+        });
     }
 
     /// One round of a call: `input_members` (members without braces) carry the answers of the
@@ -396,6 +449,10 @@ class mcp_source final : public child_source, public mcp_peer {
             result["resultType"].get_string().get(result_type) == simdjson::SUCCESS &&
             result_type == "input_required")
             ask_inputs(c, result, remote, round);
+        else if (std::string_view task_id;
+                 msg["result"].get(result) == simdjson::SUCCESS &&
+                 result["task"]["taskId"].get_string().get(task_id) == simdjson::SUCCESS)
+            follow_task(c, std::string(task_id));
         else if (msg["result"].get(result) == simdjson::SUCCESS)
             c->resolve(mcp::call_result(result));
         else if (msg["error"].get(error) == simdjson::SUCCESS)
@@ -639,6 +696,8 @@ class mcp_source final : public child_source, public mcp_peer {
                                      has_params ? mcp::without_meta_key(simdjson::minify(params),
                                                                         mcp::subscription_id_key)
                                                 : std::string("{}"));
+        } else if (method == "notifications/tasks/status" && has_params) {
+            on_task_status(params);
         } else if (method == "notifications/elicitation/complete" && has_params) {
             std::string why;
             if (auto c = owning_call(why))
@@ -664,6 +723,24 @@ class mcp_source final : public child_source, public mcp_peer {
                               fmt::format("Method not found: meithd does not offer {}",
                                           mcp::cut_utf8(method, 200)));
         }
+    }
+
+    /// A task's status, as a `task_status` tool event of its call (docs/protocol.md §17).
+    void on_task_status(simdjson::dom::object params) {
+        std::string_view task_id, status, message;
+        if (params["taskId"].get_string().get(task_id) != simdjson::SUCCESS) return;
+        auto it = tasks_.find(std::string(task_id));
+        if (it == tasks_.end()) return;
+        std::string event = R"({"type":"task_status","status":)";
+        append_json_string(event, params["status"].get_string().get(status) == simdjson::SUCCESS
+                                      ? status
+                                      : std::string_view("unknown"));
+        if (params["statusMessage"].get_string().get(message) == simdjson::SUCCESS) {
+            event += R"(,"message":)";
+            append_json_string(event, mcp::cut_utf8(message, 1024));
+        }
+        event += '}';
+        it->second->emit(event);
     }
 
     void on_progress(simdjson::dom::object params) {
@@ -717,6 +794,8 @@ class mcp_source final : public child_source, public mcp_peer {
     asio::steady_timer probe_timer_; ///< server/discover's answer deadline
     std::optional<std::uint64_t> listen_id_; ///< the open subscriptions/listen (2026-07-28)
     std::set<std::string> listen_uris_;      ///< resources subscribed to on it
+    /// Calls running as tasks on this server, by taskId (2025-11-25 tasks).
+    std::unordered_map<std::string, call_ptr> tasks_;
     std::uint64_t next_token_ = 0;
     /// Calls in flight by progress token (tokens are meithd's own, 1, 2, …).
     std::unordered_map<std::uint64_t, call_ptr> progress_;

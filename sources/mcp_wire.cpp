@@ -223,6 +223,9 @@ std::optional<tool_definition> definition_of(simdjson::dom::element item,
         {"icons", false},
         {"_meta", false},
     }};
+    std::string_view support;
+    if (item["execution"]["taskSupport"].get_string().get(support) == simdjson::SUCCESS)
+        d.task_required = support == "required";
     for (const auto& [key, is_string] : verbatim) {
         if (item[key].get(v) != simdjson::SUCCESS) continue;
         const bool ok = is_string ? v.is_string() : key == "icons" ? v.is_array() : v.is_object();

@@ -18,6 +18,7 @@
 #include "cli/autostart.hpp"
 #include "cli/commands.hpp"
 #include "cli/commands/mcp_shapes.hpp"
+#include "cli/commands/mcp_tasks.hpp"
 #include "cli/discovery.hpp"
 #include "cli/session.hpp"
 
@@ -231,8 +232,12 @@ class bridge {
             return;
         }
         pending& p = it->second;
+        const auto task = tasks_.task_of(it->first);
         if (type == "tool_event") {
-            if (!p.cancelled && !p.progress_token.is_null()) on_event(p, f.value("event", json()));
+            const json event = f.value("event", json());
+            if (task && get_string(event, "type") == "task_status")
+                tasks_.working(*task, get_string(event, "message").value_or(""));
+            if (!p.cancelled && !p.progress_token.is_null()) on_event(p, event);
             return;
         }
         json answer;
@@ -262,6 +267,16 @@ class bridge {
             return;
         }
         if (p.modern && !failed) shapes::mark_modern(answer, p.method);
+        if (task) {
+            // A task's call ended: its waiting tasks/result requests get the answer.
+            json err{{"code", code}, {"message", message}};
+            if (!error_data.is_null()) err["data"] = error_data;
+            pending_.erase(it);
+            for (const json& waiting : tasks_.finish(*task, failed ? err : answer, failed))
+                send_task_result(waiting, *task);
+            if (auto t = tasks_.get(*task)) notify("notifications/tasks/status", *t);
+            return;
+        }
         if (p.mcp_id.is_null()) {
             // A 2026-07-28 call between rounds keeps its answer for the retry.
             if (p.k == kind::call && !p.asked.empty() && !failed)
@@ -415,6 +430,7 @@ class bridge {
         if (method == "tools/list") return tools_list(id, params, modern);
         if (method == "tools/call") return tools_call(id, params, modern);
         if (method == "subscriptions/listen") return listen(id, params);
+        if (method.starts_with("tasks/") && !modern) return task_request(id, method, params);
         if (method == "resources/list" || method == "resources/templates/list" ||
             method == "resources/read" || method == "resources/subscribe" ||
             method == "resources/unsubscribe" || method == "prompts/list" ||
@@ -691,8 +707,16 @@ class bridge {
             if (meta.contains("traceparent") && meta["traceparent"].is_string())
                 frame["traceparent"] = meta["traceparent"];
         }
+        if (!modern && params.contains("task") && params["task"].is_object()) {
+            // Task-augmented: answered now with the task; tasks/result gives the result.
+            const json ttl = params["task"].value("ttl", json(300000));
+            p.mcp_id = json();
+            send_result(id, tasks_.create(rid, ttl.is_number_unsigned() ? ttl.get<std::uint64_t>()
+                                                                        : 300000));
+        } else {
+            by_mcp_id_[id.dump()] = rid;
+        }
         pending_.emplace(rid, std::move(p));
-        by_mcp_id_[id.dump()] = rid;
         json client{{"caller", caller_}};
         if (!agent_.empty()) client["agent"] = agent_;
         // A text-payload tool (listed with one string `input`) gets that string.
@@ -701,6 +725,37 @@ class bridge {
         frame["arguments"] = text ? json(get_string(args, "input").value_or("")) : args;
         frame["clientInfo"] = std::move(client);
         send_to_daemon(frame);
+    }
+
+    /// tasks/get, tasks/result, tasks/cancel, tasks/list (2025-11-25 basic/utilities/tasks).
+    void task_request(const json& id, const std::string& method, const json& params) {
+        if (method == "tasks/list") return send_result(id, tasks_.list());
+        const std::string task_id = get_string(params, "taskId").value_or("");
+        if (method == "tasks/result") {
+            bool unknown = false;
+            if (auto done = tasks_.result_or_wait(task_id, id, unknown)) {
+                json reply{{"jsonrpc", "2.0"}, {"id", id}};
+                reply.update(*done);
+                return write_stdout(reply);
+            }
+            if (unknown) return send_error(id, invalid_params, "no task " + task_id);
+            return; // answered when the task ends
+        }
+        if (method == "tasks/cancel") {
+            if (auto rid = tasks_.cancel(task_id); rid && conn_)
+                send_to_daemon(
+                    {{"type", "cancel_tool_call"}, {"protocol", 1}, {"requestId", *rid}});
+        } else if (method != "tasks/get") {
+            return send_error(id, method_not_found, "method not found: " + method);
+        }
+        if (auto t = tasks_.get(task_id)) return send_result(id, *t);
+        send_error(id, invalid_params, "no task " + task_id);
+    }
+
+    void send_task_result(const json& id, const std::string& task_id) {
+        json reply{{"jsonrpc", "2.0"}, {"id", id}};
+        reply.update(tasks_.result_of(task_id));
+        write_stdout(reply);
     }
 
     /// A 2026-07-28 retry of a call that answered input_required: the answers go to meithd,
@@ -758,6 +813,7 @@ class bridge {
     std::map<std::string, std::string> to_daemon_request_;
     std::uint64_t next_client_request_ = 0;
     std::map<std::string, listen_state> listens_; ///< subscriptions/listen by id (JSON text)
+    task_table tasks_;                            ///< task-augmented calls (mcp_tasks.hpp)
 };
 
 } // namespace

@@ -8,7 +8,12 @@ json server_capabilities() {
             {"resources", {{"subscribe", true}, {"listChanged", true}}},
             {"prompts", {{"listChanged", true}}},
             {"completions", json::object()},
-            {"logging", json::object()}};
+            {"logging", json::object()},
+            // Task-augmented tools/call (2025-11-25 basic/utilities/tasks), run by the bridge.
+            {"tasks",
+             {{"list", json::object()},
+              {"cancel", json::object()},
+              {"requests", {{"tools", {{"call", json::object()}}}}}}}};
 }
 
 json server_info() {
@@ -18,6 +23,7 @@ json server_info() {
 json discover_result() {
     json caps = server_capabilities();
     caps.erase("logging"); // 2026-07-28 has no logging/setLevel
+    caps.erase("tasks");   // and tasks only as an extension, not offered here
     json r{
         {"supportedVersions", {modern_revision}},
         {"capabilities", std::move(caps)},

@@ -107,6 +107,14 @@ TEST_CASE("mcp families: the 1.x SDK client gets every family through meith mcp 
         CHECK(progress[i]["progress"] == i + 1);
         CHECK(progress[i]["total"] == 3);
     }
+    // A tool that runs only as a task: meith mcp runs the client's task, meithd calls the tool
+    // as a task on the server; the client saw the task created, working, completed.
+    CHECK(out["checks"]["tasks: tools/call as a task, its result"]["equal"] == true);
+    const auto task_messages = out["extra"]["taskMessages"].get<std::vector<std::string>>();
+    REQUIRE(task_messages.size() >= 3);
+    CHECK(task_messages.front() == "taskCreated:working");
+    CHECK(task_messages[task_messages.size() - 2] == "taskStatus:completed");
+    CHECK(task_messages.back() == "result");
     // meithd checks arguments before the server sees them.
     CHECK_THAT(out["extra"]["invalidArguments"]["result"]["content"][0]["text"].get<std::string>(),
                Catch::StartsWith("VALIDATION_ERROR: "));

@@ -93,6 +93,7 @@ function norm(v) {
             if (k === '_meta' && x && typeof x === 'object') {
                 const m = { ...x };
                 delete m['io.modelcontextprotocol/serverInfo'];
+                delete m['io.modelcontextprotocol/related-task']; // each side's own task id
                 if (Object.keys(m).length) out[k] = norm(m);
                 continue;
             }
@@ -218,6 +219,21 @@ for (const [name, args, kind] of askers) {
 }
 
 if (v1) {
+    // ---- tasks: a tool that runs only as a task (2025-11-25 basic/utilities/tasks) --------
+    const runTask = async (client, name) => {
+        const seen = [];
+        for await (const m of client.experimental.tasks.callToolStream({ name, arguments: { topic: 'otters' } }))
+            seen.push(m.type === 'result' ? { type: 'result', result: m.result }
+                      : m.type === 'error' ? { type: 'error', message: String(m.error?.message) }
+                      : { type: m.type, status: m.task?.status });
+        return seen;
+    };
+    const [dTask, mTask] = await Promise.all([runTask(D, 'simulate-research-query'),
+                                              runTask(M, 'ev_simulate-research-query')]);
+    const last = (s) => s[s.length - 1];
+    check('tasks: tools/call as a task, its result', last(dTask), last(mTask));
+    extra.taskMessages = mTask.map((m) => m.type + (m.status ? ':' + m.status : ''));
+
     // ---- logging and resource subscriptions (2025-11-25) ---------------------------------
     await D.setLoggingLevel('debug');
     await M.setLoggingLevel('debug');

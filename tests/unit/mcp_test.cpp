@@ -210,3 +210,49 @@ TEST_CASE("mcp: roots/list answers the working directory as one file:// root", "
           json::parse(R"({"roots":[{"uri":"file:///srv/work","name":"work"}]})"));
     CHECK(json::parse(mcp::roots_result("/srv/work/"))["roots"][0]["name"] == "work");
 }
+
+// ---- 2026-07-28 and routing (docs/protocol.md §17) ----------------------------------------
+
+TEST_CASE("mcp: the 2026-07-28 envelope joins a request's _meta, and a listen's id leaves it",
+          "[mcp]") {
+    const std::string env = mcp::envelope_members("1.2.3", false);
+    const auto with = json::parse(mcp::with_envelope(R"({"uri":"x","_meta":{"k":1}})", env));
+    CHECK(with["uri"] == "x");
+    CHECK(with["_meta"]["k"] == 1);
+    CHECK(with["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28");
+    CHECK(with["_meta"]["io.modelcontextprotocol/clientInfo"]["name"] == "meithd");
+    CHECK_FALSE(with["_meta"]["io.modelcontextprotocol/clientCapabilities"].contains("roots"));
+    CHECK(json::parse(mcp::with_envelope("{}", env))["_meta"].size() == 3);
+    CHECK(mcp::with_envelope("[1]", env) == "[1]"); // not an object: unchanged
+
+    const auto params = json::parse(mcp::without_meta_key(
+        R"({"uri":"a","_meta":{"io.modelcontextprotocol/subscriptionId":"l1"}})",
+        mcp::subscription_id_key));
+    CHECK(params == json::parse(R"({"uri":"a"})"));
+    const auto kept = json::parse(
+        mcp::without_meta_key(R"({"_meta":{"io.modelcontextprotocol/subscriptionId":"l1","x":2}})",
+                              mcp::subscription_id_key));
+    CHECK(kept == json::parse(R"({"_meta":{"x":2}})"));
+}
+
+TEST_CASE("mcp: server/discover offers 2026-07-28 only when supportedVersions lists it", "[mcp]") {
+    simdjson::dom::parser p;
+    CHECK(mcp::offers_modern(parse(p, R"({"supportedVersions":["2026-07-28"]})")));
+    CHECK_FALSE(mcp::offers_modern(parse(p, R"({"supportedVersions":["2099-01-01"]})")));
+    CHECK_FALSE(mcp::offers_modern(parse(p, R"({"capabilities":{}})")));
+}
+
+TEST_CASE("mcp: a tools/list item with execution.taskSupport required is called as a task",
+          "[mcp]") {
+    simdjson::dom::parser p;
+    meith::config::source_config cfg;
+    std::string why;
+    auto task = mcp::definition_of(
+        parse(p, R"({"name":"t","execution":{"taskSupport":"required"}})"), cfg, why);
+    REQUIRE(task);
+    CHECK(task->task_required);
+    auto plain = mcp::definition_of(
+        parse(p, R"({"name":"u","execution":{"taskSupport":"optional"}})"), cfg, why);
+    REQUIRE(plain);
+    CHECK_FALSE(plain->task_required);
+}

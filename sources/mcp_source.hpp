@@ -1,0 +1,205 @@
+// mcp_source: the class of an MCP server as a tool source (`kind = "mcp"`, docs/protocol.md §7,
+// §17), shared by its two files: sources/mcp.cpp (start, listing, calls, tasks) and
+// sources/mcp_requests.cpp (what meith's clients ask of it beyond tools, the server's own
+// requests and notifications, 2026-07-28's listen and input rounds). Internal to sources/.
+#pragma once
+
+#include "audit/redactor.hpp"
+#include "process/confinement.hpp"
+#include "process/rpc_peer.hpp"
+#include "process/subprocess.hpp"
+#include "process/supervisor.hpp"
+#include "protocol/json_writer.hpp"
+#include "sources/child_source.hpp"
+#include "sources/mcp_wire.hpp"
+
+#include <asio/steady_timer.hpp>
+
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+namespace meith::registry {
+
+using protocol::append_json_string;
+using protocol::error_code;
+using protocol::tool_result;
+
+class mcp_source final : public child_source, public mcp_peer {
+  public:
+    mcp_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
+               const config::config& whole)
+        : child_source(ex, reaper, cfg, whole, "MCP server '" + cfg.name + "'", "mcp", "{}",
+                       started_with(cfg), rpc_dialect::jsonrpc, make_policy(cfg, whole)),
+          resource_caps_(permissions::capability_set_from(cfg.resource_capabilities)),
+          envelope_(mcp::envelope_members(MEITH_VERSION, cfg.forward_roots)), probe_timer_(ex) {}
+
+    // ---- mcp_peer: the families beyond tools (docs/protocol.md §17) -------------------------
+
+    mcp_peer* mcp() override { return this; }
+
+    bool offers(std::string_view capability) const override;
+
+    permissions::capability_set resource_capabilities() const override { return resource_caps_; }
+
+    void forward(std::string_view method, std::string params_json,
+                 std::function<void(mcp_answer)> done) override;
+
+    std::string capabilities_hint(std::string_view remote_name) const override;
+
+  private:
+    static supervised_process::policy make_policy(const config::source_config& cfg,
+                                                  const config::config& whole);
+
+    void on_spawn() override;
+    std::size_t tool_count() const override { return tool_names_.size(); }
+
+    void append_status(std::string& out) const override;
+
+    // ---- start: server/discover (2026-07-28), else initialize; then tools/list ---------------
+
+    /// How long a server may take to answer server/discover before meithd falls back to
+    /// initialize (a server that ignores unknown methods before initialize).
+    static constexpr std::chrono::milliseconds discover_timeout{3000};
+
+    /// Asks `server/discover` first (docs/protocol.md §17): a server offering 2026-07-28 is
+    /// spoken to in it; an error, another answer or silence falls back to `initialize`.
+    void send_discover();
+
+    void on_discovered(simdjson::dom::object msg);
+
+    void send_initialize();
+
+    void on_initialized(simdjson::dom::object msg);
+
+    void start_listing();
+
+    void request_page(std::optional<std::string> cursor);
+
+    void on_page(simdjson::dom::object msg);
+
+    /// PROTOCOL.md §13, as for tool hosts: the first listing's tools decide the sandbox; a
+    /// server started in another one is started again in theirs before they are registered.
+    void listing_failed(std::string why);
+
+    void finish_listing();
+
+    std::string tools_changed_details(const std::set<std::string>& before) const;
+
+    void became_ready();
+
+    void on_child_exit() override;
+
+    // ---- calls ------------------------------------------------------------------------------
+
+    void send_execute(const call_ptr& c, const tool& t) override;
+
+    /// A task-augmented call answered CreateTaskResult: tasks/result waits for the task's end
+    /// and answers the call's result; a cancel or timeout is tasks/cancel. The call stays the
+    /// one the server's requests belong to while the task runs.
+    void follow_task(const call_ptr& c, std::string task_id);
+
+    /// One round of a call: `input_members` (members without braces) carry the answers of the
+    /// previous round's input requests (2026-07-28 multi-round-trip requests).
+    void send_call(const call_ptr& c, const std::string& remote, const std::string& input_members,
+                   int round);
+
+    void on_call_answer(const call_ptr& c, simdjson::dom::object msg, const std::string& remote,
+                        int round);
+
+    /// What the server's initialize result declares (server capabilities, lifecycle).
+    struct server_capabilities {
+        bool resources = false, subscribe = false, prompts = false, completions = false,
+             logging = false;
+    };
+    static server_capabilities read_capabilities(simdjson::dom::element result) {
+        server_capabilities c;
+        simdjson::dom::object caps, res;
+        if (result["capabilities"].get_object().get(caps) != simdjson::SUCCESS) return c;
+        simdjson::dom::element v;
+        c.resources = caps["resources"].get(v) == simdjson::SUCCESS && v.is_object();
+        bool sub = false;
+        if (c.resources && caps["resources"].get_object().get(res) == simdjson::SUCCESS &&
+            res["subscribe"].get_bool().get(sub) == simdjson::SUCCESS)
+            c.subscribe = sub;
+        c.prompts = caps["prompts"].get(v) == simdjson::SUCCESS && v.is_object();
+        c.completions = caps["completions"].get(v) == simdjson::SUCCESS && v.is_object();
+        c.logging = caps["logging"].get(v) == simdjson::SUCCESS && v.is_object();
+        return c;
+    }
+
+    // ---- 2026-07-28: the envelope, subscriptions/listen, input_required ---------------------
+
+    /// Request params as this server's revision wants them: with the envelope in 2026-07-28.
+    std::string params_for(std::string_view params) const {
+        return modern_ ? mcp::with_envelope(params, envelope_) : std::string(params);
+    }
+
+    /// (Re)opens the one subscriptions/listen a 2026-07-28 server pushes its notifications on:
+    /// list changes, and resources/updated for the URIs meith's clients subscribed to.
+    void relisten();
+
+    void subscribe_on_listen(bool on, std::string_view params_json,
+                             std::function<void(mcp_answer)> done);
+
+    /// Rounds of input one call may ask for (the TypeScript SDK client's own bound).
+    static constexpr int max_input_rounds = 10;
+
+    /// A 2026-07-28 `input_required` result: each input request goes to the client of the call,
+    /// as a server's request would (docs/protocol.md §17); the call is then sent again with
+    /// `inputResponses` and the server's `requestState`.
+    void ask_inputs(const call_ptr& c, simdjson::dom::element result, const std::string& remote,
+                    int round);
+
+    // ---- the server's own requests and notifications ----------------------------------------
+
+    /// The call a server's request or notification belongs to: stdio carries no link between
+    /// them, so it is the newest call in flight on this server when every call in flight is
+    /// one client's (docs/protocol.md §17); null, with `why`, otherwise.
+    call_ptr owning_call(std::string& why) const;
+
+    /// sampling/createMessage, elicitation/create, roots/list: to the client of the call in
+    /// flight when it declared the capability; roots/list otherwise gets the source's cwd.
+    void forward_to_client(const std::string& id_json, std::string_view method,
+                           std::string params_json);
+
+    std::string own_roots() const;
+
+    void on_incoming(simdjson::dom::object msg) override;
+
+    void answer_request(const std::string& id_json, std::string_view method,
+                        std::string params_json);
+
+    /// A task's status, as a `task_status` tool event of its call (docs/protocol.md §17).
+    void on_task_status(simdjson::dom::object params);
+
+    void on_progress(simdjson::dom::object params);
+
+    void on_list_changed();
+
+    void on_log(simdjson::dom::object params);
+
+    bool ready_ = false;   ///< initialized and tools registered, for this child
+    bool listing_ = false; ///< a tools/list walk is under way
+    bool relist_ = false;  ///< list_changed came during the walk: walk again after it
+    std::size_t pages_ = 0;
+    std::vector<tool_definition> listed_; ///< the walk's tools so far
+    std::set<std::string> tool_names_;    ///< registered (prefixed) names
+    std::string revision_;                ///< negotiated protocol revision
+    server_capabilities server_caps_;     ///< what this child's initialize result declared
+    permissions::capability_set resource_caps_;
+    std::uint64_t spawns_ = 0; ///< children started: an answer for an earlier one is dropped
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+    bool modern_ = false;            ///< this child speaks 2026-07-28 (server/discover offered it)
+    std::string envelope_;           ///< the 2026-07-28 `_meta` members, made once
+    asio::steady_timer probe_timer_; ///< server/discover's answer deadline
+    std::optional<std::uint64_t> listen_id_; ///< the open subscriptions/listen (2026-07-28)
+    std::set<std::string> listen_uris_;      ///< resources subscribed to on it
+    /// Calls running as tasks on this server, by taskId (2025-11-25 tasks).
+    std::unordered_map<std::string, call_ptr> tasks_;
+    std::uint64_t next_token_ = 0;
+    /// Calls in flight by progress token (tokens are meithd's own, 1, 2, …).
+    std::unordered_map<std::uint64_t, call_ptr> progress_;
+};
+
+} // namespace meith::registry

@@ -1,0 +1,185 @@
+// mcp_bridge: the class of `meith mcp` (docs/protocol.md §10, §17), shared by its files:
+// cli/commands/mcp.cpp (stdin/stdout, the daemon connection, dispatch, tools) and
+// cli/commands/mcp_families.cpp (resources, prompts, completions, logging, the servers'
+// requests, 2026-07-28's envelope, listens and input rounds, tasks). Internal to cli/commands.
+#pragma once
+
+#include "cli/commands.hpp"
+#include "cli/commands/mcp_shapes.hpp"
+#include "cli/commands/mcp_tasks.hpp"
+#include "cli/session.hpp"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace meith::cli::mcp_bridge {
+
+namespace shapes = mcp_shapes;
+constexpr std::size_t page_size = 500;     ///< items per list page (docs/protocol.md §10)
+constexpr std::size_t max_line = 64 << 20; ///< longest stdin message accepted
+
+// JSON-RPC 2.0 error codes.
+constexpr int parse_error = -32700;
+constexpr int invalid_request = -32600;
+constexpr int method_not_found = -32601;
+constexpr int invalid_params = -32602;
+constexpr int internal_error = -32603;
+
+class bridge {
+  public:
+    explicit bridge(const options& o)
+        : opts_(o), caller_(o.caller_given ? o.caller : "plugin"),
+          ids_(protocol::request_id_generator::process_prefix("mcp")) {}
+
+    int run();
+
+  private:
+    // ---- stdin / stdout -------------------------------------------------------------------
+
+    void read_stdin();
+
+    std::optional<std::string> next_stdin_line();
+
+    static void write_stdout(const json& msg);
+
+    static void send_result(const json& id, json result);
+
+    static void send_error(const json& id, int code, const std::string& message);
+
+    static void notify(std::string_view method, json params);
+
+    // ---- the daemon -----------------------------------------------------------------------
+    // ---- the daemon -----------------------------------------------------------------------
+
+    /// The hello frame: subscribed to tools_changed and MCP notifications, declaring the
+    /// client's capabilities so meithd forwards servers' requests it can answer (§17).
+    json hello_frame(const std::string& id) const;
+
+    /// Connects and says hello; false, with down_ set, if not.
+    bool connect();
+
+    /// The client's capabilities changed (initialize, or a 2026-07-28 request's envelope): a
+    /// new hello tells meithd (its reply is not waited for).
+    void set_client(const json& caps, const json* info);
+
+    void daemon_gone(const std::string& why);
+
+    /// Sends `frame`; on failure the daemon is gone and the request answered with an error.
+    bool send_to_daemon(const json& frame);
+
+    enum class kind { list_tools, call, mcp };
+    struct pending {
+        json mcp_id; ///< null: nobody waits (a listen's subscribe; a 2026 call between rounds)
+        kind k = kind::call;
+        std::string method;         ///< mcp: the MCP method
+        std::size_t offset = 0;     ///< tools/list and the other lists: the page's first item
+        json progress_token;        ///< tools/call: null when the client asked for no progress
+        std::uint64_t progress = 0; ///< events counted, for events that carry no progress
+        bool cancelled = false;     ///< the client cancelled: its answer is not sent (MCP spec)
+        bool modern = false;        ///< asked in 2026-07-28: results carry resultType, _meta
+        // 2026-07-28 calls: servers' requests become an input_required result (§17)
+        json inputs = json::object();             ///< key → {method, params}, not yet asked
+        std::map<std::string, std::string> asked; ///< key → clientRequestId, asked
+        std::optional<json> final;                ///< the answer, while no request waits
+    };
+
+    void on_daemon_frame(const std::string& line);
+
+    /// A list_changed for the client: as is (2025-11-25), or on each listen that asked for it.
+    void list_changed(std::string_view method);
+
+    void on_mcp_notification(const json& f);
+
+    /// A server's request for the client (sampling, elicitation, roots), through meithd.
+    void on_client_request(const json& f);
+
+    /// Answers the waiting request of call `rid` with input_required for its queued inputs.
+    void ask_inputs(const std::string& rid, pending& p);
+
+    void on_event(pending& p, const json& event);
+
+    // ---- MCP ------------------------------------------------------------------------------
+
+    /// One message from the client. Every member is read by its type (get_string, is_*), so
+    /// a member of an unexpected type gets its JSON-RPC error; a slip that still throws is
+    /// answered as an internal error and the session goes on (no message ends the bridge).
+    void handle_message(const std::string& line);
+
+    void dispatch_message(const json& msg);
+
+    /// A 2026-07-28 request carries its version and the client's capabilities in
+    /// `_meta` (the envelope): read, taken out of `params`. True for such a request; an
+    /// unsupported version is answered -32022 and `params` set to null.
+    bool read_envelope(const json& id, json& params);
+
+    /// The client's answer to a server's request we sent it (2025-11-25).
+    void on_client_answer(const json& msg);
+
+    void on_notification(const std::string& method, const json& params);
+
+    void initialize(const json& id, const json& params);
+
+    /// The offset a list request's `cursor` names (0 without one); nullopt when malformed.
+    static std::optional<std::size_t> cursor_of(const json& params);
+
+    /// Registers a request to meithd; `mcp_id` null when nobody waits for its answer.
+    std::string track(const json& mcp_id, kind k, std::string method, bool modern,
+                      std::size_t offset = 0);
+
+    void tools_list(const json& id, const json& params, bool modern);
+
+    /// One page of MCP tools from the daemon's descriptors (docs/protocol.md §10).
+    json tools_page(const json& descriptors, std::size_t offset);
+
+    /// meithd answers a list with every item: the client gets it page by page.
+    static json page_of(const std::string& method, json result, std::size_t offset);
+
+    void mcp_request(const json& id, const std::string& method, json params, bool modern);
+
+    void subscribe_uri(const std::string& uri, bool on);
+
+    /// subscriptions/listen (2026-07-28): acknowledged at once; its notifications carry its
+    /// id in _meta until the client cancels it. Resource URIs are subscribed through meithd.
+    void listen(const json& id, const json& params);
+
+    void tools_call(const json& id, const json& params, bool modern);
+
+    /// tasks/get, tasks/result, tasks/cancel, tasks/list (2025-11-25 basic/utilities/tasks).
+    void task_request(const json& id, const std::string& method, const json& params);
+
+    void send_task_result(const json& id, const std::string& task_id);
+
+    /// A 2026-07-28 retry of a call that answered input_required: the answers go to meithd,
+    /// and this request waits for the call's next round or its result.
+    void retry_call(const json& id, const json& params);
+
+    struct listen_state {
+        json id;
+        json notifications = json::object();
+        std::set<std::string> uris;
+    };
+
+    const options& opts_;
+    std::string caller_;
+    std::string agent_; ///< the MCP client's clientInfo.name, sent as clientInfo.agent
+    json client_caps_ = json::object(); ///< its ClientCapabilities, sent in hello (§17)
+    bool modern_ = false;               ///< the client speaks 2026-07-28
+    protocol::request_id_generator ids_;
+    std::optional<protocol::client_channel> conn_;
+    std::string down_; ///< why there is no daemon connection
+    std::string in_;
+    bool in_eof_ = false;
+    std::map<std::string, pending> pending_;       ///< by daemon requestId
+    std::map<std::string, std::string> by_mcp_id_; ///< MCP id (JSON text) → requestId
+    std::set<std::string> text_tools_;             ///< text-payload tools seen in tools/list (§13)
+    /// Servers' requests sent to the client (2025-11-25): our JSON-RPC id → clientRequestId.
+    std::map<std::string, std::string> to_daemon_request_;
+    std::uint64_t next_client_request_ = 0;
+    std::map<std::string, listen_state> listens_; ///< subscriptions/listen by id (JSON text)
+    task_table tasks_;                            ///< task-augmented calls (mcp_tasks.hpp)
+};
+
+} // namespace meith::cli::mcp_bridge

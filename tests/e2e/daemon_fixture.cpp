@@ -1,7 +1,11 @@
 #include "daemon_fixture.hpp"
 
+#include <catch2/catch.hpp>
+
+#include <array>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -491,6 +495,22 @@ bool kernel_can_confine(bool namespaces) {
     int status = 0;
     ::waitpid(pid, &status, 0);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/// Runs `cmd` with /bin/sh, expects exit status 0, and parses what it printed as JSON.
+json run_json_command(const std::string& cmd) {
+    FILE* p = ::popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string out;
+    std::array<char, 65536> buf{};
+    std::size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
+        out.append(buf.data(), n);
+    const int status = ::pclose(p);
+    INFO("`" << cmd << "` printed: " << out);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    return json::parse(out);
 }
 
 } // namespace meith::test

@@ -173,6 +173,10 @@ bool kernel_can_confine(bool namespaces = false);
 /// The approver secret of a daemon's home (HOME/approver.secret, first line).
 std::string approver_secret(const fs::path& home);
 
+/// Runs `cmd` with /bin/sh, expects exit status 0, and parses what it printed as JSON (a
+/// test driver's one line: tests/mcp/*.mjs).
+json run_json_command(const std::string& cmd);
+
 /// An approver: a terminal connection that sent approver_hello with the home's secret and got
 /// approver_hello_result.
 std::unique_ptr<client> connect_approver(const daemon_process& d);

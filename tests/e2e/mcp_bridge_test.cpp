@@ -16,22 +16,6 @@ using namespace meith::test;
 
 namespace {
 
-/// Runs `cmd` with /bin/sh, expects exit status 0, and parses what it printed as JSON.
-json run_json_command(const std::string& cmd) {
-    FILE* p = ::popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::string out;
-    std::array<char, 65536> buf{};
-    std::size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
-        out.append(buf.data(), n);
-    const int status = ::pclose(p);
-    INFO("`" << cmd << "` printed: " << out);
-    REQUIRE(WIFEXITED(status));
-    REQUIRE(WEXITSTATUS(status) == 0);
-    return json::parse(out);
-}
-
 /// Runs `node tests/mcp/bridge_client.mjs ARGS…` and parses the one JSON line it prints.
 json run_bridge_client_env(const std::vector<std::string>& args, const std::string& env);
 

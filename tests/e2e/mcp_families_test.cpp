@@ -7,9 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <array>
 #include <cstdio>
-#include <sys/wait.h>
 
 using namespace meith::test;
 
@@ -42,21 +40,9 @@ std::string families_toml(const std::string& extra = "") {
 }
 
 json run_families(const std::string& sdk, const fs::path& home) {
-    const std::string cmd = "node '" + mcp_dir() + "/families.mjs' " + sdk + " '" + MEITH_CLI +
+    return run_json_command("node '" + mcp_dir() + "/families.mjs' " + sdk + " '" + MEITH_CLI +
                             "' '" + home.string() + "' '" + everything_js() + "' '" + mcp_dir() +
-                            "/roots_server.mjs'";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::string out;
-    std::array<char, 65536> buf{};
-    std::size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
-        out.append(buf.data(), n);
-    const int status = ::pclose(p);
-    INFO("`" << cmd << "` printed: " << out);
-    REQUIRE(WIFEXITED(status));
-    REQUIRE(WEXITSTATUS(status) == 0);
-    return json::parse(out);
+                            "/roots_server.mjs'");
 }
 
 /// Every check of a driver held (at least `min` of them); a failed one shows both sides.
@@ -215,20 +201,8 @@ TEST_CASE("mcp families: a 2.x SDK server (serveStdio) is spoken to in 2026-07-2
     CHECK(status["state"] == "ready");
     CHECK(status["protocolVersion"] == "2026-07-28"); // negotiated by server/discover
 
-    const std::string cmd = "node '" + mcp_dir() + "/v2_source.mjs' '" + MEITH_CLI + "' '" +
-                            d.home().string() + "' '" + server + "'";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::string text;
-    std::array<char, 65536> buf{};
-    std::size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
-        text.append(buf.data(), n);
-    const int st = ::pclose(p);
-    INFO("`" << cmd << "` printed: " << text);
-    REQUIRE(WIFEXITED(st));
-    REQUIRE(WEXITSTATUS(st) == 0);
-    const json out = json::parse(text);
+    const json out = run_json_command("node '" + mcp_dir() + "/v2_source.mjs' '" + MEITH_CLI +
+                                      "' '" + d.home().string() + "' '" + server + "'");
     REQUIRE(out["checks"].size() == 8);
     check_all_equal_min(out, 8);
     // resources/updated reached the client on the listen meithd keeps with the server.

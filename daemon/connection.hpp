@@ -170,6 +170,8 @@ class connection final : public registry::call_sink,
     /// client_request frames sent and not answered, by clientRequestId.
     std::map<std::string, std::function<void(registry::mcp_answer)>, std::less<>> client_requests_;
     std::uint64_t next_client_request_ = 0;
+    std::uint64_t mcp_in_flight_ = 0; ///< mcp_request frames not answered yet
+    std::uint64_t mcp_dropped_ = 0;   ///< MCP notifications dropped over the outbound limit
     protocol::line_framer framer_;
     protocol::frame_decoder decoder_;
     std::unordered_map<std::string, registry::call_ptr> calls_;

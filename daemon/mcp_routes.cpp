@@ -57,6 +57,15 @@ std::uint64_t connection::mcp_subscriber(bool broadcast) {
         [weak = weak_from_this()](std::string_view frame) {
             auto self = weak.lock();
             if (!self || self->closed_) return;
+            // Notifications are lossy: a server that floods them cannot grow the queue of a
+            // client that does not read (back-pressure, docs/protocol.md §5).
+            if (self->over_outbound_limit()) {
+                if (self->mcp_dropped_++ == 0)
+                    spdlog::warn("connection {}: MCP notifications dropped while its client "
+                                 "does not read",
+                                 self->session_id_);
+                return;
+            }
             self->outbound_.append(frame);
             self->flush();
         },
@@ -65,18 +74,30 @@ std::uint64_t connection::mcp_subscriber(bool broadcast) {
 }
 
 void connection::on_mcp_request(const protocol::client_frame& f, std::string&) {
+    const auto limit = registry_.cfg().limits.max_calls_in_flight_per_connection;
+    if (mcp_in_flight_ >= limit) {
+        protocol::append_error_frame(
+            outbound_, f.request_id,
+            fmt::format("too many MCP requests in flight on this connection (limit {}, "
+                        "limits.max_calls_in_flight_per_connection)",
+                        limit),
+            protocol::refusal::limit_reached);
+        return;
+    }
     registry::mcp_gateway::requester r;
     r.who = caller_for(f);
     r.session_id = session_id_;
     r.subscriber = mcp_subscriber(false);
     std::string params = f.mcp_params ? simdjson::minify(*f.mcp_params) : std::string("{}");
     ++async_replies_;
+    ++mcp_in_flight_;
     registry_.mcp().request(
         std::move(r), std::string(f.mcp_method), std::move(params),
         [weak = weak_from_this(), id = std::string(*f.request_id)](registry::mcp_answer a) {
             auto self = weak.lock();
             if (!self) return;
             --self->async_replies_;
+            --self->mcp_in_flight_;
             if (self->closed_) return;
             protocol::append_mcp_result(self->outbound_, id, a.ok, a.json);
             self->flush();
@@ -88,6 +109,14 @@ bool connection::ask_client(std::string_view request_id, std::string_view method
                             std::string_view params_json,
                             std::function<void(registry::mcp_answer)> done) {
     if (closed_ || !declared(client_caps_, method, params_json)) return false;
+    // A server that floods its client with requests is refused past the calls' own limit or
+    // while the client does not read (the server gets -32601 with the reason, §17).
+    if (client_requests_.size() >= registry_.cfg().limits.max_calls_in_flight_per_connection ||
+        over_outbound_limit()) {
+        spdlog::warn("connection {}: a server's {} refused: {} of them wait for the client",
+                     session_id_, method, client_requests_.size());
+        return false;
+    }
     std::string id = fmt::format("cr{}", ++next_client_request_);
     protocol::append_client_request(outbound_, request_id, id, method, params_json);
     std::string fields = R"("sessionId":)";

@@ -218,19 +218,43 @@ void mcp_gateway::list_all(std::string_view method, std::string_view capability,
     job->parts.resize(sources.size());
     job->pending = sources.size();
     job->done = std::move(done);
-    auto finish_one = [job] {
+    const bool prompts = method == "prompts/list";
+    auto finish_one = [this, job, prompts] {
         if (--job->pending > 0) return;
         std::string merged = "[";
+        std::set<std::string, std::less<>> names; // prompts: the first in config order stays
         for (const auto& p : job->parts) {
             if (p.empty()) continue;
-            if (merged.size() > 1) merged += ',';
-            merged += p;
+            if (!prompts) {
+                if (merged.size() > 1) merged += ',';
+                merged += p;
+                continue;
+            }
+            simdjson::dom::array items;
+            if (parser_.parse("[" + p + "]").get_array().get(items) != simdjson::SUCCESS) continue;
+            for (auto item : items) {
+                std::string_view name;
+                if (item["name"].get_string().get(name) != simdjson::SUCCESS) continue;
+                if (!names.emplace(name).second) {
+                    spdlog::warn("prompt '{}' is listed once: another MCP source earlier in the "
+                                 "config offers one of that name (give one of them a `prefix`)",
+                                 name);
+                    continue;
+                }
+                if (merged.size() > 1) merged += ',';
+                merged += simdjson::minify(item);
+            }
         }
         job->done(merged + "]");
     };
     for (std::size_t i = 0; i < sources.size(); ++i) {
         // One walk per source: the page handler asks for the next page until no cursor.
         auto walk = std::make_shared<std::function<void(std::string, std::size_t)>>();
+        if (method == "resources/templates/list")
+            std::erase_if(templates_, [&](const auto& kv) {
+                auto p = kv.second.lock();
+                return !p || p == sources[i];
+            });
         *walk = [this, job, i, src = sources[i], m = std::string(method), walk,
                  finish_one](std::string cursor, std::size_t page) {
             std::string params = "{}";
@@ -250,6 +274,12 @@ void mcp_gateway::list_all(std::string_view method, std::string_view capability,
                     if (result["nextCursor"].get_string().get(c) == simdjson::SUCCESS)
                         next = std::string(c);
                 }
+                if (job->parts[i].size() > reg_.cfg().limits.max_result_bytes) {
+                    spdlog::warn("MCP source '{}': {} is cut at {} bytes "
+                                 "(limits.max_result_bytes)",
+                                 src->name(), m, reg_.cfg().limits.max_result_bytes);
+                    next.clear();
+                }
                 if (!next.empty() && page + 1 < max_pages) {
                     (*walk)(std::move(next), page + 1);
                     return;
@@ -268,10 +298,14 @@ void mcp_gateway::learn(const std::shared_ptr<tool_source>& src, std::string_vie
         simdjson::dom::object obj;
         if (item.get_object().get(obj) != simdjson::SUCCESS) continue;
         std::string_view key;
+        // Sources answer in any order: a name or URI two sources list routes to the one
+        // earlier in the config, never to whichever answered first (a server cannot take
+        // another's resources or prompts by listing them faster).
         if (method == "resources/list") {
-            if (obj["uri"].get_string().get(key) == simdjson::SUCCESS &&
-                !resource_owner_.count(key))
-                resource_owner_.emplace(std::string(key), src);
+            if (obj["uri"].get_string().get(key) == simdjson::SUCCESS) {
+                auto [it, fresh] = resource_owner_.try_emplace(std::string(key), src);
+                if (!fresh && precedes(src.get(), it->second)) it->second = src;
+            }
         } else if (method == "resources/templates/list") {
             if (obj["uriTemplate"].get_string().get(key) == simdjson::SUCCESS)
                 templates_.emplace_back(std::string(key), src);
@@ -279,16 +313,8 @@ void mcp_gateway::learn(const std::shared_ptr<tool_source>& src, std::string_vie
             if (obj["name"].get_string().get(key) != simdjson::SUCCESS) continue;
             const std::string name = src->prefix() + std::string(key);
             auto [it, fresh] = prompts_.try_emplace(name, prompt_route{src, std::string(key)});
-            if (!fresh) {
-                auto owner = it->second.source.lock();
-                if (owner && owner != src) {
-                    spdlog::warn("MCP source '{}': prompt '{}' is left out: source '{}' offers "
-                                 "one of that name (give one of them a `prefix`)",
-                                 src->name(), name, owner->name());
-                    continue;
-                }
+            if (!fresh && precedes(src.get(), it->second.source))
                 it->second = prompt_route{src, std::string(key)};
-            }
             if (!merged.empty()) merged += ',';
             merged += with_member(obj, "name", json_string(name));
             continue;
@@ -300,6 +326,18 @@ void mcp_gateway::learn(const std::shared_ptr<tool_source>& src, std::string_vie
 
 // ---- routing ---------------------------------------------------------------------------------
 
+std::size_t mcp_gateway::order_of(const tool_source* src) const {
+    const auto& all = reg_.sources();
+    for (std::size_t i = 0; i < all.size(); ++i)
+        if (all[i].get() == src) return i;
+    return all.size();
+}
+
+bool mcp_gateway::precedes(const tool_source* src, const source_ref& than) const {
+    auto other = than.lock();
+    return !other || order_of(src) < order_of(other.get());
+}
+
 std::shared_ptr<tool_source> mcp_gateway::owner_of_uri(std::string_view uri) const {
     auto usable = [](const source_ref& r) -> std::shared_ptr<tool_source> {
         auto p = r.lock();
@@ -310,10 +348,12 @@ std::shared_ptr<tool_source> mcp_gateway::owner_of_uri(std::string_view uri) con
     for (const auto& [tmpl, ref] : templates_) // a template named by itself (completion refs)
         if (tmpl == uri)
             if (auto p = usable(ref)) return p;
+    std::shared_ptr<tool_source> best; // the matching template of the source first in the config
     for (const auto& [tmpl, ref] : templates_)
         if (uri_template_matches(tmpl, uri))
-            if (auto p = usable(ref)) return p;
-    return nullptr;
+            if (auto p = usable(ref); p && (!best || order_of(p.get()) < order_of(best.get())))
+                best = std::move(p);
+    return best;
 }
 
 void mcp_gateway::route_uri(std::string uri,

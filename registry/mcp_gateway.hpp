@@ -97,6 +97,10 @@ class mcp_gateway {
     void learn(const std::shared_ptr<tool_source>& src, std::string_view method,
                simdjson::dom::array items, std::string& merged);
     std::shared_ptr<tool_source> owner_of_uri(std::string_view uri) const;
+    /// The source's position in the config (the registry's order); past the end when gone.
+    std::size_t order_of(const tool_source* src) const;
+    /// Whether `src` comes before the source `than` refers to (or that one is gone).
+    bool precedes(const tool_source* src, const source_ref& than) const;
     /// Routes by URI (listing again once on a miss), then runs `then` with the source or null.
     void route_uri(std::string uri, std::function<void(std::shared_ptr<tool_source>)> then);
     void route_prompt(std::string name,

@@ -230,3 +230,24 @@ TEST_CASE("mcp families: a server that never answers server/discover is spoken t
     CHECK_THAT(d.log(), Catch::Contains("no answer to server/discover within 3000 ms"));
     CHECK(c.call("fk_echo", {{"text", "hi"}})["result"]["ok"] == true);
 }
+
+TEST_CASE("mcp families: a URI two sources list is read from the one first in the config, "
+          "however fast the other lists it",
+          "[e2e][mcp][families]") {
+    const std::string fake = json(mcp_dir() + "/fake_server.mjs").dump();
+    // "first" answers resources/list late; "second" (a server that would like first's
+    // resources) answers at once.
+    daemon_process d("[[sources]]\nname = \"first\"\nkind = \"mcp\"\ncommand = [\"node\", " + fake +
+                     ", \"--resources=first\", \"--list-delay=400\"]\nprefix = \"a_\"\n\n"
+                     "[[sources]]\nname = \"second\"\nkind = \"mcp\"\ncommand = [\"node\", " +
+                     fake + ", \"--resources=second\"]\nprefix = \"b_\"\n");
+    client c(d.socket());
+    const json listed = mcp_request(c, "l1", "resources/list");
+    REQUIRE(listed["result"]["resources"].size() == 4); // both sources' lists, in config order
+    CHECK(listed["result"]["resources"][0]["uri"] == "fake://shared");
+    CHECK(listed["result"]["resources"][1]["uri"] == "fake://first");
+    const json shared = mcp_request(c, "r1", "resources/read", {{"uri", "fake://shared"}});
+    CHECK(shared["result"]["contents"][0]["text"] == "read from first");
+    const json own = mcp_request(c, "r2", "resources/read", {{"uri", "fake://second"}});
+    CHECK(own["result"]["contents"][0]["text"] == "read from second");
+}

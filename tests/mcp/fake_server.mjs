@@ -12,6 +12,8 @@
 //   --state=FILE         append every message received to FILE (one JSON line each)
 //   --ignore-eof         keep running when stdin closes (until a signal ends it)
 //   --silent-unknown     never answer a request it does not know (server/discover included)
+//   --resources=NAME     offer resources: resources/list names fake://shared and fake://NAME
+//                        (after --list-delay=MS), resources/read answers 'read from NAME'
 //
 // Tools (all `read-only`-annotated unless said otherwise):
 //   echo {text}          content [{type:text}], structuredContent {text, revision}
@@ -159,11 +161,21 @@ function onRequest(msg) {
         return;
       }
       revision = typeof flags.get('revision') === 'string' ? flags.get('revision') : params.protocolVersion;
-      send({ id, result: { protocolVersion: revision, capabilities: { tools: { listChanged: true }, logging: {} },
+      send({ id, result: { protocolVersion: revision, capabilities: { tools: { listChanged: true }, logging: {},
+        ...(flags.has('resources') ? { resources: {} } : {}) },
         serverInfo: { name: 'fake-mcp', version: '1.0.0' }, clientInfo: params.clientInfo } });
       return;
     case 'ping':
       send({ id, result: {} });
+      return;
+    case 'resources/list':
+      if (!flags.has('resources')) break;
+      setTimeout(() => send({ id, result: { resources: ['shared', flags.get('resources')].map(
+        (n) => ({ uri: `fake://${n}`, name: n })) } }), Number(flags.get('list-delay') ?? 0));
+      return;
+    case 'resources/read':
+      if (!flags.has('resources')) break;
+      send({ id, result: { contents: [{ uri: params.uri, text: `read from ${flags.get('resources')}` }] } });
       return;
     case 'tools/list': {
       const size = Number(flags.get('page-size') ?? tools.length);
@@ -180,9 +192,10 @@ function onRequest(msg) {
         (error) => send({ id, error }));
       return;
     default:
-      if (flags.has('silent-unknown')) return;
-      send({ id, error: { code: -32601, message: `Method not found: ${method}` } });
+      break;
   }
+  if (flags.has('silent-unknown')) return;
+  send({ id, error: { code: -32601, message: `Method not found: ${method}` } });
 }
 
 const rl = createInterface({ input: process.stdin });

@@ -3,11 +3,14 @@
 // notifications. The input is one JSON document from the server (any shape).
 // Invariants: nothing throws or crashes; every ToolResult made from it encodes as valid JSON;
 // a tool definition's inputSchema is valid JSON and its extra members make a valid object; a
-// progress event, when made, is a valid JSON object; a negotiated revision is one meithd speaks.
+// progress event, when made, is a valid JSON object; a negotiated revision is one meithd speaks;
+// the 2026-07-28 envelope added to (and a listen's id taken from) any params leaves valid JSON;
+// matching a URI to a template (registry/mcp_gateway.hpp) ends on any pair of strings.
 #include "fuzz_common.hpp"
 
 #include "config/config.hpp"
 #include "protocol/tool_result.hpp"
+#include "registry/mcp_gateway.hpp"
 #include "sources/mcp_wire.hpp"
 
 #include <algorithm>
@@ -58,6 +61,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 if (auto def = mcp::definition_of(item, cfg, why))
                     must_parse(def->input_schema_json, "inputSchema is JSON");
     }
+
+    const std::string text = simdjson::minify(root);
+    must_parse(mcp::with_envelope(text, mcp::envelope_members("0", true)),
+               "params with the envelope are JSON");
+    must_parse(mcp::without_meta_key(text, mcp::subscription_id_key),
+               "params without the listen's id are JSON");
+    (void)mcp::offers_modern(root);
+    simdjson::dom::array pair;
+    std::string_view tmpl, uri;
+    if (root.get_array().get(pair) == simdjson::SUCCESS && pair.size() == 2 &&
+        pair.at(0).get_string().get(tmpl) == simdjson::SUCCESS &&
+        pair.at(1).get_string().get(uri) == simdjson::SUCCESS)
+        (void)meith::registry::uri_template_matches(tmpl, uri);
 
     check_result(mcp::call_result(root), "call_result encodes as JSON");
     check_result(mcp::error_answer(root), "error_answer encodes as JSON");

@@ -340,18 +340,16 @@ std::optional<event_summary> summarize_session_event(const std::string& event, c
                                          field_or(line, "permission", "?"))};
     }
     if (event == "mcp_request") { // docs/protocol.md §17
-        return event_summary{field_or(line, "target", "-"),
-                             fmt::format("{} from {} for caller {}: {} ({})",
-                                         field_or(line, "method", "?"),
-                                         field_or(line, "source", "every source"),
-                                         field_or(line, "caller", "?"),
-                                         field_or(line, "outcome", "?"),
-                                         field_or(line, "decision", "?"))};
+        return event_summary{
+            field_or(line, "target", "-"),
+            fmt::format("{} from {} for caller {}: {} ({})", field_or(line, "method", "?"),
+                        field_or(line, "source", "every source"), field_or(line, "caller", "?"),
+                        field_or(line, "outcome", "?"), field_or(line, "decision", "?"))};
     }
     if (event == "client_request") {
-        return event_summary{field_or(line, "requestId", "-"),
-                             fmt::format("{} sent to the client of the call",
-                                         field_or(line, "method", "?"))};
+        return event_summary{
+            field_or(line, "requestId", "-"),
+            fmt::format("{} sent to the client of the call", field_or(line, "method", "?"))};
     }
     return std::nullopt;
 }

@@ -84,14 +84,12 @@ bool rpc_peer::reply(std::string_view id_json, std::string_view result_json) {
 }
 
 bool rpc_peer::reply_error(std::string_view id_json, int code, std::string_view message) {
-    std::string line = R"({"jsonrpc":"2.0","id":)";
-    line.append(id_json);
-    line.append(R"(,"error":{"code":)");
-    line.append(std::to_string(code));
-    line.append(R"(,"message":)");
-    protocol::append_json_string(line, message);
-    line.append("}}\n");
-    return proc_.send(line);
+    std::string error = R"({"code":)";
+    error.append(std::to_string(code));
+    error.append(R"(,"message":)");
+    protocol::append_json_string(error, message);
+    error.push_back('}');
+    return reply_error_object(id_json, error);
 }
 
 bool rpc_peer::reply_error_object(std::string_view id_json, std::string_view error_json) {

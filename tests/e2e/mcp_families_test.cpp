@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <sstream>
+
 #include <cstdio>
 
 using namespace meith::test;
@@ -215,6 +217,11 @@ TEST_CASE("mcp families: a 2.x SDK server (serveStdio) is spoken to in 2026-07-2
     CHECK(modern["confirm"]["content"][0]["text"] == "confirmed=false");
     REQUIRE(modern["asked"].size() == 1);
     CHECK(modern["asked"][0]["message"] == "Really ship?");
+    // subscriptions/listen through meith mcp: acknowledged, and the update arrives on it.
+    CHECK(modern["honored"]["resourceSubscriptions"] == json::array({"info://hello"}));
+    REQUIRE(modern["heard"].size() >= 1);
+    CHECK(modern["heard"][0]["uri"] == "info://hello");
+    CHECK(modern["heard"][0]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen:0");
 }
 
 TEST_CASE("mcp families: a server that never answers server/discover is spoken to with "
@@ -250,4 +257,33 @@ TEST_CASE("mcp families: a URI two sources list is read from the one first in th
     CHECK(shared["result"]["contents"][0]["text"] == "read from first");
     const json own = mcp_request(c, "r2", "resources/read", {{"uri", "fake://second"}});
     CHECK(own["result"]["contents"][0]["text"] == "read from second");
+}
+
+TEST_CASE("mcp families: a call's W3C traceparent reaches the MCP server in _meta and the audit "
+          "line; a malformed one is a VALIDATION_ERROR",
+          "[e2e][mcp][families]") {
+    temp_dir work;
+    const auto state = work.path / "received.jsonl";
+    daemon_process d("[[sources]]\nname = \"fk\"\nkind = \"mcp\"\ncommand = [\"node\", " +
+                     json(mcp_dir() + "/fake_server.mjs").dump() + ", " +
+                     json("--state=" + state.string()).dump() +
+                     "]\nprefix = \"fk_\"\ntrust_annotations = true\nsandbox = \"off\"\n");
+    client c(d.socket());
+    const std::string trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    CHECK(c.call("fk_echo", {{"text", "hi"}}, {{"traceparent", trace}})["result"]["ok"] == true);
+    json received;
+    std::istringstream lines(slurp(state));
+    for (std::string line; std::getline(lines, line);) {
+        const json m = json::parse(line);
+        if (m.value("method", "") == "tools/call") received = m;
+    }
+    CHECK(received["params"]["_meta"]["traceparent"] == trace);
+    const json line = d.wait_audit([](const json& l) {
+        return l.value("event", "") == "tool_call" && l.value("toolName", "") == "fk_echo";
+    });
+    CHECK(line["traceparent"] == trace);
+    const json bad = c.call("fk_echo", {{"text", "hi"}}, {{"traceparent", "00-not-a-trace"}});
+    CHECK(bad["result"]["error"]["code"] == "VALIDATION_ERROR");
+    CHECK_THAT(bad["result"]["error"]["message"].get<std::string>(),
+               Catch::Contains("W3C trace context"));
 }

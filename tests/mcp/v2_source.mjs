@@ -86,6 +86,8 @@ const asked = [];
 const c2 = new Client2({ name: 'v2-modern-agent', version: '1.0.0' },
     { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } } });
 c2.setRequestHandler('elicitation/create', async (req) => { asked.push(req.params); return { action: 'accept', content: { ok: false } }; });
+const heard = [];
+c2.setNotificationHandler('notifications/resources/updated', (n) => heard.push(n.params));
 await c2.connect(new Stdio2({ command: meith, args: ['mcp', '--home', home], env, stderr: 'inherit' }));
 extra.modern = {
     era: c2.getProtocolEra(),
@@ -93,6 +95,13 @@ extra.modern = {
     confirm: await c2.callTool({ name: 'v2_confirm', arguments: { what: 'ship' } }),
     asked,
 };
+// subscriptions/listen through meith mcp: acknowledged, and the update arrives on it.
+const sub = await c2.listen({ resourceSubscriptions: ['info://hello'] });
+extra.modern.honored = sub.honoredFilter;
+await c2.callTool({ name: 'v2_touch', arguments: {} });
+for (let i = 0; i < 250 && heard.length === 0; i++) await sleep(20);
+extra.modern.heard = heard;
+await sub.close();
 await c2.close();
 console.log(JSON.stringify({ checks, extra }));
 process.exit(0);

@@ -83,6 +83,7 @@ TEST_CASE("mcp families: the 1.x SDK client gets every family through meith mcp 
           "completion/complete {\"type\":\"ref/prompt\",\"name\":\"completable-prompt\"} name",
           "tools/call trigger-sampling-request", "elicitation request of trigger-url-elicitation",
           "notifications/resources/updated", "notifications/message",
+          "notifications/resources/list_changed", "resources/list after list_changed",
           "roots/list during tools/call"})
         CHECK(out["checks"].contains(name));
     CHECK(out["extra"]["toolCount"] == 17); // the tools server-everything offers a full client

@@ -65,6 +65,7 @@ async function session(command, args, { modern = false, capabilities = caps, nam
     };
     note('notifications/message', schemas?.LoggingMessageNotificationSchema);
     note('notifications/resources/updated', schemas?.ResourceUpdatedNotificationSchema);
+    note('notifications/resources/list_changed', schemas?.ResourceListChangedNotificationSchema);
     const transport = new StdioClientTransport({ command, args, stderr: 'inherit',
                                                  env: { ...process.env, MEITH_NO_AUTOSTART: '1' } });
     await withTimeout(client.connect(transport), 30000, `connect ${command}`);
@@ -193,6 +194,15 @@ const calls = [['echo', { message: 'hi' }], ['get-sum', { a: 1, b: 2 }], ['get-t
 for (const [name, args] of calls)
     check(`tools/call ${name} ${JSON.stringify(args)}`, await outcome(D.callTool({ name, arguments: args })),
           await outcome(M.callTool({ name: 'ev_' + name, arguments: args })));
+// gzip-file-as-resource registered a resource: the server said so, and a 2025-11-25 client
+// hears it (2026-07-28 sends list changes only on a listen).
+if (v1) {
+    const listChanged = (s) => s.seen.notes.filter((n) => n.method === 'notifications/resources/list_changed');
+    await waitFor(() => listChanged(direct).length && listChanged(through).length, 10000, 'resources/list_changed');
+    check('notifications/resources/list_changed', listChanged(direct)[0], listChanged(through)[0]);
+}
+check('resources/list after list_changed', await allPages((p) => D.listResources(p), 'resources'),
+      await allPages((p) => M.listResources(p), 'resources'));
 const progress = { d: [], m: [] };
 const lr = { duration: 0.3, steps: 3 };
 check('tools/call trigger-long-running-operation',

@@ -255,27 +255,19 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
                                s.name));
         else
             assign(src.config_json, c.read_json_table(s, "config"));
-        if (const auto* trust = t->get("trust_annotations");
-            trust != nullptr && kind && *kind != source_kind::mcp)
-            c.fail(trust->source(),
-                   fmt::format("'trust_annotations' in {} is only for MCP sources (kind = \"mcp\")",
-                               s.name));
-        else
+        // Keys of MCP sources only: an error naming the key on any other kind.
+        auto mcp_only = [&](const char* key) {
+            const auto* node = t->get(key);
+            if (node == nullptr || !kind || *kind == source_kind::mcp) return true;
+            c.fail(node->source(),
+                   fmt::format("'{}' in {} is only for MCP sources (kind = \"mcp\")", key, s.name));
+            return false;
+        };
+        if (mcp_only("trust_annotations"))
             assign(src.trust_annotations, c.read_bool(s, "trust_annotations"));
-        if (const auto* rc = t->get("resource_capabilities");
-            rc != nullptr && kind && *kind != source_kind::mcp)
-            c.fail(rc->source(), fmt::format("'resource_capabilities' in {} is only for MCP "
-                                             "sources (kind = \"mcp\")",
-                                             s.name));
-        else
+        if (mcp_only("resource_capabilities"))
             assign(src.resource_capabilities, c.read_capabilities(s, "resource_capabilities"));
-        if (const auto* fr = t->get("forward_roots");
-            fr != nullptr && kind && *kind != source_kind::mcp)
-            c.fail(fr->source(), fmt::format("'forward_roots' in {} is only for MCP sources "
-                                             "(kind = \"mcp\")",
-                                             s.name));
-        else
-            assign(src.forward_roots, c.read_bool(s, "forward_roots"));
+        if (mcp_only("forward_roots")) assign(src.forward_roots, c.read_bool(s, "forward_roots"));
 
         if (const auto* caps = c.read_table(s, "capabilities")) {
             for (auto&& [k, v] : *caps) {

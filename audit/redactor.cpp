@@ -2,6 +2,10 @@
 // bounded JSON summary writer is in summary.cpp.
 #include "audit/redactor.hpp"
 
+#include <atomic>
+#include <deque>
+#include <shared_mutex>
+
 #include "audit/audit_log.hpp"
 #include "audit/redactor_detail.hpp"
 
@@ -259,6 +263,52 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
 using detail::utf8_lead_bytes;
 using detail::utf8_sequence_length;
 
+namespace {
+
+/// The exact secret values (add_exact_secret): few (a grant per remote source), so a
+/// substring search per text is cheaper than an automaton rebuilt at each addition.
+struct exact_secrets {
+    std::shared_mutex mutex;
+    std::deque<std::string> values;
+    std::atomic<std::size_t> count{0};
+    std::atomic<std::uint64_t> generation{0};
+};
+
+exact_secrets& exacts() {
+    static exact_secrets e;
+    return e;
+}
+
+bool holds_exact_secret(std::string_view text) {
+    auto& e = exacts();
+    if (e.count.load(std::memory_order_acquire) == 0) return false;
+    std::shared_lock lock(e.mutex);
+    for (const auto& v : e.values)
+        if (text.find(v) != std::string_view::npos) return true;
+    return false;
+}
+
+void replace_exact_secrets(std::string& s) {
+    auto& e = exacts();
+    std::shared_lock lock(e.mutex);
+    for (const auto& v : e.values)
+        for (auto at = s.find(v); at != std::string::npos; at = s.find(v, at + 10))
+            s.replace(at, v.size(), "[REDACTED]");
+}
+
+} // namespace
+
+void add_exact_secret(std::string_view value) {
+    if (value.size() < 8) return;
+    auto& e = exacts();
+    std::unique_lock lock(e.mutex);
+    if (std::find(e.values.begin(), e.values.end(), value) != e.values.end()) return;
+    e.values.emplace_back(value);
+    if (e.values.size() > 4096) e.values.pop_front();
+    e.count.store(e.values.size(), std::memory_order_release);
+    e.generation.fetch_add(1, std::memory_order_acq_rel);
+}
+
 struct redactor::impl {
     std::vector<value_rule> rules;
     /// All patterns in one automaton: one pass finds which rules can apply (usually none).
@@ -409,6 +459,7 @@ struct redactor::impl {
     /// `min_token_match` without a byte of key_value_trigger. Most argument strings, request
     /// ids and tool names ("t_echo", "req-17") skip the automaton.
     static bool may_match(std::string_view text) {
+        if (holds_exact_secret(text)) return true;
         if (text.size() < min_token_match) {
             for (unsigned char c : text)
                 if (key_value_trigger[c]) return true;
@@ -427,13 +478,16 @@ struct redactor::impl {
         // Every impl has the same rules, so an answer holds for all of them.
         struct memo_entry {
             std::string in, out;
+            std::uint64_t generation = 0; ///< of the exact secrets it was made with
             bool used = false;
         };
         thread_local std::array<memo_entry, 64> memo;
         memo_entry& e = memo[std::hash<std::string_view>{}(text) % memo.size()];
-        if (!e.used || e.in != text) {
+        const auto generation = exacts().generation.load(std::memory_order_acquire);
+        if (!e.used || e.in != text || e.generation != generation) {
             e.out = redact_uncached(text);
             e.in.assign(text);
+            e.generation = generation;
             e.used = true;
         }
         return e.out;
@@ -443,6 +497,15 @@ struct redactor::impl {
     static constexpr std::size_t max_memo_text = 256;
 
     std::string redact_uncached(std::string_view text) const {
+        if (holds_exact_secret(text)) {
+            std::string s(text);
+            replace_exact_secrets(s);
+            return redact_rules(s);
+        }
+        return redact_rules(text);
+    }
+
+    std::string redact_rules(std::string_view text) const {
         std::vector<int> hits;
         RE2::Set::ErrorInfo error{RE2::Set::kNoError};
         if (!any_rule->Match(piece(text.data(), text.size()), &hits, &error)) {

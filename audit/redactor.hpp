@@ -29,6 +29,13 @@ struct redaction_limits {
     std::size_t max_summary_bytes = 4096;
 };
 
+/// Adds `value` to the exact secret values every redactor replaces with "[REDACTED]" wherever
+/// it occurs, in any text, before its rules run: tokens and secrets meithd holds for sources
+/// (a remote source's OAuth grant and `${secret:…}` headers, docs/security.md). Values under
+/// 8 bytes are ignored (they would redact ordinary words). Process-wide, thread-safe; values
+/// stay until the process ends (at most 4096 are kept: the oldest go first).
+void add_exact_secret(std::string_view value);
+
 class redactor {
   public:
     explicit redactor(redaction_limits limits = {});

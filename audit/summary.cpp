@@ -311,7 +311,7 @@ class plain_copier {
         text = s_.substr(start, i_ - start);
         ++i_;
         if (text.size() > limits_.max_string_chars) return false;
-        if (trigger && owner_.redact_text(text) != text) return false;
+        if ((trigger || detail::may_match(text)) && owner_.redact_text(text) != text) return false;
         out_.push_back('"');
         out_.append(text);
         out_.push_back('"');

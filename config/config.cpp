@@ -164,8 +164,13 @@ void parse_sandbox(checker& c, const scope& s, sandbox_mode& mode, sandbox_paths
 
 /// `command`, `cwd` and `env`, shared by sources and hooks.
 void parse_process(checker& c, const scope& s, std::vector<std::string>& command, fs::path& cwd,
-                   std::map<std::string, std::string>& env) {
-    if (c.require(s, "command")) {
+                   std::map<std::string, std::string>& env, bool needs_command = true) {
+    if (!needs_command) {
+        if (const auto* cmd = s.table.get("command"))
+            c.fail(cmd->source(), fmt::format("{} has a `url`: a remote MCP server has no "
+                                              "`command` (remove one of the two)",
+                                              s.name));
+    } else if (c.require(s, "command")) {
         if (auto cmd = c.read_string_array(s, "command", true, false)) {
             if ((*cmd)[0].empty())
                 c.fail(s.table.get("command")->source(),
@@ -178,6 +183,62 @@ void parse_process(checker& c, const scope& s, std::vector<std::string>& command
     cwd = c.base_dir();
     assign(cwd, c.read_path(s, "cwd"));
     assign(env, c.read_env(s, "env"));
+}
+
+/// A remote MCP source's keys (docs/configuration.md, "Remote MCP servers"): `url` and the
+/// keys that only make sense with it.
+void parse_remote(checker& c, const scope& s, const toml::table& t, source_config& src) {
+    assign(src.allow_private_network, c.read_bool(s, "allow_private_network"));
+    if (auto url = c.read_string(s, "url", true)) {
+        if (url->starts_with("https://")) {
+            src.url = std::move(*url);
+        } else if (url->starts_with("http://")) {
+            if (!src.allow_private_network)
+                c.fail(t.get("url")->source(),
+                       fmt::format("the url of {} is plain http://: meith sends tokens only over "
+                                   "https://, or to a server of your own network with "
+                                   "`allow_private_network = true`",
+                                   s.name));
+            else
+                src.url = std::move(*url);
+        } else {
+            c.fail(t.get("url")->source(),
+                   fmt::format("the url of {} must be an https:// URL (e.g. "
+                               "\"https://mcp.example.com/mcp\")",
+                               s.name));
+        }
+    }
+    for (const char* key : {"headers", "allow_private_network", "ca_file", "oauth"})
+        if (const auto* node = t.get(key); node != nullptr && t.get("url") == nullptr)
+            c.fail(node->source(), fmt::format("'{}' in {} is only for remote MCP sources (with "
+                                               "a `url`)",
+                                               key, s.name));
+    if (const auto* h = c.read_table(s, "headers")) {
+        for (auto&& [k, v] : *h) {
+            const std::string name(k.str());
+            const bool token_chars =
+                !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+                    return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '-' ||
+                           ch == '_';
+                });
+            auto value = c.string_of(v, fmt::format("header '{}' in {}", name, s.name), false);
+            if (!token_chars)
+                c.fail(k.source(), fmt::format("header name '{}' in {} is not a valid HTTP field "
+                                               "name (letters, digits, '-')",
+                                               name, s.name));
+            else if (value && value->find_first_of("\r\n") != std::string::npos)
+                c.fail(v.source(), fmt::format("header '{}' in {} has a line break", name, s.name));
+            else if (value)
+                src.headers.emplace(name, std::move(*value));
+        }
+    }
+    assign(src.ca_file, c.read_path(s, "ca_file"));
+    if (const auto* o = c.read_table(s, "oauth")) {
+        const scope os{*o, fmt::format("the oauth table of {}", s.name)};
+        c.check_keys(os, {"client_id", "scope"});
+        assign(src.oauth_client_id, c.read_string(os, "client_id", true));
+        assign(src.oauth_scope, c.read_string(os, "scope", false));
+    }
 }
 
 std::optional<exec_tool_config> parse_exec_tool(checker& c, const scope& s) {
@@ -227,9 +288,28 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
                 src.name = std::move(*name);
             }
         }
-        c.check_keys(s, {"name", "kind", "mode", "command", "cwd", "env", "config", "capabilities",
-                         "timeout_ms", "prefix", "start_timeout_ms", "tool", "trust_annotations",
-                         "resource_capabilities", "forward_roots", "sandbox", "sandbox_paths"});
+        c.check_keys(s, {"name",
+                         "kind",
+                         "mode",
+                         "command",
+                         "cwd",
+                         "env",
+                         "config",
+                         "capabilities",
+                         "timeout_ms",
+                         "prefix",
+                         "start_timeout_ms",
+                         "tool",
+                         "trust_annotations",
+                         "resource_capabilities",
+                         "forward_roots",
+                         "url",
+                         "headers",
+                         "allow_private_network",
+                         "ca_file",
+                         "oauth",
+                         "sandbox",
+                         "sandbox_paths"});
         parse_sandbox(c, s, src.sandbox, src.sandbox_paths);
 
         std::optional<source_kind> kind;
@@ -247,7 +327,8 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
             src.mode = *i == 0 ? exec_mode::oneshot : exec_mode::server;
         }
 
-        parse_process(c, s, src.command, src.cwd, src.env);
+        const bool remote = t->get("url") != nullptr && kind == source_kind::mcp;
+        parse_process(c, s, src.command, src.cwd, src.env, !remote);
         if (const auto* init = t->get("config"); init != nullptr && kind == source_kind::mcp)
             c.fail(init->source(),
                    fmt::format("'config' in {} is only for tool hosts (kind = \"host\"); pass an "
@@ -268,6 +349,7 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
         if (mcp_only("resource_capabilities"))
             assign(src.resource_capabilities, c.read_capabilities(s, "resource_capabilities"));
         if (mcp_only("forward_roots")) assign(src.forward_roots, c.read_bool(s, "forward_roots"));
+        if (mcp_only("url")) parse_remote(c, s, *t, src);
 
         if (const auto* caps = c.read_table(s, "capabilities")) {
             for (auto&& [k, v] : *caps) {

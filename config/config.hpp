@@ -164,6 +164,17 @@ struct source_config {
     /// client of the call in flight (its cwd otherwise). Off by default: a server told of roots
     /// may trade the folders its command names for them (docs/protocol.md §17).
     bool forward_roots = false;
+    /// mcp only: a remote server's Streamable HTTP endpoint (docs/protocol.md §18); such a
+    /// source has no `command` (meithd runs its bridge, meith-remote).
+    std::string url;
+    /// url only: request headers, name -> value; `${secret:NAME}` in a value stands for the
+    /// file HOME/secrets/NAME (0600), read when the source starts.
+    std::map<std::string, std::string> headers;
+    /// url only: allow loopback, private, link-local and metadata addresses, and http://.
+    bool allow_private_network = false;
+    std::filesystem::path ca_file; ///< url only: extra trust anchors (PEM), besides the system's
+    std::string oauth_client_id;   ///< url only: a client id registered by hand for `meith login`
+    std::string oauth_scope;       ///< url only: the scope `meith login` asks for
     sandbox_mode sandbox = sandbox_mode::enforce;
     sandbox_paths_config sandbox_paths;
 

@@ -177,6 +177,10 @@ void set_confinement_home(fs::path home, fs::path socket) {
     socket_path() = socket.empty() ? socket : fs::absolute(socket).lexically_normal();
 }
 
+const fs::path& confinement_home() {
+    return home_dir();
+}
+
 void apply_env(const confinement& c, std::vector<std::string>& env) {
     if (c.tmpdir_env.empty()) return;
     std::erase_if(env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });

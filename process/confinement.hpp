@@ -53,6 +53,9 @@ std::string sandbox_hint(const confinement& c, std::string_view error_text);
 /// by the daemon at start.
 void set_confinement_home(std::filesystem::path home, std::filesystem::path socket = {});
 
+/// The home set_confinement_home was given (absolute), or an empty path (unit tests).
+const std::filesystem::path& confinement_home();
+
 /// Puts `c`'s TMPDIR into `env` ("NAME=value" items), replacing one inherited from the daemon.
 void apply_env(const confinement& c, std::vector<std::string>& env);
 

@@ -64,6 +64,7 @@ void mcp_source::append_status(std::string& out) const {
         out += "null";
     else
         append_json_string(out, revision_);
+    if (remote()) append_remote_status(out);
 }
 
 void mcp_source::send_discover() {
@@ -202,7 +203,8 @@ void mcp_source::listing_failed(std::string why) {
 
 void mcp_source::finish_listing() {
     listing_ = false;
-    if (!ready_ && reconfine(listed_)) {
+    // A remote server's tools run on the server: the bridge keeps its network-only sandbox.
+    if (!ready_ && !remote() && reconfine(listed_)) {
         listed_.clear();
         return;
     }

@@ -277,7 +277,9 @@ void mcp_source::on_incoming(simdjson::dom::object msg) {
                        has_params ? simdjson::minify(params) : std::string("{}"));
         return;
     }
-    if (method == "notifications/progress" && has_params) {
+    if (method.starts_with("meith/") && remote() && has_params) {
+        on_bridge_notification(method, params);
+    } else if (method == "notifications/progress" && has_params) {
         on_progress(params);
     } else if (method == "notifications/tools/list_changed") {
         on_list_changed();
@@ -310,6 +312,8 @@ void mcp_source::answer_request(const std::string& id_json, std::string_view met
                                 std::string params_json) {
     if (method == "ping") {
         peer_.reply(id_json, "{}");
+    } else if (method == "meith/credentials" && remote()) {
+        answer_credentials(id_json); // meith-remote's own request, never the server's
     } else if (method == "roots/list" || method == "sampling/createMessage" ||
                method == "elicitation/create") {
         forward_to_client(id_json, method, std::move(params_json));

@@ -29,8 +29,10 @@ class mcp_source final : public child_source, public mcp_peer {
   public:
     mcp_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
                const config::config& whole)
-        : child_source(ex, reaper, cfg, whole, "MCP server '" + cfg.name + "'", "mcp", "{}",
-                       started_with(cfg), rpc_dialect::jsonrpc, make_policy(cfg, whole)),
+        : child_source(ex, reaper, cfg.url.empty() ? cfg : bridge_config(cfg, whole), whole,
+                       (cfg.url.empty() ? "MCP server '" : "remote MCP server '") + cfg.name + "'",
+                       "mcp", "{}", cfg.url.empty() ? started_with(cfg) : bridge_capabilities(),
+                       rpc_dialect::jsonrpc, make_policy(cfg, whole)),
           resource_caps_(permissions::capability_set_from(cfg.resource_capabilities)),
           envelope_(mcp::envelope_members(MEITH_VERSION, cfg.forward_roots)), probe_timer_(ex) {}
 
@@ -50,6 +52,31 @@ class mcp_source final : public child_source, public mcp_peer {
   private:
     static supervised_process::policy make_policy(const config::source_config& cfg,
                                                   const config::config& whole);
+
+    // ---- a remote server (`url`, docs/protocol.md §18): sources/mcp_remote.cpp ------------
+
+    bool remote() const { return !cfg_.url.empty(); }
+
+    /// `cfg` with meith-remote as its command: the bridge to the server's Streamable HTTP.
+    static config::source_config bridge_config(const config::source_config& cfg,
+                                               const config::config& whole);
+
+    /// The bridge's sandbox: the network, nothing else (its tools run on the server).
+    static permissions::capability_set bridge_capabilities();
+
+    std::optional<std::string> before_start() override;
+
+    /// HOME/credentials/NAME.json: the grant `meith login` stored (0600).
+    std::filesystem::path credentials_file() const;
+
+    /// Answers the bridge's `meith/credentials`: the static headers (secrets resolved) and
+    /// the stored grant, each secret added to the redactor's exact values.
+    void answer_credentials(const std::string& id_json);
+
+    /// `meith/credentials_refreshed` and `meith/login_required` from the bridge.
+    void on_bridge_notification(std::string_view method, simdjson::dom::object params);
+
+    void append_remote_status(std::string& out) const;
 
     void on_spawn() override;
     std::size_t tool_count() const override { return tool_names_.size(); }

@@ -1,0 +1,527 @@
+// bridge: stdio <-> Streamable HTTP for one remote MCP source (see bridge.hpp).
+#include "remote/bridge.hpp"
+
+#include "protocol/json_writer.hpp"
+
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+
+namespace meith::remote {
+
+using protocol::append_json_string;
+
+namespace {
+
+constexpr std::string_view credentials_request_id = "\"meith:credentials\"";
+
+std::int64_t unix_now() {
+    return static_cast<std::int64_t>(std::time(nullptr));
+}
+
+void log(const std::string& line) {
+    // stderr goes to meithd's log (redacted there); never a token here.
+    std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+bool starts_with_ci(std::string_view s, std::string_view p) {
+    if (s.size() < p.size()) return false;
+    for (std::size_t i = 0; i < p.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(s[i])) != p[i]) return false;
+    return true;
+}
+
+std::chrono::milliseconds backoff(int attempt) {
+    return std::chrono::milliseconds(std::min(250 << std::min(attempt, 6), 8000));
+}
+
+} // namespace
+
+bridge::bridge(asio::io_context& io, bridge_options opts)
+    : io_(io), opts_(std::move(opts)), in_(io, ::dup(STDIN_FILENO)), out_(io, ::dup(STDOUT_FILENO)),
+      http_(io.get_executor(), opts_.egress), chunk_(64 * 1024), refresh_timer_(io),
+      stream_timer_(io) {
+}
+
+void bridge::start() {
+    // The secrets first: meithd answers this before anything is sent to the server.
+    write_line(
+        R"({"jsonrpc":"2.0","id":"meith:credentials","method":"meith/credentials","params":{}})");
+    read_stdin();
+}
+
+void bridge::read_stdin() {
+    in_.async_read_some(asio::buffer(chunk_), [this](const std::error_code& ec, std::size_t n) {
+        if (ec) return shutdown();
+        inbuf_.append(chunk_.data(), n);
+        std::size_t start = 0;
+        for (auto nl = inbuf_.find('\n', start); nl != std::string::npos;
+             nl = inbuf_.find('\n', start)) {
+            on_line(std::string_view(inbuf_).substr(start, nl - start));
+            start = nl + 1;
+        }
+        inbuf_.erase(0, start);
+        if (inbuf_.size() > opts_.max_message_bytes) {
+            log("meith-remote: a line from meithd over the message limit; dropped");
+            inbuf_.clear();
+        }
+        if (!closing_) read_stdin();
+    });
+}
+
+void bridge::on_line(std::string_view line) {
+    if (line.empty() || line == "\r") return;
+    simdjson::dom::object msg;
+    if (parser_.parse(line.data(), line.size()).get_object().get(msg) != simdjson::SUCCESS) {
+        log("meith-remote: a line from meithd that is not a JSON object; dropped");
+        return;
+    }
+    auto m = std::make_shared<outgoing>();
+    std::string_view method;
+    if (msg["method"].get_string().get(method) == simdjson::SUCCESS)
+        m->method = std::string(method);
+    simdjson::dom::element id;
+    if (msg["id"].get(id) == simdjson::SUCCESS) m->id_json = simdjson::minify(id);
+    if (m->method.empty() && m->id_json == credentials_request_id) return on_config(msg);
+    if (m->method == "initialize") initialize_id_ = m->id_json;
+    // 2026-07-28: the revision rides in each request's envelope, and its HTTP headers name the
+    // method and the tool, prompt or resource.
+    std::string_view v;
+    if (msg["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].get_string().get(v) ==
+        simdjson::SUCCESS)
+        m->version = std::string(v);
+    if (msg["params"]["name"].get_string().get(v) == simdjson::SUCCESS ||
+        msg["params"]["uri"].get_string().get(v) == simdjson::SUCCESS)
+        m->target = std::string(v);
+    m->body.assign(line);
+    if (!configured_) {
+        held_.emplace_back(line);
+        return;
+    }
+    send(std::move(m));
+}
+
+void bridge::on_config(simdjson::dom::object msg) {
+    simdjson::dom::object result;
+    if (msg["result"].get_object().get(result) == simdjson::SUCCESS) {
+        simdjson::dom::array headers;
+        if (result["headers"].get_array().get(headers) == simdjson::SUCCESS)
+            for (auto h : headers) {
+                std::string_view v;
+                if (h.get_string().get(v) == simdjson::SUCCESS) static_headers_.emplace_back(v);
+            }
+        simdjson::dom::element grant;
+        if (result["grant"].get(grant) == simdjson::SUCCESS && grant.is_object()) {
+            std::string why;
+            creds_ = credentials_from_json(simdjson::minify(grant), why);
+        }
+    } else {
+        log("meith-remote: meithd sent no credentials; going on without");
+    }
+    configured_ = true;
+    schedule_refresh();
+    auto held = std::move(held_);
+    held_.clear();
+    for (auto& line : held)
+        on_line(line);
+}
+
+namespace {
+/// A value that may go in a header line as is: printable ASCII, no CR/LF.
+bool header_safe(std::string_view v) {
+    return std::all_of(v.begin(), v.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
+} // namespace
+
+std::vector<std::string> bridge::request_headers(const outgoing* m) const {
+    std::vector<std::string> h;
+    h.reserve(static_headers_.size() + 7);
+    h.emplace_back(m != nullptr ? "Accept: application/json, text/event-stream"
+                                : "Accept: text/event-stream");
+    if (m != nullptr) h.emplace_back("Content-Type: application/json");
+    for (const auto& s : static_headers_)
+        h.push_back(s);
+    if (creds_ && !creds_->access_token.empty())
+        h.push_back("Authorization: Bearer " + creds_->access_token);
+    if (m != nullptr && !m->version.empty() && header_safe(m->version)) {
+        h.push_back("MCP-Protocol-Version: " + m->version);
+        if (!m->method.empty() && header_safe(m->method)) h.push_back("Mcp-Method: " + m->method);
+        if (!m->target.empty() && header_safe(m->target) && m->target.size() <= 1024)
+            h.push_back("Mcp-Name: " + m->target);
+    } else if (!protocol_version_.empty()) {
+        h.push_back("MCP-Protocol-Version: " + protocol_version_);
+    }
+    if (!session_id_.empty()) h.push_back("Mcp-Session-Id: " + session_id_);
+    return h;
+}
+
+void bridge::send(std::shared_ptr<outgoing> m) {
+    // A grant about to expire is refreshed first (RFC 6749 §6), so the request is not a 401.
+    if (creds_ && creds_->expires_at > 0 && !creds_->refresh_token.empty() &&
+        unix_now() + 5 >= creds_->expires_at) {
+        return refresh([this, m](bool) { post(m); });
+    }
+    post(std::move(m));
+}
+
+void bridge::post(std::shared_ptr<outgoing> m) {
+    if (closing_) return;
+    http_request req;
+    req.method = "POST";
+    req.url = opts_.url;
+    req.headers = request_headers(m.get());
+    req.body = m->body;
+    req.connect_timeout = opts_.connect_timeout;
+    req.max_body_bytes = opts_.max_message_bytes;
+    auto body = std::make_shared<std::string>();
+    auto sse = std::make_shared<bool>(false);
+    auto parser = std::make_shared<sse_parser>(opts_.max_message_bytes);
+    http_handlers h;
+    h.on_head = [this, sse](const http_head& head) {
+        *sse = starts_with_ci(head.header("content-type"), "text/event-stream");
+        if (auto sid = head.header("mcp-session-id"); !sid.empty() && session_id_.empty())
+            session_id_ = std::string(sid);
+    };
+    h.on_body = [this, sse, body, parser](std::string_view b) {
+        if (!*sse) {
+            body->append(b);
+            return;
+        }
+        parser->feed(b, [this](sse_event& e) {
+            if (e.type == "message" && !e.data.empty()) emit(e.data);
+        });
+    };
+    h.on_done = [this, m, sse, body, parser](http_outcome out) {
+        on_posted(m, std::move(out), *sse, body, parser);
+    };
+    http_.start(std::move(req), std::move(h));
+}
+
+void bridge::on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
+                       std::shared_ptr<std::string> body, std::shared_ptr<sse_parser> parser) {
+    if (closing_) return;
+    const long status = out.head.status;
+    if (!out.error.empty()) {
+        if (out.refused)
+            return fail_message(*m, fmt::format("{} ({}); a source that means to reach its own "
+                                                "network says `allow_private_network = true`",
+                                                out.error, opts_.url));
+        // A stream cut after some events: resume it where it stopped (Last-Event-ID).
+        if (sse && !m->id_json.empty() && !parser->last_event_id().empty() &&
+            !answered_.contains(m->id_json))
+            return resume(m->id_json, parser->last_event_id(), 0);
+        if (out.transient && m->attempt + 1 < opts_.max_attempts && !sse)
+            return retry_later(m, backoff(m->attempt));
+        return fail_message(*m, fmt::format("{}: {}", opts_.url, out.error));
+    }
+    if (status == 401) {
+        if (creds_ && !creds_->refresh_token.empty() && !m->reauthorized) {
+            m->reauthorized = true;
+            return refresh([this, m](bool ok) {
+                if (ok) return post(m);
+                fail_message(*m, fmt::format("{} refused the token (HTTP 401) and it could not "
+                                             "be refreshed; run `meith login {}`",
+                                             opts_.url, opts_.source));
+            });
+        }
+        const auto challenge = parse_bearer_challenge(out.head.header("www-authenticate"));
+        const std::string why =
+            creds_ ? fmt::format("{} refused the token (HTTP 401{}{})", opts_.url,
+                                 challenge.error.empty() ? "" : ", ", challenge.error)
+                   : fmt::format("{} asks for authorization (HTTP 401) and meith holds no login "
+                                 "for it",
+                                 opts_.url);
+        login_required(why);
+        return fail_message(*m, why + fmt::format("; run `meith login {}`", opts_.source));
+    }
+    if (status == 404 && !session_id_.empty()) {
+        // The server ended the session (MCP transports: start a new one): meithd restarts us,
+        // and the restart initializes afresh.
+        fail_message(*m, fmt::format("{} ended the MCP session (HTTP 404)", opts_.url));
+        log(fmt::format("meith-remote: {} ended the session (HTTP 404); exiting so that meithd "
+                        "starts a new one",
+                        opts_.url));
+        return end(75);
+    }
+    if ((status == 429 || status == 502 || status == 503 || status == 504) &&
+        m->attempt + 1 < opts_.max_attempts) {
+        auto delay = backoff(m->attempt);
+        if (auto ra = out.head.header("retry-after"); !ra.empty()) {
+            const long s = std::strtol(std::string(ra).c_str(), nullptr, 10);
+            if (s > 0) delay = std::chrono::milliseconds(std::min<long>(s, 30) * 1000);
+        }
+        return retry_later(m, delay);
+    }
+    if (status / 100 != 2) {
+        std::string detail(protocol::cut_utf8(*body, 200));
+        std::replace(detail.begin(), detail.end(), '\n', ' ');
+        return fail_message(*m, fmt::format("{} answered HTTP {}{}{}", opts_.url, status,
+                                            detail.empty() ? "" : ": ", detail));
+    }
+    if (!sse && !body->empty()) emit(*body);
+    if (sse && !m->id_json.empty() && !answered_.contains(m->id_json) &&
+        !parser->last_event_id().empty())
+        return resume(m->id_json, parser->last_event_id(), 0);
+    if (!m->id_json.empty()) answered_.erase(m->id_json);
+    if (m->method == "notifications/initialized" && !stream_) open_stream("");
+}
+
+void bridge::retry_later(std::shared_ptr<outgoing> m, std::chrono::milliseconds delay) {
+    ++m->attempt;
+    auto t = std::make_shared<asio::steady_timer>(io_, delay);
+    t->async_wait([this, m, t](const std::error_code& ec) {
+        if (!ec) post(m);
+    });
+}
+
+void bridge::fail_message(const outgoing& m, const std::string& why) {
+    log("meith-remote: " + why);
+    if (m.id_json.empty() || m.method.empty()) return; // a notification or our own answer
+    std::string line = R"({"jsonrpc":"2.0","id":)";
+    line += m.id_json;
+    line += R"(,"error":{"code":-32603,"message":)";
+    append_json_string(line, why);
+    line += "}}";
+    write_line(std::move(line));
+}
+
+void bridge::emit(std::string_view json) {
+    std::string line(json);
+    // Raw CR/LF in JSON text is whitespace only (RFC 8259 §2, §7): one line for meithd.
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    std::replace(line.begin(), line.end(), '\r', ' ');
+    simdjson::dom::object msg;
+    if (parser_.parse(line).get_object().get(msg) != simdjson::SUCCESS) {
+        log(fmt::format("meith-remote: {} sent a message that is not a JSON object ({} bytes); "
+                        "dropped",
+                        opts_.url, line.size()));
+        return;
+    }
+    std::string_view method;
+    if (msg["method"].get_string().get(method) == simdjson::SUCCESS) {
+        if (method.starts_with("meith/")) {
+            log(fmt::format("meith-remote: {} sent a message in meith's own namespace ({}); "
+                            "dropped",
+                            opts_.url, protocol::cut_utf8(method, 80)));
+            return;
+        }
+    } else {
+        simdjson::dom::element id;
+        if (msg["id"].get(id) == simdjson::SUCCESS) {
+            const auto id_json = simdjson::minify(id);
+            if (id_json == credentials_request_id) return; // never an answer of ours
+            answered_.insert(id_json);
+            if (answered_.size() > 4096) answered_.clear();
+            if (!initialize_id_.empty() && id_json == initialize_id_) {
+                std::string_view v;
+                if (msg["result"]["protocolVersion"].get_string().get(v) == simdjson::SUCCESS)
+                    protocol_version_ = std::string(v);
+                initialize_id_.clear();
+            }
+        }
+    }
+    write_line(std::move(line));
+}
+
+void bridge::write_line(std::string line) {
+    line += '\n';
+    out_queue_.push_back(std::move(line));
+    flush();
+}
+
+void bridge::flush() {
+    if (writing_ || out_queue_.empty()) return;
+    writing_ = true;
+    // One write per turn: every queued line in one buffer.
+    auto batch = std::make_shared<std::string>();
+    for (auto& l : out_queue_)
+        *batch += l;
+    out_queue_.clear();
+    asio::async_write(out_, asio::buffer(*batch),
+                      [this, batch](const std::error_code& ec, std::size_t) {
+                          writing_ = false;
+                          if (ec) return end(0); // meithd is gone
+                          flush();
+                      });
+}
+
+// ---- the GET stream: server-initiated messages (2025-11-25 and older) -----------------------
+
+void bridge::open_stream(const std::string& last_event_id) {
+    if (closing_) return;
+    http_request req;
+    req.method = "GET";
+    req.url = opts_.url;
+    req.headers = request_headers(nullptr);
+    if (!last_event_id.empty()) req.headers.push_back("Last-Event-ID: " + last_event_id);
+    req.connect_timeout = opts_.connect_timeout;
+    req.max_body_bytes = std::size_t{1} << 40; // a stream: each event is bounded instead
+    auto parser = std::make_shared<sse_parser>(opts_.max_message_bytes);
+    auto ok = std::make_shared<bool>(false);
+    http_handlers h;
+    h.on_head = [ok](const http_head& head) {
+        *ok =
+            head.status == 200 && starts_with_ci(head.header("content-type"), "text/event-stream");
+    };
+    h.on_body = [this, parser, ok](std::string_view b) {
+        if (!*ok) return;
+        stream_failures_ = 0;
+        parser->feed(b, [this](sse_event& e) {
+            if (e.type == "message" && !e.data.empty()) emit(e.data);
+        });
+    };
+    h.on_done = [this, parser, ok](http_outcome out) {
+        stream_.reset();
+        if (closing_) return;
+        if (!parser->last_event_id().empty()) stream_last_id_ = parser->last_event_id();
+        if (out.error.empty() && out.head.status == 405) return; // no stream offered
+        if (out.error.empty() && out.head.status == 404 && !session_id_.empty()) {
+            log(fmt::format("meith-remote: {} ended the session (HTTP 404)", opts_.url));
+            return end(75);
+        }
+        if (out.error.empty() && out.head.status == 401 && creds_ && !creds_->refresh_token.empty())
+            return refresh([this](bool good) {
+                if (good) open_stream(stream_last_id_);
+            });
+        if (out.refused) return log("meith-remote: " + out.error);
+        // Cut or ended: open it again after a backoff, from the last event seen.
+        const auto delay = backoff(std::min(stream_failures_++, 5));
+        stream_timer_.expires_after(delay);
+        stream_timer_.async_wait([this](const std::error_code& ec) {
+            if (!ec && !stream_) open_stream(stream_last_id_);
+        });
+    };
+    stream_ = http_.start(std::move(req), std::move(h));
+}
+
+void bridge::resume(const std::string& id_json, const std::string& last_event_id, int tries) {
+    if (closing_) return;
+    if (tries >= 3) {
+        outgoing m;
+        m.id_json = id_json;
+        m.method = "?";
+        return fail_message(m, fmt::format("{} cut the response stream and it could not be "
+                                           "resumed",
+                                           opts_.url));
+    }
+    http_request req;
+    req.method = "GET";
+    req.url = opts_.url;
+    req.headers = request_headers(nullptr);
+    req.headers.push_back("Last-Event-ID: " + last_event_id);
+    req.connect_timeout = opts_.connect_timeout;
+    req.max_body_bytes = std::size_t{1} << 40;
+    auto parser = std::make_shared<sse_parser>(opts_.max_message_bytes);
+    auto rid = std::make_shared<http_client::request_id>(0);
+    http_handlers h;
+    h.on_body = [this, parser, id_json, rid](std::string_view b) {
+        parser->feed(b, [this](sse_event& e) {
+            if (e.type == "message" && !e.data.empty()) emit(e.data);
+        });
+        // The answer came: a resumed stream may stay open after it; close it here.
+        if (answered_.erase(id_json) > 0) http_.cancel(*rid);
+    };
+    h.on_done = [this, id_json, last_event_id, parser, tries](http_outcome) {
+        if (answered_.erase(id_json) > 0 || closing_) return;
+        const auto from = parser->last_event_id().empty() ? last_event_id : parser->last_event_id();
+        auto t = std::make_shared<asio::steady_timer>(io_, backoff(tries));
+        t->async_wait([this, t, id_json, from, tries](const std::error_code& ec) {
+            if (!ec) resume(id_json, from, tries + 1);
+        });
+    };
+    *rid = http_.start(std::move(req), std::move(h));
+}
+
+// ---- the grant ------------------------------------------------------------------------------
+
+void bridge::refresh(std::function<void(bool)> then) {
+    after_refresh_.push_back(std::move(then));
+    if (refreshing_) return;
+    if (!creds_) {
+        auto waiting = std::move(after_refresh_);
+        after_refresh_.clear();
+        for (auto& f : waiting)
+            f(false);
+        return;
+    }
+    refreshing_ = true;
+    refresh_grant(http_, *creds_, [this](refresh_outcome r) {
+        refreshing_ = false;
+        const bool ok = r.creds.has_value();
+        if (ok) {
+            creds_ = std::move(r.creds);
+            std::string line =
+                R"({"jsonrpc":"2.0","method":"meith/credentials_refreshed","params":{"grant":)";
+            line += to_json(*creds_);
+            line += "}}";
+            write_line(std::move(line));
+            log(fmt::format("meith-remote: refreshed the grant for {}", opts_.url));
+            schedule_refresh();
+        } else if (r.invalid_grant) {
+            login_required("the grant was revoked or has expired (" + r.why + ")");
+        } else {
+            log("meith-remote: refresh failed: " + r.why);
+        }
+        auto waiting = std::move(after_refresh_);
+        after_refresh_.clear();
+        for (auto& f : waiting)
+            f(ok);
+    });
+}
+
+void bridge::schedule_refresh() {
+    refresh_timer_.cancel();
+    if (!creds_ || creds_->expires_at <= 0 || creds_->refresh_token.empty()) return;
+    const auto left = creds_->expires_at - unix_now();
+    // Refresh a minute early, or a quarter of the lifetime left for short-lived tokens.
+    const auto early = std::clamp<std::int64_t>(left / 4, 1, 60);
+    refresh_timer_.expires_after(std::chrono::seconds(std::max<std::int64_t>(left - early, 0)));
+    refresh_timer_.async_wait([this](const std::error_code& ec) {
+        if (!ec && !closing_) refresh([](bool) {});
+    });
+}
+
+void bridge::login_required(const std::string& why) {
+    if (login_required_sent_) return;
+    login_required_sent_ = true;
+    std::string line = R"({"jsonrpc":"2.0","method":"meith/login_required","params":{"reason":)";
+    append_json_string(line, why);
+    line += "}}";
+    write_line(std::move(line));
+}
+
+// ---- the end ----------------------------------------------------------------------------------
+
+void bridge::shutdown() {
+    if (closing_) return;
+    closing_ = true;
+    refresh_timer_.cancel();
+    stream_timer_.cancel();
+    if (stream_) http_.cancel(*stream_);
+    if (session_id_.empty()) return end(0);
+    // MCP transports: a client that is done with a session DELETEs it.
+    http_request req;
+    req.method = "DELETE";
+    req.url = opts_.url;
+    req.headers = request_headers(nullptr);
+    req.timeout = std::chrono::milliseconds(2000);
+    req.connect_timeout = std::chrono::milliseconds(2000);
+    http_handlers h;
+    h.on_done = [this](http_outcome) { end(0); };
+    http_.start(std::move(req), std::move(h));
+}
+
+void bridge::end(int status) {
+    exit_status_ = status;
+    closing_ = true;
+    io_.stop();
+}
+
+} // namespace meith::remote

@@ -1,0 +1,125 @@
+// bridge: meith-remote, the child meithd runs for a remote MCP source (`kind = "mcp"` with
+// `url`, docs/protocol.md §18). It speaks MCP over stdio to meithd, one JSON-RPC message per
+// line, exactly as a local server does, and Streamable HTTP to the server (MCP spec
+// 2025-11-25 and 2026-07-28, "Transports"): each message meithd sends is a POST; the answers
+// (a JSON body or an SSE stream of messages) come back as lines. It keeps the session id, the
+// negotiated MCP-Protocol-Version header, the GET stream of server-initiated messages with
+// `Last-Event-ID` resumption, retries with backoff on transient failures, and the OAuth grant:
+// the bearer token on every request, a refresh before expiry and on a 401.
+//
+// Its secrets come from meithd over the same pipe, never argv or the environment: the first
+// line it writes is the request `meith/credentials`; meithd answers with the source's static
+// headers and grant. A refreshed grant goes back as the notification
+// `meith/credentials_refreshed`; a grant only a new login can mend as `meith/login_required`.
+// Messages from the server in the `meith/` namespace are dropped, never passed to meithd.
+// Running as meithd's child it is confined like any source (network only, home hidden).
+#pragma once
+
+#include "remote/http_client.hpp"
+#include "remote/oauth.hpp"
+#include "remote/sse.hpp"
+
+#include <asio/io_context.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/steady_timer.hpp>
+
+#include <simdjson.h>
+
+#include <deque>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace meith::remote {
+
+struct bridge_options {
+    std::string source; ///< the source's name, for messages ("run `meith login NAME`")
+    std::string url;
+    egress_policy egress;
+    std::chrono::milliseconds connect_timeout{10000};
+    std::size_t max_message_bytes = 17u << 20; ///< one message from the server, at most
+    int max_attempts = 4; ///< per POST, counting the first, on transient failures
+};
+
+class bridge {
+  public:
+    bridge(asio::io_context& io, bridge_options opts);
+
+    /// Starts reading meithd's lines; the io_context's run() returns when meithd closes stdin
+    /// (after the session's DELETE) or the session ends.
+    void start();
+
+    /// The process's exit status once run() returned.
+    int exit_status() const { return exit_status_; }
+
+  private:
+    struct outgoing {
+        std::string body;
+        std::string method;  ///< empty for a response to the server's request
+        std::string id_json; ///< empty for a notification
+        std::string version; ///< the revision in its 2026-07-28 envelope, if any
+        std::string target;  ///< params.name or params.uri (2026-07-28's Mcp-Name header)
+        int attempt = 0;
+        bool reauthorized = false;
+    };
+
+    void read_stdin();
+    void on_line(std::string_view line);
+    void on_config(simdjson::dom::object msg);
+    void send(std::shared_ptr<outgoing> m);
+    void post(std::shared_ptr<outgoing> m);
+    void on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
+                   std::shared_ptr<std::string> body, std::shared_ptr<sse_parser> parser);
+    void retry_later(std::shared_ptr<outgoing> m, std::chrono::milliseconds delay);
+    void fail_message(const outgoing& m, const std::string& why);
+    /// A message from the server: checked, one line to meithd.
+    void emit(std::string_view json);
+    void write_line(std::string line);
+    void flush();
+
+    /// The request headers: static ones, the bearer token, the session id and the revision's
+    /// (MCP-Protocol-Version; in 2026-07-28 also Mcp-Method and Mcp-Name, MCP spec transports).
+    std::vector<std::string> request_headers(const outgoing* m) const;
+    void open_stream(const std::string& last_event_id);
+    void resume(const std::string& id_json, const std::string& last_event_id, int tries);
+
+    void refresh(std::function<void(bool)> then);
+    void schedule_refresh();
+    void login_required(const std::string& why);
+
+    void shutdown();
+    void end(int status);
+
+    asio::io_context& io_;
+    bridge_options opts_;
+    asio::posix::stream_descriptor in_, out_;
+    http_client http_;
+    simdjson::dom::parser parser_;
+    std::string inbuf_;
+    std::vector<char> chunk_;
+    std::deque<std::string> out_queue_;
+    bool writing_ = false;
+    bool closing_ = false;
+
+    bool configured_ = false;
+    std::deque<std::string> held_; ///< lines from meithd before the credentials came
+    std::vector<std::string> static_headers_;
+    std::optional<credentials> creds_;
+    bool refreshing_ = false;
+    std::vector<std::function<void(bool)>> after_refresh_;
+    bool login_required_sent_ = false;
+    asio::steady_timer refresh_timer_;
+
+    std::string session_id_;
+    std::string protocol_version_;   ///< negotiated by initialize (2025-11-25 and older)
+    std::string initialize_id_;      ///< id of the initialize in flight, to read its answer
+    std::set<std::string> answered_; ///< ids answered on a stream that may need resuming
+    std::optional<http_client::request_id> stream_;
+    std::string stream_last_id_;
+    int stream_failures_ = 0;
+    asio::steady_timer stream_timer_;
+    int exit_status_ = 0;
+};
+
+} // namespace meith::remote

@@ -1,0 +1,22 @@
+// egress: which addresses a remote MCP source may connect to (docs/security.md, "Remote
+// sources"). A request to a loopback, private, link-local, shared (CGNAT), multicast,
+// unspecified or cloud-metadata address is refused unless the source says
+// `allow_private_network = true`; the check runs on the address actually connected to, after
+// DNS resolution and for every connection a redirect opens (http_client's open-socket hook),
+// so a name that resolves (or rebinds) to 127.0.0.1 is refused as the literal address is.
+#pragma once
+
+#include <string_view>
+
+struct sockaddr;
+
+namespace meith::remote {
+
+/// The kind of special-use address `addr` is ("loopback", "private", "link-local",
+/// "cloud metadata", "shared (CGNAT)", "multicast", "unspecified", "reserved",
+/// "unique-local"), or an empty view for an ordinary public address. IPv4-mapped and
+/// IPv4-compatible IPv6 addresses are judged by their IPv4 address (RFC 6890 registries,
+/// RFC 4291 §2.5.5). Non-IP families are "not IP".
+std::string_view special_address_kind(const sockaddr* addr);
+
+} // namespace meith::remote

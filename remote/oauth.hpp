@@ -1,0 +1,119 @@
+// oauth: the OAuth 2.1 client a remote MCP source needs (MCP spec 2025-11-25, "Authorization"):
+// protected-resource metadata discovery (RFC 9728, from the 401's `WWW-Authenticate` or the
+// well-known URIs), authorization-server metadata (RFC 8414, OpenID Connect Discovery),
+// dynamic client registration (RFC 7591), authorization code + PKCE S256 (RFC 7636) with a
+// loopback redirect (RFC 8252 §7.3), resource indicators (RFC 8707), refresh (RFC 6749 §6).
+// `meith login` runs the flow (cli/commands/login.cpp); meith-remote refreshes.
+//
+// Token values never go into an error text from here: errors name endpoints and OAuth error
+// codes (RFC 6749 §5.2), never a token or a code.
+#pragma once
+
+#include "remote/http_client.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace meith::remote {
+
+/// One source's grant, as meithd keeps it in HOME/credentials/SOURCE.json (0600).
+struct credentials {
+    std::string access_token;
+    std::string refresh_token;
+    std::int64_t expires_at = 0; ///< Unix seconds; 0: the server did not say
+    std::string token_endpoint;
+    std::string client_id;
+    std::string client_secret; ///< from dynamic registration, when the server issued one
+    std::string resource;      ///< RFC 8707 resource indicator: the MCP server's URL
+    std::string scope;
+    std::string issuer;
+};
+
+/// JSON text of `c` (an object; empty members left out).
+std::string to_json(const credentials& c);
+
+/// Reads what to_json wrote. Nullopt, with `why`, when it is not such an object.
+std::optional<credentials> credentials_from_json(std::string_view json, std::string& why);
+
+/// Every secret value of `c` (tokens, client secret), for the redactor's exact values.
+std::vector<std::string> secret_values(const credentials& c);
+
+/// A token endpoint's answer (RFC 6749 §5.1) applied to `c`: a new access token, expiry and,
+/// when rotated, refresh token. False, with `why` (RFC 6749 §5.2 `error` and description), for
+/// an error answer or one without an access token. `now` in Unix seconds.
+bool apply_token_response(credentials& c, long status, std::string_view body, std::int64_t now,
+                          std::string& why, bool& invalid_grant);
+
+/// PKCE (RFC 7636 §4.1, §4.2): a 64-character verifier and its S256 challenge.
+struct pkce_pair {
+    std::string verifier, challenge;
+};
+pkce_pair make_pkce();
+
+/// 32 random bytes, base64url without padding (state parameters, verifiers).
+std::string random_token();
+
+/// base64url without padding of SHA-256(text).
+std::string sha256_base64url(std::string_view text);
+
+/// The `resource_metadata` and `scope` parameters of a Bearer `WWW-Authenticate` challenge
+/// (RFC 9728 §5.1, RFC 6750 §3); empty when absent.
+struct bearer_challenge {
+    std::string resource_metadata, scope, error;
+};
+bearer_challenge parse_bearer_challenge(std::string_view header);
+
+/// RFC 9728 §3.1 and RFC 8414 §3.1 well-known URIs to try, in order, for `url`'s origin and
+/// path. Empty when `url` is not an absolute http(s) URL.
+std::vector<std::string> protected_resource_metadata_urls(const std::string& mcp_url);
+std::vector<std::string> authorization_server_metadata_urls(const std::string& issuer);
+
+/// The canonical URI of the MCP server for RFC 8707's `resource` (scheme and host lower-case,
+/// no fragment). The input when curl cannot parse it.
+std::string canonical_resource(const std::string& mcp_url);
+
+/// What discovery found about a server's authorization.
+struct server_auth {
+    std::string resource;
+    std::string issuer, authorization_endpoint, token_endpoint, registration_endpoint;
+    bool client_id_metadata_documents = false;
+    std::string scope; ///< from the challenge, else the resource's scopes_supported
+};
+
+/// Asks `mcp_url` (POST initialize, no token) for its challenge and follows the metadata to
+/// the authorization server. `headers`: the source's static headers. `done(nullopt, why)` when
+/// the server asks for no authorization or the metadata is missing or unusable.
+void discover_authorization(http_client& http, const std::string& mcp_url,
+                            std::vector<std::string> headers,
+                            std::function<void(std::optional<server_auth>, std::string)> done);
+
+/// Dynamic client registration (RFC 7591) of a public client for `redirect_uri`.
+void register_client(http_client& http, const server_auth& as, const std::string& redirect_uri,
+                     std::function<void(std::optional<credentials>, std::string)> done);
+
+/// The authorization request URL (RFC 6749 §4.1.1 + PKCE + RFC 8707 `resource`).
+std::string authorization_url(const server_auth& as, const std::string& client_id,
+                              const std::string& redirect_uri, const pkce_pair& pkce,
+                              const std::string& state);
+
+/// Exchanges `code` at the token endpoint; `base` carries client id/secret, endpoint, resource.
+void exchange_code(http_client& http, credentials base, const std::string& code,
+                   const std::string& redirect_uri, const std::string& verifier,
+                   std::function<void(std::optional<credentials>, std::string)> done);
+
+/// What a refresh came to. `invalid_grant`: the grant is revoked or expired (RFC 6749 §5.2):
+/// only a new login helps.
+struct refresh_outcome {
+    std::optional<credentials> creds;
+    bool invalid_grant = false;
+    std::string why;
+};
+
+/// Refreshes `c` (RFC 6749 §6, with RFC 8707 `resource`).
+void refresh_grant(http_client& http, credentials c, std::function<void(refresh_outcome)> done);
+
+} // namespace meith::remote

@@ -1,0 +1,80 @@
+// sse: event stream interpretation, line by line (see sse.hpp).
+#include "remote/sse.hpp"
+
+#include <charconv>
+
+namespace meith::remote {
+
+void sse_parser::feed(std::string_view chunk, const std::function<void(sse_event&)>& on_event) {
+    std::size_t i = 0;
+    if (after_cr_ && !chunk.empty() && chunk.front() == '\n') i = 1;
+    after_cr_ = false;
+    while (i < chunk.size()) {
+        const auto end = chunk.find_first_of("\r\n", i);
+        if (end == std::string_view::npos) {
+            if (pending_.size() + (chunk.size() - i) <= max_event_bytes_ + 1024)
+                pending_.append(chunk.substr(i));
+            else
+                oversized_ = true;
+            return;
+        }
+        if (pending_.empty()) {
+            line(chunk.substr(i, end - i), on_event);
+        } else {
+            pending_.append(chunk.substr(i, end - i));
+            std::string whole = std::move(pending_);
+            pending_.clear();
+            line(whole, on_event);
+        }
+        i = end + 1;
+        if (chunk[end] == '\r') {
+            if (i < chunk.size() && chunk[i] == '\n')
+                ++i;
+            else if (i == chunk.size())
+                after_cr_ = true;
+        }
+    }
+}
+
+void sse_parser::line(std::string_view l, const std::function<void(sse_event&)>& on_event) {
+    if (l.empty()) { // dispatch
+        if (oversized_) {
+            ++dropped_;
+        } else if (has_data_) {
+            event_.id = last_id_;
+            event_.retry_ms = retry_;
+            on_event(event_);
+        }
+        event_ = sse_event{};
+        has_data_ = false;
+        oversized_ = false;
+        retry_.reset();
+        return;
+    }
+    if (l.front() == ':') return; // comment (keep-alive)
+    std::string_view field = l, value;
+    if (const auto colon = l.find(':'); colon != std::string_view::npos) {
+        field = l.substr(0, colon);
+        value = l.substr(colon + 1);
+        if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    }
+    if (field == "data") {
+        if (event_.data.size() + value.size() + 1 > max_event_bytes_) {
+            oversized_ = true;
+            return;
+        }
+        if (has_data_) event_.data += '\n';
+        event_.data.append(value);
+        has_data_ = true;
+    } else if (field == "event") {
+        event_.type.assign(value);
+    } else if (field == "id") {
+        if (value.find('\0') == std::string_view::npos) last_id_.assign(value);
+    } else if (field == "retry") {
+        long ms = 0;
+        const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
+        if (ec == std::errc() && p == value.data() + value.size()) retry_ = ms;
+    }
+}
+
+} // namespace meith::remote

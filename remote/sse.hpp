@@ -1,0 +1,50 @@
+// sse: a parser for text/event-stream bodies (WHATWG HTML, "Server-sent events", §9.2.6
+// "Interpreting an event stream"): fields `event`, `data`, `id`, `retry`; lines end in CRLF,
+// LF or CR; a blank line dispatches the event. Streamable HTTP carries JSON-RPC messages as
+// the `data` of `message` events (MCP spec, transports).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace meith::remote {
+
+struct sse_event {
+    std::string type = "message"; ///< `event:` field, default "message"
+    std::string data;             ///< `data:` lines joined by "\n"
+    std::string id;               ///< the stream's last event id after this event
+    std::optional<long> retry_ms; ///< a `retry:` field in this event
+};
+
+class sse_parser {
+  public:
+    /// `max_event_bytes` bounds one event's data; a longer event is dropped and counted.
+    explicit sse_parser(std::size_t max_event_bytes) : max_event_bytes_(max_event_bytes) {}
+
+    /// Feeds the next chunk of the body; calls `on_event` for each complete event.
+    void feed(std::string_view chunk, const std::function<void(sse_event&)>& on_event);
+
+    /// The id of the last event seen (for `Last-Event-ID` when resuming).
+    const std::string& last_event_id() const { return last_id_; }
+
+    /// Events dropped for being over the bound.
+    std::size_t dropped() const { return dropped_; }
+
+  private:
+    void line(std::string_view l, const std::function<void(sse_event&)>& on_event);
+
+    std::size_t max_event_bytes_;
+    std::string pending_;   ///< an incomplete line
+    bool after_cr_ = false; ///< the previous chunk ended in CR: a leading LF belongs to it
+    sse_event event_;
+    bool has_data_ = false;
+    bool oversized_ = false;
+    std::string last_id_;
+    std::optional<long> retry_;
+    std::size_t dropped_ = 0;
+};
+
+} // namespace meith::remote

@@ -1,0 +1,230 @@
+// mcp_remote: what a remote MCP server (`kind = "mcp"` with `url`, docs/protocol.md §18) adds to
+// mcp_source. Its child is meith-remote, the stdio <-> Streamable HTTP bridge, started in a
+// network-only sandbox; everything else (handshake, listing, calls, families, supervision) is
+// the stdio source's. The bridge asks meithd for its secrets over the pipe (`meith/credentials`)
+// and hands back a refreshed grant (`meith/credentials_refreshed`), which meithd stores 0600 in
+// HOME/credentials/NAME.json; every secret value goes to the redactor's exact values first.
+#include "sources/mcp_source.hpp"
+
+#include "audit/redactor.hpp"
+#include "config/private_file.hpp"
+#include "remote/oauth.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ctime>
+
+namespace meith::registry {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool executable_file(const fs::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+/// meith-remote beside meithd, or in ../libexec/meith (the .deb), or $MEITH_REMOTE.
+const fs::path& remote_program() {
+    static const fs::path found = [] {
+        if (const char* p = std::getenv("MEITH_REMOTE"); p != nullptr && *p != '\0')
+            return fs::path(p);
+        std::error_code ec;
+        const fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+        if (ec) return fs::path();
+        for (const fs::path& p : {dir / "meith-remote", dir / "../libexec/meith/meith-remote",
+                                  dir / "../lib/meith/meith-remote"})
+            if (executable_file(p)) return p.lexically_normal();
+        return fs::path();
+    }();
+    return found;
+}
+
+bool valid_secret_name(std::string_view n) {
+    return !n.empty() && n != "." && n != ".." && n.size() <= 128 &&
+           std::all_of(n.begin(), n.end(), [](char c) {
+               return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' ||
+                      c == '.';
+           });
+}
+
+/// `value` with each `${secret:NAME}` replaced by HOME/secrets/NAME (a trusted 0600 file, one
+/// trailing newline dropped). Nullopt, with `why`, when a secret is missing or untrusted.
+std::optional<std::string> resolve_secrets(std::string_view value, std::string& why) {
+    std::string out;
+    std::size_t i = 0;
+    while (true) {
+        const auto at = value.find("${secret:", i);
+        if (at == std::string_view::npos) break;
+        const auto end = value.find('}', at);
+        if (end == std::string_view::npos) break;
+        out.append(value.substr(i, at - i));
+        const auto name = value.substr(at + 9, end - at - 9);
+        const fs::path file = confinement_home() / "secrets" / std::string(name);
+        if (!valid_secret_name(name) || confinement_home().empty()) {
+            why = fmt::format("'{}' is not a secret name (letters, digits, '_', '-', '.')", name);
+            return std::nullopt;
+        }
+        auto r = config::read_private_file(file, 64 * 1024);
+        if (r.st != config::private_file_read::status::ok) {
+            why = r.st == config::private_file_read::status::missing
+                      ? fmt::format("the secret '{}' is not there: put it in {} (mode 0600)", name,
+                                    file.string())
+                      : fmt::format("the secret file {} is not a 0600 file of this user; "
+                                    "chmod 600 it",
+                                    file.string());
+            return std::nullopt;
+        }
+        std::string secret = std::move(r.text);
+        if (!secret.empty() && secret.back() == '\n') secret.pop_back();
+        if (!secret.empty() && secret.back() == '\r') secret.pop_back();
+        audit::add_exact_secret(secret);
+        out += secret;
+        i = end + 1;
+    }
+    out.append(value.substr(i));
+    return out;
+}
+
+} // namespace
+
+config::source_config mcp_source::bridge_config(const config::source_config& cfg,
+                                                const config::config& whole) {
+    config::source_config b = cfg;
+    const auto& program = remote_program();
+    b.command = {program.empty() ? std::string("meith-remote") : program.string(),
+                 "--source",
+                 cfg.name,
+                 "--url",
+                 cfg.url,
+                 "--max-message-bytes",
+                 std::to_string(whole.limits.max_result_bytes + (1u << 20)),
+                 "--connect-timeout-ms",
+                 std::to_string(std::min<std::uint64_t>(cfg.start_timeout_ms, 30000))};
+    if (cfg.allow_private_network) b.command.emplace_back("--allow-private-network");
+    if (!cfg.ca_file.empty()) {
+        b.command.emplace_back("--ca-file");
+        b.command.push_back(cfg.ca_file.string());
+    }
+    b.env.clear(); // the bridge needs none; secrets come over its pipe
+    return b;
+}
+
+permissions::capability_set mcp_source::bridge_capabilities() {
+    return permissions::capability_set_from(std::vector<std::string>{"accesses-network"});
+}
+
+std::optional<std::string> mcp_source::before_start() {
+    if (remote() && remote_program().empty())
+        return std::string("meith-remote (the bridge to remote MCP servers) is not beside meithd "
+                           "or in ../libexec/meith: reinstall meith");
+    return std::nullopt;
+}
+
+fs::path mcp_source::credentials_file() const {
+    if (confinement_home().empty()) return {};
+    return confinement_home() / "credentials" / (cfg_.name + ".json");
+}
+
+void mcp_source::answer_credentials(const std::string& id_json) {
+    std::string out = R"({"headers":[)";
+    bool first = true;
+    for (const auto& [name, value] : cfg_.headers) {
+        std::string why;
+        auto resolved = resolve_secrets(value, why);
+        if (!resolved) {
+            peer_.reply_error(id_json, -32603, "no credentials");
+            return proc_.fail_permanently(fmt::format("header '{}': {}", name, why));
+        }
+        if (!first) out += ',';
+        first = false;
+        append_json_string(out, name + ": " + *resolved);
+    }
+    out += R"(],"grant":)";
+    const auto file = credentials_file();
+    auto r = file.empty() ? config::private_file_read{} : config::read_private_file(file, 1 << 20);
+    std::string why;
+    std::optional<remote::credentials> grant;
+    if (r.st == config::private_file_read::status::ok)
+        grant = remote::credentials_from_json(r.text, why);
+    else if (r.st == config::private_file_read::status::untrusted)
+        why = "it is not a 0600 file of this user";
+    if (grant) {
+        for (const auto& v : remote::secret_values(*grant))
+            audit::add_exact_secret(v);
+        out += remote::to_json(*grant);
+    } else {
+        if (!why.empty())
+            spdlog::warn("{}: ignored {}: {}; run `meith login {}`", label_, file.string(), why,
+                         cfg_.name);
+        out += "null";
+    }
+    out += '}';
+    peer_.reply(id_json, out);
+}
+
+void mcp_source::on_bridge_notification(std::string_view method, simdjson::dom::object params) {
+    if (method == "meith/credentials_refreshed") {
+        simdjson::dom::element grant;
+        if (params["grant"].get(grant) != simdjson::SUCCESS) return;
+        std::string why;
+        auto c = remote::credentials_from_json(simdjson::minify(grant), why);
+        if (!c) return;
+        for (const auto& v : remote::secret_values(*c))
+            audit::add_exact_secret(v);
+        const auto file = credentials_file();
+        if (file.empty()) return;
+        ::mkdir(file.parent_path().c_str(), 0700);
+        if (!config::write_private_file(file, remote::to_json(*c) + "\n"))
+            spdlog::warn("{}: cannot save the refreshed grant to {}: {}", label_, file.string(),
+                         std::strerror(errno));
+        else
+            spdlog::info("{}: refreshed its OAuth grant (valid for {} s)", label_,
+                         c->expires_at > 0 ? c->expires_at - std::time(nullptr) : 0);
+    } else if (method == "meith/login_required") {
+        std::string_view reason;
+        if (params["reason"].get_string().get(reason) != simdjson::SUCCESS)
+            reason = "the server asks for a login";
+        proc_.fail_permanently(
+            fmt::format("{}; run `meith login {}`", protocol::cut_utf8(reason, 400), cfg_.name));
+    }
+}
+
+void mcp_source::append_remote_status(std::string& out) const {
+    out += R"(,"remote":{"url":)";
+    append_json_string(out, cfg_.url);
+    out += R"(,"allowPrivateNetwork":)";
+    out += cfg_.allow_private_network ? "true" : "false";
+    if (!cfg_.ca_file.empty()) {
+        out += R"(,"caFile":)";
+        append_json_string(out, cfg_.ca_file.string());
+    }
+    if (!cfg_.oauth_client_id.empty()) {
+        out += R"(,"oauthClientId":)";
+        append_json_string(out, cfg_.oauth_client_id);
+    }
+    if (!cfg_.oauth_scope.empty()) {
+        out += R"(,"oauthScope":)";
+        append_json_string(out, cfg_.oauth_scope);
+    }
+    const auto file = credentials_file();
+    out += R"(,"credentials":)";
+    append_json_string(out, file.string());
+    // The grant's expiry only (never a token): when `meith sources` says "logged in".
+    auto r = file.empty() ? config::private_file_read{} : config::read_private_file(file, 1 << 20);
+    std::string why;
+    std::optional<remote::credentials> grant;
+    if (r.st == config::private_file_read::status::ok)
+        grant = remote::credentials_from_json(r.text, why);
+    out += R"(,"loggedIn":)";
+    out += grant ? "true" : "false";
+    if (grant && grant->expires_at > 0) out += fmt::format(R"(,"expiresAt":{})", grant->expires_at);
+    out += '}';
+}
+
+} // namespace meith::registry

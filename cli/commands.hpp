@@ -14,6 +14,7 @@ int run_tools(const options& opts);
 int run_call(const options& opts);
 int run_sources(const options& opts);
 int run_source_restart(const options& opts);
+int run_login(const options& opts);
 int run_reload(const options& opts);
 int run_policy_check(const options& opts);
 // approve.cpp: grants and approvals (docs/protocol.md §14)

@@ -81,6 +81,14 @@ constexpr command table[] = {
      true,
      "  --timeout-ms N    wait at most N ms for the source to be ready or fail (default 60 s)\n",
      run_source_restart},
+    {"login", "", "SOURCE [--timeout-ms N]",
+     "log in to a remote MCP server (OAuth): prints the URL to authorize, stores the grant", 1,
+     1, opt::timeout, true,
+     "  SOURCE            a source with a `url` (docs/configuration.md, remote MCP servers)\n"
+     "  --timeout-ms N    wait at most N ms for the browser's answer (default 5 min)\n"
+     "Opens $BROWSER, or xdg-open on a desktop; on a headless machine open the printed URL\n"
+     "anywhere that can reach this machine's 127.0.0.1 (e.g. through `ssh -L`).\n",
+     run_login},
     {"reload", "", "[--json] [--timeout-ms N]",
      "reload meithd's config file (as SIGHUP does); exit 1 if it was refused or a source failed", 0,
      0, opt::json | opt::timeout, true,

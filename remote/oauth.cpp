@@ -502,6 +502,57 @@ void exchange_code(http_client& http, credentials base, const std::string& code,
               });
 }
 
+namespace {
+std::string percent_decode(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '+') {
+            out += ' ';
+        } else if (s[i] == '%' && i + 2 < s.size() &&
+                   std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+                   std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+            out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
+            i += 2;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+} // namespace
+
+std::optional<loopback_callback> parse_callback_request(std::string_view head) {
+    if (!head.starts_with("GET ")) return std::nullopt;
+    head.remove_prefix(4);
+    const auto sp = head.find(' ');
+    if (sp == std::string_view::npos) return std::nullopt;
+    std::string_view target = head.substr(0, sp);
+    loopback_callback cb;
+    const auto q = target.find('?');
+    cb.path = std::string(target.substr(0, q));
+    std::string_view query =
+        q == std::string_view::npos ? std::string_view{} : target.substr(q + 1);
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const auto pair = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+        const auto eq = pair.find('=');
+        const auto key = pair.substr(0, eq);
+        const auto value =
+            eq == std::string_view::npos ? std::string() : percent_decode(pair.substr(eq + 1));
+        if (key == "code")
+            cb.code = value;
+        else if (key == "state")
+            cb.state = value;
+        else if (key == "error")
+            cb.error = value;
+        else if (key == "error_description")
+            cb.error_description = value;
+    }
+    return cb;
+}
+
 void refresh_grant(http_client& http, credentials c, std::function<void(refresh_outcome)> done) {
     if (c.refresh_token.empty() || c.token_endpoint.empty())
         return done({std::nullopt, true, "the grant has no refresh token"});

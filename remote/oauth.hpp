@@ -105,6 +105,14 @@ void exchange_code(http_client& http, credentials base, const std::string& code,
                    const std::string& redirect_uri, const std::string& verifier,
                    std::function<void(std::optional<credentials>, std::string)> done);
 
+/// The authorization server's redirect to meith's loopback listener (RFC 6749 §4.1.2,
+/// §4.1.2.1): the request line's path and the query's `code`, `state`, `error` and
+/// `error_description`, percent-decoded. Nullopt when `head` is not a GET request.
+struct loopback_callback {
+    std::string path, code, state, error, error_description;
+};
+std::optional<loopback_callback> parse_callback_request(std::string_view head);
+
 /// What a refresh came to. `invalid_grant`: the grant is revoked or expired (RFC 6749 §5.2):
 /// only a new login helps.
 struct refresh_outcome {

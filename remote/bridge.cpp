@@ -165,7 +165,7 @@ std::vector<std::string> bridge::request_headers(const outgoing* m) const {
 void bridge::send(std::shared_ptr<outgoing> m) {
     // A grant about to expire is refreshed first (RFC 6749 §6), so the request is not a 401.
     if (creds_ && creds_->expires_at > 0 && !creds_->refresh_token.empty() &&
-        unix_now() + 5 >= creds_->expires_at) {
+        unix_now() + 2 >= creds_->expires_at) {
         return refresh([this, m](bool) { post(m); });
     }
     post(std::move(m));
@@ -209,10 +209,17 @@ void bridge::on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
     if (closing_) return;
     const long status = out.head.status;
     if (!out.error.empty()) {
-        if (out.refused)
-            return fail_message(*m, fmt::format("{} ({}); a source that means to reach its own "
-                                                "network says `allow_private_network = true`",
-                                                out.error, opts_.url));
+        if (out.refused) {
+            // Not transient: a restart would be refused again. meithd fails the source at once.
+            const auto why = fmt::format("{} ({}); a source that means to reach its own network "
+                                         "says `allow_private_network = true`",
+                                         out.error, opts_.url);
+            std::string line =
+                R"({"jsonrpc":"2.0","method":"meith/egress_refused","params":{"reason":)";
+            append_json_string(line, why);
+            write_line(line + "}}");
+            return fail_message(*m, why);
+        }
         // A stream cut after some events: resume it where it stopped (Last-Event-ID).
         if (sse && !m->id_json.empty() && !parser->last_event_id().empty() &&
             !answered_.contains(m->id_json))

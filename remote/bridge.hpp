@@ -10,7 +10,8 @@
 // Its secrets come from meithd over the same pipe, never argv or the environment: the first
 // line it writes is the request `meith/credentials`; meithd answers with the source's static
 // headers and grant. A refreshed grant goes back as the notification
-// `meith/credentials_refreshed`; a grant only a new login can mend as `meith/login_required`.
+// `meith/credentials_refreshed`; a grant only a new login can mend as `meith/login_required`;
+// a connection the egress check refused (not worth a restart) as `meith/egress_refused`.
 // Messages from the server in the `meith/` namespace are dropped, never passed to meithd.
 // Running as meithd's child it is confined like any source (network only, home hidden).
 #pragma once

@@ -186,6 +186,10 @@ void mcp_source::on_bridge_notification(std::string_view method, simdjson::dom::
         else
             spdlog::info("{}: refreshed its OAuth grant (valid for {} s)", label_,
                          c->expires_at > 0 ? c->expires_at - std::time(nullptr) : 0);
+    } else if (method == "meith/egress_refused") {
+        std::string_view reason;
+        if (params["reason"].get_string().get(reason) == simdjson::SUCCESS)
+            proc_.fail_permanently(std::string(protocol::cut_utf8(reason, 600)));
     } else if (method == "meith/login_required") {
         std::string_view reason;
         if (params["reason"].get_string().get(reason) != simdjson::SUCCESS)

@@ -158,11 +158,12 @@ class login_flow {
 
     void respond(const std::shared_ptr<asio::ip::tcp::socket>& sock, int status,
                  const std::string& message) {
+        const std::string html = "<!doctype html><title>meith</title><p>" + message;
         auto body = std::make_shared<std::string>(fmt::format(
             "HTTP/1.1 {} {}\r\nContent-Type: text/html; charset=utf-8\r\nCache-Control: "
             "no-store\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
-            status, status == 200 ? "OK" : "Bad Request", message.size() + 39));
-        *body += "<!doctype html><title>meith</title><p>" + message;
+            status, status == 200 ? "OK" : "Bad Request", html.size()));
+        *body += html;
         asio::async_write(*sock, asio::buffer(*body),
                           [sock, body](const std::error_code&, std::size_t) {});
     }

@@ -10,6 +10,7 @@
 #include "cli/table.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <thread>
 
 #include <fmt/core.h>
@@ -80,6 +81,22 @@ int describe_source(const options& opts, const json& sources, const std::string&
     if (text(*src, "kind") == "mcp") // the MCP revision negotiated with this server (§17)
         fmt::print("  protocol:    MCP {}\n",
                    get_string(*src, "protocolVersion").value_or("(not negotiated yet)"));
+    if (const json* remote = get_field(*src, "remote"); remote != nullptr && remote->is_object()) {
+        // A remote server (§18): where it is, and whether meith holds a grant for it.
+        fmt::print("  url:         {}\n", sanitize(remote->value("url", "?"), false));
+        if (remote->value("loggedIn", false)) {
+            const auto left = remote->value("expiresAt", std::int64_t{0}) -
+                              static_cast<std::int64_t>(std::time(nullptr));
+            fmt::print("  login:       OAuth grant held{}\n",
+                       remote->value("expiresAt", std::int64_t{0}) == 0 ? ""
+                       : left > 0
+                           ? fmt::format(" (token valid for {} s more; refreshed as needed)", left)
+                           : std::string(" (token expired; refreshed at the next call)"));
+        } else {
+            fmt::print("  login:       none (`meith login {}` if the server asks for OAuth)\n",
+                       text(*src, "name"));
+        }
+    }
     fmt::print("  sandbox:     {}\n", wrap(sandbox_text(*src), width - 15, "               "));
     if (auto err = get_string(*src, "lastError"))
         fmt::print("  last error:  {}\n",

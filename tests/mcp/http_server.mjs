@@ -6,6 +6,7 @@
 //
 //   node http_server.mjs [--sdk=1|2] [--port=N] [--auth] [--token-ttl=S] [--redirect-to=URL]
 //                        [--legacy=stateless|session|reject] [--ignore-eof]
+//                        [--host=ADDR] [--tls-cert=PEM --tls-key=PEM]
 //
 //   --sdk=1 (default)   @modelcontextprotocol/sdk 1.x: McpServer + StreamableHTTPServerTransport,
 //                       stateful (Mcp-Session-Id; a GET opens the session's SSE stream; DELETE
@@ -26,6 +27,10 @@
 //   --token-ttl=S       access tokens live S seconds (default 3600; `expires_in` says so)
 //   --redirect-to=URL   every request to /mcp is answered 307 Location: URL (nothing else)
 //   --ignore-eof        keep running when stdin closes (for running it by hand with `&`)
+//   --host=ADDR         listen on ADDR (default 127.0.0.1; the URLs it prints and names use it)
+//   --tls-cert=PEM, --tls-key=PEM
+//                       serve HTTPS with this certificate (tests/mcp/tls: a test CA's
+//                       certificate for 127.0.0.1, localhost and 203.0.113.5)
 //
 // Once listening it prints exactly one line on stdout: `listening http://127.0.0.1:PORT/mcp`.
 // Everything else goes to stderr. It exits 0 on SIGTERM/SIGINT and when stdin closes.
@@ -50,6 +55,8 @@
 // notifications/progress (when the call has a progressToken) then "done" after ms.
 // Resource: test://static → "static resource".
 import http from 'node:http';
+import https from 'node:https';
+import fs from 'node:fs';
 import { randomBytes, randomUUID } from 'node:crypto';
 import express from 'express';
 import * as z from 'zod/v4';
@@ -68,7 +75,8 @@ for (const a of process.argv.slice(2)) {
     if (!m) { log(`unknown argument ${a}`); process.exit(2); }
     flags.set(m[1], m[2] ?? true);
 }
-const known = ['sdk', 'port', 'auth', 'token-ttl', 'redirect-to', 'legacy', 'ignore-eof'];
+const known = ['sdk', 'port', 'auth', 'token-ttl', 'redirect-to', 'legacy', 'ignore-eof', 'host',
+               'tls-cert', 'tls-key'];
 for (const k of flags.keys()) if (!known.includes(k)) { log(`unknown option --${k}`); process.exit(2); }
 const SDK = String(flags.get('sdk') ?? '1');
 const PORT = Number(flags.get('port') ?? 0);
@@ -76,6 +84,10 @@ const AUTH = flags.has('auth');
 const TOKEN_TTL = Number(flags.get('token-ttl') ?? 3600);
 const REDIRECT_TO = flags.get('redirect-to');
 const LEGACY = String(flags.get('legacy') ?? 'stateless');
+const HOST = String(flags.get('host') ?? '127.0.0.1');
+const TLS = flags.has('tls-cert')
+    ? { cert: fs.readFileSync(String(flags.get('tls-cert'))), key: fs.readFileSync(String(flags.get('tls-key'))) }
+    : undefined;
 if (!['1', '2'].includes(SDK) || !(TOKEN_TTL > 0) || !['stateless', 'session', 'reject'].includes(LEGACY)) {
     log('bad --sdk, --token-ttl or --legacy'); process.exit(2);
 }
@@ -308,10 +320,10 @@ async function sdk2Endpoint() {
 // ------------------------------------------------------------------------------------------
 // The HTTP server: listen first (the port is part of every URL the metadata names), then route.
 
-const server = http.createServer();
-server.listen(PORT, '127.0.0.1', async () => {
+const server = TLS ? https.createServer(TLS) : http.createServer();
+server.listen(PORT, HOST, async () => {
     try {
-        const origin = `http://127.0.0.1:${server.address().port}`;
+        const origin = `${TLS ? 'https' : 'http'}://${HOST}:${server.address().port}`;
         const mcpUrl = new URL(`${origin}/mcp`);
         const app = express();
         app.disable('x-powered-by');

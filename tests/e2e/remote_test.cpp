@@ -1,0 +1,371 @@
+// End-to-end tests of remote MCP sources (docs/protocol.md §18): the real meithd running
+// meith-remote against the official SDKs' Streamable HTTP servers (1.x and 2.x) on 127.0.0.1
+// (tests/mcp/http_server.mjs), `meith login` against an OAuth authorization server built on the
+// SDK's auth helpers with short-lived tokens (the browser step scripted with fetch), and the
+// egress check in a network namespace of the test's own, where 203.0.113.5 stands for a public
+// address (a redirect from it to 127.0.0.1, and a name resolving to 127.0.0.1, are refused).
+#include "daemon_fixture.hpp"
+#include "test_skip.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+using namespace meith::test;
+
+namespace {
+
+std::string mcp_dir() {
+    return std::string(MEITH_SOURCE_DIR) + "/tests/mcp";
+}
+
+/// A process of the test's (a server, `meith login`): stdout and stderr to files; SIGTERM and
+/// reaped at the end.
+class background {
+  public:
+    background(std::vector<std::string> argv,
+               const std::vector<std::pair<std::string, std::string>>& env = {}) {
+        out_ = dir_.path / "out";
+        err_ = dir_.path / "err";
+        pid_ = ::fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {
+            const int out = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            const int err = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            int p[2];
+            if (::pipe(p) == 0) ::dup2(p[0], 0); // stdin stays open: the servers stop at EOF
+            ::dup2(out, 1);
+            ::dup2(err, 2);
+            ::unsetenv("XDG_RUNTIME_DIR");
+            ::setenv("MEITH_NO_AUTOSTART", "1", 1);
+            for (const auto& [k, v] : env)
+                ::setenv(k.c_str(), v.c_str(), 1);
+            std::vector<char*> args;
+            for (auto& a : argv)
+                args.push_back(a.data());
+            args.push_back(nullptr);
+            ::execvp(args[0], args.data());
+            ::_exit(127);
+        }
+    }
+    ~background() {
+        if (!reaped_) {
+            ::kill(pid_, SIGTERM);
+            wait(10s);
+        }
+    }
+    std::string out() const { return slurp(out_); }
+    std::string err() const { return slurp(err_); }
+    /// Waits until stdout holds `needle`; returns stdout then (fails the test on a timeout).
+    std::string wait_for(const std::string& needle, std::chrono::milliseconds timeout = 30s) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (std::chrono::steady_clock::now() < deadline) {
+            const auto text = out();
+            if (text.find(needle) != std::string::npos) return text;
+            if (!reaped_ && ::waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
+            if (reaped_) break;
+            std::this_thread::sleep_for(20ms);
+        }
+        INFO("stdout: " << out() << "\nstderr: " << err());
+        FAIL("no '" << needle << "' on its stdout");
+        return {};
+    }
+    /// Exit status, or -1 on a timeout.
+    int wait(std::chrono::milliseconds timeout) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (!reaped_ && std::chrono::steady_clock::now() < deadline) {
+            if (::waitpid(pid_, &status_, WNOHANG) == pid_)
+                reaped_ = true;
+            else
+                std::this_thread::sleep_for(20ms);
+        }
+        if (!reaped_) return -1;
+        return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+    }
+
+  private:
+    temp_dir dir_;
+    fs::path out_, err_;
+    pid_t pid_ = -1;
+    int status_ = 0;
+    bool reaped_ = false;
+};
+
+/// tests/mcp/http_server.mjs with `flags`; its URL once it listens.
+struct http_server {
+    explicit http_server(std::vector<std::string> flags)
+        : proc([&] {
+              std::vector<std::string> argv{"node", mcp_dir() + "/http_server.mjs"};
+              argv.insert(argv.end(), flags.begin(), flags.end());
+              return argv;
+          }()) {
+        const auto text = proc.wait_for("\n");
+        const auto at = text.find("listening ");
+        REQUIRE(at != std::string::npos);
+        url = text.substr(at + 10, text.find('\n', at) - at - 10);
+        origin = url.substr(0, url.rfind('/'));
+    }
+    background proc;
+    std::string url, origin;
+};
+
+/// tests/mcp/fetch.mjs: METHOD URL (redirects followed) -> {status, url, body}.
+json fetch(const std::string& method, const std::string& url) {
+    // The test CA (tests/mcp/tls) for the https servers of the egress test.
+    return run_json_command("NODE_EXTRA_CA_CERTS='" + mcp_dir() + "/tls/ca.pem' node '" +
+                            mcp_dir() + "/fetch.mjs' " + method + " '" + url + "'");
+}
+
+json admin_stats(const http_server& s) {
+    return json::parse(fetch("GET", s.origin + "/admin/stats")["body"].get<std::string>());
+}
+
+std::string remote_source(const std::string& name, const std::string& url,
+                          const std::string& extra = "allow_private_network = true\n") {
+    return "[[sources]]\nname = \"" + name + "\"\nkind = \"mcp\"\nurl = \"" + url +
+           "\"\nprefix = \"" + name + "_\"\n" + extra +
+           "capabilities = { echo = [\"read-only\"], add = [\"read-only\"], whoami = "
+           "[\"read-only\"], slow = [\"read-only\"] }\n\n";
+}
+
+/// A tool_call and its tool_result frame (30 s at most); progress events go to `events`.
+json call_tool(client& c, const std::string& tool, const json& args,
+               std::vector<json>* events = nullptr) {
+    return c.call(tool, args, json::object(), events, 30s);
+}
+
+/// The first text content of a call's MCP result.
+std::string text_of(const json& frame) {
+    const json& content = frame["result"]["content"];
+    if (!content.is_object() || !content["content"].is_array() || content["content"].empty())
+        return "(no text: " + frame.dump().substr(0, 400) + ")";
+    return content["content"][0].value("text", "");
+}
+
+/// Waits until source `name` is in `state`; its status then.
+json wait_state(client& c, const std::string& name, const std::string& state,
+                std::chrono::milliseconds timeout = 30s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    json s;
+    while (std::chrono::steady_clock::now() < deadline) {
+        s = source_status(c, name);
+        if (s.is_object() && s["state"] == state) return s;
+        std::this_thread::sleep_for(50ms);
+    }
+    INFO("source " << name << ": " << s.dump());
+    FAIL("source '" << name << "' never became " << state);
+    return s;
+}
+
+bool has_node_modules() {
+    return fs::exists(mcp_dir() + "/node_modules/@modelcontextprotocol/sdk");
+}
+
+} // namespace
+
+TEST_CASE("remote: the SDK's Streamable HTTP servers (1.x and 2.x) as sources, both revisions",
+          "[e2e][remote]") {
+    if (!has_node_modules()) SKIP_TEST("tests/mcp/node_modules missing: run scripts/install-deps");
+    http_server v1({"--sdk=1"});
+    http_server v2({"--sdk=2"});
+    daemon_process d(remote_source("one", v1.url) + remote_source("two", v2.url));
+    client c(d.socket());
+    const json s1 = wait_state(c, "one", "ready");
+    const json s2 = wait_state(c, "two", "ready");
+    CHECK(s1["protocolVersion"] == "2025-11-25"); // 1.x: initialize, a session
+    CHECK(s2["protocolVersion"] == "2026-07-28"); // 2.x: server/discover, per request
+    CHECK(s1["remote"]["url"] == v1.url);
+    CHECK(s1["remote"]["loggedIn"] == false);
+    CHECK(s1["tools"] == 4);
+    CHECK(s1["sandbox"].dump().find("network") != std::string::npos);
+
+    CHECK(text_of(call_tool(c, "one_echo", {{"text", "über 1"}})) == "über 1");
+    CHECK(text_of(call_tool(c, "two_echo", {{"text", "über 2"}})) == "über 2");
+    CHECK(text_of(call_tool(c, "two_add", {{"a", 2}, {"b", 40}})) == "42");
+
+    // Progress on the POST's SSE stream reaches the caller as tool events.
+    std::vector<json> events;
+    CHECK(text_of(call_tool(c, "one_slow", {{"ms", 200}}, &events)) == "done");
+    CHECK(!events.empty());
+    for (const auto& e : events)
+        CHECK(e.value("type", "") == "progress");
+
+    // resources/read through meithd to the remote server.
+    c.send({{"type", "mcp_request"},
+            {"requestId", "r"},
+            {"method", "resources/read"},
+            {"params", {{"uri", "test://static"}}}});
+    json r;
+    do
+        r = c.read(30s);
+    while (r.value("requestId", "") != "r");
+    INFO(r.dump());
+    REQUIRE(r.contains("result"));
+    CHECK(r["result"]["contents"][0]["text"] == "static resource");
+
+    // `meith sources NAME` shows the revision and the sandbox as for a local server.
+    const auto shown = run_cli({"sources", "one"}, d.home());
+    CHECK(shown.status == 0);
+    CHECK(shown.out.find("protocol:    MCP 2025-11-25") != std::string::npos);
+    CHECK(shown.out.find("url:         " + v1.url) != std::string::npos);
+}
+
+TEST_CASE("remote: meith login, calls, a refresh, a 401 mid-session, a revoked grant's message, "
+          "and no token in any log or audit line",
+          "[e2e][remote][oauth]") {
+    if (!has_node_modules()) SKIP_TEST("tests/mcp/node_modules missing: run scripts/install-deps");
+    http_server as({"--sdk=1", "--auth", "--token-ttl=8"});
+    daemon_process d(remote_source("auth", as.url));
+    client c(d.socket());
+
+    // No grant yet: the source fails and says which command mends it.
+    const json before = wait_state(c, "auth", "failed");
+    CHECK(before["lastError"].get<std::string>().find("run `meith login auth`") !=
+          std::string::npos);
+
+    // meith login: the URL on stdout, the browser step scripted, the grant stored 0600.
+    background login({MEITH_CLI, "login", "auth"}, {{"MEITH_HOME", d.home().string()}});
+    const auto printed = login.wait_for("/authorize?");
+    const auto at = printed.find("\n\n  ") + 4; // the URL's own indented line
+    const auto auth_url = printed.substr(at, printed.find('\n', at) - at);
+    CHECK(auth_url.find("code_challenge_method=S256") != std::string::npos);
+    CHECK(auth_url.find("resource=") != std::string::npos);
+    const json browser = fetch("GET", auth_url);
+    CHECK(browser["status"] == 200);
+    CHECK(browser["body"].get<std::string>().find("meith is authorized") != std::string::npos);
+    INFO("meith login: " << login.out() << login.err());
+    REQUIRE(login.wait(30s) == 0);
+    CHECK(login.out().find("source 'auth': ready, 4 tools") != std::string::npos);
+    const fs::path grant_file = d.home() / "credentials" / "auth.json";
+    struct stat st {};
+    REQUIRE(::stat(grant_file.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+
+    client c2(d.socket());
+    wait_state(c2, "auth", "ready");
+    CHECK(text_of(call_tool(c2, "auth_whoami", json::object())) == "authorized");
+
+    // A 401 mid-session (the server expires every token while ours is fresh): refreshed and
+    // retried, unseen by the caller.
+    const int unauthorized = admin_stats(as)["unauthorized"].get<int>();
+    fetch("POST", as.origin + "/admin/expire");
+    CHECK(text_of(call_tool(c2, "auth_echo", {{"text", "after a 401"}})) == "after a 401");
+    CHECK(admin_stats(as)["unauthorized"].get<int>() > unauthorized);
+
+    const int refreshes = admin_stats(as)["refreshes"].get<int>();
+    CHECK(refreshes >= 1);
+
+    // The 8 s token is refreshed before it expires (meith-remote's timer, 2 s early), calls go
+    // on.
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (admin_stats(as)["refreshes"] == refreshes && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(200ms);
+    CHECK(admin_stats(as)["refreshes"].get<int>() > refreshes);
+    CHECK(text_of(call_tool(c2, "auth_echo", {{"text", "after refresh"}})) == "after refresh");
+
+    // Revoked: the call fails naming the command, and so does the source.
+    fetch("POST", as.origin + "/admin/revoke");
+    fetch("POST", as.origin + "/admin/expire");
+    const json refused = call_tool(c2, "auth_echo", {{"text", "after revoke"}});
+    CHECK(refused["result"]["ok"] == false);
+    CHECK(refused.dump().find("run `meith login auth`") != std::string::npos);
+    const json failed = wait_state(c2, "auth", "failed");
+    CHECK(failed["lastError"].get<std::string>().find("revoked") != std::string::npos);
+    CHECK(failed["lastError"].get<std::string>().find("run `meith login auth`") !=
+          std::string::npos);
+
+    // Every token the server saw, and the stored grant's: in no log, audit line or status.
+    std::vector<std::string> secrets;
+    const json stats = admin_stats(as);
+    for (const auto& h : stats["authorizationHeaders"])
+        secrets.push_back(h.get<std::string>().substr(7)); // "Bearer "
+    const json stored = json::parse(slurp(grant_file));
+    secrets.push_back(stored["access_token"]);
+    secrets.push_back(stored["refresh_token"]);
+    REQUIRE(secrets.size() >= 3);
+    const std::string everything = d.log() + slurp(d.home() / "audit.jsonl") +
+                                   source_status(c2, "auth").dump() + login.out() + login.err();
+    for (const auto& s : secrets) {
+        INFO("token " << s.substr(0, 6) << "…");
+        CHECK(everything.find(s) == std::string::npos);
+    }
+}
+
+namespace {
+
+/// Moves this test process (one per test case under ctest) into a network namespace of its
+/// own: lo up, and 203.0.113.5 (TEST-NET-3, an ordinary address to the egress check) on lo:1.
+/// Empty when done, else why not.
+std::string own_network_namespace() {
+    if (::unshare(CLONE_NEWNET) != 0)
+        return std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
+    const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ifreq up{};
+    std::strncpy(up.ifr_name, "lo", IFNAMSIZ - 1);
+    if (::ioctl(s, SIOCGIFFLAGS, &up) != 0) return "SIOCGIFFLAGS lo";
+    up.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (::ioctl(s, SIOCSIFFLAGS, &up) != 0) return "SIOCSIFFLAGS lo";
+    ifreq alias{};
+    std::strncpy(alias.ifr_name, "lo:1", IFNAMSIZ - 1);
+    auto* in = reinterpret_cast<sockaddr_in*>(&alias.ifr_addr);
+    in->sin_family = AF_INET;
+    ::inet_pton(AF_INET, "203.0.113.5", &in->sin_addr);
+    if (::ioctl(s, SIOCSIFADDR, &alias) != 0) return "SIOCSIFADDR lo:1";
+    ::close(s);
+    return {};
+}
+
+} // namespace
+
+TEST_CASE("remote: a redirect to a private address and a name resolving to loopback are refused "
+          "without allow_private_network",
+          "[e2e][remote][egress]") {
+    if (!has_node_modules()) SKIP_TEST("tests/mcp/node_modules missing: run scripts/install-deps");
+    if (const auto why = own_network_namespace(); !why.empty())
+        SKIP_TEST("no network namespace of the test's own (" + why + "; needs root)");
+    const std::string tls = mcp_dir() + "/tls/";
+    const std::vector<std::string> cert{"--tls-cert=" + tls + "server.pem",
+                                        "--tls-key=" + tls + "server.key"};
+    auto with = [&](std::vector<std::string> flags) {
+        flags.insert(flags.end(), cert.begin(), cert.end());
+        return flags;
+    };
+    http_server inside(with({"--sdk=1"})); // https://127.0.0.1:P/mcp
+    http_server outside(with({"--sdk=1", "--host=203.0.113.5", "--redirect-to=" + inside.url}));
+    const std::string ca = "ca_file = \"" + tls + "ca.pem\"\n";
+    const std::string by_name = "https://localhost:" + inside.url.substr(inside.url.rfind(':') + 1);
+    daemon_process d(remote_source("hop", outside.url, ca) + remote_source("byname", by_name, ca) +
+                     remote_source("allowed", outside.url, ca + "allow_private_network = true\n"));
+    client c(d.socket());
+
+    const json hop = wait_state(c, "hop", "failed");
+    const auto hop_error = hop["lastError"].get<std::string>();
+    INFO(hop_error);
+    CHECK(hop_error.find("127.0.0.1 is a loopback address") != std::string::npos);
+    CHECK(hop_error.find("allow_private_network = true") != std::string::npos);
+
+    const json named = wait_state(c, "byname", "failed");
+    const auto named_error = named["lastError"].get<std::string>();
+    INFO(named_error);
+    CHECK(named_error.find("is a loopback address") != std::string::npos);
+
+    // The same redirect with the flag reaches the server behind it.
+    wait_state(c, "allowed", "ready");
+    CHECK(text_of(call_tool(c, "allowed_echo", {{"text", "through"}})) == "through");
+    // The refused sources' requests never reached it: only the allowed one's did.
+    CHECK(admin_stats(inside)["mcpRequests"].get<int>() > 0);
+    CHECK(admin_stats(outside)["mcpRequests"].get<int>() >= 2); // hop and allowed, redirected
+}

@@ -122,7 +122,7 @@ words_exactly() {
     [[ $got == "$want" ]] || fail "[$*] should offer exactly '$(flat "$want")'; got: '$(flat "$got")'"
 }
 
-commands=(status tools call preview sources reload policy approve grant grants revoke mcp service audit init help version)
+commands=(status tools call preview sources login reload policy approve grant grants revoke mcp service audit init help version)
 service_opts=(--socket-activated --dry-run --manager)
 audit_opts=(--since --tool --caller --denied --event --limit --json --file --follow)
 

@@ -4,7 +4,13 @@
 // package.json and lock), calling one tool with `depth` calls in flight.
 //
 //   node bench/mcp_load.mjs --mode direct|meith --depth N [--duration S] [--warmup S]
-//        [--tool NAME] [--payload BYTES] [--daemon-pid PID] -- COMMAND [ARGS...]
+//        [--tool NAME] [--payload BYTES] [--daemon-pid PID] [--echo everything|plain]
+//        [--url URL] [--server-pid PID] -- COMMAND [ARGS...]
+//
+// --url: direct to a Streamable HTTP server (the SDK's StreamableHTTPClientTransport) instead
+// of spawning COMMAND; --server-pid: that server's process, counted as the MCP server (also
+// through meith, where meithd's child is meith-remote and the server is not its descendant);
+// --echo plain: the tool takes {text} and answers it as is (tests/mcp/http_server.mjs's echo).
 //
 // COMMAND is what the transport spawns: the MCP server itself (direct) or `meith mcp …`
 // (meith, with --daemon-pid the meithd it talks to). After --warmup seconds the window of
@@ -35,7 +41,8 @@ const { StdioClientTransport } = await import(pathToFileURL(path.join(SDK, 'clie
 // ------------------------------------------------------------------------------------------
 // Arguments
 
-const o = { mode: 'direct', depth: 1, duration: 3, warmup: 1, tool: 'echo', payload: 64, daemonPid: 0, cmd: [] };
+const o = { mode: 'direct', depth: 1, duration: 3, warmup: 1, tool: 'echo', payload: 64, daemonPid: 0, cmd: [],
+            url: '', serverPid: 0, echo: 'everything' };
 {
     const a = process.argv.slice(2);
     for (let i = 0; i < a.length; i++) {
@@ -51,13 +58,17 @@ const o = { mode: 'direct', depth: 1, duration: 3, warmup: 1, tool: 'echo', payl
             case '--tool': o.tool = v(); break;
             case '--payload': o.payload = Number(v()); break;
             case '--daemon-pid': o.daemonPid = Number(v()); break;
+            case '--url': o.url = v(); break;
+            case '--server-pid': o.serverPid = Number(v()); break;
+            case '--echo': o.echo = v(); break;
             case '--': o.cmd = a.slice(i + 1); i = a.length; break;
             default: die(`unknown argument ${a[i]}`);
         }
     }
     if (!['direct', 'meith'].includes(o.mode)) die('--mode must be direct or meith');
     if (!(o.depth >= 1) || !(o.duration > 0) || !(o.warmup >= 0) || !(o.payload >= 16)) die('bad --depth/--duration/--warmup/--payload');
-    if (!o.cmd.length) die('no command after --');
+    if (!o.cmd.length && !(o.url && o.mode === 'direct')) die('no command after -- (or --url in direct mode)');
+    if (!['everything', 'plain'].includes(o.echo)) die('--echo must be everything or plain');
     if (o.mode === 'meith' && !o.daemonPid) die('--mode meith needs --daemon-pid');
 }
 
@@ -119,12 +130,13 @@ function clientCpu() {
 function chainPids(procs, transportPid) {
     const c = { bridge: [], meithd: [], server: [] };
     if (o.mode === 'direct') {
-        c.server = [transportPid, ...descendants(procs, [transportPid])];
+        c.server = transportPid ? [transportPid, ...descendants(procs, [transportPid])] : [];
     } else {
         c.bridge = [transportPid, ...descendants(procs, [transportPid])];
         c.meithd = [o.daemonPid];
         c.server = descendants(procs, [o.daemonPid]);
     }
+    if (o.serverPid) c.server.push(o.serverPid, ...descendants(procs, [o.serverPid]));
     return c;
 }
 // Voluntary context switches of a process's main thread: one per time it blocked waiting for
@@ -167,7 +179,9 @@ function othersCpu(a, b, ours) {
 // ------------------------------------------------------------------------------------------
 // The run
 
-const transport = new StdioClientTransport({ command: o.cmd[0], args: o.cmd.slice(1), stderr: 'inherit' });
+const transport = o.url
+    ? new (await import(pathToFileURL(path.join(SDK, 'client/streamableHttp.js')).href)).StreamableHTTPClientTransport(new URL(o.url))
+    : new StdioClientTransport({ command: o.cmd[0], args: o.cmd.slice(1), stderr: 'inherit' });
 const client = new Client({ name: `meith-bench-${o.mode}`, version: '0.0.0' });
 await client.connect(transport);
 const tools = (await client.listTools()).tools.map((t) => t.name);
@@ -192,10 +206,12 @@ function issue() {
     const t0 = process.hrtime.bigint();
     const counted = measuring;
     inflight++;
-    client.callTool({ name: o.tool, arguments: { message } }).then((r) => {
+    const args = o.echo === 'plain' ? { text: message } : { message };
+    const expected = o.echo === 'plain' ? message : `Echo: ${message}`;
+    client.callTool({ name: o.tool, arguments: args }).then((r) => {
         const t1 = process.hrtime.bigint();
         const text = r?.content?.[0]?.text;
-        if (r?.isError || text !== `Echo: ${message}`) {
+        if (r?.isError || text !== expected) {
             noteError(`call ${n}: unexpected result ${JSON.stringify(r).slice(0, 200)}`);
         } else if (measuring) {
             calls++;

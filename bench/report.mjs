@@ -143,7 +143,9 @@ for (const r of Object.values(rows)) {
 // same client → server-everything over stdio, by calls in flight.
 
 const J_DEPTHS = [1, 16];
-const J_PATHS = [['direct', 'direct (client → server)'], ['meith', 'through meith (client → meith mcp → meithd → server)']];
+const J_PATHS = [['direct', 'direct (client → server)'], ['meith', 'through meith (client → meith mcp → meithd → server)'],
+    ['remote-direct', 'remote, direct (client → HTTP server on 127.0.0.1)'],
+    ['remote-meith', 'remote, through meith (client → meith mcp → meithd → meith-remote → HTTP server)']];
 const jRows = {};
 for (const depth of J_DEPTHS) {
     for (const [path] of J_PATHS) {
@@ -165,7 +167,7 @@ for (const depth of J_DEPTHS) {
         jRows[`${path}-d${depth}`] = r;
     }
 }
-const jRatio = (depth, k) => ratio(jRows[`meith-d${depth}`]?.[k], jRows[`direct-d${depth}`]?.[k]);
+const jRatio = (depth, k, pre = '') => ratio(jRows[`${pre}meith-d${depth}`]?.[k], jRows[`${pre}direct-d${depth}`]?.[k]);
 
 // ------------------------------------------------------------------------------------------
 // Other scenarios
@@ -357,12 +359,13 @@ for (const depth of J_DEPTHS) {
         const flags = [];
         if (r.failed) flags.push(`**${r.failed} FAILED**`);
         if (r.disturbed_kept) flags.push(`${r.disturbed_kept} disturbed`);
-        const mine = path === 'meith';
+        const mine = path.endsWith('meith');
+        const pre = path.startsWith('remote-') ? 'remote-' : '';
         const k = (v) => (Number.isFinite(v) ? (v / 1000).toFixed(1) + 'k' : '—');
         jBody.push([depth, name, int(r.calls_per_s), `${k(r.calls_per_s_min)}–${k(r.calls_per_s_max)}`,
-            mine ? fx(jRatio(depth, 'calls_per_s')) : '1.00', us(r.p50_us), mine ? fx(jRatio(depth, 'p50_us')) : '1.00',
-            us(r.p99_us), mine ? fx(jRatio(depth, 'p99_us')) : '1.00', us(r.p999_us), `${r.runs}${flags.length ? ' (' + flags.join(', ') + ')' : ''}`]);
-        jCpuBody.push([depth, path === 'meith' ? 'through meith' : 'direct', fx(r.us_client, 1), mine ? fx(r.us_bridge, 1) : '—',
+            mine ? fx(jRatio(depth, 'calls_per_s', pre)) : '1.00', us(r.p50_us), mine ? fx(jRatio(depth, 'p50_us', pre)) : '1.00',
+            us(r.p99_us), mine ? fx(jRatio(depth, 'p99_us', pre)) : '1.00', us(r.p999_us), `${r.runs}${flags.length ? ' (' + flags.join(', ') + ')' : ''}`]);
+        jCpuBody.push([depth, `${pre ? 'remote, ' : ''}${mine ? 'through meith' : 'direct'}`, fx(r.us_client, 1), mine ? fx(r.us_bridge, 1) : '—',
             mine ? fx(r.us_meithd, 1) : '—', fx(r.us_server, 1), fx(r.us_chain, 1), fx(r.us_unattributed, 1),
             fx(r.cpu0_cores), fx(r.cpu1_cores),
             (mine ? ['client', 'bridge', 'meithd', 'server'] : ['client', 'server']).map((k) => fx(r.sleeps[k], 1)).join(' / ')]);

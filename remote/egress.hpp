@@ -14,9 +14,10 @@ namespace meith::remote {
 
 /// The kind of special-use address `addr` is ("loopback", "private", "link-local",
 /// "cloud metadata", "shared (CGNAT)", "multicast", "unspecified", "reserved",
-/// "unique-local"), or an empty view for an ordinary public address. IPv4-mapped and
-/// IPv4-compatible IPv6 addresses are judged by their IPv4 address (RFC 6890 registries,
-/// RFC 4291 §2.5.5). Non-IP families are "not IP".
+/// "unique-local"), or an empty view for an ordinary public address. IPv4-mapped and NAT64
+/// (64:ff9b::/96) IPv6 addresses are judged by their IPv4 address; the deprecated
+/// IPv4-compatible form (::a.b.c.d, RFC 4291 §2.5.5.1) is "reserved" unless its IPv4 address is
+/// special itself (RFC 6890 registries). Non-IP families are "not IP".
 std::string_view special_address_kind(const sockaddr* addr);
 
 } // namespace meith::remote

@@ -208,9 +208,18 @@ bool apply_token_response(credentials& c, long status, std::string_view body, st
         why = fmt::format("the token endpoint answered HTTP {} without a JSON object", status);
         return false;
     }
-    if (const auto error = string_member(o, "error"); !error.empty() || status != 200) {
+    if (auto error = string_member(o, "error"); !error.empty() || status != 200) {
         invalid_grant = error == "invalid_grant";
-        const auto desc = string_member(o, "error_description");
+        auto desc = string_member(o, "error_description");
+        // A server may echo the grant back ("refresh token X is revoked"): never repeat it
+        // (under 8 bytes, as add_exact_secret: too short to be a real secret).
+        for (const auto& secret : secret_values(c)) {
+            if (secret.size() < 8) continue;
+            for (auto* text : {&error, &desc})
+                for (auto at = text->find(secret); at != std::string::npos;
+                     at = text->find(secret, at + 10))
+                    text->replace(at, secret.size(), "[REDACTED]");
+        }
         why = fmt::format("the token endpoint answered HTTP {}: {}{}{}", status,
                           error.empty() ? "no error code" : error, desc.empty() ? "" : ": ",
                           protocol::cut_utf8(desc, 200));
@@ -309,12 +318,16 @@ std::vector<std::string> authorization_server_metadata_urls(const std::string& i
     const auto p = split_url(issuer);
     if (!p) return {};
     const auto o = origin(*p);
-    if (p->path.empty())
+    // "any terminating '/' MUST be removed" (RFC 8414 §3.1, OpenID Connect Discovery §4).
+    auto path = p->path;
+    while (!path.empty() && path.back() == '/')
+        path.pop_back();
+    if (path.empty())
         return {o + "/.well-known/oauth-authorization-server",
                 o + "/.well-known/openid-configuration"};
-    return {o + "/.well-known/oauth-authorization-server" + p->path,
-            o + "/.well-known/openid-configuration" + p->path,
-            o + p->path + "/.well-known/openid-configuration"};
+    return {o + "/.well-known/oauth-authorization-server" + path,
+            o + "/.well-known/openid-configuration" + path,
+            o + path + "/.well-known/openid-configuration"};
 }
 
 std::string canonical_resource(const std::string& mcp_url) {

@@ -6,6 +6,7 @@
 namespace meith::remote {
 
 void sse_parser::feed(std::string_view chunk, const std::function<void(sse_event&)>& on_event) {
+    if (chunk.empty()) return; // keeps after_cr_: a CR's LF may be in the next chunk
     std::size_t i = 0;
     if (after_cr_ && !chunk.empty() && chunk.front() == '\n') i = 1;
     after_cr_ = false;
@@ -38,10 +39,12 @@ void sse_parser::feed(std::string_view chunk, const std::function<void(sse_event
 
 void sse_parser::line(std::string_view l, const std::function<void(sse_event&)>& on_event) {
     if (l.empty()) { // dispatch
+        last_id_ = id_buffer_;
         if (oversized_) {
             ++dropped_;
         } else if (has_data_) {
             event_.id = last_id_;
+            if (event_.type.empty()) event_.type = "message";
             event_.retry_ms = retry_;
             on_event(event_);
         }
@@ -59,7 +62,7 @@ void sse_parser::line(std::string_view l, const std::function<void(sse_event&)>&
         if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
     }
     if (field == "data") {
-        if (event_.data.size() + value.size() + 1 > max_event_bytes_) {
+        if (event_.data.size() + (has_data_ ? 1 : 0) + value.size() > max_event_bytes_) {
             oversized_ = true;
             return;
         }
@@ -69,11 +72,12 @@ void sse_parser::line(std::string_view l, const std::function<void(sse_event&)>&
     } else if (field == "event") {
         event_.type.assign(value);
     } else if (field == "id") {
-        if (value.find('\0') == std::string_view::npos) last_id_.assign(value);
+        if (value.find('\0') == std::string_view::npos) id_buffer_.assign(value);
     } else if (field == "retry") {
-        long ms = 0;
+        long ms = 0; // ASCII digits only: from_chars alone would take "-5"
         const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
-        if (ec == std::errc() && p == value.data() + value.size()) retry_ = ms;
+        if (ec == std::errc() && p == value.data() + value.size() && value.front() != '-')
+            retry_ = ms;
     }
 }
 

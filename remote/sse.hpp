@@ -21,13 +21,15 @@ struct sse_event {
 
 class sse_parser {
   public:
-    /// `max_event_bytes` bounds one event's data; a longer event is dropped and counted.
+    /// `max_event_bytes` bounds one event's data (exactly that many bytes pass); a longer
+    /// event is dropped and counted.
     explicit sse_parser(std::size_t max_event_bytes) : max_event_bytes_(max_event_bytes) {}
 
     /// Feeds the next chunk of the body; calls `on_event` for each complete event.
     void feed(std::string_view chunk, const std::function<void(sse_event&)>& on_event);
 
-    /// The id of the last event seen (for `Last-Event-ID` when resuming).
+    /// The stream's last event id as of the last dispatched event (a blank line), for
+    /// `Last-Event-ID` when resuming: an `id:` of an event cut short does not count.
     const std::string& last_event_id() const { return last_id_; }
 
     /// Events dropped for being over the bound.
@@ -42,6 +44,7 @@ class sse_parser {
     sse_event event_;
     bool has_data_ = false;
     bool oversized_ = false;
+    std::string id_buffer_; ///< the last `id:` field read, set as last_id_ at dispatch
     std::string last_id_;
     std::optional<long> retry_;
     std::size_t dropped_ = 0;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 using namespace meith::test;
@@ -137,7 +138,8 @@ std::string remote_source(const std::string& name, const std::string& url,
                           const std::string& extra = "allow_private_network = true\n") {
     return "[[sources]]\nname = \"" + name + "\"\nkind = \"mcp\"\nurl = \"" + url +
            "\"\nprefix = \"" + name + "_\"\n" + extra +
-           "capabilities = { echo = [\"read-only\"], add = [\"read-only\"], whoami = "
+           "capabilities = { echo = [\"read-only\"], add = [\"read-only\"], grow = "
+           "[\"read-only\"], grown = [\"read-only\"], whoami = "
            "[\"read-only\"], slow = [\"read-only\"] }\n\n";
 }
 
@@ -189,7 +191,7 @@ TEST_CASE("remote: the SDK's Streamable HTTP servers (1.x and 2.x) as sources, b
     CHECK(s2["protocolVersion"] == "2026-07-28"); // 2.x: server/discover, per request
     CHECK(s1["remote"]["url"] == v1.url);
     CHECK(s1["remote"]["loggedIn"] == false);
-    CHECK(s1["tools"] == 4);
+    CHECK(s1["tools"] == 5);
     CHECK(s1["sandbox"].dump().find("network") != std::string::npos);
 
     CHECK(text_of(call_tool(c, "one_echo", {{"text", "über 1"}})) == "über 1");
@@ -248,7 +250,7 @@ TEST_CASE("remote: meith login, calls, a refresh, a 401 mid-session, a revoked g
     CHECK(browser["body"].get<std::string>().find("meith is authorized") != std::string::npos);
     INFO("meith login: " << login.out() << login.err());
     REQUIRE(login.wait(30s) == 0);
-    CHECK(login.out().find("source 'auth': ready, 4 tools") != std::string::npos);
+    CHECK(login.out().find("source 'auth': ready, 5 tools") != std::string::npos);
     const fs::path grant_file = d.home() / "credentials" / "auth.json";
     struct stat st {};
     REQUIRE(::stat(grant_file.c_str(), &st) == 0);
@@ -368,4 +370,68 @@ TEST_CASE("remote: a redirect to a private address and a name resolving to loopb
     // The refused sources' requests never reached it: only the allowed one's did.
     CHECK(admin_stats(inside)["mcpRequests"].get<int>() > 0);
     CHECK(admin_stats(outside)["mcpRequests"].get<int>() >= 2); // hop and allowed, redirected
+}
+
+TEST_CASE("remote: retries, Last-Event-ID resumption, the GET stream, a dropped session, the "
+          "session's DELETE, and a static header from a secret file",
+          "[e2e][remote][transport]") {
+    if (!has_node_modules()) SKIP_TEST("tests/mcp/node_modules missing: run scripts/install-deps");
+    http_server s({"--sdk=1", "--fail-first=2"});
+    const std::string secret = "s3cr3t-value-12345";
+    daemon_process d(remote_source("st", s.url,
+                                   "allow_private_network = true\n"
+                                   "headers = { X-Api-Key = \"key-${secret:apikey}\" }\n"),
+                     {}, [&](const fs::path& home) {
+                         fs::create_directories(home / "secrets");
+                         const auto file = home / "secrets" / "apikey";
+                         std::ofstream(file) << secret << "\n";
+                         fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+                     });
+    client c(d.socket());
+    wait_state(c, "st", "ready");
+    json stats = admin_stats(s);
+    CHECK(stats["failed"] == 2); // two 503s, retried with backoff: the source never noticed
+    CHECK(stats["headers"]["x-api-key"] == "key-" + secret);
+    CHECK(stats["headers"]["mcp-protocol-version"] == "2025-11-25");
+
+    // An SSE answer cut mid-call is resumed from its last event id; the call completes.
+    c.send({{"type", "tool_call"},
+            {"requestId", "slow"},
+            {"toolName", "st_slow"},
+            {"arguments", {{"ms", 2000}}}});
+    const json first = c.read(30s);
+    CHECK(first["type"] == "tool_event");
+    const json cut = fetch("POST", s.origin + "/admin/cut");
+    CHECK(json::parse(cut["body"].get<std::string>())["cut"] == 1);
+    std::vector<json> events;
+    const json done = c.wait_result("slow", &events, 30s);
+    CHECK(text_of(done) == "done");
+    CHECK(events.size() == 4); // progress 1..4 after the first: none lost, none twice
+    CHECK(admin_stats(s)["gets"].get<int>() >= 2); // the session's stream and the resumption
+
+    // tools/list_changed comes on the session's GET stream: meithd lists again.
+    CHECK(text_of(call_tool(c, "st_grow", json::object())) == "grew");
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (source_status(c, "st")["tools"] != 6 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(50ms);
+    CHECK(source_status(c, "st")["tools"] == 6);
+    CHECK(text_of(call_tool(c, "st_grown", json::object())) == "grown");
+
+    // The server forgets the session: the bridge meets a 404, meithd starts it anew.
+    fetch("POST", s.origin + "/admin/drop-sessions");
+    const auto deadline2 = std::chrono::steady_clock::now() + 30s;
+    while (source_status(c, "st")["restarts"] == 0 && std::chrono::steady_clock::now() < deadline2)
+        std::this_thread::sleep_for(50ms);
+    CHECK(source_status(c, "st")["restarts"].get<int>() >= 1);
+    wait_state(c, "st", "ready");
+    CHECK(text_of(call_tool(c, "st_echo", {{"text", "new session"}})) == "new session");
+
+    // The secret never reached a log line or the status.
+    CHECK(d.log().find(secret) == std::string::npos);
+    CHECK(source_status(c, "st").dump().find(secret) == std::string::npos);
+
+    // Stopping meithd ends the session with a DELETE.
+    const int deletes = admin_stats(s)["deletes"].get<int>();
+    CHECK(d.stop() == 0);
+    CHECK(admin_stats(s)["deletes"].get<int>() > deletes);
 }

@@ -27,6 +27,7 @@
 //   --token-ttl=S       access tokens live S seconds (default 3600; `expires_in` says so)
 //   --redirect-to=URL   every request to /mcp is answered 307 Location: URL (nothing else)
 //   --ignore-eof        keep running when stdin closes (for running it by hand with `&`)
+//   --fail-first=N      the first N requests to /mcp get 503 (a transient failure to retry)
 //   --host=ADDR         listen on ADDR (default 127.0.0.1; the URLs it prints and names use it)
 //   --tls-cert=PEM, --tls-key=PEM
 //                       serve HTTPS with this certificate (tests/mcp/tls: a test CA's
@@ -48,11 +49,16 @@
 //   POST /admin/revoke   every access and refresh token revoked (a refresh then gets invalid_grant)
 //   POST /admin/expire   every current access token expires now (refresh tokens stay good)
 //   GET  /admin/stats    {tokensIssued, refreshes, unauthorized, mcpRequests,
-//                         authorizationHeaders: the last 20 Authorization values seen on /mcp}
+//                         authorizationHeaders: the last 20 Authorization values seen on /mcp,
+//                         failed (503s of --fail-first), cuts, sessionsDropped, deletes, gets,
+//                         headers: the last X-Api-Key, MCP-Protocol-Version, Mcp-Method, Mcp-Name}
+//   POST /admin/cut      destroys every SSE answer to a POST in flight (resumption test)
+//   POST /admin/drop-sessions  forgets every session (1.x): the next request with one gets 404
 //
 // Tools: echo {text} → text; add {a,b} → the sum as text; whoami → "authorized" when the
 // request carried a verified token, "anonymous" otherwise (never the token); slow {ms} →
-// notifications/progress (when the call has a progressToken) then "done" after ms.
+// notifications/progress (when the call has a progressToken) then "done" after ms; grow →
+// registers the tool `grown` (so the server sends notifications/tools/list_changed).
 // Resource: test://static → "static resource".
 import http from 'node:http';
 import https from 'node:https';
@@ -76,7 +82,7 @@ for (const a of process.argv.slice(2)) {
     flags.set(m[1], m[2] ?? true);
 }
 const known = ['sdk', 'port', 'auth', 'token-ttl', 'redirect-to', 'legacy', 'ignore-eof', 'host',
-               'tls-cert', 'tls-key'];
+               'tls-cert', 'tls-key', 'fail-first'];
 for (const k of flags.keys()) if (!known.includes(k)) { log(`unknown option --${k}`); process.exit(2); }
 const SDK = String(flags.get('sdk') ?? '1');
 const PORT = Number(flags.get('port') ?? 0);
@@ -92,7 +98,11 @@ if (!['1', '2'].includes(SDK) || !(TOKEN_TTL > 0) || !['stateless', 'session', '
     log('bad --sdk, --token-ttl or --legacy'); process.exit(2);
 }
 
-const stats = { tokensIssued: 0, refreshes: 0, unauthorized: 0, mcpRequests: 0, authorizationHeaders: [] };
+const FAIL_FIRST = Number(flags.get('fail-first') ?? 0);
+const stats = { tokensIssued: 0, refreshes: 0, unauthorized: 0, mcpRequests: 0, authorizationHeaders: [],
+                failed: 0, cuts: 0, sessionsDropped: 0, deletes: 0, gets: 0, headers: {} };
+const openPosts = new Set(); // /mcp POST responses in flight (for /admin/cut)
+const dropSessions = [];     // how each SDK endpoint forgets its sessions (/admin/drop-sessions)
 const sleep = (ms, signal) => new Promise((resolve) => {
     const t = setTimeout(resolve, ms);
     signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
@@ -133,6 +143,14 @@ function buildServer(McpServer, toCtx) {
                                 if (i < steps) await sleep(ms / steps, c.signal);
                             }
                             return text('done');
+                        });
+    server.registerTool('grow', { description: 'Registers the tool "grown" (a tools/list_changed notification)',
+                                  inputSchema: z.object({}), annotations: { readOnlyHint: true } },
+                        async () => {
+                            server.registerTool('grown', { description: 'Added at run time', inputSchema: z.object({}),
+                                                           annotations: { readOnlyHint: true } },
+                                                async () => text('grown'));
+                            return text('grew');
                         });
     server.registerResource('static', 'test://static', { mimeType: 'text/plain', description: 'A static resource' },
                             async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'static resource' }] }));
@@ -255,6 +273,7 @@ async function sdk1Endpoint() {
     const { isInitializeRequest } = await import('@modelcontextprotocol/sdk/types.js');
     const sessions = new Map();  // Mcp-Session-Id → transport
     closers.push(() => Promise.all([...sessions.values()].map((t) => t.close().catch(() => {}))));
+    dropSessions.push(() => { for (const t of sessions.values()) t.close().catch(() => {}); sessions.clear(); });
     const json = express.json({ limit: '4mb' });
     const handle = async (req, res) => {
         const sid = req.headers['mcp-session-id'];
@@ -337,6 +356,22 @@ server.listen(PORT, HOST, async () => {
         app.post('/admin/revoke', (req, res) => { provider?.revokeAll(); res.json({ ok: true }); });
         app.post('/admin/expire', (req, res) => { provider?.expireAll(); res.json({ ok: true }); });
         app.get('/admin/stats', (req, res) => res.json(stats));
+        // Cuts every SSE answer to a POST in flight (the client resumes with Last-Event-ID).
+        app.post('/admin/cut', (req, res) => {
+            let n = 0;
+            // The SDK writes its SSE head with writeHead (getHeader does not see it): a POST whose
+            // head went out and that is still open is a stream in flight.
+            for (const r of openPosts)
+                if (r.headersSent && !r.writableEnded) { r.socket?.destroy(); n++; }
+            stats.cuts += n;
+            res.json({ ok: true, cut: n });
+        });
+        // Forgets every session: the next request with its id gets 404 (the client starts anew).
+        app.post('/admin/drop-sessions', (req, res) => {
+            for (const d of dropSessions) d();
+            stats.sessionsDropped++;
+            res.json({ ok: true });
+        });
 
         if (AUTH) {
             app.use(mcpAuthRouter({
@@ -357,7 +392,16 @@ server.listen(PORT, HOST, async () => {
                 stats.authorizationHeaders.push(req.headers.authorization);
                 if (stats.authorizationHeaders.length > 20) stats.authorizationHeaders.shift();
             }
+            for (const h of ['x-api-key', 'mcp-protocol-version', 'mcp-method', 'mcp-name'])
+                if (req.headers[h] !== undefined) stats.headers[h] = req.headers[h];
+            if (req.method === 'DELETE') stats.deletes++;
+            if (req.method === 'GET') stats.gets++;
             if (REDIRECT_TO) return res.redirect(307, REDIRECT_TO);
+            if (stats.failed < FAIL_FIRST) {
+                stats.failed++;
+                return res.status(503).set('Retry-After', '0').json({ error: 'try again' });
+            }
+            if (req.method === 'POST') { openPosts.add(res); res.on('close', () => openPosts.delete(res)); }
             next();
         }];
         if (AUTH) mcp.push(requireBearerAuth({ verifier: provider, expectedResource: mcpUrl,

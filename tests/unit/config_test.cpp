@@ -890,3 +890,107 @@ TEST_CASE("MCP source keys are checked with their location", "[config]") {
         CHECK_THAT(e.message, Catch::Contains("did you mean 'trust_annotations'?"));
     }
 }
+
+TEST_CASE("a remote MCP source: url, headers, ca_file and oauth", "[config][remote]") {
+    const config cfg = parse_ok(R"([[sources]]
+name = "remote"
+kind = "mcp"
+url = "https://mcp.example.com/mcp"
+headers = { Authorization = "Bearer ${secret:TOKEN}", X-Team = "core" }
+ca_file = "certs/ca.pem"
+oauth = { client_id = "meith-cli", scope = "files:read files:write" }
+)");
+    REQUIRE(cfg.sources.size() == 1);
+    const source_config& src = cfg.sources[0];
+    CHECK(src.kind == source_kind::mcp);
+    CHECK(src.url == "https://mcp.example.com/mcp");
+    CHECK(src.command.empty());
+    CHECK(src.headers == std::map<std::string, std::string>{
+                             {"Authorization", "Bearer ${secret:TOKEN}"}, {"X-Team", "core"}});
+    CHECK(src.ca_file == "/etc/meith/certs/ca.pem");
+    CHECK(src.oauth_client_id == "meith-cli");
+    CHECK(src.oauth_scope == "files:read files:write");
+    CHECK_FALSE(src.allow_private_network);
+
+    // The least: a url alone.
+    const config bare = parse_ok("[[sources]]\nname = \"r\"\nkind = \"mcp\"\n"
+                                 "url = \"https://mcp.example.com\"\n");
+    CHECK(bare.sources[0].url == "https://mcp.example.com");
+    CHECK(bare.sources[0].headers.empty());
+    CHECK(bare.sources[0].ca_file.empty());
+    CHECK(bare.sources[0].oauth_client_id.empty());
+}
+
+TEST_CASE("remote MCP source keys are checked with their location", "[config][remote]") {
+    const std::string head = "[[sources]]\nname = \"r\"\nkind = \"mcp\"\n";
+    SECTION("plain http:// is refused, naming allow_private_network") {
+        const auto e = parse_err(head + "url = \"http://10.0.0.5:8080/mcp\"\n");
+        CHECK(e.where == "test.toml:4:7");
+        CHECK_THAT(e.message, Catch::Contains("http://") &&
+                                  Catch::Contains("allow_private_network = true") &&
+                                  Catch::Contains("source 'r'"));
+    }
+    SECTION("plain http:// is accepted with allow_private_network") {
+        const config cfg = parse_ok(head + "url = \"http://10.0.0.5:8080/mcp\"\n"
+                                           "allow_private_network = true\n");
+        CHECK(cfg.sources[0].url == "http://10.0.0.5:8080/mcp");
+        CHECK(cfg.sources[0].allow_private_network);
+        // The flag's place in the table does not matter.
+        const config before = parse_ok(head + "allow_private_network = true\n"
+                                              "url = \"http://127.0.0.1:1/mcp\"\n");
+        CHECK(before.sources[0].url == "http://127.0.0.1:1/mcp");
+    }
+    SECTION("another scheme is refused") {
+        const auto e = parse_err(head + "url = \"ftp://mcp.example.com/mcp\"\n");
+        CHECK(e.where == "test.toml:4:7");
+        CHECK_THAT(e.message, Catch::Contains("must be an https:// URL"));
+    }
+    SECTION("keys only for a url are refused without one") {
+        for (const char* line : {"headers = { A = \"b\" }\n", "allow_private_network = true\n",
+                                 "ca_file = \"ca.pem\"\n", "oauth = { client_id = \"c\" }\n"}) {
+            INFO(line);
+            const auto e = parse_err(head + "command = [\"x\"]\n" + line);
+            CHECK_THAT(e.where, Catch::StartsWith("test.toml:5:"));
+            CHECK_THAT(e.message,
+                       Catch::Contains("only for remote MCP sources") && Catch::Contains("`url`"));
+        }
+    }
+    SECTION("command together with url is refused") {
+        const auto e =
+            parse_err(head + "url = \"https://mcp.example.com/mcp\"\ncommand = [\"npx\", \"x\"]\n");
+        CHECK(e.where == "test.toml:5:11");
+        CHECK_THAT(e.message, Catch::Contains("has a `url`") && Catch::Contains("`command`"));
+    }
+    SECTION("url on a host source is refused") {
+        const auto e = parse_err("[[sources]]\nname = \"h\"\nkind = \"host\"\ncommand = [\"h\"]\n"
+                                 "url = \"https://mcp.example.com/mcp\"\n");
+        CHECK(e.where == "test.toml:5:7");
+        CHECK_THAT(e.message, Catch::Contains("only for MCP sources"));
+    }
+    SECTION("a header value with a line break is refused") {
+        const auto e = parse_err(head + "url = \"https://mcp.example.com/mcp\"\n"
+                                        "headers = { X-Evil = \"a\\r\\nHost: b\" }\n");
+        CHECK(e.where == "test.toml:5:22");
+        CHECK_THAT(e.message, Catch::Contains("header 'X-Evil'") && Catch::Contains("line break"));
+        const auto lf = parse_err(head + "url = \"https://mcp.example.com/mcp\"\n"
+                                         "headers = { X = \"a\\nb\" }\n");
+        CHECK_THAT(lf.message, Catch::Contains("line break"));
+    }
+    SECTION("a header name that is not an HTTP field name is refused") {
+        const auto e = parse_err(head + "url = \"https://mcp.example.com/mcp\"\n"
+                                        "headers = { \"X Bad\" = \"v\" }\n");
+        CHECK_THAT(e.message,
+                   Catch::Contains("'X Bad'") && Catch::Contains("not a valid HTTP field name"));
+    }
+    SECTION("a header value must be a string") {
+        const auto e = parse_err(head + "url = \"https://mcp.example.com/mcp\"\n"
+                                        "headers = { X = 1 }\n");
+        CHECK(e.where == "test.toml:5:17");
+    }
+    SECTION("the oauth table takes client_id and scope only") {
+        const auto e = parse_err(head + "url = \"https://mcp.example.com/mcp\"\n"
+                                        "oauth = { client_id = \"c\", secret = \"s\" }\n");
+        CHECK(e.where == "test.toml:5:28");
+        CHECK_THAT(e.message, Catch::Contains("'secret'"));
+    }
+}

@@ -664,3 +664,41 @@ TEST_CASE("remembered answers for short texts are the right ones, collisions inc
             CHECK(r.redact_text(texts[i]) == (i % 2 ? "pw=[REDACTED]" : texts[i]));
         }
 }
+
+TEST_CASE("exact secret values are redacted wherever they occur; short ones are ignored",
+          "[redactor]") {
+    const std::string secret = "tok_abcdefgh12345";
+    meith::audit::add_exact_secret(secret);
+    meith::audit::add_exact_secret(secret); // twice: no harm
+    const auto& r = default_redactor();
+
+    // As a whole value, under a key that is not secret.
+    auto s = summary_of(r, R"({"note":")" + secret + R"(","n":1})");
+    CHECK(checked_parse(s) == nlohmann::json::parse(R"({"note":"[REDACTED]","n":1})"));
+    CHECK(s.find(secret) == std::string::npos);
+
+    // Inside a longer string, and in an array.
+    s = summary_of(r, R"({"msg":"the token is )" + secret + R"( - keep it -","list":["a",")" +
+                          secret + R"("]})");
+    CHECK(checked_parse(s) ==
+          nlohmann::json::parse(
+              R"({"msg":"the token is [REDACTED] - keep it -","list":["a","[REDACTED]"]})"));
+    CHECK(s.find(secret) == std::string::npos);
+
+    // Twice in one string, and back to back.
+    s = summary_of(r, as_json_string(secret + "/" + secret + secret));
+    CHECK(checked_parse(s) == "[REDACTED]/[REDACTED][REDACTED]");
+
+    // In a log line.
+    const std::string line = "refreshed grant for notes: Authorization uses " + secret + ".";
+    const std::string shown = r.redact_text(line);
+    CHECK(shown == "refreshed grant for notes: Authorization uses [REDACTED].");
+    CHECK(shown.find(secret) == std::string::npos);
+    CHECK(r.redact_text(secret) == redacted);
+
+    // Under 8 bytes: ignored (it would redact ordinary words).
+    meith::audit::add_exact_secret("abc1234");
+    CHECK(r.redact_text("value abc1234 here") == "value abc1234 here");
+    CHECK(checked_parse(summary_of(r, R"({"v":"abc1234"})")) ==
+          nlohmann::json::parse(R"({"v":"abc1234"})"));
+}

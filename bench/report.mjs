@@ -512,7 +512,17 @@ meith**, the client spawning \`meith mcp --caller cli\`, which relays to meithd,
 the server as an MCP source (\`kind = "mcp"\`, \`prefix = "ev_"\`, \`trust_annotations = true\`,
 audit on) — the tool is \`ev_echo\`. The message is 64 bytes, unique per call; every result
 is checked (\`"Echo: " + message\`, not \`isError\`). ${M.j_pinned === false ? 'Not pinned (`J_PIN=0`).' : 'Pinning: the client and `meith mcp` (its child) on CPU 0; the direct server, or meithd with the server it supervises, on CPU 1.'} *× direct*
-divides the through-meith row by the direct row of the same number in flight.
+divides the through-meith row by the direct row of the same number in flight (remote rows by
+the remote direct row).
+
+**Remote** rows: the same client over the SDK's \`StreamableHTTPClientTransport\` to
+\`tests/mcp/http_server.mjs\` (the SDK 1.x Streamable HTTP server, sessions and SSE answers, on
+127.0.0.1, CPU 1) directly, beside \`meith mcp\` → meithd → meith-remote (libcurl) → the same
+server, a remote source (\`url\`, \`allow_private_network = true\`, audit on); its \`echo\`
+returns the text sent. Through meith is *faster* here: the direct row pays the SDK's Node.js
+HTTP client on CPU 0 (about 2 ms of CPU a call), which through meith is stdio to \`meith mcp\`
+and libcurl in meith-remote. *MCP server* CPU counts the HTTP server and, through meith,
+meith-remote with it.
 
 ${jRan ? jTable : '(not run)'}
 

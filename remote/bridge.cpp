@@ -42,6 +42,10 @@ std::chrono::milliseconds backoff(int attempt) {
     return std::chrono::milliseconds(std::min(250 << std::min(attempt, 6), 8000));
 }
 
+/// A value that may go in a header line as is: printable ASCII, no CR/LF.
+bool header_safe(std::string_view v) {
+    return std::all_of(v.begin(), v.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
 } // namespace
 
 bridge::bridge(asio::io_context& io, bridge_options opts)
@@ -105,7 +109,17 @@ void bridge::on_line(std::string_view line) {
         held_.emplace_back(line);
         return;
     }
+    // A cancelled request's answer stream is closed too: meithd has forgotten the call, and a
+    // server that never ends the stream must not pile up open transfers.
+    simdjson::dom::element cancelled;
+    const bool cancels = m->method == "notifications/cancelled" &&
+                         msg["params"]["requestId"].get(cancelled) == simdjson::SUCCESS;
+    const std::string cancelled_id = cancels ? simdjson::minify(cancelled) : std::string();
     send(std::move(m));
+    if (auto it = in_flight_.find(cancelled_id); cancels && it != in_flight_.end()) {
+        http_.cancel(it->second);
+        in_flight_.erase(it);
+    }
 }
 
 void bridge::on_config(simdjson::dom::object msg) {
@@ -132,13 +146,6 @@ void bridge::on_config(simdjson::dom::object msg) {
     for (auto& line : held)
         on_line(line);
 }
-
-namespace {
-/// A value that may go in a header line as is: printable ASCII, no CR/LF.
-bool header_safe(std::string_view v) {
-    return std::all_of(v.begin(), v.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-}
-} // namespace
 
 std::vector<std::string> bridge::request_headers(const outgoing* m) const {
     std::vector<std::string> h;
@@ -186,7 +193,8 @@ void bridge::post(std::shared_ptr<outgoing> m) {
     http_handlers h;
     h.on_head = [this, sse](const http_head& head) {
         *sse = starts_with_ci(head.header("content-type"), "text/event-stream");
-        if (auto sid = head.header("mcp-session-id"); !sid.empty() && session_id_.empty())
+        if (auto sid = head.header("mcp-session-id");
+            !sid.empty() && session_id_.empty() && sid.size() <= 1024 && header_safe(sid))
             session_id_ = std::string(sid);
     };
     h.on_body = [this, sse, body, parser](std::string_view b) {
@@ -199,9 +207,11 @@ void bridge::post(std::shared_ptr<outgoing> m) {
         });
     };
     h.on_done = [this, m, sse, body, parser](http_outcome out) {
+        if (!m->id_json.empty()) in_flight_.erase(m->id_json);
         on_posted(m, std::move(out), *sse, body, parser);
     };
-    http_.start(std::move(req), std::move(h));
+    const auto rid = http_.start(std::move(req), std::move(h));
+    if (!m->id_json.empty() && !m->method.empty()) in_flight_[m->id_json] = rid;
 }
 
 void bridge::on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,

@@ -30,6 +30,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace meith::remote {
@@ -116,6 +117,8 @@ class bridge {
     std::string protocol_version_;   ///< negotiated by initialize (2025-11-25 and older)
     std::string initialize_id_;      ///< id of the initialize in flight, to read its answer
     std::set<std::string> answered_; ///< ids answered on a stream that may need resuming
+    /// Requests whose POST is in flight: JSON-RPC id -> transfer (closed when cancelled).
+    std::unordered_map<std::string, http_client::request_id> in_flight_;
     std::optional<http_client::request_id> stream_;
     std::string stream_last_id_;
     int stream_failures_ = 0;

@@ -139,7 +139,7 @@ std::string remote_source(const std::string& name, const std::string& url,
     return "[[sources]]\nname = \"" + name + "\"\nkind = \"mcp\"\nurl = \"" + url +
            "\"\nprefix = \"" + name + "_\"\n" + extra +
            "capabilities = { echo = [\"read-only\"], add = [\"read-only\"], grow = "
-           "[\"read-only\"], grown = [\"read-only\"], whoami = "
+           "[\"read-only\"], grown = [\"read-only\"], hang = [\"read-only\"], whoami = "
            "[\"read-only\"], slow = [\"read-only\"] }\n\n";
 }
 
@@ -191,7 +191,7 @@ TEST_CASE("remote: the SDK's Streamable HTTP servers (1.x and 2.x) as sources, b
     CHECK(s2["protocolVersion"] == "2026-07-28"); // 2.x: server/discover, per request
     CHECK(s1["remote"]["url"] == v1.url);
     CHECK(s1["remote"]["loggedIn"] == false);
-    CHECK(s1["tools"] == 5);
+    CHECK(s1["tools"] == 6);
     CHECK(s1["sandbox"].dump().find("network") != std::string::npos);
 
     CHECK(text_of(call_tool(c, "one_echo", {{"text", "über 1"}})) == "über 1");
@@ -250,7 +250,7 @@ TEST_CASE("remote: meith login, calls, a refresh, a 401 mid-session, a revoked g
     CHECK(browser["body"].get<std::string>().find("meith is authorized") != std::string::npos);
     INFO("meith login: " << login.out() << login.err());
     REQUIRE(login.wait(30s) == 0);
-    CHECK(login.out().find("source 'auth': ready, 5 tools") != std::string::npos);
+    CHECK(login.out().find("source 'auth': ready, 6 tools") != std::string::npos);
     const fs::path grant_file = d.home() / "credentials" / "auth.json";
     struct stat st {};
     REQUIRE(::stat(grant_file.c_str(), &st) == 0);
@@ -409,12 +409,28 @@ TEST_CASE("remote: retries, Last-Event-ID resumption, the GET stream, a dropped 
     CHECK(events.size() == 4); // progress 1..4 after the first: none lost, none twice
     CHECK(admin_stats(s)["gets"].get<int>() >= 2); // the session's stream and the resumption
 
+    // A cancelled call's answer stream is closed, even by a server that ignores the cancel.
+    c.send({{"type", "tool_call"},
+            {"requestId", "hung"},
+            {"toolName", "st_hang"},
+            {"arguments", json::object()}});
+    const auto open_deadline = std::chrono::steady_clock::now() + 10s;
+    while (admin_stats(s)["openPosts"] == 0 && std::chrono::steady_clock::now() < open_deadline)
+        std::this_thread::sleep_for(50ms);
+    REQUIRE(admin_stats(s)["openPosts"] == 1);
+    c.send({{"type", "cancel_tool_call"}, {"requestId", "hung"}});
+    CHECK(c.wait_result("hung")["result"]["error"]["code"] == "CANCELLED");
+    const auto closed_deadline = std::chrono::steady_clock::now() + 10s;
+    while (admin_stats(s)["openPosts"] != 0 && std::chrono::steady_clock::now() < closed_deadline)
+        std::this_thread::sleep_for(50ms);
+    CHECK(admin_stats(s)["openPosts"] == 0);
+
     // tools/list_changed comes on the session's GET stream: meithd lists again.
     CHECK(text_of(call_tool(c, "st_grow", json::object())) == "grew");
     const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (source_status(c, "st")["tools"] != 6 && std::chrono::steady_clock::now() < deadline)
+    while (source_status(c, "st")["tools"] != 7 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(50ms);
-    CHECK(source_status(c, "st")["tools"] == 6);
+    CHECK(source_status(c, "st")["tools"] == 7);
     CHECK(text_of(call_tool(c, "st_grown", json::object())) == "grown");
 
     // The server forgets the session: the bridge meets a 404, meithd starts it anew.

@@ -51,14 +51,16 @@
 //   GET  /admin/stats    {tokensIssued, refreshes, unauthorized, mcpRequests,
 //                         authorizationHeaders: the last 20 Authorization values seen on /mcp,
 //                         failed (503s of --fail-first), cuts, sessionsDropped, deletes, gets,
-//                         headers: the last X-Api-Key, MCP-Protocol-Version, Mcp-Method, Mcp-Name}
+//                         headers: the last X-Api-Key, MCP-Protocol-Version, Mcp-Method, Mcp-Name,
+//                         openPosts: POSTs to /mcp whose answer is still open}
 //   POST /admin/cut      destroys every SSE answer to a POST in flight (resumption test)
 //   POST /admin/drop-sessions  forgets every session (1.x): the next request with one gets 404
 //
 // Tools: echo {text} → text; add {a,b} → the sum as text; whoami → "authorized" when the
 // request carried a verified token, "anonymous" otherwise (never the token); slow {ms} →
 // notifications/progress (when the call has a progressToken) then "done" after ms; grow →
-// registers the tool `grown` (so the server sends notifications/tools/list_changed).
+// registers the tool `grown` (so the server sends notifications/tools/list_changed); hang →
+// never answers and ignores cancellation.
 // Resource: test://static → "static resource".
 import http from 'node:http';
 import https from 'node:https';
@@ -144,6 +146,9 @@ function buildServer(McpServer, toCtx) {
                             }
                             return text('done');
                         });
+    server.registerTool('hang', { description: 'Never answers, and ignores cancellation (a hostile server)',
+                                  inputSchema: z.object({}), annotations: { readOnlyHint: true } },
+                        () => new Promise(() => {}));
     server.registerTool('grow', { description: 'Registers the tool "grown" (a tools/list_changed notification)',
                                   inputSchema: z.object({}), annotations: { readOnlyHint: true } },
                         async () => {
@@ -355,7 +360,7 @@ server.listen(PORT, HOST, async () => {
         const provider = AUTH ? new TestOAuthProvider(mcpUrl) : undefined;
         app.post('/admin/revoke', (req, res) => { provider?.revokeAll(); res.json({ ok: true }); });
         app.post('/admin/expire', (req, res) => { provider?.expireAll(); res.json({ ok: true }); });
-        app.get('/admin/stats', (req, res) => res.json(stats));
+        app.get('/admin/stats', (req, res) => res.json({ ...stats, openPosts: openPosts.size }));
         // Cuts every SSE answer to a POST in flight (the client resumes with Last-Event-ID).
         app.post('/admin/cut', (req, res) => {
             let n = 0;

@@ -208,6 +208,10 @@ void parse_remote(checker& c, const scope& s, const toml::table& t, source_confi
                                s.name));
         }
     }
+    if (const auto* env = t.get("env"); env != nullptr && t.get("url") != nullptr)
+        c.fail(env->source(), fmt::format("'env' in {} has no process to reach: a remote MCP "
+                                          "server gets `headers` (secrets as \"${{secret:NAME}}\")",
+                                          s.name));
     for (const char* key : {"headers", "allow_private_network", "ca_file", "oauth"})
         if (const auto* node = t.get(key); node != nullptr && t.get("url") == nullptr)
             c.fail(node->source(), fmt::format("'{}' in {} is only for remote MCP sources (with "

@@ -299,7 +299,8 @@ void bridge::retry_later(std::shared_ptr<outgoing> m, std::chrono::milliseconds 
 }
 
 void bridge::fail_message(const outgoing& m, const std::string& why) {
-    log("meith-remote: " + why);
+    // server/discover is meithd's probe: a server of an older revision refuses it by design.
+    if (m.method != "server/discover") log("meith-remote: " + why);
     if (m.id_json.empty() || m.method.empty()) return; // a notification or our own answer
     std::string line = R"({"jsonrpc":"2.0","id":)";
     line += m.id_json;
@@ -314,8 +315,20 @@ void bridge::emit(std::string_view json) {
     // Raw CR/LF in JSON text is whitespace only (RFC 8259 §2, §7): one line for meithd.
     std::replace(line.begin(), line.end(), '\n', ' ');
     std::replace(line.begin(), line.end(), '\r', ' ');
+    simdjson::dom::element root;
     simdjson::dom::object msg;
-    if (parser_.parse(line).get_object().get(msg) != simdjson::SUCCESS) {
+    const bool parsed = parser_.parse(line).get(root) == simdjson::SUCCESS;
+    if (parsed && root.is_array()) {
+        // A JSON-RPC batch (2025-03-26 allowed them): each message on its own. The elements
+        // are copied out first: emit() reuses the parser.
+        std::vector<std::string> each;
+        for (auto e : root.get_array().value_unsafe())
+            each.push_back(simdjson::minify(e));
+        for (const auto& m : each)
+            if (!m.empty() && m.front() == '{') emit(m);
+        return;
+    }
+    if (!parsed || root.get_object().get(msg) != simdjson::SUCCESS) {
         log(fmt::format("meith-remote: {} sent a message that is not a JSON object ({} bytes); "
                         "dropped",
                         opts_.url, line.size()));
@@ -478,8 +491,7 @@ void bridge::refresh(std::function<void(bool)> then) {
                 R"({"jsonrpc":"2.0","method":"meith/credentials_refreshed","params":{"grant":)";
             line += to_json(*creds_);
             line += "}}";
-            write_line(std::move(line));
-            log(fmt::format("meith-remote: refreshed the grant for {}", opts_.url));
+            write_line(std::move(line)); // meithd stores it and logs the refresh
             schedule_refresh();
         } else if (r.invalid_grant) {
             login_required("the grant was revoked or has expired (" + r.why + ")");

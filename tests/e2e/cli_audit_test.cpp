@@ -65,77 +65,6 @@ void append(const fs::path& file, const std::string& text) {
     std::ofstream(file, std::ios::app) << text;
 }
 
-/// `meith` running in the background (as `meith audit --follow` does until stopped), its
-/// output going to files read back while it runs.
-class background_cli {
-  public:
-    background_cli(const std::vector<std::string>& args, const fs::path& home) {
-        pid_ = ::fork();
-        if (pid_ < 0) throw std::runtime_error("fork failed");
-        if (pid_ == 0) {
-            const int out = ::open((dir_.path / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            const int err = ::open((dir_.path / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            const int in = ::open("/dev/null", O_RDONLY);
-            ::dup2(in, 0);
-            ::dup2(out, 1);
-            ::dup2(err, 2);
-            ::unsetenv("XDG_RUNTIME_DIR");
-            ::setenv("MEITH_HOME", home.c_str(), 1);
-            ::setenv("MEITH_NO_AUTOSTART", "1", 1);
-            std::vector<std::string> all{MEITH_CLI};
-            all.insert(all.end(), args.begin(), args.end());
-            std::vector<char*> argv;
-            for (auto& a : all)
-                argv.push_back(a.data());
-            argv.push_back(nullptr);
-            ::execv(argv[0], argv.data());
-            ::_exit(127);
-        }
-    }
-    ~background_cli() {
-        if (pid_ > 0) {
-            ::kill(pid_, SIGKILL);
-            ::waitpid(pid_, nullptr, 0);
-        }
-    }
-    background_cli(const background_cli&) = delete;
-    background_cli& operator=(const background_cli&) = delete;
-
-    std::string out() const { return slurp(dir_.path / "out"); }
-    std::string err() const { return slurp(dir_.path / "err"); }
-
-    /// Waits until standard output contains `text`.
-    bool wait_for(const std::string& text, std::chrono::milliseconds timeout = 10s) const {
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        while (std::chrono::steady_clock::now() < deadline) {
-            if (out().find(text) != std::string::npos) return true;
-            std::this_thread::sleep_for(20ms);
-        }
-        return false;
-    }
-    bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
-
-    /// Sends `sig` and waits for the exit: its exit status, 128+N when killed by signal N, or
-    /// -1 when it did not end within 10 s.
-    int stop(int sig) {
-        ::kill(pid_, sig);
-        const auto deadline = std::chrono::steady_clock::now() + 10s;
-        int status = 0;
-        while (std::chrono::steady_clock::now() < deadline) {
-            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            }
-            std::this_thread::sleep_for(10ms);
-        }
-        return -1;
-    }
-
-  private:
-    temp_dir dir_;
-    pid_t pid_ = -1;
-};
-
 /// How often `needle` occurs in `text`.
 std::size_t count_of(const std::string& text, const std::string& needle) {
     std::size_t n = 0;
@@ -298,7 +227,9 @@ TEST_CASE("meith audit --follow prints new lines, across a rename and a truncati
     for (const char* id : {"req-a1", "req-a2", "req-a3"})
         append(log, call_line(ts, id));
 
-    background_cli f({"audit", "--follow", "--limit", "2", "--file", log.string()}, dir.path);
+    auto f_ =
+        background_cli({"audit", "--follow", "--limit", "2", "--file", log.string()}, dir.path);
+    auto& f = *f_;
     REQUIRE(f.wait_for("req-a3"));
     CHECK_THAT(f.out(), Catch::Contains("req-a2") && !Catch::Contains("req-a1"));
     CHECK_THAT(f.out(), Catch::StartsWith("TIME"));
@@ -336,7 +267,8 @@ TEST_CASE("meith audit --follow prints new lines, across a rename and a truncati
 TEST_CASE("meith audit --follow --json waits for the log and ends on SIGTERM", "[e2e][cli]") {
     temp_dir dir;
     const fs::path log = dir.path / "later.jsonl";
-    background_cli f({"audit", "-f", "--json", "--file", log.string()}, dir.path);
+    auto f_ = background_cli({"audit", "-f", "--json", "--file", log.string()}, dir.path);
+    auto& f = *f_;
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     while (f.err().find("waiting") == std::string::npos &&
            std::chrono::steady_clock::now() < deadline)
@@ -359,7 +291,8 @@ TEST_CASE("meith audit --follow keeps up with meithd rotating its log", "[e2e][c
     daemon_process d("[audit]\nmax_bytes = 2048\nkeep = 50\n");
     client c(d.socket());
     REQUIRE(c.call("echo", {{"i", -1}}, {{"requestId", "r-first"}})["result"]["ok"] == true);
-    background_cli f({"audit", "--follow", "--json", "--event", "tool_call"}, d.home());
+    auto f_ = background_cli({"audit", "--follow", "--json", "--event", "tool_call"}, d.home());
+    auto& f = *f_;
     REQUIRE(f.wait_for("\"r-first\""));
 
     constexpr int calls = 40;

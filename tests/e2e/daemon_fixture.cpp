@@ -513,4 +513,79 @@ json run_json_command(const std::string& cmd) {
     return json::parse(out);
 }
 
+background_process::background_process(
+    std::vector<std::string> argv, const std::vector<std::pair<std::string, std::string>>& env) {
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+        const int out = ::open((dir_.path / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        const int err = ::open((dir_.path / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int p[2];
+        if (::pipe(p) == 0) ::dup2(p[0], 0);
+        ::dup2(out, 1);
+        ::dup2(err, 2);
+        ::unsetenv("XDG_RUNTIME_DIR");
+        ::setenv("MEITH_NO_AUTOSTART", "1", 1);
+        for (const auto& [k, v] : env)
+            ::setenv(k.c_str(), v.c_str(), 1);
+        std::vector<char*> args;
+        for (auto& a : argv)
+            args.push_back(a.data());
+        args.push_back(nullptr);
+        ::execvp(args[0], args.data());
+        ::_exit(127);
+    }
+}
+
+background_process::~background_process() {
+    if (!reaped_ && stop(SIGTERM) < 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+    }
+}
+
+std::string background_process::out() const {
+    return slurp(dir_.path / "out");
+}
+
+std::string background_process::err() const {
+    return slurp(dir_.path / "err");
+}
+
+bool background_process::wait_for(const std::string& text, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (out().find(text) != std::string::npos) return true;
+        if (!running()) return out().find(text) != std::string::npos;
+        std::this_thread::sleep_for(20ms);
+    }
+    return false;
+}
+
+bool background_process::running() {
+    if (!reaped_ && ::waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
+    return !reaped_;
+}
+
+int background_process::wait(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (running() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(10ms);
+    if (!reaped_) return -1;
+    return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+}
+
+int background_process::stop(int sig) {
+    if (running()) ::kill(pid_, sig);
+    return wait(10s);
+}
+
+std::unique_ptr<background_process> background_cli(const std::vector<std::string>& args,
+                                                   const fs::path& home) {
+    std::vector<std::string> argv{MEITH_CLI};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return std::make_unique<background_process>(
+        argv, std::vector<std::pair<std::string, std::string>>{{"MEITH_HOME", home.string()}});
+}
+
 } // namespace meith::test

@@ -194,4 +194,37 @@ cli_result run_cli(const std::vector<std::string>& args, const fs::path& home);
 cli_result run_program(std::vector<std::string> argv, const std::vector<std::string>& args,
                        const std::vector<std::pair<std::string, std::string>>& env);
 
+/// A program running beside the test (`meith audit --follow`, `meith login`, a test server):
+/// `argv[0]` looked up in PATH, XDG_RUNTIME_DIR unset, MEITH_NO_AUTOSTART=1, then `env`; its
+/// stdout and stderr go to files read back while it runs; its stdin is a pipe that stays open
+/// (servers that stop at EOF keep running). SIGTERM at the end (SIGKILL after 10 s).
+class background_process {
+  public:
+    explicit background_process(std::vector<std::string> argv,
+                                const std::vector<std::pair<std::string, std::string>>& env = {});
+    ~background_process();
+    background_process(const background_process&) = delete;
+    background_process& operator=(const background_process&) = delete;
+
+    std::string out() const;
+    std::string err() const;
+    /// Waits until standard output contains `text` (false at the timeout or when it exited).
+    bool wait_for(const std::string& text, std::chrono::milliseconds timeout = 10s);
+    bool running();
+    /// Waits for the exit: its status, 128+N when killed by signal N, -1 after `timeout`.
+    int wait(std::chrono::milliseconds timeout);
+    /// Sends `sig`, then wait(10 s).
+    int stop(int sig);
+
+  private:
+    temp_dir dir_;
+    pid_t pid_ = -1;
+    bool reaped_ = false;
+    int status_ = 0;
+};
+
+/// `meith ARGS` in the background on daemon home `home`.
+std::unique_ptr<background_process> background_cli(const std::vector<std::string>& args,
+                                                   const fs::path& home);
+
 } // namespace meith::test

@@ -33,78 +33,6 @@ std::string mcp_dir() {
     return std::string(MEITH_SOURCE_DIR) + "/tests/mcp";
 }
 
-/// A process of the test's (a server, `meith login`): stdout and stderr to files; SIGTERM and
-/// reaped at the end.
-class background {
-  public:
-    background(std::vector<std::string> argv,
-               const std::vector<std::pair<std::string, std::string>>& env = {}) {
-        out_ = dir_.path / "out";
-        err_ = dir_.path / "err";
-        pid_ = ::fork();
-        REQUIRE(pid_ >= 0);
-        if (pid_ == 0) {
-            const int out = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            const int err = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            int p[2];
-            if (::pipe(p) == 0) ::dup2(p[0], 0); // stdin stays open: the servers stop at EOF
-            ::dup2(out, 1);
-            ::dup2(err, 2);
-            ::unsetenv("XDG_RUNTIME_DIR");
-            ::setenv("MEITH_NO_AUTOSTART", "1", 1);
-            for (const auto& [k, v] : env)
-                ::setenv(k.c_str(), v.c_str(), 1);
-            std::vector<char*> args;
-            for (auto& a : argv)
-                args.push_back(a.data());
-            args.push_back(nullptr);
-            ::execvp(args[0], args.data());
-            ::_exit(127);
-        }
-    }
-    ~background() {
-        if (!reaped_) {
-            ::kill(pid_, SIGTERM);
-            wait(10s);
-        }
-    }
-    std::string out() const { return slurp(out_); }
-    std::string err() const { return slurp(err_); }
-    /// Waits until stdout holds `needle`; returns stdout then (fails the test on a timeout).
-    std::string wait_for(const std::string& needle, std::chrono::milliseconds timeout = 30s) {
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        while (std::chrono::steady_clock::now() < deadline) {
-            const auto text = out();
-            if (text.find(needle) != std::string::npos) return text;
-            if (!reaped_ && ::waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
-            if (reaped_) break;
-            std::this_thread::sleep_for(20ms);
-        }
-        INFO("stdout: " << out() << "\nstderr: " << err());
-        FAIL("no '" << needle << "' on its stdout");
-        return {};
-    }
-    /// Exit status, or -1 on a timeout.
-    int wait(std::chrono::milliseconds timeout) {
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        while (!reaped_ && std::chrono::steady_clock::now() < deadline) {
-            if (::waitpid(pid_, &status_, WNOHANG) == pid_)
-                reaped_ = true;
-            else
-                std::this_thread::sleep_for(20ms);
-        }
-        if (!reaped_) return -1;
-        return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
-    }
-
-  private:
-    temp_dir dir_;
-    fs::path out_, err_;
-    pid_t pid_ = -1;
-    int status_ = 0;
-    bool reaped_ = false;
-};
-
 /// tests/mcp/http_server.mjs with `flags`; its URL once it listens.
 struct http_server {
     explicit http_server(std::vector<std::string> flags)
@@ -113,13 +41,15 @@ struct http_server {
               argv.insert(argv.end(), flags.begin(), flags.end());
               return argv;
           }()) {
-        const auto text = proc.wait_for("\n");
+        INFO("tests/mcp/http_server.mjs: " << proc.err());
+        REQUIRE(proc.wait_for("\n", 30s));
+        const auto text = proc.out();
         const auto at = text.find("listening ");
         REQUIRE(at != std::string::npos);
         url = text.substr(at + 10, text.find('\n', at) - at - 10);
         origin = url.substr(0, url.rfind('/'));
     }
-    background proc;
+    background_process proc;
     std::string url, origin;
 };
 
@@ -239,8 +169,10 @@ TEST_CASE("remote: meith login, calls, a refresh, a 401 mid-session, a revoked g
           std::string::npos);
 
     // meith login: the URL on stdout, the browser step scripted, the grant stored 0600.
-    background login({MEITH_CLI, "login", "auth"}, {{"MEITH_HOME", d.home().string()}});
-    const auto printed = login.wait_for("/authorize?");
+    background_process login({MEITH_CLI, "login", "auth"}, {{"MEITH_HOME", d.home().string()}});
+    INFO("meith login: " << login.out() << login.err());
+    REQUIRE(login.wait_for("/authorize?", 30s));
+    const auto printed = login.out();
     const auto at = printed.find("\n\n  ") + 4; // the URL's own indented line
     const auto auth_url = printed.substr(at, printed.find('\n', at) - at);
     CHECK(auth_url.find("code_challenge_method=S256") != std::string::npos);

@@ -54,7 +54,8 @@ page8=$(man -w 8 meithd) || fail "man -w 8 meithd found no page"
 # (Captured first: `man | grep -q` under pipefail fails when grep stops reading early.)
 grep -q "service install" <<<"$(MANWIDTH=80 man 1 meith 2>/dev/null)" || fail "man meith does not render"
 for f in /usr/lib/systemd/user/meithd.service /usr/lib/systemd/user/meithd.socket \
-         /usr/libexec/meith/meith-sandbox-init /usr/share/meith/apparmor/meithd \
+         /usr/libexec/meith/meith-sandbox-init /usr/libexec/meith/meith-remote \
+         /usr/share/meith/apparmor/meithd \
          /usr/share/bash-completion/completions/meith /usr/share/meith/launchd/dev.meith.meithd.plist \
          /usr/share/doc/meith/README.md /usr/share/doc/meith/examples/meithd.toml; do
   [[ -f "$f" ]] || fail "$f is not installed"
@@ -78,6 +79,13 @@ name = "pid"
 kind = "exec"
 command = ["/bin/sh", "-c", "read -r request; echo \"{\\\"result\\\": $$}\""]
 tool = { name = "own_pid", description = "its own pid", capabilities = ["read-only"] }
+
+# A remote source (docs/protocol.md §18) whose url is loopback without allow_private_network:
+# the installed meith-remote is found, runs, and its egress check refuses the address.
+[[sources]]
+name = "remote"
+kind = "mcp"
+url = "https://127.0.0.1:9/mcp"
 TOML
 out=$(cd / && env -u XDG_RUNTIME_DIR MEITH_HOME="$work/home" XDG_CONFIG_HOME="$work/cfg" \
       /usr/bin/meith tools 2>"$work/meith.err") || { cat "$work/meith.err" >&2; fail "meith tools on a cold home failed"; }
@@ -89,6 +97,13 @@ if unshare -U -m -p -f true 2>/dev/null; then
   [[ "$own_pid" == 2 ]] || fail "the tool did not run under the installed sandbox init: pid $own_pid"
 fi
 grep -q "meith-sandbox-init not found" "$work/home/meithd.log" && fail "meithd did not find the installed meith-sandbox-init"
+for _ in $(seq 200); do
+  remote=$(cd / && env -u XDG_RUNTIME_DIR MEITH_HOME="$work/home" /usr/bin/meith sources remote --json 2>&1 || true)
+  grep -q "loopback address" <<<"$remote" && break
+  sleep 0.05
+done
+grep -q "127.0.0.1 is a loopback address" <<<"$remote" ||
+  fail "the installed meith-remote did not refuse a loopback url: $remote"
 daemon_pid=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$work/home/config.json")
 kill "$daemon_pid"
 for _ in $(seq 100); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.05; done

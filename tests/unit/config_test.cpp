@@ -955,6 +955,13 @@ TEST_CASE("remote MCP source keys are checked with their location", "[config][re
                        Catch::Contains("only for remote MCP sources") && Catch::Contains("`url`"));
         }
     }
+    SECTION("env on a remote source is refused: there is no process to give it to") {
+        const auto e =
+            parse_err(head + "url = \"https://mcp.example.com/mcp\"\nenv = { TOKEN = \"x\" }\n");
+        CHECK(e.where == "test.toml:5:7");
+        CHECK_THAT(e.message, Catch::Contains("'env'") && Catch::Contains("headers") &&
+                                  Catch::Contains("${secret:NAME}"));
+    }
     SECTION("command together with url is refused") {
         const auto e =
             parse_err(head + "url = \"https://mcp.example.com/mcp\"\ncommand = [\"npx\", \"x\"]\n");

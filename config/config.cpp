@@ -438,10 +438,31 @@ void parse_hooks(checker& c, const scope& root, std::vector<hook_config>& out) {
     }
 }
 
+/// [sandbox] protected_paths: relative names without `..`, each checked.
+std::optional<std::vector<std::string>> parse_protected(checker& c, const scope& s) {
+    c.check_keys(s, {"protected_paths"});
+    auto names = c.read_string_array(s, "protected_paths", false, true);
+    if (!names) return std::nullopt;
+    for (const auto& n : *names) {
+        const fs::path p(n);
+        const bool dotdot =
+            std::any_of(p.begin(), p.end(), [](const fs::path& part) { return part == ".."; });
+        if (p.is_absolute() || dotdot || n.front() == '~') {
+            c.fail(s.table.get("protected_paths")->source(),
+                   fmt::format("'{}' in [sandbox] protected_paths must be relative to a writable "
+                               "root, without '..' (e.g. \".git/hooks\")",
+                               n));
+            return std::nullopt;
+        }
+    }
+    return names;
+}
+
 config parse_document(checker& c, const toml::table& root) {
     config cfg;
     const scope s{root, ""};
-    c.check_keys(s, {"socket", "limits", "tools", "audit", "permissions", "sources", "hooks"});
+    c.check_keys(
+        s, {"socket", "limits", "tools", "audit", "permissions", "sandbox", "sources", "hooks"});
     if (const auto* t = c.read_table(s, "socket")) parse_socket(c, scope{*t, "[socket]"}, cfg);
     if (const auto* t = c.read_table(s, "limits"))
         parse_limits(c, scope{*t, "[limits]"}, cfg.limits);
@@ -451,6 +472,14 @@ config parse_document(checker& c, const toml::table& root) {
         parse_permissions(c, scope{*t, "[permissions]"}, cfg.permissions);
     parse_sources(c, s, cfg.sources);
     parse_hooks(c, s, cfg.hooks);
+    if (const auto* t = c.read_table(s, "sandbox")) {
+        if (auto names = parse_protected(c, scope{*t, "[sandbox]"})) {
+            for (auto& src : cfg.sources)
+                src.sandbox_paths.protect = *names;
+            for (auto& hook : cfg.hooks)
+                hook.sandbox_paths.protect = *names;
+        }
+    }
     // §5: the outbound queue must hold at least one full result.
     cfg.limits.max_outbound_bytes =
         std::max(cfg.limits.max_outbound_bytes, cfg.limits.max_result_bytes);

@@ -132,10 +132,25 @@ enum class sandbox_mode { enforce, require, off };
 
 /// `sandbox_paths`: what a confined child may do beyond its capabilities' defaults. Paths are
 /// absolute ("~" expanded, relative ones resolved against the config file's folder).
+/// What stays read-only inside every writable root unless `sandbox_paths.write` names it
+/// (docs/protocol.md §15, "Protected paths"): repository hooks and config, shell start-up
+/// files, agents' and editors' config. Relative to each writable root.
+inline const std::vector<std::string>& default_protected_paths() {
+    static const std::vector<std::string> list = {
+        ".git/hooks",    ".git/config", ".gitmodules",  ".mcp.json",   ".vscode",
+        ".idea",         ".claude",     ".codex",       ".cursor",     ".bashrc",
+        ".bash_profile", ".bash_login", ".bash_logout", ".profile",    ".zshrc",
+        ".zshenv",       ".zprofile",   ".zlogin",      ".config/fish"};
+    return list;
+}
+
 struct sandbox_paths_config {
     std::vector<std::filesystem::path> read; ///< accepted; reading is allowed everywhere
     std::vector<std::filesystem::path> write;
     std::vector<std::filesystem::path> exec;
+    /// `[sandbox] protected_paths`, copied into every source and hook: names relative to
+    /// each writable root that stay read-only there.
+    std::vector<std::string> protect = default_protected_paths();
 
     bool operator==(const sandbox_paths_config&) const = default;
 };

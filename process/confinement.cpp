@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <set>
+
 namespace meith::registry {
 
 namespace fs = std::filesystem;
@@ -389,6 +391,58 @@ std::vector<fs::path> hidden_paths(const config::sandbox_paths_config& paths) {
     return hidden;
 }
 
+fs::path canonical_or_normal(const fs::path& p) {
+    std::error_code ec;
+    fs::path c = fs::weakly_canonical(p, ec);
+    return ec ? p.lexically_normal() : c;
+}
+
+/// The folders strictly between `root` and `path` (`path` inside `root`), innermost first.
+std::vector<fs::path> folders_between(const fs::path& root, const fs::path& path) {
+    std::vector<fs::path> out;
+    for (fs::path p = path.parent_path(); p != root && within(p, root) && p != p.root_path();
+         p = p.parent_path())
+        out.push_back(p);
+    return out;
+}
+
+/// The protected paths (`paths.protect`, existing, not symlinks) inside the writable `roots`
+/// that no `paths.write` entry lifts (one naming the path or a folder between it and its
+/// root), and the folders to pin so that neither they nor meithd's home (when a root holds it)
+/// can be renamed away and replaced (docs/protocol.md §15).
+void protect_in_roots(sandbox::request& r, const std::vector<fs::path>& roots,
+                      const config::sandbox_paths_config& paths) {
+    std::vector<fs::path> lifts;
+    for (const auto& w : paths.write)
+        lifts.push_back(canonical_or_normal(w));
+    std::set<fs::path> read_only, pinned;
+    const fs::path home = home_dir().empty() ? fs::path() : canonical_or_normal(home_dir());
+    for (const auto& raw : roots) {
+        const fs::path root = canonical_or_normal(raw);
+        for (const auto& name : paths.protect) {
+            const fs::path p = (root / name).lexically_normal();
+            struct stat st {};
+            if (::lstat(p.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
+            const bool lifted = std::any_of(lifts.begin(), lifts.end(), [&](const fs::path& w) {
+                return w != root && within(w, root) && within(p, w);
+            });
+            if (lifted) continue;
+            read_only.insert(p);
+            for (auto& f : folders_between(root, p))
+                pinned.insert(f);
+        }
+        if (!home.empty() && home != root && within(home, root))
+            for (auto& f : folders_between(root, home))
+                pinned.insert(f);
+    }
+    r.read_only.assign(read_only.begin(), read_only.end());
+    r.pinned.assign(pinned.begin(), pinned.end());
+    // Outer folders first: a pin inside another is mounted on the outer one's clone.
+    std::sort(r.pinned.begin(), r.pinned.end(), [](const fs::path& a, const fs::path& b) {
+        return std::distance(a.begin(), a.end()) < std::distance(b.begin(), b.end());
+    });
+}
+
 /// Warns at start that writes are withheld from a folder that holds meithd's home.
 void warn_withheld(const std::string& name, const std::vector<std::string>& withheld) {
     if (withheld.empty()) return;
@@ -412,6 +466,14 @@ void append_plan_status(std::string& m, const sandbox::plan& plan,
     append_json_string(m, plan.ns);
     m += R"(,"home":)";
     append_json_string(m, plan.home);
+    if (!plan.read_only.empty()) {
+        m += R"(,"protected":[)";
+        for (std::size_t i = 0; i < plan.read_only.size(); ++i) {
+            if (i) m += ',';
+            append_json_string(m, plan.read_only[i]);
+        }
+        m += ']';
+    }
     if (!withheld.empty()) {
         m += R"(,"writeWithheld":[)";
         for (std::size_t i = 0; i < withheld.size(); ++i) {
@@ -478,11 +540,14 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
         return c;
     }
     r.program = *program;
-    // Writable folders, but never one that holds meithd's home (its config, audit log and
-    // secrets): such a rule is left out and the status says so.
+    // Writable folders. One that holds meithd's home (its config, audit log and secrets) is
+    // writable only where a mount namespace hides the home inside it (and pins the folders
+    // down to it); without one, or for the home itself, the rule is left out and the status
+    // says so.
     std::vector<std::string> withheld;
+    const fs::path home = home_dir().empty() ? fs::path() : canonical_or_normal(home_dir());
     const auto writable = [&](const fs::path& p) -> std::optional<fs::path> {
-        if (!holds_home(p)) return p;
+        if (!holds_home(p) || (kernel.namespaces && canonical_or_normal(p) != home)) return p;
         withheld.push_back(p.string());
         return std::nullopt;
     };
@@ -512,6 +577,13 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     for (const auto& p : paths.write)
         if (auto w = writable(p)) r.extra.write.push_back(*w);
     r.extra.exec = paths.exec;
+    if (kernel.namespaces) {
+        std::vector<fs::path> roots;
+        if (!r.cwd.empty()) roots.push_back(r.cwd);
+        if (r.root) roots.push_back(*r.root);
+        roots.insert(roots.end(), r.extra.write.begin(), r.extra.write.end());
+        protect_in_roots(r, roots, paths);
+    }
     try {
         c.plan = sandbox::prepare(r, kernel);
     } catch (const std::exception& e) {

@@ -464,6 +464,16 @@ bool plan_namespaces(plan& p, const request& r, const kernel_support& k, const f
             add_writable(path);
     }
     if (p.writable.size() > max_writable) throw std::runtime_error("too many writable paths");
+    if (writes) {
+        for (const auto& path : r.pinned)
+            if (fs::is_directory(path, ec)) p.pinned.push_back(path.string());
+        for (const auto& path : r.read_only)
+            if (fs::exists(fs::symlink_status(path, ec)) &&
+                !fs::is_symlink(fs::symlink_status(path, ec)))
+                p.read_only.push_back(path.string());
+    }
+    if (p.pinned.size() > max_writable || p.read_only.size() > max_writable)
+        throw std::runtime_error("too many protected paths");
     // A path inside a hidden folder is hidden with it (and could not be mounted over:
     // it is not in the empty tmpfs).
     std::vector<fs::path> dirs;
@@ -542,6 +552,30 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
     return p;
 }
 
+namespace {
+/// Mounts a clone of `path` (a file or a folder with what is mounted beneath it) over itself,
+/// read-only when asked. Raw system calls only. 0, or the errno; a path gone since the plan was
+/// made is no failure.
+int remount_over_itself(const char* path, bool read_only) noexcept {
+    const long fd = ::syscall(SYS_open_tree, AT_FDCWD, path,
+                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (fd < 0) return errno == ENOENT ? 0 : errno;
+    int code = 0;
+    if (read_only) {
+        mount_attr ro{};
+        ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
+        if (::syscall(SYS_mount_setattr, static_cast<int>(fd), "", AT_EMPTY_PATH | AT_RECURSIVE,
+                      &ro, sizeof ro) != 0)
+            code = errno;
+    }
+    if (code == 0 && ::syscall(SYS_move_mount, static_cast<int>(fd), "", AT_FDCWD, path,
+                               MOVE_MOUNT_F_EMPTY_PATH) != 0)
+        code = errno;
+    ::syscall(SYS_close, static_cast<int>(fd));
+    return code;
+}
+} // namespace
+
 int enter(const plan& p) noexcept {
     // Raw system calls only: this runs in a child sharing the daemon's address space.
     if (p.clone_flags == 0) return 0;
@@ -575,6 +609,13 @@ int enter(const plan& p) noexcept {
         ::syscall(SYS_close, clones[i]);
     }
     if (code != 0) return code;
+    // Inside them: pinned folders (a mount point cannot be renamed or removed), then the
+    // protected paths, each a clone of itself made read-only (mount_setattr adds the flag and
+    // keeps the ones a user namespace may not drop).
+    for (const auto& path : p.pinned)
+        if (int e = remount_over_itself(path.c_str(), false)) return e;
+    for (const auto& path : p.read_only)
+        if (int e = remount_over_itself(path.c_str(), true)) return e;
     // Hidden after the writable roots are back, so a hidden path inside one stays hidden.
     // A path gone since the plan was made has nothing left to hide (ENOENT is no failure).
     for (const auto& d : p.hidden_dirs)

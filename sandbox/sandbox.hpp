@@ -86,6 +86,12 @@ struct request {
     std::optional<std::filesystem::path> root; ///< config.root: writable likewise
     std::filesystem::path tmp_dir;             ///< always writable (the child's TMPDIR)
     extra_paths extra;
+    /// Inside the writable roots (namespaces only): existing files and folders mounted
+    /// read-only over themselves (protected paths: `.git/hooks`, `.mcp.json`, ...), and folders
+    /// mounted over themselves as they are, so that they cannot be renamed away (EBUSY) with
+    /// what they hold: the folders between a writable root and a protected path or meithd's
+    /// home (docs/protocol.md §15).
+    std::vector<std::filesystem::path> read_only, pinned;
 };
 
 /// A prepared confinement; shareable between many spawns (one-shot tools).
@@ -103,6 +109,9 @@ struct plan {
     std::string uid_map, gid_map;
     /// In the mount namespace: mounted read-write again over the read-only tree.
     std::vector<std::string> writable;
+    /// Pinned folders and read-only paths inside the writable roots (request::pinned,
+    /// request::read_only), mounted after the writable roots and before the hidden paths.
+    std::vector<std::string> pinned, read_only;
     /// Hidden folders (an empty read-only tmpfs each) and files (empty_file bound over each).
     std::vector<std::string> hidden_dirs, hidden_files;
     std::string empty_file;

@@ -5,6 +5,7 @@
 //   {"action":"connect","port":N}      TCP connect to 127.0.0.1:N
 //   {"action":"spawn"}                 runs /bin/sh -c true
 //   {"action":"tmpdir"}                writes a file in $TMPDIR
+//   {"action":"rename","path":P,"to":Q} renames P to Q (and back when it worked)
 // Answers {"result":{"done":true|false,"code":"EACCES"|...}}; with "fail":true a refusal is
 // thrown as a tool would (its message on stderr, exit status 1) instead.
 import fs from 'node:fs';
@@ -25,6 +26,11 @@ try {
     switch (args.action) {
     case 'write':
         fs.writeFileSync(args.path, 'written by sandbox_probe\n');
+        answer({ done: true });
+        break;
+    case 'rename':
+        fs.renameSync(args.path, args.to);
+        fs.renameSync(args.to, args.path);
         answer({ done: true });
         break;
     case 'tmpdir': {

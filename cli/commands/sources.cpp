@@ -98,6 +98,17 @@ int describe_source(const options& opts, const json& sources, const std::string&
         }
     }
     fmt::print("  sandbox:     {}\n", wrap(sandbox_text(*src), width - 15, "               "));
+    if (const json* sb = get_field(*src, "sandbox"); sb != nullptr && sb->is_object()) {
+        // Read-only inside its writable roots (docs/protocol.md §15, protected paths).
+        if (const json* p = get_field(*sb, "protected"); p != nullptr && p->is_array()) {
+            std::string list;
+            for (const json& each : *p)
+                if (each.is_string())
+                    list += (list.empty() ? "" : ", ") + sanitize(each.get<std::string>(), false);
+            if (!list.empty())
+                fmt::print("  read-only:   {}\n", wrap(list, width - 15, "               "));
+        }
+    }
     if (auto err = get_string(*src, "lastError"))
         fmt::print("  last error:  {}\n",
                    wrap(sanitize(*err, false), width - 15, "               "));

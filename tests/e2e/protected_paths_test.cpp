@@ -84,6 +84,8 @@ TEST_CASE("protected paths: .git/hooks, .git/config, .mcp.json and .vscode stay 
     const auto protected_list = st["protected"].dump();
     CHECK(protected_list.find(".git/hooks") != std::string::npos);
     CHECK(protected_list.find(".mcp.json") != std::string::npos);
+    const auto shown = run_cli({"sources", "w"}, d.home());
+    CHECK(shown.out.find("read-only:   " + (w / ".git/config").string()) != std::string::npos);
 
     // Named in sandbox_paths.write: .git/hooks is writable for that source; the rest stays.
     CHECK(write("lift", w / ".git/hooks/pre-commit") == "ok");

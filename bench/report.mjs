@@ -67,6 +67,8 @@ const ORDER = [
     ['e', 'meithd+host-audit-off'],
     ['k', 'oneshot-sandbox'],
     ['k', 'oneshot-nosandbox'],
+    ['k', 'oneshot-network'],
+    ['k', 'oneshot-egress-proxy'],
 ];
 // (e): each audit-off row and the audit-on row of the load it repeats.
 const AUDIT_PAIRS = [
@@ -90,6 +92,8 @@ const SERVER_NAMES = {
     'meithd+host-audit-off': 'meithd + test host (audit off), as (d)',
     'oneshot-sandbox': 'meithd + one-shot exec tool, sandboxed',
     'oneshot-nosandbox': 'meithd + one-shot exec tool, sandbox off',
+    'oneshot-network': 'meithd + one-shot exec tool with accesses-network, sandboxed',
+    'oneshot-egress-proxy': 'the same with a `network` table: a network namespace and the egress proxy per run',
 };
 
 function aggregate(s, srv) {

@@ -1,5 +1,7 @@
 #include "config/config.hpp"
 
+#include "egress/rules.hpp"
+
 #include <limits>
 
 #include "config/paths.hpp"
@@ -185,6 +187,28 @@ void parse_process(checker& c, const scope& s, std::vector<std::string>& command
     assign(env, c.read_env(s, "env"));
 }
 
+/// `network = { allow = [...], deny = [...], allow_private = bool }`: each rule checked as the
+/// proxy reads it (egress/rules.hpp).
+network_config parse_network(checker& c, const scope& s) {
+    network_config n;
+    c.check_keys(s, {"allow", "deny", "allow_private"});
+    for (auto [key, list] : {std::pair{"allow"sv, &n.allow}, std::pair{"deny"sv, &n.deny}}) {
+        auto rules = c.read_string_array(s, key, false, true);
+        if (!rules) continue;
+        for (const auto& r : *rules) {
+            std::string why;
+            if (!egress::parse_rule(r, why)) {
+                c.fail(s.table.get(key)->source(),
+                       fmt::format("\"{}\" in {}.{}: {}", r, s.name, key, why));
+                continue;
+            }
+            list->push_back(r);
+        }
+    }
+    assign(n.allow_private, c.read_bool(s, "allow_private"));
+    return n;
+}
+
 /// A remote MCP source's keys (docs/configuration.md, "Remote MCP servers"): `url` and the
 /// keys that only make sense with it.
 void parse_remote(checker& c, const scope& s, const toml::table& t, source_config& src) {
@@ -312,6 +336,7 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
                          "allow_private_network",
                          "ca_file",
                          "oauth",
+                         "network",
                          "sandbox",
                          "sandbox_paths"});
         parse_sandbox(c, s, src.sandbox, src.sandbox_paths);
@@ -354,6 +379,16 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
             assign(src.resource_capabilities, c.read_capabilities(s, "resource_capabilities"));
         if (mcp_only("forward_roots")) assign(src.forward_roots, c.read_bool(s, "forward_roots"));
         if (mcp_only("url")) parse_remote(c, s, *t, src);
+        if (const auto* net = c.read_table(s, "network")) {
+            if (t->get("url") != nullptr)
+                c.fail(t->get("network")->source(),
+                       fmt::format("'network' in {} is for sources meithd runs; a remote MCP "
+                                   "server's requests are checked by `allow_private_network`",
+                                   s.name));
+            else
+                src.sandbox_paths.network =
+                    parse_network(c, scope{*net, fmt::format("the network table of {}", s.name)});
+        }
 
         if (const auto* caps = c.read_table(s, "capabilities")) {
             for (auto&& [k, v] : *caps) {

@@ -144,6 +144,15 @@ inline const std::vector<std::string>& default_protected_paths() {
     return list;
 }
 
+/// A source's `network = { allow, deny, allow_private }` (docs/protocol.md §19): its egress
+/// goes through meithd's proxy, to what the rules name (egress/rules.hpp gives their form).
+struct network_config {
+    std::vector<std::string> allow, deny;
+    bool allow_private = false;
+
+    bool operator==(const network_config&) const = default;
+};
+
 struct sandbox_paths_config {
     std::vector<std::filesystem::path> read; ///< accepted; reading is allowed everywhere
     std::vector<std::filesystem::path> write;
@@ -151,6 +160,8 @@ struct sandbox_paths_config {
     /// `[sandbox] protected_paths`, copied into every source and hook: names relative to
     /// each writable root that stay read-only there.
     std::vector<std::string> protect = default_protected_paths();
+    /// The source's `network` table, when it has one (sources only; not a remote source).
+    std::optional<network_config> network;
 
     bool operator==(const sandbox_paths_config&) const = default;
 };

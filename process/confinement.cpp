@@ -184,6 +184,18 @@ const fs::path& confinement_home() {
 }
 
 void apply_env(const confinement& c, std::vector<std::string>& env) {
+    if (c.plan && c.plan->egress_port != 0) {
+        // Behind the egress proxy: its address, whatever proxy meithd's environment named.
+        std::erase_if(env, [](const std::string& e) {
+            std::string name = e.substr(0, e.find('='));
+            for (auto& ch : name)
+                ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+            return name == "HTTP_PROXY" || name == "HTTPS_PROXY" || name == "ALL_PROXY" ||
+                   name == "NO_PROXY";
+        });
+        for (auto& e : egress::proxy_environment(c.plan->egress_port))
+            env.push_back(std::move(e));
+    }
     if (c.tmpdir_env.empty()) return;
     std::erase_if(env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
     env.push_back(c.tmpdir_env);
@@ -238,10 +250,12 @@ process_spec confined_spec(std::string label, const std::vector<std::string>& ar
                            const std::filesystem::path& cwd,
                            const std::vector<std::string>& env_allow,
                            const std::map<std::string, std::string>& env, const confinement* conf) {
-    process_spec spec{std::move(label), argv, cwd, child_environment(env_allow, env), nullptr};
+    process_spec spec{std::move(label), argv, cwd, child_environment(env_allow, env), nullptr,
+                      nullptr};
     if (conf) {
         spec.sandbox = conf->plan;
         apply_env(*conf, spec.env);
+        if (conf->plan && conf->plan->egress_port != 0) spec.egress = conf->egress;
     }
     return spec;
 }
@@ -506,12 +520,23 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
              R"("unconfined":)";
         append_json_string(m, why);
     };
+    const bool egress_proxy =
+        paths.network.has_value() && (capabilities & bit(capability::accesses_network)) != 0;
+    // A `network` table is a promise about where the process can connect: never kept by
+    // running it unconfined (docs/protocol.md §19).
+    const auto refuse_unconfined_network = [&](std::string_view why) {
+        if (egress_proxy)
+            c.refusal = "cannot start: it has a `network` table, which needs the sandbox, and " +
+                        std::string(why);
+    };
     if (mode == config::sandbox_mode::off) {
         unconfined("sandbox = \"off\"");
+        refuse_unconfined_network("it has sandbox = \"off\"");
         return c;
     }
     if ((capabilities & bit(capability::unknown)) != 0) {
         unconfined("a tool has unknown capabilities");
+        refuse_unconfined_network("a tool of it has unknown capabilities");
         spdlog::warn("'{}' runs unconfined: a tool of it has unknown capabilities; declare them "
                      "(a `capabilities` table, or for an MCP server `trust_annotations = true`) "
                      "to run it in a sandbox (docs/protocol.md §15)",
@@ -584,11 +609,25 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
         roots.insert(roots.end(), r.extra.write.begin(), r.extra.write.end());
         protect_in_roots(r, roots, paths);
     }
+    r.egress_proxy = egress_proxy;
+    r.egress_port = egress::proxy_port;
+    if (egress_proxy) {
+        c.egress = std::make_shared<egress::proxy_options>();
+        for (const auto& text : paths.network->allow) {
+            std::string why;
+            if (auto rule = egress::parse_rule(text, why)) c.egress->rules.allow.push_back(*rule);
+        }
+        for (const auto& text : paths.network->deny) {
+            std::string why;
+            if (auto rule = egress::parse_rule(text, why)) c.egress->rules.deny.push_back(*rule);
+        }
+        c.egress->rules.allow_private = paths.network->allow_private;
+    }
     try {
         c.plan = sandbox::prepare(r, kernel);
     } catch (const std::exception& e) {
         unconfined(e.what());
-        if (mode == config::sandbox_mode::require) c.refusal = e.what();
+        if (mode == config::sandbox_mode::require || egress_proxy) c.refusal = e.what();
         return c;
     }
     if ((capabilities & (bit(capability::writes_files) | bit(capability::destructive))) != 0)

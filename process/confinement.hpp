@@ -9,6 +9,7 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "egress/proxy.hpp"
 #include "permissions/policy.hpp"
 #include "process/supervisor.hpp"
 #include "sandbox/sandbox.hpp"
@@ -36,6 +37,10 @@ struct confinement {
     /// sandbox_paths.write entry): a tool that writes there meets EACCES.
     std::vector<std::string> withheld;
     std::filesystem::path cwd; ///< the program's cwd, for sandbox_hint
+    /// The source's `network` rules when its process runs behind meithd's egress proxy
+    /// (docs/protocol.md §19); null otherwise. The source sets the callbacks; confined_spec
+    /// gives it to every start.
+    std::shared_ptr<egress::proxy_options> egress;
 };
 
 /// When `error_text` (a failed call's message and details) reads like a refusal — EACCES,

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+
 #include <fcntl.h>
 #include <filesystem>
 #include <sched.h>
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <system_error>
@@ -190,6 +192,7 @@ struct confined_child {
     const sandbox::plan* plan;
     int in, out, err, report;
     int status; ///< the init program's --status-fd, -1 when none
+    int egress; ///< where the egress listener goes (a socketpair end), -1 when none
 };
 
 /// The kernel's struct sigaction for rt_sigaction(2) (not glibc's): SIG_DFL, no flags.
@@ -224,6 +227,8 @@ int confined_child_main(void* arg) {
         code = errno;
     // The namespaces' mounts first: the working folder may be a writable root mounted again.
     if (code == 0) code = sandbox::enter(*a.plan);
+    // In its own network namespace: the listener meithd's egress proxy serves (§19).
+    if (code == 0 && a.egress >= 0) code = sandbox::open_egress_listener(*a.plan, a.egress);
     // No cwd given: "/", not meithd's own folder (which may be the home, beneath its mask).
     if (code == 0 && ::syscall(SYS_chdir, a.cwd != nullptr ? a.cwd : "/") != 0) code = errno;
     if (code == 0) code = sandbox::apply(*a.plan);
@@ -252,8 +257,8 @@ int confined_child_main(void* arg) {
 /// sandbox's init program when the plan has one, which writes the program's own wait status
 /// to `status_read`'s pipe. Returns the pid; throws std::system_error naming the command when
 /// it cannot start (its errno comes back through a close-on-exec pipe).
-pid_t spawn_confined(const child_process::options& opts, int in, int out, int err,
-                     int& status_read) {
+pid_t spawn_confined(const child_process::options& opts, int in, int out, int err, int& status_read,
+                     int& egress_listener) {
     const auto program =
         sandbox::resolve_program(opts.argv[0], sandbox::program_search_path(), opts.cwd);
     const auto fail = [&](int code) { return start_error(opts, code); };
@@ -285,6 +290,18 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
         close_status();
         throw fail(e);
     }
+    int egress[2] = {-1, -1};
+    if (plan.egress_port != 0 && ::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, egress) != 0) {
+        const int e = errno;
+        ::close(report[0]);
+        ::close(report[1]);
+        close_status();
+        throw fail(e);
+    }
+    const auto close_egress = [&] {
+        for (int& fd : egress)
+            if (fd >= 0) ::close(std::exchange(fd, -1));
+    };
     confined_child args{program_path.c_str(),
                         argv.data(),
                         envp.data(),
@@ -294,7 +311,8 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
                         out,
                         err,
                         report[1],
-                        status[1]};
+                        status[1],
+                        egress[1]};
     constexpr std::size_t stack_size = 64 * 1024;
     void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -317,9 +335,11 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
     ::munmap(stack, stack_size);
     ::close(report[1]);
     if (status[1] >= 0) ::close(std::exchange(status[1], -1));
+    if (egress[1] >= 0) ::close(std::exchange(egress[1], -1));
     if (pid < 0) {
         ::close(report[0]);
         close_status();
+        close_egress();
         throw fail(clone_errno);
     }
     int code = 0;
@@ -331,9 +351,27 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
     if (n == static_cast<ssize_t>(sizeof code)) {
         ::waitpid(pid, nullptr, 0);
         close_status();
+        close_egress();
         throw fail(code);
     }
     status_read = std::exchange(status[0], -1);
+    if (egress[0] >= 0) {
+        // Sent before the exec, which the vfork-style clone waited for: already here.
+        char byte = 0;
+        iovec iov{&byte, 1};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        if (::recvmsg(egress[0], &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) == 1) {
+            if (cmsghdr* c = CMSG_FIRSTHDR(&msg);
+                c != nullptr && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+                std::memcpy(&egress_listener, CMSG_DATA(c), sizeof(int));
+        }
+        close_egress();
+    }
     return pid;
 }
 
@@ -353,7 +391,14 @@ child_process::child_process(asio::any_io_executor ex, const options& opts)
         stderr_.assign(err.release_read());
     };
     if (opts.sandbox) {
-        pid_ = spawn_confined(opts, in.read, out.write, err.write, status_fd_);
+        int listener = -1;
+        pid_ = spawn_confined(opts, in.read, out.write, err.write, status_fd_, listener);
+        if (listener >= 0) {
+            if (opts.egress)
+                egress_ = egress::proxy::start(ex, listener, *opts.egress);
+            else
+                ::close(listener);
+        }
         adopt_pipes();
         return;
     }

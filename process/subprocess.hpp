@@ -7,6 +7,7 @@
 // at once, not at the next failed write. All of it runs on the daemon's one I/O thread.
 #pragma once
 
+#include "egress/proxy.hpp"
 #include "sandbox/sandbox.hpp"
 
 #include <asio/any_io_executor.hpp>
@@ -65,6 +66,9 @@ class child_process {
         /// Confinement applied between fork and exec (sandbox/sandbox.hpp); null: none, and
         /// the child is started with posix_spawn.
         std::shared_ptr<const sandbox::plan> sandbox;
+        /// With a plan that has an egress port: the proxy that serves it (docs/protocol.md
+        /// §19), started for this child and stopped when it is reaped.
+        std::shared_ptr<const egress::proxy_options> egress;
     };
 
     /// Starts the child. Throws std::system_error naming the command when it cannot start
@@ -87,7 +91,10 @@ class child_process {
     /// Sends `sig` to the child's whole process group; no-op once the child is reaped.
     void signal_group(int sig);
     /// Marks the child reaped (the pid may be reused from now on; signals are no longer sent).
-    void mark_exited() { exited_ = true; }
+    void mark_exited() {
+        exited_ = true;
+        if (egress_) egress_->stop();
+    }
     bool exited() const { return exited_; }
     /// Closes our end of its stdin (the child sees EOF).
     void close_stdin();
@@ -102,6 +109,7 @@ class child_process {
   private:
     pid_t pid_ = -1;
     int status_fd_ = -1; ///< the sandbox init program's status pipe (read end), -1 when none
+    std::shared_ptr<egress::proxy> egress_; ///< serving the child's egress listener, if any
     bool exited_ = false;
     asio::posix::stream_descriptor stdin_;
     asio::posix::stream_descriptor stdout_;

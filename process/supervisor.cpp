@@ -93,7 +93,7 @@ void supervised_process::start() {
 
 void supervised_process::spawn() {
     ready_ = false;
-    child_process::options opts{spec_.argv, spec_.cwd, spec_.env, spec_.sandbox};
+    child_process::options opts{spec_.argv, spec_.cwd, spec_.env, spec_.sandbox, spec_.egress};
     try {
         inst_ = std::make_shared<instance>(ex_, opts, policy_.max_line_bytes);
     } catch (const std::exception& e) {
@@ -164,9 +164,11 @@ void supervised_process::fail_permanently(std::string why) {
 }
 
 void supervised_process::respawn_confined(std::shared_ptr<const sandbox::plan> plan,
-                                          std::vector<std::string> env) {
+                                          std::vector<std::string> env,
+                                          std::shared_ptr<const egress::proxy_options> egress) {
     spec_.sandbox = std::move(plan);
     spec_.env = std::move(env);
+    spec_.egress = spec_.sandbox && spec_.sandbox->egress_port != 0 ? std::move(egress) : nullptr;
     if (state_ == process_state::stopped || state_ == process_state::failed) return;
     if (!inst_) {
         // Between a crash and its restart: the pending restart starts it in the new sandbox.
@@ -425,7 +427,7 @@ std::shared_ptr<oneshot_run> oneshot_run::start(asio::any_io_executor ex, child_
     run->max_stdout_ = max_stdout;
     try {
         run->child_ = std::make_unique<child_process>(
-            ex, child_process::options{spec.argv, spec.cwd, spec.env, spec.sandbox});
+            ex, child_process::options{spec.argv, spec.cwd, spec.env, spec.sandbox, spec.egress});
     } catch (const std::exception& e) {
         run->outcome_.spawn_error = e.what();
         run->exited_ = run->out_eof_ = run->err_eof_ = true;

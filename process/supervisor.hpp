@@ -14,6 +14,7 @@
 #pragma once
 
 #include "audit/redactor.hpp"
+#include "egress/proxy.hpp"
 #include "process/process_state.hpp"
 #include "process/subprocess.hpp"
 #include "protocol/framing.hpp"
@@ -69,6 +70,8 @@ struct process_spec {
     std::vector<std::string> env; ///< "NAME=value" items: the child's whole environment
     /// The kernel confinement of each start (PROTOCOL.md §13); null: unconfined.
     std::shared_ptr<const sandbox::plan> sandbox;
+    /// The egress proxy each start's listener gets when the plan has one (§19).
+    std::shared_ptr<const egress::proxy_options> egress;
 };
 
 class supervised_process {
@@ -137,7 +140,8 @@ class supervised_process {
     /// Starts the child again at once under `plan` (a host moving to its tools' sandbox before
     /// they are registered): not a restart — no backoff, not counted, no exit audited, and
     /// `on_exit` is not called; `on_spawn` runs again.
-    void respawn_confined(std::shared_ptr<const sandbox::plan> plan, std::vector<std::string> env);
+    void respawn_confined(std::shared_ptr<const sandbox::plan> plan, std::vector<std::string> env,
+                          std::shared_ptr<const egress::proxy_options> egress = nullptr);
 
     static constexpr std::size_t max_pending_input = 16 * 1024 * 1024;
 

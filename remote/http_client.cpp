@@ -6,7 +6,7 @@
 // start and cancel made there are posted to the next turn of the loop.
 #include "remote/http_client.hpp"
 
-#include "remote/egress.hpp"
+#include "egress/address.hpp"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -199,7 +199,7 @@ struct http_client::impl {
         auto* t = static_cast<transfer*>(clientp);
         impl* self = t->owner;
         if (purpose == CURLSOCKTYPE_IPCXN && !self->policy.allow_private_network) {
-            const auto kind = special_address_kind(&a->addr);
+            const auto kind = egress::special_address_kind(&a->addr);
             if (!kind.empty()) {
                 t->refused = fmt::format("{} is a {} address", address_text(&a->addr), kind);
                 return CURL_SOCKET_BAD;

@@ -2,7 +2,7 @@
 // driven by an Asio io_context (curl's socket and timer callbacks become async waits; no thread
 // of its own). One client per io_context; I/O-thread only.
 //
-// Every connection passes the egress check (remote/egress.hpp) on the address it connects to,
+// Every connection passes the egress check (egress/address.hpp) on the address it connects to,
 // after DNS and on every redirect; schemes are https only (http too with
 // `allow_private_network`); TLS is verified against the system store; proxies from the
 // environment are not used (a local proxy would be a way around the check).

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include <arpa/inet.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -16,8 +17,11 @@
 #include <linux/mount.h> // not <sys/mount.h>: the two clash on glibc 2.36; raw calls only
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -541,9 +545,21 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
         complete = false;
     }
 
+    if (r.egress_proxy) {
+        // Fail closed: without a network namespace of its own the process would reach every
+        // address directly.
+        if (!k.namespaces)
+            throw std::runtime_error(
+                "a source with a `network` table runs in a network namespace of its own, and "
+                "this kernel gives no user namespaces (" +
+                k.namespaces_problem + "): it is not started");
+        p->clone_flags |= CLONE_NEWNET;
+        if (p->ns.find(",net") == std::string::npos) p->ns += ",net";
+        p->egress_port = r.egress_port;
+    }
     if (k.seccomp) {
         p->seccomp_bpf = tool_filter(network, writes, k.namespaces);
-        p->net = network ? "allowed" : "seccomp";
+        p->net = network ? (r.egress_proxy ? "proxy" : "allowed") : "seccomp";
     } else {
         p->net = network ? "allowed" : k.namespaces ? "netns" : "none";
         complete = false;
@@ -640,6 +656,49 @@ int enter(const plan& p) noexcept {
                                         p.tmp_options.c_str()) != 0)
         return errno;
     return 0;
+}
+
+int open_egress_listener(const plan& p, int channel) noexcept {
+    // Raw system calls only (see enter).
+    const long probe = ::syscall(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (probe < 0) return errno;
+    ifreq lo{};
+    lo.ifr_name[0] = 'l';
+    lo.ifr_name[1] = 'o';
+    int code = 0;
+    if (::syscall(SYS_ioctl, probe, SIOCGIFFLAGS, &lo) != 0) code = errno;
+    lo.ifr_flags = static_cast<short>(lo.ifr_flags | IFF_UP);
+    if (code == 0 && ::syscall(SYS_ioctl, probe, SIOCSIFFLAGS, &lo) != 0) code = errno;
+    ::syscall(SYS_close, probe);
+    if (code != 0) return code;
+    const long s = ::syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) return errno;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(p.egress_port); // pure byte swaps: safe here
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::syscall(SYS_bind, s, &addr, sizeof addr) != 0 || ::syscall(SYS_listen, s, 128) != 0) {
+        code = errno;
+        ::syscall(SYS_close, s);
+        return code;
+    }
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    const int fd = static_cast<int>(s);
+    __builtin_memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    if (::syscall(SYS_sendmsg, channel, &msg, MSG_NOSIGNAL) != 1) code = errno;
+    ::syscall(SYS_close, s);
+    return code;
 }
 
 int apply(const plan& p) noexcept {

@@ -92,6 +92,11 @@ struct request {
     /// what they hold: the folders between a writable root and a protected path or meithd's
     /// home (docs/protocol.md §15).
     std::vector<std::filesystem::path> read_only, pinned;
+    /// The source has a `network` table (docs/protocol.md §19): a network namespace with only
+    /// loopback, and a listening socket on 127.0.0.1:`egress_port` there that meithd's egress
+    /// proxy serves. Needs namespaces: prepare() throws without them (fail closed).
+    bool egress_proxy = false;
+    std::uint16_t egress_port = 3128;
 };
 
 /// A prepared confinement; shareable between many spawns (one-shot tools).
@@ -117,6 +122,9 @@ struct plan {
     std::string empty_file;
     /// The private tmpfs: where, and its mount options ("size=N,mode=0700").
     std::string tmp_dir, tmp_options;
+    /// Non-zero: the child opens 127.0.0.1:egress_port in its own network namespace and hands
+    /// the listening socket over (open_egress_listener).
+    std::uint16_t egress_port = 0;
     /// The init program to execute (with the program after it); empty: the program itself.
     std::string init;
     /// The init program lets the tool's first execve through and refuses the rest.
@@ -138,6 +146,11 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k = 
 /// the mount tree private and read-only, mounts the writable roots, the hidden paths, /proc
 /// and the tmpfs (`p.writable` ... `p.tmp_dir`). Async-signal-safe. Returns 0, or the errno of
 /// the step that failed. Nothing to do without namespaces.
+/// In the child after `enter`, for a plan with an egress port: brings loopback up in its
+/// network namespace, listens on 127.0.0.1:`p.egress_port` and sends that socket over the Unix
+/// socket `channel` (SCM_RIGHTS) to meithd. Async-signal-safe. 0, or the errno.
+int open_egress_listener(const plan& p, int channel) noexcept;
+
 int enter(const plan& p) noexcept;
 
 /// In the child, after `enter` and chdir: empties the capability bounding set (where it may),

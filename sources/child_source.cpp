@@ -1,5 +1,7 @@
 #include "sources/child_source.hpp"
 
+#include "sources/egress_events.hpp"
+
 #include "protocol/json_writer.hpp"
 
 #include <fmt/format.h>
@@ -71,6 +73,9 @@ void child_source::start(source_events events) {
         settle();
         return;
     }
+    // Its proxied connections are audited as the source's (a long-running child's
+    // connection belongs to no one call).
+    if (conf_.egress) bind_egress_events(*conf_.egress, shared_from_this(), events_);
     proc_.start();
 }
 
@@ -190,7 +195,8 @@ bool child_source::reconfine(const std::vector<tool_definition>& defs) {
     spdlog::info("{}: starting again in its tools' sandbox ({})", label_, conf_.status_members);
     auto env = proc_.spec().env;
     apply_env(conf_, env);
-    proc_.respawn_confined(conf_.plan, std::move(env));
+    if (conf_.egress) bind_egress_events(*conf_.egress, shared_from_this(), events_);
+    proc_.respawn_confined(conf_.plan, std::move(env), conf_.egress);
     return true;
 }
 

@@ -13,6 +13,7 @@
 #include "process/supervisor.hpp"
 #include "protocol/json_writer.hpp"
 #include "sources/child_source.hpp"
+#include "sources/egress_events.hpp"
 #include "sources/factory.hpp"
 #include "sources/mcp_wire.hpp"
 
@@ -166,8 +167,18 @@ class exec_oneshot_source final : public tool_source {
         const std::size_t cap = whole_.limits.max_result_bytes + 64 * 1024; // answer envelope
         auto self = std::static_pointer_cast<exec_oneshot_source>(shared_from_this());
         auto slot = std::make_shared<std::shared_ptr<oneshot_run>>();
+        // Behind the egress proxy, each run's connections are this call's (§19).
+        process_spec with_egress;
+        const process_spec* spec = &spec_;
+        if (conf_.egress && spec_.egress) {
+            with_egress = spec_;
+            auto opts = std::make_shared<egress::proxy_options>(*conf_.egress);
+            bind_egress_events(*opts, self, events_, c);
+            with_egress.egress = std::move(opts);
+            spec = &with_egress;
+        }
         auto run = oneshot_run::start(
-            ex_, reaper_, spec_, std::move(input), cap,
+            ex_, reaper_, *spec, std::move(input), cap,
             std::chrono::milliseconds(whole_.tools.kill_grace_ms),
             // The run holds its source: a source removed by a reload lives until it is reaped.
             [self, slot, weak = std::weak_ptr<call>(c)](oneshot_outcome out) {

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
 #include <array>
 #include <cerrno>
 #include <csignal>
@@ -10,6 +11,8 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <sstream>
 #include <stdexcept>
@@ -586,6 +589,28 @@ std::unique_ptr<background_process> background_cli(const std::vector<std::string
     argv.insert(argv.end(), args.begin(), args.end());
     return std::make_unique<background_process>(
         argv, std::vector<std::pair<std::string, std::string>>{{"MEITH_HOME", home.string()}});
+}
+
+/// Moves this test process (one per test case under ctest) into a network namespace of its
+/// own: lo up, and 203.0.113.5 (TEST-NET-3, an ordinary address to the egress check) on lo:1.
+/// Empty when done, else why not.
+std::string own_network_namespace() {
+    if (::unshare(CLONE_NEWNET) != 0)
+        return std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
+    const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ifreq up{};
+    std::strncpy(up.ifr_name, "lo", IFNAMSIZ - 1);
+    if (::ioctl(s, SIOCGIFFLAGS, &up) != 0) return "SIOCGIFFLAGS lo";
+    up.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (::ioctl(s, SIOCSIFFLAGS, &up) != 0) return "SIOCSIFFLAGS lo";
+    ifreq alias{};
+    std::strncpy(alias.ifr_name, "lo:1", IFNAMSIZ - 1);
+    auto* in = reinterpret_cast<sockaddr_in*>(&alias.ifr_addr);
+    in->sin_family = AF_INET;
+    ::inet_pton(AF_INET, "203.0.113.5", &in->sin_addr);
+    if (::ioctl(s, SIOCSIFADDR, &alias) != 0) return "SIOCSIFADDR lo:1";
+    ::close(s);
+    return {};
 }
 
 } // namespace meith::test

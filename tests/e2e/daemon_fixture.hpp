@@ -223,6 +223,11 @@ class background_process {
     int status_ = 0;
 };
 
+/// Moves this test process (one per test case under ctest) into a network namespace of its
+/// own: lo up, and 203.0.113.5 (TEST-NET-3, an ordinary address to the egress checks) on lo:1.
+/// Empty when done, else why not (it needs root).
+std::string own_network_namespace();
+
 /// `meith ARGS` in the background on daemon home `home`.
 std::unique_ptr<background_process> background_cli(const std::vector<std::string>& args,
                                                    const fs::path& home);

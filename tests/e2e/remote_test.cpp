@@ -238,32 +238,6 @@ TEST_CASE("remote: meith login, calls, a refresh, a 401 mid-session, a revoked g
     }
 }
 
-namespace {
-
-/// Moves this test process (one per test case under ctest) into a network namespace of its
-/// own: lo up, and 203.0.113.5 (TEST-NET-3, an ordinary address to the egress check) on lo:1.
-/// Empty when done, else why not.
-std::string own_network_namespace() {
-    if (::unshare(CLONE_NEWNET) != 0)
-        return std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
-    const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    ifreq up{};
-    std::strncpy(up.ifr_name, "lo", IFNAMSIZ - 1);
-    if (::ioctl(s, SIOCGIFFLAGS, &up) != 0) return "SIOCGIFFLAGS lo";
-    up.ifr_flags |= IFF_UP | IFF_RUNNING;
-    if (::ioctl(s, SIOCSIFFLAGS, &up) != 0) return "SIOCSIFFLAGS lo";
-    ifreq alias{};
-    std::strncpy(alias.ifr_name, "lo:1", IFNAMSIZ - 1);
-    auto* in = reinterpret_cast<sockaddr_in*>(&alias.ifr_addr);
-    in->sin_family = AF_INET;
-    ::inet_pton(AF_INET, "203.0.113.5", &in->sin_addr);
-    if (::ioctl(s, SIOCSIFADDR, &alias) != 0) return "SIOCSIFADDR lo:1";
-    ::close(s);
-    return {};
-}
-
-} // namespace
-
 TEST_CASE("remote: a redirect to a private address and a name resolving to loopback are refused "
           "without allow_private_network",
           "[e2e][remote][egress]") {

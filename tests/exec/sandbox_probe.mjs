@@ -6,6 +6,10 @@
 //   {"action":"spawn"}                 runs /bin/sh -c true
 //   {"action":"tmpdir"}                writes a file in $TMPDIR
 //   {"action":"rename","path":P,"to":Q} renames P to Q (and back when it worked)
+//   {"action":"egress","via":"connect"|"socks5"|"direct","host":H,"port":N}
+//                                      reaches H:N through the proxy $HTTPS_PROXY names (HTTP
+//                                      CONNECT or SOCKS5) or directly, sends "ping\n" and
+//                                      answers {done, received} or {done:false, code}
 // Answers {"result":{"done":true|false,"code":"EACCES"|...}}; with "fail":true a refusal is
 // thrown as a tool would (its message on stderr, exit status 1) instead.
 import fs from 'node:fs';
@@ -22,6 +26,49 @@ const refused = (e) => {
     process.exit(1);
 };
 
+/// Connects to host:port through the proxy (or directly), sends "ping\n", reads what comes
+/// back for 500 ms or until the peer closes.
+async function egress({ via, host, port }) {
+    const proxy = new URL(process.env.HTTPS_PROXY ?? 'http://127.0.0.1:1');
+    const target = via === 'direct' ? { host, port } : { host: proxy.hostname, port: Number(proxy.port) };
+    const s = net.connect(target);
+    const connected = await new Promise((resolve) => {
+        s.once('connect', () => resolve(true));
+        s.once('error', (e) => { refused(e); resolve(false); });
+    });
+    if (!connected) return;
+    s.on('error', () => {});
+    let buf = Buffer.alloc(0);
+    const next = () => new Promise((resolve) => {
+        const on = (d) => { buf = Buffer.concat([buf, d]); s.off('data', on); resolve(); };
+        s.on('data', on);
+        s.once('end', resolve);
+    });
+    if (via === 'connect') {
+        s.write(`CONNECT ${host}:${port} HTTP/1.1\r\nHost: ${host}:${port}\r\n\r\n`);
+        while (!buf.includes('\r\n\r\n') && !s.readableEnded) await next();
+        const head = buf.toString('latin1');
+        const status = head.split(' ')[1];
+        if (status !== '200') { s.destroy(); return answer({ done: false, code: `HTTP ${status}`, body: head.slice(head.indexOf('\r\n\r\n') + 4).trim() }); }
+        buf = buf.subarray(head.indexOf('\r\n\r\n') + 4);
+    } else if (via === 'socks5') {
+        s.write(Buffer.from([5, 1, 0]));
+        while (buf.length < 2) await next();
+        buf = buf.subarray(2);
+        const name = Buffer.from(host);
+        s.write(Buffer.concat([Buffer.from([5, 1, 0, 3, name.length]), name, Buffer.from([port >> 8, port & 255])]));
+        while (buf.length < 10 && !s.readableEnded) await next();
+        if (buf[1] !== 0) { s.destroy(); return answer({ done: false, code: `SOCKS5 ${buf[1]}` }); }
+        buf = buf.subarray(10);
+    }
+    s.write('ping\n');
+    const until = Date.now() + 500;
+    while (!buf.toString().includes('pong') && Date.now() < until && !s.readableEnded)
+        await Promise.race([next(), new Promise((r) => setTimeout(r, 50))]);
+    s.destroy();
+    answer({ done: true, received: buf.toString() });
+}
+
 try {
     switch (args.action) {
     case 'write':
@@ -32,6 +79,9 @@ try {
         fs.renameSync(args.path, args.to);
         fs.renameSync(args.to, args.path);
         answer({ done: true });
+        break;
+    case 'egress':
+        await egress(args);
         break;
     case 'tmpdir': {
         const p = path.join(process.env.TMPDIR ?? '/tmp', 'probe.txt');

@@ -2,7 +2,7 @@
 // parser (WHATWG HTML §9.2.6), and the OAuth helpers (RFC 6749, 7636, 8414, 8707, 9728) —
 // challenge parsing, well-known URLs, the credentials file, token answers, PKCE, the
 // authorization URL and the loopback callback.
-#include "remote/egress.hpp"
+#include "egress/address.hpp"
 #include "remote/http_client.hpp"
 #include "remote/oauth.hpp"
 #include "remote/sse.hpp"
@@ -19,6 +19,7 @@
 #include <vector>
 
 namespace remote = meith::remote;
+namespace egress = meith::egress;
 using remote::sse_parser;
 
 namespace {
@@ -37,7 +38,7 @@ std::string kind_of(const char* text) {
         in->sin_port = htons(443);
         REQUIRE(::inet_pton(AF_INET, text, &in->sin_addr) == 1);
     }
-    return std::string(remote::special_address_kind(reinterpret_cast<const sockaddr*>(&ss)));
+    return std::string(egress::special_address_kind(reinterpret_cast<const sockaddr*>(&ss)));
 }
 
 /// An event as a comparable value.
@@ -147,8 +148,8 @@ TEST_CASE("egress: a non-IP address is \"not IP\"", "[remote][egress]") {
     sockaddr_un un{};
     un.sun_family = AF_UNIX;
     std::strcpy(un.sun_path, "/tmp/x.sock");
-    CHECK(remote::special_address_kind(reinterpret_cast<const sockaddr*>(&un)) == "not IP");
-    CHECK(remote::special_address_kind(nullptr) == "not IP");
+    CHECK(egress::special_address_kind(reinterpret_cast<const sockaddr*>(&un)) == "not IP");
+    CHECK(egress::special_address_kind(nullptr) == "not IP");
 }
 
 // ---- sse ------------------------------------------------------------------------------------

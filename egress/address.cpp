@@ -1,6 +1,6 @@
 // egress: the special-use address table (IANA IPv4/IPv6 Special-Purpose Address Registries,
 // RFC 6890) as far as a request to a remote MCP server must not reach it by default.
-#include "remote/egress.hpp"
+#include "egress/address.hpp"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace meith::remote {
+namespace meith::egress {
 
 namespace {
 
@@ -72,4 +72,4 @@ std::string_view special_address_kind(const sockaddr* addr) {
     return {};
 }
 
-} // namespace meith::remote
+} // namespace meith::egress

@@ -1,5 +1,6 @@
-// egress: which addresses a remote MCP source may connect to (docs/security.md, "Remote
-// sources"). A request to a loopback, private, link-local, shared (CGNAT), multicast,
+// address: which addresses meith's own connections may reach: a remote MCP source's
+// (docs/security.md, "Remote MCP servers") and the egress proxy's (docs/protocol.md §19). A
+// request to a loopback, private, link-local, shared (CGNAT), multicast,
 // unspecified or cloud-metadata address is refused unless the source says
 // `allow_private_network = true`; the check runs on the address actually connected to, after
 // DNS resolution and for every connection a redirect opens (http_client's open-socket hook),
@@ -10,7 +11,7 @@
 
 struct sockaddr;
 
-namespace meith::remote {
+namespace meith::egress {
 
 /// The kind of special-use address `addr` is ("loopback", "private", "link-local",
 /// "cloud metadata", "shared (CGNAT)", "multicast", "unspecified", "reserved",
@@ -20,4 +21,4 @@ namespace meith::remote {
 /// special itself (RFC 6890 registries). Non-IP families are "not IP".
 std::string_view special_address_kind(const sockaddr* addr);
 
-} // namespace meith::remote
+} // namespace meith::egress

@@ -1,0 +1,402 @@
+// proxy: HTTP CONNECT, absolute-form HTTP and SOCKS5 on Asio coroutines (see proxy.hpp).
+#include "egress/proxy.hpp"
+
+#include "egress/address.hpp"
+
+#include <asio/co_spawn.hpp>
+#include <asio/connect.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace meith::egress {
+
+namespace {
+
+using asio::awaitable;
+using asio::ip::tcp;
+constexpr auto nothrow = asio::experimental::as_tuple(asio::use_awaitable);
+constexpr std::size_t max_head = 16 * 1024;
+
+/// MEITH_EGRESS_TEST_HOSTS: a file of "NAME ADDRESS" lines that replaces DNS for the proxy (a
+/// test switch: getent-free resolution of test names).
+std::optional<std::vector<asio::ip::address>> test_hosts(const std::string& name) {
+    const char* file = std::getenv("MEITH_EGRESS_TEST_HOSTS");
+    if (file == nullptr || *file == '\0') return std::nullopt;
+    std::vector<asio::ip::address> out;
+    std::ifstream in(file);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream words(line);
+        std::string n, a;
+        if (!(words >> n >> a) || normal_host(n) != name) continue;
+        std::error_code ec;
+        auto addr = asio::ip::make_address(a, ec);
+        if (!ec) out.push_back(addr);
+    }
+    return out;
+}
+
+std::string rule_text_for(const std::string& host, std::uint16_t port) {
+    const bool v6 = host.find(':') != std::string::npos;
+    return fmt::format("{}{}{}:{}", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+class proxy_impl final : public proxy {
+  public:
+    proxy_impl(asio::any_io_executor ex, int fd, proxy_options opts)
+        : ex_(ex), acceptor_(ex), opts_(std::move(opts)) {
+        std::error_code ec;
+        acceptor_.assign(tcp::v4(), fd, ec);
+    }
+
+    void run() {
+        asio::co_spawn(ex_, accept_loop(std::static_pointer_cast<proxy_impl>(shared_from_this())),
+                       asio::detached);
+    }
+
+    void stop() override {
+        std::error_code ec;
+        acceptor_.close(ec);
+    }
+
+  private:
+    static awaitable<void> accept_loop(std::shared_ptr<proxy_impl> self) {
+        for (;;) {
+            auto [ec, sock] = co_await self->acceptor_.async_accept(nothrow);
+            if (ec) co_return;
+            if (self->active_ >= self->opts_.max_connections) {
+                std::error_code ignored;
+                sock.close(ignored);
+                continue;
+            }
+            asio::co_spawn(self->ex_, serve(self, std::move(sock)), asio::detached);
+        }
+    }
+
+    struct conn {
+        tcp::socket client;
+        tcp::socket upstream;
+        connection_record rec;
+        std::array<char, max_head> buf{};
+        std::size_t have = 0;
+        std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    };
+
+    static awaitable<void> serve(std::shared_ptr<proxy_impl> self, tcp::socket sock) {
+        ++self->active_;
+        conn c{std::move(sock), tcp::socket(self->ex_), {}, {}, 0};
+        co_await self->handle(c);
+        --self->active_;
+        c.rec.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - c.t0);
+        if (!c.rec.host.empty() && self->opts_.on_closed) self->opts_.on_closed(c.rec);
+    }
+
+    awaitable<void> handle(conn& c) {
+        auto [ec, n] = co_await c.client.async_read_some(asio::buffer(c.buf), nothrow);
+        if (ec || n == 0) co_return;
+        c.have = n;
+        if (c.buf[0] == 0x05)
+            co_await socks5(c);
+        else
+            co_await http(c);
+    }
+
+    /// Reads until the buffer holds `want` bytes; false at EOF or an error.
+    static awaitable<bool> fill(conn& c, std::size_t want) {
+        while (c.have < want) {
+            if (want > c.buf.size()) co_return false;
+            auto [ec, n] = co_await c.client.async_read_some(
+                asio::buffer(c.buf.data() + c.have, c.buf.size() - c.have), nothrow);
+            if (ec || n == 0) co_return false;
+            c.have += n;
+        }
+        co_return true;
+    }
+
+    static awaitable<void> reply(conn& c, std::string_view bytes) {
+        co_await asio::async_write(c.client, asio::buffer(bytes.data(), bytes.size()), nothrow);
+    }
+
+    // ---- SOCKS5 (RFC 1928) ------------------------------------------------------------------
+
+    awaitable<void> socks5(conn& c) {
+        c.rec.protocol = "socks5";
+        if (!co_await fill(c, 2) || !co_await fill(c, 2 + static_cast<unsigned char>(c.buf[1])))
+            co_return;
+        const std::size_t greeting = 2 + static_cast<unsigned char>(c.buf[1]);
+        co_await reply(c, std::string_view("\x05\x00", 2)); // no authentication
+        std::size_t at = greeting;
+        if (!co_await fill(c, at + 5)) co_return;
+        const auto cmd = static_cast<unsigned char>(c.buf[at + 1]);
+        const auto atyp = static_cast<unsigned char>(c.buf[at + 3]);
+        std::size_t addr_len = atyp == 1   ? 4
+                               : atyp == 4 ? 16
+                               : atyp == 3 ? 1 + static_cast<unsigned char>(c.buf[at + 4])
+                                           : 0;
+        if (addr_len == 0 || !co_await fill(c, at + 4 + addr_len + 2)) co_return;
+        const char* a = c.buf.data() + at + 4;
+        std::string host;
+        if (atyp == 3) {
+            host.assign(a + 1, addr_len - 1);
+        } else {
+            asio::ip::address addr =
+                atyp == 1 ? asio::ip::address(asio::ip::address_v4(
+                                *reinterpret_cast<const asio::ip::address_v4::bytes_type*>(a)))
+                          : asio::ip::address(asio::ip::address_v6(
+                                *reinterpret_cast<const asio::ip::address_v6::bytes_type*>(a)));
+            host = addr.to_string();
+        }
+        const auto port = static_cast<std::uint16_t>(static_cast<unsigned char>(a[addr_len]) << 8 |
+                                                     static_cast<unsigned char>(a[addr_len + 1]));
+        const std::size_t consumed = at + 4 + addr_len + 2;
+        c.rec.host = normal_host(host);
+        c.rec.port = port;
+        if (cmd != 1) { // only CONNECT
+            c.rec.reason = "only SOCKS5 CONNECT is supported";
+            co_await reply(c, std::string_view("\x05\x07\x00\x01\0\0\0\0\0\0", 10));
+            co_return;
+        }
+        if (!co_await open_upstream(c)) {
+            co_await reply(c, std::string_view("\x05\x02\x00\x01\0\0\0\0\0\0", 10));
+            co_return;
+        }
+        co_await reply(c, std::string_view("\x05\x00\x00\x01\0\0\0\0\0\0", 10));
+        co_await relay(c, consumed);
+    }
+
+    // ---- HTTP: CONNECT and absolute-form requests --------------------------------------------
+
+    awaitable<void> http(conn& c) {
+        std::string_view head(c.buf.data(), c.have);
+        while (head.find("\r\n\r\n") == std::string_view::npos) {
+            if (c.have >= c.buf.size()) {
+                co_await reply(
+                    c, "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n");
+                co_return;
+            }
+            if (!co_await fill(c, c.have + 1)) co_return;
+            head = std::string_view(c.buf.data(), c.have);
+        }
+        const auto end_line = head.find("\r\n");
+        const std::string_view line = head.substr(0, end_line);
+        const auto sp1 = line.find(' ');
+        const auto sp2 = line.find(' ', sp1 + 1);
+        if (sp1 == std::string_view::npos || sp2 == std::string_view::npos) {
+            co_await reply(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+            co_return;
+        }
+        const std::string_view method = line.substr(0, sp1);
+        const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+        const std::string_view version = line.substr(sp2 + 1);
+        std::string_view authority;
+        std::string path = "/";
+        std::uint16_t default_port = 443;
+        if (method == "CONNECT") {
+            c.rec.protocol = "connect";
+            authority = target;
+        } else if (target.starts_with("http://")) {
+            c.rec.protocol = "http";
+            default_port = 80;
+            auto rest = target.substr(7);
+            const auto slash = rest.find('/');
+            authority = rest.substr(0, slash);
+            if (slash != std::string_view::npos) path = std::string(rest.substr(slash));
+        } else {
+            co_await reply(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"
+                              "meith's egress proxy takes CONNECT and http:// requests\n");
+            co_return;
+        }
+        // host[:port], [v6][:port]
+        std::string_view host = authority;
+        std::uint16_t port = default_port;
+        const auto colon = authority.rfind(':');
+        if (colon != std::string_view::npos &&
+            authority.find(']', colon) == std::string_view::npos &&
+            (authority.front() == '[' || authority.find(':') == colon)) {
+            host = authority.substr(0, colon);
+            port = static_cast<std::uint16_t>(
+                std::atoi(std::string(authority.substr(colon + 1)).c_str()));
+        }
+        c.rec.host = normal_host(host);
+        c.rec.port = port;
+        if (c.rec.host.empty() || port == 0) {
+            co_await reply(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+            co_return;
+        }
+        if (!co_await open_upstream(c)) {
+            const std::string body =
+                c.rec.reason + (c.rec.suggestion.empty() ? "" : "; " + c.rec.suggestion) + "\n";
+            co_await reply(c, fmt::format("HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
+                                          "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
+                                          body.size(), body));
+            co_return;
+        }
+        const std::size_t head_end = head.find("\r\n\r\n") + 4;
+        if (method == "CONNECT") {
+            co_await reply(c, "HTTP/1.1 200 Connection established\r\n\r\n");
+            co_await relay(c, head_end);
+        } else {
+            // The request to the origin: its path, then the rest as the process sent it.
+            std::string first = fmt::format("{} {} {}\r\n", method, path, version);
+            auto [ec, n] = co_await asio::async_write(c.upstream, asio::buffer(first), nothrow);
+            (void)n;
+            if (ec) co_return;
+            c.rec.bytes_sent += first.size();
+            co_await relay(c, end_line + 2);
+        }
+    }
+
+    // ---- the decision and the dial -----------------------------------------------------------
+
+    awaitable<bool> open_upstream(conn& c) {
+        auto& r = c.rec;
+        std::error_code ec;
+        const auto literal = asio::ip::make_address(r.host, ec);
+        const bool is_literal = !ec;
+        bool denied = false;
+        const rule* decided = opts_.rules.decide(r.host, r.port, denied);
+        if (decided && is_literal && !denied && !decided->literal)
+            decided = nullptr; // names do not allow IPs
+        if (denied) {
+            r.rule = decided->text;
+            r.reason =
+                fmt::format("{}:{} is denied by the rule \"{}\"", r.host, r.port, decided->text);
+            refuse(r);
+            co_return false;
+        }
+        if (decided == nullptr) {
+            r.reason = is_literal ? fmt::format("{} is an IP address no rule lists", r.host)
+                                  : fmt::format("no rule allows {}:{}", r.host, r.port);
+            r.suggestion = fmt::format("add \"{}\" to the source's network.allow",
+                                       rule_text_for(r.host, r.port));
+            refuse(r);
+            co_return false;
+        }
+        r.rule = decided->text;
+        std::vector<asio::ip::address> addrs;
+        if (is_literal) {
+            addrs.push_back(literal);
+        } else if (auto fixed = test_hosts(r.host)) {
+            addrs = std::move(*fixed);
+        } else {
+            tcp::resolver resolver(ex_);
+            auto [rec, results] =
+                co_await resolver.async_resolve(r.host, std::to_string(r.port), nothrow);
+            if (!rec)
+                for (const auto& e : results)
+                    addrs.push_back(e.endpoint().address());
+        }
+        if (addrs.empty()) {
+            r.reason = fmt::format("{} does not resolve", r.host);
+            refuse(r);
+            co_return false;
+        }
+        std::string refused_kind;
+        for (const auto& a : addrs) {
+            const tcp::endpoint ep(a, r.port);
+            const auto kind = special_address_kind(ep.data());
+            // A rule naming this very address is explicit; a name's answer must be public.
+            if (!kind.empty() && !opts_.rules.allow_private && !(is_literal && decided->literal)) {
+                refused_kind =
+                    fmt::format("{} resolves to {}, a {} address", r.host, a.to_string(), kind);
+                continue;
+            }
+            asio::steady_timer timer(ex_, opts_.connect_timeout);
+            timer.async_wait([&c](const std::error_code& e) {
+                if (!e) {
+                    std::error_code ignored;
+                    c.upstream.close(ignored);
+                }
+            });
+            auto [cec] = co_await c.upstream.async_connect(ep, nothrow);
+            timer.cancel();
+            if (!cec) {
+                r.address = a.to_string();
+                r.allowed = true;
+                co_return true;
+            }
+            std::error_code ignored;
+            c.upstream.close(ignored);
+            r.reason =
+                fmt::format("{} ({}) did not answer: {}", r.host, a.to_string(), cec.message());
+        }
+        if (!refused_kind.empty()) {
+            r.reason = refused_kind;
+            r.suggestion =
+                "set network.allow_private = true if the source means to reach its own network";
+            refuse(r);
+        }
+        co_return false;
+    }
+
+    void refuse(connection_record& r) {
+        r.allowed = false;
+        if (opts_.on_refused) opts_.on_refused(r);
+    }
+
+    // ---- the relay -----------------------------------------------------------------------------
+
+    static awaitable<void> pump(tcp::socket& from, tcp::socket& to, std::uint64_t& count) {
+        std::array<char, 16384> buf;
+        for (;;) {
+            auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), nothrow);
+            if (ec || n == 0) break;
+            auto [wec, wn] = co_await asio::async_write(to, asio::buffer(buf.data(), n), nothrow);
+            (void)wn;
+            if (wec) break;
+            count += n;
+        }
+        std::error_code ignored;
+        to.shutdown(tcp::socket::shutdown_send, ignored);
+    }
+
+    awaitable<void> relay(conn& c, std::size_t consumed) {
+        // What the process sent after the request, before the tunnel was up.
+        if (c.have > consumed) {
+            auto [ec, n] = co_await asio::async_write(
+                c.upstream, asio::buffer(c.buf.data() + consumed, c.have - consumed), nothrow);
+            if (ec) co_return;
+            c.rec.bytes_sent += n;
+        }
+        using namespace asio::experimental::awaitable_operators;
+        co_await (pump(c.client, c.upstream, c.rec.bytes_sent) &&
+                  pump(c.upstream, c.client, c.rec.bytes_received));
+    }
+
+    asio::any_io_executor ex_;
+    tcp::acceptor acceptor_;
+    proxy_options opts_;
+    std::size_t active_ = 0;
+};
+
+} // namespace
+
+std::shared_ptr<proxy> proxy::start(asio::any_io_executor ex, int listener_fd, proxy_options opts) {
+    auto p = std::make_shared<proxy_impl>(std::move(ex), listener_fd, std::move(opts));
+    p->run();
+    return p;
+}
+
+std::vector<std::string> proxy_environment(std::uint16_t port) {
+    const std::string http = fmt::format("http://127.0.0.1:{}", port);
+    const std::string socks = fmt::format("socks5h://127.0.0.1:{}", port);
+    return {
+        "HTTP_PROXY=" + http,  "HTTPS_PROXY=" + http, "ALL_PROXY=" + socks, "http_proxy=" + http,
+        "https_proxy=" + http, "all_proxy=" + socks,  "NO_PROXY=",          "no_proxy="};
+}
+
+} // namespace meith::egress

@@ -1,0 +1,66 @@
+// proxy: the egress proxy meithd runs for a confined process whose source has a `network`
+// table (docs/protocol.md §19). The process lives in a network namespace with only loopback;
+// the sandbox opens a listening socket on 127.0.0.1 there and hands it to meithd, which
+// serves it here, outside the namespace. Each connection speaks HTTP `CONNECT host:port`, an
+// absolute-form HTTP request (`GET http://host/path`), or SOCKS5 `CONNECT` (RFC 1928, no
+// authentication, names resolved here: `socks5h`). A target is allowed only when a rule names
+// it; the proxy resolves the name itself, drops loopback, private, link-local and metadata
+// results (unless the rules allow private addresses), and dials an address it checked, so a
+// name that resolves to 127.0.0.1 is refused like the literal. IP literals pass only when a
+// rule lists that address. Every connection ends in one record (for the audit line); a refused
+// one also goes to `on_refused` as it happens (for the caller's sandbox_violation event).
+// I/O-thread only.
+#pragma once
+
+#include "egress/rules.hpp"
+
+#include <asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace meith::egress {
+
+/// One connection through the proxy, as the audit line gives it.
+struct connection_record {
+    std::string protocol; ///< "connect" (HTTP CONNECT), "http", "socks5"
+    std::string host;     ///< as asked (lower-case)
+    std::uint16_t port = 0;
+    std::string address; ///< the address dialled, empty when none was
+    bool allowed = false;
+    std::string rule;       ///< the rule that allowed or denied it; empty when none matched
+    std::string reason;     ///< a refusal in words
+    std::string suggestion; ///< for a refusal no rule decided: the rule that would allow it
+    std::uint64_t bytes_sent = 0, bytes_received = 0; ///< process -> host, host -> process
+    std::chrono::milliseconds duration{0};
+};
+
+struct proxy_options {
+    rule_set rules;
+    std::function<void(const connection_record&)> on_refused;
+    std::function<void(const connection_record&)> on_closed;
+    std::size_t max_connections = 256;
+    std::chrono::milliseconds connect_timeout{10000};
+};
+
+class proxy : public std::enable_shared_from_this<proxy> {
+  public:
+    /// Serves `listener_fd`, a listening TCP socket (taken over: closed by stop or the end).
+    static std::shared_ptr<proxy> start(asio::any_io_executor ex, int listener_fd,
+                                        proxy_options opts);
+    virtual ~proxy() = default;
+    /// Stops accepting; connections open go on until either side closes.
+    virtual void stop() = 0;
+};
+
+/// The environment a process behind the proxy on 127.0.0.1:`port` gets: HTTP_PROXY,
+/// HTTPS_PROXY, ALL_PROXY (socks5h), their lower-case forms, and an empty NO_PROXY.
+std::vector<std::string> proxy_environment(std::uint16_t port);
+
+/// The port the sandbox listens on inside the namespace.
+inline constexpr std::uint16_t proxy_port = 3128;
+
+} // namespace meith::egress

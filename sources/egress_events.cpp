@@ -1,0 +1,89 @@
+// egress_events: audit members and violation events of proxied connections (see the header).
+#include "sources/egress_events.hpp"
+
+#include "audit/redactor.hpp"
+#include "protocol/json_writer.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace meith::registry {
+
+namespace {
+
+using protocol::append_json_string;
+
+std::string audit_members(const egress::connection_record& r, const call* c) {
+    std::string m;
+    if (c != nullptr) {
+        m += R"("tool":)";
+        append_json_string(m, c->tool_name);
+        m += R"(,"caller":)";
+        append_json_string(m, permissions::to_string(c->caller));
+        m += R"(,"requestId":)";
+        append_json_string(m, c->request_id);
+        m += ',';
+    }
+    m += R"("protocol":)";
+    append_json_string(m, r.protocol);
+    m += R"(,"host":)";
+    append_json_string(m, audit::default_redactor().redact_text(r.host));
+    m += fmt::format(R"(,"port":{},"decision":"{}")", r.port, r.allowed ? "allow" : "deny");
+    if (!r.address.empty()) {
+        m += R"(,"address":)";
+        append_json_string(m, r.address);
+    }
+    if (!r.rule.empty()) {
+        m += R"(,"rule":)";
+        append_json_string(m, r.rule);
+    }
+    if (!r.reason.empty()) {
+        m += R"(,"reason":)";
+        append_json_string(m, audit::default_redactor().redact_text(r.reason));
+    }
+    m += fmt::format(R"(,"bytesSent":{},"bytesReceived":{},"durationMs":{})", r.bytes_sent,
+                     r.bytes_received, r.duration.count());
+    return m;
+}
+
+std::string violation_event(const egress::connection_record& r, std::string_view source) {
+    std::string e = R"({"type":"sandbox_violation","kind":"network","host":)";
+    append_json_string(e, r.host);
+    e += fmt::format(R"(,"port":{},"message":)", r.port);
+    std::string message =
+        fmt::format("meith's egress proxy refused {}:{}: {}", r.host, r.port, r.reason);
+    if (!r.suggestion.empty())
+        message +=
+            fmt::format(" ({} of source '{}')",
+                        r.suggestion.starts_with("add") ? r.suggestion : r.suggestion, source);
+    append_json_string(e, message);
+    if (!r.suggestion.empty()) {
+        e += R"(,"rule":)";
+        append_json_string(e, r.suggestion);
+    }
+    e += '}';
+    return e;
+}
+
+} // namespace
+
+void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tool_source>& src,
+                        source_events events, std::weak_ptr<call> owner) {
+    std::weak_ptr<tool_source> weak = src;
+    opts.on_closed = [weak, events, owner](const egress::connection_record& r) {
+        auto s = weak.lock();
+        if (!s || !events.lifecycle) return;
+        auto c = owner.lock();
+        events.lifecycle(*s, "egress", audit_members(r, c.get()));
+    };
+    opts.on_refused = [weak, owner](const egress::connection_record& r) {
+        auto s = weak.lock();
+        if (!s) return;
+        spdlog::info("source '{}': egress refused {}:{}: {}", s->name(),
+                     audit::default_redactor().redact_text(r.host), r.port,
+                     audit::default_redactor().redact_text(r.reason));
+        if (auto c = owner.lock(); c && !c->resolved()) c->emit(violation_event(r, s->name()));
+    };
+}
+
+} // namespace meith::registry

@@ -1,0 +1,21 @@
+// egress_events: what a source does with its egress proxy's connections (docs/protocol.md
+// §19): one `egress` audit line per connection (source, tool, caller, request id when the
+// connection belongs to one call, host, port, address, decision, rule, bytes, duration) and,
+// for a refused one, a `sandbox_violation` tool event to that call naming the rule that would
+// allow it. Internal to sources/.
+#pragma once
+
+#include "egress/proxy.hpp"
+#include "registry/call.hpp"
+#include "registry/tool_source.hpp"
+
+#include <memory>
+
+namespace meith::registry {
+
+/// Sets `opts`' callbacks: audit lines through `events.lifecycle` of `src`, violations to the
+/// call `owner` when it is set and still running. The callbacks hold `src` weakly.
+void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tool_source>& src,
+                        source_events events, std::weak_ptr<call> owner = {});
+
+} // namespace meith::registry

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -228,12 +229,19 @@ class proxy_impl final : public proxy {
             authority.find(']', colon) == std::string_view::npos &&
             (authority.front() == '[' || authority.find(':') == colon)) {
             host = authority.substr(0, colon);
-            port = static_cast<std::uint16_t>(
-                std::atoi(std::string(authority.substr(colon + 1)).c_str()));
+            const auto digits = authority.substr(colon + 1);
+            unsigned v = 0;
+            const auto [p, perr] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+            port = perr == std::errc() && p == digits.data() + digits.size() && v <= 65535
+                       ? static_cast<std::uint16_t>(v)
+                       : 0;
         }
         c.rec.host = normal_host(host);
         c.rec.port = port;
-        if (c.rec.host.empty() || port == 0) {
+        // A DNS name is at most 253 characters: anything longer is no host (and no audit line
+        // of 16 KiB).
+        if (c.rec.host.empty() || c.rec.host.size() > 253 || port == 0) {
+            c.rec.host.clear();
             co_await reply(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
             co_return;
         }

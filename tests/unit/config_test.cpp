@@ -1001,3 +1001,25 @@ TEST_CASE("remote MCP source keys are checked with their location", "[config][re
         CHECK_THAT(e.message, Catch::Contains("'secret'"));
     }
 }
+
+TEST_CASE("a source's network table: rules checked where they are written", "[config][egress]") {
+    const std::string head =
+        "[[sources]]\nname = \"n\"\nkind = \"exec\"\ncommand = [\"x\"]\ntool = { name = \"t\" }\n";
+    const config cfg = parse_ok(head + "network = { allow = [\"api.github.com:443\", "
+                                       "\"*.npmjs.org\"], deny = [\"evil.npmjs.org\"], "
+                                       "allow_private = true }\n");
+    REQUIRE(cfg.sources[0].sandbox_paths.network);
+    CHECK(cfg.sources[0].sandbox_paths.network->allow ==
+          std::vector<std::string>{"api.github.com:443", "*.npmjs.org"});
+    CHECK(cfg.sources[0].sandbox_paths.network->allow_private);
+    CHECK_FALSE(parse_ok(head).sources[0].sandbox_paths.network);
+
+    const auto bad = parse_err(head + "network = { allow = [\"api.github.com:0\"] }\n");
+    CHECK(bad.where == "test.toml:6:21");
+    CHECK_THAT(bad.message, Catch::Contains("api.github.com:0") && Catch::Contains("1-65535"));
+    const auto key = parse_err(head + "network = { allowed = [\"x\"] }\n");
+    CHECK_THAT(key.message, Catch::Contains("allowed"));
+    const auto remote = parse_err("[[sources]]\nname = \"r\"\nkind = \"mcp\"\nurl = "
+                                  "\"https://mcp.example.com/mcp\"\nnetwork = { allow = [\"*\"] }\n");
+    CHECK_THAT(remote.message, Catch::Contains("'network'") && Catch::Contains("remote"));
+}

@@ -1,5 +1,7 @@
 #include "process/subprocess.hpp"
 
+#include "sandbox/fd_passing.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -357,19 +359,7 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
     status_read = std::exchange(status[0], -1);
     if (egress[0] >= 0) {
         // Sent before the exec, which the vfork-style clone waited for: already here.
-        char byte = 0;
-        iovec iov{&byte, 1};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        if (::recvmsg(egress[0], &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) == 1) {
-            if (cmsghdr* c = CMSG_FIRSTHDR(&msg);
-                c != nullptr && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-                std::memcpy(&egress_listener, CMSG_DATA(c), sizeof(int));
-        }
+        egress_listener = sandbox::receive_fd(egress[0], MSG_DONTWAIT);
         close_egress();
     }
     return pid;

@@ -17,6 +17,8 @@
 // start, made here) through and refuses every later one with EACCES: without starts-process,
 // neither the ELF loader run as a program nor a memfd executed with fexecve runs anything.
 // Errors go to stderr (meithd logs a tool's stderr), prefixed "meith-sandbox-init: ".
+#include "sandbox/fd_passing.hpp"
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -47,47 +49,6 @@ constexpr int group_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGU
     std::_Exit(127);
 }
 
-/// A one-byte message with room for one descriptor (SCM_RIGHTS), for send_fd / receive_fd.
-struct fd_message {
-    char byte = 0;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    fd_message() {
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-    }
-    fd_message(const fd_message&) = delete;
-    fd_message& operator=(const fd_message&) = delete;
-};
-
-/// Sends `fd` over the Unix socket `sock`.
-bool send_fd(int sock, int fd) {
-    fd_message m;
-    cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    return ::sendmsg(sock, &m.msg, MSG_NOSIGNAL) == 1;
-}
-
-/// Receives one fd from `sock`; -1 when none came.
-int receive_fd(int sock) {
-    fd_message m;
-    ssize_t n;
-    do
-        n = ::recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
-    cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&m.msg) : nullptr;
-    if (c == nullptr || c->cmsg_type != SCM_RIGHTS) return -1;
-    int fd;
-    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    return fd;
-}
-
 /// In the tool's process: execve and execveat become notifications to the listener, which
 /// is sent to this program's first process over `sock`.
 void install_exec_filter(int sock) {
@@ -97,7 +58,8 @@ void install_exec_filter(int sock) {
         ::seccomp_load(ctx) != 0)
         die("cannot install the exec filter");
     const int listener = ::seccomp_notify_fd(ctx);
-    if (listener < 0 || !send_fd(sock, listener)) die("cannot hand over the exec filter");
+    if (listener < 0 || meith::sandbox::send_fd(sock, listener) != 0)
+        die("cannot hand over the exec filter");
     ::close(listener);
     ::seccomp_release(ctx);
 }
@@ -192,7 +154,7 @@ int main(int argc, char** argv) {
     bool started = !exec_once;
     if (exec_once) {
         ::close(pair[1]);
-        listener = receive_fd(pair[0]); // -1 when the tool failed before its filter
+        listener = meith::sandbox::receive_fd(pair[0]); // -1 when the tool failed before its filter
         ::close(pair[0]);
     }
     for (;;) {

@@ -1,5 +1,7 @@
 #include "sandbox/sandbox.hpp"
 
+#include "sandbox/fd_passing.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -682,21 +684,7 @@ int open_egress_listener(const plan& p, int channel) noexcept {
         ::syscall(SYS_close, s);
         return code;
     }
-    char byte = 0;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    const int fd = static_cast<int>(s);
-    __builtin_memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    if (::syscall(SYS_sendmsg, channel, &msg, MSG_NOSIGNAL) != 1) code = errno;
+    code = send_fd(channel, static_cast<int>(s));
     ::syscall(SYS_close, s);
     return code;
 }

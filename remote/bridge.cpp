@@ -322,8 +322,10 @@ void bridge::emit(std::string_view json) {
         // A JSON-RPC batch (2025-03-26 allowed them): each message on its own. The elements
         // are copied out first: emit() reuses the parser.
         std::vector<std::string> each;
-        for (auto e : root.get_array().value_unsafe())
-            each.push_back(simdjson::minify(e));
+        simdjson::dom::array batch;
+        if (root.get_array().get(batch) == simdjson::SUCCESS)
+            for (auto e : batch)
+                each.push_back(simdjson::minify(e));
         for (const auto& m : each)
             if (!m.empty() && m.front() == '{') emit(m);
         return;

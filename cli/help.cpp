@@ -82,8 +82,8 @@ constexpr command table[] = {
      "  --timeout-ms N    wait at most N ms for the source to be ready or fail (default 60 s)\n",
      run_source_restart},
     {"login", "", "SOURCE [--timeout-ms N]",
-     "log in to a remote MCP server (OAuth): prints the URL to authorize, stores the grant", 1,
-     1, opt::timeout, true,
+     "log in to a remote MCP server (OAuth): prints the URL to authorize, stores the grant", 1, 1,
+     opt::timeout, true,
      "  SOURCE            a source with a `url` (docs/configuration.md, remote MCP servers)\n"
      "  --timeout-ms N    wait at most N ms for the browser's answer (default 5 min)\n"
      "Opens $BROWSER, or xdg-open on a desktop; on a headless machine open the printed URL\n"

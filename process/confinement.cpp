@@ -250,8 +250,8 @@ process_spec confined_spec(std::string label, const std::vector<std::string>& ar
                            const std::filesystem::path& cwd,
                            const std::vector<std::string>& env_allow,
                            const std::map<std::string, std::string>& env, const confinement* conf) {
-    process_spec spec{std::move(label), argv, cwd, child_environment(env_allow, env), nullptr,
-                      nullptr};
+    process_spec spec{std::move(label), argv,   cwd, child_environment(env_allow, env),
+                      nullptr,          nullptr};
     if (conf) {
         spec.sandbox = conf->plan;
         apply_env(*conf, spec.env);

@@ -1019,7 +1019,8 @@ TEST_CASE("a source's network table: rules checked where they are written", "[co
     CHECK_THAT(bad.message, Catch::Contains("api.github.com:0") && Catch::Contains("1-65535"));
     const auto key = parse_err(head + "network = { allowed = [\"x\"] }\n");
     CHECK_THAT(key.message, Catch::Contains("allowed"));
-    const auto remote = parse_err("[[sources]]\nname = \"r\"\nkind = \"mcp\"\nurl = "
-                                  "\"https://mcp.example.com/mcp\"\nnetwork = { allow = [\"*\"] }\n");
+    const auto remote =
+        parse_err("[[sources]]\nname = \"r\"\nkind = \"mcp\"\nurl = "
+                  "\"https://mcp.example.com/mcp\"\nnetwork = { allow = [\"*\"] }\n");
     CHECK_THAT(remote.message, Catch::Contains("'network'") && Catch::Contains("remote"));
 }

@@ -202,6 +202,16 @@ std::string daemon_process::log() const {
     return read_file(home_.path / "meithd.log");
 }
 
+bool daemon_process::wait_for_log(const std::string& text, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        if (log().find(text) != std::string::npos) return true;
+        if (!running()) return log().find(text) != std::string::npos;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(20ms);
+    }
+}
+
 int daemon_process::stop(int sig, std::chrono::milliseconds timeout) {
     if (exited_) return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
     ::kill(pid_, sig);

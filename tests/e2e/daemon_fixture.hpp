@@ -75,6 +75,8 @@ class daemon_process {
 
     /// Everything the daemon wrote to stderr so far.
     std::string log() const;
+    /// Waits until the log contains `text`: false at the timeout or when the daemon exited.
+    bool wait_for_log(const std::string& text, std::chrono::milliseconds timeout = 10s);
     /// Sends `sig` and waits for the exit (up to `timeout`); returns the exit status or -1.
     int stop(int sig = 15, std::chrono::milliseconds timeout = 15s);
     /// Waits for the process to exit on its own; returns its exit status or -1 on timeout.

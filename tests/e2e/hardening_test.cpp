@@ -371,51 +371,45 @@ TEST_CASE("max_result_bytes counts meta and diagnostics, not only content", "[e2
 
 TEST_CASE("accept failing for lack of descriptors is logged once, then summarised",
           "[e2e][hardening]") {
-    // Under UBSan (the asan preset) the vptr check of a type missing from its small cache reads
-    // the vtable through a pipe it makes: with every descriptor taken, that fails and reads as
-    // an invalid vptr. Suppressed for this daemon only; every other check stays on.
-    temp_dir sanitizer;
-    std::ofstream(sanitizer.path / "ubsan.supp") << "vptr_check:*\n";
-    const char* saved = std::getenv("UBSAN_OPTIONS");
-    const std::string saved_options = saved ? saved : "";
-    ::setenv("UBSAN_OPTIONS",
-             (saved_options + (saved_options.empty() ? "" : ":") +
-              "suppressions=" + (sanitizer.path / "ubsan.supp").string())
-                 .c_str(),
-             1);
+#if defined(__SANITIZE_ADDRESS__)
+    // UBSan's vptr check tests an object's memory through a pipe it makes whenever the type
+    // misses its 128-entry cache: with every descriptor taken that fails, a valid object reads
+    // as "invalid vptr", and the report cannot even read the type's name to match a
+    // suppression (a warm-up call to fill the cache was tried: entries are evicted under load).
+    WARN("skipped under the sanitizers: UBSan needs descriptors this test takes away; the dev "
+         "preset runs it");
+    return;
+#endif
     daemon_process d;
-    if (saved)
-        ::setenv("UBSAN_OPTIONS", saved_options.c_str(), 1);
-    else
-        ::unsetenv("UBSAN_OPTIONS");
-    // A call first, with descriptors to spare: the vptr checks of a connection's path (an
-    // error_code's category, compared at every read) are then in UBSan's cache, and need no
-    // pipe once the descriptors are gone. (Without a descriptor the check cannot even read
-    // the type's name to match the suppression above, which covers the rest.)
-    {
-        client warm(d.socket());
-        REQUIRE(warm.call("echo", {{"x", 0}})["result"]["ok"] == true);
-    }
+    // The count of descriptors in use can include some a moment from closing: the limit leaves one
+    // spare and far more clients than any such slack connect, so accept runs out of descriptors
+    // whatever the count was.
     const std::size_t in_use = open_fds(d.pid());
     rlimit old{};
     REQUIRE(::prlimit(d.pid(), RLIMIT_NOFILE, nullptr, &old) == 0);
-    rlimit lim{in_use + 3, old.rlim_max}; // only the soft limit: it can be raised again
+    rlimit lim{in_use + 1, old.rlim_max}; // only the soft limit: it can be raised again
     REQUIRE(::prlimit(d.pid(), RLIMIT_NOFILE, &lim, nullptr) == 0);
     std::vector<std::unique_ptr<client>> clients;
-    for (int i = 0; i < 12; ++i)
+    for (int i = 0; i < 48; ++i)
         clients.push_back(std::make_unique<client>(d.socket()));
-    std::this_thread::sleep_for(1500ms); // ~15 retries at 100 ms
+    if (!d.wait_for_log("accept failed", 20s)) FAIL("no accept failure logged:\n" << d.log());
+    // Retries every 100 ms: let a dozen of them fail before the descriptors come back.
+    std::this_thread::sleep_for(1200ms);
+    clients.clear();
+    REQUIRE(::prlimit(d.pid(), RLIMIT_NOFILE, &old, nullptr) == 0);
+    client c(d.socket());
+    CHECK(c.call("echo", {{"x", 1}})["result"]["ok"] == true);
+    if (!d.wait_for_log("accepting again after", 20s)) FAIL("no summary logged:\n" << d.log());
     const std::string log = d.log();
     std::size_t lines = 0;
     for (std::size_t at = log.find("accept failed"); at != std::string::npos;
          at = log.find("accept failed", at + 1))
         ++lines;
     CHECK(lines == 1);
-    clients.clear();
-    REQUIRE(::prlimit(d.pid(), RLIMIT_NOFILE, &old, nullptr) == 0);
-    client c(d.socket());
-    CHECK(c.call("echo", {{"x", 1}})["result"]["ok"] == true);
-    CHECK_THAT(d.log(), Catch::Contains("accepting again after"));
+    // The summary counts every failure that the single line stood for.
+    const auto at =
+        log.find("accepting again after ") + std::string("accepting again after ").size();
+    CHECK(std::stoul(log.substr(at)) >= 2);
 }
 
 TEST_CASE("garbage on a host's stdout is logged at most once a second, with a count",

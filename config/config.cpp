@@ -187,11 +187,11 @@ void parse_process(checker& c, const scope& s, std::vector<std::string>& command
     assign(env, c.read_env(s, "env"));
 }
 
-/// `network = { allow = [...], deny = [...], allow_private = bool }`: each rule checked as the
-/// proxy reads it (egress/rules.hpp).
+/// `network = { allow = [...], deny = [...], allow_private = bool, ask = bool }`: each rule
+/// checked as the proxy reads it (egress/rules.hpp).
 network_config parse_network(checker& c, const scope& s) {
     network_config n;
-    c.check_keys(s, {"allow", "deny", "allow_private"});
+    c.check_keys(s, {"allow", "deny", "allow_private", "ask"});
     for (auto [key, list] : {std::pair{"allow"sv, &n.allow}, std::pair{"deny"sv, &n.deny}}) {
         auto rules = c.read_string_array(s, key, false, true);
         if (!rules) continue;
@@ -206,6 +206,7 @@ network_config parse_network(checker& c, const scope& s) {
         }
     }
     assign(n.allow_private, c.read_bool(s, "allow_private"));
+    assign(n.ask, c.read_bool(s, "ask"));
     return n;
 }
 

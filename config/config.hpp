@@ -144,11 +144,13 @@ inline const std::vector<std::string>& default_protected_paths() {
     return list;
 }
 
-/// A source's `network = { allow, deny, allow_private }` (docs/protocol.md §19): its egress
-/// goes through meithd's proxy, to what the rules name (egress/rules.hpp gives their form).
+/// A source's `network = { allow, deny, allow_private, ask }` (docs/protocol.md §19): its
+/// egress goes through meithd's proxy, to what the rules name (egress/rules.hpp gives their
+/// form); with `ask`, a host no rule names is held for a person at `meith approve`.
 struct network_config {
     std::vector<std::string> allow, deny;
     bool allow_private = false;
+    bool ask = false;
 
     bool operator==(const network_config&) const = default;
 };

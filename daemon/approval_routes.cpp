@@ -195,7 +195,16 @@ void connection::on_approve(const protocol::client_frame& f, std::string&) {
     if (!answer) {
         protocol::append_error_frame(
             outbound_, f.request_id,
-            R"(approve: decision must be "allow_once", "allow_session" or "deny")");
+            R"(approve: decision must be "allow_once", "allow_session", "allow_always" (egress )"
+            R"(requests only) or "deny")");
+        return;
+    }
+    if (*answer == registry::approval_answer::allow_always &&
+        registry_.approvals().is_held_call(f.approval_id)) {
+        protocol::append_error_frame(
+            outbound_, f.request_id,
+            R"(approve: "allow_always" answers egress requests only; answer a held call with )"
+            R"("allow_once", "allow_session" or "deny")");
         return;
     }
     if (auto err =

@@ -2,6 +2,7 @@
 
 #include "audit/audit_log.hpp"
 #include "config/config.hpp"
+#include "config/config_edit.hpp"
 #include "config/paths.hpp"
 #include "daemon/connection.hpp"
 #include "daemon/coroutine_root.hpp"
@@ -95,6 +96,9 @@ class server {
         wait_for_signal();
         if (notifier_.enabled() && notifier_.watchdog_interval()) watchdog_tick();
         registry_.set_reload_handler([this] { return reload(); });
+        registry_.set_egress_always_handler([this](std::string_view source, std::string_view rule) {
+            return keep_egress_rule(source, rule);
+        });
         registry_.add_source(registry::make_source("builtin", factory_context()));
         for (const auto& src : cfg_.sources)
             registry_.add_source(make_source(src));
@@ -183,10 +187,16 @@ class server {
         return reply;
     }
 
-    std::string reload_config() {
-        std::optional<fs::path> file = config_arg_;
+    /// The config file a reload reads: --config, else HOME/meithd.toml when there is one.
+    std::optional<fs::path> config_file() const {
         std::error_code ec;
-        if (!file && fs::exists(home_ / "meithd.toml", ec)) file = home_ / "meithd.toml";
+        if (config_arg_) return config_arg_;
+        if (fs::exists(home_ / "meithd.toml", ec)) return home_ / "meithd.toml";
+        return std::nullopt;
+    }
+
+    std::string reload_config() {
+        std::optional<fs::path> file = config_file();
         std::string m = R"("ok":)";
         if (shutting_down_) {
             // Sources started now would never be stopped: the shutdown already began stopping.
@@ -250,6 +260,32 @@ class server {
                                                          fmt::join(needs_restart, ", ")));
         registry_.audit_trail().event("config_reload", m);
         return m;
+    }
+
+    /// A person's "allow always" for an egress target (docs/protocol.md §19): `rule` joins
+    /// source `source`'s network.allow in the config file, and in the running config (so a
+    /// reload of the unchanged file keeps the source running). Audited as egress_rule_added.
+    std::optional<std::string> keep_egress_rule(std::string_view source, std::string_view rule) {
+        const std::optional<fs::path> file = config_file();
+        if (!file) return "meithd runs on its built-in defaults (no config file)";
+        if (auto error = config::add_network_allow_rule(*file, source, rule)) return error;
+        for (auto& s : cfg_.sources)
+            if (s.name == source && s.sandbox_paths.network) {
+                auto& allow = s.sandbox_paths.network->allow;
+                if (std::find(allow.begin(), allow.end(), rule) == allow.end())
+                    allow.emplace_back(rule);
+            }
+        std::string m = R"("source":)";
+        protocol::append_json_string(m, source);
+        m += R"(,"rule":)";
+        protocol::append_json_string(m, rule);
+        m += R"(,"file":)";
+        protocol::append_json_string(m, file->string());
+        registry_.audit_trail().event("egress_rule_added", m);
+        spdlog::info("source '{}': \"{}\" added to network.allow in {} (allowed always at "
+                     "`meith approve`)",
+                     source, rule, file->string());
+        return std::nullopt;
     }
 
     /// What the registry's source factories are given (sources/factory.hpp).

@@ -20,6 +20,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace meith::egress {
@@ -286,6 +287,21 @@ class proxy_impl final : public proxy {
             refuse(r);
             co_return false;
         }
+        rule asked; // a person's answer stands for a rule naming exactly this target
+        if (decided == nullptr && opts_.rules.ask && opts_.ask) {
+            const ask_verdict verdict = co_await ask_person(r);
+            if (!verdict.allow) {
+                r.reason = verdict.why;
+                r.suggestion = verdict.suggestion;
+                refuse(r);
+                co_return false;
+            }
+            asked.text = verdict.why;
+            asked.host = r.host;
+            asked.port = r.port;
+            asked.literal = is_literal;
+            decided = &asked;
+        }
         if (decided == nullptr) {
             r.reason = is_literal ? fmt::format("{} is an IP address no rule lists", r.host)
                                   : fmt::format("no rule allows {}:{}", r.host, r.port);
@@ -349,6 +365,29 @@ class proxy_impl final : public proxy {
             refuse(r);
         }
         co_return false;
+    }
+
+    /// Holds the connection until `opts_.ask` answers (or `ask_timeout` passes: refused).
+    awaitable<ask_verdict> ask_person(const connection_record& r) {
+        struct pending {
+            explicit pending(asio::any_io_executor ex) : wake(ex) {}
+            asio::steady_timer wake;
+            std::optional<ask_verdict> verdict;
+        };
+        auto p = std::make_shared<pending>(ex_);
+        p->wake.expires_after(opts_.ask_timeout);
+        opts_.ask(r, [weak = std::weak_ptr<pending>(p)](ask_verdict v) {
+            auto held = weak.lock();
+            if (!held || held->verdict) return;
+            held->verdict = std::move(v);
+            held->wake.cancel();
+        });
+        if (!p->verdict) co_await p->wake.async_wait(nothrow);
+        if (p->verdict) co_return std::move(*p->verdict);
+        co_return ask_verdict{
+            false,
+            fmt::format("nobody answered within {} s", opts_.ask_timeout.count() / 1000),
+            {}};
     }
 
     void refuse(connection_record& r) {

@@ -38,10 +38,25 @@ struct connection_record {
     std::chrono::milliseconds duration{0};
 };
 
+/// A person's answer about a target no rule decided (rule_set::ask).
+struct ask_verdict {
+    bool allow = false;
+    std::string why; ///< allowed: how, as the audit line's rule; refused: why, in words
+    std::string suggestion; ///< refused: the rule that would allow it, when one would
+};
+
+/// Hands the answer for one held connection back to the proxy; call it once (later calls are
+/// ignored). Safe to call after the proxy stopped.
+using ask_reply = std::function<void(ask_verdict)>;
+
 struct proxy_options {
     rule_set rules;
     std::function<void(const connection_record&)> on_refused;
     std::function<void(const connection_record&)> on_closed;
+    /// With rules.ask: a connection to `record.host`:`record.port` that no rule decided waits
+    /// for `reply` (or `ask_timeout`, then refused). Unset: refused as without ask.
+    std::function<void(const connection_record&, ask_reply)> ask;
+    std::chrono::milliseconds ask_timeout{300000};
     std::size_t max_connections = 256;
     std::chrono::milliseconds connect_timeout{10000};
 };

@@ -35,6 +35,8 @@ struct rule_set {
     std::vector<rule> allow, deny;
     /// Names may resolve to loopback, private, link-local and metadata addresses.
     bool allow_private = false;
+    /// A target no rule decides is asked about (proxy_options::ask) instead of refused.
+    bool ask = false;
 
     /// The first deny rule matching, else the first allow rule matching, with `denied` set
     /// accordingly; nullptr when none matches (refused: not allowed).

@@ -622,6 +622,7 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
             if (auto rule = egress::parse_rule(text, why)) c.egress->rules.deny.push_back(*rule);
         }
         c.egress->rules.allow_private = paths.network->allow_private;
+        c.egress->rules.ask = paths.network->ask;
     }
     try {
         c.plan = sandbox::prepare(r, kernel);

@@ -58,6 +58,7 @@ void append_optional_uint(std::string& out, const std::optional<std::uint64_t>& 
 std::optional<approval_answer> approval_answer_from(std::string_view s) {
     if (s == "allow_once") return approval_answer::allow_once;
     if (s == "allow_session") return approval_answer::allow_session;
+    if (s == "allow_always") return approval_answer::allow_always;
     if (s == "deny") return approval_answer::deny;
     return std::nullopt;
 }
@@ -68,6 +69,8 @@ std::string_view to_string(approval_answer a) {
         return "allow_once";
     case approval_answer::allow_session:
         return "allow_session";
+    case approval_answer::allow_always:
+        return "allow_always";
     case approval_answer::deny:
         return "deny";
     }
@@ -201,8 +204,97 @@ std::string approvals::hold(const call_ptr& c, std::string_view preview, on_answ
     audit_.event("approval_request", fields);
 
     broadcast(frame);
-    held_.push_back({id, c, std::move(frame), std::move(answered)});
+    held_.push_back({id, c, std::move(frame), std::move(answered), nullptr});
     return id;
+}
+
+std::string approvals::hold_egress(std::string_view source, const egress::connection_record& r,
+                                   const call_ptr& owner, std::chrono::milliseconds timeout,
+                                   on_answer answered) {
+    std::string id = "a_" + permissions::random_hex(8);
+    const std::string host = redactor_.redact_text(r.host);
+    const std::string target = (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
+                               ":" + std::to_string(r.port);
+    std::string frame = R"({"type":"approval_request","protocol":1,"approvalId":)";
+    append_json_string(frame, id);
+    frame += R"(,"kind":"egress","source":)";
+    append_json_string(frame, source);
+    frame += R"(,"host":)";
+    append_json_string(frame, host);
+    frame += R"(,"port":)";
+    protocol::append_uint(frame, r.port);
+    frame += R"(,"target":)";
+    append_json_string(frame, target);
+    frame += R"(,"via":)";
+    append_json_string(frame, r.protocol);
+    const auto str_or_null = [&](std::string& out, const std::string* s) {
+        if (s == nullptr)
+            out += "null";
+        else
+            append_json_string(out, redactor_.redact_text(*s));
+    };
+    frame += R"(,"requestId":)";
+    str_or_null(frame, owner ? &owner->request_id : nullptr);
+    frame += R"(,"sessionId":)";
+    str_or_null(frame, owner ? &owner->session_id : nullptr);
+    frame += R"(,"caller":)";
+    if (owner)
+        append_json_string(frame, permissions::to_string(owner->caller));
+    else
+        frame += "null";
+    frame += R"(,"toolName":)";
+    str_or_null(frame, owner ? &owner->tool_name : nullptr);
+    const std::string reason = "source '" + std::string(source) + "' connects to " + target +
+                               ", which no rule of its network.allow or network.deny names";
+    frame += R"(,"reason":)";
+    append_json_string(frame, reason);
+    frame += R"(,"decisions":["allow_once","allow_session","allow_always","deny"],"timeoutMs":)";
+    protocol::append_uint(frame, static_cast<std::uint64_t>(timeout.count()));
+    frame += "}\n";
+
+    std::string fields = R"("approvalId":)";
+    append_json_string(fields, id);
+    fields += R"(,"kind":"egress","source":)";
+    append_json_string(fields, source);
+    fields += R"(,"host":)";
+    append_json_string(fields, host);
+    fields += R"(,"port":)";
+    protocol::append_uint(fields, r.port);
+    if (owner) {
+        fields += R"(,"requestId":)";
+        append_redacted_json_string(fields, owner->request_id);
+        fields += R"(,"sessionId":)";
+        append_json_string(fields, owner->session_id);
+        fields += R"(,"caller":)";
+        append_json_string(fields, permissions::to_string(owner->caller));
+        fields += R"(,"toolName":)";
+        append_redacted_json_string(fields, owner->tool_name);
+    }
+    fields += R"(,"approvers":)";
+    protocol::append_uint(fields, approvers_.size());
+    audit_.event("approval_request", fields);
+
+    broadcast(frame);
+    auto timer = std::make_shared<asio::steady_timer>(ex_, timeout);
+    timer->async_wait(
+        [this, id, timeout, alive = std::weak_ptr<bool>(alive_)](const std::error_code& ec) {
+            if (ec || !alive.lock()) return;
+            auto it = std::find_if(held_.begin(), held_.end(),
+                                   [&](const held_call& h) { return h.id == id; });
+            if (it == held_.end()) return;
+            on_answer answered = std::move(it->answered);
+            const std::string why =
+                "no approver answered within " + std::to_string(timeout.count() / 1000) + " s";
+            withdraw(id, why);
+            answered(approval_answer::deny, why);
+        });
+    held_.push_back({id, {}, std::move(frame), std::move(answered), std::move(timer)});
+    return id;
+}
+
+bool approvals::is_held_call(std::string_view approval_id) const {
+    return std::any_of(held_.begin(), held_.end(),
+                       [&](const held_call& h) { return h.id == approval_id && !h.egress_timer; });
 }
 
 std::vector<call_ptr> approvals::held_calls() const {
@@ -238,6 +330,9 @@ std::optional<std::string> approvals::answer(std::string_view approval_id, appro
     if (it == held_.end())
         return "no held call with approvalId '" + std::string(approval_id) +
                "' (already decided, withdrawn, or never asked)";
+    if (a == approval_answer::allow_always && !it->egress_timer)
+        return "allow_always answers egress requests only; answer a held call with allow_once, "
+               "allow_session or deny";
     held_call h = std::move(*it);
     held_.erase(it);
 
@@ -263,6 +358,11 @@ std::optional<std::string> approvals::answer(std::string_view approval_id, appro
     frame += "}\n";
     broadcast(frame);
 
+    if (h.egress_timer) {
+        h.egress_timer->cancel();
+        h.answered(a, std::move(reason));
+        return std::nullopt;
+    }
     auto c = h.c.lock();
     if (!c || c->resolved()) return std::nullopt; // ended meanwhile: nothing more to do
     if (a == approval_answer::allow_session && c->target) {

@@ -14,12 +14,14 @@
 
 #include "audit/audit_trail.hpp"
 #include "audit/redactor.hpp"
+#include "egress/proxy.hpp"
 #include "permissions/grants.hpp"
 #include "registry/call.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/steady_timer.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -40,10 +42,11 @@ class approver {
     virtual const std::string& approver_session() const = 0;
 };
 
-/// An approver's answer to one approval_request.
-enum class approval_answer { allow_once, allow_session, deny };
+/// An approver's answer to one approval_request. `allow_always` answers egress requests only
+/// (docs/protocol.md §19): the target joins the source's network.allow in the config file.
+enum class approval_answer { allow_once, allow_session, allow_always, deny };
 
-/// "allow_once" | "allow_session" | "deny" → the answer; nullopt for anything else.
+/// "allow_once" | "allow_session" | "allow_always" | "deny" → the answer; nullopt otherwise.
 std::optional<approval_answer> approval_answer_from(std::string_view s);
 std::string_view to_string(approval_answer a);
 
@@ -102,7 +105,18 @@ class approvals {
     std::optional<std::string> answer(std::string_view approval_id, approval_answer a,
                                       std::string reason, approver& by);
 
+    /// Holds a connection of source `source`'s egress proxy to `r.host`:`r.port` that no rule
+    /// decides (its network table says `ask`, docs/protocol.md §19) and offers it to every
+    /// approver as an approval_request of kind "egress". `owner`, the call the connection
+    /// belongs to, may be null. `answered` runs exactly once: with the first answer, or with
+    /// `deny` and "no approver answered within N s" after `timeout`.
+    std::string hold_egress(std::string_view source, const egress::connection_record& r,
+                            const call_ptr& owner, std::chrono::milliseconds timeout,
+                            on_answer answered);
+
     std::size_t held_count() const { return held_.size(); }
+    /// Whether `approval_id` names a held call (not an egress request).
+    bool is_held_call(std::string_view approval_id) const;
     /// The calls held now (still alive), oldest first.
     std::vector<call_ptr> held_calls() const;
 
@@ -133,6 +147,8 @@ class approvals {
         std::weak_ptr<call> c;
         std::string frame; ///< the approval_request frame, for approvers that join later
         on_answer answered;
+        /// An egress request (hold_egress): no call of its own, a timer of its own.
+        std::shared_ptr<asio::steady_timer> egress_timer;
     };
 
     void broadcast(std::string_view frame);

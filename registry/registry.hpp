@@ -36,7 +36,11 @@
 #include <asio/any_io_executor.hpp>
 
 #include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -140,6 +144,15 @@ class registry {
         return reload_handler_();
     }
 
+    /// What a person's `allow_always` for an egress target does beyond this run: the daemon
+    /// adds `rule` to source `source`'s network.allow in its config file. Returns an error in
+    /// words (the target is then allowed for this run only). Unset: this run only.
+    void set_egress_always_handler(
+        std::function<std::optional<std::string>(std::string_view source, std::string_view rule)>
+            handler) {
+        egress_always_ = std::move(handler);
+    }
+
     const config::config& cfg() const { return cfg_; }
     const permissions::policy& policy() const { return policy_; }
     /// Grants, approvers and held calls (PROTOCOL.md §12).
@@ -213,6 +226,15 @@ class registry {
     std::optional<std::string> on_registered(tool_source& src, std::vector<tool_definition> defs);
     void on_settled();
     void on_lifecycle(tool_source& src, std::string_view event, std::string_view details);
+
+    // ---- egress targets asked about (egress_asks.cpp, docs/protocol.md §19) ----
+    /// A target no rule of `src`'s network table decides: allowed at once when a person
+    /// allowed it for this run, else held for the approvers (refused when there are none).
+    void on_egress_ask(tool_source& src, const egress::connection_record& r, call_ptr owner,
+                       egress::ask_reply reply);
+    /// Per source name: "host:port" targets a person allowed for this run of meithd.
+    std::map<std::string, std::set<std::string>, std::less<>> egress_allowed_;
+    std::function<std::optional<std::string>(std::string_view, std::string_view)> egress_always_;
 
     asio::any_io_executor ex_;
     const config::config& cfg_;

@@ -40,6 +40,10 @@ void registry::start(std::function<void()> on_ready) {
                                      std::string_view params) {
         mcp_.on_notification(src, method, params);
     };
+    events.egress_ask = [this](tool_source& src, const egress::connection_record& r, call_ptr owner,
+                               egress::ask_reply reply) {
+        on_egress_ask(src, r, std::move(owner), std::move(reply));
+    };
     events_ = events;
     if (sources_.empty()) {
         started_ = true;
@@ -127,6 +131,9 @@ bool registry::remove_source(std::string_view name) {
     if (it == sources_.end()) return false;
     tool_source* src = it->get();
     tools_.remove_source(*src);
+    // A replaced source's table changed: what a person allowed for the old one is asked again.
+    if (auto allowed = egress_allowed_.find(name); allowed != egress_allowed_.end())
+        egress_allowed_.erase(allowed);
     mcp_.forget(*src);
     retiring_.push_back(std::move(*it));
     sources_.erase(it);

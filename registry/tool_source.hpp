@@ -4,6 +4,7 @@
 // `source_events`, runs calls, and stops. All methods run on the I/O thread.
 #pragma once
 
+#include "egress/proxy.hpp"
 #include "process/process_state.hpp"
 #include "registry/call.hpp"
 
@@ -82,6 +83,12 @@ struct source_events {
     /// list_changed, message) with its params object, for the gateway (docs/protocol.md §17).
     std::function<void(tool_source&, std::string_view method, std::string_view params_json)>
         mcp_notification;
+    /// The source's egress proxy met a target no rule decides and its network table says
+    /// `ask` (docs/protocol.md §19): `reply` gets a person's answer, a session allowance, or a
+    /// refusal. `owner` is the call the connection belongs to, when it is known.
+    std::function<void(tool_source&, const egress::connection_record&, call_ptr owner,
+                       egress::ask_reply reply)>
+        egress_ask;
 };
 
 /// What an MCP source offers beyond tools (docs/protocol.md §17): requests forwarded to its

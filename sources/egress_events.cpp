@@ -76,6 +76,12 @@ void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tool_
         auto c = owner.lock();
         events.lifecycle(*s, "egress", audit_members(r, c.get()));
     };
+    opts.ask = [weak, events, owner](const egress::connection_record& r, egress::ask_reply reply) {
+        auto s = weak.lock();
+        if (!s || !events.egress_ask) return reply({false, "the source is gone", {}});
+        auto c = owner.lock();
+        events.egress_ask(*s, r, c && !c->resolved() ? c : nullptr, std::move(reply));
+    };
     opts.on_refused = [weak, owner](const egress::connection_record& r) {
         auto s = weak.lock();
         if (!s) return;

@@ -14,7 +14,8 @@
 namespace meith::registry {
 
 /// Sets `opts`' callbacks: audit lines through `events.lifecycle` of `src`, violations to the
-/// call `owner` when it is set and still running. The callbacks hold `src` weakly.
+/// call `owner` when it is set and still running, unknown targets (rules.ask) to
+/// `events.egress_ask`. The callbacks hold `src` weakly.
 void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tool_source>& src,
                         source_events events, std::weak_ptr<call> owner = {});
 

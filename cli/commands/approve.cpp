@@ -4,7 +4,9 @@
 //
 // `meith approve` is line-based, so it works in any terminal and under tmux: each held call is
 // shown with its preview and redacted arguments, then "y" allows it once, "s" for the caller's
-// session, "n" denies (a reason is asked for), "q" quits. Calls held while one is shown wait
+// session, "n" denies (a reason is asked for), "q" quits. A held egress connection (a source
+// whose network table says `ask`, docs/protocol.md §19) also takes "a": allowed always, the
+// target added to the source's network.allow in the config file. Calls held while one is shown wait
 // in order; a call that another approver answered, or that timed out or was cancelled, is
 // dropped from the screen with what happened. Whenever the call on screen changes, input typed
 // so far is discarded, so an answer always goes to the call the person is looking at.
@@ -72,8 +74,31 @@ std::string list_text(const json& obj, std::string_view key) {
     return out;
 }
 
+bool is_egress(const json& req) {
+    return get_string(req, "kind").value_or("") == "egress";
+}
+
+/// One held egress connection on the screen (docs/protocol.md §19), then the prompt.
+void show_egress_request(const json& req, std::size_t waiting) {
+    fmt::print("\nHeld connection {} from source '{}'\n", text_of(req, "approvalId"),
+               text_of(req, "source"));
+    fmt::print("  to         {}  (via {})\n", text_of(req, "target"), text_of(req, "via"));
+    if (get_string(req, "toolName"))
+        fmt::print("  for        {} by {} (session {})\n", text_of(req, "toolName"),
+                   text_of(req, "caller"), text_of(req, "sessionId"));
+    fmt::print("  asked      {}\n", text_of(req, "reason"));
+    if (const json* t = get_field(req, "timeoutMs"); t && t->is_number_unsigned())
+        fmt::print("  timeout    {} ms\n", t->get<std::uint64_t>());
+    if (waiting > 0) fmt::print("  ({} more held after this one)\n", waiting);
+    fmt::print("Allow? y = once, s = for this session, a = always (adds \"{}\" to the source's "
+               "network.allow in the config), n = deny, q = quit: ",
+               text_of(req, "target"));
+    std::fflush(stdout);
+}
+
 /// One held call on the screen, then the prompt.
 void show_request(const json& req, std::size_t waiting) {
+    if (is_egress(req)) return show_egress_request(req, waiting);
     const auto agent = get_string(req, "agent");
     fmt::print("\nHeld call {} by {}{} (session {})\n", text_of(req, "approvalId"),
                text_of(req, "caller"), agent ? " via " + sanitize(*agent, false) : "",
@@ -259,10 +284,14 @@ class approver_screen {
             send_answer("allow_once", "");
         } else if (line == "s" || line == "S") {
             send_answer("allow_session", "");
+        } else if ((line == "a" || line == "A") && is_egress(held_.front())) {
+            send_answer("allow_always", "");
         } else if (line == "n" || line == "N") {
             asking_reason_ = true;
             term_.line_mode(true);
             fmt::print("Reason (Enter for none): ");
+        } else if (is_egress(held_.front())) {
+            fmt::print("Answer y (once), s (for this session), a (always), n (deny) or q (quit): ");
         } else {
             fmt::print("Answer y (once), s (for this session), n (deny) or q (quit): ");
         }
@@ -291,6 +320,7 @@ class approver_screen {
                        text_of(held_[i], "approvalId"),
                        decision == "allow_once"      ? "allowed once"
                        : decision == "allow_session" ? "allowed for the session"
+                       : decision == "allow_always"  ? "allowed always (kept in the config)"
                        : decision == "deny"          ? "denied"
                                                      : "withdrawn",
                        reason.empty() ? "" : " — ", reason);

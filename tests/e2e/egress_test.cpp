@@ -143,3 +143,166 @@ TEST_CASE("egress: a source with a network table fails closed where there are no
         "net", {{"action", "egress"}, {"via", "direct"}, {"host", "203.0.113.5"}, {"port", 1}});
     CHECK(r["result"]["ok"] == false);
 }
+
+namespace {
+
+/// A source whose network table allows nothing outright and asks about every target.
+std::string asking_source() {
+    return "[permissions.callers.plugin]\nallow = [\"read-only\", \"accesses-network\"]\n\n"
+           "[[sources]]\nname = \"net\"\nkind = \"exec\"\ncommand = [\"node\", \"" +
+           std::string(MEITH_SOURCE_DIR) +
+           "/tests/exec/sandbox_probe.mjs\"]\n"
+           "tool = { name = \"net\", description = \"egress probe\", capabilities = "
+           "[\"accesses-network\"] }\n"
+           "# the agent's one network tool\n"
+           "network = { allow = [], deny = [\"never.test\"], ask = true }\n";
+}
+
+/// Starts a call of the probe to `host`:`port` through HTTP CONNECT (its result is read later
+/// with wait_result).
+void start_reach(client& c, const std::string& id, const std::string& host, int port) {
+    c.send({{"type", "tool_call"},
+            {"requestId", id},
+            {"toolName", "net"},
+            {"callerClaim", "cli"},
+            {"timeoutMs", 30000},
+            {"arguments",
+             {{"action", "egress"}, {"via", "connect"}, {"host", host}, {"port", port}}}});
+}
+
+/// The next approval_request the approver is shown.
+json next_request(client& approver) {
+    for (;;) {
+        json f = approver.read(30s);
+        if (f.value("type", "") == "approval_request") return f;
+    }
+}
+
+void answer(client& approver, const json& request, const std::string& decision,
+            const std::string& reason = "") {
+    json f = {{"type", "approve"},
+              {"protocol", 1},
+              {"approvalId", request["approvalId"]},
+              {"decision", decision}};
+    if (!reason.empty()) f["reason"] = reason;
+    approver.send(f);
+}
+
+std::string violation_message(const std::vector<json>& events) {
+    for (const auto& e : events)
+        if (e.value("type", "") == "sandbox_violation") return e.value("message", "");
+    return "(no sandbox_violation event)";
+}
+
+} // namespace
+
+TEST_CASE("egress: with network.ask a target no rule names waits for a person at meith approve: "
+          "once, for the session, always (kept in the config), deny; with no approver it is "
+          "refused at once",
+          "[e2e][sandbox][egress]") {
+    REQUIRE_KERNEL_SANDBOX(true);
+    if (const auto why = own_network_namespace(); !why.empty())
+        SKIP_TEST("no network namespace of the test's own (" + why + "; needs root)");
+    background_process target({"node",
+                               std::string(MEITH_SOURCE_DIR) + "/tests/exec/egress_target.mjs",
+                               "--host=203.0.113.5", "--name=asked"});
+    REQUIRE(target.wait_for("listening", 30s));
+    const int port = std::stoi(target.out().substr(10));
+    const std::string p = std::to_string(port);
+    temp_dir hosts_dir;
+    const auto hosts = hosts_dir.path / "hosts";
+    std::ofstream(hosts) << "once.test 203.0.113.5\nsession.test 203.0.113.5\n"
+                            "kept.test 203.0.113.5\nnever.test 203.0.113.5\n";
+    ::setenv("MEITH_EGRESS_TEST_HOSTS", hosts.c_str(), 1);
+    daemon_process d(asking_source());
+    client c(d.socket());
+
+    // No approver connected: refused at once, saying what would allow it.
+    auto alone = reach(c, "connect", "once.test", port);
+    CHECK(alone.result["done"] == false);
+    CHECK(violation_rule(alone) == "add \"once.test:" + p + "\" to the source's network.allow");
+    CHECK_THAT(violation_message(alone.events), Catch::Contains("no approver is connected"));
+    // A deny rule decides without asking.
+    auto never = reach(c, "connect", "never.test", port);
+    CHECK(never.result["done"] == false);
+
+    auto approver = connect_approver(d);
+    // Once: this connection only; the next one to the same target is asked again.
+    start_reach(c, "once-1", "once.test", port);
+    json req = next_request(*approver);
+    CHECK(req["kind"] == "egress");
+    CHECK(req["source"] == "net");
+    CHECK(req["target"] == "once.test:" + p);
+    CHECK(req["toolName"] == "net");
+    CHECK(req["requestId"] == "once-1");
+    CHECK(req["decisions"] == json::array({"allow_once", "allow_session", "allow_always", "deny"}));
+    // "allow_always" is for egress requests; a bad decision changes nothing.
+    answer(*approver, req, "allow_forever");
+    CHECK(approver->read()["type"] == "error");
+    answer(*approver, req, "allow_once");
+    json r = c.wait_result("once-1", nullptr, 30s);
+    REQUIRE(r["result"]["ok"] == true);
+    CHECK(r["result"]["content"]["done"] == true);
+    CHECK_THAT(r["result"]["content"].value("received", ""), Catch::Contains("hello from asked"));
+    start_reach(c, "once-2", "once.test", port);
+    req = next_request(*approver);
+    CHECK(req["requestId"] == "once-2");
+    answer(*approver, req, "deny", "not that one");
+    std::vector<json> events;
+    r = c.wait_result("once-2", &events, 30s);
+    CHECK(r["result"]["content"]["done"] == false);
+    CHECK_THAT(violation_message(events),
+               Catch::Contains("a person refused it at `meith approve`: not that one"));
+
+    // For the session: asked once, then allowed without asking (nobody answers the second).
+    start_reach(c, "session-1", "session.test", port);
+    answer(*approver, next_request(*approver), "allow_session");
+    CHECK(c.wait_result("session-1", nullptr, 30s)["result"]["content"]["done"] == true);
+    CHECK(reach(c, "connect", "session.test", port).result["done"] == true);
+
+    // Always: allowed, and written to the source's network.allow in the config file, with its
+    // comment and the rest of the file as they were.
+    start_reach(c, "kept-1", "kept.test", port);
+    req = next_request(*approver); // the next request is this one: session.test was not asked
+    CHECK(req["target"] == "kept.test:" + p);
+    answer(*approver, req, "allow_always");
+    CHECK(c.wait_result("kept-1", nullptr, 30s)["result"]["content"]["done"] == true);
+    const std::string toml = slurp(d.home() / "meithd.toml");
+    CHECK_THAT(toml, Catch::Contains("network = { allow = [\"kept.test:" + p +
+                                     "\", ], deny = [\"never.test\"], ask = true }"));
+    CHECK_THAT(toml, Catch::Contains("# the agent's one network tool"));
+    CHECK(d.audit_events("egress_rule_added").size() == 1);
+    // A reload of the file it wrote leaves the source as it is.
+    const json reloaded = [&] {
+        c.send(
+            {{"type", "reload_config"}, {"requestId", "rl"}, {"clientInfo", {{"caller", "cli"}}}});
+        for (;;) {
+            json f = c.read(15s);
+            if (f.value("requestId", "") == "rl") return f;
+        }
+    }();
+    INFO(reloaded.dump());
+    CHECK(reloaded["ok"] == true);
+    CHECK(reloaded["sources"]["replaced"].empty());
+
+    // The audit says who decided each connection.
+    d.wait_audit([&](const json&) { return d.audit_events("egress").size() >= 7; }, 10s);
+    std::vector<std::string> rules;
+    for (const auto& line : d.audit_events("egress"))
+        rules.push_back(line.value("decision", "") + " " + line.value("rule", ""));
+    CHECK(rules == std::vector<std::string>{
+                       "deny ", "deny never.test",
+                       "allow once.test:" + p + " (a person allowed it once)", "deny ",
+                       "allow session.test:" + p + " (a person allowed it for this session)",
+                       "allow session.test:" + p + " (a person allowed it for this session)",
+                       "allow kept.test:" + p + " (a person allowed it always)"});
+
+    // After a restart, without an approver: the kept target connects, the session's does not.
+    approver.reset();
+    d.stop();
+    d.restart();
+    client again(d.socket());
+    CHECK(reach(again, "connect", "kept.test", port).result["done"] == true);
+    CHECK(reach(again, "connect", "session.test", port).result["done"] == false);
+    ::unsetenv("MEITH_EGRESS_TEST_HOSTS");
+}

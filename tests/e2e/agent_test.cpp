@@ -215,7 +215,7 @@ TEST_CASE("preview_tool_call uses the host's format_tool_call_preview and never 
 }
 
 TEST_CASE("preview_tool_call without the host method: name(redacted arguments), cut to 200 "
-          "characters; a denied tool still gets a preview",
+          "characters, a denied tool still gets a preview",
           "[e2e][agent][preview]") {
     daemon_process d(host_source_toml("th"));
     client c(d.socket());
@@ -277,7 +277,7 @@ TEST_CASE("a host method that never answers: the default after the 5 s bound, th
     CHECK(late["requestId"] == "late");
 }
 
-TEST_CASE("meith preview prints the preview; exit 1 when the call would be denied",
+TEST_CASE("meith preview prints the preview, exit 1 when the call would be denied",
           "[e2e][agent][cli]") {
     daemon_process d(host_source_toml("th", {"--optional-methods"}));
     const auto ok = run_cli({"preview", "t_echo", R"({"x":2})"}, d.home());

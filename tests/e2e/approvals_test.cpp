@@ -166,7 +166,7 @@ TEST_CASE("allow_session lets that session's next calls through and not another 
     CHECK(read_type(other, "grants_list")["grants"].empty());
 }
 
-TEST_CASE("a session's grant ends with the session; a held call's client leaving withdraws it",
+TEST_CASE("a session's grant ends with the session, a held call's client leaving withdraws it",
           "[e2e][approvals][grants]") {
     daemon_process d(ask_config());
     auto approver = connect_approver(d);
@@ -403,7 +403,7 @@ TEST_CASE("a held call's timeout fires while it waits, and a cancel withdraws it
     CHECK(call_line(d, "c1")["end"] == "cancel");
 }
 
-TEST_CASE("two approvers race: the first answer wins; one that leaves mid-decision leaves the "
+TEST_CASE("two approvers race: the first answer wins, one that leaves mid-decision leaves the "
           "call to the other",
           "[e2e][approvals]") {
     daemon_process d(ask_config());

@@ -243,7 +243,7 @@ TEST_CASE("meith audit reports a corrupt line with file:line and shows the rest"
     CHECK(lines_of(as_json.out).size() == before);
 }
 
-TEST_CASE("meith policy check explains the decision; exit 0 allow, 1 deny", "[e2e][cli]") {
+TEST_CASE("meith policy check explains the decision, exit 0 allow, 1 deny", "[e2e][cli]") {
     SECTION("default permissions") {
         daemon_process d(host_source_toml("th"));
         auto w = run_cli({"policy", "check", "t_write", "--caller", "plugin"}, d.home());
@@ -312,7 +312,7 @@ TEST_CASE("meith call takes arguments from standard input (-) and from @FILE, pa
     CHECK_THAT(array.err, Catch::Contains("arguments on standard input must be a JSON object"));
 }
 
-TEST_CASE("meith call --raw prints a result's text as is; JSON into a pipe is one line",
+TEST_CASE("meith call --raw prints a result's text as is, JSON into a pipe is one line",
           "[e2e][cli]") {
     daemon_process d;
     // A file tool's answer shape: {"content": "..."}; echo returns its arguments.
@@ -440,7 +440,7 @@ TEST_CASE("meith init writes a config that works from anywhere, and keeps an exi
     CHECK(kv.status == 0);
 }
 
-TEST_CASE("meith init leaves out examples that cannot run and says why; a python3 wrapper "
+TEST_CASE("meith init leaves out examples that cannot run and says why, a python3 wrapper "
           "script is replaced by a real interpreter",
           "[e2e][cli][diagnosis]") {
     if (!fs::exists("/usr/bin/python3")) SKIP_TEST("no /usr/bin/python3 on this machine");

@@ -132,7 +132,7 @@ TEST_CASE("meith mcp: bad JSON-RPC gets errors, pings are answered, stdin EOF en
 }
 
 TEST_CASE("meith mcp: members of unexpected types get their JSON-RPC error and the session goes "
-          "on; a long non-ASCII id is answered under that id",
+          "on, a long non-ASCII id is answered under that id",
           "[e2e][mcp][bridge]") {
     // Each of these made the bridge print `internal error: [json.exception.type_error.302]` and
     // exit 2, dropping every call in flight; the long id was cut inside a character and never

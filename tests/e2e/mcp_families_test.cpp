@@ -261,7 +261,7 @@ TEST_CASE("mcp families: a URI two sources list is read from the one first in th
 }
 
 TEST_CASE("mcp families: a call's W3C traceparent reaches the MCP server in _meta and the audit "
-          "line; a malformed one is a VALIDATION_ERROR",
+          "line, a malformed one is a VALIDATION_ERROR",
           "[e2e][mcp][families]") {
     temp_dir work;
     const auto state = work.path / "received.jsonl";

@@ -422,7 +422,7 @@ TEST_CASE("mcp: garbage is skipped - a partial line and an exit fail the call an
     CHECK(source_status(c, "fk")["restarts"] == 1);
 }
 
-TEST_CASE("mcp: a server that lists a taken name fails alone; the daemon starts", "[e2e][mcp]") {
+TEST_CASE("mcp: a server that lists a taken name fails alone, the daemon starts", "[e2e][mcp]") {
     // Without a prefix the fake server lists `echo`, the built-in's name. Its listing is the
     // program's (an npm update can change it), so it must not stop meithd from starting.
     daemon_process d(mcp_source_toml("fk", {mcp_dir() + "/fake_server.mjs"}));

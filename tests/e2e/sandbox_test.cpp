@@ -65,7 +65,7 @@ struct listener {
 
 } // namespace
 
-TEST_CASE("a read-only tool cannot write outside its temporary folder; with writes-files it "
+TEST_CASE("a read-only tool cannot write outside its temporary folder, with writes-files it "
           "writes under its root only",
           "[e2e][sandbox]") {
     REQUIRE_KERNEL_SANDBOX(false);
@@ -102,7 +102,7 @@ TEST_CASE("a read-only tool cannot write outside its temporary folder; with writ
     CHECK(s["exec"] == "landlock,once");
 }
 
-TEST_CASE("a tool without accesses-network cannot connect to 127.0.0.1; with it, it can",
+TEST_CASE("a tool without accesses-network cannot connect to 127.0.0.1, with it, it can",
           "[e2e][sandbox]") {
     REQUIRE_KERNEL_SANDBOX(false);
     listener l;
@@ -116,7 +116,7 @@ TEST_CASE("a tool without accesses-network cannot connect to 127.0.0.1; with it,
     CHECK(probe(c, "online", {{"action", "connect"}, {"port", l.port}})["done"] == true);
 }
 
-TEST_CASE("a tool without starts-process cannot run /bin/sh; with it, it can", "[e2e][sandbox]") {
+TEST_CASE("a tool without starts-process cannot run /bin/sh, with it, it can", "[e2e][sandbox]") {
     REQUIRE_KERNEL_SANDBOX(false);
     daemon_process d(probe_source("nospawn", "[\"read-only\"]") +
                      probe_source("spawns", "[\"read-only\", \"starts-process\"]") + allow_all);

@@ -84,7 +84,7 @@ std::pair<int, pid_t> grandchild_peer() {
 
 } // namespace
 
-TEST_CASE("tool_peer_problem: a descendant (an orphan too, under a subreaper) is a tool's; "
+TEST_CASE("tool_peer_problem: a descendant (an orphan too, under a subreaper) is a tool's, "
           "init and a gone pid are told apart",
           "[daemon][peer]") {
     meith::daemon::become_subreaper();

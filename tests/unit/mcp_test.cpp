@@ -197,7 +197,7 @@ TEST_CASE("mcp: progress notifications become progress events", "[mcp]") {
     CHECK_FALSE(mcp::progress_token(obj(R"({"progressToken":"7","progress":1})")));
 }
 
-TEST_CASE("mcp: calls carry a progress token; cancellations name the request", "[mcp]") {
+TEST_CASE("mcp: calls carry a progress token, cancellations name the request", "[mcp]") {
     CHECK(json::parse(mcp::call_params("read", R"({"p":"x"})", 12)) ==
           json::parse(R"({"name":"read","arguments":{"p":"x"},"_meta":{"progressToken":12}})"));
     CHECK(json::parse(mcp::cancelled_params(5, "timeout")) ==

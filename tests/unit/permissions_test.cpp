@@ -296,7 +296,7 @@ TEST_CASE("ask: caller lists and rules ask, deny still wins, and what a grant mu
     CHECK(p.decide("write", caps({"writes-files"}), caller::cli).outcome() == verdict::deny);
 }
 
-TEST_CASE("grant_store: matching by caller, session, tool glob and capabilities; uses; expiry",
+TEST_CASE("grant_store: matching by caller, session, tool glob and capabilities, uses, expiry",
           "[permissions][grants]") {
     using namespace std::chrono_literals;
     grant_store store;

@@ -296,7 +296,7 @@ TEST_CASE("the frame bound: exactly the limit passes, one byte more fails", "[cl
     }
 }
 
-TEST_CASE("close: buffered frames first, then closed; a partial last line is dropped", "[client]") {
+TEST_CASE("close: buffered frames first, then closed, a partial last line is dropped", "[client]") {
     pair_fixture p;
     p.write("{\"last\":true}\n{\"partial");
     p.close_peer();
@@ -356,7 +356,7 @@ TEST_CASE("the wake fd interrupts a wait, but buffered frames come first", "[cli
 
 // ---- channel: sending, half-close, errors --------------------------------------------------
 
-TEST_CASE("send_frame appends the newline; send_bytes sends verbatim", "[client]") {
+TEST_CASE("send_frame appends the newline, send_bytes sends verbatim", "[client]") {
     pair_fixture p;
     p.channel.send_frame(encode_list_tools("r1"));
     p.channel.send_bytes("raw\r\nbytes");

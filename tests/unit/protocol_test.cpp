@@ -129,7 +129,7 @@ TEST_CASE("line_framer: a frame split byte by byte", "[framing]") {
     CHECK(events[1].line == frame);
 }
 
-TEST_CASE("line_framer: \\r\\n endings are stripped, a lone \\r inside is kept", "[framing]") {
+TEST_CASE("line_framer: CRLF endings are stripped, a lone CR inside is kept", "[framing]") {
     line_framer f(1024);
     auto events = feed(f, "abc\r\ndef\n a\rb \r\n");
     REQUIRE(events.size() == 3);
@@ -239,7 +239,7 @@ TEST_CASE("line_framer: a long oversized frame keeps memory bounded and is repor
     CHECK(f.capacity() <= max + chunk + frame_padding + 64);
 }
 
-TEST_CASE("line_framer: dropped_bytes excludes the \\r of a \\r\\n ending however the "
+TEST_CASE("line_framer: dropped_bytes excludes the CR of a CRLF ending however the "
           "frame was chunked",
           "[framing]") {
     // In discarding mode (oversized frame spread over several commits) the '\r' before the
@@ -516,7 +516,7 @@ TEST_CASE("frame_decoder: clientInfo.caller extraction", "[frames]") {
     CHECK(f.caller_claim->empty());
 }
 
-TEST_CASE("frame_decoder: a string argument is decoded for a text-payload tool; the registry "
+TEST_CASE("frame_decoder: a string argument is decoded for a text-payload tool, the registry "
           "checks it against the tool",
           "[frames]") {
     frame_decoder d;

@@ -569,7 +569,7 @@ TEST_CASE("key decisions stay right when many keys share the per-thread memory",
     CHECK_FALSE(r.is_secret_key(std::string(60, 'a') + "_path"));
 }
 
-TEST_CASE("more secret-like keys: pass, passcode, client_key, ssh_key, hmac; key stays readable",
+TEST_CASE("more secret-like keys: pass, passcode, client_key, ssh_key, hmac, key stays readable",
           "[redactor][hardening]") {
     // Issue 11, defect 16.
     const auto& r = default_redactor();
@@ -665,7 +665,7 @@ TEST_CASE("remembered answers for short texts are the right ones, collisions inc
         }
 }
 
-TEST_CASE("exact secret values are redacted wherever they occur; short ones are ignored",
+TEST_CASE("exact secret values are redacted wherever they occur, short ones are ignored",
           "[redactor]") {
     const std::string secret = "tok_abcdefgh12345";
     meith::audit::add_exact_secret(secret);

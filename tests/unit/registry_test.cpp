@@ -450,7 +450,7 @@ TEST_CASE("registry: a call past its timeout resolves with TIMEOUT", "[registry]
     CHECK(fx.sink->events.empty());
 }
 
-TEST_CASE("registry: cancel resolves once; late results and events are dropped", "[registry]") {
+TEST_CASE("registry: cancel resolves once, late results and events are dropped", "[registry]") {
     fixture fx;
     fx.start_with({def("slow")});
     auto c = fx.call_tool("c1", "slow", "{}", caller::cli, 100);
@@ -1087,7 +1087,7 @@ TEST_CASE("registry: a rejected tool_call frame has the call record's keys, null
 
 // ==== source factory =======================================================================
 
-TEST_CASE("source factory: one table of kinds; an unknown kind names the known ones",
+TEST_CASE("source factory: one table of kinds, an unknown kind names the known ones",
           "[registry][factory]") {
     using meith::registry::make_source;
     using meith::registry::source_kinds;
@@ -1589,7 +1589,7 @@ TEST_CASE("schema_validator: numbers, strings and formats say the bound and what
           R"(/d must be a valid date such as "2026-01-31" (got "2026-02-31x"))");
 }
 
-TEST_CASE("schema_validator: arrays and objects say their bounds; many violations are counted",
+TEST_CASE("schema_validator: arrays and objects say their bounds, many violations are counted",
           "[schema][validate][messages]") {
     const std::string tags =
         with_property("t", R"({"type":"array","minItems":2,"maxItems":3,"uniqueItems":true})");
@@ -1630,7 +1630,7 @@ TEST_CASE("schema_validator: arrays and objects say their bounds; many violation
     CHECK(violation(rest, R"({"kx":{"n":"x"},"zz":"xyz"})").empty());
 }
 
-TEST_CASE("schema_validator: combinators say which rule failed; an echo stands in only when "
+TEST_CASE("schema_validator: combinators say which rule failed, an echo stands in only when "
           "nothing more specific was found",
           "[schema][validate][messages]") {
     CHECK(violation(with_property("m", R"({"anyOf":[{"type":"string"},{"type":"null"}]})"),
@@ -1719,7 +1719,7 @@ struct recording_approver : meith::registry::approver {
 } // namespace
 
 TEST_CASE("registry: an ask call is denied without approvers, held with one, and runs once "
-          "approved; a session grant lets the next call through",
+          "approved, a session grant lets the next call through",
           "[registry][approvals]") {
     using meith::registry::approval_answer;
     fixture fx;

@@ -184,7 +184,7 @@ TEST_CASE("sse: a CR at a chunk's end still pairs with the LF after an empty chu
     CHECK(got == events{{"message", "a\nb", "", std::nullopt}});
 }
 
-TEST_CASE("sse: data lines join with \\n; fields without a space or value", "[remote][sse]") {
+TEST_CASE("sse: data lines join with a newline, fields without a space or value", "[remote][sse]") {
     check_any_split("data: one\ndata:two\ndata\ndata:  four\n\n",
                     {{"message", "one\ntwo\n\n four", "", std::nullopt}});
     // A field name alone is the field with an empty value; unknown fields are ignored.

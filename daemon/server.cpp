@@ -627,6 +627,7 @@ int serve(served_daemon d) {
     // Before the server is made: its hooks are confined as it is constructed, and every
     // sandbox hides the home and the socket (and never lets a tool write the home).
     registry::set_confinement_home(d.home, d.socket);
+    if (d.config_arg) registry::set_confinement_config(*d.config_arg);
     asio::io_context ioc(1);
     server srv(ioc, d.cfg, d.config_arg, d.home, d.socket, d.audit, std::move(d.activated),
                d.ready_fd, d.log_file);

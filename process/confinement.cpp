@@ -40,6 +40,11 @@ fs::path& socket_path() {
     return socket;
 }
 
+fs::path& config_file_path() {
+    static fs::path config;
+    return config;
+}
+
 /// A folder of ours, 0700, not a symlink: made when missing, checked either way.
 bool private_dir(const fs::path& dir) {
     ::mkdir(dir.c_str(), 0700);
@@ -173,6 +178,12 @@ bool holds_home(const fs::path& p) {
 }
 
 } // namespace
+
+void set_confinement_config(fs::path config_file) {
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(config_file, ec);
+    config_file_path() = ec ? fs::absolute(config_file).lexically_normal() : canonical;
+}
 
 void set_confinement_home(fs::path home, fs::path socket) {
     home_dir() = fs::absolute(home).lexically_normal();
@@ -448,6 +459,14 @@ void protect_in_roots(sandbox::request& r, const std::vector<fs::path>& roots,
         if (!home.empty() && home != root && within(home, root))
             for (auto& f : folders_between(root, home))
                 pinned.insert(f);
+        // meithd's own config (--config, outside the home): what its sources may do is no
+        // tool's to rewrite.
+        const fs::path& cfg = config_file_path();
+        if (!cfg.empty() && within(cfg, root) && (home.empty() || !within(cfg, home))) {
+            read_only.insert(cfg);
+            for (auto& f : folders_between(root, cfg))
+                pinned.insert(f);
+        }
     }
     r.read_only.assign(read_only.begin(), read_only.end());
     r.pinned.assign(pinned.begin(), pinned.end());

@@ -58,6 +58,11 @@ std::string sandbox_hint(const confinement& c, std::string_view error_text);
 /// by the daemon at start.
 void set_confinement_home(std::filesystem::path home, std::filesystem::path socket = {});
 
+/// meithd's config file when it lives outside the home (`--config`): inside a tool's
+/// writable root it stays read-only and the folders down to it pinned, as a protected path
+/// that no `sandbox_paths.write` lifts (docs/protocol.md §15). Set once by the daemon.
+void set_confinement_config(std::filesystem::path config_file);
+
 /// The home set_confinement_home was given (absolute), or an empty path (unit tests).
 const std::filesystem::path& confinement_home();
 

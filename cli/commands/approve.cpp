@@ -90,7 +90,7 @@ void show_egress_request(const json& req, std::size_t waiting) {
     if (const json* t = get_field(req, "timeoutMs"); t && t->is_number_unsigned())
         fmt::print("  timeout    {} ms\n", t->get<std::uint64_t>());
     if (waiting > 0) fmt::print("  ({} more held after this one)\n", waiting);
-    fmt::print("Allow? y = once, s = for this session, a = always (adds \"{}\" to the source's "
+    fmt::print("Allow? y = once, s = until meithd stops, a = always (adds \"{}\" to the source's "
                "network.allow in the config), n = deny, q = quit: ",
                text_of(req, "target"));
     std::fflush(stdout);

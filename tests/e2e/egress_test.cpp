@@ -54,7 +54,7 @@ std::string violation_rule(const outcome& o) {
 
 } // namespace
 
-TEST_CASE("egress: an allowed name's bytes arrive through the proxy; other names, private "
+TEST_CASE("egress: an allowed name's bytes arrive through the proxy, other names, private "
           "answers, IP literals and direct connections are refused, each audited",
           "[e2e][sandbox][egress]") {
     REQUIRE_KERNEL_SANDBOX(true);
@@ -197,7 +197,7 @@ std::string violation_message(const std::vector<json>& events) {
 } // namespace
 
 TEST_CASE("egress: with network.ask a target no rule names waits for a person at meith approve: "
-          "once, for the session, always (kept in the config), deny; with no approver it is "
+          "once, for the session, always (kept in the config), deny, with no approver it is "
           "refused at once",
           "[e2e][sandbox][egress]") {
     REQUIRE_KERNEL_SANDBOX(true);

@@ -40,7 +40,7 @@ void write_file(const fs::path& p, const std::string& text) {
 } // namespace
 
 TEST_CASE("protected paths: .git/hooks, .git/config, .mcp.json and .vscode stay read-only inside "
-          "a writable root; writes beside them work; sandbox_paths.write lifts one by name",
+          "a writable root, writes beside them work, sandbox_paths.write lifts one by name",
           "[e2e][sandbox][protected]") {
     REQUIRE_KERNEL_SANDBOX(true);
     temp_dir work;
@@ -114,4 +114,25 @@ TEST_CASE("a cwd that holds meithd's home: writes under it work, under the home 
                    {"path", d.home().string()},
                    {"to", d.home().string() + "-moved"}}) == "EBUSY");
     CHECK(fs::exists(d.home() / "config.json"));
+}
+
+TEST_CASE("meithd's --config inside a tool's writable root stays read-only and its folder cannot "
+          "be renamed away",
+          "[e2e][sandbox][protected]") {
+    REQUIRE_KERNEL_SANDBOX(true);
+    temp_dir work;
+    const fs::path w = work.path;
+    const fs::path cfg = w / ".config/meith/meithd.toml";
+    const std::string text = cli_writes + probe_source("w", w);
+    write_file(cfg, text);
+    daemon_process d("", {"--config", cfg.string()});
+    client c(d.socket());
+    CHECK(outcome(c, "w", {{"action", "write"}, {"path", cfg.string()}}) == "EROFS");
+    CHECK(outcome(c, "w",
+                  {{"action", "rename"},
+                   {"path", (w / ".config/meith").string()},
+                   {"to", (w / ".config/elsewhere").string()}}) == "EBUSY");
+    CHECK(outcome(c, "w", {{"action", "write"}, {"path", (w / ".config/other.txt").string()}}) ==
+          "ok");
+    CHECK(slurp(cfg) == text);
 }

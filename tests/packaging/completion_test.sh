@@ -181,8 +181,8 @@ has _meith "meith audit --event " all daemon_start config_reload
 has _meith "meith audit --event gr" grant_created grant_used grant_revoked grant_expired
 # Every event meithd writes is offered: the names in the code that writes audit lines, and the
 # frames audited under their own type.
-emitted=$(grep -rhoE '(audit_event|lifecycle|\.event)\((\*this, )?"[a-z_]+"|"event":"[a-z_]+"|event = "[a-z_]+"|\? "grant_[a-z]+" : "grant_[a-z]+"' \
-    "$src"/daemon "$src"/registry "$src"/audit "$src"/permissions --include='*.cpp' |
+emitted=$(grep -rhoE '(audit_event|lifecycle|\.event)\((\*[a-z_]+, )?"[a-z_]+"|"event":"[a-z_]+"|event = "[a-z_]+"|\? "grant_[a-z]+" : "grant_[a-z]+"' \
+    "$src"/daemon "$src"/registry "$src"/audit "$src"/permissions "$src"/sources --include='*.cpp' |
     grep -oE '"[a-z_]+"' | tr -d '"' | grep -vx event | sort -u)
 [[ $(wc -w <<<"$emitted") -ge 20 ]] || fail "found only $(wc -w <<<"$emitted") audit events in the code"
 has _meith "meith audit --event " $emitted list_tools cancel_tool_call

@@ -188,6 +188,8 @@ const i = one('i', 'idle_rss');
 const kStart = (v) => runs.find((r) => r.scenario === 'k' && r.server === `startup-${v}` && r.mode === 'startup' &&
     (r.status === 'ok' || r.status === 'disturbed_kept'));
 const kOn = kStart('sandbox'), kOff = kStart('nosandbox');
+const kDownload = runs.find((r) => r.scenario === 'k' && r.mode === 'download' && r.status === 'ok');
+const kWay = (w) => kDownload?.ways?.find((x) => x.way === w);
 const nodeStartMs = hNode ? median(hNode.samples_us) / 1000 : NaN;
 // (e) floor: appending audit-sized lines and nothing else; and what it leaves of audit off.
 const floors = runs.filter((r) => r.mode === 'append_floor').sort((x, y) => x.batch - y.batch);
@@ -346,6 +348,8 @@ const otherBody = [
         h ? `median of ${h.iterations}: ${h.samples_ms.map((x) => fx(x, 1)).join(', ')} ms (2 Node.js hosts + 1 exec server; each alone, to ready: ${(hAlone?.sources ?? []).map((x) => `${x.name} ${fx(x.p50_ms, 1)}`).join(', ')} ms; \`node -e ''\` alone: ${fx(nodeStartMs, 1)} ms)` : 'not run'],
     ['k', 'start-up, the (h) sources sandboxed / sandbox off', kOn && kOff ? fx(ratio(kOn.p50_ms, kOff.p50_ms)) + '×' : '—',
         kOn && kOff ? `median of ${kOn.iterations}: ${fx(kOn.p50_ms, 1)} ms sandboxed (hosts start confined to read-only and are started again in their tools' sandbox when they need more), ${fx(kOff.p50_ms, 1)} ms with \`sandbox = "off"\`` : 'not run'],
+    ['k', 'streaming download (256 MiB), behind the egress proxy / sandbox off', kDownload ? fx(ratio(kWay('proxy')?.mib_s, kWay('off')?.mib_s)) + '×' : '—',
+        kDownload ? `median of ${kDownload.iterations} \`meith call\`s of a one-shot curl tool from an HTTP server on 127.0.0.1 (\`bench/download.mjs\`): ${['off', 'confined', 'proxy'].map((w) => `${w === 'off' ? 'sandbox off' : w === 'confined' ? 'confined, no network table' : 'confined, network table (every byte through meithd\'s proxy)'} ${int(kWay(w)?.mib_s)} MiB/s, meithd CPU ${int(kWay(w)?.meithd_cpu_ms_per_gib)} ms per GiB`).join('; ')}` : 'not run'],
     ['i', 'idle RSS, examples/meithd.toml', i ? `${fx(i.rss_kib / 1024, 1)} MiB` : '—',
         i ? `meithd only, 2 s after ready (anon ${fx(i.rss_anon_kib / 1024, 1)} MiB, peak ${fx(i.hwm_kib / 1024, 1)} MiB); its ${i.children} child processes add ${fx(i.children_rss_kib / 1024, 1)} MiB` : 'not run'],
 ];

@@ -398,7 +398,7 @@ class proxy_impl final : public proxy {
     // ---- the relay -----------------------------------------------------------------------------
 
     static awaitable<void> pump(tcp::socket& from, tcp::socket& to, std::uint64_t& count) {
-        std::array<char, 16384> buf;
+        std::array<char, 65536> buf;
         for (;;) {
             auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), nothrow);
             if (ec || n == 0) break;

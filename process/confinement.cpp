@@ -223,6 +223,31 @@ bool mentions(std::string_view text, std::initializer_list<std::string_view> nee
                        [&](std::string_view n) { return lower.find(n) != std::string::npos; });
 }
 
+/// The program a shell could not run, from its message: dash's "SCRIPT: N: PROG: Permission
+/// denied", bash's "SCRIPT: line N: PROG: Permission denied". Empty when there is none.
+std::string shell_exec_refused(std::string_view text) {
+    constexpr std::string_view denied = ": Permission denied";
+    for (auto at = text.find(denied); at != std::string_view::npos;
+         at = text.find(denied, at + 1)) {
+        const auto line_start = text.rfind('\n', at);
+        const std::string_view line =
+            text.substr(line_start == std::string_view::npos ? 0 : line_start + 1,
+                        at - (line_start == std::string_view::npos ? 0 : line_start + 1));
+        // line: "SCRIPT: N: PROG" or "SCRIPT: line N: PROG"
+        const auto prog_at = line.rfind(": ");
+        if (prog_at == std::string_view::npos) continue;
+        const auto where_at = line.rfind(": ", prog_at == 0 ? 0 : prog_at - 1);
+        if (where_at == std::string_view::npos) continue;
+        std::string_view where = line.substr(where_at + 2, prog_at - where_at - 2);
+        if (where.starts_with("line ")) where.remove_prefix(5);
+        if (where.empty() || !std::all_of(where.begin(), where.end(),
+                                          [](char ch) { return ch >= '0' && ch <= '9'; }))
+            continue;
+        return std::string(line.substr(prog_at + 2));
+    }
+    return {};
+}
+
 } // namespace
 
 std::string sandbox_hint(const confinement& c, std::string_view error_text) {
@@ -238,6 +263,10 @@ std::string sandbox_hint(const confinement& c, std::string_view error_text) {
                  {"connect", "socket", "getaddrinfo", "fetch failed", "econnrefused", "network"})) {
         hint += "the source may not use the network; declare `accesses-network` on its tools "
                 "(or in the source's `capabilities` table) to allow it";
+    } else if (const std::string prog = shell_exec_refused(error_text);
+               !has(capability::starts_process) && !prog.empty()) {
+        hint += "the source may not run other programs (its shell could not run `" + prog +
+                "`); declare `starts-process`, or name the program in `sandbox_paths.exec`";
     } else if (!has(capability::starts_process) && mentions(error_text, {"spawn", "execve"})) {
         hint += "the source may not run other programs; declare `starts-process`, or name the "
                 "program in `sandbox_paths.exec`";

@@ -320,3 +320,22 @@ TEST_CASE("a wrapper script that cannot run its program in the sandbox is named,
     CHECK_THAT(r.out, Catch::Contains("is a wrapper script") &&
                           Catch::Contains("name the program it runs by its absolute path"));
 }
+
+TEST_CASE("a program a shell tool may not run is named, with the declaration that allows it",
+          "[e2e][diagnosis][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX(false);
+    temp_dir tools;
+    const fs::path script = tools.path / "tool.sh";
+    std::ofstream(script) << "read -r _\nprintf 'x\\n' | sed 's/x/y/'\nexit 1\n";
+    daemon_process d("[[sources]]\nname = \"sh\"\nkind = \"exec\"\ncommand = [\"sh\", " +
+                     json(script.string()).dump() +
+                     "]\ntool = { name = \"shell_tool\", description = \"runs sed\", "
+                     "capabilities = [\"read-only\"] }\n");
+    client c(d.socket());
+    const json r = c.call("shell_tool", json::object());
+    REQUIRE(r["result"]["ok"] == false);
+    CHECK_THAT(message_of(r),
+               Catch::Contains("the source may not run other programs (its shell could not run "
+                               "`sed`); declare `starts-process`, or name the program in "
+                               "`sandbox_paths.exec`"));
+}

@@ -8,7 +8,8 @@
 // Modes:
 //   --mode meith       tool_call frames over --socket PATH (default)
 //   --mode mcp         MCP over the stdio of --stdio-cmd CMD (one process per connection)
-//   --mode list_tools  --iterations N round trips of list_tools on one connection
+//   --mode list_tools  --iterations N round trips of list_tools on one connection; with
+//                      --queries "A|B|…", tool searches (list_tools `query`) in turn
 //   --mode idle        open --connections N idle connections (hello each); RSS of --server-pid
 //   --mode startup     spawn --spawn-cmd CMD --iterations N times; time to connect + hello
 //   --mode wait        retry connect + one tool_call of --tool (arguments --wait-args JSON,
@@ -82,6 +83,9 @@ struct options {
     std::string socket_path;
     std::string stdio_cmd;
     std::string spawn_cmd;
+    /// --mode list_tools with --queries "A|B|…": list_tools with `query` (tool search,
+    /// docs/protocol.md §20), the queries in turn; reported as mode "search".
+    std::vector<std::string> queries;
     int connections = 1;
     int depth = 1;
     std::size_t payload = 64;
@@ -116,7 +120,15 @@ options parse_args(int argc, char** argv) {
             o.stdio_cmd = val();
         else if (a == "--spawn-cmd")
             o.spawn_cmd = val();
-        else if (a == "--connections")
+        else if (a == "--queries") {
+            const std::string all = val();
+            for (std::size_t at = 0; at <= all.size();) {
+                const auto bar = all.find('|', at);
+                o.queries.push_back(all.substr(at, bar - at));
+                if (bar == std::string::npos) break;
+                at = bar + 1;
+            }
+        } else if (a == "--connections")
             o.connections = static_cast<int>(num(val()));
         else if (a == "--depth")
             o.depth = static_cast<int>(num(val()));
@@ -899,9 +911,13 @@ int run_list_tools(const options& o) {
     for (int i = 0; i < o.iterations + warm; ++i) {
         if (i == warm) snap0 = take_snapshot(o.server_pids, nullptr);
         const std::string id = "l" + std::to_string(i);
+        std::string frame = R"({"type":"list_tools","requestId":")" + id + "\"";
+        if (!o.queries.empty()) // plain words: no JSON escaping needed
+            frame +=
+                R"(,"query":")" + o.queries[static_cast<std::size_t>(i) % o.queries.size()] + "\"";
+        frame += "}\n";
         const int64_t t0 = now_ns();
-        if (!write_all(fd, R"({"type":"list_tools","requestId":")" + id + "\"}\n"))
-            die("write list_tools");
+        if (!write_all(fd, frame)) die("write list_tools");
         if (!read_line(fd, buf, line, t0 + static_cast<int64_t>(o.timeout * 1e9)))
             die("no list_tools answer");
         const int64_t t1 = now_ns();
@@ -919,7 +935,9 @@ int run_list_tools(const options& o) {
     close(fd);
     std::sort(samples.begin(), samples.end());
     auto ms = [](int64_t ns) { return fmt(static_cast<double>(ns) / 1e6, 3); };
-    std::string j = "{\"mode\":\"list_tools\",\"iterations\":" + std::to_string(samples.size());
+    std::string j = std::string("{\"mode\":\"") + (o.queries.empty() ? "list_tools" : "search") +
+                    "\",\"iterations\":" + std::to_string(samples.size());
+    if (!o.queries.empty()) j += ",\"queries\":" + std::to_string(o.queries.size());
     j += ",\"tools\":" + std::to_string(tools) + ",\"reply_bytes\":" + std::to_string(bytes);
     j += ",\"p50_ms\":" + ms(samples[(samples.size() - 1) / 2]);
     j += ",\"min_ms\":" + ms(samples.front()) + ",\"max_ms\":" + ms(samples.back()) +

@@ -180,6 +180,7 @@ const one = (s, mode) =>
     runs.find((r) => r.scenario === s && r.mode === mode && (r.status === 'ok' || r.status === 'disturbed_kept'));
 const f = one('f', 'list_tools');
 const g = one('g', 'idle');
+const fSearch = runs.find((r) => r.scenario === 'f' && r.mode === 'search' && (r.status === 'ok' || r.status === 'disturbed_kept'));
 const h = one('h', 'startup');
 const hNode = one('h', 'node_startup');
 const hAlone = runs.find((r) => r.scenario === 'h' && r.mode === 'source_start' && r.status === 'ok');
@@ -271,6 +272,10 @@ const target = (name, value, shown, limit, pass) =>
     target('(f) list_tools with 10,000 tools ≤ 10 ms (median of 20)', v, `${fx(v, 1)} ms`, '≤ 10 ms', v <= 10);
 }
 {
+    const v = fSearch?.p50_ms;
+    target('(f) tool search over 10,000 tools ≤ 1 ms p50', v, `${fx(v, 2)} ms`, '≤ 1 ms', v <= 1);
+}
+{
     const v = g ? g.bytes_per_connection / 1024 : NaN;
     target('(g) memory per idle connection ≤ 16 KiB', v, `${fx(v, 1)} KiB`, '≤ 16 KiB', v <= 16);
 }
@@ -342,6 +347,8 @@ const otherBody = [
         summaryCost ? `\`bench/summary_cost\`: \`redactor::append_summary_json\` on \`{"content":[{"type":"text","text":…}]}\`, what the audit writer does for every result, one thread on CPU 1. Prose (spaces and \`key=value\` pairs, so the secret rules must look): ${summaryRow('prose')}. Plain (\`x\` only, nothing for the rules): ${summaryRow('plain')}. A string keeps 256 characters; only those and a 4 KiB margin are redacted, so past ~5 KiB the cost is parsing and copying` : 'not run'],
     ['f', 'list_tools round trip, 10,000 registered tools', f ? `${fx(f.p50_ms, 1)} ms` : '—',
         f ? `median of ${f.iterations} (min ${fx(f.min_ms, 1)}, max ${fx(f.max_ms, 1)} ms${f.first_ms !== undefined ? `; the first, unmeasured call after start-up: ${fx(f.first_ms, 1)} ms` : ''}); ${f.tools} descriptors, ${(f.reply_bytes / 1048576).toFixed(2)} MiB reply; CPU per round trip: meithd ${fx((f.server_cpu_s / f.iterations) * 1000, 1)} ms, client ${fx((f.client_cpu_s / f.iterations) * 1000, 1)} ms; daemon RSS ${fx(f.rss_kib / 1024, 1)} MiB with the tools registered` : 'not run'],
+    ['f', 'tool search (list_tools with `query`), 10,000 tools', fSearch ? `${fx(fSearch.p50_ms, 2)} ms` : '—',
+        fSearch ? `median of ${fSearch.iterations} round trips cycling ${fSearch.queries} queries of 2–5 words over 10,000 DOMAIN_VERB_NOUN tools (\`many_tools_host.mjs --varied\`), BM25 over names, titles, descriptions and parameter names, ${fSearch.tools} results a reply (min ${fx(fSearch.min_ms, 2)}, max ${fx(fSearch.max_ms, 2)} ms; the first, which builds the index: ${fx(fSearch.first_ms, 1)} ms)` : 'not run'],
     ['g', 'RSS per idle connection (10,000 connections)', g ? `${fx(g.bytes_per_connection / 1024, 1)} KiB` : '—',
         g ? `RSS ${fx(g.rss_before_kib / 1024, 1)} → ${fx(g.rss_after_kib / 1024, 1)} MiB with ${g.connections.toLocaleString('en-US')} open (hello answered on each, opened in ${fx(g.open_seconds, 2)} s); ${fx(g.rss_after_close_kib / 1024, 1)} MiB 1 s after closing them` : 'not run'],
     ['h', 'start-up to first connect + hello, 3 sources', h ? `${fx(h.p50_ms, 1)} ms` : '—',

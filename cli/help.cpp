@@ -26,17 +26,20 @@ constexpr std::string_view call_input =
 constexpr command table[] = {
     {"status", "", "[--json]", "show the daemon, session and tool counts", 0, 0, opt::json, true,
      "  --json            the daemon, session and counts as one JSON object\n", run_status},
-    {"tools", "", "[NAME] [--json] [--format F] [--tag T]...",
+    {"tools", "", "[NAME] [--json] [--format F] [--tag T]... [--search WORDS]",
      "list tools with their permission for you; NAME: describe one tool", 0, 1,
-     opt::json | opt::tag | opt::format, true,
+     opt::json | opt::tag | opt::format | opt::search, true,
      "  NAME              describe one tool: description, permission and why, capabilities,\n"
      "                    source, timeout, tags and its input schema\n"
      "  --json            the tools (or the one tool) as meithd lists them\n"
      "  --format F        openai, openai.responses, anthropic or mcp: the tools you may call,\n"
      "                    as that API takes them (JSON)\n"
      "  --tag T           only tools these tags enable (repeatable)\n"
+     "  --search WORDS    the 10 tools you may use that best match WORDS (their names,\n"
+     "                    titles, descriptions and parameter names), best first\n"
      "\nExamples:\n"
      "  meith tools\n"
+     "  meith tools --search 'read a file'\n"
      "  meith tools read_file\n"
      "  meith tools --format anthropic > tools.json\n",
      run_tools},
@@ -140,11 +143,13 @@ constexpr command table[] = {
      "                    and truncation; with --limit N the last N first) until Ctrl-C or\n"
      "                    SIGTERM, which end it with exit status 0\n",
      run_audit},
-    {"mcp", "", "[--caller cli|plugin] [--all]",
+    {"mcp", "", "[--caller cli|plugin] [--all] [--search]",
      "serve the tools to an MCP client on stdin/stdout (caller plugin unless --caller)", 0, 0,
-     opt::all, true,
+     opt::all | opt::search, true,
      "  --caller C        the caller the MCP client's calls are made as (default plugin)\n"
-     "  --all             list every tool, also those the caller may not call\n",
+     "  --all             list every tool, also those the caller may not call\n"
+     "  --search          list only search_tools and call_tool: the client finds tools by\n"
+     "                    words and loads their schemas when it needs them\n",
      run_mcp},
     {"service", "install", "[--socket-activated] [--dry-run]",
      "run meithd as a user service (systemd user unit / launchd agent), now and at login", 0, 0,
@@ -248,6 +253,7 @@ void check_options(const command& c, const options& opts) {
         {opts.model || opts.display, opt::model_display, "--model or --display"},
         {!opts.tags.empty(), opt::tag, "--tag"},
         {opts.format.has_value(), opt::format, "--format"},
+        {opts.search.has_value(), opt::search, "--search"},
         {opts.has_service_options(), opt::service, "--socket-activated, --dry-run or --manager"},
         {opts.has_grant_options(), opt::grant, "--session, --uses or --expires"},
         {opts.tool.has_value(), opt::tool, "--tool"},

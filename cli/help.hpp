@@ -34,6 +34,7 @@ enum : std::uint32_t {
     format = 1u << 10,       ///< --format
     service = 1u << 11,      ///< --socket-activated, --dry-run, --manager
     grant = 1u << 12,        ///< --session, --uses, --expires
+    search = 1u << 13,       ///< --search
 };
 } // namespace opt
 

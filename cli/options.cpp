@@ -143,6 +143,12 @@ constexpr option_row option_table[] = {
      [](options& o, const std::string& n, std::string v) {
          o.tags.push_back(nonempty(n, std::move(v), "a name"));
      }},
+    {"--search",
+     {},
+     nullptr,
+     [](options& o, const std::string& n, std::string v) {
+         o.search = nonempty(n, std::move(v), "words to search for");
+     }},
     {"--display", {}, &options::display, nullptr},
     {"--raw", {}, &options::raw, nullptr},
     {"--force", {}, &options::force, nullptr},
@@ -197,6 +203,12 @@ options parse_options(const std::vector<std::string>& args) {
         if (row->flag) {
             if (inline_value) throw usage_error(name + " takes no value");
             o.*(row->flag) = true;
+            continue;
+        }
+        // --search alone is `meith mcp`'s search mode; with words, `meith tools` searches.
+        if (name == "--search" && !inline_value &&
+            (i + 1 >= args.size() || (args[i + 1].size() > 1 && args[i + 1][0] == '-'))) {
+            o.search = std::string();
             continue;
         }
         if (!inline_value && i + 1 >= args.size()) throw usage_error(name + " needs a value");

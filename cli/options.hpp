@@ -28,6 +28,7 @@ struct options {
     bool model = false;                          ///< --model (call: print modelContent)
     std::optional<std::string> text;             ///< --text FILE|- (call, preview: a text payload)
     std::vector<std::string> tags;               ///< --tag T, repeatable (tools)
+    std::optional<std::string> search;           ///< --search WORDS (tools)
     bool display = false;                        ///< --display (call: print meta.display)
     bool raw = false;                            ///< --raw (call: the result's text as is)
     bool force = false;                          ///< --force (init: replace an existing config)

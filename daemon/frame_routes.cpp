@@ -127,7 +127,15 @@ void connection::on_list_tools(const protocol::client_frame& f, std::string& aud
         }
         format = *parsed;
     }
-    if (f.has_tags || f.has_models) {
+    if (f.has_query) {
+        protocol::append_tools_list_head(outbound_, f.request_id);
+        const std::size_t n =
+            registry_.append_tool_search(outbound_, f.list_query, f.list_limit, who, format);
+        outbound_.append("]}\n");
+        audit_fields += R"(,"query":)";
+        registry_.append_redacted(audit_fields, f.list_query);
+        audit_fields += R"(,"matches":)" + std::to_string(n);
+    } else if (f.has_tags || f.has_models) {
         // Tag filtering, maybe asking hosts' get_tags: rendered afresh, answered when done.
         std::optional<std::vector<std::string>> tags;
         if (f.has_tags) {

@@ -95,7 +95,7 @@ struct frame_members {
     using member = std::optional<simdjson::dom::element>;
     member type, protocol, request_id, client_info, tool_name, arguments, timeout, subscribe,
         format, result_format, display, tags, models, capabilities, traceparent, method, params,
-        client_request_id, result, error;
+        client_request_id, result, error, query, limit;
 };
 
 frame_members collect_members(simdjson::dom::object obj) {
@@ -121,6 +121,8 @@ frame_members collect_members(simdjson::dom::object obj) {
         {"clientRequestId", &frame_members::client_request_id},
         {"result", &frame_members::result},
         {"error", &frame_members::error},
+        {"query", &frame_members::query},
+        {"limit", &frame_members::limit},
     };
     for (auto field : obj)
         for (const auto& [key, slot] : table)
@@ -262,6 +264,28 @@ void decode_list_options(const frame_members& m, client_frame& f) {
             return;
         }
         f.has_models = true;
+    }
+    // Tool search (docs/protocol.md §20).
+    if (!absent(m.query)) {
+        if (m.query->get_string().get(f.list_query) != simdjson::SUCCESS || f.list_query.empty() ||
+            f.list_query.size() > max_query_bytes) {
+            f.error = "query must be a non-empty string of words (at most 1024 bytes)";
+            return;
+        }
+        f.has_query = true;
+    }
+    if (!absent(m.limit)) {
+        std::uint64_t n = 0;
+        if (!f.has_query || m.limit->get_uint64().get(n) != simdjson::SUCCESS || n == 0 ||
+            n > max_query_limit) {
+            f.error = "limit must be an integer from 1 to 1000, with query";
+            return;
+        }
+        f.list_limit = static_cast<std::size_t>(n);
+    }
+    if (f.has_query && (f.has_tags || f.has_models)) {
+        f.error = "query cannot be combined with tags or models";
+        return;
     }
 }
 

@@ -47,6 +47,12 @@ enum class frame_type {
     other
 };
 
+/// list_tools `query` (docs/protocol.md §20): at most this many bytes; `limit` at most
+/// max_query_limit, default_query_limit when absent.
+inline constexpr std::size_t max_query_bytes = 1024;
+inline constexpr std::size_t max_query_limit = 1000;
+inline constexpr std::size_t default_query_limit = 10;
+
 /// A decoded client frame. `error` set means the frame is answered with a PROTOCOL_ERROR
 /// error frame (carrying `request_id` when it is usable) and not processed further.
 /// For tool_call, `call_error` set means "resolve with VALIDATION_ERROR" (§3: usable requestId,
@@ -81,6 +87,12 @@ struct client_frame {
     simdjson::dom::array tags;
     bool has_models = false; ///< `models` given: an array (strings or objects), for get_tags
     simdjson::dom::array models;
+    /// `query` given: tool search (docs/protocol.md §20), a non-empty string of at most
+    /// max_query_bytes; `limit` (1..max_query_limit) only with it, default_query_limit when
+    /// absent.
+    bool has_query = false;
+    std::string_view list_query;
+    std::size_t list_limit = default_query_limit;
     // tool_call (and preview_tool_call)
     std::string_view tool_name; ///< when a string (also on refused frames, for the audit)
     /// tool_call: `traceparent`, a W3C trace context (version-traceid-parentid-flags, lowercase

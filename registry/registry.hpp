@@ -82,6 +82,13 @@ class registry {
     /// a provider's `format` (tool_formats.hpp).
     void append_tool_descriptors(std::string& out, permissions::caller who,
                                  list_format format = list_format::meith);
+    /// Tool search (docs/protocol.md §20): the tools `who` may call or ask for, ranked for
+    /// `query`, at most `limit`, rendered as append_tool_descriptors does. Returns how many.
+    std::size_t append_tool_search(std::string& out, std::string_view query, std::size_t limit,
+                                   permissions::caller who,
+                                   list_format format = list_format::meith) {
+        return tools_.append_search(out, query, limit, who, policy_, format);
+    }
 
     /// Status objects of every source, as a JSON array.
     std::string sources_json() const;

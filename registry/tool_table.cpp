@@ -85,6 +85,7 @@ tool_table::registration tool_table::register_source(tool_source& src,
     remove_source(src);
     for (auto& t : fresh)
         tools_.emplace(t->name, std::move(t));
+    index_.clear();
     invalidate();
     spdlog::info("source '{}': {} tool(s) registered", src.name(), fresh.size());
     return out;
@@ -92,6 +93,7 @@ tool_table::registration tool_table::register_source(tool_source& src,
 
 void tool_table::remove_source(const tool_source& src) {
     std::erase_if(tools_, [&src](const auto& entry) { return entry.second->source.get() == &src; });
+    index_.clear();
     invalidate();
 }
 
@@ -107,11 +109,87 @@ void tool_table::append_descriptors(std::string& out, permissions::caller who,
     out.append(descriptors_[i]);
 }
 
+std::size_t tool_table::append_search(std::string& out, std::string_view query, std::size_t limit,
+                                      permissions::caller who, const permissions::policy& policy,
+                                      list_format format) {
+    if (!index_.built()) {
+        std::vector<const tool*> all;
+        all.reserve(tools_.size());
+        for (const auto& [name, t] : tools_)
+            all.push_back(t.get());
+        index_.build(all);
+    }
+    // Only what the caller may call, or ask a person for (PROTOCOL.md §11): a search never
+    // shows a tool the list would not let it use.
+    const auto hits = index_.search(query, limit, [&](const tool& t) {
+        const auto d = policy.decide(t.name, t.capabilities, who);
+        return d.allow || d.ask;
+    });
+    bool first = true;
+    for (const auto& h : hits) {
+        if (!first) out.push_back(',');
+        first = false;
+        if (format != list_format::meith)
+            append_provider_tool(out, *h.t, format);
+        else
+            append_descriptor(out, *h.t, h.t->source->tags(), who, policy);
+    }
+    return hits.size();
+}
+
 std::vector<std::shared_ptr<tool_source>> tool_table::sources_with_tools() const {
     std::vector<std::shared_ptr<tool_source>> out;
     for (const auto& [name, t] : tools_)
         if (std::find(out.begin(), out.end(), t->source) == out.end()) out.push_back(t->source);
     return out;
+}
+
+void tool_table::append_descriptor(std::string& out, const tool& tool_ref,
+                                   const std::vector<std::string>& tags, permissions::caller who,
+                                   const permissions::policy& policy) {
+    const tool* t = &tool_ref;
+    out.append(R"({"name":)");
+    append_json_string(out, t->name);
+    out.append(R"(,"description":)");
+    append_json_string(out, t->description);
+    if (!t->input_schema_json.empty()) {
+        out.append(R"(,"inputSchema":)");
+        out.append(t->input_schema_json);
+    }
+    if (!t->extra_descriptor_json.empty()) {
+        out.push_back(',');
+        out.append(t->extra_descriptor_json);
+    }
+    if (t->payload_kind == "text") {
+        out.append(R"(,"payloadKind":"text")");
+        if (!t->payload_format_json.empty()) {
+            out.append(R"(,"format":)");
+            out.append(t->payload_format_json);
+        }
+    }
+    out.append(R"(,"tags":[)");
+    for (std::size_t i = 0; i < tags.size(); ++i) {
+        if (i) out.push_back(',');
+        append_json_string(out, tags[i]);
+    }
+    out.push_back(']');
+    out.append(R"(,"capabilities":)");
+    permissions::append_capabilities(out, t->capabilities);
+    out.append(R"(,"timeoutMs":)");
+    if (t->timeout_ms)
+        protocol::append_uint(out, *t->timeout_ms);
+    else
+        out.append("null");
+    out.append(R"(,"source":)");
+    append_json_string(out, t->source->name());
+    out.append(R"(,"sourceKind":")");
+    out.append(t->source->kind());
+    out.push_back('"');
+    out.append(R"(,"available":)");
+    out.append(t->source->state() == source_state::failed ? "false" : "true");
+    out.append(R"(,"permission":")");
+    out.append(permissions::to_string(policy.decide(t->name, t->capabilities, who).outcome()));
+    out.append(R"("})");
 }
 
 void tool_table::render(std::string& out, permissions::caller who,
@@ -148,48 +226,7 @@ void tool_table::render(std::string& out, permissions::caller who,
         }
         if (!first) out.push_back(',');
         first = false;
-        out.append(R"({"name":)");
-        append_json_string(out, t->name);
-        out.append(R"(,"description":)");
-        append_json_string(out, t->description);
-        if (!t->input_schema_json.empty()) {
-            out.append(R"(,"inputSchema":)");
-            out.append(t->input_schema_json);
-        }
-        if (!t->extra_descriptor_json.empty()) {
-            out.push_back(',');
-            out.append(t->extra_descriptor_json);
-        }
-        if (t->payload_kind == "text") {
-            out.append(R"(,"payloadKind":"text")");
-            if (!t->payload_format_json.empty()) {
-                out.append(R"(,"format":)");
-                out.append(t->payload_format_json);
-            }
-        }
-        out.append(R"(,"tags":[)");
-        for (std::size_t i = 0; i < tags.size(); ++i) {
-            if (i) out.push_back(',');
-            append_json_string(out, tags[i]);
-        }
-        out.push_back(']');
-        out.append(R"(,"capabilities":)");
-        permissions::append_capabilities(out, t->capabilities);
-        out.append(R"(,"timeoutMs":)");
-        if (t->timeout_ms)
-            protocol::append_uint(out, *t->timeout_ms);
-        else
-            out.append("null");
-        out.append(R"(,"source":)");
-        append_json_string(out, t->source->name());
-        out.append(R"(,"sourceKind":")");
-        out.append(t->source->kind());
-        out.push_back('"');
-        out.append(R"(,"available":)");
-        out.append(t->source->state() == source_state::failed ? "false" : "true");
-        out.append(R"(,"permission":")");
-        out.append(permissions::to_string(policy.decide(t->name, t->capabilities, who).outcome()));
-        out.append(R"("})");
+        append_descriptor(out, *t, tags, who, policy);
     }
 }
 

@@ -8,6 +8,7 @@
 
 #include "permissions/policy.hpp"
 #include "registry/tool_formats.hpp"
+#include "registry/tool_search.hpp"
 #include "registry/tool_source.hpp"
 
 #include <array>
@@ -80,6 +81,13 @@ class tool_table {
                          const list_filter& filter) const {
         render(out, who, policy, format, &filter);
     }
+    /// list_tools with `query` (docs/protocol.md §20): the tools `who` may call or ask for,
+    /// ranked by tool_search (BM25) for `query`, at most `limit`, comma-separated as
+    /// append_descriptors renders each. Returns how many. The index is built at the first
+    /// search after the tools changed.
+    std::size_t append_search(std::string& out, std::string_view query, std::size_t limit,
+                              permissions::caller who, const permissions::policy& policy,
+                              list_format format = list_format::meith);
     /// Every source that has tools now, once each.
     std::vector<std::shared_ptr<tool_source>> sources_with_tools() const;
 
@@ -93,6 +101,10 @@ class tool_table {
     std::function<void()> on_change;
 
   private:
+    /// One meith ToolDescriptor of `t` with `tags`, its permission for `who`.
+    static void append_descriptor(std::string& out, const tool& t,
+                                  const std::vector<std::string>& tags, permissions::caller who,
+                                  const permissions::policy& policy);
     void render(std::string& out, permissions::caller who, const permissions::policy& policy,
                 list_format format, const list_filter* filter = nullptr) const;
 
@@ -100,6 +112,7 @@ class tool_table {
     /// Rendered lists per caller and format (index = caller * list_format_count + format).
     std::array<std::string, 2 * list_format_count> descriptors_;
     std::array<bool, 2 * list_format_count> descriptors_valid_{};
+    tool_index index_; ///< for append_search; cleared when the tools change
 };
 
 } // namespace meith::registry

@@ -172,8 +172,47 @@ int describe_tool(const options& opts, session& s, const json& tools, const std:
 
 } // namespace
 
+/// `meith tools --search WORDS` (docs/protocol.md §20): the best matches, best first.
+int search_tools(const options& opts, session& s) {
+    const std::string id = s.ids.next();
+    s.conn.send_frame(compact(
+        json{{"type", "list_tools"}, {"protocol", 1}, {"requestId", id}, {"query", *opts.search}}));
+    const json reply = await_reply(s.conn, id, "tools_list");
+    const json* found = get_field(reply, "tools");
+    if (found == nullptr || !found->is_array())
+        throw cli_error(exit_error, "protocol error: tools_list without a \"tools\" array");
+    if (opts.json) {
+        fmt::print("{}\n", pretty(*found));
+        return exit_ok;
+    }
+    if (found->empty()) {
+        fmt::print("no tool you may use matches '{}' (searched: names, titles, descriptions and "
+                   "parameter names; `meith tools` lists them all)\n",
+                   sanitize(*opts.search, false));
+        return exit_ok;
+    }
+    std::vector<std::vector<std::string>> rows{
+        {"#", "NAME", "PERMISSION", "SOURCE", "DESCRIPTION"}};
+    std::size_t rank = 0;
+    for (const json& t : *found)
+        rows.push_back({std::to_string(++rank),
+                        sanitize(get_string(t, "name").value_or("?"), false),
+                        sanitize(get_string(t, "permission").value_or("?"), false),
+                        sanitize(get_string(t, "source").value_or("-"), false),
+                        sanitize(get_string(t, "description").value_or(""), false)});
+    print_table(rows);
+    return exit_ok;
+}
+
 int run_tools(const options& opts) {
     session s = open_session(opts);
+    if (opts.search) {
+        if (opts.search->empty())
+            throw usage_error("--search needs WORDS, e.g. --search 'read a file'");
+        if (opts.words.size() > 1 || opts.format || !opts.tags.empty())
+            throw usage_error("--search takes no NAME, --format or --tag");
+        return search_tools(opts, s);
+    }
     if (opts.words.size() > 1) {
         if (opts.format || !opts.tags.empty())
             throw usage_error("describe one tool without --format or --tag");

@@ -192,7 +192,8 @@ void bridge::on_daemon_frame(const std::string& line) {
     json error_data;
     std::string message;
     if (type == "tools_list") {
-        answer = tools_page(f.value("tools", json::array()), p.offset);
+        answer = p.k == kind::search ? search_result(f.value("tools", json::array()))
+                                     : tools_page(f.value("tools", json::array()), p.offset);
     } else if (type == "tool_result") {
         bool unknown = false;
         answer = shapes::call_result(f.value("result", json::object()), unknown, message);
@@ -368,9 +369,93 @@ std::string bridge::track(const json& mcp_id, kind k, std::string method, bool m
     return rid;
 }
 
+json bridge::search_mode_tools() {
+    return json{
+        {"tools",
+         json::array(
+             {{{"name", "search_tools"},
+               {"title", "Search tools"},
+               {"description",
+                "Find the tools for a task: ranks the tools you may use by how well their names, "
+                "descriptions and parameter names match the words given, best first, and returns "
+                "each with its input schema. Then call one with call_tool."},
+               {"inputSchema",
+                {{"type", "object"},
+                 {"properties",
+                  {{"query",
+                    {{"type", "string"},
+                     {"description", "what the tool should do, in a few words"}}},
+                   {"limit",
+                    {{"type", "integer"},
+                     {"minimum", 1},
+                     {"maximum", 50},
+                     {"description", "how many tools to return (default 10)"}}}}},
+                 {"required", json::array({"query"})}}},
+               {"annotations", {{"readOnlyHint", true}}}},
+              {{"name", "call_tool"},
+               {"title", "Call a tool"},
+               {"description",
+                "Calls a tool found with search_tools by its name, with arguments that match its "
+                "input schema; returns the tool's result."},
+               {"inputSchema",
+                {{"type", "object"},
+                 {"properties",
+                  {{"name",
+                    {{"type", "string"},
+                     {"description", "the tool's name, as search_tools gave it"}}},
+                   {"arguments", {{"type", "object"}, {"description", "the tool's arguments"}}}}},
+                 {"required", json::array({"name"})}}}}})}};
+}
+
+json bridge::search_result(const json& descriptors) {
+    json found = json::array();
+    for (const json& d : descriptors) {
+        if (!d.is_object()) continue;
+        if (get_string(d, "payloadKind") == "text")
+            text_tools_.insert(get_string(d, "name").value_or(""));
+        json t = shapes::tool_of(d);
+        json item{{"name", t.value("name", "")},
+                  {"description", t.value("description", "")},
+                  {"inputSchema", t.value("inputSchema", json::object())}};
+        if (t.contains("title")) item["title"] = t["title"];
+        found.push_back(std::move(item));
+    }
+    const std::string text =
+        found.empty() ? std::string("no tool you may use matches; try other words") : found.dump();
+    return json{{"content", json::array({{{"type", "text"}, {"text", text}}})},
+                {"structuredContent", {{"tools", found}}}};
+}
+
+void bridge::search_tools_call(const json& id, const json& args, bool modern) {
+    const auto query = get_string(args, "query");
+    if (!query || query->empty())
+        return send_error(id, invalid_params, "search_tools needs a non-empty string \"query\"");
+    std::uint64_t limit = 10;
+    if (const json* l = get_field(args, "limit"); l != nullptr && !l->is_null()) {
+        if (!l->is_number_unsigned() || l->get<std::uint64_t>() == 0 ||
+            l->get<std::uint64_t>() > 50)
+            return send_error(id, invalid_params,
+                              "search_tools: limit must be an integer from 1 to 50");
+        limit = l->get<std::uint64_t>();
+    }
+    if (!connect()) return send_error(id, internal_error, down_);
+    const std::string rid = track(id, kind::search, "tools/call", modern, 0);
+    send_to_daemon({{"type", "list_tools"},
+                    {"protocol", 1},
+                    {"requestId", rid},
+                    {"query", *query},
+                    {"limit", limit},
+                    {"clientInfo", {{"caller", caller_}}}});
+}
+
 void bridge::tools_list(const json& id, const json& params, bool modern) {
     const auto offset = cursor_of(params);
     if (!offset) return send_error(id, invalid_params, "invalid cursor");
+    if (search_mode_) {
+        json result = search_mode_tools();
+        if (modern) shapes::mark_modern(result, "tools/list");
+        return send_result(id, std::move(result));
+    }
     if (!connect()) return send_error(id, internal_error, down_);
     const std::string rid = track(id, kind::list_tools, "tools/list", modern, *offset);
     send_to_daemon({{"type", "list_tools"},
@@ -404,6 +489,18 @@ void bridge::tools_call(const json& id, const json& params, bool modern) {
         return send_error(id, invalid_params, "tools/call needs a string \"name\"");
     const json args = params.value("arguments", json::object());
     if (!args.is_object()) return send_error(id, invalid_params, "\"arguments\" must be an object");
+    if (search_mode_ && params["name"] == "search_tools")
+        return search_tools_call(id, args, modern);
+    if (search_mode_ && params["name"] == "call_tool") {
+        // The named tool's own tools/call, as if the client had listed it.
+        if (!args.contains("name") || !args["name"].is_string())
+            return send_error(id, invalid_params, "call_tool needs a string \"name\"");
+        json inner = params;
+        inner["name"] = args["name"];
+        inner["arguments"] = args.value("arguments", json::object());
+        if (inner["arguments"].is_null()) inner["arguments"] = json::object();
+        return tools_call(id, inner, modern);
+    }
     if (by_mcp_id_.count(id.dump()))
         return send_error(id, invalid_request, "a request with this id is in flight");
     if (!connect()) return send_error(id, internal_error, down_);
@@ -453,6 +550,10 @@ void bridge::tools_call(const json& id, const json& params, bool modern) {
 } // namespace mcp_bridge
 
 int run_mcp(const options& opts) {
+    if (opts.search && !opts.search->empty())
+        throw usage_error("meith mcp --search takes no words: the MCP client searches with the "
+                          "search_tools tool (to search here: meith tools --search WORDS)");
+    if (opts.search && opts.all) throw usage_error("meith mcp --search lists no tools: drop --all");
     return mcp_bridge::bridge(opts).run();
 }
 

@@ -32,7 +32,8 @@ class bridge {
   public:
     explicit bridge(const options& o)
         : opts_(o), caller_(o.caller_given ? o.caller : "plugin"),
-          ids_(protocol::request_id_generator::process_prefix("mcp")) {}
+          ids_(protocol::request_id_generator::process_prefix("mcp")),
+          search_mode_(o.search.has_value()) {}
 
     int run();
 
@@ -70,7 +71,7 @@ class bridge {
     /// Sends `frame`; on failure the daemon is gone and the request answered with an error.
     bool send_to_daemon(const json& frame);
 
-    enum class kind { list_tools, call, mcp };
+    enum class kind { list_tools, call, mcp, search };
     struct pending {
         json mcp_id; ///< null: nobody waits (a listen's subscribe; a 2026 call between rounds)
         kind k = kind::call;
@@ -145,6 +146,15 @@ class bridge {
     /// id in _meta until the client cancels it. Resource URIs are subscribed through meithd.
     void listen(const json& id, const json& params);
 
+    /// Search mode (`meith mcp --search`, docs/protocol.md §20): tools/list offers only the
+    /// search_tools and call_tool meta-tools; the client finds tools and loads their schemas
+    /// on demand. Real tools stay callable by name (meithd's policy decides as always).
+    static json search_mode_tools();
+    /// search_tools: a list_tools with `query`, answered as a result listing the matches.
+    void search_tools_call(const json& id, const json& args, bool modern);
+    /// A list_tools reply for search_tools: the matches as text (JSON) and structuredContent.
+    json search_result(const json& descriptors);
+
     void tools_call(const json& id, const json& params, bool modern);
 
     /// tasks/get, tasks/result, tasks/cancel, tasks/list (2025-11-25 basic/utilities/tasks).
@@ -174,7 +184,8 @@ class bridge {
     bool in_eof_ = false;
     std::map<std::string, pending> pending_;       ///< by daemon requestId
     std::map<std::string, std::string> by_mcp_id_; ///< MCP id (JSON text) → requestId
-    std::set<std::string> text_tools_;             ///< text-payload tools seen in tools/list (§13)
+    bool search_mode_ = false;
+    std::set<std::string> text_tools_; ///< text-payload tools seen in tools/list (§13)
     /// Servers' requests sent to the client (2025-11-25): our JSON-RPC id → clientRequestId.
     std::map<std::string, std::string> to_daemon_request_;
     std::uint64_t next_client_request_ = 0;

@@ -142,7 +142,7 @@ _meith() {
         ;;
     status) opts="--json" ;;
     tools)
-        opts="--json --format --tag"
+        opts="--json --format --tag --search"
         if [[ $n == 1 ]]; then args=tools; fi
         ;;
     init) opts="--force" ;;
@@ -195,7 +195,7 @@ _meith() {
         ;;
     grants) opts="--json" ;;
     revoke) ;;
-    mcp) opts="--all" ;;
+    mcp) opts="--all --search" ;;
     service)
         case $sub in
         install) opts="--socket-activated --dry-run --manager" ;;

@@ -9,6 +9,9 @@
 //   node bridge_client.mjs typed MEITH ARGS...         members of unexpected types ("jsonrpc":2,
 //       null, a numeric protocolVersion, a numeric clientInfo.name, a numeric text input), a
 //       tools/call whose string id is 200 bytes of two-byte characters, then a ping.
+//   node bridge_client.mjs search MEITH HOME            the SDK's Client over `meith mcp --search`:
+//       tools/list (the two meta-tools), search_tools for fixed queries, call_tool of the first
+//       match, search_tools for a tool the caller may not call, a bad search_tools call.
 //   node bridge_client.mjs held MEITH HOME              the SDK's Client (named "held-agent")
 //       calls `echo`, which the daemon holds for an approver nobody answers: the progress it
 //       hears while held, and the result when the call's timeout ends it.
@@ -161,8 +164,36 @@ async function held(home) {
     return { progress, result };
 }
 
+async function search(home) {
+    const transport = new StdioClientTransport({ command: meith, args: ['mcp', '--search', '--home', home], stderr: 'inherit' });
+    const client = new Client({ name: 'search-agent', version: '1.0.0' });
+    await client.connect(transport);
+    const out = {};
+    out.listed = (await client.listTools()).tools.map((t) => t.name);
+    const find = async (query, limit) => {
+        const r = await client.callTool({ name: 'search_tools', arguments: limit ? { query, limit } : { query } });
+        return (r.structuredContent?.tools ?? []).map((t) => t.name);
+    };
+    out.calendar = await find('create a calendar event', 3);
+    out.words = await find('count the words of a text');
+    out.denied = await find('delete a file', 50);
+    const first = (await client.callTool({ name: 'search_tools', arguments: { query: 'count the words of a text', limit: 1 } }))
+        .structuredContent.tools[0];
+    out.firstSchema = first.inputSchema;
+    out.called = await client.callTool({ name: 'call_tool', arguments: { name: first.name, arguments: { text: 'one two three' } } });
+    out.deniedCall = await client.callTool({ name: 'call_tool', arguments: { name: 'delete_file', arguments: { path: 'x' } } });
+    try {
+        await client.callTool({ name: 'search_tools', arguments: {} });
+        out.bad = null;
+    } catch (e) {
+        out.bad = { code: e.code, message: e.message };
+    }
+    await client.close();
+    return out;
+}
+
 const modes = { sdk: () => sdk(rest[0], rest[1]), raw: () => raw(rest), typed: () => typed(rest),
-    held: () => held(rest[0]) };
+    held: () => held(rest[0]), search: () => search(rest[0]) };
 const result = await modes[mode]();
 process.stdout.write(JSON.stringify(result) + '\n');
 process.exit(0);

@@ -60,7 +60,7 @@ void parse_socket(checker& c, const scope& s, config& cfg) {
 void parse_limits(checker& c, const scope& s, limits_config& l) {
     c.check_keys(s, {"max_frame_bytes", "max_result_bytes", "max_timeout_ms", "max_connections",
                      "max_calls_in_flight_per_connection", "max_outbound_bytes", "idle_timeout_ms",
-                     "write_stall_ms"});
+                     "write_stall_ms", "rates"});
     assign(l.max_frame_bytes, c.read_uint(s, "max_frame_bytes", 1024));
     assign(l.max_result_bytes, c.read_uint(s, "max_result_bytes"));
     assign(l.max_timeout_ms, c.read_uint(s, "max_timeout_ms", 1, max_call_timeout_ms));
@@ -70,6 +70,21 @@ void parse_limits(checker& c, const scope& s, limits_config& l) {
     assign(l.max_outbound_bytes, c.read_uint(s, "max_outbound_bytes"));
     assign(l.idle_timeout_ms, c.read_uint(s, "idle_timeout_ms", 0, max_idle_timeout_ms));
     assign(l.write_stall_ms, c.read_uint(s, "write_stall_ms", 1, max_grace_ms));
+    static constexpr std::array scopes{"caller"sv, "session"sv};
+    for (const auto* t : c.read_table_array(s, "rates")) {
+        const scope r{*t, "[[limits.rates]]"};
+        c.check_keys(r, {"caller", "tool", "capability", "calls", "per_s", "scope"});
+        rate_limit_config rate;
+        if (auto i = c.read_enum(r, "caller", caller_names))
+            rate.caller = std::string(caller_names[*i]);
+        assign(rate.tool, c.read_string(r, "tool", true));
+        if (auto i = c.read_enum(r, "capability", detail::capability_names))
+            rate.capability = std::string(detail::capability_names[*i]);
+        if (c.require(r, "calls")) assign(rate.calls, c.read_uint(r, "calls", 1, 1'000'000));
+        assign(rate.per_s, c.read_uint(r, "per_s", 1, 86'400));
+        if (auto i = c.read_enum(r, "scope", scopes)) rate.per_session = *i == 1;
+        l.rates.push_back(std::move(rate));
+    }
 }
 
 void parse_tools(checker& c, const scope& s, tools_config& t) {

@@ -28,6 +28,21 @@ inline constexpr std::uint64_t max_idle_timeout_ms = 7ull * 24 * 3600 * 1000;
 inline constexpr std::uint64_t max_grace_ms = 3600ull * 1000;
 
 /// [limits] (docs/protocol.md §2, §5, §8). Sizes in bytes, times in milliseconds.
+/// One `[[limits.rates]]` entry (docs/protocol.md §21): a token bucket of `calls` tokens that
+/// refills evenly over `per_s` seconds, one bucket per caller (or per session with
+/// `per_session`), taken from by every call allowed to a tool matching `tool` (and having
+/// `capability`, when given) made by `caller` (absent: any caller).
+struct rate_limit_config {
+    std::optional<std::string> caller;     ///< "cli" | "plugin"; absent: every caller
+    std::string tool = "*";                ///< glob on the tool name (`*`, `?`, `[...]`)
+    std::optional<std::string> capability; ///< only tools that declare it
+    std::uint64_t calls = 0;               ///< the bucket's size: calls in a burst
+    std::uint64_t per_s = 60;              ///< seconds for an empty bucket to fill again
+    bool per_session = false;              ///< `scope = "session"`: a bucket per session
+
+    bool operator==(const rate_limit_config&) const = default;
+};
+
 struct limits_config {
     std::uint64_t max_frame_bytes = 8 * 1024 * 1024;
     std::uint64_t max_result_bytes = 8 * 1024 * 1024;
@@ -38,6 +53,7 @@ struct limits_config {
     std::uint64_t idle_timeout_ms = 0;                   ///< 0 = no idle timeout
     /// A connection over max_outbound_bytes whose socket takes no byte for this long is closed.
     std::uint64_t write_stall_ms = 10000;
+    std::vector<rate_limit_config> rates; ///< `[[limits.rates]]`, in order
 
     bool operator==(const limits_config&) const = default;
 };

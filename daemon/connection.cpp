@@ -372,7 +372,7 @@ void connection::close(std::string_view reason) {
     registry_.observe_session("session_end", session_id_, peer_.pid, peer_.uid);
     // The calls it was shown stay held for the other approvers or their timeout (§12).
     if (approver_) registry_.approvals().remove_approver(*this);
-    registry_.approvals().end_session(session_id_);
+    registry_.end_session(session_id_);
     spdlog::debug("connection {} closed: {}", session_id_, reason);
     outbound_.clear();
     marks_.clear();

@@ -221,7 +221,10 @@ class server {
         }
 
         const reload_plan plan = plan_reload(cfg_, next);
-        if (plan.limits) cfg_.limits = next.limits;
+        if (plan.limits) {
+            cfg_.limits = next.limits;
+            registry_.set_rate_limits(cfg_.limits.rates);
+        }
         if (plan.tools) cfg_.tools = next.tools;
         if (plan.permissions) {
             const bool persist = cfg_.permissions.persist_grants; // applies at the next start

@@ -7,9 +7,9 @@
 namespace meith::protocol {
 
 namespace {
-constexpr std::array<std::string_view, 8> code_names = {
-    "UNKNOWN_TOOL", "VALIDATION_ERROR",      "PERMISSION_DENIED", "TIMEOUT",
-    "TOOL_FAILED",  "RUNTIME_SHUTTING_DOWN", "CANCELLED",         "PROTOCOL_ERROR",
+constexpr std::array<std::string_view, 9> code_names = {
+    "UNKNOWN_TOOL",          "VALIDATION_ERROR", "PERMISSION_DENIED", "TIMEOUT",      "TOOL_FAILED",
+    "RUNTIME_SHUTTING_DOWN", "CANCELLED",        "PROTOCOL_ERROR",    "RATE_LIMITED",
 };
 } // namespace
 

@@ -12,7 +12,7 @@
 
 namespace meith::protocol {
 
-/// The eight codes of docs/protocol.md §4.
+/// The codes of docs/protocol.md §4: PROTOCOL.md's eight, and RATE_LIMITED (§21).
 enum class error_code {
     unknown_tool,
     validation_error,
@@ -22,6 +22,7 @@ enum class error_code {
     runtime_shutting_down,
     cancelled,
     protocol_error,
+    rate_limited,
 };
 
 /// Wire name, e.g. "UNKNOWN_TOOL".

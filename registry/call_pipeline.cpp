@@ -335,6 +335,18 @@ void registry::begin_shutdown() {
 
 void registry::proceed(const call_ptr& c) {
     const tool& t = *c->target;
+    // [[limits.rates]] (docs/protocol.md §21): after the policy (and a person) allowed it.
+    if (!rates_.empty()) {
+        if (auto limited = rates_.take(c->caller, c->session_id, t.name, t.capabilities,
+                                       std::chrono::steady_clock::now())) {
+            c->finalize(tool_result::failure(
+                            error_code::rate_limited, std::move(limited->message),
+                            R"({"retryAfterMs":)" + std::to_string(limited->retry_after_ms) +
+                                R"(,"rule":)" + std::to_string(limited->rule + 1) + "}"),
+                        call_end::refused);
+            return;
+        }
+    }
     if (!hooks_) {
         run_on_source(c);
         // A tool that answered at once (built-ins) never needs a timer: saves two

@@ -16,6 +16,7 @@ registry::registry(asio::any_io_executor ex, const config::config& cfg, audit::a
       audit_(ex_, audit, cfg.audit.on_failure == config::audit_failure_policy::fail_closed),
       redactor_(audit::default_redactor()), approvals_(ex_, audit_, redactor_) {
     tools_.on_change = [this] { post_tools_changed(); };
+    rates_.configure(cfg.limits.rates);
 }
 
 std::uint64_t registry::subscribe_tools_changed(std::function<void()> fn) {

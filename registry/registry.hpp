@@ -26,6 +26,7 @@
 #include "audit/redactor.hpp"
 #include "config/config.hpp"
 #include "permissions/policy.hpp"
+#include "permissions/rate_limits.hpp"
 #include "registry/approvals.hpp"
 #include "registry/call.hpp"
 #include "registry/call_audit.hpp"
@@ -135,6 +136,15 @@ class registry {
     bool remove_source(std::string_view name);
     /// State of the source named `name`, if there is one.
     std::optional<source_state> source_state_of(std::string_view name) const;
+    /// Replaces the `[[limits.rates]]` rules (a reload): every bucket starts full again.
+    void set_rate_limits(const std::vector<config::rate_limit_config>& rates) {
+        rates_.configure(rates);
+    }
+    /// A session ended: its grants and its per-session rate buckets go.
+    void end_session(std::string_view session) {
+        approvals_.end_session(session);
+        rates_.end_session(session);
+    }
     /// Replaces the permission policy; decisions of later calls and list_tools use it.
     void set_permissions(const config::permissions_config& permissions);
     /// Decides every held call again under the current policy (a reload): a call now denied
@@ -249,6 +259,7 @@ class registry {
     audit::audit_trail audit_;
     const audit::redactor& redactor_;
     class approvals approvals_;
+    permissions::rate_limiter rates_; ///< [[limits.rates]], taken after the policy allowed
     class hook_set* hooks_ = nullptr;
     tool_table tools_;
     std::map<std::uint64_t, std::function<void()>> tools_changed_subscribers_;

@@ -6,7 +6,7 @@ export class ConnectionLost extends Error {}
 export class ProtocolError extends Error {}
 
 export type ErrorCode = 'UNKNOWN_TOOL' | 'VALIDATION_ERROR' | 'PERMISSION_DENIED' | 'TIMEOUT' |
-    'CANCELLED' | 'TOOL_FAILED' | 'RUNTIME_SHUTTING_DOWN' | 'PROTOCOL_ERROR';
+    'CANCELLED' | 'TOOL_FAILED' | 'RUNTIME_SHUTTING_DOWN' | 'PROTOCOL_ERROR' | 'RATE_LIMITED';
 
 export interface ToolResult {
     ok: boolean;
@@ -28,6 +28,7 @@ export const errors: {
     PermissionDenied: typeof ToolCallError; Timeout: typeof ToolCallError;
     Cancelled: typeof ToolCallError; ToolFailed: typeof ToolCallError;
     RuntimeShuttingDown: typeof ToolCallError; ProtocolError: typeof ToolCallError;
+    RateLimited: typeof ToolCallError;
 };
 export function checkResult(result: ToolResult): ToolResult;
 export function locateSocket(home?: string): string;

@@ -33,7 +33,7 @@ export class ToolCallError extends Error {
     }
 }
 const codes = ['UNKNOWN_TOOL', 'VALIDATION_ERROR', 'PERMISSION_DENIED', 'TIMEOUT', 'CANCELLED',
-    'TOOL_FAILED', 'RUNTIME_SHUTTING_DOWN', 'PROTOCOL_ERROR'];
+    'TOOL_FAILED', 'RUNTIME_SHUTTING_DOWN', 'PROTOCOL_ERROR', 'RATE_LIMITED'];
 /** One subclass per error code: UnknownTool, ValidationError, PermissionDenied, ... */
 export const errors = Object.fromEntries(codes.map((code) => {
     const name = code.toLowerCase().replace(/(^|_)([a-z])/g, (_, __, c) => c.toUpperCase());

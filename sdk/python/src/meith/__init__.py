@@ -19,11 +19,12 @@ tool's result raise ``meith.ToolCallError`` subclasses named after the eight err
 """
 
 from .client import (Cancelled, Client, ConnectionLost, McpError, NotRunning, PermissionDenied,
-                     ProtocolError, RuntimeShuttingDown, Timeout, ToolCallError, ToolFailed,
-                     ToolResult, UnknownTool, ValidationError, connect, locate_socket)
+                     ProtocolError, RateLimited, RuntimeShuttingDown, Timeout, ToolCallError,
+                     ToolFailed, ToolResult, UnknownTool, ValidationError, connect, locate_socket)
 from .sync import SyncClient
 
 __all__ = ["Client", "SyncClient", "ToolResult", "connect", "locate_socket", "ToolCallError",
            "UnknownTool", "ValidationError", "PermissionDenied", "Timeout", "Cancelled",
-           "ToolFailed", "RuntimeShuttingDown", "ProtocolError", "NotRunning", "ConnectionLost", "McpError"]
+           "ToolFailed", "RuntimeShuttingDown", "ProtocolError", "RateLimited", "NotRunning",
+           "ConnectionLost", "McpError"]
 __version__ = "0.1.0"

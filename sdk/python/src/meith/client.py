@@ -108,8 +108,15 @@ class _ProtocolErrorCode(ToolCallError):
     code = "PROTOCOL_ERROR"
 
 
+class RateLimited(ToolCallError):
+    """A `[[limits.rates]]` bucket was empty; `details["retryAfterMs"]` says when to retry."""
+
+    code = "RATE_LIMITED"
+
+
 _BY_CODE = {c.code: c for c in (UnknownTool, ValidationError, PermissionDenied, Timeout,
-                                 Cancelled, ToolFailed, RuntimeShuttingDown, _ProtocolErrorCode)}
+                                 Cancelled, ToolFailed, RuntimeShuttingDown, _ProtocolErrorCode,
+                                 RateLimited)}
 
 
 @dataclass

@@ -88,7 +88,9 @@ void parse_limits(checker& c, const scope& s, limits_config& l) {
 }
 
 void parse_tools(checker& c, const scope& s, tools_config& t) {
-    c.check_keys(s, {"default_timeout_ms", "shutdown_grace_ms", "kill_grace_ms", "env_allow"});
+    c.check_keys(s, {"default_timeout_ms", "shutdown_grace_ms", "kill_grace_ms", "env_allow",
+                     "quarantine_new"});
+    assign(t.quarantine_new, c.read_bool(s, "quarantine_new"));
     assign(t.env_allow, c.read_string_array(s, "env_allow", false, true));
     assign(t.default_timeout_ms, c.read_uint(s, "default_timeout_ms", 1, max_call_timeout_ms));
     assign(t.shutdown_grace_ms, c.read_uint(s, "shutdown_grace_ms", 0, max_grace_ms));

@@ -63,6 +63,9 @@ struct tools_config {
     std::uint64_t default_timeout_ms = 30000;
     std::uint64_t shutdown_grace_ms = 5000;
     std::uint64_t kill_grace_ms = 2000; ///< SIGTERM -> SIGKILL for a stopped process group
+    /// A tool first seen is held in quarantine until a person accepts it (docs/protocol.md
+    /// §22); off: it is pinned as it is.
+    bool quarantine_new = false;
     /// Names of the daemon's environment variables passed on to every child (exact names, or
     /// prefixes ending in `*`); each source's and hook's `env` table is added on top.
     std::vector<std::string> env_allow = {

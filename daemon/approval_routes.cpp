@@ -241,6 +241,27 @@ void connection::on_revoke(const protocol::client_frame& f, std::string&) {
     protocol::append_reply(outbound_, "revoke_result", f.request_id, members);
 }
 
+void connection::on_accept_tool(const protocol::client_frame& f, std::string&) {
+    // A tool's changed definition is trusted again only by a person (docs/protocol.md §22).
+    if (refuse_unless_approver(f)) return;
+    if (f.accept_preview) {
+        std::string members;
+        if (auto err = registry_.append_held_definition(members, f.tool_name)) {
+            protocol::append_error_frame(outbound_, f.request_id, *err);
+            return;
+        }
+        protocol::append_reply(outbound_, "tool_definition", f.request_id, members);
+        return;
+    }
+    if (auto err = registry_.accept_tool(f.tool_name, session_id_)) {
+        protocol::append_error_frame(outbound_, f.request_id, *err);
+        return;
+    }
+    std::string members = R"("toolName":)";
+    append_json_string(members, f.tool_name);
+    protocol::append_reply(outbound_, "tool_accepted", f.request_id, members);
+}
+
 void connection::on_list_grants(const protocol::client_frame& f, std::string&) {
     // An approver sees every grant; anyone else those that apply to its own session.
     std::string members = R"("grants":)";

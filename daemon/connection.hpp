@@ -113,6 +113,7 @@ class connection final : public registry::call_sink,
     void on_approve(const protocol::client_frame& f, std::string& audit_fields);
     void on_grant(const protocol::client_frame& f, std::string& audit_fields);
     void on_revoke(const protocol::client_frame& f, std::string& audit_fields);
+    void on_accept_tool(const protocol::client_frame& f, std::string& audit_fields);
     void on_list_grants(const protocol::client_frame& f, std::string& audit_fields);
     /// Refuses an approver's frame from a connection that is not one: error frame + audit.
     bool refuse_unless_approver(const protocol::client_frame& f);

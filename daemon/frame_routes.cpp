@@ -29,7 +29,7 @@ struct connection::frame_route {
 
 const connection::frame_route& connection::route_of(frame_type type) {
     // In frame_type order (checked below), so a route is found by index.
-    static constexpr std::array<frame_route, 17> routes{{
+    static constexpr std::array<frame_route, 18> routes{{
         {frame_type::hello, false, false, {}, &connection::on_hello},
         {frame_type::list_tools, false, true, {}, &connection::on_list_tools},
         {frame_type::tool_call, false, false, {}, &connection::on_tool_call},
@@ -48,6 +48,7 @@ const connection::frame_route& connection::route_of(frame_type type) {
         {frame_type::grant, false, false, {}, &connection::on_grant},
         {frame_type::revoke, false, false, {}, &connection::on_revoke},
         {frame_type::list_grants, false, false, {}, &connection::on_list_grants},
+        {frame_type::accept_tool, false, false, {}, &connection::on_accept_tool},
         // MCP families beyond tools (mcp_routes.cpp): the gateway audits each request.
         {frame_type::mcp_request, false, false, {}, &connection::on_mcp_request},
         {frame_type::client_response, false, false, {}, &connection::on_client_response},

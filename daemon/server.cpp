@@ -90,6 +90,7 @@ class server {
         // No tool sandbox lets a tool write the home; tools' temporary folders live in it.
         // A tool's orphans stay meithd's descendants, so they are known at the socket.
         become_subreaper();
+        if (auto err = registry_.pin_tools_in(home_ / "tool-pins.json")) spdlog::warn("{}", *err);
         if (cfg_.permissions.persist_grants)
             if (auto err = registry_.approvals().persist_to(home_ / "grants.json"))
                 spdlog::warn("{}", *err);

@@ -25,6 +25,7 @@ frame_type type_from_name(std::string_view name) {
     if (name == "grant") return frame_type::grant;
     if (name == "revoke") return frame_type::revoke;
     if (name == "list_grants") return frame_type::list_grants;
+    if (name == "accept_tool") return frame_type::accept_tool;
     if (name == "mcp_request") return frame_type::mcp_request;
     if (name == "client_response") return frame_type::client_response;
     return frame_type::other;
@@ -58,6 +59,14 @@ void decode_grant_frame(simdjson::dom::object obj, client_frame& f) {
     case frame_type::revoke:
         string_member("grantId", f.grant_id, false);
         break;
+    case frame_type::accept_tool: {
+        string_member("toolName", f.tool_name, false);
+        simdjson::dom::element preview;
+        if (!f.error && obj["preview"].get(preview) == simdjson::SUCCESS &&
+            preview.get_bool().get(f.accept_preview) != simdjson::SUCCESS)
+            f.error = "accept_tool: \"preview\" must be true or false";
+        break;
+    }
     case frame_type::grant:
         if (obj["grant"].get_object().get(f.grant) != simdjson::SUCCESS)
             f.error = "grant needs an object \"grant\" ({\"capabilities\":[...], ...})";
@@ -404,6 +413,7 @@ void decode_by_type(simdjson::dom::object obj, const frame_members& m, client_fr
     case frame_type::grant:
     case frame_type::revoke:
     case frame_type::list_grants:
+    case frame_type::accept_tool:
         check_optional_request_id(m, f);
         if (!f.error) decode_grant_frame(obj, f);
         return;

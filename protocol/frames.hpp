@@ -41,6 +41,7 @@ enum class frame_type {
     grant,
     revoke,
     list_grants,
+    accept_tool, ///< docs/protocol.md §22: a person accepts a quarantined tool's definition
     // MCP families beyond tools (docs/protocol.md §17)
     mcp_request,
     client_response,
@@ -112,6 +113,7 @@ struct client_frame {
     std::string_view decision;    ///< approve: allow_once | allow_session | deny
     std::string_view reason;      ///< approve (optional)
     std::string_view grant_id;    ///< revoke
+    bool accept_preview = false;  ///< accept_tool `"preview":true`: show the diff, accept nothing
     simdjson::dom::object grant;  ///< grant: the `grant` object
 };
 

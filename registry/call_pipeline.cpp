@@ -160,6 +160,17 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
             return;
         }
     }
+    if (t.quarantined) {
+        // docs/protocol.md §22: no grant or approval reaches a tool held in quarantine.
+        c->decision = {};
+        c->decision.reason = "tool '" + t.name +
+                             "' is quarantined: its definition changed since a person accepted "
+                             "it (or it is new); see the change and accept it with `meith tools "
+                             "accept " +
+                             t.name + "` from a terminal";
+        refuse(c);
+        return;
+    }
     c->decision = policy_.decide(t.name, t.capabilities, c->caller);
     c->decided = true;
     c->timeout_ms = effective_timeout(*c, t, cfg_);

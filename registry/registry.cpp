@@ -6,6 +6,7 @@
 #include "registry/hooks.hpp"
 
 #include <asio/post.hpp>
+#include <spdlog/spdlog.h>
 
 namespace meith::registry {
 
@@ -147,6 +148,75 @@ void registry::append_redacted(std::string& out, std::string_view s) const {
 
 void registry::audit_rejected_call(const rejected_call& r) {
     write_rejected_call_audit(audit_, redactor_, r);
+}
+
+} // namespace meith::registry
+
+// ---- pinned tool definitions (docs/protocol.md §22) ------------------------------------------
+
+namespace meith::registry {
+
+std::optional<std::string> registry::pin_tools_in(std::filesystem::path file) {
+    pinning_ = true;
+    return pins_.load(std::move(file));
+}
+
+std::optional<std::string> registry::accept_tool(std::string_view name, std::string_view by) {
+    const auto t = tools_.find(name);
+    if (!t) return "no tool '" + std::string(name) + "' (see `meith tools`)";
+    if (!t->quarantined || !pins_.accept(t->source->name(), t->remote_name))
+        return "tool '" + std::string(name) + "' is not quarantined: nothing to accept";
+    tools_.set_quarantined(name, false);
+    std::string fields = R"("source":)";
+    append_json_string(fields, t->source->name());
+    fields += R"(,"toolName":)";
+    append_redacted(fields, name);
+    fields += R"(,"hash":)";
+    append_json_string(fields, tool_pins::definition_of(*t).hash);
+    fields += R"(,"approverSession":)";
+    append_json_string(fields, by);
+    audit_.event("tool_definition_accepted", fields);
+    spdlog::info("source '{}': tool '{}' accepted by a person; callable again", t->source->name(),
+                 name);
+    return std::nullopt;
+}
+
+std::optional<std::string> registry::append_held_definition(std::string& out,
+                                                            std::string_view name) {
+    const auto t = tools_.find(name);
+    if (!t) return "no tool '" + std::string(name) + "' (see `meith tools`)";
+    const auto held = t->quarantined ? pins_.held(t->source->name(), t->remote_name) : std::nullopt;
+    if (!held) return "tool '" + std::string(name) + "' is not quarantined: nothing to accept";
+    const auto append_definition = [&](const tool_pins::definition& d) {
+        out += R"({"hash":)";
+        append_json_string(out, d.hash);
+        out += R"(,"description":)";
+        append_json_string(out, d.description);
+        out += R"(,"inputSchema":)";
+        append_json_string(out, d.input_schema_json);
+        out += R"(,"extra":)";
+        append_json_string(out, d.extra_json);
+        out += R"(,"capabilities":)";
+        out += d.capabilities.empty() ? "[]" : d.capabilities;
+        out += R"(,"acceptedAt":)";
+        if (d.accepted_at.empty())
+            out += "null";
+        else
+            append_json_string(out, d.accepted_at);
+        out += '}';
+    };
+    out += R"("toolName":)";
+    append_json_string(out, name);
+    out += R"(,"source":)";
+    append_json_string(out, t->source->name());
+    out += R"(,"pinned":)";
+    if (held->first)
+        append_definition(*held->first);
+    else
+        out += "null";
+    out += R"(,"held":)";
+    append_definition(held->second);
+    return std::nullopt;
 }
 
 } // namespace meith::registry

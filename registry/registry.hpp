@@ -31,12 +31,14 @@
 #include "registry/call.hpp"
 #include "registry/call_audit.hpp"
 #include "registry/mcp_gateway.hpp"
+#include "registry/tool_pins.hpp"
 #include "registry/tool_source.hpp"
 #include "registry/tool_table.hpp"
 
 #include <asio/any_io_executor.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -136,6 +138,17 @@ class registry {
     bool remove_source(std::string_view name);
     /// State of the source named `name`, if there is one.
     std::optional<source_state> source_state_of(std::string_view name) const;
+    // ---- pinned tool definitions (registry.cpp, tool_pins.hpp, docs/protocol.md §22) ----
+    /// Pins tool definitions in `file` from now on (loaded now); an error in words when the
+    /// file cannot be trusted (pins then start empty).
+    std::optional<std::string> pin_tools_in(std::filesystem::path file);
+    /// A person accepts quarantined tool `name`'s definition (approver session `by`); an
+    /// error in words when there is no such tool or it is not quarantined.
+    std::optional<std::string> accept_tool(std::string_view name, std::string_view by);
+    /// The members `"toolName","pinned":{…}|null,"held":{…}` of quarantined tool `name`'s
+    /// diff; an error in words when it is not quarantined.
+    std::optional<std::string> append_held_definition(std::string& out, std::string_view name);
+
     /// Replaces the `[[limits.rates]]` rules (a reload): every bucket starts full again.
     void set_rate_limits(const std::vector<config::rate_limit_config>& rates) {
         rates_.configure(rates);
@@ -243,6 +256,9 @@ class registry {
     std::optional<std::string> on_registered(tool_source& src, std::vector<tool_definition> defs);
     void on_settled();
     void on_lifecycle(tool_source& src, std::string_view event, std::string_view details);
+    /// Checks `src`'s tools just registered against their pins: a changed (or, with
+    /// quarantine_new, new) one is quarantined and audited as tool_definition_changed.
+    void check_pins(tool_source& src);
 
     // ---- egress targets asked about (egress_asks.cpp, docs/protocol.md §19) ----
     /// A target no rule of `src`'s network table decides: allowed at once when a person
@@ -260,6 +276,8 @@ class registry {
     const audit::redactor& redactor_;
     class approvals approvals_;
     permissions::rate_limiter rates_; ///< [[limits.rates]], taken after the policy allowed
+    tool_pins pins_;
+    bool pinning_ = false; ///< pin_tools_in was called
     class hook_set* hooks_ = nullptr;
     tool_table tools_;
     std::map<std::uint64_t, std::function<void()>> tools_changed_subscribers_;

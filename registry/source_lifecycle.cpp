@@ -76,8 +76,40 @@ std::optional<std::string> registry::on_registered(tool_source& src,
                       outcome.displaced_why[i]);
         outcome.displaced[i]->fail(outcome.displaced_why[i]);
     }
-    if (outcome.error) spdlog::error("source '{}' failed: {}", src.name(), *outcome.error);
-    return std::move(outcome.error);
+    if (outcome.error) {
+        spdlog::error("source '{}' failed: {}", src.name(), *outcome.error);
+        return std::move(outcome.error);
+    }
+    if (pinning_) check_pins(src);
+    return std::nullopt;
+}
+
+void registry::check_pins(tool_source& src) {
+    if (src.kind() == "builtin") return; // meith's own tools change only with meith
+    for (const auto& t : tools_.tools_of(src)) {
+        const auto v = pins_.check(src.name(), *t, cfg_.tools.quarantine_new);
+        if (!v.quarantined) continue;
+        tools_.set_quarantined(t->name, true);
+        std::string fields = R"("source":)";
+        append_json_string(fields, src.name());
+        fields += R"(,"toolName":)";
+        append_redacted(fields, t->name);
+        fields += R"(,"oldHash":)";
+        if (v.old_hash.empty())
+            fields += "null";
+        else
+            append_json_string(fields, v.old_hash);
+        fields += R"(,"newHash":)";
+        append_json_string(fields, v.new_hash);
+        fields += v.new_tool ? R"(,"new":true)" : R"(,"new":false)";
+        audit_.event("tool_definition_changed", fields);
+        spdlog::warn("source '{}': tool '{}' {}; it is quarantined until a person accepts it: "
+                     "meith tools accept {}",
+                     src.name(), t->name,
+                     v.new_tool ? "is new ([tools] quarantine_new)"
+                                : "changed its definition since it was accepted",
+                     t->name);
+    }
 }
 
 void registry::on_settled() {

@@ -40,6 +40,9 @@ struct tool {
     /// An MCP tool with `execution.taskSupport: "required"`: called as a task (MCP 2025-11-25
     /// basic/utilities/tasks; docs/protocol.md §17).
     bool task_required = false;
+    /// Its definition differs from the one a person accepted (or it is new under
+    /// `[tools] quarantine_new`): listed, never callable (docs/protocol.md §22).
+    bool quarantined = false;
     std::shared_ptr<tool_source> source;
     std::shared_ptr<const class schema_validator> validator; ///< null: accepts any object
 };

@@ -122,6 +122,7 @@ std::size_t tool_table::append_search(std::string& out, std::string_view query, 
     // Only what the caller may call, or ask a person for (PROTOCOL.md §11): a search never
     // shows a tool the list would not let it use.
     const auto hits = index_.search(query, limit, [&](const tool& t) {
+        if (t.quarantined) return false;
         const auto d = policy.decide(t.name, t.capabilities, who);
         return d.allow || d.ask;
     });
@@ -135,6 +136,25 @@ std::size_t tool_table::append_search(std::string& out, std::string_view query, 
             append_descriptor(out, *h.t, h.t->source->tags(), who, policy);
     }
     return hits.size();
+}
+
+bool tool_table::set_quarantined(std::string_view name, bool quarantined) {
+    auto it = tools_.find(name);
+    if (it == tools_.end()) return false;
+    if (it->second->quarantined == quarantined) return true;
+    auto copy = std::make_shared<tool>(*it->second);
+    copy->quarantined = quarantined;
+    it->second = std::move(copy);
+    index_.clear();
+    invalidate();
+    return true;
+}
+
+std::vector<std::shared_ptr<const tool>> tool_table::tools_of(const tool_source& src) const {
+    std::vector<std::shared_ptr<const tool>> out;
+    for (const auto& [name, t] : tools_)
+        if (t->source.get() == &src) out.push_back(t);
+    return out;
 }
 
 std::vector<std::shared_ptr<tool_source>> tool_table::sources_with_tools() const {
@@ -188,6 +208,10 @@ void tool_table::append_descriptor(std::string& out, const tool& tool_ref,
     out.append(R"(,"available":)");
     out.append(t->source->state() == source_state::failed ? "false" : "true");
     out.append(R"(,"permission":")");
+    if (t->quarantined) {
+        out.append(R"(deny","quarantined":true})");
+        return;
+    }
     out.append(permissions::to_string(policy.decide(t->name, t->capabilities, who).outcome()));
     out.append(R"("})");
 }
@@ -218,7 +242,7 @@ void tool_table::render(std::string& out, permissions::caller who,
             // A model is offered only what its caller may call (PROTOCOL.md §11).
             // A tool a person may approve is offered too: the call is held, not refused.
             const auto d = policy.decide(t->name, t->capabilities, who);
-            if (!d.allow && !d.ask) continue;
+            if ((!d.allow && !d.ask) || t->quarantined) continue;
             if (!first) out.push_back(',');
             first = false;
             append_provider_tool(out, *t, format);

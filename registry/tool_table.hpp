@@ -88,6 +88,11 @@ class tool_table {
     std::size_t append_search(std::string& out, std::string_view query, std::size_t limit,
                               permissions::caller who, const permissions::policy& policy,
                               list_format format = list_format::meith);
+    /// Marks tool `name` quarantined or not (a copy replaces it: tools are immutable once
+    /// listed). False when there is no such tool.
+    bool set_quarantined(std::string_view name, bool quarantined);
+    /// The tools of `src`, by name.
+    std::vector<std::shared_ptr<const tool>> tools_of(const tool_source& src) const;
     /// Every source that has tools now, once each.
     std::vector<std::shared_ptr<tool_source>> sources_with_tools() const;
 

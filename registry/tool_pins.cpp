@@ -1,0 +1,166 @@
+// tool_pins: pinned tool definitions and the quarantine of changed ones (see the header).
+#include "registry/tool_pins.hpp"
+
+#include "config/private_file.hpp"
+#include "permissions/policy.hpp"
+#include "registry/tool_source.hpp"
+
+#include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+namespace meith::registry {
+
+namespace {
+
+std::string hex_sha256(std::string_view text) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (EVP_Digest(text.data(), text.size(), md, &n, EVP_sha256(), nullptr) != 1) return {};
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(2 * n);
+    for (unsigned int i = 0; i < n; ++i) {
+        out += digits[md[i] >> 4];
+        out += digits[md[i] & 15];
+    }
+    return out;
+}
+
+std::string now_rfc3339() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+} // namespace
+
+std::string tool_pins::key(std::string_view source, std::string_view remote_name) {
+    std::string k(source);
+    k += '/';
+    k += remote_name;
+    return k;
+}
+
+tool_pins::definition tool_pins::definition_of(const tool& t) {
+    definition d;
+    d.description = t.description;
+    d.input_schema_json = t.input_schema_json;
+    d.extra_json = t.extra_descriptor_json;
+    permissions::append_capabilities(d.capabilities, t.capabilities);
+    // Each member with its length, so no two definitions join to the same text.
+    std::string text;
+    for (const std::string_view part :
+         {std::string_view(t.remote_name), std::string_view(d.description),
+          std::string_view(d.input_schema_json), std::string_view(d.extra_json),
+          std::string_view(d.capabilities)}) {
+        text += std::to_string(part.size());
+        text += ':';
+        text += part;
+    }
+    d.hash = hex_sha256(text);
+    return d;
+}
+
+std::optional<std::string> tool_pins::load(std::filesystem::path file) {
+    file_ = file;
+    const auto r = config::read_private_file(file);
+    switch (r.st) {
+    case config::private_file_read::status::missing:
+        return std::nullopt;
+    case config::private_file_read::status::unreadable:
+        return file.string() + ": cannot be read (" + std::strerror(r.error) +
+               "); every tool is pinned anew";
+    case config::private_file_read::status::untrusted:
+        return file.string() + ": not a regular file of this user, or writable by others; "
+                               "every tool is pinned anew (the file is rewritten 0600)";
+    case config::private_file_read::status::ok:
+        break;
+    }
+    const auto j = nlohmann::json::parse(r.text, nullptr, false);
+    if (!j.is_object() || !j.contains("pins") || !j["pins"].is_object())
+        return file.string() + ": not a pins file; every tool is pinned anew";
+    for (const auto& [k, v] : j["pins"].items()) {
+        if (!v.is_object()) continue;
+        definition d;
+        d.hash = v.value("hash", "");
+        d.description = v.value("description", "");
+        d.input_schema_json = v.value("inputSchema", "");
+        d.extra_json = v.value("extra", "");
+        d.capabilities = v.value("capabilities", "");
+        d.accepted_at = v.value("acceptedAt", "");
+        if (!d.hash.empty()) pins_.emplace(k, std::move(d));
+    }
+    return std::nullopt;
+}
+
+void tool_pins::save() {
+    if (!file_) return;
+    nlohmann::json pins = nlohmann::json::object();
+    for (const auto& [k, d] : pins_)
+        pins[k] = {{"hash", d.hash},
+                   {"description", d.description},
+                   {"inputSchema", d.input_schema_json},
+                   {"extra", d.extra_json},
+                   {"capabilities", d.capabilities},
+                   {"acceptedAt", d.accepted_at}};
+    config::write_private_file(*file_, nlohmann::json{{"pins", pins}}.dump(1) + "\n");
+}
+
+tool_pins::verdict tool_pins::check(std::string_view source, const tool& t, bool quarantine_new) {
+    verdict v;
+    definition d = definition_of(t);
+    v.new_hash = d.hash;
+    const std::string k = key(source, t.remote_name);
+    auto it = pins_.find(k);
+    if (it == pins_.end()) {
+        v.new_tool = true;
+        if (quarantine_new) {
+            v.quarantined = true;
+            pending_[k] = std::move(d);
+            return v;
+        }
+        d.accepted_at = now_rfc3339();
+        pins_.emplace(k, std::move(d));
+        save();
+        return v;
+    }
+    v.old_hash = it->second.hash;
+    if (it->second.hash == d.hash) {
+        pending_.erase(k);
+        return v;
+    }
+    v.changed = true;
+    v.quarantined = true;
+    pending_[k] = std::move(d);
+    return v;
+}
+
+bool tool_pins::accept(std::string_view source, std::string_view remote_name) {
+    auto it = pending_.find(key(source, remote_name));
+    if (it == pending_.end()) return false;
+    definition d = std::move(it->second);
+    pending_.erase(it);
+    d.accepted_at = now_rfc3339();
+    pins_[key(source, remote_name)] = std::move(d);
+    save();
+    return true;
+}
+
+std::optional<std::pair<std::optional<tool_pins::definition>, tool_pins::definition>>
+tool_pins::held(std::string_view source, std::string_view remote_name) const {
+    const std::string k = key(source, remote_name);
+    auto it = pending_.find(k);
+    if (it == pending_.end()) return std::nullopt;
+    std::optional<definition> old;
+    if (auto p = pins_.find(k); p != pins_.end()) old = p->second;
+    return std::make_pair(old, it->second);
+}
+
+} // namespace meith::registry

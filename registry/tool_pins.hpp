@@ -1,0 +1,68 @@
+// tool_pins: each source's tool definitions pinned on first sight (docs/protocol.md §22), so a
+// tool whose definition changes after it was trusted — a "rug pull": a new description that
+// tells the model something else, a wider input schema, a readOnlyHint dropped — is held in
+// quarantine until a person accepts the change. The pin is a SHA-256 over the tool's name,
+// description, input schema, the rest of its descriptor (title, annotations, output schema) and
+// its capabilities; the pinned definition is kept beside it so the person sees the diff. Kept in
+// HOME/tool-pins.json (0600, written whole). I/O-thread only.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace meith::registry {
+
+struct tool;
+
+class tool_pins {
+  public:
+    /// The definition pinned (or pending) for one tool, as shown in a diff.
+    struct definition {
+        std::string hash; ///< hex SHA-256
+        std::string description;
+        std::string input_schema_json;
+        std::string extra_json; ///< the descriptor's other members (title, annotations, …)
+        std::string capabilities;
+        std::string accepted_at; ///< RFC 3339; empty for a pending definition
+    };
+
+    /// What the store says about a tool just listed by its source.
+    struct verdict {
+        bool quarantined = false;
+        bool changed = false;  ///< a pin existed and differs (audited as changed)
+        bool new_tool = false; ///< no pin existed (pinned now, or held by quarantine_new)
+        std::string old_hash, new_hash;
+    };
+
+    /// Loads `file` (a missing file is an empty store). Returns an error in words for a file
+    /// that exists but cannot be trusted or read: pins then start empty and are rewritten.
+    std::optional<std::string> load(std::filesystem::path file);
+
+    /// Checks `t` (listed by `source`) against its pin: pinned on first sight (or, with
+    /// `quarantine_new`, held); a differing definition is held, the pin unchanged.
+    verdict check(std::string_view source, const tool& t, bool quarantine_new);
+
+    /// A person accepted the definition held for `source`/`remote_name`: it becomes the pin.
+    /// False when nothing is held for it.
+    bool accept(std::string_view source, std::string_view remote_name);
+
+    /// The accepted definition and the one held, for a diff; nullopt when not held.
+    std::optional<std::pair<std::optional<definition>, definition>>
+    held(std::string_view source, std::string_view remote_name) const;
+
+    /// SHA-256 (hex) of a tool's pinned members.
+    static definition definition_of(const tool& t);
+
+  private:
+    void save();
+    static std::string key(std::string_view source, std::string_view remote_name);
+
+    std::optional<std::filesystem::path> file_;
+    std::map<std::string, definition, std::less<>> pins_;    ///< accepted
+    std::map<std::string, definition, std::less<>> pending_; ///< held in quarantine
+};
+
+} // namespace meith::registry

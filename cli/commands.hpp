@@ -22,6 +22,7 @@ int run_approve(const options& opts);
 int run_grant(const options& opts);
 int run_grants(const options& opts);
 int run_revoke(const options& opts);
+int run_tools_accept(const options& opts);
 /// `meith preview TOOL [JSON]`: preview_tool_call (call.cpp, docs/protocol.md §13).
 int run_preview(const options& opts);
 int run_audit(const options& opts);

@@ -79,6 +79,12 @@ constexpr command table[] = {
      "  --json            every field meithd reports per source (e.g. \"cancel\": whether a\n"
      "                    tool host stops a cancelled call; \"stderr\": its last lines)\n",
      run_sources},
+    {"tools", "accept", "NAME",
+     "show a quarantined tool's changed definition and accept it (from a terminal)", 1, 1, 0, true,
+     "  NAME              a tool `meith tools` marks quarantined: its definition changed since\n"
+     "                    it was accepted (or it is new, with [tools] quarantine_new). Shows the\n"
+     "                    change, asks, and makes the new definition the accepted one.\n",
+     run_tools_accept},
     {"sources", "restart", "NAME [--timeout-ms N]",
      "restart the tool source NAME and wait for it (exit 1 if it fails again)", 1, 1, opt::timeout,
      true,

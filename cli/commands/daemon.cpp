@@ -266,7 +266,15 @@ int run_tools(const options& opts) {
             name += " (unavailable)";
             description = why_down(source).value_or("unavailable: its source is down");
         }
-        rows.push_back({std::move(name), sanitize(get_string(t, "permission").value_or("?"), false),
+        const json* held = get_field(t, "quarantined");
+        const bool quarantined = held != nullptr && held->is_boolean() && held->get<bool>();
+        if (quarantined)
+            description = "quarantined: its definition changed; see it and accept it with "
+                          "`meith tools accept " +
+                          name + "`";
+        rows.push_back({std::move(name),
+                        quarantined ? std::string("quarantined")
+                                    : sanitize(get_string(t, "permission").value_or("?"), false),
                         sanitize(capabilities_text(t), false), sanitize(source, false),
                         std::move(description)});
     }

@@ -13,7 +13,8 @@ _meith_audit_events="tool_call tool_call_rejected list_tools cancel_tool_call co
 connection_close connection_rejected frame_refused source_start source_exit source_restart
 source_failed source_restart_requested source_tools_changed tool_preview mcp_request client_request approval_request
 approval_decision approver_connected approver_rejected grant_created grant_used grant_revoked
-grant_expired daemon_start daemon_stop config_reload audit_repaired egress egress_rule_added all"
+grant_expired daemon_start daemon_stop config_reload audit_repaired egress egress_rule_added
+tool_definition_changed tool_definition_accepted all"
 
 # Prints the names of the daemon's tools ($2 = tools) or sources ($2 = sources), one a line,
 # asking the meith binary $1 with the connection options that follow. Prints nothing, quickly,
@@ -142,8 +143,13 @@ _meith() {
         ;;
     status) opts="--json" ;;
     tools)
-        opts="--json --format --tag --search"
-        if [[ $n == 1 ]]; then args=tools; fi
+        if [[ $sub == accept ]]; then
+            opts=""
+            if [[ $n == 2 ]]; then args=tools; fi
+        else
+            opts="--json --format --tag --search"
+            if [[ $n == 1 ]]; then args=tools; fi
+        fi
         ;;
     init) opts="--force" ;;
     help)

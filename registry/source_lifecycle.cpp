@@ -110,6 +110,7 @@ void registry::check_pins(tool_source& src) {
                                 : "changed its definition since it was accepted",
                      t->name);
     }
+    pins_.save_if_changed();
 }
 
 void registry::on_settled() {

@@ -100,7 +100,12 @@ std::optional<std::string> tool_pins::load(std::filesystem::path file) {
     return std::nullopt;
 }
 
+void tool_pins::save_if_changed() {
+    if (dirty_) save();
+}
+
 void tool_pins::save() {
+    dirty_ = false;
     if (!file_) return;
     nlohmann::json pins = nlohmann::json::object();
     for (const auto& [k, d] : pins_)
@@ -128,7 +133,7 @@ tool_pins::verdict tool_pins::check(std::string_view source, const tool& t, bool
         }
         d.accepted_at = now_rfc3339();
         pins_.emplace(k, std::move(d));
-        save();
+        dirty_ = true; // written once per listing (save_if_changed), not once per tool
         return v;
     }
     v.old_hash = it->second.hash;

@@ -183,7 +183,13 @@ void daemon_process::spawn_and_wait() {
         }
         std::this_thread::sleep_for(5ms);
     }
-    throw std::runtime_error("meithd did not become ready:\n" + log());
+    // The constructor throws, so no destructor stops it: stop it here, or it (and its tools)
+    // outlive the test and load every later one.
+    const std::string text = log();
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status_, 0);
+    exited_ = true;
+    throw std::runtime_error("meithd did not become ready:\n" + text);
 }
 
 daemon_process::~daemon_process() {

@@ -149,7 +149,9 @@ std::string hook_toml(const std::string& name, const std::string& kind, const st
 }
 
 daemon_process::daemon_process(const std::string& config_toml, std::vector<std::string> extra_args,
-                               std::function<void(const fs::path&)> prepare) {
+                               std::function<void(const fs::path&)> prepare,
+                               std::chrono::seconds ready_within)
+    : ready_within_(ready_within) {
     socket_ = home_.path / "d.sock";
     if (!config_toml.empty()) {
         std::ofstream(home_.path / "meithd.toml") << config_toml;
@@ -170,7 +172,7 @@ void daemon_process::restart() {
 
 void daemon_process::spawn_and_wait() {
     pid_ = spawn(args_, home_.path / "meithd.out", home_.path / "meithd.log");
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    const auto deadline = std::chrono::steady_clock::now() + ready_within_;
     while (std::chrono::steady_clock::now() < deadline) {
         if (::waitpid(pid_, &status_, WNOHANG) == pid_) {
             exited_ = true;

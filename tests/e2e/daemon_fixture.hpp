@@ -63,10 +63,12 @@ class daemon_process {
     /// Writes `config_toml` to HOME/meithd.toml (when non-empty), starts meithd with
     /// `--home HOME --socket HOME/d.sock` plus `extra_args`, and waits until it is ready
     /// (config.json names its pid). Throws with the daemon's log if it exits or times out.
-    /// `prepare(home)` runs before the start, e.g. to plant files in the home.
+    /// `prepare(home)` runs before the start, e.g. to plant files in the home. `ready_within`
+    /// bounds the wait (a source of 10,000 tools takes longer under the sanitizers).
     explicit daemon_process(const std::string& config_toml = "",
                             std::vector<std::string> extra_args = {},
-                            std::function<void(const fs::path&)> prepare = {});
+                            std::function<void(const fs::path&)> prepare = {},
+                            std::chrono::seconds ready_within = std::chrono::seconds(20));
     ~daemon_process();
 
     fs::path home() const { return home_.path; }
@@ -97,6 +99,7 @@ class daemon_process {
     fs::path socket_;
     void spawn_and_wait();
     std::vector<std::string> args_;
+    std::chrono::seconds ready_within_;
     pid_t pid_ = -1;
     bool exited_ = false;
     int status_ = 0;

@@ -53,7 +53,7 @@ TEST_CASE("tool search: fixed queries over the example tools and 10,000 more fin
           "[e2e][search]") {
     temp_dir home_src, project;
     const std::string config = example_config_with_many(home_src.path, project.path);
-    daemon_process d(config);
+    daemon_process d(config, {}, {}, 120s); // 10,000 tools: slower under the sanitizers
     client c(d.socket());
     REQUIRE(c.call("echo", {{"x", 1}})["result"]["ok"] == true);
     const std::pair<const char*, const char*> expected[] = {
@@ -117,7 +117,7 @@ TEST_CASE("meith mcp --search: the SDK client lists two meta-tools, finds tools 
           "[e2e][search][mcp]") {
     temp_dir home_src, project;
     const std::string config = example_config_with_many(home_src.path, project.path);
-    daemon_process d(config);
+    daemon_process d(config, {}, {}, 120s); // 10,000 tools: slower under the sanitizers
     const json out =
         run_json_command("MEITH_NO_AUTOSTART=1 node '" + std::string(MEITH_SOURCE_DIR) +
                          "/tests/mcp/bridge_client.mjs' search '" + std::string(MEITH_CLI) + "' '" +

@@ -41,7 +41,7 @@ struct connection_record {
 /// A person's answer about a target no rule decided (rule_set::ask).
 struct ask_verdict {
     bool allow = false;
-    std::string why; ///< allowed: how, as the audit line's rule; refused: why, in words
+    std::string why;        ///< allowed: how, as the audit line's rule; refused: why, in words
     std::string suggestion; ///< refused: the rule that would allow it, when one would
 };
 

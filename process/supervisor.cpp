@@ -200,7 +200,11 @@ void supervised_process::on_child_exit(const std::shared_ptr<instance>& inst, in
     inst_.reset();
     const bool was_ready = std::exchange(ready_, false);
     if (state_ == process_state::ready || last_error_.empty()) last_error_ = how;
-    if (h_.on_exit) h_.on_exit(how);
+    // A process meithd failed on purpose (a login needed, an address refused) is killed as soon
+    // as meithd reads why; the calls it had in flight learn that reason, not only the signal.
+    if (h_.on_exit)
+        h_.on_exit(state_ == process_state::failed ? fmt::format("was stopped ({})", last_error_)
+                                                   : how);
     if (state_ == process_state::stopped) {
         stop_timer_.cancel();
         if (stop_done_) std::exchange(stop_done_, nullptr)();

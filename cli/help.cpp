@@ -26,9 +26,9 @@ constexpr std::string_view call_input =
 constexpr command table[] = {
     {"status", "", "[--json]", "show the daemon, session and tool counts", 0, 0, opt::json, true,
      "  --json            the daemon, session and counts as one JSON object\n", run_status},
-    {"tools", "", "[NAME] [--json] [--format F] [--tag T]... [--search WORDS]",
+    {"tools", "", "[NAME] [--json] [--format F] [--tag T]... [--search WORDS] [--client NAME]",
      "list tools with their permission for you; NAME: describe one tool", 0, 1,
-     opt::json | opt::tag | opt::format | opt::search, true,
+     opt::json | opt::tag | opt::format | opt::search | opt::client, true,
      "  NAME              describe one tool: description, permission and why, capabilities,\n"
      "                    source, timeout, tags and its input schema\n"
      "  --json            the tools (or the one tool) as meithd lists them\n"
@@ -37,6 +37,7 @@ constexpr command table[] = {
      "  --tag T           only tools these tags enable (repeatable)\n"
      "  --search WORDS    the 10 tools you may use that best match WORDS (their names,\n"
      "                    titles, descriptions and parameter names), best first\n"
+     "  --client NAME     as client profile NAME ([clients.NAME]) sees them\n"
      "\nExamples:\n"
      "  meith tools\n"
      "  meith tools --search 'read a file'\n"
@@ -45,9 +46,9 @@ constexpr command table[] = {
      run_tools},
     {"call", "",
      "TOOL [JSON | - | @FILE | --text FILE|-] [--timeout-ms N] [--raw] [--model] [--display] "
-     "[--json]",
+     "[--json] [--client NAME]",
      "call TOOL and print its result (events on stderr as they come)", 1, 2,
-     opt::json | opt::timeout | opt::text | opt::raw | opt::model_display, true,
+     opt::json | opt::timeout | opt::text | opt::raw | opt::model_display | opt::client, true,
      "Output:\n"
      "  (default)         a string result as text, any other result as JSON (indented on a\n"
      "                    terminal, one line otherwise); events and errors on stderr\n"
@@ -58,6 +59,7 @@ constexpr command table[] = {
      "  --display         what a UI would render (meta.display)\n"
      "  --json            the whole result object\n"
      "  --timeout-ms N    give up after N ms (TIMEOUT)\n"
+     "  --client NAME     call through client profile NAME ([clients.NAME])\n"
      "\nCtrl-C cancels the call (the tool is told to stop) and waits for CANCELLED; a second\n"
      "Ctrl-C exits at once. Exit status: 0 ok, 1 the tool failed or was refused, 2 usage or\n"
      "connection error, 130 interrupted.\n"
@@ -67,9 +69,11 @@ constexpr command table[] = {
      "  meith call write_file @args.json\n"
      "  meith call apply_patch --text fix.diff\n",
      run_call},
-    {"preview", "", "TOOL [JSON | - | @FILE | --text FILE|-] [--json]",
+    {"preview", "", "TOOL [JSON | - | @FILE | --text FILE|-] [--json] [--client NAME]",
      "what a call would do, without running it (exit 1: it would be denied)", 1, 2,
-     opt::json | opt::text, true, "  --json            the preview as meithd sends it\n",
+     opt::json | opt::text | opt::client, true,
+     "  --json            the preview as meithd sends it\n"
+     "  --client NAME     as client profile NAME ([clients.NAME]) would\n",
      run_preview},
     {"sources", "", "[NAME] [--json]",
      "list tool sources: state, pid, restarts, sandbox, last error; NAME: one in full", 0, 1,
@@ -105,9 +109,12 @@ constexpr command table[] = {
      "  --timeout-ms N    wait at most N ms for added, replaced and restarted sources to be\n"
      "                    ready or fail (default 60 s)\n",
      run_reload},
-    {"policy", "check", "TOOL [--caller cli|plugin] [--json]",
-     "would a call to TOOL be allowed? (exit 0 allow, 1 deny or ask)", 1, 1, opt::json, true,
+    {"policy", "check", "TOOL [--caller cli|plugin] [--client NAME] [--json]",
+     "would a call to TOOL be allowed? (exit 0 allow, 1 deny or ask)", 1, 1,
+     opt::json | opt::client, true,
      "  --caller C        ask for caller C (cli or plugin)\n"
+     "  --client NAME     through client profile NAME: TOOL as it shows it, and why it hides\n"
+     "                    TOOL when it does\n"
      "  --json            the decision as meithd sends it\n",
      run_policy_check},
     {"approve", "", "",
@@ -149,13 +156,16 @@ constexpr command table[] = {
      "                    and truncation; with --limit N the last N first) until Ctrl-C or\n"
      "                    SIGTERM, which end it with exit status 0\n",
      run_audit},
-    {"mcp", "", "[--caller cli|plugin] [--all] [--search]",
+    {"mcp", "", "[--caller cli|plugin] [--all] [--search] [--client NAME]",
      "serve the tools to an MCP client on stdin/stdout (caller plugin unless --caller)", 0, 0,
-     opt::all | opt::search, true,
+     opt::all | opt::search | opt::client, true,
      "  --caller C        the caller the MCP client's calls are made as (default plugin)\n"
      "  --all             list every tool, also those the caller may not call\n"
      "  --search          list only search_tools and call_tool: the client finds tools by\n"
-     "                    words and loads their schemas when it needs them\n",
+     "                    words and loads their schemas when it needs them\n"
+     "  --client NAME     serve client profile NAME ([clients.NAME]): its tools, names,\n"
+     "                    caller and search mode (without it: the profile whose `agents`\n"
+     "                    lists the MCP client's name, if any)\n",
      run_mcp},
     {"service", "install", "[--socket-activated] [--dry-run]",
      "run meithd as a user service (systemd user unit / launchd agent), now and at login", 0, 0,
@@ -260,6 +270,7 @@ void check_options(const command& c, const options& opts) {
         {!opts.tags.empty(), opt::tag, "--tag"},
         {opts.format.has_value(), opt::format, "--format"},
         {opts.search.has_value(), opt::search, "--search"},
+        {opts.client.has_value(), opt::client, "--client"},
         {opts.has_service_options(), opt::service, "--socket-activated, --dry-run or --manager"},
         {opts.has_grant_options(), opt::grant, "--session, --uses or --expires"},
         {opts.tool.has_value(), opt::tool, "--tool"},

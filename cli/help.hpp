@@ -35,6 +35,7 @@ enum : std::uint32_t {
     service = 1u << 11,      ///< --socket-activated, --dry-run, --manager
     grant = 1u << 12,        ///< --session, --uses, --expires
     search = 1u << 13,       ///< --search
+    client = 1u << 14,       ///< --client (a client profile, docs/protocol.md §23)
 };
 } // namespace opt
 

@@ -143,6 +143,12 @@ constexpr option_row option_table[] = {
      [](options& o, const std::string& n, std::string v) {
          o.tags.push_back(nonempty(n, std::move(v), "a name"));
      }},
+    {"--client",
+     {},
+     nullptr,
+     [](options& o, const std::string& n, std::string v) {
+         o.client = nonempty(n, std::move(v), "a client profile's name ([clients.NAME])");
+     }},
     {"--search",
      {},
      nullptr,

@@ -29,6 +29,7 @@ struct options {
     std::optional<std::string> text;             ///< --text FILE|- (call, preview: a text payload)
     std::vector<std::string> tags;               ///< --tag T, repeatable (tools)
     std::optional<std::string> search;           ///< --search WORDS (tools)
+    std::optional<std::string> client;           ///< --client NAME: a client profile
     bool display = false;                        ///< --display (call: print meta.display)
     bool raw = false;                            ///< --raw (call: the result's text as is)
     bool force = false;                          ///< --force (init: replace an existing config)

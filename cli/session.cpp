@@ -101,7 +101,7 @@ session open_session(const options& opts) {
               protocol::request_id_generator{protocol::request_id_generator::process_prefix("cli")},
               json{}};
     const std::string id = s.ids.next();
-    s.conn.send_frame(protocol::encode_hello(id, opts.caller));
+    s.conn.send_frame(protocol::encode_hello(id, opts.caller, opts.client.value_or("")));
     s.hello = await_reply(s.conn, id, "hello_result");
     return s;
 }

@@ -514,8 +514,8 @@ std::optional<std::vector<std::string>> parse_protected(checker& c, const scope&
 config parse_document(checker& c, const toml::table& root) {
     config cfg;
     const scope s{root, ""};
-    c.check_keys(
-        s, {"socket", "limits", "tools", "audit", "permissions", "sandbox", "sources", "hooks"});
+    c.check_keys(s, {"socket", "limits", "tools", "audit", "permissions", "sandbox", "sources",
+                     "hooks", "clients"});
     if (const auto* t = c.read_table(s, "socket")) parse_socket(c, scope{*t, "[socket]"}, cfg);
     if (const auto* t = c.read_table(s, "limits"))
         parse_limits(c, scope{*t, "[limits]"}, cfg.limits);
@@ -525,6 +525,7 @@ config parse_document(checker& c, const toml::table& root) {
         parse_permissions(c, scope{*t, "[permissions]"}, cfg.permissions);
     parse_sources(c, s, cfg.sources);
     parse_hooks(c, s, cfg.hooks);
+    detail::parse_clients(c, s, cfg.clients);
     if (const auto* t = c.read_table(s, "sandbox")) {
         if (auto names = parse_protected(c, scope{*t, "[sandbox]"})) {
             for (auto& src : cfg.sources)

@@ -250,6 +250,35 @@ struct hook_config {
     bool operator==(const hook_config&) const = default;
 };
 
+/// A client profile's override of one tool (docs/protocol.md §23): what its clients see the
+/// tool as. Only the name and the description: capabilities and annotations are the tool's
+/// own, so an override never makes a tool look safer.
+struct tool_override_config {
+    std::optional<std::string> name;        ///< shown (and called) as this; MCP name charset
+    std::optional<std::string> description; ///< shown in place of the tool's own
+
+    bool operator==(const tool_override_config&) const = default;
+};
+
+/// One `[clients.NAME]` table (docs/protocol.md §23): the tools an MCP client (or any client
+/// that names the profile in its hello) sees and may call, enforced by meithd on list, search,
+/// call, preview and approval.
+struct client_config {
+    std::string name;
+    /// Globs on real tool names: a tool is in the profile when it matches one entry without
+    /// `!` (or there is none) and no entry with `!`. Absent: every tool.
+    std::vector<std::string> tools;
+    std::optional<std::string> caller; ///< "cli" | "plugin": the caller its frames act as
+    bool search = false;               ///< `meith mcp` lists only search_tools and call_tool
+    std::vector<std::string> pinned;   ///< listed beside the meta-tools in search mode
+    /// MCP client names (`clientInfo.name` of initialize) that select this profile when the
+    /// connection names none.
+    std::vector<std::string> agents;
+    std::map<std::string, tool_override_config, std::less<>> overrides; ///< by real tool name
+
+    bool operator==(const client_config&) const = default;
+};
+
 /// The whole validated config. Default-constructed = the built-in defaults (no file).
 struct config {
     std::optional<std::filesystem::path> source_file; ///< absent when built-in defaults
@@ -260,6 +289,7 @@ struct config {
     permissions_config permissions;
     std::vector<source_config> sources;
     std::vector<hook_config> hooks;
+    std::vector<client_config> clients; ///< `[clients.NAME]`, by name
 };
 
 /// A startup error: `where` is "FILE:LINE:COL" (or just FILE), `message` what is wrong.

@@ -33,7 +33,7 @@ inline constexpr std::array capability_names{
     "accesses-network"sv, "destructive"sv,  "unknown"sv,
 };
 
-std::string_view type_name(toml::node_type t) {
+inline std::string_view type_name(toml::node_type t) {
     switch (t) {
     case toml::node_type::table:
         return "a table";
@@ -79,7 +79,7 @@ std::optional<std::size_t> index_of(const std::array<std::string_view, N>& names
 
 /// TOML value -> JSON: tables, arrays and scalars map one to one; dates and times become
 /// their TOML text (e.g. "1979-05-27T07:32:00Z").
-nlohmann::json to_json(const toml::node& n) {
+inline nlohmann::json to_json(const toml::node& n) {
     if (const auto* t = n.as_table()) {
         auto obj = nlohmann::json::object();
         for (auto&& [k, v] : *t)
@@ -103,7 +103,7 @@ nlohmann::json to_json(const toml::node& n) {
     return os.str();
 }
 
-std::string json_text(const toml::node& n) {
+inline std::string json_text(const toml::node& n) {
     // toml++ only yields valid UTF-8, but "replace" keeps dump() from ever throwing.
     return to_json(n).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -403,5 +403,8 @@ class checker {
     std::optional<config_error> error_;
     std::pair<std::uint32_t, std::uint32_t> at_{};
 };
+
+/// `[clients.NAME]` tables (config/clients_config.cpp, docs/protocol.md §23).
+void parse_clients(checker& c, const scope& root, std::vector<client_config>& out);
 
 } // namespace meith::config::detail

@@ -158,7 +158,13 @@ class connection final : public registry::call_sink,
     std::string hello_claim_; ///< clientInfo.caller of the hello, if any
     bool has_hello_claim_ = false;
     std::string hello_agent_; ///< clientInfo.agent of the hello, if any
-    bool approver_ = false;   ///< proven by approver_hello: receives approval requests
+    /// clientInfo.client of the first hello that named one: the client profile this
+    /// connection keeps (docs/protocol.md §23). "": none named (an agent may select one).
+    std::string client_name_;
+    /// The profile `f` is under: the one the hello named (a removed one hides every tool),
+    /// else the one whose `agents` list the frame's agent, else null.
+    registry::registry::profile_ptr profile_for(const protocol::client_frame& f) const;
+    bool approver_ = false; ///< proven by approver_hello: receives approval requests
     /// When the connection was accepted, in clock ticks since boot (the unit of
     /// /proc/<pid>/stat's starttime): a peer pid whose process started later is not the one
     /// that connected.

@@ -97,6 +97,27 @@ void connection::handle_frame(std::string_view line) {
 }
 
 void connection::on_hello(const protocol::client_frame& f, std::string&) {
+    if (f.client && *f.client != client_name_) {
+        // docs/protocol.md §23: a profile narrows what a connection reaches, so it is chosen
+        // once; a later hello may repeat it, never swap it for a wider one.
+        if (!client_name_.empty()) {
+            protocol::append_error_frame(
+                outbound_, f.request_id,
+                fmt::format("this connection keeps client profile '{}', which its first hello "
+                            "named; open another connection for profile '{}'",
+                            client_name_, *f.client));
+            return;
+        }
+        if (!registry_.client_profile(*f.client)) {
+            protocol::append_error_frame(
+                outbound_, f.request_id,
+                fmt::format("no client profile named '{}' in meithd's config (profiles: {}); "
+                            "add a [clients.{}] table (docs/configuration.md) and `meith reload`",
+                            *f.client, registry_.client_profile_names(), *f.client));
+            return;
+        }
+        client_name_ = std::string(*f.client);
+    }
     if (f.caller_claim) {
         hello_claim_ = std::string(*f.caller_claim);
         has_hello_claim_ = true;
@@ -111,12 +132,26 @@ void connection::on_hello(const protocol::client_frame& f, std::string&) {
             protocol::append_tools_changed(self->outbound_);
             self->flush();
         });
+    std::string client;
+    if (const auto p = profile_for(f)) {
+        client = R"({"name":)";
+        append_json_string(client, p->name());
+        client += R"(,"search":)";
+        client += p->search() ? "true" : "false";
+        client += R"(,"pinned":[)";
+        for (std::size_t i = 0; i < p->pinned().size(); ++i) {
+            if (i) client += ',';
+            append_json_string(client, p->shown_name(p->pinned()[i]));
+        }
+        client += "]}";
+    }
     protocol::append_hello_result(outbound_, f.request_id, session_id_,
-                                  permissions::to_string(caller_for(f)), MEITH_VERSION);
+                                  permissions::to_string(caller_for(f)), MEITH_VERSION, client);
 }
 
 void connection::on_list_tools(const protocol::client_frame& f, std::string& audit_fields) {
     const auto who = caller_for(f);
+    const auto profile = profile_for(f);
     auto format = registry::list_format::meith;
     if (!f.list_format.empty()) {
         const auto parsed = registry::list_format_from_string(f.list_format);
@@ -130,8 +165,8 @@ void connection::on_list_tools(const protocol::client_frame& f, std::string& aud
     }
     if (f.has_query) {
         protocol::append_tools_list_head(outbound_, f.request_id);
-        const std::size_t n =
-            registry_.append_tool_search(outbound_, f.list_query, f.list_limit, who, format);
+        const std::size_t n = registry_.append_tool_search(outbound_, f.list_query, f.list_limit,
+                                                           who, format, profile.get());
         outbound_.append("]}\n");
         audit_fields += R"(,"query":)";
         registry_.append_redacted(audit_fields, f.list_query);
@@ -148,24 +183,30 @@ void connection::on_list_tools(const protocol::client_frame& f, std::string& aud
         std::optional<std::string> id;
         if (f.request_id) id = std::string(*f.request_id);
         ++async_replies_;
-        registry_.list_tools_filtered(who, format, std::move(tags), std::move(models),
-                                      [weak = weak_from_this(), id](std::string tools) {
-                                          auto self = weak.lock();
-                                          if (!self) return;
-                                          --self->async_replies_;
-                                          if (self->closed_) return;
-                                          protocol::append_tools_list_head(self->outbound_, id);
-                                          self->outbound_.append(tools);
-                                          self->outbound_.append("]}\n");
-                                          self->flush();
-                                      });
+        registry_.list_tools_filtered(
+            who, format, std::move(tags), std::move(models),
+            [weak = weak_from_this(), id](std::string tools) {
+                auto self = weak.lock();
+                if (!self) return;
+                --self->async_replies_;
+                if (self->closed_) return;
+                protocol::append_tools_list_head(self->outbound_, id);
+                self->outbound_.append(tools);
+                self->outbound_.append("]}\n");
+                self->flush();
+            },
+            profile);
     } else {
         protocol::append_tools_list_head(outbound_, f.request_id);
-        registry_.append_tool_descriptors(outbound_, who, format);
+        registry_.append_tool_descriptors(outbound_, who, format, profile.get());
         outbound_.append("]}\n");
     }
     audit_fields += R"(,"caller":)";
     append_json_string(audit_fields, permissions::to_string(who));
+    if (profile) {
+        audit_fields += R"(,"client":)";
+        append_json_string(audit_fields, profile->name());
+    }
     audit_fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
     if (f.has_tags)
         audit_fields +=
@@ -181,8 +222,10 @@ void connection::on_list_sources(const protocol::client_frame& f, std::string&) 
 }
 
 void connection::on_check_policy(const protocol::client_frame& f, std::string&) {
-    protocol::append_policy_decision(outbound_, f.request_id,
-                                     registry_.explain_policy(f.tool_name, caller_for(f)));
+    const auto profile = profile_for(f);
+    protocol::append_policy_decision(
+        outbound_, f.request_id,
+        registry_.explain_policy(f.tool_name, caller_for(f), profile.get()));
 }
 
 void connection::on_restart_source(const protocol::client_frame& f, std::string&) {
@@ -240,7 +283,18 @@ void connection::handle_oversized() {
     }
 }
 
+registry::registry::profile_ptr connection::profile_for(const protocol::client_frame& f) const {
+    if (!client_name_.empty()) {
+        if (auto p = registry_.client_profile(client_name_)) return p;
+        return std::make_shared<const permissions::client_profile>(
+            permissions::client_profile::removed(client_name_));
+    }
+    return registry_.profile_for_agent(agent_for(f));
+}
+
 permissions::caller connection::caller_for(const protocol::client_frame& f) const {
+    if (!client_name_.empty() || f.agent || !hello_agent_.empty())
+        if (const auto p = profile_for(f); p && p->mapped_caller()) return *p->mapped_caller();
     if (f.caller_claim) return permissions::caller_from_claim(*f.caller_claim);
     if (has_hello_claim_) return permissions::caller_from_claim(hello_claim_);
     return permissions::caller::plugin;
@@ -259,7 +313,16 @@ std::string_view connection::claim_for(const protocol::client_frame& f) const {
 void connection::on_preview_tool_call(const protocol::client_frame& f, std::string&) {
     // docs/protocol.md §13: permission-checked like a call, never runs the tool, audited.
     const std::string request_id(*f.request_id);
-    auto t = registry_.find_tool(f.tool_name);
+    const auto profile = profile_for(f);
+    auto t = registry_.find_tool(profile ? profile->real_name(f.tool_name) : f.tool_name);
+    if (t && profile) {
+        if (auto why = profile->hidden(t->name)) {
+            protocol::append_error_frame(outbound_, f.request_id,
+                                         "tool '" + t->name + "' is hidden: " + *why,
+                                         protocol::refusal::not_allowed);
+            return;
+        }
+    }
     if (!t) {
         protocol::append_error_frame(outbound_, f.request_id,
                                      "unknown tool '" + std::string(f.tool_name) + "'",
@@ -287,6 +350,10 @@ void connection::on_preview_tool_call(const protocol::client_frame& f, std::stri
     append_json_string(fields, t->name);
     fields += R"(,"caller":)";
     append_json_string(fields, permissions::to_string(who));
+    if (profile) {
+        fields += R"(,"client":)";
+        append_json_string(fields, profile->name());
+    }
     fields += R"(,"permission":)";
     append_json_string(fields, permissions::to_string(permission));
     fields += R"(,"args":)";
@@ -333,6 +400,7 @@ void connection::on_tool_call(const protocol::client_frame& f, std::string&) {
     c->caller = caller_for(f);
     c->claimed_caller = std::string(claim_for(f));
     c->agent = std::string(agent_for(f));
+    c->profile = profile_for(f);
     c->traceparent = std::string(f.traceparent);
     c->tool_name = std::string(f.tool_name);
     c->timeout_ms = f.timeout_ms.value_or(0);
@@ -354,6 +422,8 @@ void connection::audit_rejected_call(const protocol::client_frame& f, std::strin
     r.caller = caller_for(f);
     r.claimed_caller = claim_for(f);
     r.agent = agent_for(f);
+    const auto profile = profile_for(f);
+    if (profile) r.client = profile->name();
     r.tool_name = f.tool_name;
     r.reason = reason;
     r.timeout_ms = f.timeout_ms;

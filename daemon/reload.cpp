@@ -31,6 +31,7 @@ std::vector<std::string> reload_plan::changed() const {
     if (limits) out.emplace_back("limits");
     if (tools) out.emplace_back("tools");
     if (permissions) out.emplace_back("permissions");
+    if (clients) out.emplace_back("clients");
     if (!added.empty() || !removed.empty() || !replaced.empty()) out.emplace_back("sources");
     return out;
 }
@@ -48,6 +49,7 @@ reload_plan plan_reload(const config::config& running, const config::config& nex
         permissions.persist_grants = running.permissions.persist_grants;
     }
     p.permissions = !(permissions == running.permissions);
+    p.clients = !(next.clients == running.clients);
     for (const auto& old : running.sources)
         if (!named(next.sources, old.name)) p.removed.push_back(old.name);
     for (const auto& src : next.sources) {

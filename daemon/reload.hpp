@@ -20,6 +20,7 @@ struct reload_plan {
     bool limits = false;      ///< [limits] replaced in place
     bool tools = false;       ///< [tools] replaced in place
     bool permissions = false; ///< [permissions] replaced (persist_grants excepted)
+    bool clients = false;     ///< [clients] replaced in place
     /// Sections that differ but apply only at the next start: "socket", "audit", "hooks",
     /// "permissions.persist_grants" (where grants are kept is settled when they are read).
     std::vector<std::string> needs_restart;
@@ -28,7 +29,7 @@ struct reload_plan {
     std::vector<std::string> replaced; ///< sources in both whose table changed, in next's order
     std::vector<std::string> kept;     ///< sources in both, unchanged (a failed one restarts)
 
-    /// The "changed" list of the reply: "limits", "tools", "permissions", "sources".
+    /// The "changed" list of the reply: "limits", "tools", "permissions", "clients", "sources".
     std::vector<std::string> changed() const;
 };
 

@@ -233,6 +233,10 @@ class server {
             cfg_.permissions.persist_grants = persist;
             registry_.set_permissions(cfg_.permissions);
         }
+        if (plan.clients) {
+            cfg_.clients = next.clients;
+            registry_.set_clients(cfg_.clients);
+        }
         const auto has = [](const std::vector<std::string>& v, const std::string& name) {
             return std::find(v.begin(), v.end(), name) != v.end();
         };

@@ -43,6 +43,20 @@ std::string encode_hello(std::string_view request_id, caller_claim caller) {
     return close_frame(open_frame("hello", request_id), caller);
 }
 
+std::string encode_hello(std::string_view request_id, caller_claim caller,
+                         std::string_view client) {
+    if (client.empty()) return encode_hello(request_id, caller);
+    std::string out = open_frame("hello", request_id);
+    out += R"(,"clientInfo":{"client":)";
+    append_json_string(out, client);
+    if (caller) {
+        out += R"(,"caller":)";
+        append_json_string(out, *caller);
+    }
+    out += "}}";
+    return out;
+}
+
 std::string encode_list_tools(std::string_view request_id, caller_claim caller) {
     return close_frame(open_frame("list_tools", request_id), caller);
 }

@@ -21,6 +21,8 @@ using caller_claim = std::optional<std::string_view>;
 
 /// `{"type":"hello","protocol":1,"requestId","clientInfo":{"caller"}?}` → hello_result.
 std::string encode_hello(std::string_view request_id, caller_claim caller = std::nullopt);
+/// A hello naming client profile `client` (docs/protocol.md §23) when it is not empty.
+std::string encode_hello(std::string_view request_id, caller_claim caller, std::string_view client);
 
 /// `{"type":"list_tools","protocol":1,"requestId","clientInfo"?}` → tools_list (each tool's
 /// `permission` is what this frame's caller would get).

@@ -171,6 +171,10 @@ void read_identity(const frame_members& m, client_frame& f) {
         if ((*m.client_info)["agent"].get_string().get(agent) == simdjson::SUCCESS &&
             !agent.empty())
             f.agent = agent;
+        std::string_view client;
+        if ((*m.client_info)["client"].get_string().get(client) == simdjson::SUCCESS &&
+            !client.empty())
+            f.client = client;
     }
 }
 
@@ -542,7 +546,7 @@ void append_error_frame(std::string& out, std::optional<std::string_view> reques
 
 void append_hello_result(std::string& out, std::optional<std::string_view> request_id,
                          std::string_view session_id, std::string_view caller,
-                         std::string_view server_version) {
+                         std::string_view server_version, std::string_view client_json) {
     append_head(out, "hello_result");
     if (request_id) append_request_id(out, *request_id);
     out.append(R"(,"sessionId":)");
@@ -551,7 +555,12 @@ void append_hello_result(std::string& out, std::optional<std::string_view> reque
     append_json_string(out, caller);
     out.append(R"(,"server":{"name":"meithd","version":)");
     append_json_string(out, server_version);
-    out.append("}}\n");
+    out.push_back('}');
+    if (!client_json.empty()) {
+        out.append(R"(,"client":)");
+        out.append(client_json);
+    }
+    out.append("}\n");
 }
 
 void append_tool_event(std::string& out, std::string_view request_id, std::string_view event_json) {

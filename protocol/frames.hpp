@@ -66,6 +66,9 @@ struct client_frame {
     /// clientInfo.agent when a string: the program acting through the client, e.g. the MCP
     /// client's name that `meith mcp` forwards (docs/protocol.md §10); audited as `agent`.
     std::optional<std::string_view> agent;
+    /// clientInfo.client when a non-empty string: the client profile (`[clients.NAME]`,
+    /// docs/protocol.md §23) the connection asks for; read from a hello.
+    std::optional<std::string_view> client;
     /// hello: `"subscribe"` names `"tools_changed"` (docs/protocol.md §3).
     bool subscribe_tools_changed = false;
     /// hello: `"subscribe"` names `"mcp_notifications"`: resources and prompts list_changed,
@@ -146,7 +149,8 @@ std::size_t utf8_length(std::string_view s);
 enum class refusal : std::uint8_t {
     protocol_error,   ///< PROTOCOL_ERROR: malformed, or of the wrong shape
     frame_too_large,  ///< FRAME_TOO_LARGE: over limits.max_frame_bytes
-    not_allowed,      ///< NOT_ALLOWED: an operator's frame from a caller other than cli
+    not_allowed,      ///< NOT_ALLOWED: an operator's frame from a caller other than cli, or
+                      ///< a preview of a tool the client profile hides
     not_an_approver,  ///< NOT_AN_APPROVER: grant, revoke or approve before approver_hello
     approver_refused, ///< APPROVER_REFUSED: approver_hello without the secret or a terminal
     no_such_grant,    ///< NO_SUCH_GRANT: revoke of a grant revoked, used up or expired
@@ -165,9 +169,10 @@ void append_error_frame(std::string& out, std::optional<std::string_view> reques
                         std::string_view message, refusal code = refusal::protocol_error);
 
 /// `{"type":"hello_result","protocol":1,"requestId"?,"sessionId","caller","server":{...}}`
+/// `client_json`, when not empty, is the `"client"` member's value (the profile in use).
 void append_hello_result(std::string& out, std::optional<std::string_view> request_id,
                          std::string_view session_id, std::string_view caller,
-                         std::string_view server_version);
+                         std::string_view server_version, std::string_view client_json = {});
 
 /// `{"type":"tool_event","protocol":1,"requestId","event":<event_json>}`
 void append_tool_event(std::string& out, std::string_view request_id, std::string_view event_json);

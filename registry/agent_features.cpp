@@ -26,7 +26,8 @@ std::string_view cut_chars(std::string_view text, std::size_t max) {
 void registry::list_tools_filtered(permissions::caller who, list_format format,
                                    std::optional<std::vector<std::string>> tags,
                                    std::string models_json,
-                                   std::function<void(std::string tools)> done) {
+                                   std::function<void(std::string tools)> done,
+                                   profile_ptr profile) {
     struct gather {
         std::optional<std::vector<std::string>> tags;
         std::map<const tool_source*, std::vector<std::string>> source_tags;
@@ -36,10 +37,11 @@ void registry::list_tools_filtered(permissions::caller who, list_format format,
     auto g = std::make_shared<gather>();
     g->tags = std::move(tags);
     g->done = std::move(done);
-    auto render = [this, who, format, alive = alive_](const std::shared_ptr<gather>& g) {
+    auto render = [this, who, format, profile, alive = alive_](const std::shared_ptr<gather>& g) {
         if (!*alive) return;
         std::string out;
         tool_table::list_filter filter;
+        filter.profile = profile.get();
         if (g->tags) filter.tags = &*g->tags;
         filter.source_tags = &g->source_tags;
         tools_.append_filtered(out, who, policy_, format, filter);

@@ -175,6 +175,11 @@ std::string approvals::hold(const call_ptr& c, std::string_view preview, on_answ
         frame += "null";
     else
         append_json_string(frame, redactor_.redact_text(c->agent));
+    if (c->profile) {
+        // The person sees which client profile asks (docs/protocol.md §23).
+        frame += R"(,"client":)";
+        append_json_string(frame, c->profile->name());
+    }
     frame += R"(,"toolName":)";
     append_json_string(frame, c->tool_name);
     frame += R"(,"capabilities":)";

@@ -7,6 +7,7 @@
 // (to deliver events and the result). I/O-thread only.
 #pragma once
 
+#include "permissions/client_profile.hpp"
 #include "permissions/policy.hpp"
 #include "protocol/tool_result.hpp"
 
@@ -105,6 +106,9 @@ class call : public std::enable_shared_from_this<call> {
     std::string claimed_caller; ///< the raw clientInfo.caller claim ("" when none)
     std::string agent;          ///< clientInfo.agent: who acts through the client ("" when none,
                                 ///< docs/protocol.md §10)
+    /// The connection's client profile (docs/protocol.md §23): the tools it may reach and the
+    /// names it knows them by. Null: none.
+    std::shared_ptr<const permissions::client_profile> profile;
     /// W3C trace context (`traceparent`, 55 characters) the client passed: audited and given
     /// to an MCP source in the call's _meta (docs/protocol.md §17). "" when none.
     std::string traceparent;

@@ -26,6 +26,7 @@ struct record {
     permissions::caller caller = permissions::caller::plugin;
     std::string_view claimed_caller; ///< "": null
     std::string_view agent;          ///< "": null
+    std::string_view client;         ///< the client profile (§23); written only when set
     std::string_view traceparent;    ///< W3C trace context; written only when set
     std::optional<std::string_view> tool_name;
     const tool* target = nullptr; ///< source and capabilities
@@ -67,6 +68,10 @@ void write_record(audit::audit_trail& trail, const record& r) {
                                                         : std::optional(r.claimed_caller));
     l.append(R"(,"agent":)"sv);
     append_redacted_or_null(l, r.agent.empty() ? std::nullopt : std::optional(r.agent));
+    if (!r.client.empty()) {
+        l.append(R"(,"client":)"sv);
+        append_json_string(l, r.client);
+    }
     if (!r.traceparent.empty()) {
         l.append(R"(,"traceparent":)"sv);
         append_json_string(l, r.traceparent);
@@ -197,6 +202,7 @@ void write_call_audit(audit::audit_trail& trail, const call& c, const protocol::
     rec.caller = c.caller;
     rec.claimed_caller = c.claimed_caller;
     rec.agent = c.agent;
+    if (c.profile) rec.client = c.profile->name();
     rec.traceparent = c.traceparent;
     rec.tool_name = c.tool_name;
     rec.target = c.target.get();
@@ -230,6 +236,7 @@ void write_rejected_call_audit(audit::audit_trail& trail, const audit::redactor&
     rec.caller = r.caller;
     rec.claimed_caller = r.claimed_caller;
     rec.agent = r.agent;
+    rec.client = r.client;
     if (!r.tool_name.empty()) rec.tool_name = r.tool_name;
     rec.reason = r.reason;
     rec.timeout_ms = r.timeout_ms;

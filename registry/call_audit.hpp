@@ -56,6 +56,7 @@ struct rejected_call {
     permissions::caller caller = permissions::caller::plugin;
     std::string_view claimed_caller; ///< "" when none: null
     std::string_view agent;          ///< clientInfo.agent; "" when none: null
+    std::string_view client;         ///< the client profile's name; "": not written
     std::string_view tool_name;      ///< "" when none: null
     std::string_view reason;         ///< why it was refused
     std::optional<std::uint64_t> timeout_ms;

@@ -136,6 +136,12 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
                    call_end::refused);
         return;
     }
+    if (c->profile) {
+        // docs/protocol.md §23: the client means a tool by the name its profile shows; the
+        // call, its audit line and any approval name the real tool.
+        if (const auto real = c->profile->real_name(c->tool_name); real != c->tool_name)
+            c->tool_name = std::string(real);
+    }
     c->target = tools_.find(c->tool_name);
     if (!c->target) {
         c->resolve(
@@ -144,6 +150,16 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
         return;
     }
     const tool& t = *c->target;
+    if (c->profile) {
+        if (auto why = c->profile->hidden(t.name)) {
+            // Refused before validation, grants and approval: nothing of it is reachable.
+            c->decision = {};
+            c->decision.reason = "tool '" + t.name + "' is hidden: " + *why;
+            c->decided = true; // audited as the deny it is
+            refuse(c);
+            return;
+        }
+    }
     // Text-payload tools take one string, every other tool an object (docs/protocol.md §13).
     if (const bool text = t.payload_kind == "text"; text != args.is_string()) {
         c->resolve(tool_result::failure(

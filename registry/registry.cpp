@@ -18,6 +18,26 @@ registry::registry(asio::any_io_executor ex, const config::config& cfg, audit::a
       redactor_(audit::default_redactor()), approvals_(ex_, audit_, redactor_) {
     tools_.on_change = [this] { post_tools_changed(); };
     rates_.configure(cfg.limits.rates);
+    set_clients(cfg.clients);
+}
+
+void registry::set_clients(const std::vector<config::client_config>& clients) {
+    profiles_.clear();
+    profile_by_agent_.clear();
+    for (const auto& c : clients) {
+        auto p = std::make_shared<const permissions::client_profile>(c);
+        for (const auto& a : c.agents)
+            profile_by_agent_.emplace(a, p);
+        profiles_.emplace(c.name, std::move(p));
+    }
+    tools_.invalidate(); // what a profile's clients see may have changed
+}
+
+std::string registry::client_profile_names() const {
+    std::string out;
+    for (const auto& [name, p] : profiles_)
+        out += (out.empty() ? "" : ", ") + name;
+    return out.empty() ? "none" : out;
 }
 
 std::uint64_t registry::subscribe_tools_changed(std::function<void()> fn) {
@@ -71,11 +91,17 @@ void registry::redecide_held_calls() {
     }
 }
 
-std::string registry::explain_policy(std::string_view tool_name, permissions::caller who) const {
+std::string registry::explain_policy(std::string_view tool_name, permissions::caller who,
+                                     const permissions::client_profile* profile) const {
     std::string m = R"("toolName":)";
     append_json_string(m, tool_name);
     m += R"(,"caller":)";
     append_json_string(m, permissions::to_string(who));
+    if (profile) {
+        m += R"(,"client":)";
+        append_json_string(m, profile->name());
+        tool_name = profile->real_name(tool_name);
+    }
     const auto found = tools_.find(tool_name);
     if (!found) {
         m += R"(,"known":false,"capabilities":null,"decision":"deny","reason":)";
@@ -85,6 +111,20 @@ std::string registry::explain_policy(std::string_view tool_name, permissions::ca
         return m;
     }
     const auto& t = *found;
+    if (profile) {
+        if (auto why = profile->hidden(t.name)) {
+            m += R"(,"known":true,"hidden":true,"capabilities":)";
+            permissions::append_capabilities(m, t.capabilities);
+            m += R"(,"decision":"deny","reason":)";
+            append_json_string(m, "tool '" + t.name + "' is hidden: " + *why);
+            m += R"(,"grantable":false,"filterHooks":[])";
+            return m;
+        }
+        if (profile->shown_name(t.name) != t.name) {
+            m += R"(,"originalName":)";
+            append_json_string(m, t.name);
+        }
+    }
     const auto d = policy_.decide(t.name, t.capabilities, who);
     m += R"(,"known":true,"capabilities":)";
     permissions::append_capabilities(m, t.capabilities);
@@ -110,8 +150,12 @@ std::string registry::explain_policy(std::string_view tool_name, permissions::ca
 // ---- status ---------------------------------------------------------------------------------
 
 void registry::append_tool_descriptors(std::string& out, permissions::caller who,
-                                       list_format format) {
-    tools_.append_descriptors(out, who, policy_, format);
+                                       list_format format,
+                                       const permissions::client_profile* profile) {
+    if (!profile) return tools_.append_descriptors(out, who, policy_, format);
+    tool_table::list_filter filter;
+    filter.profile = profile;
+    tools_.append_filtered(out, who, policy_, format, filter);
 }
 
 std::string registry::sources_json() const {

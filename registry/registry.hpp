@@ -83,14 +83,16 @@ class registry {
 
     /// Appends the tools, comma-separated, as `who` would see them: ToolDescriptors (§3), or
     /// a provider's `format` (tool_formats.hpp).
+    /// With `profile`, only its tools, as it shows them (rendered afresh, not cached).
     void append_tool_descriptors(std::string& out, permissions::caller who,
-                                 list_format format = list_format::meith);
+                                 list_format format = list_format::meith,
+                                 const permissions::client_profile* profile = nullptr);
     /// Tool search (docs/protocol.md §20): the tools `who` may call or ask for, ranked for
     /// `query`, at most `limit`, rendered as append_tool_descriptors does. Returns how many.
     std::size_t append_tool_search(std::string& out, std::string_view query, std::size_t limit,
-                                   permissions::caller who,
-                                   list_format format = list_format::meith) {
-        return tools_.append_search(out, query, limit, who, policy_, format);
+                                   permissions::caller who, list_format format = list_format::meith,
+                                   const permissions::client_profile* profile = nullptr) {
+        return tools_.append_search(out, query, limit, who, policy_, format, profile);
     }
 
     /// Status objects of every source, as a JSON array.
@@ -122,8 +124,11 @@ class registry {
     /// Explains the permission decision for `tool_name` and `who` (for `meith policy check`):
     /// JSON members `"toolName","caller","known","capabilities","decision" (allow, deny or
     /// ask),"reason","grantable","filterHooks"` (the phases in which filter hooks would still
-    /// be asked). The static policy: grants of a session are not consulted.
-    std::string explain_policy(std::string_view tool_name, permissions::caller who) const;
+    /// be asked). The static policy: grants of a session are not consulted. With `profile`,
+    /// `tool_name` is as the profile shows it, and a tool it hides is denied, saying why
+    /// (`"client"` and `"hidden":true` are added).
+    std::string explain_policy(std::string_view tool_name, permissions::caller who,
+                               const permissions::client_profile* profile = nullptr) const;
 
     /// Restarts the source (or server-mode hook) named `name`; false when there is none.
     bool restart_source(std::string_view name);
@@ -158,6 +163,23 @@ class registry {
         approvals_.end_session(session);
         rates_.end_session(session);
     }
+    /// Replaces the client profiles (`[clients.NAME]`, docs/protocol.md §23); a connection
+    /// looks its profile up by name for each frame, so the next frame uses the new one.
+    void set_clients(const std::vector<config::client_config>& clients);
+    using profile_ptr = std::shared_ptr<const permissions::client_profile>;
+    /// The profile named `name`, or null.
+    profile_ptr client_profile(std::string_view name) const {
+        auto it = profiles_.find(name);
+        return it == profiles_.end() ? nullptr : it->second;
+    }
+    /// The profile whose `agents` lists MCP client name `agent`, or null.
+    profile_ptr profile_for_agent(std::string_view agent) const {
+        if (agent.empty()) return nullptr;
+        auto it = profile_by_agent_.find(agent);
+        return it == profile_by_agent_.end() ? nullptr : it->second;
+    }
+    /// The profiles' names, comma-separated ("none" when there are none).
+    std::string client_profile_names() const;
     /// Replaces the permission policy; decisions of later calls and list_tools use it.
     void set_permissions(const config::permissions_config& permissions);
     /// Decides every held call again under the current policy (a reload): a call now denied
@@ -204,7 +226,8 @@ class registry {
     /// required_tags are not all in `tags` (when given), and hands `done` the rendered tools.
     void list_tools_filtered(permissions::caller who, list_format format,
                              std::optional<std::vector<std::string>> tags, std::string models_json,
-                             std::function<void(std::string tools)> done);
+                             std::function<void(std::string tools)> done,
+                             profile_ptr profile = nullptr);
 
     /// What preview_tool_call answers (docs/protocol.md §13).
     struct preview {
@@ -272,6 +295,8 @@ class registry {
     asio::any_io_executor ex_;
     const config::config& cfg_;
     permissions::policy policy_;
+    std::map<std::string, profile_ptr, std::less<>> profiles_;         ///< [clients.NAME]
+    std::map<std::string, profile_ptr, std::less<>> profile_by_agent_; ///< their `agents`
     audit::audit_trail audit_;
     const audit::redactor& redactor_;
     class approvals approvals_;

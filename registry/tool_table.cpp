@@ -111,7 +111,8 @@ void tool_table::append_descriptors(std::string& out, permissions::caller who,
 
 std::size_t tool_table::append_search(std::string& out, std::string_view query, std::size_t limit,
                                       permissions::caller who, const permissions::policy& policy,
-                                      list_format format) {
+                                      list_format format,
+                                      const permissions::client_profile* profile) {
     if (!index_.built()) {
         std::vector<const tool*> all;
         all.reserve(tools_.size());
@@ -123,6 +124,7 @@ std::size_t tool_table::append_search(std::string& out, std::string_view query, 
     // shows a tool the list would not let it use.
     const auto hits = index_.search(query, limit, [&](const tool& t) {
         if (t.quarantined) return false;
+        if (profile && !profile->visible(t.name)) return false;
         const auto d = policy.decide(t.name, t.capabilities, who);
         return d.allow || d.ask;
     });
@@ -131,9 +133,9 @@ std::size_t tool_table::append_search(std::string& out, std::string_view query, 
         if (!first) out.push_back(',');
         first = false;
         if (format != list_format::meith)
-            append_provider_tool(out, *h.t, format);
+            append_provider(out, *h.t, format, profile);
         else
-            append_descriptor(out, *h.t, h.t->source->tags(), who, policy);
+            append_descriptor(out, *h.t, h.t->source->tags(), who, policy, profile);
     }
     return hits.size();
 }
@@ -166,12 +168,18 @@ std::vector<std::shared_ptr<tool_source>> tool_table::sources_with_tools() const
 
 void tool_table::append_descriptor(std::string& out, const tool& tool_ref,
                                    const std::vector<std::string>& tags, permissions::caller who,
-                                   const permissions::policy& policy) {
+                                   const permissions::policy& policy,
+                                   const permissions::client_profile* profile) {
     const tool* t = &tool_ref;
+    const config::tool_override_config* ov = profile ? profile->override_of(t->name) : nullptr;
     out.append(R"({"name":)");
-    append_json_string(out, t->name);
+    append_json_string(out, ov && ov->name ? *ov->name : t->name);
+    if (ov && ov->name) {
+        out.append(R"(,"originalName":)");
+        append_json_string(out, t->name);
+    }
     out.append(R"(,"description":)");
-    append_json_string(out, t->description);
+    append_json_string(out, ov && ov->description ? *ov->description : t->description);
     if (!t->input_schema_json.empty()) {
         out.append(R"(,"inputSchema":)");
         out.append(t->input_schema_json);
@@ -216,11 +224,23 @@ void tool_table::append_descriptor(std::string& out, const tool& tool_ref,
     out.append(R"("})");
 }
 
+void tool_table::append_provider(std::string& out, const tool& t, list_format format,
+                                 const permissions::client_profile* profile) {
+    const config::tool_override_config* ov = profile ? profile->override_of(t.name) : nullptr;
+    if (!ov) return append_provider_tool(out, t, format);
+    tool shown = t; // a profile's few overrides: a copy each, only here
+    if (ov->name) shown.name = *ov->name;
+    if (ov->description) shown.description = *ov->description;
+    append_provider_tool(out, shown, format);
+}
+
 void tool_table::render(std::string& out, permissions::caller who,
                         const permissions::policy& policy, list_format format,
                         const list_filter* filter) const {
     bool first = true;
+    const permissions::client_profile* profile = filter ? filter->profile : nullptr;
     for (const auto& [name, t] : tools_) {
+        if (profile && !profile->visible(t->name)) continue;
         std::vector<std::string> tags;
         if (filter && filter->source_tags) {
             if (auto it = filter->source_tags->find(t->source.get());
@@ -245,12 +265,12 @@ void tool_table::render(std::string& out, permissions::caller who,
             if ((!d.allow && !d.ask) || t->quarantined) continue;
             if (!first) out.push_back(',');
             first = false;
-            append_provider_tool(out, *t, format);
+            append_provider(out, *t, format, profile);
             continue;
         }
         if (!first) out.push_back(',');
         first = false;
-        append_descriptor(out, *t, tags, who, policy);
+        append_descriptor(out, *t, tags, who, policy, profile);
     }
 }
 

@@ -6,6 +6,7 @@
 // state or to the policy, so list_tools with 10,000 tools is one copy. I/O-thread only.
 #pragma once
 
+#include "permissions/client_profile.hpp"
 #include "permissions/policy.hpp"
 #include "registry/tool_formats.hpp"
 #include "registry/tool_search.hpp"
@@ -74,6 +75,9 @@ class tool_table {
         /// Tags per source from get_tags for the frame's `models`, in place of the ones
         /// learned at start. Null: the learned ones.
         const std::map<const tool_source*, std::vector<std::string>>* source_tags = nullptr;
+        /// A client profile (docs/protocol.md §23): only its tools, under its names and
+        /// descriptions. Null: every tool as it is.
+        const permissions::client_profile* profile = nullptr;
     };
     /// As append_descriptors, filtered: rendered afresh, never cached.
     void append_filtered(std::string& out, permissions::caller who,
@@ -85,9 +89,11 @@ class tool_table {
     /// ranked by tool_search (BM25) for `query`, at most `limit`, comma-separated as
     /// append_descriptors renders each. Returns how many. The index is built at the first
     /// search after the tools changed.
+    /// With `profile`, only its tools, shown as it overrides them (ranked on their own text).
     std::size_t append_search(std::string& out, std::string_view query, std::size_t limit,
                               permissions::caller who, const permissions::policy& policy,
-                              list_format format = list_format::meith);
+                              list_format format = list_format::meith,
+                              const permissions::client_profile* profile = nullptr);
     /// Marks tool `name` quarantined or not (a copy replaces it: tools are immutable once
     /// listed). False when there is no such tool.
     bool set_quarantined(std::string_view name, bool quarantined);
@@ -106,10 +112,15 @@ class tool_table {
     std::function<void()> on_change;
 
   private:
-    /// One meith ToolDescriptor of `t` with `tags`, its permission for `who`.
+    /// One meith ToolDescriptor of `t` with `tags`, its permission for `who`; named and
+    /// described as `profile` overrides it (with `originalName`), when given.
     static void append_descriptor(std::string& out, const tool& t,
                                   const std::vector<std::string>& tags, permissions::caller who,
-                                  const permissions::policy& policy);
+                                  const permissions::policy& policy,
+                                  const permissions::client_profile* profile = nullptr);
+    /// `t` in a provider's `format`, named and described as `profile` overrides it.
+    static void append_provider(std::string& out, const tool& t, list_format format,
+                                const permissions::client_profile* profile);
     void render(std::string& out, permissions::caller who, const permissions::policy& policy,
                 list_format format, const list_filter* filter = nullptr) const;
 

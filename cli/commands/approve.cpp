@@ -100,8 +100,10 @@ void show_egress_request(const json& req, std::size_t waiting) {
 void show_request(const json& req, std::size_t waiting) {
     if (is_egress(req)) return show_egress_request(req, waiting);
     const auto agent = get_string(req, "agent");
-    fmt::print("\nHeld call {} by {}{} (session {})\n", text_of(req, "approvalId"),
+    const auto profile = get_string(req, "client");
+    fmt::print("\nHeld call {} by {}{}{} (session {})\n", text_of(req, "approvalId"),
                text_of(req, "caller"), agent ? " via " + sanitize(*agent, false) : "",
+               profile ? " (client profile " + sanitize(*profile, false) + ")" : "",
                text_of(req, "sessionId"));
     fmt::print("  tool       {}  [{}]\n", text_of(req, "toolName"), list_text(req, "capabilities"));
     fmt::print("  asked      {}\n", text_of(req, "reason"));

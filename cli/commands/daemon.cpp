@@ -360,9 +360,14 @@ int run_policy_check(const options& opts) {
         return status;
     }
 
-    fmt::print("{} for caller {}: {}\n",
+    const auto profile = get_string(reply, "client");
+    fmt::print("{} for caller {}{}: {}\n",
                sanitize(get_string(reply, "toolName").value_or(tool), false),
-               sanitize(get_string(reply, "caller").value_or(opts.caller), false), *decision);
+               sanitize(get_string(reply, "caller").value_or(opts.caller), false),
+               profile ? " through client profile " + sanitize(*profile, false) : "", *decision);
+    if (const auto original = get_string(reply, "originalName"))
+        fmt::print("  tool: {} (the profile shows it under the name asked for)\n",
+                   sanitize(*original, false));
     const json* known = get_field(reply, "known");
     if (known != nullptr && known->is_boolean() && !known->get<bool>()) {
         fmt::print("  unknown tool\n");

@@ -20,6 +20,7 @@
 #include "cli/autostart.hpp"
 #include "cli/discovery.hpp"
 
+#include <algorithm>
 #include <cerrno>
 
 #include <unistd.h>
@@ -106,6 +107,7 @@ void bridge::notify(std::string_view method, json params) {
 json bridge::hello_frame(const std::string& id) const {
     json client{{"name", "meith mcp"}, {"caller", caller_}};
     if (!agent_.empty()) client["agent"] = agent_;
+    if (opts_.client) client["client"] = *opts_.client;
     return {{"type", "hello"},
             {"protocol", 1},
             {"requestId", id},
@@ -121,7 +123,7 @@ bool bridge::connect() {
         protocol::client_channel ch = std::move(dc.channel);
         const std::string id = ids_.next();
         ch.send_frame(compact(hello_frame(id)));
-        await_reply(ch, id, "hello_result");
+        apply_hello(await_reply(ch, id, "hello_result"));
         conn_ = std::move(ch);
         return true;
     } catch (const protocol::client_error& e) {
@@ -134,11 +136,49 @@ bool bridge::connect() {
 }
 
 void bridge::set_client(const json& caps, const json* info) {
+    bool renamed = false; // the MCP client's name may select a client profile (§23)
     if (info != nullptr && info->is_object())
-        if (auto name = get_string(*info, "name")) agent_ = *name;
-    if (caps.is_object() && caps == client_caps_) return;
+        if (auto name = get_string(*info, "name"); name && *name != agent_) {
+            agent_ = *name;
+            renamed = true;
+        }
+    if (!renamed && caps.is_object() && caps == client_caps_) return;
     client_caps_ = caps.is_object() ? caps : json::object();
-    if (conn_) send_to_daemon(hello_frame(ids_.next()));
+    if (conn_) hello_now();
+}
+
+void bridge::apply_hello(const json& hello_result) {
+    const json* client = get_field(hello_result, "client");
+    pinned_.clear();
+    search_mode_ = opts_.search.has_value();
+    if (client == nullptr || !client->is_object()) return;
+    if (const json* s = get_field(*client, "search"); s && s->is_boolean() && s->get<bool>())
+        search_mode_ = true;
+    if (const json* p = get_field(*client, "pinned"); p && p->is_array())
+        for (const json& n : *p)
+            if (n.is_string()) pinned_.push_back(n.get<std::string>());
+}
+
+void bridge::hello_now() {
+    const std::string id = ids_.next();
+    if (!send_to_daemon(hello_frame(id))) return;
+    const auto deadline = protocol::client_channel::clock::now() + std::chrono::seconds(10);
+    while (conn_) {
+        const auto r = conn_->read_frame(deadline);
+        if (r.status == protocol::client_channel::read_status::closed)
+            return daemon_gone("meithd closed the connection");
+        if (r.status != protocol::client_channel::read_status::frame) return; // timed out
+        const json f = json::parse(r.frame, nullptr, false);
+        if (get_string(f, "requestId") != id) {
+            on_daemon_frame(r.frame);
+            continue;
+        }
+        if (get_string(f, "type") == "hello_result")
+            apply_hello(f);
+        else
+            fmt::print(stderr, "meith mcp: meithd: {}\n", get_string(f, "message").value_or(""));
+        return;
+    }
 }
 
 void bridge::daemon_gone(const std::string& why) {
@@ -192,8 +232,24 @@ void bridge::on_daemon_frame(const std::string& line) {
     json error_data;
     std::string message;
     if (type == "tools_list") {
-        answer = p.k == kind::search ? search_result(f.value("tools", json::array()))
-                                     : tools_page(f.value("tools", json::array()), p.offset);
+        if (p.k == kind::search) {
+            answer = search_result(f.value("tools", json::array()));
+        } else if (p.k == kind::pinned) {
+            // Search mode with the profile's pinned tools beside the meta-tools.
+            answer = search_mode_tools();
+            for (const json& d : f.value("tools", json::array()))
+                if (d.is_object() &&
+                    std::find(pinned_.begin(), pinned_.end(), get_string(d, "name").value_or("")) !=
+                        pinned_.end()) {
+                    const std::string permission = get_string(d, "permission").value_or("");
+                    if (permission != "allow" && permission != "ask") continue;
+                    if (get_string(d, "payloadKind") == "text")
+                        text_tools_.insert(get_string(d, "name").value_or(""));
+                    answer["tools"].push_back(shapes::tool_of(d));
+                }
+        } else {
+            answer = tools_page(f.value("tools", json::array()), p.offset);
+        }
     } else if (type == "tool_result") {
         bool unknown = false;
         answer = shapes::call_result(f.value("result", json::object()), unknown, message);
@@ -451,13 +507,14 @@ void bridge::search_tools_call(const json& id, const json& args, bool modern) {
 void bridge::tools_list(const json& id, const json& params, bool modern) {
     const auto offset = cursor_of(params);
     if (!offset) return send_error(id, invalid_params, "invalid cursor");
-    if (search_mode_) {
+    if (search_mode_ && pinned_.empty()) {
         json result = search_mode_tools();
         if (modern) shapes::mark_modern(result, "tools/list");
         return send_result(id, std::move(result));
     }
     if (!connect()) return send_error(id, internal_error, down_);
-    const std::string rid = track(id, kind::list_tools, "tools/list", modern, *offset);
+    const std::string rid =
+        track(id, search_mode_ ? kind::pinned : kind::list_tools, "tools/list", modern, *offset);
     send_to_daemon({{"type", "list_tools"},
                     {"protocol", 1},
                     {"requestId", rid},

@@ -71,7 +71,7 @@ class bridge {
     /// Sends `frame`; on failure the daemon is gone and the request answered with an error.
     bool send_to_daemon(const json& frame);
 
-    enum class kind { list_tools, call, mcp, search };
+    enum class kind { list_tools, call, mcp, search, pinned };
     struct pending {
         json mcp_id; ///< null: nobody waits (a listen's subscribe; a 2026 call between rounds)
         kind k = kind::call;
@@ -150,6 +150,13 @@ class bridge {
     /// search_tools and call_tool meta-tools; the client finds tools and loads their schemas
     /// on demand. Real tools stay callable by name (meithd's policy decides as always).
     static json search_mode_tools();
+    /// Takes the hello_result's `client` (the profile meithd applies, docs/protocol.md §23):
+    /// its search mode and pinned tools; none: --search alone decides.
+    void apply_hello(const json& hello_result);
+    /// Sends a hello (the MCP client's name and capabilities changed) and waits for its
+    /// answer, handing frames that come first to on_daemon_frame: the profile an MCP client's
+    /// name selects is known before its first tools/list is answered.
+    void hello_now();
     /// search_tools: a list_tools with `query`, answered as a result listing the matches.
     void search_tools_call(const json& id, const json& args, bool modern);
     /// A list_tools reply for search_tools: the matches as text (JSON) and structuredContent.
@@ -185,6 +192,7 @@ class bridge {
     std::map<std::string, pending> pending_;       ///< by daemon requestId
     std::map<std::string, std::string> by_mcp_id_; ///< MCP id (JSON text) → requestId
     bool search_mode_ = false;
+    std::vector<std::string> pinned_; ///< the profile's pinned tools (search mode), shown names
     std::set<std::string> text_tools_; ///< text-payload tools seen in tools/list (§13)
     /// Servers' requests sent to the client (2025-11-25): our JSON-RPC id → clientRequestId.
     std::map<std::string, std::string> to_daemon_request_;

@@ -147,7 +147,7 @@ _meith() {
             opts=""
             if [[ $n == 2 ]]; then args=tools; fi
         else
-            opts="--json --format --tag --search"
+            opts="--json --format --tag --search --client"
             if [[ $n == 1 ]]; then args=tools; fi
         fi
         ;;
@@ -158,11 +158,11 @@ _meith() {
     version) ;;
     reload) opts="--json" ;;
     call)
-        opts="--timeout-ms --raw --model --display --text --json"
+        opts="--timeout-ms --raw --model --display --text --json --client"
         if [[ $n == 1 ]]; then args=tools; fi
         ;;
     preview)
-        opts="--text --json"
+        opts="--text --json --client"
         if [[ $n == 1 ]]; then args=tools; fi
         ;;
     sources)
@@ -180,7 +180,7 @@ _meith() {
         ;;
     policy)
         if [[ $sub == check ]]; then
-            opts="--json"
+            opts="--json --client"
             if [[ $n == 2 ]]; then args=tools; fi
         elif [[ $n == 1 ]]; then
             args=check
@@ -201,7 +201,7 @@ _meith() {
         ;;
     grants) opts="--json" ;;
     revoke) ;;
-    mcp) opts="--all --search" ;;
+    mcp) opts="--all --search --client" ;;
     service)
         case $sub in
         install) opts="--socket-activated --dry-run --manager" ;;

@@ -15,6 +15,10 @@
 //   node bridge_client.mjs held MEITH HOME              the SDK's Client (named "held-agent")
 //       calls `echo`, which the daemon holds for an approver nobody answers: the progress it
 //       hears while held, and the result when the call's timeout ends it.
+//   node bridge_client.mjs profile MEITH HOME NAME ARGS...   the SDK's Client named NAME over
+//       `meith mcp ARGS...` (a client profile, docs/protocol.md §23): tools/list, a call of each
+//       tool named in $CALLS (comma-separated, arguments {"text":"one two"}), and in search mode
+//       search_tools for $QUERY and call_tool of each name in $VIA_CALL_TOOL.
 //
 // Prints one JSON object with what it saw; the C++ test asserts on it.
 import { spawn, execFileSync } from 'node:child_process';
@@ -192,8 +196,35 @@ async function search(home) {
     return out;
 }
 
+async function profile(home, name, args) {
+    const transport = new StdioClientTransport({ command: meith, args: ['mcp', '--home', home, ...args], stderr: 'inherit' });
+    const client = new Client({ name, version: '1.0.0' });
+    await client.connect(transport);
+    const out = { calls: {}, viaCallTool: {} };
+    const listed = (await client.listTools()).tools;
+    out.listed = listed.map((t) => t.name);
+    out.descriptions = Object.fromEntries(listed.map((t) => [t.name, t.description]));
+    out.annotations = Object.fromEntries(listed.map((t) => [t.name, t.annotations ?? null]));
+    const text = (r) => (r.content ?? []).map((c) => c.text ?? '').join('');
+    for (const tool of (process.env.CALLS ?? '').split(',').filter(Boolean)) {
+        const r = await client.callTool({ name: tool, arguments: { text: 'one two' } });
+        out.calls[tool] = { isError: r.isError ?? false, text: text(r) };
+    }
+    if (process.env.QUERY) {
+        const r = await client.callTool({ name: 'search_tools', arguments: { query: process.env.QUERY, limit: 50 } });
+        out.found = (r.structuredContent?.tools ?? []).map((t) => t.name);
+    }
+    for (const tool of (process.env.VIA_CALL_TOOL ?? '').split(',').filter(Boolean)) {
+        const r = await client.callTool({ name: 'call_tool', arguments: { name: tool, arguments: { text: 'one two' } } });
+        out.viaCallTool[tool] = { isError: r.isError ?? false, text: text(r) };
+    }
+    await client.close();
+    return out;
+}
+
 const modes = { sdk: () => sdk(rest[0], rest[1]), raw: () => raw(rest), typed: () => typed(rest),
-    held: () => held(rest[0]), search: () => search(rest[0]) };
+    held: () => held(rest[0]), search: () => search(rest[0]),
+    profile: () => profile(rest[0], rest[1], rest.slice(2)) };
 const result = await modes[mode]();
 process.stdout.write(JSON.stringify(result) + '\n');
 process.exit(0);

@@ -1024,3 +1024,49 @@ TEST_CASE("a source's network table: rules checked where they are written", "[co
                   "\"https://mcp.example.com/mcp\"\nnetwork = { allow = [\"*\"] }\n");
     CHECK_THAT(remote.message, Catch::Contains("'network'") && Catch::Contains("remote"));
 }
+
+TEST_CASE("[clients.NAME]: globs, caller, search, pinned, agents and overrides (docs §23)",
+          "[config][clients]") {
+    const config cfg = parse_ok(R"(
+[clients.claude]
+tools = ["fs_*", "!fs_delete*"]
+caller = "plugin"
+search = true
+pinned = ["fs_read"]
+agents = ["claude-code"]
+[clients.claude.overrides.fs_read]
+name = "read"
+description = "Read a file of the project"
+[clients.bare]
+)");
+    REQUIRE(cfg.clients.size() == 2);
+    const auto& c = cfg.clients[1].name == "claude" ? cfg.clients[1] : cfg.clients[0];
+    CHECK(c.tools == std::vector<std::string>{"fs_*", "!fs_delete*"});
+    CHECK(*c.caller == "plugin");
+    CHECK(c.search);
+    CHECK(c.pinned == std::vector<std::string>{"fs_read"});
+    CHECK(c.agents == std::vector<std::string>{"claude-code"});
+    CHECK(*c.overrides.at("fs_read").name == "read");
+    CHECK(*c.overrides.at("fs_read").description == "Read a file of the project");
+}
+
+TEST_CASE("[clients.NAME] refusals say what to write instead", "[config][clients]") {
+    CHECK_THAT(parse_err("[clients.a.overrides.t]\ncapabilities = [\"read-only\"]\n").message,
+               Catch::Contains("'capabilities' in [clients.a] overrides.t cannot be overridden: "
+                               "a profile may rename a tool and reword its description, never "
+                               "make it look safer"));
+    CHECK_THAT(parse_err("[clients.a.overrides.t]\nname = \"has space\"\n").message,
+               Catch::Contains("an MCP tool name"));
+    CHECK_THAT(parse_err("[clients.a.overrides.t]\nname = \"x\"\n[clients.a.overrides.u]\n"
+                         "name = \"x\"\n")
+                   .message,
+               Catch::Contains("\"x\" is already the name given to 't'"));
+    CHECK_THAT(parse_err("[clients.a]\nagents = [\"c\"]\n[clients.b]\nagents = [\"c\"]\n").message,
+               Catch::Contains("\"c\" already selects [clients.a]"));
+    CHECK_THAT(parse_err("[clients.a]\ntools = [\"!\"]\n").message,
+               Catch::Contains("names no tool"));
+    CHECK_THAT(parse_err("[clients.a]\ncaller = \"root\"\n").message,
+               Catch::Contains("'caller' in [clients.a] must be"));
+    CHECK_THAT(parse_err("[clients.a]\nserach = true\n").message,
+               Catch::Contains("did you mean 'search'?"));
+}

@@ -279,7 +279,7 @@ exact_secrets& exacts() {
     return e;
 }
 
-bool holds_exact_secret(std::string_view text) {
+bool holds_exact(std::string_view text) {
     auto& e = exacts();
     if (e.count.load(std::memory_order_acquire) == 0) return false;
     std::shared_lock lock(e.mutex);
@@ -297,6 +297,16 @@ void replace_exact_secrets(std::string& s) {
 }
 
 } // namespace
+
+bool holds_exact_secret(std::string_view text) {
+    return holds_exact(text);
+}
+
+bool redact_exact_secrets(std::string& text) {
+    if (!holds_exact(text)) return false;
+    replace_exact_secrets(text);
+    return true;
+}
 
 void add_exact_secret(std::string_view value) {
     if (value.size() < 8) return;
@@ -459,7 +469,7 @@ struct redactor::impl {
     /// `min_token_match` without a byte of key_value_trigger. Most argument strings, request
     /// ids and tool names ("t_echo", "req-17") skip the automaton.
     static bool may_match(std::string_view text) {
-        if (holds_exact_secret(text)) return true;
+        if (holds_exact(text)) return true;
         if (text.size() < min_token_match) {
             for (unsigned char c : text)
                 if (key_value_trigger[c]) return true;
@@ -497,7 +507,7 @@ struct redactor::impl {
     static constexpr std::size_t max_memo_text = 256;
 
     std::string redact_uncached(std::string_view text) const {
-        if (holds_exact_secret(text)) {
+        if (holds_exact(text)) {
             std::string s(text);
             replace_exact_secrets(s);
             return redact_rules(s);

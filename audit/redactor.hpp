@@ -36,6 +36,14 @@ struct redaction_limits {
 /// stay until the process ends (at most 4096 are kept: the oldest go first).
 void add_exact_secret(std::string_view value);
 
+/// Replaces each exact secret value (add_exact_secret) in `text` with "[REDACTED]": what a
+/// tool writes back of a secret it was given does not reach its caller (docs/security.md
+/// "Secrets"). False, and `text` untouched, when none occurs; one atomic load when meithd
+/// holds no secret. Exact bytes only: a tool that encodes a secret it holds is not caught.
+bool redact_exact_secrets(std::string& text);
+/// Whether any exact secret value occurs in `text`.
+bool holds_exact_secret(std::string_view text);
+
 class redactor {
   public:
     explicit redactor(redaction_limits limits = {});

@@ -15,6 +15,9 @@ int run_call(const options& opts);
 int run_sources(const options& opts);
 int run_source_restart(const options& opts);
 int run_login(const options& opts);
+int run_secret_set(const options& opts);
+int run_secret_list(const options& opts);
+int run_secret_rm(const options& opts);
 int run_reload(const options& opts);
 int run_policy_check(const options& opts);
 // approve.cpp: grants and approvals (docs/protocol.md §14)

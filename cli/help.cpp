@@ -102,6 +102,21 @@ constexpr command table[] = {
      "Opens $BROWSER, or xdg-open on a desktop; on a headless machine open the printed URL\n"
      "anywhere that can reach this machine's 127.0.0.1 (e.g. through `ssh -L`).\n",
      run_login},
+    {"secret", "set", "NAME",
+     "keep a secret for sources (typed at the terminal, or piped in; never on the command line)", 1,
+     1, 0, false,
+     "  NAME              1-64 letters, digits, '_', '-' or '.'. A source's env value or a\n"
+     "                    remote source's header names it as \"${secret:NAME}\"; meithd fills\n"
+     "                    it in at the source's next start and redacts it from logs, audit\n"
+     "                    lines and results. Kept encrypted in $MEITH_HOME/secrets.enc, under\n"
+     "                    a key in ~/.config/meith-keys/ (MEITH_SECRETS_KEY overrides).\n"
+     "\nExamples:\n"
+     "  meith secret set GITHUB_TOKEN\n"
+     "  printf %s \"$TOKEN\" | meith secret set GITHUB_TOKEN\n",
+     run_secret_set},
+    {"secret", "list", "", "list the secrets' names (never their values)", 0, 0, 0, false, "",
+     run_secret_list},
+    {"secret", "rm", "NAME", "remove a secret", 1, 1, 0, false, "", run_secret_rm},
     {"reload", "", "[--json] [--timeout-ms N]",
      "reload meithd's config file (as SIGHUP does); exit 1 if it was refused or a source failed", 0,
      0, opt::json | opt::timeout, true,

@@ -1,7 +1,9 @@
 #include "process/confinement.hpp"
 
+#include "audit/redactor.hpp"
 #include "config/private_file.hpp"
 #include "protocol/json_writer.hpp"
+#include "secrets/store.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -108,6 +110,7 @@ std::vector<fs::path> credential_stores() {
     if (home != nullptr && fs::path(home).is_absolute()) {
         const fs::path h = home;
         for (const char* rel : {".ssh",
+                                ".config/meith-keys", // the key of meith's own secrets store
                                 ".gnupg",
                                 ".aws",
                                 ".azure",
@@ -134,6 +137,8 @@ std::vector<fs::path> credential_stores() {
                                 ".config/meith"})
             out.push_back(h / rel);
     }
+    // The key of meith's secrets store, wherever MEITH_SECRETS_KEY or XDG_CONFIG_HOME put it.
+    if (const fs::path keys = secrets::key_dir(); !keys.empty()) out.push_back(keys);
     if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && fs::path(xdg).is_absolute())
         for (const char* rel :
              {"bus", "systemd", "gnupg", "keyring", "gcr", "openssh_agent", "docker.sock", "podman",
@@ -290,12 +295,30 @@ process_spec confined_spec(std::string label, const std::vector<std::string>& ar
                            const std::filesystem::path& cwd,
                            const std::vector<std::string>& env_allow,
                            const std::map<std::string, std::string>& env, const confinement* conf) {
-    process_spec spec{std::move(label), argv,   cwd, child_environment(env_allow, env),
-                      nullptr,          nullptr};
+    process_spec spec{std::move(label), argv,    cwd, child_environment(env_allow, env),
+                      nullptr,          nullptr, {}};
     if (conf) {
         spec.sandbox = conf->plan;
         apply_env(*conf, spec.env);
         if (conf->plan && conf->plan->egress_port != 0) spec.egress = conf->egress;
+    }
+    if (std::any_of(env.begin(), env.end(),
+                    [](const auto& kv) { return secrets::has_refs(kv.second); })) {
+        // `${secret:NAME}` in the source's env: filled in at each start from the store, each
+        // value given to the redactor (docs/security.md "Secrets").
+        spec.resolve_env = [](std::vector<std::string>& items) -> std::optional<std::string> {
+            for (auto& item : items) {
+                if (!secrets::has_refs(item)) continue;
+                std::vector<std::string> used;
+                std::string why;
+                auto filled = secrets::expand(item, confinement_home(), used, why);
+                if (!filled) return "its env " + item.substr(0, item.find('=')) + ": " + why;
+                for (const auto& v : used)
+                    audit::add_exact_secret(v);
+                item = std::move(*filled);
+            }
+            return std::nullopt;
+        };
     }
     return spec;
 }

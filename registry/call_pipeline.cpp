@@ -75,12 +75,35 @@ call::call(asio::any_io_executor ex, std::shared_ptr<call_sink> sink)
 }
 
 void call::emit(std::string_view event_json) {
-    if (!resolved_ && !tool_done_ && sink_) sink_->on_tool_event(request_id, event_json);
+    if (resolved_ || tool_done_ || !sink_) return;
+    if (audit::holds_exact_secret(event_json)) {
+        std::string redacted(event_json); // a secret the tool echoes stays with it
+        audit::redact_exact_secrets(redacted);
+        return sink_->on_tool_event(request_id, redacted);
+    }
+    sink_->on_tool_event(request_id, event_json);
 }
+
+namespace {
+
+/// A tool's result with each exact secret value replaced (docs/security.md "Secrets").
+void redact_result(tool_result& r) {
+    audit::redact_exact_secrets(r.content_json);
+    audit::redact_exact_secrets(r.meta_json);
+    audit::redact_exact_secrets(r.diagnostics_json);
+    audit::redact_exact_secrets(r.model_content_json);
+    if (r.error) {
+        audit::redact_exact_secrets(r.error->message);
+        audit::redact_exact_secrets(r.error->details_json);
+    }
+}
+
+} // namespace
 
 void call::resolve(tool_result result, call_end how) {
     if (resolved_) return;
     if (how == call_end::tool) {
+        redact_result(result);
         if (tool_done_) return;
         tool_done_ = true;
         abandon_ = nullptr; // the tool is no longer running: nothing to undo

@@ -6,6 +6,8 @@
 // HOME/credentials/NAME.json; every secret value goes to the redactor's exact values first.
 #include "sources/mcp_source.hpp"
 
+#include "secrets/store.hpp"
+
 #include "audit/redactor.hpp"
 #include "config/private_file.hpp"
 #include "remote/oauth.hpp"
@@ -43,52 +45,6 @@ const fs::path& remote_program() {
         return fs::path();
     }();
     return found;
-}
-
-bool valid_secret_name(std::string_view n) {
-    return !n.empty() && n != "." && n != ".." && n.size() <= 128 &&
-           std::all_of(n.begin(), n.end(), [](char c) {
-               return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' ||
-                      c == '.';
-           });
-}
-
-/// `value` with each `${secret:NAME}` replaced by HOME/secrets/NAME (a trusted 0600 file, one
-/// trailing newline dropped). Nullopt, with `why`, when a secret is missing or untrusted.
-std::optional<std::string> resolve_secrets(std::string_view value, std::string& why) {
-    std::string out;
-    std::size_t i = 0;
-    while (true) {
-        const auto at = value.find("${secret:", i);
-        if (at == std::string_view::npos) break;
-        const auto end = value.find('}', at);
-        if (end == std::string_view::npos) break;
-        out.append(value.substr(i, at - i));
-        const auto name = value.substr(at + 9, end - at - 9);
-        const fs::path file = confinement_home() / "secrets" / std::string(name);
-        if (!valid_secret_name(name) || confinement_home().empty()) {
-            why = fmt::format("'{}' is not a secret name (letters, digits, '_', '-', '.')", name);
-            return std::nullopt;
-        }
-        auto r = config::read_private_file(file, 64 * 1024);
-        if (r.st != config::private_file_read::status::ok) {
-            why = r.st == config::private_file_read::status::missing
-                      ? fmt::format("the secret '{}' is not there: put it in {} (mode 0600)", name,
-                                    file.string())
-                      : fmt::format("the secret file {} is not a 0600 file of this user; "
-                                    "chmod 600 it",
-                                    file.string());
-            return std::nullopt;
-        }
-        std::string secret = std::move(r.text);
-        if (!secret.empty() && secret.back() == '\n') secret.pop_back();
-        if (!secret.empty() && secret.back() == '\r') secret.pop_back();
-        audit::add_exact_secret(secret);
-        out += secret;
-        i = end + 1;
-    }
-    out.append(value.substr(i));
-    return out;
 }
 
 } // namespace
@@ -136,7 +92,10 @@ void mcp_source::answer_credentials(const std::string& id_json) {
     bool first = true;
     for (const auto& [name, value] : cfg_.headers) {
         std::string why;
-        auto resolved = resolve_secrets(value, why);
+        std::vector<std::string> used;
+        auto resolved = secrets::expand(value, confinement_home(), used, why);
+        for (const auto& v : used)
+            audit::add_exact_secret(v);
         if (!resolved) {
             peer_.reply_error(id_json, -32603, "no credentials");
             return proc_.fail_permanently(fmt::format("header '{}': {}", name, why));

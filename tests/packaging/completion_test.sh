@@ -122,14 +122,15 @@ words_exactly() {
     [[ $got == "$want" ]] || fail "[$*] should offer exactly '$(flat "$want")'; got: '$(flat "$got")'"
 }
 
-commands=(status tools call preview sources login reload policy approve grant grants revoke mcp service audit init help version)
+commands=(status tools call preview sources login secret reload policy approve grant grants revoke mcp service audit init help version)
 service_opts=(--socket-activated --dry-run --manager)
 audit_opts=(--since --tool --caller --denied --event --limit --json --file --follow)
 
 # Commands and subcommands.
 exactly _meith "meith " "${commands[@]}"
 exactly _meith "meith ser" service
-exactly _meith "meith s" status sources service
+exactly _meith "meith s" status sources service secret
+exactly _meith "meith secret " set list rm
 exactly _meith "meith service " install uninstall status
 exactly _meith "meith service un" uninstall
 exactly _meith "meith sources " restart

@@ -85,6 +85,9 @@ class approvals {
     /// `a` stops receiving; the calls it was shown stay held for the others or their timeout.
     void remove_approver(approver& a);
     std::size_t approver_count() const { return approvers_.size(); }
+    /// Sends `frame` (one frame, newline-terminated) to every approver: news a person may act
+    /// on that is no held call (`tool_quarantined`, docs/protocol.md §22).
+    void notify_approvers(std::string_view frame) { broadcast(frame); }
 
     // ---- held calls ----------------------------------------------------------------------
 

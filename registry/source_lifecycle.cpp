@@ -103,6 +103,14 @@ void registry::check_pins(tool_source& src) {
         append_json_string(fields, v.new_hash);
         fields += v.new_tool ? R"(,"new":true)" : R"(,"new":false)";
         audit_.event("tool_definition_changed", fields);
+        // Approvers (`meith approve`) show the diff and take the person's answer (§22).
+        std::string frame = R"({"type":"tool_quarantined","protocol":1,"toolName":)";
+        append_json_string(frame, t->name);
+        frame += R"(,"source":)";
+        append_json_string(frame, src.name());
+        frame += v.new_tool ? R"(,"new":true})" : R"(,"new":false})";
+        frame += '\n';
+        approvals_.notify_approvers(frame);
         spdlog::warn("source '{}': tool '{}' {}; it is quarantined until a person accepts it: "
                      "meith tools accept {}",
                      src.name(), t->name,

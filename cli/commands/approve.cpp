@@ -10,7 +10,10 @@
 // in order; a call that another approver answered, or that timed out or was cancelled, is
 // dropped from the screen with what happened. Whenever the call on screen changes, input typed
 // so far is discarded, so an answer always goes to the call the person is looking at.
+// A quarantined tool (docs/protocol.md §22: its definition changed, or it is new) waits in the
+// same queue: its diff is shown, "y" accepts it, "n" leaves it quarantined.
 #include "cli/commands.hpp"
+#include "cli/commands/definitions.hpp"
 
 #include "cli/errors.hpp"
 #include "cli/session.hpp"
@@ -96,9 +99,22 @@ void show_egress_request(const json& req, std::size_t waiting) {
     std::fflush(stdout);
 }
 
-/// One held call on the screen, then the prompt.
+/// A quarantined tool's diff in the queue (an accept_tool preview's reply), not a held call.
+bool is_definition(const json& req) {
+    return get_string(req, "type") == "tool_definition";
+}
+
+/// One held call (or quarantined tool) on the screen, then the prompt.
 void show_request(const json& req, std::size_t waiting) {
     if (is_egress(req)) return show_egress_request(req, waiting);
+    if (is_definition(req)) {
+        fmt::print("\n");
+        print_definition_diff(text_of(req, "toolName"), req);
+        if (waiting > 0) fmt::print("  ({} more waiting)\n", waiting);
+        fmt::print("Accept this definition? It becomes callable as it is now. y/n/q: ");
+        std::fflush(stdout);
+        return;
+    }
     const auto agent = get_string(req, "agent");
     const auto profile = get_string(req, "client");
     fmt::print("\nHeld call {} by {}{}{} (session {})\n", text_of(req, "approvalId"),
@@ -233,10 +249,29 @@ class approver_screen {
         return true;
     }
 
-    /// A frame from the daemon: a call held, a call resolved (by anyone), or an error.
+    /// Asks meithd for the diff of each quarantined tool there is now (the answer comes to
+    /// on_frame as a tools_list).
+    void ask_quarantined() {
+        s_.conn.send_frame(compact(
+            json{{"type", "list_tools"}, {"protocol", 1}, {"requestId", "approve-quarantined"}}));
+    }
+
+    /// A frame from the daemon: a call held, a call resolved (by anyone), a tool quarantined,
+    /// a diff, or an error.
     void on_frame(const json& msg) {
         const std::string type = get_string(msg, "type").value_or("");
-        if (type == "approval_request") {
+        if (type == "tools_list") {
+            for (const json& t : msg.value("tools", json::array()))
+                if (t.value("quarantined", false)) ask_definition(text_of(t, "name"));
+        } else if (type == "tool_quarantined") {
+            ask_definition(text_of(msg, "toolName"));
+        } else if (type == "tool_definition") {
+            queue(msg);
+        } else if (type == "tool_accepted") {
+            const std::string name = text_of(msg, "toolName");
+            fmt::print("\naccepted: {} is callable again\n", sanitize(name, false));
+            drop_definition(name);
+        } else if (type == "approval_request") {
             held_.push_back(msg);
             if (held_.size() == 1) {
                 show_front();
@@ -249,10 +284,62 @@ class approver_screen {
             on_resolved(msg);
         } else if (type == "error") {
             fmt::print(stderr, "\nmeith: {}\n", text_of(msg, "message"));
+            // An accept another approver beat us to: the tool is no longer quarantined.
+            const std::string rid = text_of(msg, "requestId", "");
+            if (rid.starts_with("accept:")) drop_definition(rid.substr(7));
         }
     }
 
   private:
+    void ask_definition(const std::string& name) {
+        for (const json& h : held_)
+            if (is_definition(h) && text_of(h, "toolName") == name) return; // shown already
+        s_.conn.send_frame(compact(json{{"type", "accept_tool"},
+                                        {"protocol", 1},
+                                        {"requestId", "diff:" + name},
+                                        {"toolName", name},
+                                        {"preview", true}}));
+    }
+
+    void queue(const json& msg) {
+        held_.push_back(msg);
+        if (held_.size() == 1) {
+            show_front();
+        } else if (!asking_reason_) {
+            fmt::print("\n  (more is waiting: {})\n", held_.size() - 1);
+            std::fflush(stdout);
+        }
+    }
+
+    /// Takes quarantined tool `name` off the queue (accepted, or no longer quarantined).
+    void drop_definition(const std::string& name) {
+        for (std::size_t i = 0; i < held_.size(); ++i) {
+            if (!is_definition(held_[i]) || text_of(held_[i], "toolName") != name) continue;
+            held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
+            if (i == 0) show_front();
+            return;
+        }
+    }
+
+    /// y or n for the quarantined tool on screen.
+    void answer_definition(const std::string& line) {
+        const std::string name = text_of(held_.front(), "toolName");
+        if (line == "y" || line == "Y") {
+            s_.conn.send_frame(compact(json{{"type", "accept_tool"},
+                                            {"protocol", 1},
+                                            {"requestId", "accept:" + name},
+                                            {"toolName", name}}));
+        } else if (line == "n" || line == "N") {
+            fmt::print("not accepted: {} stays quarantined (meith tools accept {} later)\n",
+                       sanitize(name, false), sanitize(name, false));
+            held_.pop_front();
+            show_front();
+        } else {
+            fmt::print("Answer y (accept), n (leave it quarantined) or q (quit): ");
+            std::fflush(stdout);
+        }
+    }
+
     /// One key in single-key mode: y, s, n (then the reason as a line), q. False to quit.
     bool on_key(char ch) {
         switch (ch) {
@@ -282,6 +369,10 @@ class approver_screen {
         }
         if (line == "q" || line == "quit") return false;
         if (held_.empty()) return true;
+        if (is_definition(held_.front())) {
+            answer_definition(line);
+            return true;
+        }
         if (line == "y" || line == "Y") {
             send_answer("allow_once", "");
         } else if (line == "s" || line == "S") {
@@ -353,6 +444,7 @@ int run_approve(const options& opts) {
     std::fflush(stdout);
     approver_screen screen(s);
     screen.show_front();
+    screen.ask_quarantined();
     for (;;) {
         auto r = s.conn.read_frame(std::nullopt, STDIN_FILENO);
         if (r.status == protocol::client_channel::read_status::woken) {
@@ -441,67 +533,6 @@ int run_grants(const options& opts) {
     return exit_ok;
 }
 
-namespace {
-
-/// `text` split into lines.
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> out;
-    std::size_t at = 0;
-    while (at <= text.size()) {
-        const auto nl = text.find('\n', at);
-        out.push_back(text.substr(at, nl - at));
-        if (nl == std::string::npos) break;
-        at = nl + 1;
-    }
-    return out;
-}
-
-/// A line diff (longest common subsequence): "  " kept, "- " removed, "+ " added.
-void print_diff(const std::string& label, const std::string& before, const std::string& after) {
-    if (before == after) {
-        fmt::print("  {} (unchanged)\n", label);
-        return;
-    }
-    fmt::print("  {}:\n", label);
-    const auto a = lines_of(before), b = lines_of(after);
-    std::vector<std::vector<std::size_t>> lcs(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-    for (std::size_t i = a.size(); i-- > 0;)
-        for (std::size_t j = b.size(); j-- > 0;)
-            lcs[i][j] =
-                a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
-    std::size_t i = 0, j = 0;
-    while (i < a.size() || j < b.size()) {
-        if (i < a.size() && j < b.size() && a[i] == b[j]) {
-            fmt::print("      {}\n", sanitize(a[i++], false)), ++j;
-        } else if (i < a.size() && (j == b.size() || lcs[i + 1][j] >= lcs[i][j + 1])) {
-            fmt::print("    - {}\n", sanitize(a[i++], false));
-        } else {
-            fmt::print("    + {}\n", sanitize(b[j++], false));
-        }
-    }
-}
-
-/// A definition member as text for the diff: JSON pretty-printed, words wrapped at sentences.
-std::string member_text(const json* def, std::string_view key) {
-    if (def == nullptr || !def->is_object()) return {};
-    const json* v = get_field(*def, key);
-    if (v == nullptr || v->is_null()) return {};
-    if (v->is_string()) {
-        const std::string s = v->get<std::string>();
-        if (key == "description") return s;
-        const json parsed = json::parse(s, nullptr, false);
-        if (!parsed.is_discarded() && !s.empty()) {
-            // The rest of the descriptor is members without braces: parse it as an object.
-            return pretty(parsed);
-        }
-        const json members = json::parse("{" + s + "}", nullptr, false);
-        return members.is_discarded() ? s : pretty(members);
-    }
-    return pretty(*v);
-}
-
-} // namespace
-
 int run_tools_accept(const options& opts) {
     options as_cli = opts;
     as_cli.caller = "cli";
@@ -515,21 +546,7 @@ int run_tools_accept(const options& opts) {
                                    {"toolName", name},
                                    {"preview", true}}));
     const json diff = await_reply(s.conn, id, "tool_definition");
-    const json* pinned = get_field(diff, "pinned");
-    const json* held = get_field(diff, "held");
-    const bool is_new = pinned == nullptr || pinned->is_null();
-    fmt::print("Tool {} of source '{}' is quarantined: {}\n", sanitize(name, false),
-               text_of(diff, "source"),
-               is_new ? "it is new ([tools] quarantine_new), never accepted"
-                      : "its definition changed since it was accepted on " +
-                            text_of(*pinned, "acceptedAt"));
-    print_diff("description", member_text(pinned, "description"), member_text(held, "description"));
-    print_diff("input schema", member_text(pinned, "inputSchema"),
-               member_text(held, "inputSchema"));
-    print_diff("title, annotations, output schema", member_text(pinned, "extra"),
-               member_text(held, "extra"));
-    print_diff("capabilities", member_text(pinned, "capabilities"),
-               member_text(held, "capabilities"));
+    print_definition_diff(name, diff);
     fmt::print("Accept this definition for {}? It becomes callable as it is now. [y/N] ",
                sanitize(name, false));
     std::fflush(stdout);

@@ -108,8 +108,10 @@ constexpr command table[] = {
      "  NAME              1-64 letters, digits, '_', '-' or '.'. A source's env value or a\n"
      "                    remote source's header names it as \"${secret:NAME}\"; meithd fills\n"
      "                    it in at the source's next start and redacts it from logs, audit\n"
-     "                    lines and results. Kept encrypted in $MEITH_HOME/secrets.enc, under\n"
-     "                    a key in ~/.config/meith-keys/ (MEITH_SECRETS_KEY overrides).\n"
+     "                    lines and results. Kept in the desktop's Secret Service when one\n"
+     "                    runs (MEITH_SECRET_SERVICE=off: never), else encrypted in\n"
+     "                    $MEITH_HOME/secrets.enc under a key in ~/.config/meith-keys/\n"
+     "                    (MEITH_SECRETS_KEY overrides).\n"
      "\nExamples:\n"
      "  meith secret set GITHUB_TOKEN\n"
      "  printf %s \"$TOKEN\" | meith secret set GITHUB_TOKEN\n",

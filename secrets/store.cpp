@@ -10,6 +10,7 @@
 
 #include "config/paths.hpp"
 #include "config/private_file.hpp"
+#include "secrets/secret_service.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -353,12 +354,19 @@ std::optional<std::string> expand(std::string_view value, const fs::path& home,
             why = fmt::format("'{}' is not a secret name (letters, digits, '_', '-', '.')", name);
             return std::nullopt;
         }
-        if (!store) {
+        std::string secret;
+        std::optional<std::string> from_service;
+        if (secret_service::available()) {
+            from_service = secret_service::get(home, name, why);
+            if (!from_service && !why.empty()) return std::nullopt;
+        }
+        if (!from_service && !store) {
             store = load(home, why);
             if (!store) return std::nullopt;
         }
-        std::string secret;
-        if (auto it = store->find(name); it != store->end()) {
+        if (from_service) {
+            secret = std::move(*from_service);
+        } else if (auto it = store->find(name); it != store->end()) {
             secret = it->second;
         } else {
             // Before `meith secret set`: a file per secret (docs/configuration.md).

@@ -7,7 +7,11 @@
 #include "cli/commands.hpp"
 #include "cli/discovery.hpp"
 #include "cli/errors.hpp"
+#include "secrets/secret_service.hpp"
 #include "secrets/store.hpp"
+
+#include <algorithm>
+#include <set>
 
 #include <cerrno>
 #include <cstdio>
@@ -97,20 +101,42 @@ int run_secret_set(const options& opts) {
     const std::string name = checked_name(opts);
     const auto home = resolve_home(opts.home);
     auto all = load_or_fail(home);
-    all[name] = read_value(name);
+    const std::string value = read_value(name);
     std::string why;
-    if (!secrets::save(home, all, why)) throw cli_error(exit_error, why);
-    fmt::print("secret '{}' saved in {} (sealed with the key {})\n"
+    std::string where;
+    if (secrets::secret_service::available()) {
+        // The desktop's keyring when one runs; a value of the same name in meith's own store
+        // goes, so that one name has one value.
+        if (!secrets::secret_service::set(home, name, value, why)) throw cli_error(exit_error, why);
+        if (all.erase(name) != 0 && !secrets::save(home, all, why))
+            throw cli_error(exit_error, why);
+        where = "the desktop's Secret Service (its default keyring)";
+    } else {
+        all[name] = value;
+        if (!secrets::save(home, all, why)) throw cli_error(exit_error, why);
+        where = fmt::format("{} (sealed with the key {})", secrets::store_path(home).string(),
+                            secrets::key_path().string());
+    }
+    fmt::print("secret '{}' saved in {}\n"
                "A source names it as \"${{secret:{}}}\" in its env or headers and gets it at its "
                "next start: meith sources restart SOURCE\n",
-               name, secrets::store_path(home).string(), secrets::key_path().string(), name);
+               name, where, name);
     return exit_ok;
 }
 
 int run_secret_list(const options& opts) {
-    const auto all = load_or_fail(resolve_home(opts.home));
-    for (const auto& [name, value] : all)
-        fmt::print("{}\n", name); // names only: a value is never printed
+    const auto home = resolve_home(opts.home);
+    std::set<std::string> names; // names only: a value is never printed
+    for (const auto& [name, value] : load_or_fail(home))
+        names.insert(name);
+    if (secrets::secret_service::available()) {
+        std::string why;
+        for (auto& n : secrets::secret_service::names(home, why))
+            names.insert(std::move(n));
+        if (!why.empty()) throw cli_error(exit_error, why);
+    }
+    for (const auto& n : names)
+        fmt::print("{}\n", n);
     return exit_ok;
 }
 
@@ -118,10 +144,18 @@ int run_secret_rm(const options& opts) {
     const std::string name = checked_name(opts);
     const auto home = resolve_home(opts.home);
     auto all = load_or_fail(home);
-    if (all.erase(name) == 0)
-        throw cli_error(exit_error, fmt::format("no secret named '{}' (meith secret list)", name));
     std::string why;
-    if (!secrets::save(home, all, why)) throw cli_error(exit_error, why);
+    bool removed = false;
+    if (secrets::secret_service::available()) {
+        removed = secrets::secret_service::remove(home, name, why);
+        if (!why.empty()) throw cli_error(exit_error, why);
+    }
+    if (all.erase(name) != 0) {
+        if (!secrets::save(home, all, why)) throw cli_error(exit_error, why);
+        removed = true;
+    }
+    if (!removed)
+        throw cli_error(exit_error, fmt::format("no secret named '{}' (meith secret list)", name));
     fmt::print("secret '{}' removed; a source that names it fails at its next start\n", name);
     return exit_ok;
 }

@@ -12,6 +12,7 @@ keys=$(mktemp -d /tmp/meith-secret-keys.XXXXXX)
 tools=$(mktemp -d /tmp/meith-secret-tools.XXXXXX)
 trap 'rm -rf "$keys" "$tools"; tmux_cleanup' EXIT
 export MEITH_SECRETS_KEY="$keys/secrets.key"
+export MEITH_SECRET_SERVICE=off # meith's own store, whatever desktop runs
 cat >"$tools/show.sh" <<'SH'
 read -r _
 printf '{"result":{"token":"%s","tail":"%s"}}' "$API_TOKEN" "${API_TOKEN#tok-}"
@@ -29,7 +30,7 @@ meith=("$bin/meith" --home "$home")
 
 session() {
   TERM=xterm t new-session -d -s secret -x 160 -y 30 \
-    "MEITH_SECRETS_KEY=$MEITH_SECRETS_KEY $bin/meith --home $home secret set API_TOKEN; echo set-exited-\$?; sleep 30"
+    "MEITH_SECRET_SERVICE=off MEITH_SECRETS_KEY=$MEITH_SECRETS_KEY $bin/meith --home $home secret set API_TOKEN; echo set-exited-\$?; sleep 30"
 }
 
 # Two different entries: nothing saved.

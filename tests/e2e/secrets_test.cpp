@@ -67,6 +67,7 @@ TEST_CASE("secrets: meith secret set seals a value apart from its key, a source'
           "[e2e][secrets]") {
     temp_dir keys, tools;
     env_override key("MEITH_SECRETS_KEY", (keys.path / "k" / "secrets.key").string());
+    env_override own("MEITH_SECRET_SERVICE", "off"); // meith's own store, whatever desktop runs
     const std::string first = "tok-first-0123456789abcdef";
     const std::string second = "tok-second-9876543210fedcba";
     daemon_process d(token_tool(tools.path));
@@ -133,6 +134,7 @@ TEST_CASE("secrets: a long-running source whose secret is not set fails saying w
           "[e2e][secrets]") {
     temp_dir keys;
     env_override key("MEITH_SECRETS_KEY", (keys.path / "secrets.key").string());
+    env_override own("MEITH_SECRET_SERVICE", "off");
     daemon_process d(exec_source_toml("srv", "server", "server.mjs", "srv_tool", {},
                                       "env = { SERVICE_KEY = \"${secret:SERVICE_KEY}\" }"));
     client c(d.socket());
@@ -153,6 +155,7 @@ TEST_CASE("secrets: a confined tool reads neither the store nor its key", "[e2e]
     REQUIRE_KERNEL_SANDBOX(true);
     temp_dir keys, tools;
     env_override key("MEITH_SECRETS_KEY", (keys.path / "secrets.key").string());
+    env_override own("MEITH_SECRET_SERVICE", "off");
     const fs::path script = tools.path / "peek.sh";
     std::ofstream(script) << "read -r _\n"
                              "k=; s=\n"

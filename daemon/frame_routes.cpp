@@ -199,7 +199,16 @@ void connection::on_list_tools(const protocol::client_frame& f, std::string& aud
     } else {
         protocol::append_tools_list_head(outbound_, f.request_id);
         registry_.append_tool_descriptors(outbound_, who, format, profile.get());
-        outbound_.append("]}\n");
+        if (profile) {
+            // docs/protocol.md §23: how many it hides (check_policy says why, per tool).
+            outbound_.append(R"(],"client":)");
+            append_json_string(outbound_, profile->name());
+            outbound_.append(R"(,"hidden":)");
+            outbound_.append(std::to_string(registry_.count_hidden(*profile)));
+            outbound_.append("}\n");
+        } else {
+            outbound_.append("]}\n");
+        }
     }
     audit_fields += R"(,"caller":)";
     append_json_string(audit_fields, permissions::to_string(who));

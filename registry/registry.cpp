@@ -33,6 +33,12 @@ void registry::set_clients(const std::vector<config::client_config>& clients) {
     tools_.invalidate(); // what a profile's clients see may have changed
 }
 
+std::size_t registry::count_hidden(const permissions::client_profile& profile) const {
+    std::size_t n = 0;
+    tools_.for_each([&](const tool& t) { n += profile.visible(t.name) ? 0 : 1; });
+    return n;
+}
+
 std::string registry::client_profile_names() const {
     std::string out;
     for (const auto& [name, p] : profiles_)

@@ -178,6 +178,8 @@ class registry {
         auto it = profile_by_agent_.find(agent);
         return it == profile_by_agent_.end() ? nullptr : it->second;
     }
+    /// How many tools `profile` hides.
+    std::size_t count_hidden(const permissions::client_profile& profile) const;
     /// The profiles' names, comma-separated ("none" when there are none).
     std::string client_profile_names() const;
     /// Replaces the permission policy; decisions of later calls and list_tools use it.

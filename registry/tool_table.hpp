@@ -97,6 +97,12 @@ class tool_table {
     /// Marks tool `name` quarantined or not (a copy replaces it: tools are immutable once
     /// listed). False when there is no such tool.
     bool set_quarantined(std::string_view name, bool quarantined);
+    /// Calls `fn` with each tool, in name order.
+    template <typename F>
+    void for_each(F&& fn) const {
+        for (const auto& [name, t] : tools_)
+            fn(*t);
+    }
     /// The tools of `src`, by name.
     std::vector<std::shared_ptr<const tool>> tools_of(const tool_source& src) const;
     /// Every source that has tools now, once each.

@@ -20,7 +20,8 @@ namespace meith::cli {
 
 namespace {
 
-json list_tools(session& s) {
+/// The tools; `hidden`, when given, gets how many the connection's client profile hides.
+json list_tools(session& s, std::uint64_t* hidden = nullptr) {
     const std::string id = s.ids.next();
     s.conn.send_frame(protocol::encode_list_tools(id));
     json reply = await_reply(s.conn, id, "tools_list");
@@ -28,6 +29,8 @@ json list_tools(session& s) {
     if (tools == nullptr || !tools->is_array()) {
         throw cli_error(exit_error, "protocol error: tools_list without a \"tools\" array");
     }
+    if (const json* h = get_field(reply, "hidden"); hidden && h && h->is_number_unsigned())
+        *hidden = h->get<std::uint64_t>();
     return *tools;
 }
 
@@ -219,6 +222,7 @@ int run_tools(const options& opts) {
         return describe_tool(opts, s, list_tools(s), opts.words[1]);
     }
     json tools;
+    std::uint64_t hidden = 0;
     if (opts.format || !opts.tags.empty()) {
         // docs/protocol.md §13: a provider's format, and/or only what these tags enable.
         const std::string id = s.ids.next();
@@ -237,7 +241,7 @@ int run_tools(const options& opts) {
         }
         tools = *listed;
     } else {
-        tools = list_tools(s);
+        tools = list_tools(s, &hidden);
     }
     if (opts.json) {
         fmt::print("{}\n", pretty(tools));
@@ -279,6 +283,11 @@ int run_tools(const options& opts) {
                         std::move(description)});
     }
     if (!tools.empty()) print_table(rows);
+    if (hidden > 0 && opts.client)
+        fmt::print("{} more tool{} hidden by client profile {}; `meith policy check TOOL --client "
+                   "{}` says why\n",
+                   hidden, hidden == 1 ? " is" : "s are", sanitize(*opts.client, false),
+                   sanitize(*opts.client, false));
     for (const json* src : down) {
         const std::string name = get_string(*src, "name").value_or("?");
         const bool listed = std::any_of(tools.begin(), tools.end(), [&](const json& t) {

@@ -77,6 +77,8 @@ TEST_CASE("client profile: a hidden tool is out of the list and the search, and 
     c.send({{"type", "list_tools"}, {"requestId", "l"}});
     const json list = c.read();
     const auto names = names_of(list);
+    CHECK(list["client"] == "reviewer");
+    CHECK(list["hidden"].get<std::size_t>() + list["tools"].size() == 24);
     CHECK(has(names, "mcp_read_text_file"));
     CHECK(has(names, "count_words"));
     CHECK(has(names, "write_file"));
@@ -158,6 +160,9 @@ TEST_CASE("client profile: a hidden tool is out of the list and the search, and 
     CHECK(tools.status == 0);
     CHECK_THAT(tools.out, Catch::Contains("count_words"));
     CHECK_THAT(tools.out, !Catch::Contains("mcp_write_file"));
+    // 24 tools, 12 in the profile (10 mcp_ read tools, count_words, write_file).
+    CHECK_THAT(tools.out, Catch::Contains("12 more tools are hidden by client profile reviewer; "
+                                          "`meith policy check TOOL --client reviewer` says why"));
 
     // Approval: a write the profile includes is held for a person, who sees the profile; a
     // hidden write never reaches the approver.

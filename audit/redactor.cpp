@@ -483,6 +483,11 @@ struct redactor::impl {
     std::string redact(std::string_view text) const {
         if (!may_match(text)) return std::string(text);
         if (text.size() > max_memo_text) return redact_uncached(text);
+        return memo_of(text);
+    }
+
+    /// The redaction of `text` (may_match, at most max_memo_text bytes), remembered.
+    const std::string& memo_of(std::string_view text) const {
         // The same short texts come back call after call (a policy's reason, an agent's name,
         // a hook's verdict): each thread remembers the last answers, direct-mapped by hash.
         // Every impl has the same rules, so an answer holds for all of them.
@@ -501,6 +506,13 @@ struct redactor::impl {
             e.used = true;
         }
         return e.out;
+    }
+
+    void append_redacted_json(std::string& out, std::string_view text) const {
+        if (!may_match(text)) return protocol::append_json_string(out, text);
+        if (text.size() > max_memo_text)
+            return protocol::append_json_string(out, redact_uncached(text));
+        protocol::append_json_string(out, memo_of(text));
     }
 
     /// Texts up to this long are remembered by `redact`.
@@ -551,6 +563,10 @@ redactor::~redactor() = default;
 
 std::string redactor::redact_text(std::string_view text) const {
     return impl_->redact(text);
+}
+
+void redactor::append_redacted_json_string(std::string& out, std::string_view text) const {
+    impl_->append_redacted_json(out, text);
 }
 
 bool redactor::is_secret_key(std::string_view key) const {

@@ -73,6 +73,9 @@ class redactor {
     /// `text` with every secret-looking substring replaced by "[REDACTED]" (also `KEY=value`
     /// lines with secret-like keys); for the daemon's own log lines. Not length-bounded.
     std::string redact_text(std::string_view text) const;
+    /// Appends redact_text(`text`) to `out` as a JSON string, without the copy: the hot path's
+    /// ids, names and reasons, which no rule changes, are escaped straight from `text`.
+    void append_redacted_json_string(std::string& out, std::string_view text) const;
 
     /// True when `key` names a secret (password, api_key, X-Api-Key, sessionToken, ...).
     bool is_secret_key(std::string_view key) const;

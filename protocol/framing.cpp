@@ -5,6 +5,25 @@
 
 namespace meith::protocol {
 
+namespace {
+
+/// Read buffers of idle connections (release()), kept per thread for the next prepare(): a
+/// connection that sends a request, waits for the reply and sends the next makes no
+/// allocation per request, while idle connections still hold no buffer of their own.
+struct spare_buffers {
+    static constexpr std::size_t keep = 8;
+    std::unique_ptr<char[]> bufs[keep];
+    std::size_t caps[keep] = {};
+    std::size_t count = 0;
+};
+
+spare_buffers& spares() {
+    thread_local spare_buffers s;
+    return s;
+}
+
+} // namespace
+
 line_framer::line_framer(std::size_t max_frame_bytes, std::size_t read_chunk)
     : max_(max_frame_bytes), chunk_(read_chunk) {
 }
@@ -18,6 +37,14 @@ std::span<char> line_framer::prepare() {
         begin_ = 0;
     }
     const std::size_t need = end_ + chunk_ + frame_padding;
+    if (cap_ == 0) {
+        auto& s = spares();
+        if (s.count > 0 && s.caps[s.count - 1] >= need) {
+            --s.count;
+            buf_ = std::move(s.bufs[s.count]);
+            cap_ = s.caps[s.count];
+        }
+    }
     if (cap_ < need) {
         // Grow geometrically (a long frame costs linear time, not a copy per read), but never
         // past what the longest frame can need.
@@ -95,6 +122,13 @@ line_framer::status line_framer::next() {
 
 void line_framer::release() {
     if (begin_ != end_ || discarding_) return;
+    auto& s = spares();
+    // Only ordinary buffers are kept (one chunk and its padding): a huge frame's goes.
+    if (buf_ && cap_ <= 2 * (chunk_ + frame_padding) && s.count < spare_buffers::keep) {
+        s.bufs[s.count] = std::move(buf_);
+        s.caps[s.count] = cap_;
+        ++s.count;
+    }
     buf_.reset();
     cap_ = 0;
     begin_ = end_ = scan_ = 0;

@@ -1,5 +1,7 @@
 #include "protocol/tool_result.hpp"
 
+#include "protocol/json_minify.hpp"
+
 #include "protocol/json_writer.hpp"
 
 #include <array>
@@ -90,17 +92,17 @@ bool looks_like_tool_result(simdjson::dom::object obj) {
 tool_result normalize_value(simdjson::dom::element value) {
     simdjson::dom::object obj;
     if (value.get_object().get(obj) != simdjson::SUCCESS || !looks_like_tool_result(obj))
-        return tool_result::success(simdjson::minify(value));
+        return tool_result::success(minified(value));
 
     tool_result r;
     r.ok = bool(obj["ok"].get_bool());
     simdjson::dom::element field;
-    if (obj["content"].get(field) == simdjson::SUCCESS) r.content_json = simdjson::minify(field);
+    if (obj["content"].get(field) == simdjson::SUCCESS) r.content_json = minified(field);
     if (obj["meta"].get(field) == simdjson::SUCCESS) {
-        if (field.is_object()) r.meta_json = simdjson::minify(field);
+        if (field.is_object()) r.meta_json = minified(field);
     }
     if (obj["diagnostics"].get(field) == simdjson::SUCCESS) {
-        if (field.is_array()) r.diagnostics_json = simdjson::minify(field);
+        if (field.is_array()) r.diagnostics_json = minified(field);
     }
     if (r.ok) return r;
 
@@ -110,8 +112,7 @@ tool_result normalize_value(simdjson::dom::element value) {
         std::string_view text;
         if (err_obj["message"].get_string().get(text) == simdjson::SUCCESS)
             err.message = std::string(text);
-        if (err_obj["details"].get(field) == simdjson::SUCCESS)
-            err.details_json = simdjson::minify(field);
+        if (err_obj["details"].get(field) == simdjson::SUCCESS) err.details_json = minified(field);
         if (err_obj["code"].get_string().get(text) == simdjson::SUCCESS) {
             if (auto code = error_code_from_string(text)) {
                 err.code = *code;

@@ -152,7 +152,7 @@ void write_record(audit::audit_trail& trail, const record& r) {
 void append_redacted_json_string(std::string& out, std::string_view s) {
     // Strings from clients and tools: most hold no secret-looking text at all, which
     // redact_text finds without rewriting anything.
-    append_json_string(out, audit::default_redactor().redact_text(s));
+    audit::default_redactor().append_redacted_json_string(out, s);
 }
 
 std::string_view to_string(call_end how) {

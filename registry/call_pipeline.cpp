@@ -7,6 +7,7 @@
 // Also rejections without a run, and aborting every call at shutdown.
 #include "registry/registry.hpp"
 
+#include "protocol/json_minify.hpp"
 #include "protocol/json_writer.hpp"
 #include "registry/hooks.hpp"
 #include "schema/validator.hpp"
@@ -142,7 +143,7 @@ void registry::reject(const call_ptr& c, error_code code, std::string message,
 
 void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
     c->owner_ = this;
-    c->args_json = simdjson::minify(args);
+    c->args_json = protocol::minified(args);
     if (audit_.enabled()) record_args(redactor_, *c, args);
     active_.insert(c.get());
 

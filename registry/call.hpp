@@ -98,6 +98,9 @@ constexpr std::string_view cancel_reason(call_end how) {
 class call : public std::enable_shared_from_this<call> {
   public:
     call(asio::any_io_executor ex, std::shared_ptr<call_sink> sink);
+    ~call();
+    call(const call&) = delete;
+    call& operator=(const call&) = delete;
 
     // Identity, fixed at dispatch (docs/protocol.md §3, §5).
     std::string request_id;
@@ -182,6 +185,11 @@ class call : public std::enable_shared_from_this<call> {
     bool resolved_ = false;
     bool tool_done_ = false;
     call_end end_ = call_end::tool;
+    /// The registry's calls in flight: an intrusive list, so a call joins and leaves it
+    /// without an allocation.
+    call* active_prev_ = nullptr;
+    call* active_next_ = nullptr;
+    bool active_ = false;
 };
 
 using call_ptr = std::shared_ptr<call>;

@@ -75,6 +75,10 @@ call::call(asio::any_io_executor ex, std::shared_ptr<call_sink> sink)
     : sink_(std::move(sink)), ex_(std::move(ex)) {
 }
 
+call::~call() {
+    if (active_ && owner_) owner_->deactivate(*this); // never left dangling in the list
+}
+
 void call::emit(std::string_view event_json) {
     if (resolved_ || tool_done_ || !sink_) return;
     if (audit::holds_exact_secret(event_json)) {
@@ -137,7 +141,7 @@ void registry::reject(const call_ptr& c, error_code code, std::string message,
                       const simdjson::dom::element* args) {
     c->owner_ = this;
     c->args_json = args ? simdjson::minify(*args) : "null";
-    active_.insert(c.get());
+    activate(*c);
     c->resolve(tool_result::failure(code, std::move(message)), call_end::refused);
 }
 
@@ -145,7 +149,7 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
     c->owner_ = this;
     c->args_json = protocol::minified(args);
     if (audit_.enabled()) record_args(redactor_, *c, args);
-    active_.insert(c.get());
+    activate(*c);
 
     if (shutting_down_) {
         c->resolve(tool_result::failure(error_code::runtime_shutting_down,
@@ -486,8 +490,30 @@ void registry::after_tool(const call_ptr& c, tool_result r) {
 
 // ---- finish -------------------------------------------------------------------------------
 
+void registry::activate(call& c) {
+    if (c.active_) return;
+    c.active_ = true;
+    c.active_prev_ = nullptr;
+    c.active_next_ = active_head_;
+    if (active_head_) active_head_->active_prev_ = &c;
+    active_head_ = &c;
+    ++active_count_;
+}
+
+void registry::deactivate(call& c) {
+    if (!c.active_) return;
+    c.active_ = false;
+    if (c.active_prev_)
+        c.active_prev_->active_next_ = c.active_next_;
+    else
+        active_head_ = c.active_next_;
+    if (c.active_next_) c.active_next_->active_prev_ = c.active_prev_;
+    c.active_prev_ = c.active_next_ = nullptr;
+    --active_count_;
+}
+
 void registry::finish(call& c, const tool_result& r) {
-    active_.erase(&c);
+    deactivate(c);
     // The whole result counts: content, meta and diagnostics (an error's details are cut by
     // the sources that make them).
     const std::size_t size = r.content_json.size() + r.meta_json.size() + r.diagnostics_json.size();
@@ -507,7 +533,7 @@ void registry::finish(call& c, const tool_result& r) {
 
 void registry::abort_all(error_code code, const std::string& message, call_end how) {
     std::vector<call_ptr> calls;
-    for (call* c : active_)
+    for (call* c = active_head_; c != nullptr; c = c->active_next_)
         calls.push_back(c->shared_from_this());
     for (auto& c : calls)
         c->resolve(tool_result::failure(code, message), how);

@@ -106,7 +106,7 @@ class registry {
     /// end now (RUNTIME_SHUTTING_DOWN, withdrawn), nobody may approve them any more.
     void begin_shutdown();
     bool shutting_down() const { return shutting_down_; }
-    std::size_t calls_in_flight() const { return active_.size(); }
+    std::size_t calls_in_flight() const { return active_count_; }
     /// Shutdown, step 2: resolve every call still in flight.
     void abort_all(protocol::error_code code, const std::string& message, call_end how);
     /// Shutdown, step 3: stop every source; `done` runs when all are stopped.
@@ -311,7 +311,11 @@ class registry {
     std::uint64_t next_subscriber_ = 0;
     bool tools_changed_posted_ = false;
     void post_tools_changed();
-    std::unordered_set<call*> active_; ///< calls dispatched and not yet finished
+    /// Calls dispatched and not yet finished (an intrusive list through the calls).
+    call* active_head_ = nullptr;
+    std::size_t active_count_ = 0;
+    void activate(call& c);
+    void deactivate(call& c);
     bool shutting_down_ = false;
     std::function<std::string()> reload_handler_;
 

@@ -13,7 +13,9 @@ void append_minified(std::string& out, simdjson::dom::element value) {
     case type::OBJECT: {
         out.push_back('{');
         bool first = true;
-        for (auto field : value.get_object().value_unsafe()) {
+        simdjson::dom::object obj; // held here: iterating a temporary result's value dangles
+        if (value.get_object().get(obj) != simdjson::SUCCESS) return; // type() said object
+        for (auto field : obj) {
             if (!first) out.push_back(',');
             first = false;
             append_json_string(out, field.key);
@@ -26,7 +28,9 @@ void append_minified(std::string& out, simdjson::dom::element value) {
     case type::ARRAY: {
         out.push_back('[');
         bool first = true;
-        for (auto item : value.get_array().value_unsafe()) {
+        simdjson::dom::array arr;
+        if (value.get_array().get(arr) != simdjson::SUCCESS) return;
+        for (auto item : arr) {
             if (!first) out.push_back(',');
             first = false;
             append_minified(out, item);

@@ -192,7 +192,7 @@ class bridge {
     std::map<std::string, pending> pending_;       ///< by daemon requestId
     std::map<std::string, std::string> by_mcp_id_; ///< MCP id (JSON text) → requestId
     bool search_mode_ = false;
-    std::vector<std::string> pinned_; ///< the profile's pinned tools (search mode), shown names
+    std::vector<std::string> pinned_;  ///< the profile's pinned tools (search mode), shown names
     std::set<std::string> text_tools_; ///< text-payload tools seen in tools/list (§13)
     /// Servers' requests sent to the client (2025-11-25): our JSON-RPC id → clientRequestId.
     std::map<std::string, std::string> to_daemon_request_;

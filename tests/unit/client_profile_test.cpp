@@ -18,7 +18,8 @@ config::client_config profile(std::vector<std::string> tools) {
 
 } // namespace
 
-TEST_CASE("client profile: includes, then `!` excludes, order aside, and no globs give every tool") {
+TEST_CASE(
+    "client profile: includes, then `!` excludes, order aside, and no globs give every tool") {
     const client_profile all(profile({}));
     CHECK(all.visible("anything"));
     const client_profile only_out(profile({"!fs_delete*"}));

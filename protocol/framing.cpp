@@ -38,8 +38,11 @@ std::span<char> line_framer::prepare() {
     }
     const std::size_t need = end_ + chunk_ + frame_padding;
     if (cap_ == 0) {
+        // A spare of another framer fits only if it is within this one's bound too (framers
+        // differ in chunk and frame bounds: the fuzzer's do, and a reload changes the latter).
         auto& s = spares();
-        if (s.count > 0 && s.caps[s.count - 1] >= need) {
+        const std::size_t ceiling = max_ + 2 + chunk_ + frame_padding;
+        if (s.count > 0 && s.caps[s.count - 1] >= need && s.caps[s.count - 1] <= ceiling) {
             --s.count;
             buf_ = std::move(s.bufs[s.count]);
             cap_ = s.caps[s.count];

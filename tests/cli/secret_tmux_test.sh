@@ -7,6 +7,8 @@
 set -euo pipefail
 bin=$1
 source "$(dirname "${BASH_SOURCE[0]}")/tmux_lib.sh" secret secret
+# A command that fails under `set -e` says which (a failure before any pane check says nothing).
+trap 'echo "FAIL: line $LINENO: \`$BASH_COMMAND\` exited $?"; cat "$home/meithd.log" 2>/dev/null' ERR
 
 keys=$(mktemp -d /tmp/meith-secret-keys.XXXXXX)
 tools=$(mktemp -d /tmp/meith-secret-tools.XXXXXX)

@@ -23,26 +23,6 @@ namespace {
 constexpr double allocation_budget = 7.5;
 constexpr double write_budget = 2.5;
 
-class env_override {
-  public:
-    env_override(const char* name, const std::string& value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        ::setenv(name, value.c_str(), 1);
-    }
-    ~env_override() {
-        if (old_)
-            ::setenv(name_.c_str(), old_->c_str(), 1);
-        else
-            ::unsetenv(name_.c_str());
-    }
-    env_override(const env_override&) = delete;
-    env_override& operator=(const env_override&) = delete;
-
-  private:
-    std::string name_;
-    std::optional<std::string> old_;
-};
-
 struct counts {
     double allocations = 0, writes = 0;
 };

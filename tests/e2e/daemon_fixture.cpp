@@ -94,6 +94,28 @@ std::string slurp(const fs::path& p) {
     return read_file(p);
 }
 
+env_override::env_override(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+}
+
+env_override::~env_override() {
+    if (old_)
+        ::setenv(name_.c_str(), old_->c_str(), 1);
+    else
+        ::unsetenv(name_.c_str());
+}
+
+std::string example_config(const fs::path& home, const fs::path& project) {
+    const auto init =
+        run_program({"/bin/sh"}, {"-c", "cd '" + project.string() + "' && \"$MEITH\" init"},
+                    {{"MEITH", MEITH_CLI}, {"MEITH_HOME", home.string()}});
+    if (init.status != 0) throw std::runtime_error("meith init failed: " + init.err);
+    std::string text = read_file(home / "meithd.toml");
+    fs::remove(home / "meithd.toml");
+    return text;
+}
+
 temp_dir::temp_dir() {
     char tmpl[] = "/tmp/meith-e2e-XXXXXX";
     if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");

@@ -237,4 +237,23 @@ std::string own_network_namespace();
 std::unique_ptr<background_process> background_cli(const std::vector<std::string>& args,
                                                    const fs::path& home);
 
+/// Sets an environment variable for one scope, restoring the old value (or its absence) at
+/// its end; children started meanwhile (meithd, the CLI) inherit it.
+class env_override {
+  public:
+    env_override(const char* name, const std::string& value);
+    ~env_override();
+    env_override(const env_override&) = delete;
+    env_override& operator=(const env_override&) = delete;
+
+  private:
+    std::string name_;
+    std::optional<std::string> old_;
+};
+
+/// The example config as `meith init` writes it when run in `project` with home `home` (tools
+/// by absolute path, the file tools confined to `project`); the file itself is removed, so a
+/// daemon_process can write the text (with more appended) into its own home.
+std::string example_config(const fs::path& home, const fs::path& project);
+
 } // namespace meith::test

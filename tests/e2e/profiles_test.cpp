@@ -18,14 +18,7 @@ namespace {
 /// write (plugin's `ask`), and is what the MCP client "review-agent" gets; `finder` is in
 /// search mode with `echo` pinned.
 std::string config_with_profiles(const fs::path& home, const fs::path& project) {
-    const auto init =
-        run_program({"/bin/sh"}, {"-c", "cd '" + project.string() + "' && \"$MEITH\" init"},
-                    {{"MEITH", MEITH_CLI}, {"MEITH_HOME", home.string()}});
-    REQUIRE(init.status == 0);
-    std::ifstream in(home / "meithd.toml");
-    std::string text((std::istreambuf_iterator<char>(in)), {});
-    fs::remove(home / "meithd.toml");
-    return text + R"(
+    return example_config(home, project) + R"(
 [clients.reviewer]
 tools = ["mcp_*", "word_count", "write_file", "!mcp_write*", "!mcp_edit*", "!mcp_move*",
          "!mcp_create*"]

@@ -17,14 +17,8 @@ namespace {
 /// `project`), plus 10,000 varied synthetic tools. Its policy: cli may read, write and reach
 /// the network, never destroy; plugin the same, asking a person before a write.
 std::string example_config_with_many(const fs::path& home, const fs::path& project) {
-    const auto init =
-        run_program({"/bin/sh"}, {"-c", "cd '" + project.string() + "' && \"$MEITH\" init"},
-                    {{"MEITH", MEITH_CLI}, {"MEITH_HOME", home.string()}});
-    REQUIRE(init.status == 0);
-    std::ifstream in(home / "meithd.toml");
-    std::string text((std::istreambuf_iterator<char>(in)), {});
-    fs::remove(home / "meithd.toml");
-    return text + "\n[[sources]]\nname = \"synthetic\"\nkind = \"host\"\ncommand = [\"node\", \"" +
+    return example_config(home, project) +
+           "\n[[sources]]\nname = \"synthetic\"\nkind = \"host\"\ncommand = [\"node\", \"" +
            std::string(MEITH_SOURCE_DIR) +
            "/bench/many_tools_host.mjs\", \"--count=10000\", \"--varied\"]\n"
            "start_timeout_ms = 120000\n";

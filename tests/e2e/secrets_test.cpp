@@ -15,27 +15,6 @@ using namespace meith::test;
 
 namespace {
 
-/// Sets an environment variable for one scope (meithd and the CLI inherit it).
-class env_override {
-  public:
-    env_override(const char* name, const std::string& value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        ::setenv(name, value.c_str(), 1);
-    }
-    ~env_override() {
-        if (old_)
-            ::setenv(name_.c_str(), old_->c_str(), 1);
-        else
-            ::unsetenv(name_.c_str());
-    }
-    env_override(const env_override&) = delete;
-    env_override& operator=(const env_override&) = delete;
-
-  private:
-    std::string name_;
-    std::optional<std::string> old_;
-};
-
 cli_result secret_set(const fs::path& home, const std::string& name, const std::string& value) {
     return run_program({"/bin/sh"}, {"-c", "printf %s \"$VALUE\" | \"$MEITH\" secret set " + name},
                        {{"MEITH", MEITH_CLI}, {"MEITH_HOME", home.string()}, {"VALUE", value}});

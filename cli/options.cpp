@@ -186,6 +186,7 @@ const option_row* find_option(std::string_view name) {
 
 options parse_options(const std::vector<std::string>& args) {
     options o;
+    o.args = args;
     bool only_words = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];

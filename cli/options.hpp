@@ -23,6 +23,7 @@ struct options {
     bool all = false;                            ///< --all (mcp: list every tool)
     std::optional<std::uint64_t> timeout_ms;     ///< --timeout-ms N (call, sources restart)
     std::vector<std::string> words;              ///< positionals; words[0] is the subcommand
+    std::vector<std::string> args;               ///< the whole command line after argv[0], as given
     bool no_autostart = false;                   ///< --no-autostart (else env MEITH_NO_AUTOSTART)
     std::optional<std::string> format;           ///< --format F (tools: a provider's format)
     bool model = false;                          ///< --model (call: print modelContent)

@@ -95,6 +95,35 @@ TEST_CASE("meith call: Ctrl-C sends cancel_tool_call and waits for CANCELLED", "
     CHECK(line["end"] == "cancel");
 }
 
+// `meith call` from a shell is mostly process start (bench (l)): libcurl alone pulled in 30
+// more libraries and 6 ms. The commands that need libcurl, libcrypto or libsystemd run in
+// meith-credentials; this keeps them out of `meith` itself.
+TEST_CASE("meith loads neither libcurl, libcrypto nor libsystemd, and meith secret still works "
+          "through meith-credentials",
+          "[e2e][cli]") {
+    auto needed = run_program({"/usr/bin/readelf"}, {"-d", MEITH_CLI}, {});
+    REQUIRE(needed.status == 0);
+    REQUIRE_THAT(needed.out, Catch::Contains("(NEEDED)") && Catch::Contains("libstdc++"));
+    CHECK_THAT(needed.out, !Catch::Contains("libcurl") && !Catch::Contains("libcrypto") &&
+                               !Catch::Contains("libsystemd"));
+
+    temp_dir home;
+    const std::vector<std::pair<std::string, std::string>> env{
+        {"MEITH_HOME", home.path.string()},
+        {"MEITH_SECRET_SERVICE", "off"},
+        {"MEITH_SECRETS_KEY", (home.path / "keys" / "secrets.key").string()}};
+    auto list = run_program({MEITH_CLI}, {"secret", "list"}, env);
+    CHECK(list.status == 0);
+    CHECK(list.out.empty());
+    auto missing = run_program({MEITH_CLI}, {"secret", "list"},
+                               {{"MEITH_HOME", home.path.string()},
+                                {"MEITH_CREDENTIALS", (home.path / "nowhere").string()}});
+    CHECK(missing.status == 2);
+    CHECK_THAT(missing.err, Catch::Contains("meith-credentials (which runs `meith secret`) is not "
+                                            "installed") &&
+                                Catch::Contains("MEITH_CREDENTIALS"));
+}
+
 TEST_CASE("meith without a running daemon says how to start it", "[e2e][cli]") {
     temp_dir home;
     auto r = run_cli({"tools"}, home.path);

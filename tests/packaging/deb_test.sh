@@ -55,6 +55,7 @@ page8=$(man -w 8 meithd) || fail "man -w 8 meithd found no page"
 grep -q "service install" <<<"$(MANWIDTH=80 man 1 meith 2>/dev/null)" || fail "man meith does not render"
 for f in /usr/lib/systemd/user/meithd.service /usr/lib/systemd/user/meithd.socket \
          /usr/libexec/meith/meith-sandbox-init /usr/libexec/meith/meith-remote \
+         /usr/libexec/meith/meith-credentials \
          /usr/share/meith/apparmor/meithd \
          /usr/share/bash-completion/completions/meith /usr/share/meith/launchd/dev.meith.meithd.plist \
          /usr/share/doc/meith/README.md /usr/share/doc/meith/examples/meithd.toml; do
@@ -104,6 +105,14 @@ for _ in $(seq 200); do
 done
 grep -q "127.0.0.1 is a loopback address" <<<"$remote" ||
   fail "the installed meith-remote did not refuse a loopback url: $remote"
+# `meith secret` runs in the installed credential helper (/usr/libexec/meith/meith-credentials):
+# a value piped in is kept, and listed by name.
+printf %s 'deb-test-value' | env MEITH_HOME="$work/home" MEITH_SECRET_SERVICE=off \
+  MEITH_SECRETS_KEY="$work/cfg/secrets.key" /usr/bin/meith secret set DEB_TEST 2>"$work/secret.err" ||
+  { cat "$work/secret.err" >&2; fail "meith secret set failed through the installed helper"; }
+names=$(env MEITH_HOME="$work/home" MEITH_SECRET_SERVICE=off MEITH_SECRETS_KEY="$work/cfg/secrets.key" \
+  /usr/bin/meith secret list 2>&1) || fail "meith secret list failed: $names"
+[[ "$names" == DEB_TEST ]] || fail "meith secret list printed: $names"
 daemon_pid=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$work/home/config.json")
 kill "$daemon_pid"
 for _ in $(seq 100); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.05; done

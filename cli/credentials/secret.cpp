@@ -4,7 +4,7 @@
 // it is not a terminal, never from the command line, where `ps` and the shell's history would
 // keep it. The store is written directly (meithd need not run); a source gets a new value at
 // its next start.
-#include "cli/commands.hpp"
+#include "cli/credentials/credentials.hpp"
 #include "cli/discovery.hpp"
 #include "cli/errors.hpp"
 #include "secrets/secret_service.hpp"
@@ -21,7 +21,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-namespace meith::cli {
+namespace meith::cli::credentials {
 
 namespace {
 
@@ -97,7 +97,7 @@ secrets::secret_map load_or_fail(const std::filesystem::path& home) {
 
 } // namespace
 
-int run_secret_set(const options& opts) {
+int secret_set(const options& opts) {
     const std::string name = checked_name(opts);
     const auto home = resolve_home(opts.home);
     auto all = load_or_fail(home);
@@ -124,7 +124,7 @@ int run_secret_set(const options& opts) {
     return exit_ok;
 }
 
-int run_secret_list(const options& opts) {
+int secret_list(const options& opts) {
     const auto home = resolve_home(opts.home);
     std::set<std::string> names; // names only: a value is never printed
     for (const auto& [name, value] : load_or_fail(home))
@@ -140,7 +140,7 @@ int run_secret_list(const options& opts) {
     return exit_ok;
 }
 
-int run_secret_rm(const options& opts) {
+int secret_rm(const options& opts) {
     const std::string name = checked_name(opts);
     const auto home = resolve_home(opts.home);
     auto all = load_or_fail(home);
@@ -160,4 +160,4 @@ int run_secret_rm(const options& opts) {
     return exit_ok;
 }
 
-} // namespace meith::cli
+} // namespace meith::cli::credentials

@@ -5,8 +5,8 @@
 // §7.3), prints the authorization URL (and opens a browser where one runs), exchanges the code,
 // writes the grant 0600 where meithd reads it, and restarts the source. Tokens are never
 // printed.
-#include "cli/commands.hpp"
 #include "cli/commands/sources.hpp"
+#include "cli/credentials/credentials.hpp"
 #include "cli/errors.hpp"
 #include "cli/help.hpp"
 #include "cli/process.hpp"
@@ -28,7 +28,7 @@
 
 #include <fmt/core.h>
 
-namespace meith::cli {
+namespace meith::cli::credentials {
 
 namespace {
 
@@ -223,7 +223,7 @@ class login_flow {
 
 } // namespace
 
-int run_login(const options& opts) {
+int login(const options& opts) {
     const std::string& name = opts.words.at(1);
     session s = open_session(opts);
     const json sources = list_sources(s);
@@ -280,4 +280,4 @@ int run_login(const options& opts) {
     return exit_ok;
 }
 
-} // namespace meith::cli
+} // namespace meith::cli::credentials

@@ -1,0 +1,22 @@
+// credentials: the commands that keep credentials, `meith login` (OAuth 2.1, libcurl through
+// remote/) and `meith secret set|list|rm` (OpenSSL and sd-bus through secrets/). They run in
+// meith-credentials, a helper `meith` executes for them (cli/credential_helper.hpp), so that
+// `meith` itself never loads those libraries: loading them was 6 of the 11 ms a `meith call`
+// took from a shell (bench (l), issue 33). Each returns the exit status or throws cli_error,
+// as the commands of cli/commands.hpp do.
+#pragma once
+
+#include "cli/options.hpp"
+
+namespace meith::cli::credentials {
+
+/// `meith login SOURCE`: login.cpp (docs/protocol.md §18).
+int login(const options& opts);
+/// `meith secret set NAME`: secret.cpp (docs/security.md "Secrets").
+int secret_set(const options& opts);
+/// `meith secret list`.
+int secret_list(const options& opts);
+/// `meith secret rm NAME`.
+int secret_rm(const options& opts);
+
+} // namespace meith::cli::credentials

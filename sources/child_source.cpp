@@ -73,13 +73,34 @@ void child_source::start(source_events events) {
         settle();
         return;
     }
-    // Its proxied connections are audited as the source's (a long-running child's
-    // connection belongs to no one call).
-    if (conf_.egress) bind_egress_events(*conf_.egress, shared_from_this(), events_);
+    bind_egress();
     proc_.start();
 }
 
+void child_source::bind_egress() {
+    if (!conf_.egress) return;
+    // A long-running child's connection is a call's only while that call is the only one in
+    // flight there (docs/protocol.md §19); otherwise it is the source's alone.
+    std::weak_ptr<child_source> weak = std::static_pointer_cast<child_source>(shared_from_this());
+    bind_egress_events(*conf_.egress, shared_from_this(), events_, [weak]() -> call_ptr {
+        auto self = weak.lock();
+        return self ? self->sole_call_in_flight() : nullptr;
+    });
+}
+
+call_ptr child_source::sole_call_in_flight() {
+    std::erase_if(egress_calls_, [](const std::weak_ptr<call>& w) {
+        auto c = w.lock();
+        return !c || c->resolved();
+    });
+    return egress_calls_.size() == 1 ? egress_calls_.front().lock() : nullptr;
+}
+
 void child_source::execute(const call_ptr& c, const tool& t) {
+    if (conf_.egress) {
+        (void)sole_call_in_flight(); // prunes the finished
+        egress_calls_.push_back(c);
+    }
     switch (state()) {
     case source_state::ready:
         send_execute(c, t);
@@ -195,7 +216,7 @@ bool child_source::reconfine(const std::vector<tool_definition>& defs) {
     spdlog::info("{}: starting again in its tools' sandbox ({})", label_, conf_.status_members);
     auto env = proc_.spec().env;
     apply_env(conf_, env);
-    if (conf_.egress) bind_egress_events(*conf_.egress, shared_from_this(), events_);
+    bind_egress();
     proc_.respawn_confined(conf_.plan, std::move(env), conf_.egress);
     return true;
 }

@@ -113,9 +113,17 @@ class child_source : public tool_source {
     supervised_process& proc_; ///< the peer's child
 
   private:
+    /// Its proxied connections' owner (egress_events.hpp): the only call in flight, or null.
+    call_ptr sole_call_in_flight();
+    /// Binds the proxy's callbacks to this source (after each confine).
+    void bind_egress();
+
     bool started_ = false;
     bool settled_ = false;
     std::deque<std::pair<call_ptr, const tool*>> waiting_;
+    /// Calls given to a source behind the egress proxy, to tell whose a connection is; pruned
+    /// of finished ones at each call. Empty without a `network` table.
+    std::vector<std::weak_ptr<call>> egress_calls_;
 };
 
 } // namespace meith::registry

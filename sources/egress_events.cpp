@@ -68,18 +68,18 @@ std::string violation_event(const egress::connection_record& r, std::string_view
 } // namespace
 
 void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tool_source>& src,
-                        source_events events, std::weak_ptr<call> owner) {
+                        source_events events, egress_owner owner) {
     std::weak_ptr<tool_source> weak = src;
     opts.on_closed = [weak, events, owner](const egress::connection_record& r) {
         auto s = weak.lock();
         if (!s || !events.lifecycle) return;
-        auto c = owner.lock();
+        auto c = owner();
         events.lifecycle(*s, "egress", audit_members(r, c.get()));
     };
     opts.ask = [weak, events, owner](const egress::connection_record& r, egress::ask_reply reply) {
         auto s = weak.lock();
         if (!s || !events.egress_ask) return reply({false, "the source is gone", {}});
-        auto c = owner.lock();
+        auto c = owner();
         events.egress_ask(*s, r, c && !c->resolved() ? c : nullptr, std::move(reply));
     };
     opts.on_refused = [weak, owner](const egress::connection_record& r) {
@@ -88,7 +88,7 @@ void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tool_
         spdlog::info("source '{}': egress refused {}:{}: {}", s->name(),
                      audit::default_redactor().redact_text(r.host), r.port,
                      audit::default_redactor().redact_text(r.reason));
-        if (auto c = owner.lock(); c && !c->resolved()) c->emit(violation_event(r, s->name()));
+        if (auto c = owner(); c && !c->resolved()) c->emit(violation_event(r, s->name()));
     };
 }
 

@@ -9,14 +9,20 @@
 #include "registry/call.hpp"
 #include "registry/tool_source.hpp"
 
+#include <functional>
 #include <memory>
 
 namespace meith::registry {
 
+/// The call a connection belongs to, asked when the connection is decided and when it closes:
+/// a one-shot run's own call, or a long-running child's only call in flight (null when it has
+/// none or several: the connection is then the source's alone).
+using egress_owner = std::function<call_ptr()>;
+
 /// Sets `opts`' callbacks: audit lines through `events.lifecycle` of `src`, violations to the
-/// call `owner` when it is set and still running, unknown targets (rules.ask) to
+/// call `owner` names when it is still running, unknown targets (rules.ask) to
 /// `events.egress_ask`. The callbacks hold `src` weakly.
 void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tool_source>& src,
-                        source_events events, std::weak_ptr<call> owner = {});
+                        source_events events, egress_owner owner);
 
 } // namespace meith::registry

@@ -173,7 +173,8 @@ class exec_oneshot_source final : public tool_source {
         if (conf_.egress && spec_.egress) {
             with_egress = spec_;
             auto opts = std::make_shared<egress::proxy_options>(*conf_.egress);
-            bind_egress_events(*opts, self, events_, c);
+            bind_egress_events(*opts, self, events_,
+                               [weak = std::weak_ptr<call>(c)] { return weak.lock(); });
             with_egress.egress = std::move(opts);
             spec = &with_egress;
         }

@@ -130,6 +130,51 @@ TEST_CASE("egress: an allowed name's bytes arrive through the proxy, other names
     ::unsetenv("MEITH_EGRESS_TEST_HOSTS");
 }
 
+TEST_CASE("egress: a long-running exec server's connection is its only call's: the audit line "
+          "names the tool and caller, a refusal reaches that call",
+          "[e2e][sandbox][egress]") {
+    REQUIRE_KERNEL_SANDBOX(true);
+    if (const auto why = own_network_namespace(); !why.empty())
+        SKIP_TEST("no network namespace of the test's own (" + why + "; needs root)");
+    background_process target({"node",
+                               std::string(MEITH_SOURCE_DIR) + "/tests/exec/egress_target.mjs",
+                               "--host=203.0.113.5", "--name=allowed"});
+    REQUIRE(target.wait_for("listening", 30s));
+    const int port = std::stoi(target.out().substr(10));
+    temp_dir hosts_dir;
+    const auto hosts = hosts_dir.path / "hosts";
+    std::ofstream(hosts) << "allowed.test 203.0.113.5\n";
+    ::setenv("MEITH_EGRESS_TEST_HOSTS", hosts.c_str(), 1);
+    std::string cfg = egress_source(port);
+    const auto at = cfg.find("kind = \"exec\"");
+    REQUIRE(at != std::string::npos);
+    cfg.replace(at, 13, "kind = \"exec\"\nmode = \"server\"");
+    const auto probe = cfg.find("sandbox_probe.mjs\"");
+    REQUIRE(probe != std::string::npos);
+    cfg.insert(probe + 18, ", \"--server\"");
+    daemon_process d(cfg);
+    client c(d.socket());
+    REQUIRE(source_status(c, "net")["kind"] == "exec-server");
+
+    auto ok = reach(c, "connect", "allowed.test", port);
+    CHECK(ok.result.value("received", "").find("pong") != std::string::npos);
+    auto unlisted = reach(c, "connect", "unlisted.test", 443);
+    CHECK(unlisted.result["done"] == false);
+    CHECK(violation_rule(unlisted) == "add \"unlisted.test:443\" to the source's network.allow");
+
+    d.wait_audit([&](const json&) { return d.audit_events("egress").size() >= 2; }, 10s);
+    const auto lines = d.audit_events("egress");
+    REQUIRE(lines.size() == 2);
+    for (const auto& line : lines) {
+        CHECK(line["source"] == "net");
+        CHECK(line["tool"] == "net");
+        CHECK(line["caller"] == "plugin");
+    }
+    CHECK(lines[0]["decision"] == "allow");
+    CHECK(lines[1]["decision"] == "deny");
+    ::unsetenv("MEITH_EGRESS_TEST_HOSTS");
+}
+
 TEST_CASE("egress: a source with a network table fails closed where there are no namespaces",
           "[e2e][sandbox][egress]") {
     ::setenv("MEITH_SANDBOX_TEST_ABSENT", "namespaces", 1);

@@ -12,23 +12,17 @@
 //                                      answers {done, received} or {done:false, code}
 // Answers {"result":{"done":true|false,"code":"EACCES"|...}}; with "fail":true a refusal is
 // thrown as a tool would (its message on stderr, exit status 1) instead.
+// With --server it is a long-running exec server (JSON-RPC `execute`, one request per line).
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import readline from 'node:readline';
 import { spawnSync } from 'node:child_process';
 
-const input = JSON.parse(fs.readFileSync(0, 'utf8') || '{}');
-const args = input.args ?? {};
-const answer = (result) => process.stdout.write(JSON.stringify({ result }) + '\n');
-const refused = (e) => {
-    if (!args.fail) return answer({ done: false, code: e.code ?? String(e) });
-    process.stderr.write(`Error: ${e.message}\n`);
-    process.exit(1);
-};
 
 /// Connects to host:port through the proxy (or directly), sends "ping\n", reads what comes
 /// back for 500 ms or until the peer closes.
-async function egress({ via, host, port }) {
+async function egress({ via, host, port }, { answer, refused }) {
     const proxy = new URL(process.env.HTTPS_PROXY ?? 'http://127.0.0.1:1');
     const target = via === 'direct' ? { host, port } : { host: proxy.hostname, port: Number(proxy.port) };
     const s = net.connect(target);
@@ -69,40 +63,66 @@ async function egress({ via, host, port }) {
     answer({ done: true, received: buf.toString() });
 }
 
-try {
-    switch (args.action) {
-    case 'write':
-        fs.writeFileSync(args.path, 'written by sandbox_probe\n');
-        answer({ done: true });
-        break;
-    case 'rename':
-        fs.renameSync(args.path, args.to);
-        fs.renameSync(args.to, args.path);
-        answer({ done: true });
-        break;
-    case 'egress':
-        await egress(args);
-        break;
-    case 'tmpdir': {
-        const p = path.join(process.env.TMPDIR ?? '/tmp', 'probe.txt');
-        fs.writeFileSync(p, 'x');
-        answer({ done: true, path: p });
-        break;
+/// Does what `args` asks; answers through `answer(result)` or `refused(error)`.
+async function act(args, answer, refused) {
+    try {
+        switch (args.action) {
+        case 'write':
+            fs.writeFileSync(args.path, 'written by sandbox_probe\n');
+            answer({ done: true });
+            break;
+        case 'rename':
+            fs.renameSync(args.path, args.to);
+            fs.renameSync(args.to, args.path);
+            answer({ done: true });
+            break;
+        case 'egress':
+            await egress(args, { answer, refused });
+            break;
+        case 'tmpdir': {
+            const p = path.join(process.env.TMPDIR ?? '/tmp', 'probe.txt');
+            fs.writeFileSync(p, 'x');
+            answer({ done: true, path: p });
+            break;
+        }
+        case 'spawn': {
+            const r = spawnSync('/bin/sh', ['-c', 'true']);
+            answer(r.error ? { done: false, code: r.error.code } : { done: r.status === 0 });
+            break;
+        }
+        case 'connect': {
+            const s = net.connect({ host: '127.0.0.1', port: args.port });
+            s.on('connect', () => { answer({ done: true }); s.destroy(); });
+            s.on('error', refused);
+            break;
+        }
+        default:
+            answer({ done: false, code: 'BAD_ACTION' });
+        }
+    } catch (e) {
+        refused(e);
     }
-    case 'spawn': {
-        const r = spawnSync('/bin/sh', ['-c', 'true']);
-        answer(r.error ? { done: false, code: r.error.code } : { done: r.status === 0 });
-        break;
-    }
-    case 'connect': {
-        const s = net.connect({ host: '127.0.0.1', port: args.port });
-        s.on('connect', () => { answer({ done: true }); s.destroy(); });
-        s.on('error', refused);
-        break;
-    }
-    default:
-        answer({ done: false, code: 'BAD_ACTION' });
-    }
-} catch (e) {
-    refused(e);
+}
+
+if (process.argv.includes('--server')) {
+    // As an exec server (kind = "exec-server"): JSON-RPC `execute` requests, one per line,
+    // each answered by id; a refusal is an answer, never an exit.
+    const rl = readline.createInterface({ input: process.stdin });
+    rl.on('line', (line) => {
+        let msg;
+        try { msg = JSON.parse(line); } catch { return; }
+        if (msg?.method !== 'execute' || !('id' in msg)) return;
+        const answer = (result) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }) + '\n');
+        act(msg.params?.args ?? {}, answer, (e) => answer({ done: false, code: e.code ?? String(e) }));
+    });
+} else {
+    const input = JSON.parse(fs.readFileSync(0, 'utf8') || '{}');
+    const args = input.args ?? {};
+    const answer = (result) => process.stdout.write(JSON.stringify({ result }) + '\n');
+    const refused = (e) => {
+        if (!args.fail) return answer({ done: false, code: e.code ?? String(e) });
+        process.stderr.write(`Error: ${e.message}\n`);
+        process.exit(1);
+    };
+    await act(args, answer, refused);
 }

@@ -3,6 +3,7 @@
 // ("plain"), Service.SearchItems, Service.ReadAlias ("default"), Collection.CreateItem,
 // Item.GetSecret, Item.Delete, and the Item's Attributes property.
 #include "secrets/secret_service.hpp"
+#include "secrets/store.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -287,7 +288,8 @@ std::vector<std::string> names(const fs::path& home, std::string& why) {
             continue;
         const char *k = nullptr, *v = nullptr;
         while (sd_bus_message_read(reply, "{ss}", &k, &v) > 0)
-            if (std::string_view(k) == "name") out.emplace_back(v);
+            // Secrets only: an OAuth grant's item ("oauth-grant:SOURCE", grants.hpp) is not one.
+            if (std::string_view(k) == "name" && valid_name(v)) out.emplace_back(v);
     }
     return out;
 }

@@ -2,10 +2,12 @@
 // mcp_source. Its child is meith-remote, the stdio <-> Streamable HTTP bridge, started in a
 // network-only sandbox; everything else (handshake, listing, calls, families, supervision) is
 // the stdio source's. The bridge asks meithd for its secrets over the pipe (`meith/credentials`)
-// and hands back a refreshed grant (`meith/credentials_refreshed`), which meithd stores 0600 in
-// HOME/credentials/NAME.json; every secret value goes to the redactor's exact values first.
+// and hands back a refreshed grant (`meith/credentials_refreshed`), which meithd stores where
+// secrets/grants.hpp says (the desktop Secret Service, else 0600 in HOME/credentials/NAME.json);
+// every secret value goes to the redactor's exact values first.
 #include "sources/mcp_source.hpp"
 
+#include "secrets/grants.hpp"
 #include "secrets/store.hpp"
 
 #include "audit/redactor.hpp"
@@ -82,11 +84,6 @@ std::optional<std::string> mcp_source::before_start() {
     return std::nullopt;
 }
 
-fs::path mcp_source::credentials_file() const {
-    if (confinement_home().empty()) return {};
-    return confinement_home() / "credentials" / (cfg_.name + ".json");
-}
-
 void mcp_source::answer_credentials(const std::string& id_json) {
     std::string out = R"({"headers":[)";
     bool first = true;
@@ -105,21 +102,25 @@ void mcp_source::answer_credentials(const std::string& id_json) {
         append_json_string(out, name + ": " + *resolved);
     }
     out += R"(],"grant":)";
-    const auto file = credentials_file();
-    auto r = file.empty() ? config::private_file_read{} : config::read_private_file(file, 1 << 20);
     std::string why;
     std::optional<remote::credentials> grant;
-    if (r.st == config::private_file_read::status::ok)
-        grant = remote::credentials_from_json(r.text, why);
-    else if (r.st == config::private_file_read::status::untrusted)
-        why = "it is not a 0600 file of this user";
+    std::optional<secrets::stored_grant> stored;
+    if (!confinement_home().empty())
+        stored = secrets::load_grant(confinement_home(), cfg_.name, why);
+    if (stored) {
+        grant = remote::credentials_from_json(stored->text, why);
+        if (!grant) why = fmt::format("the grant in {} is not one: {}", stored->where, why);
+    }
+    grant_held_ = grant.has_value();
+    grant_expires_at_ = grant ? grant->expires_at : 0;
+    if (stored) grant_where_ = stored->where;
     if (grant) {
         for (const auto& v : remote::secret_values(*grant))
             audit::add_exact_secret(v);
         out += remote::to_json(*grant);
     } else {
         if (!why.empty())
-            spdlog::warn("{}: ignored {}: {}; run `meith login {}`", label_, file.string(), why,
+            spdlog::warn("{}: no usable OAuth grant: {}; run `meith login {}`", label_, why,
                          cfg_.name);
         out += "null";
     }
@@ -136,15 +137,20 @@ void mcp_source::on_bridge_notification(std::string_view method, simdjson::dom::
         if (!c) return;
         for (const auto& v : remote::secret_values(*c))
             audit::add_exact_secret(v);
-        const auto file = credentials_file();
-        if (file.empty()) return;
-        ::mkdir(file.parent_path().c_str(), 0700);
-        if (!config::write_private_file(file, remote::to_json(*c) + "\n"))
-            spdlog::warn("{}: cannot save the refreshed grant to {}: {}", label_, file.string(),
-                         std::strerror(errno));
-        else
-            spdlog::info("{}: refreshed its OAuth grant (valid for {} s)", label_,
-                         c->expires_at > 0 ? c->expires_at - std::time(nullptr) : 0);
+        grant_held_ = true;
+        grant_expires_at_ = c->expires_at;
+        if (confinement_home().empty()) return;
+        // Synchronous: the Secret Service answers on the session bus within its own timeout,
+        // once per refresh (minutes apart).
+        auto where = secrets::save_grant(confinement_home(), cfg_.name, remote::to_json(*c), why);
+        if (!where)
+            spdlog::warn("{}: cannot save the refreshed grant: {}", label_, why);
+        else {
+            grant_where_ = *where;
+            if (!why.empty()) spdlog::warn("{}: {}", label_, why);
+            spdlog::info("{}: refreshed its OAuth grant (valid for {} s), kept in {}", label_,
+                         c->expires_at > 0 ? c->expires_at - std::time(nullptr) : 0, *where);
+        }
     } else if (method == "meith/egress_refused") {
         std::string_view reason;
         if (params["reason"].get_string().get(reason) == simdjson::SUCCESS)
@@ -175,18 +181,18 @@ void mcp_source::append_remote_status(std::string& out) const {
         out += R"(,"oauthScope":)";
         append_json_string(out, cfg_.oauth_scope);
     }
-    const auto file = credentials_file();
+    // Where the grant is (or would be) kept, meithd's home for `meith login`, and the expiry of
+    // the grant last read or refreshed (never a token): when `meith sources` says "logged in".
     out += R"(,"credentials":)";
-    append_json_string(out, file.string());
-    // The grant's expiry only (never a token): when `meith sources` says "logged in".
-    auto r = file.empty() ? config::private_file_read{} : config::read_private_file(file, 1 << 20);
-    std::string why;
-    std::optional<remote::credentials> grant;
-    if (r.st == config::private_file_read::status::ok)
-        grant = remote::credentials_from_json(r.text, why);
+    append_json_string(out, grant_held_ && !grant_where_.empty()
+                                ? grant_where_
+                                : secrets::grant_store(confinement_home(), cfg_.name));
+    out += R"(,"home":)";
+    append_json_string(out, confinement_home().string());
     out += R"(,"loggedIn":)";
-    out += grant ? "true" : "false";
-    if (grant && grant->expires_at > 0) out += fmt::format(R"(,"expiresAt":{})", grant->expires_at);
+    out += grant_held_ ? "true" : "false";
+    if (grant_held_ && grant_expires_at_ > 0)
+        out += fmt::format(R"(,"expiresAt":{})", grant_expires_at_);
     out += '}';
 }
 

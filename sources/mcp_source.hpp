@@ -66,9 +66,6 @@ class mcp_source final : public child_source, public mcp_peer {
 
     std::optional<std::string> before_start() override;
 
-    /// HOME/credentials/NAME.json: the grant `meith login` stored (0600).
-    std::filesystem::path credentials_file() const;
-
     /// Answers the bridge's `meith/credentials`: the static headers (secrets resolved) and
     /// the stored grant, each secret added to the redactor's exact values.
     void answer_credentials(const std::string& id_json);
@@ -77,6 +74,11 @@ class mcp_source final : public child_source, public mcp_peer {
     void on_bridge_notification(std::string_view method, simdjson::dom::object params);
 
     void append_remote_status(std::string& out) const;
+
+    // What `meith sources` shows of the grant last read or refreshed (never a token):
+    bool grant_held_ = false;           ///< a grant was read or refreshed (remote sources)
+    std::int64_t grant_expires_at_ = 0; ///< its expiry, s since the epoch (0: none given)
+    std::string grant_where_;           ///< where it is kept, in words (secrets/grants.hpp)
 
     void on_spawn() override;
     std::size_t tool_count() const override { return tool_names_.size(); }

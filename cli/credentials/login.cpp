@@ -12,6 +12,7 @@
 #include "cli/process.hpp"
 
 #include "remote/oauth.hpp"
+#include "secrets/grants.hpp"
 
 #include <asio/ip/tcp.hpp>
 #include <asio/read_until.hpp>
@@ -33,26 +34,6 @@ namespace meith::cli::credentials {
 namespace {
 
 namespace fs = std::filesystem;
-
-/// Writes `text` to `file` through FILE.tmp made 0600 (never through a symlink), then renames.
-void write_grant(const fs::path& file, const std::string& text) {
-    ::mkdir(file.parent_path().c_str(), 0700);
-    const fs::path tmp = file.string() + ".tmp";
-    ::unlink(tmp.c_str());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        throw cli_error(exit_error,
-                        fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno)));
-    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                    ::fsync(fd) == 0;
-    ::close(fd);
-    if (!ok || ::rename(tmp.c_str(), file.c_str()) != 0) {
-        const int e = errno;
-        ::unlink(tmp.c_str());
-        throw cli_error(exit_error,
-                        fmt::format("cannot write {}: {}", file.string(), std::strerror(e)));
-    }
-}
 
 std::string str(const json& o, const char* key) {
     const auto v = get_string(o, key);
@@ -243,9 +224,10 @@ int login(const options& opts) {
                         fmt::format("source '{}' is not a remote MCP server (it has no `url`): "
                                     "there is nothing to log in to",
                                     sanitize(name, false)));
-    const fs::path file = str(*remote, "credentials");
-    if (file.empty())
-        throw cli_error(exit_error, "meithd named no file for the grant (an old meithd?)");
+    const fs::path home = str(*remote, "home");
+    if (home.empty())
+        throw cli_error(exit_error, "meithd did not say where its home is (an older meithd?): "
+                                    "restart it with this version");
 
     asio::io_context io;
     const auto wait = std::chrono::milliseconds(opts.timeout_ms.value_or(300000));
@@ -255,14 +237,20 @@ int login(const options& opts) {
     if (!flow.error().empty())
         throw cli_error(exit_tool_failed, fmt::format("login to '{}' failed: {}",
                                                       sanitize(name, false), flow.error()));
-    write_grant(file, remote::to_json(flow.grant()) + "\n");
+    std::string why;
+    const auto where = secrets::save_grant(home, name, remote::to_json(flow.grant()), why);
+    if (!where)
+        throw cli_error(exit_error, fmt::format("logged in to '{}', but the grant could not be "
+                                                "kept: {}",
+                                                sanitize(name, false), why));
+    if (!why.empty()) fmt::print(stderr, "meith: {}\n", why);
     const auto& g = flow.grant();
-    fmt::print("logged in to '{}'{}; the grant is in {} (0600)\n", sanitize(name, false),
+    fmt::print("logged in to '{}'{}; the grant is kept in {}\n", sanitize(name, false),
                g.expires_at > 0
                    ? fmt::format(" (token valid for {} s, refreshed by meithd)",
                                  g.expires_at - static_cast<std::int64_t>(std::time(nullptr)))
                    : std::string(),
-               file.string());
+               where->starts_with("/") ? *where + " (0600)" : *where);
     std::fflush(stdout);
 
     // The source starts again with the grant (it may be failed for want of one).

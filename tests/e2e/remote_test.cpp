@@ -102,6 +102,26 @@ json wait_state(client& c, const std::string& name, const std::string& state,
     return s;
 }
 
+/// `meith login NAME` against `d`, the browser's step scripted: fetches the printed URL and
+/// waits for the command to finish; returns what it printed (stdout + stderr).
+std::string log_in(const daemon_process& d, const std::string& name) {
+    background_process login({MEITH_CLI, "login", name}, {{"MEITH_HOME", d.home().string()}});
+    INFO("meith login: " << login.out() << login.err());
+    REQUIRE(login.wait_for("/authorize?", 30s));
+    const auto printed = login.out();
+    const auto at = printed.find("\n\n  ") + 4; // the URL's own indented line
+    const auto auth_url = printed.substr(at, printed.find('\n', at) - at);
+    CHECK(auth_url.find("code_challenge_method=S256") != std::string::npos);
+    CHECK(auth_url.find("resource=") != std::string::npos);
+    const json browser = fetch("GET", auth_url);
+    CHECK(browser["status"] == 200);
+    CHECK(browser["body"].get<std::string>().find("meith is authorized") != std::string::npos);
+    INFO("meith login: " << login.out() << login.err());
+    REQUIRE(login.wait(30s) == 0);
+    CHECK(login.out().find("source '" + name + "': ready, 6 tools") != std::string::npos);
+    return login.out() + login.err();
+}
+
 bool has_node_modules() {
     return fs::exists(mcp_dir() + "/node_modules/@modelcontextprotocol/sdk");
 }
@@ -159,6 +179,8 @@ TEST_CASE("remote: meith login, calls, a refresh, a 401 mid-session, a revoked g
           "and no token in any log or audit line",
           "[e2e][remote][oauth]") {
     if (!has_node_modules()) SKIP_TEST("tests/mcp/node_modules missing: run scripts/install-deps");
+    // The grant goes to the home's file, whatever desktop keyring runs (the next case: there).
+    env_override no_keyring("MEITH_SECRET_SERVICE", "off");
     http_server as({"--sdk=1", "--auth", "--token-ttl=8"});
     daemon_process d(remote_source("auth", as.url));
     client c(d.socket());
@@ -169,20 +191,7 @@ TEST_CASE("remote: meith login, calls, a refresh, a 401 mid-session, a revoked g
           std::string::npos);
 
     // meith login: the URL on stdout, the browser step scripted, the grant stored 0600.
-    background_process login({MEITH_CLI, "login", "auth"}, {{"MEITH_HOME", d.home().string()}});
-    INFO("meith login: " << login.out() << login.err());
-    REQUIRE(login.wait_for("/authorize?", 30s));
-    const auto printed = login.out();
-    const auto at = printed.find("\n\n  ") + 4; // the URL's own indented line
-    const auto auth_url = printed.substr(at, printed.find('\n', at) - at);
-    CHECK(auth_url.find("code_challenge_method=S256") != std::string::npos);
-    CHECK(auth_url.find("resource=") != std::string::npos);
-    const json browser = fetch("GET", auth_url);
-    CHECK(browser["status"] == 200);
-    CHECK(browser["body"].get<std::string>().find("meith is authorized") != std::string::npos);
-    INFO("meith login: " << login.out() << login.err());
-    REQUIRE(login.wait(30s) == 0);
-    CHECK(login.out().find("source 'auth': ready, 6 tools") != std::string::npos);
+    const std::string login_output = log_in(d, "auth");
     const fs::path grant_file = d.home() / "credentials" / "auth.json";
     struct stat st {};
     REQUIRE(::stat(grant_file.c_str(), &st) == 0);
@@ -230,12 +239,75 @@ TEST_CASE("remote: meith login, calls, a refresh, a 401 mid-session, a revoked g
     secrets.push_back(stored["access_token"]);
     secrets.push_back(stored["refresh_token"]);
     REQUIRE(secrets.size() >= 3);
-    const std::string everything = d.log() + slurp(d.home() / "audit.jsonl") +
-                                   source_status(c2, "auth").dump() + login.out() + login.err();
+    const std::string everything =
+        d.log() + slurp(d.home() / "audit.jsonl") + source_status(c2, "auth").dump() + login_output;
     for (const auto& s : secrets) {
         INFO("token " << s.substr(0, 6) << "…");
         CHECK(everything.find(s) == std::string::npos);
     }
+}
+
+// Run by ctest under tests/cli/keyring_run.sh: a private session bus with GNOME Keyring's
+// secrets component unlocked (MEITH_TEST_KEYRING=1).
+TEST_CASE("remote: with a desktop Secret Service the OAuth grant is kept there, refreshed there, "
+          "and never written to the home",
+          "[e2e][remote][oauth][keyring]") {
+    if (std::getenv("MEITH_TEST_KEYRING") == nullptr)
+        SKIP_TEST("needs a session bus with a keyring: ctest runs it through "
+                  "tests/cli/keyring_run.sh");
+    if (!has_node_modules()) SKIP_TEST("tests/mcp/node_modules missing: run scripts/install-deps");
+    http_server as({"--sdk=1", "--auth", "--token-ttl=8"});
+    daemon_process d(remote_source("auth", as.url));
+    client c(d.socket());
+    wait_state(c, "auth", "failed");
+
+    const std::string login_output = log_in(d, "auth");
+    CHECK(login_output.find("the grant is kept in the desktop Secret Service") !=
+          std::string::npos);
+    const fs::path grant_file = d.home() / "credentials" / "auth.json";
+    CHECK(!fs::exists(grant_file));
+    const auto stored = [&] {
+        auto r = run_program({"/usr/bin/secret-tool"},
+                             {"lookup", "application", "meith", "meith-home", d.home().string(),
+                              "name", "oauth-grant:auth"},
+                             {});
+        REQUIRE(r.status == 0);
+        return json::parse(r.out);
+    };
+    const json first = stored();
+    REQUIRE(first.contains("access_token"));
+    REQUIRE(first.contains("refresh_token"));
+
+    client c2(d.socket());
+    wait_state(c2, "auth", "ready");
+    CHECK(source_status(c2, "auth")["remote"]["credentials"] == "the desktop Secret Service");
+    CHECK(source_status(c2, "auth")["remote"]["loggedIn"] == true);
+    CHECK(text_of(call_tool(c2, "auth_echo", {{"text", "kept in the keyring"}})) ==
+          "kept in the keyring");
+
+    // The 8 s token is refreshed (2 s early); meithd keeps the new grant in the keyring.
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    json now = first;
+    while (now["access_token"] == first["access_token"] &&
+           std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(200ms);
+        now = stored();
+    }
+    CHECK(now["access_token"] != first["access_token"]);
+    CHECK(!fs::exists(grant_file));
+    CHECK(text_of(call_tool(c2, "auth_echo", {{"text", "after refresh"}})) == "after refresh");
+
+    // `meith secret list` names secrets, not grants.
+    auto names = run_program({MEITH_CLI}, {"secret", "list"}, {{"MEITH_HOME", d.home().string()}});
+    CHECK(names.status == 0);
+    CHECK(names.out.find("oauth-grant") == std::string::npos);
+    // No token in a log or the audit.
+    const std::string everything = d.log() + slurp(d.home() / "audit.jsonl") + login_output;
+    for (const json* g : std::initializer_list<const json*>{&first, &now})
+        for (const char* k : {"access_token", "refresh_token"}) {
+            INFO(k);
+            CHECK(everything.find((*g)[k].get<std::string>()) == std::string::npos);
+        }
 }
 
 TEST_CASE("remote: a redirect to a private address and a name resolving to loopback are refused "

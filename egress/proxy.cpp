@@ -100,6 +100,7 @@ class proxy_impl final : public proxy {
     static awaitable<void> serve(std::shared_ptr<proxy_impl> self, tcp::socket sock) {
         ++self->active_;
         conn c{std::move(sock), tcp::socket(self->ex_), {}, {}, 0};
+        if (self->opts_.owner) c.rec.owner = self->opts_.owner();
         co_await self->handle(c);
         --self->active_;
         c.rec.duration = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -36,6 +36,9 @@ struct connection_record {
     std::string suggestion; ///< for a refusal no rule decided: the rule that would allow it
     std::uint64_t bytes_sent = 0, bytes_received = 0; ///< process -> host, host -> process
     std::chrono::milliseconds duration{0};
+    /// What proxy_options::owner returned when the connection was accepted (who it belongs to,
+    /// the embedder's own, kept to the connection's end); empty without that callback.
+    std::shared_ptr<const void> owner;
 };
 
 /// A person's answer about a target no rule decided (rule_set::ask).
@@ -56,6 +59,9 @@ struct proxy_options {
     /// With rules.ask: a connection to `record.host`:`record.port` that no rule decided waits
     /// for `reply` (or `ask_timeout`, then refused). Unset: refused as without ask.
     std::function<void(const connection_record&, ask_reply)> ask;
+    /// Called as each connection is accepted, before a byte is read: whose it is, for the
+    /// record's `owner` (a connection outlives the moment that decided it).
+    std::function<std::shared_ptr<const void>()> owner;
     std::chrono::milliseconds ask_timeout{300000};
     std::size_t max_connections = 256;
     std::chrono::milliseconds connect_timeout{10000};

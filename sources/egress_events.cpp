@@ -13,15 +13,33 @@ namespace {
 
 using protocol::append_json_string;
 
-std::string audit_members(const egress::connection_record& r, const call* c) {
+/// Whose a connection is, taken as it is accepted: the call (weakly: a connection may outlive
+/// it) and what its audit line says of it.
+struct connection_owner {
+    std::weak_ptr<call> owner;
+    std::string tool, caller, request_id;
+};
+
+const connection_owner* owner_of(const egress::connection_record& r) {
+    return static_cast<const connection_owner*>(r.owner.get());
+}
+
+/// The call `r` was accepted for, while it still runs.
+call_ptr running_owner(const egress::connection_record& r) {
+    const auto* o = owner_of(r);
+    auto c = o ? o->owner.lock() : nullptr;
+    return c && !c->resolved() ? c : nullptr;
+}
+
+std::string audit_members(const egress::connection_record& r) {
     std::string m;
-    if (c != nullptr) {
+    if (const auto* o = owner_of(r)) {
         m += R"("tool":)";
-        append_json_string(m, c->tool_name);
+        append_json_string(m, o->tool);
         m += R"(,"caller":)";
-        append_json_string(m, permissions::to_string(c->caller));
+        append_json_string(m, o->caller);
         m += R"(,"requestId":)";
-        append_json_string(m, c->request_id);
+        append_json_string(m, o->request_id);
         m += ',';
     }
     m += R"("protocol":)";
@@ -70,25 +88,29 @@ std::string violation_event(const egress::connection_record& r, std::string_view
 void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tool_source>& src,
                         source_events events, egress_owner owner) {
     std::weak_ptr<tool_source> weak = src;
-    opts.on_closed = [weak, events, owner](const egress::connection_record& r) {
+    opts.owner = [owner = std::move(owner)]() -> std::shared_ptr<const void> {
+        auto c = owner();
+        if (!c) return nullptr;
+        return std::make_shared<const connection_owner>(connection_owner{
+            c, c->tool_name, std::string(permissions::to_string(c->caller)), c->request_id});
+    };
+    opts.on_closed = [weak, events](const egress::connection_record& r) {
         auto s = weak.lock();
         if (!s || !events.lifecycle) return;
-        auto c = owner();
-        events.lifecycle(*s, "egress", audit_members(r, c.get()));
+        events.lifecycle(*s, "egress", audit_members(r));
     };
-    opts.ask = [weak, events, owner](const egress::connection_record& r, egress::ask_reply reply) {
+    opts.ask = [weak, events](const egress::connection_record& r, egress::ask_reply reply) {
         auto s = weak.lock();
         if (!s || !events.egress_ask) return reply({false, "the source is gone", {}});
-        auto c = owner();
-        events.egress_ask(*s, r, c && !c->resolved() ? c : nullptr, std::move(reply));
+        events.egress_ask(*s, r, running_owner(r), std::move(reply));
     };
-    opts.on_refused = [weak, owner](const egress::connection_record& r) {
+    opts.on_refused = [weak](const egress::connection_record& r) {
         auto s = weak.lock();
         if (!s) return;
         spdlog::info("source '{}': egress refused {}:{}: {}", s->name(),
                      audit::default_redactor().redact_text(r.host), r.port,
                      audit::default_redactor().redact_text(r.reason));
-        if (auto c = owner(); c && !c->resolved()) c->emit(violation_event(r, s->name()));
+        if (auto c = running_owner(r)) c->emit(violation_event(r, s->name()));
     };
 }
 

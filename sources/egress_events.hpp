@@ -14,9 +14,9 @@
 
 namespace meith::registry {
 
-/// The call a connection belongs to, asked when the connection is decided and when it closes:
-/// a one-shot run's own call, or a long-running child's only call in flight (null when it has
-/// none or several: the connection is then the source's alone).
+/// The call a connection belongs to, asked once as the connection is accepted (it keeps that
+/// answer, weakly, to its close): a one-shot run's own call, or a long-running child's only
+/// call in flight (null when it has none or several: the connection is then the source's).
 using egress_owner = std::function<call_ptr()>;
 
 /// Sets `opts`' callbacks: audit lines through `events.lifecycle` of `src`, violations to the

@@ -145,60 +145,6 @@ std::int64_t unix_now() {
 
 } // namespace
 
-std::string to_json(const credentials& c) {
-    std::string out = "{";
-    auto member = [&](std::string_view k, const std::string& v) {
-        if (v.empty()) return;
-        if (out.size() > 1) out += ',';
-        append_json_string(out, k);
-        out += ':';
-        append_json_string(out, v);
-    };
-    member("access_token", c.access_token);
-    member("refresh_token", c.refresh_token);
-    if (c.expires_at > 0)
-        out += fmt::format("{}\"expires_at\":{}", out.size() > 1 ? "," : "", c.expires_at);
-    member("token_endpoint", c.token_endpoint);
-    member("client_id", c.client_id);
-    member("client_secret", c.client_secret);
-    member("resource", c.resource);
-    member("scope", c.scope);
-    member("issuer", c.issuer);
-    return out + "}";
-}
-
-std::optional<credentials> credentials_from_json(std::string_view json, std::string& why) {
-    simdjson::dom::parser p;
-    simdjson::dom::object o;
-    if (!parse_object(p, json, o)) {
-        why = "not a JSON object";
-        return std::nullopt;
-    }
-    credentials c;
-    c.access_token = string_member(o, "access_token");
-    c.refresh_token = string_member(o, "refresh_token");
-    std::int64_t at = 0;
-    if (o["expires_at"].get_int64().get(at) == simdjson::SUCCESS) c.expires_at = at;
-    c.token_endpoint = string_member(o, "token_endpoint");
-    c.client_id = string_member(o, "client_id");
-    c.client_secret = string_member(o, "client_secret");
-    c.resource = string_member(o, "resource");
-    c.scope = string_member(o, "scope");
-    c.issuer = string_member(o, "issuer");
-    if (c.access_token.empty() && c.refresh_token.empty()) {
-        why = "it holds no token";
-        return std::nullopt;
-    }
-    return c;
-}
-
-std::vector<std::string> secret_values(const credentials& c) {
-    std::vector<std::string> out;
-    for (const auto* v : {&c.access_token, &c.refresh_token, &c.client_secret})
-        if (!v->empty()) out.push_back(*v);
-    return out;
-}
-
 bool apply_token_response(credentials& c, long status, std::string_view body, std::int64_t now,
                           std::string& why, bool& invalid_grant) {
     invalid_grant = false;

@@ -9,6 +9,7 @@
 // codes (RFC 6749 §5.2), never a token or a code.
 #pragma once
 
+#include "remote/credentials.hpp"
 #include "remote/http_client.hpp"
 
 #include <cstdint>
@@ -19,28 +20,6 @@
 #include <vector>
 
 namespace meith::remote {
-
-/// One source's grant, as meithd keeps it in HOME/credentials/SOURCE.json (0600).
-struct credentials {
-    std::string access_token;
-    std::string refresh_token;
-    std::int64_t expires_at = 0; ///< Unix seconds; 0: the server did not say
-    std::string token_endpoint;
-    std::string client_id;
-    std::string client_secret; ///< from dynamic registration, when the server issued one
-    std::string resource;      ///< RFC 8707 resource indicator: the MCP server's URL
-    std::string scope;
-    std::string issuer;
-};
-
-/// JSON text of `c` (an object; empty members left out).
-std::string to_json(const credentials& c);
-
-/// Reads what to_json wrote. Nullopt, with `why`, when it is not such an object.
-std::optional<credentials> credentials_from_json(std::string_view json, std::string& why);
-
-/// Every secret value of `c` (tokens, client secret), for the redactor's exact values.
-std::vector<std::string> secret_values(const credentials& c);
 
 /// A token endpoint's answer (RFC 6749 §5.1) applied to `c`: a new access token, expiry and,
 /// when rotated, refresh token. False, with `why` (RFC 6749 §5.2 `error` and description), for

@@ -12,7 +12,7 @@
 
 #include "audit/redactor.hpp"
 #include "config/private_file.hpp"
-#include "remote/oauth.hpp"
+#include "remote/credentials.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

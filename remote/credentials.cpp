@@ -1,0 +1,78 @@
+// credentials: a grant's JSON text (see the header).
+#include "remote/credentials.hpp"
+
+#include "protocol/json_writer.hpp"
+
+#include <simdjson.h>
+
+#include <fmt/format.h>
+
+namespace meith::remote {
+
+using protocol::append_json_string;
+
+namespace {
+
+std::string string_member(simdjson::dom::object o, std::string_view key) {
+    std::string_view v;
+    if (o[key].get_string().get(v) != simdjson::SUCCESS) return {};
+    return std::string(v);
+}
+
+} // namespace
+
+std::string to_json(const credentials& c) {
+    std::string out = "{";
+    auto member = [&](std::string_view k, const std::string& v) {
+        if (v.empty()) return;
+        if (out.size() > 1) out += ',';
+        append_json_string(out, k);
+        out += ':';
+        append_json_string(out, v);
+    };
+    member("access_token", c.access_token);
+    member("refresh_token", c.refresh_token);
+    if (c.expires_at > 0)
+        out += fmt::format("{}\"expires_at\":{}", out.size() > 1 ? "," : "", c.expires_at);
+    member("token_endpoint", c.token_endpoint);
+    member("client_id", c.client_id);
+    member("client_secret", c.client_secret);
+    member("resource", c.resource);
+    member("scope", c.scope);
+    member("issuer", c.issuer);
+    return out + "}";
+}
+
+std::optional<credentials> credentials_from_json(std::string_view json, std::string& why) {
+    simdjson::dom::parser p;
+    simdjson::dom::object o;
+    if (p.parse(json.data(), json.size()).get_object().get(o) != simdjson::SUCCESS) {
+        why = "not a JSON object";
+        return std::nullopt;
+    }
+    credentials c;
+    c.access_token = string_member(o, "access_token");
+    c.refresh_token = string_member(o, "refresh_token");
+    std::int64_t at = 0;
+    if (o["expires_at"].get_int64().get(at) == simdjson::SUCCESS) c.expires_at = at;
+    c.token_endpoint = string_member(o, "token_endpoint");
+    c.client_id = string_member(o, "client_id");
+    c.client_secret = string_member(o, "client_secret");
+    c.resource = string_member(o, "resource");
+    c.scope = string_member(o, "scope");
+    c.issuer = string_member(o, "issuer");
+    if (c.access_token.empty() && c.refresh_token.empty()) {
+        why = "it holds no token";
+        return std::nullopt;
+    }
+    return c;
+}
+
+std::vector<std::string> secret_values(const credentials& c) {
+    std::vector<std::string> out;
+    for (const auto* v : {&c.access_token, &c.refresh_token, &c.client_secret})
+        if (!v->empty()) out.push_back(*v);
+    return out;
+}
+
+} // namespace meith::remote

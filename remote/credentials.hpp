@@ -1,0 +1,37 @@
+// credentials: a remote source's OAuth grant as meith keeps it (secrets/grants.hpp says where)
+// and hands it to meith-remote over the pipe (docs/protocol.md §18): the struct and its JSON
+// text. Apart from oauth.hpp so that meithd, which only reads, keeps and redacts grants, links
+// neither libcurl nor the OAuth client.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace meith::remote {
+
+/// One source's grant (token values never go into an error text or a log line).
+struct credentials {
+    std::string access_token;
+    std::string refresh_token;
+    std::int64_t expires_at = 0; ///< Unix seconds; 0: the server did not say
+    std::string token_endpoint;
+    std::string client_id;
+    std::string client_secret; ///< from dynamic registration, when the server issued one
+    std::string resource;      ///< RFC 8707 resource indicator: the MCP server's URL
+    std::string scope;
+    std::string issuer;
+};
+
+/// JSON text of `c` (an object; empty members left out).
+std::string to_json(const credentials& c);
+
+/// Reads what to_json wrote. Nullopt, with `why`, when it is not such an object.
+std::optional<credentials> credentials_from_json(std::string_view json, std::string& why);
+
+/// Every secret value of `c` (tokens, client secret), for the redactor's exact values.
+std::vector<std::string> secret_values(const credentials& c);
+
+} // namespace meith::remote

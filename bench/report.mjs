@@ -61,6 +61,8 @@ const ORDER = [
     ['b', 'raw'], ['b', 'node'], ['b', 'mcp'], ['b', 'meithd'],
     ['c', 'raw'], ['c', 'node'], ['c', 'meithd'],
     ['d', 'meithd+host'],
+    ['d', 'meithd+node-sdk'],
+    ['d', 'meithd+python-sdk'],
     ['e', 'meithd-audit-off-a'],
     ['e', 'meithd-audit-off'],
     ['e', 'meithd-audit-off-c'],
@@ -86,6 +88,8 @@ const SERVER_NAMES = {
     mcp: 'MCP SDK (stdio)',
     meithd: 'meithd (audit on)',
     'meithd+host': 'meithd + test host',
+    'meithd+node-sdk': 'meithd + a Node.js SDK host (runToolHost)',
+    'meithd+python-sdk': 'meithd + a Python SDK host (meith_tools)',
     'meithd-audit-off-a': 'meithd (audit off), as (a)',
     'meithd-audit-off': 'meithd (audit off), as (b)',
     'meithd-audit-off-c': 'meithd (audit off), as (c)',
@@ -122,6 +126,8 @@ function aggregate(s, srv) {
         client_cpu_us_per_call: median(kept.map((r) => (r.client_cpu_s / r.calls) * 1e6)),
         // the server process alone (meithd without its tool host), for the (d) target
         own_cpu_us_per_call: median(kept.map((r) => (r.server_cpu_s / r.calls) * 1e6)),
+        // its child processes alone (a tool host's own cost per call)
+        children_cpu_us_per_call: median(kept.map((r) => (r.children_cpu_s / r.calls) * 1e6)),
         errors: all.reduce((n, r) => n + (r.errors || 0), 0),
         kept,
     };
@@ -364,6 +370,8 @@ const otherBody = [
         floors.length ? `${floors[0].line_bytes}-byte lines (the average tool_call line meithd wrote in (b)) appended with one write(2) per batch of ${floors.map((fl) => fl.batch).join(' / ')} lines, rotating at 64 MiB like meithd, on CPU 1 and the same file system (\`bench/append_floor.cpp\`). With audit off meithd spends ${fx(offCpu)} µs of CPU per call; an audit trail that cost nothing but this append would still leave at most ${floors.map((fl) => fx(ceiling(fl))).join(' / ')} of audit-off throughput on one core` : 'not run'],
     ['e', 'redacted summary of one tool result, by size', summaryCost ? 'see details' : '—',
         summaryCost ? `\`bench/summary_cost\`: \`redactor::append_summary_json\` on \`{"content":[{"type":"text","text":…}]}\`, what the audit writer does for every result, one thread on CPU 1. Prose (spaces and \`key=value\` pairs, so the secret rules must look): ${summaryRow('prose')}. Plain (\`x\` only, nothing for the rules): ${summaryRow('plain')}. A string keeps 256 characters; only those and a 4 KiB margin are redacted, so past ~5 KiB the cost is parsing and copying` : 'not run'],
+    ['d', 'the tool host\'s own CPU per call: test host / Node.js SDK / Python SDK', ['meithd+host', 'meithd+node-sdk', 'meithd+python-sdk'].every((x) => row('d', x)) ? ['meithd+host', 'meithd+node-sdk', 'meithd+python-sdk'].map((x) => `${fx(row('d', x).children_cpu_us_per_call, 1)}`).join(' / ') + ' µs' : '—',
+        row('d', 'meithd+node-sdk') ? `4 connections × 16 in flight through meithd, as (d), each host answering its arguments (\`tests/hosts/test_host.mjs\` on the SDK's bare \`serve\`; \`bench/sdk_hosts/echo_host.mjs\` with \`runToolHost\`, which checks arguments against the schema; \`bench/sdk_hosts/echo_tools.py\` with \`meith_tools\`): ${['meithd+host', 'meithd+node-sdk', 'meithd+python-sdk'].map((x) => `${SERVER_NAMES[x]} ${int(row('d', x)?.calls_per_s)} calls/s, meithd ${fx(row('d', x)?.own_cpu_us_per_call, 1)} µs a call`).join('; ')}` : 'not run'],
     ['f', 'list_tools round trip, 10,000 registered tools', f ? `${fx(f.p50_ms, 1)} ms` : '—',
         f ? `median of ${f.iterations} (min ${fx(f.min_ms, 1)}, max ${fx(f.max_ms, 1)} ms${f.first_ms !== undefined ? `; the first, unmeasured call after start-up: ${fx(f.first_ms, 1)} ms` : ''}); ${f.tools} descriptors, ${(f.reply_bytes / 1048576).toFixed(2)} MiB reply; CPU per round trip: meithd ${fx((f.server_cpu_s / f.iterations) * 1000, 1)} ms, client ${fx((f.client_cpu_s / f.iterations) * 1000, 1)} ms; daemon RSS ${fx(f.rss_kib / 1024, 1)} MiB with the tools registered` : 'not run'],
     ['f', 'tool search (list_tools with `query`), 10,000 tools', fSearch ? `${fx(fSearch.p50_ms, 2)} ms` : '—',

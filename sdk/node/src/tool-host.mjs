@@ -61,7 +61,12 @@ process.on('exit', flushLines);
 
 /** Queues one protocol line; lines keep their order and leave by the end of this turn. */
 export function writeLine(obj) {
-    queuedLines.push(JSON.stringify(obj) + '\n');
+    queueText(JSON.stringify(obj) + '\n');
+}
+
+/** Queues one line already encoded (with its newline). */
+function queueText(text) {
+    queuedLines.push(text);
     if (!flushScheduled) {
         flushScheduled = true;
         setImmediate(flushLines);
@@ -170,11 +175,11 @@ export function serve(methods, { eofGraceMs = 1000 } = {}) {
 
     async function handle(ctx, params) {
         const { id, method } = ctx;
-        let line;
+        let line, encoded;
         try {
             const r = (await methods[method](params, ctx)) ?? {};
-            line = { ok: true, result: { value: r.value ?? null, state: r.state ?? params.state ?? {} } };
-            JSON.stringify(line); // a value that cannot be sent (cycle, BigInt) is an error too
+            // Encoded once, here: a value that cannot be sent (cycle, BigInt) is an error too.
+            encoded = JSON.stringify({ v: 1, id, ok: true, result: { value: r.value ?? null, state: r.state ?? params.state ?? {} } }) + '\n';
         } catch (e) {
             if (ctx.reason === 'shutdown') {
                 line = { ok: false, error: { type: 'ShuttingDown', detail: 'the host is shutting down', stack: '' } };
@@ -185,7 +190,10 @@ export function serve(methods, { eofGraceMs = 1000 } = {}) {
         }
         const cancelled = ctx.done;
         ctx.done = true;
-        if (!cancelled) answer(id, line);
+        if (!cancelled) {
+            if (encoded !== undefined) queueText(encoded);
+            else answer(id, line);
+        }
     }
 
     function cancelRequest(id, params) {

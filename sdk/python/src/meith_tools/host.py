@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 import json
 import os
@@ -81,9 +82,15 @@ _OPTIONAL = ("format_tool_call_preview", "format_tool_result", "to_display_forma
              "get_config_schema", "get_ui_elements", "get_tags", "required_tags")
 
 
-def _overrides(plugin: Any, method: str) -> bool:
-    impl = getattr(type(plugin), method, None)
+@functools.lru_cache(maxsize=None)
+def _type_overrides(cls: type, method: str) -> bool:
+    impl = getattr(cls, method, None)
     return impl is not None and impl is not getattr(ToolPlugin, method, None)
+
+
+def _overrides(plugin: Any, method: str) -> bool:
+    """Whether the plugin's class defines ``method`` itself (asked per call: cached per class)."""
+    return _type_overrides(type(plugin), method)
 
 
 def _key(plugin: Any, index: int, taken: set[str]) -> str:
@@ -122,12 +129,28 @@ async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return result
 
 
+_accepts_seen: dict[tuple[Any, str], bool] = {}
+
+
 def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    """Whether ``fn`` takes a keyword ``name``; inspect.signature is slow, so the answer is kept
+    per function (a bound method's underlying function) for every later call."""
+    key = (getattr(fn, "__func__", fn), name)
+    try:
+        return _accepts_seen[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable callable: asked every time
+        key = None
     try:
         params = inspect.signature(fn).parameters
+        answer = name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD
+                                       for p in params.values())
     except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        answer = False
+    if key is not None:
+        _accepts_seen[key] = answer
+    return answer
 
 
 class _Host:
@@ -371,8 +394,13 @@ async def serve(methods: dict[str, Callable[..., Any]], *, eof_grace_s: float = 
     out_fd = stdout_fd if stdout_fd is not None else sys.stdout.fileno()
     write_lock = threading.Lock()
 
+    def encode(obj: dict[str, Any]) -> bytes:
+        return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
     def write(obj: dict[str, Any]) -> None:
-        data = (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        write_bytes(encode(obj))
+
+    def write_bytes(data: bytes) -> None:
         with write_lock:
             view = memoryview(data)
             while view:
@@ -399,8 +427,9 @@ async def serve(methods: dict[str, Callable[..., Any]], *, eof_grace_s: float = 
                 result["state"] = state
             elif "state" in params:
                 result["state"] = params["state"]
-            line = {"ok": True, "result": result}
-            json.dumps(line)  # something that cannot be sent is an error too
+            # Encoded once, here: something that cannot be sent is an error too.
+            data = encode({"v": 1, "id": request_id, "ok": True, "result": result})
+            line = None
         except HostError as e:
             line = {"ok": False, "error": {"type": e.type, "detail": str(e), "stack": ""}}
         except asyncio.CancelledError:
@@ -412,7 +441,7 @@ async def serve(methods: dict[str, Callable[..., Any]], *, eof_grace_s: float = 
         answered_already = ctx.done  # a cancelled request: meithd has forgotten its id
         ctx.done = True
         if not answered_already:
-            write({"v": 1, "id": request_id, **line})
+            write_bytes(data if line is None else encode({"v": 1, "id": request_id, **line}))
 
     while True:
         try:

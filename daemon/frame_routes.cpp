@@ -171,6 +171,19 @@ void connection::on_list_tools(const protocol::client_frame& f, std::string& aud
         audit_fields += R"(,"query":)";
         registry_.append_redacted(audit_fields, f.list_query);
         audit_fields += R"(,"matches":)" + std::to_string(n);
+    } else if (f.has_page) {
+        // docs/protocol.md §5 "Pages": a slice of the listing, and how many it holds in all.
+        protocol::append_tools_list_head(outbound_, f.request_id);
+        const std::size_t total = registry_.append_tool_page(
+            outbound_, who, format, profile.get(), f.list_offset, f.list_limit, f.list_permitted);
+        outbound_.append(R"(],"total":)");
+        outbound_.append(std::to_string(total));
+        if (profile) {
+            outbound_.append(R"(,"client":)");
+            append_json_string(outbound_, profile->name());
+        }
+        outbound_.append("}\n");
+        audit_fields += R"(,"offset":)" + std::to_string(f.list_offset);
     } else if (f.has_tags || f.has_models) {
         // Tag filtering, maybe asking hosts' get_tags: rendered afresh, answered when done.
         std::optional<std::vector<std::string>> tags;

@@ -3,6 +3,7 @@
 #include "protocol/json_writer.hpp"
 #include "protocol/top_level_scan.hpp"
 
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -104,7 +105,7 @@ struct frame_members {
     using member = std::optional<simdjson::dom::element>;
     member type, protocol, request_id, client_info, tool_name, arguments, timeout, subscribe,
         format, result_format, display, tags, models, capabilities, traceparent, method, params,
-        client_request_id, result, error, query, limit;
+        client_request_id, result, error, query, limit, offset, permitted;
 };
 
 frame_members collect_members(simdjson::dom::object obj) {
@@ -132,6 +133,8 @@ frame_members collect_members(simdjson::dom::object obj) {
         {"error", &frame_members::error},
         {"query", &frame_members::query},
         {"limit", &frame_members::limit},
+        {"offset", &frame_members::offset},
+        {"permitted", &frame_members::permitted},
     };
     for (auto field : obj)
         for (const auto& [key, slot] : table)
@@ -289,9 +292,8 @@ void decode_list_options(const frame_members& m, client_frame& f) {
     }
     if (!absent(m.limit)) {
         std::uint64_t n = 0;
-        if (!f.has_query || m.limit->get_uint64().get(n) != simdjson::SUCCESS || n == 0 ||
-            n > max_query_limit) {
-            f.error = "limit must be an integer from 1 to 1000, with query";
+        if (m.limit->get_uint64().get(n) != simdjson::SUCCESS || n == 0 || n > max_query_limit) {
+            f.error = "limit must be an integer from 1 to 1000";
             return;
         }
         f.list_limit = static_cast<std::size_t>(n);
@@ -300,6 +302,31 @@ void decode_list_options(const frame_members& m, client_frame& f) {
         f.error = "query cannot be combined with tags or models";
         return;
     }
+    // A page of the plain listing (docs/protocol.md §5).
+    if (!absent(m.offset)) {
+        std::uint64_t n = 0;
+        if (m.offset->get_uint64().get(n) != simdjson::SUCCESS || n > max_page_offset) {
+            f.error = "offset must be an integer from 0 to 1000000";
+            return;
+        }
+        f.list_offset = static_cast<std::size_t>(n);
+        f.has_page = true;
+    }
+    if (!absent(m.permitted)) {
+        if (m.permitted->get_bool().get(f.list_permitted) != simdjson::SUCCESS) {
+            f.error = "permitted must be true or false";
+            return;
+        }
+        f.has_page = true;
+    }
+    if (!f.has_query && !absent(m.limit)) f.has_page = true;
+    if (f.has_page && (f.has_query || f.has_tags || f.has_models)) {
+        f.error = f.has_query
+                      ? "offset and permitted cannot be combined with query"
+                      : "offset, limit and permitted cannot be combined with tags or models";
+        return;
+    }
+    if (f.has_page && absent(m.limit)) f.list_limit = std::numeric_limits<std::size_t>::max();
 }
 
 /// W3C Trace Context §3.2: `version-traceid-parentid-flags`, lowercase hex, 2-32-16-2.

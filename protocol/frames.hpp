@@ -53,6 +53,8 @@ enum class frame_type {
 inline constexpr std::size_t max_query_bytes = 1024;
 inline constexpr std::size_t max_query_limit = 1000;
 inline constexpr std::size_t default_query_limit = 10;
+/// The largest `offset` a page of list_tools takes (docs/protocol.md §5).
+inline constexpr std::size_t max_page_offset = 1000000;
 
 /// A decoded client frame. `error` set means the frame is answered with a PROTOCOL_ERROR
 /// error frame (carrying `request_id` when it is usable) and not processed further.
@@ -97,6 +99,12 @@ struct client_frame {
     bool has_query = false;
     std::string_view list_query;
     std::size_t list_limit = default_query_limit;
+    /// A page of the plain listing (docs/protocol.md §5 "Pages"): `offset` (≥ 0), `limit`
+    /// (1..max_query_limit, all when absent) and `permitted` (true: only the tools the caller
+    /// may call or ask for), any of them given. Not with query, tags or models.
+    bool has_page = false;
+    std::size_t list_offset = 0;
+    bool list_permitted = false;
     // tool_call (and preview_tool_call)
     std::string_view tool_name; ///< when a string (also on refused frames, for the audit)
     /// tool_call: `traceparent`, a W3C trace context (version-traceid-parentid-flags, lowercase

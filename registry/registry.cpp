@@ -164,6 +164,21 @@ void registry::append_tool_descriptors(std::string& out, permissions::caller who
     tools_.append_filtered(out, who, policy_, format, filter);
 }
 
+std::size_t registry::append_tool_page(std::string& out, permissions::caller who,
+                                       list_format format,
+                                       const permissions::client_profile* profile,
+                                       std::size_t offset, std::size_t limit, bool permitted) {
+    std::size_t total = 0;
+    tool_table::list_filter filter;
+    filter.profile = profile;
+    filter.permitted_only = permitted || format != list_format::meith;
+    filter.offset = offset;
+    filter.limit = limit;
+    filter.matched = &total;
+    tools_.append_filtered(out, who, policy_, format, filter);
+    return total;
+}
+
 std::string registry::sources_json() const {
     std::string out = "[";
     bool first = true;

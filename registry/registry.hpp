@@ -87,6 +87,13 @@ class registry {
     void append_tool_descriptors(std::string& out, permissions::caller who,
                                  list_format format = list_format::meith,
                                  const permissions::client_profile* profile = nullptr);
+    /// A page of that listing (docs/protocol.md §5 "Pages"): in name order, only the tools
+    /// `who` may call or ask for when `permitted` (always, for a provider's format), those from
+    /// `offset`, at most `limit`, rendered afresh. Returns how many tools the listing holds in
+    /// all (the page's `total`).
+    std::size_t append_tool_page(std::string& out, permissions::caller who, list_format format,
+                                 const permissions::client_profile* profile, std::size_t offset,
+                                 std::size_t limit, bool permitted);
     /// Tool search (docs/protocol.md §20): the tools `who` may call or ask for, ranked for
     /// `query`, at most `limit`, rendered as append_tool_descriptors does. Returns how many.
     std::size_t append_tool_search(std::string& out, std::string_view query, std::size_t limit,

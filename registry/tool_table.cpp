@@ -239,8 +239,20 @@ void tool_table::render(std::string& out, permissions::caller who,
                         const list_filter* filter) const {
     bool first = true;
     const permissions::client_profile* profile = filter ? filter->profile : nullptr;
+    std::size_t passed = 0; // tools past every filter, for a page
     for (const auto& [name, t] : tools_) {
         if (profile && !profile->visible(t->name)) continue;
+        if (filter && filter->permitted_only) {
+            if (t->quarantined) continue;
+            const auto d = policy.decide(t->name, t->capabilities, who);
+            if (!d.allow && !d.ask) continue;
+        }
+        // A page (never with tags or models, whose filters follow): counted past the filters above.
+        if (filter && (filter->offset != 0 || filter->limit != static_cast<std::size_t>(-1) ||
+                       filter->matched)) {
+            const std::size_t index = passed++;
+            if (index < filter->offset || index - filter->offset >= filter->limit) continue;
+        }
         std::vector<std::string> tags;
         if (filter && filter->source_tags) {
             if (auto it = filter->source_tags->find(t->source.get());
@@ -272,6 +284,7 @@ void tool_table::render(std::string& out, permissions::caller who,
         first = false;
         append_descriptor(out, *t, tags, who, policy, profile);
     }
+    if (filter && filter->matched) *filter->matched = passed;
 }
 
 } // namespace meith::registry

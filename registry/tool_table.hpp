@@ -78,6 +78,13 @@ class tool_table {
         /// A client profile (docs/protocol.md §23): only its tools, under its names and
         /// descriptions. Null: every tool as it is.
         const permissions::client_profile* profile = nullptr;
+        /// Only the tools the caller may call or ask for (not quarantined).
+        bool permitted_only = false;
+        /// A page: of the tools that pass the filters above, those from `offset`, at most
+        /// `limit`; `*matched` (when set) gets how many passed in all.
+        std::size_t offset = 0;
+        std::size_t limit = static_cast<std::size_t>(-1);
+        std::size_t* matched = nullptr;
     };
     /// As append_descriptors, filtered: rendered afresh, never cached.
     void append_filtered(std::string& out, permissions::caller who,

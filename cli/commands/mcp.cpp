@@ -248,7 +248,11 @@ void bridge::on_daemon_frame(const std::string& line) {
                     answer["tools"].push_back(shapes::tool_of(d));
                 }
         } else {
-            answer = tools_page(f.value("tools", json::array()), p.offset);
+            const json* total = get_field(f, "total");
+            answer = total != nullptr && total->is_number_unsigned()
+                         ? tools_page_cut(f.value("tools", json::array()), p.offset,
+                                          total->get<std::size_t>())
+                         : tools_page(f.value("tools", json::array()), p.offset);
         }
     } else if (type == "tool_result") {
         bool unknown = false;
@@ -515,12 +519,21 @@ void bridge::tools_list(const json& id, const json& params, bool modern) {
     if (!connect()) return send_error(id, internal_error, down_);
     const std::string rid =
         track(id, search_mode_ ? kind::pinned : kind::list_tools, "tools/list", modern, *offset);
-    send_to_daemon({{"type", "list_tools"},
-                    {"protocol", 1},
-                    {"requestId", rid},
-                    {"clientInfo", {{"caller", caller_}}}});
+    json frame{{"type", "list_tools"},
+               {"protocol", 1},
+               {"requestId", rid},
+               {"clientInfo", {{"caller", caller_}}}};
+    if (!search_mode_) {
+        // One page, cut by meithd (docs/protocol.md §5 "Pages"): the bridge parses 500
+        // descriptors, not every tool (10,000 tools: 4 MiB a page otherwise).
+        frame["offset"] = *offset;
+        frame["limit"] = page_size;
+        frame["permitted"] = !opts_.all;
+    }
+    send_to_daemon(frame);
 }
 
+// A meithd that does not cut pages (older than the `total` member) sent every tool.
 json bridge::tools_page(const json& descriptors, std::size_t offset) {
     std::vector<const json*> listed;
     for (const json& d : descriptors) {
@@ -537,6 +550,19 @@ json bridge::tools_page(const json& descriptors, std::size_t offset) {
     json result{{"tools", std::move(tools)}};
     if (offset + page_size < listed.size())
         result["nextCursor"] = std::to_string(offset + page_size);
+    return result;
+}
+
+json bridge::tools_page_cut(const json& page, std::size_t offset, std::size_t total) {
+    json tools = json::array();
+    for (const json& d : page) {
+        if (!d.is_object()) continue;
+        if (get_string(d, "payloadKind") == "text")
+            text_tools_.insert(get_string(d, "name").value_or(""));
+        tools.push_back(shapes::tool_of(d));
+    }
+    json result{{"tools", std::move(tools)}};
+    if (offset + page_size < total) result["nextCursor"] = std::to_string(offset + page_size);
     return result;
 }
 

@@ -134,6 +134,9 @@ class bridge {
 
     /// One page of MCP tools from the daemon's descriptors (docs/protocol.md §10).
     json tools_page(const json& descriptors, std::size_t offset);
+    /// tools/list's answer from a page meithd cut (`offset`, `limit`, `permitted`): its
+    /// descriptors in MCP's shape, and nextCursor while `total` holds more.
+    json tools_page_cut(const json& page, std::size_t offset, std::size_t total);
 
     /// meithd answers a list with every item: the client gets it page by page.
     static json page_of(const std::string& method, json result, std::size_t offset);

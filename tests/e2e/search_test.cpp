@@ -2,11 +2,13 @@
 // plus 10,000 synthetic tools (bench/many_tools_host.mjs --varied) on the real meithd, list_tools
 // with `query` on fixed queries with their expected first results, the caller's permission
 // applied; `meith tools --search`; and `meith mcp --search` driven by the official SDK's
-// Client (tests/mcp/bridge_client.mjs search).
+// Client (tests/mcp/bridge_client.mjs search); pages of the plain listing (docs/protocol.md §5),
+// on the socket and through `meith mcp`.
 #include "daemon_fixture.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 using namespace meith::test;
@@ -129,4 +131,89 @@ TEST_CASE("meith mcp --search: the SDK client lists two meta-tools, finds tools 
     CHECK(out["deniedCall"]["isError"] == true);
     CHECK_THAT(out["deniedCall"].dump(), Catch::Contains("PERMISSION_DENIED"));
     CHECK(out["bad"]["code"] == -32602);
+}
+
+namespace {
+
+json list_page(client& c, const json& extra) {
+    json frame{{"type", "list_tools"}, {"requestId", "p"}, {"clientInfo", {{"caller", "plugin"}}}};
+    frame.update(extra);
+    c.send(frame);
+    const json r = c.read(30s);
+    INFO(r.dump().substr(0, 500));
+    return r;
+}
+
+std::vector<std::string> names_in(const json& tools) {
+    std::vector<std::string> names;
+    for (const auto& t : tools)
+        names.push_back(t["name"].get<std::string>());
+    return names;
+}
+
+} // namespace
+
+TEST_CASE("list_tools pages: offset, limit and permitted cut the listing in meithd, and meith mcp "
+          "hands the SDK client every tool it may use, 500 a page",
+          "[e2e][search][mcp]") {
+    temp_dir home_src, project;
+    daemon_process d(example_config_with_many(home_src.path, project.path), {}, {}, 120s);
+    client c(d.socket());
+
+    // The whole listing, as before: what every page is checked against.
+    const json all = list_page(c, json::object());
+    REQUIRE(all["type"] == "tools_list");
+    CHECK(!all.contains("total"));
+    std::vector<std::string> every = names_in(all["tools"]), permitted;
+    for (const auto& t : all["tools"])
+        if (t["permission"] == "allow" || t["permission"] == "ask")
+            permitted.push_back(t["name"].get<std::string>());
+    REQUIRE(every.size() > 10000);
+    REQUIRE(permitted.size() < every.size()); // plugin may not destroy: delete_file is out
+    CHECK(std::find(permitted.begin(), permitted.end(), "delete_file") == permitted.end());
+
+    const json first = list_page(c, {{"offset", 0}, {"limit", 3}, {"permitted", true}});
+    CHECK(first["total"] == permitted.size());
+    CHECK(names_in(first["tools"]) ==
+          std::vector<std::string>(permitted.begin(), permitted.begin() + 3));
+    const json middle = list_page(c, {{"offset", 5000}, {"limit", 500}, {"permitted", true}});
+    CHECK(names_in(middle["tools"]) ==
+          std::vector<std::string>(permitted.begin() + 5000, permitted.begin() + 5500));
+    const json tail =
+        list_page(c, {{"offset", permitted.size() - 2}, {"limit", 500}, {"permitted", true}});
+    CHECK(names_in(tail["tools"]) ==
+          std::vector<std::string>(permitted.end() - 2, permitted.end()));
+    const json past = list_page(c, {{"offset", every.size() + 5}, {"permitted", false}});
+    CHECK(past["tools"].empty());
+    CHECK(past["total"] == every.size());
+    // Refused: a page of a search, a limit out of range, an offset that is not a count.
+    CHECK(list_page(c, {{"query", "calendar"}, {"offset", 1}})["type"] == "error");
+    CHECK(list_page(c, {{"offset", 0}, {"limit", 0}})["type"] == "error");
+    const json bad = list_page(c, {{"offset", -1}});
+    CHECK(bad["type"] == "error");
+    CHECK_THAT(bad["message"].get<std::string>(), Catch::Contains("offset must be an integer"));
+
+    // Through meith mcp (caller plugin): every permitted tool once, in order, 500 a page.
+    const fs::path names_file = home_src.path / "names.txt";
+    std::vector<std::string> names;
+    const auto through = [&](const std::string& extra) {
+        const json out = run_json_command(
+            "MEITH_NO_AUTOSTART=1 NAMES_FILE='" + names_file.string() + "' node '" +
+            std::string(MEITH_SOURCE_DIR) + "/tests/mcp/bridge_client.mjs' pages '" +
+            std::string(MEITH_CLI) + "' '" + d.home().string() + "'" + extra);
+        names.clear();
+        std::ifstream in(names_file);
+        for (std::string line; std::getline(in, line);)
+            names.push_back(line);
+        return out;
+    };
+    const json paged = through("");
+    CHECK(names == permitted);
+    const auto sizes = paged["sizes"].get<std::vector<std::size_t>>();
+    REQUIRE(sizes.size() == (permitted.size() + 499) / 500);
+    CHECK(sizes.front() == 500);
+    CHECK(sizes.back() == permitted.size() - 500 * (sizes.size() - 1));
+    // --all: every tool, the denied ones too.
+    through(" --all");
+    CHECK(names == every);
 }

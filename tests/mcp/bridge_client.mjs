@@ -19,10 +19,12 @@
 //       `meith mcp ARGS...` (a client profile, docs/protocol.md §23): tools/list, a call of each
 //       tool named in $CALLS (comma-separated, arguments {"text":"one two"}), and in search mode
 //       search_tools for $QUERY and call_tool of each name in $VIA_CALL_TOOL.
+//   node bridge_client.mjs pages MEITH HOME ARGS...     the SDK's Client over `meith mcp ARGS...`
+//       lists every tool page by page (nextCursor); the names go one a line to $NAMES_FILE.
 //
 // Prints one JSON object with what it saw; the C++ test asserts on it.
 import { spawn, execFileSync } from 'node:child_process';
-import { copyFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -222,9 +224,27 @@ async function profile(home, name, args) {
     return out;
 }
 
+async function pages(home, args) {
+    const transport = new StdioClientTransport({ command: meith, args: ['mcp', '--home', home, ...args], stderr: 'inherit' });
+    const client = new Client({ name: 'pages-agent', version: '1.0.0' });
+    await client.connect(transport);
+    const out = { sizes: [], names: [] };
+    let cursor;
+    do {
+        const r = await client.listTools(cursor ? { cursor } : {});
+        out.sizes.push(r.tools.length);
+        for (const t of r.tools) out.names.push(t.name);
+        cursor = r.nextCursor;
+    } while (cursor && out.sizes.length < 100);
+    await client.close();
+    writeFileSync(process.env.NAMES_FILE, out.names.join('\n') + '\n');
+    delete out.names;
+    return out;
+}
+
 const modes = { sdk: () => sdk(rest[0], rest[1]), raw: () => raw(rest), typed: () => typed(rest),
     held: () => held(rest[0]), search: () => search(rest[0]),
-    profile: () => profile(rest[0], rest[1], rest.slice(2)) };
+    profile: () => profile(rest[0], rest[1], rest.slice(2)), pages: () => pages(rest[0], rest.slice(1)) };
 const result = await modes[mode]();
 process.stdout.write(JSON.stringify(result) + '\n');
 process.exit(0);

@@ -113,6 +113,19 @@ std::string log_in(const daemon_process& d, const std::string& name) {
     const auto auth_url = printed.substr(at, printed.find('\n', at) - at);
     CHECK(auth_url.find("code_challenge_method=S256") != std::string::npos);
     CHECK(auth_url.find("resource=") != std::string::npos);
+    // Another local process answers the loopback listener first, without the state: refused,
+    // and the listener keeps waiting for the real redirect.
+    const auto at_redirect = auth_url.find("redirect_uri=http%3A%2F%2F127.0.0.1%3A");
+    REQUIRE(at_redirect != std::string::npos);
+    const auto port_from =
+        at_redirect + std::string("redirect_uri=http%3A%2F%2F127.0.0.1%3A").size();
+    const std::string port =
+        auth_url.substr(port_from, auth_url.find("%2F", port_from) - port_from);
+    const json intruder =
+        fetch("GET", "http://127.0.0.1:" + port + "/callback?code=stolen&state=guessed");
+    CHECK(intruder["status"] == 400);
+    CHECK(intruder["body"].get<std::string>().find("Not the authorization answer") !=
+          std::string::npos);
     const json browser = fetch("GET", auth_url);
     CHECK(browser["status"] == 200);
     CHECK(browser["body"].get<std::string>().find("meith is authorized") != std::string::npos);

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 
 using namespace meith::test;
 
@@ -53,6 +54,25 @@ std::string violation_rule(const outcome& o) {
     return "(no sandbox_violation event)";
 }
 
+/// A "public" host for the proxy to reach, in the test's own network namespace:
+/// egress_target.mjs listening on 203.0.113.5 (greeting as `name`), and the names of `hosts`
+/// ("NAME ADDRESS" lines) resolving through a test hosts file (MEITH_EGRESS_TEST_HOSTS) while
+/// this lives, failed REQUIREs included.
+struct egress_world {
+    egress_world(const std::string& name, const std::string& hosts)
+        : target({"node", std::string(MEITH_SOURCE_DIR) + "/tests/exec/egress_target.mjs",
+                  "--host=203.0.113.5", "--name=" + name}) {
+        REQUIRE(target.wait_for("listening", 30s));
+        port = std::stoi(target.out().substr(10));
+        std::ofstream(hosts_dir.path / "hosts") << hosts;
+        hosts_env.emplace("MEITH_EGRESS_TEST_HOSTS", (hosts_dir.path / "hosts").string());
+    }
+    background_process target;
+    int port = 0;
+    temp_dir hosts_dir;
+    std::optional<env_override> hosts_env;
+};
+
 } // namespace
 
 TEST_CASE("egress: an allowed name's bytes arrive through the proxy, other names, private "
@@ -61,16 +81,9 @@ TEST_CASE("egress: an allowed name's bytes arrive through the proxy, other names
     REQUIRE_KERNEL_SANDBOX(true);
     if (const auto why = own_network_namespace(); !why.empty())
         SKIP_TEST("no network namespace of the test's own (" + why + "; needs root)");
-    background_process target({"node",
-                               std::string(MEITH_SOURCE_DIR) + "/tests/exec/egress_target.mjs",
-                               "--host=203.0.113.5", "--name=allowed"});
-    REQUIRE(target.wait_for("listening", 30s));
-    const int port = std::stoi(target.out().substr(10));
-    temp_dir hosts_dir;
-    const auto hosts = hosts_dir.path / "hosts";
-    std::ofstream(hosts) << "allowed.test 203.0.113.5\nsneaky.test 127.0.0.1\nother.test "
-                            "203.0.113.5\na.wild.test 203.0.113.5\n";
-    ::setenv("MEITH_EGRESS_TEST_HOSTS", hosts.c_str(), 1);
+    egress_world world("allowed", "allowed.test 203.0.113.5\nsneaky.test 127.0.0.1\n"
+                                  "other.test 203.0.113.5\na.wild.test 203.0.113.5\n");
+    const int port = world.port;
     daemon_process d(egress_source(port));
     client c(d.socket());
     const json st = source_status(c, "net")["sandbox"];
@@ -128,7 +141,6 @@ TEST_CASE("egress: an allowed name's bytes arrive through the proxy, other names
     CHECK(lines[2]["rule"] == "*.wild.test");
     for (std::size_t i = 3; i < lines.size(); ++i)
         CHECK(lines[i]["decision"] == "deny");
-    ::unsetenv("MEITH_EGRESS_TEST_HOSTS");
 }
 
 TEST_CASE("egress: a long-running exec server's connection is its only call's: the audit line "
@@ -137,15 +149,8 @@ TEST_CASE("egress: a long-running exec server's connection is its only call's: t
     REQUIRE_KERNEL_SANDBOX(true);
     if (const auto why = own_network_namespace(); !why.empty())
         SKIP_TEST("no network namespace of the test's own (" + why + "; needs root)");
-    background_process target({"node",
-                               std::string(MEITH_SOURCE_DIR) + "/tests/exec/egress_target.mjs",
-                               "--host=203.0.113.5", "--name=allowed"});
-    REQUIRE(target.wait_for("listening", 30s));
-    const int port = std::stoi(target.out().substr(10));
-    temp_dir hosts_dir;
-    const auto hosts = hosts_dir.path / "hosts";
-    std::ofstream(hosts) << "allowed.test 203.0.113.5\n";
-    ::setenv("MEITH_EGRESS_TEST_HOSTS", hosts.c_str(), 1);
+    egress_world world("allowed", "allowed.test 203.0.113.5\n");
+    const int port = world.port;
     std::string cfg = egress_source(port);
     const auto at = cfg.find("kind = \"exec\"");
     REQUIRE(at != std::string::npos);
@@ -178,7 +183,6 @@ TEST_CASE("egress: a long-running exec server's connection is its only call's: t
     }
     std::sort(decisions.begin(), decisions.end());
     CHECK(decisions == std::vector<std::string>{"allow", "deny"});
-    ::unsetenv("MEITH_EGRESS_TEST_HOSTS");
 }
 
 TEST_CASE("egress: a source with a network table fails closed where there are no namespaces",
@@ -254,17 +258,10 @@ TEST_CASE("egress: with network.ask a target no rule names waits for a person at
     REQUIRE_KERNEL_SANDBOX(true);
     if (const auto why = own_network_namespace(); !why.empty())
         SKIP_TEST("no network namespace of the test's own (" + why + "; needs root)");
-    background_process target({"node",
-                               std::string(MEITH_SOURCE_DIR) + "/tests/exec/egress_target.mjs",
-                               "--host=203.0.113.5", "--name=asked"});
-    REQUIRE(target.wait_for("listening", 30s));
-    const int port = std::stoi(target.out().substr(10));
+    egress_world world("asked", "once.test 203.0.113.5\nsession.test 203.0.113.5\n"
+                                "kept.test 203.0.113.5\nnever.test 203.0.113.5\n");
+    const int port = world.port;
     const std::string p = std::to_string(port);
-    temp_dir hosts_dir;
-    const auto hosts = hosts_dir.path / "hosts";
-    std::ofstream(hosts) << "once.test 203.0.113.5\nsession.test 203.0.113.5\n"
-                            "kept.test 203.0.113.5\nnever.test 203.0.113.5\n";
-    ::setenv("MEITH_EGRESS_TEST_HOSTS", hosts.c_str(), 1);
     daemon_process d(asking_source());
     client c(d.socket());
 
@@ -355,5 +352,4 @@ TEST_CASE("egress: with network.ask a target no rule names waits for a person at
     client again(d.socket());
     CHECK(reach(again, "connect", "kept.test", port).result["done"] == true);
     CHECK(reach(again, "connect", "session.test", port).result["done"] == false);
-    ::unsetenv("MEITH_EGRESS_TEST_HOSTS");
 }

@@ -37,7 +37,7 @@ int bridge::run() {
     for (;;) {
         while (auto line = next_stdin_line())
             handle_message(*line);
-        if (in_eof_) return exit_ok; // the client closed our stdin: the session is over
+        if (in_eof_) return drain(); // the client closed our stdin: it sends nothing more
         if (conn_) {
             const auto r = conn_->read_frame(std::nullopt, STDIN_FILENO);
             if (r.status == protocol::client_channel::read_status::frame) {
@@ -54,13 +54,34 @@ int bridge::run() {
     }
 }
 
+int bridge::drain() {
+    // The client may still read stdout (a script that wrote its requests and closed its end,
+    // or a client waiting for its answers before it signals us, MCP stdio "Shutdown").
+    const auto awaited = [this] {
+        return std::any_of(pending_.begin(), pending_.end(), [](const auto& e) {
+            return !e.second.cancelled && !e.second.mcp_id.is_null();
+        });
+    };
+    while (conn_ && awaited()) {
+        const auto r = conn_->read_frame(std::nullopt);
+        if (r.status == protocol::client_channel::read_status::frame)
+            on_daemon_frame(r.frame);
+        else if (r.status == protocol::client_channel::read_status::closed)
+            daemon_gone("meithd closed the connection");
+    }
+    return exit_ok;
+}
+
 void bridge::read_stdin() {
     char buf[65536];
     const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
     if (n > 0)
         in_.append(buf, static_cast<std::size_t>(n));
-    else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+    else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
         in_eof_ = true;
+        // A last message without its newline is still a message.
+        if (!in_.empty() && in_.size() <= max_line) in_.push_back('\n');
+    }
 }
 
 std::optional<std::string> bridge::next_stdin_line() {

@@ -41,6 +41,9 @@ class bridge {
     // ---- stdin / stdout -------------------------------------------------------------------
 
     void read_stdin();
+    /// After stdin's EOF: answers the requests still awaited (a cancelled one is not), then
+    /// returns exit_ok; a server's request for the client meanwhile gets an error.
+    int drain();
 
     std::optional<std::string> next_stdin_line();
 

@@ -50,6 +50,16 @@ void bridge::on_client_request(const json& f) {
         return;
     }
     pending& p = it->second;
+    if (!p.modern && in_eof_) {
+        // The client closed its input: nobody can answer (the call goes on without it).
+        send_to_daemon(
+            {{"type", "client_response"},
+             {"protocol", 1},
+             {"clientRequestId", crid},
+             {"error",
+              {{"code", internal_error}, {"message", "the MCP client closed its input"}}}});
+        return;
+    }
     if (!p.modern) {
         const std::string id = fmt::format("meith-{}", ++next_client_request_);
         to_daemon_request_[id] = crid;

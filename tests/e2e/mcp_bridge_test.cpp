@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sys/wait.h>
 
 using namespace meith::test;
@@ -129,6 +130,57 @@ TEST_CASE("meith mcp: bad JSON-RPC gets errors, pings are answered, stdin EOF en
     CHECK(names_of(out["toolsList"]["result"]["tools"]) == std::vector<std::string>{"echo"});
     CHECK(out["badCursor"]["error"]["code"] == -32602);
     CHECK(out["exitCode"] == 0);
+}
+
+TEST_CASE("meith mcp: requests in flight when stdin closes are still answered, then it exits",
+          "[e2e][mcp][bridge]") {
+    // A client that writes its requests and closes its end (a script piping into meith mcp)
+    // gets every answer; the bridge used to exit at EOF and drop the calls in flight. The last
+    // message (the cancel) has no newline before the EOF: it is still read.
+    daemon_process d(host_source_toml("th"));
+    const std::string lines =
+        R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"0"}}})"
+        "\n"
+        R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+        "\n"
+        R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t_sleep","arguments":{"ms":400}}})"
+        "\n"
+        R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"n":3}}})"
+        "\n"
+        R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t_sleep","arguments":{"ms":5000}}})"
+        "\n"
+        R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}})";
+    const fs::path in = d.home() / "requests.jsonl";
+    std::ofstream(in) << lines;
+    const std::string cmd = "MEITH_NO_AUTOSTART=1 '" + std::string(MEITH_CLI) + "' --home '" +
+                            d.home().string() + "' mcp < '" + in.string() + "'";
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    std::array<char, 4096> buf{};
+    while (const std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe))
+        out.append(buf.data(), n);
+    const int status = ::pclose(pipe);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    std::map<int, json> answers;
+    for (const auto& line : lines_of(out)) {
+        const json msg = json::parse(line);
+        if (msg.contains("id")) answers[msg["id"].get<int>()] = msg;
+    }
+    CHECK(answers.count(1) == 1);
+    REQUIRE(answers.count(2) == 1);
+    CHECK(answers[2]["result"]["structuredContent"]["slept"] == 400);
+    REQUIRE(answers.count(3) == 1);
+    CHECK(answers[3]["result"]["structuredContent"]["n"] == 3);
+    // The cancelled call's answer is not sent (the MCP rule), and the bridge did not wait 5 s
+    // for it: the audit line says it was cancelled.
+    CHECK(answers.count(4) == 0);
+    const json cancelled = d.wait_audit([](const json& l) {
+        return l.value("event", "") == "tool_call" && l.value("toolName", "") == "t_sleep" &&
+               l.value("errorCode", "") == "CANCELLED";
+    });
+    CHECK(cancelled["caller"] == "plugin");
 }
 
 TEST_CASE("meith mcp: members of unexpected types get their JSON-RPC error and the session goes "

@@ -221,9 +221,7 @@ void bridge::on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
     if (!out.error.empty()) {
         if (out.refused) {
             // Not transient: a restart would be refused again. meithd fails the source at once.
-            const auto why = fmt::format("{} ({}); a source that means to reach its own network "
-                                         "says `allow_private_network = true`",
-                                         out.error, opts_.url);
+            const auto why = fmt::format("{} ({}); {}", out.error, opts_.url, out.remedy);
             std::string line =
                 R"({"jsonrpc":"2.0","method":"meith/egress_refused","params":{"reason":)";
             append_json_string(line, why);

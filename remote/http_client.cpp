@@ -320,6 +320,25 @@ struct http_client::impl {
         if (!t->refused.empty()) {
             out.refused = true;
             out.error = "refused to connect: " + t->refused;
+            out.remedy = "a source that means to reach its own network says "
+                         "`allow_private_network = true`";
+        } else if (code == CURLE_UNSUPPORTED_PROTOCOL && !policy.allow_private_network) {
+            // CURLOPT_(REDIR_)PROTOCOLS_STR is "https": a plain http:// URL or redirect.
+            out.refused = true;
+            out.error = "refused plain http:// (a redirect from https:// to http://)";
+            out.remedy = "only a source that says `allow_private_network = true` speaks plain "
+                         "HTTP; give the server's https:// URL";
+        } else if (code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE) {
+            out.refused = true;
+            out.error = t->errbuf[0] != '\0' ? std::string(t->errbuf) : curl_easy_strerror(code);
+            out.remedy =
+                policy.ca_file.empty()
+                    ? "the server's certificate is not signed by a CA in the system's store; "
+                      "for a server with a private CA, set the source's `ca_file` to that CA's "
+                      "PEM file"
+                    : fmt::format("the server's certificate is not signed by the CA in ca_file "
+                                  "{} (or that file cannot be read)",
+                                  policy.ca_file);
         } else if (t->too_large) {
             out.too_large = true;
             out.error = fmt::format("the response is over {} bytes", t->req.max_body_bytes);
@@ -346,7 +365,10 @@ struct http_client::impl {
         transfer* raw = t.get();
         if (raw->easy == nullptr) {
             asio::post(ex, [h = std::move(raw->handlers.on_done)] {
-                if (h) h(http_outcome{{}, "curl_easy_init failed", false, false, false});
+                if (!h) return;
+                http_outcome out;
+                out.error = "curl_easy_init failed";
+                h(std::move(out));
             });
             return id;
         }

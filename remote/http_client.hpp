@@ -53,8 +53,11 @@ struct http_head {
 /// How a request ended. `error` is empty when an HTTP response arrived (any status).
 struct http_outcome {
     http_head head;
-    std::string error;      ///< curl's reason, or the egress refusal, in words
-    bool refused = false;   ///< the egress check refused a connection
+    std::string error; ///< curl's reason, or the egress refusal, in words
+    /// Refused, never worth a retry: an address the egress check refuses, plain http:// (a
+    /// redirect from https) without allow_private_network, a certificate no trusted CA signed.
+    bool refused = false;
+    std::string remedy;     ///< with `refused`: what would allow it, in words
     bool transient = false; ///< connect, resolve or timeout failure: worth a retry
     bool too_large = false;
 };

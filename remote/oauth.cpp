@@ -104,7 +104,7 @@ void first_json(http_client& http, std::shared_ptr<std::vector<std::string>> url
     h.on_body = [body](std::string_view b) { body->append(b); };
     h.on_done = [&http, urls, i, tried, done = std::move(done), body](http_outcome out) mutable {
         tried += (tried.empty() ? "" : ", ") + (*urls)[i];
-        if (out.refused) return done("", out.error + " (" + (*urls)[i] + ")");
+        if (out.refused) return done("", out.error + " (" + (*urls)[i] + "); " + out.remedy);
         if (out.error.empty() && out.head.status == 200) {
             simdjson::dom::parser p;
             simdjson::dom::object o;

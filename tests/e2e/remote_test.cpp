@@ -363,6 +363,57 @@ TEST_CASE("remote: a redirect to a private address and a name resolving to loopb
     CHECK(admin_stats(outside)["mcpRequests"].get<int>() >= 2); // hop and allowed, redirected
 }
 
+TEST_CASE("remote: a certificate no trusted CA signed and a redirect from https to http are "
+          "refused, each saying what would allow it",
+          "[e2e][remote][egress]") {
+    if (!has_node_modules()) SKIP_TEST("tests/mcp/node_modules missing: run scripts/install-deps");
+    if (const auto why = own_network_namespace(); !why.empty())
+        SKIP_TEST("no network namespace of the test's own (" + why + "; needs root)");
+    const std::string tls = mcp_dir() + "/tls/";
+    const std::vector<std::string> cert{"--tls-cert=" + tls + "server.pem",
+                                        "--tls-key=" + tls + "server.key"};
+    auto with = [&](std::vector<std::string> flags) {
+        flags.insert(flags.end(), cert.begin(), cert.end());
+        return flags;
+    };
+    // All on 203.0.113.5, an ordinary public address here: only TLS and the scheme decide.
+    http_server plain({"--sdk=1", "--host=203.0.113.5"}); // http://203.0.113.5:P/mcp
+    http_server secure(with({"--sdk=1", "--host=203.0.113.5"}));
+    http_server downgrade(with({"--sdk=1", "--host=203.0.113.5", "--redirect-to=" + plain.url}));
+    const std::string ca = "ca_file = \"" + tls + "ca.pem\"\n";
+    // The test CA is in no system store: without ca_file the server's certificate is not
+    // trusted, and allow_private_network does not change that.
+    daemon_process d(
+        remote_source("untrusted", secure.url, "") +
+        remote_source("untrusted_private", secure.url, "allow_private_network = true\n") +
+        remote_source("downgrade", downgrade.url, ca) + remote_source("trusted", secure.url, ca));
+    client c(d.socket());
+
+    for (const std::string name : {"untrusted", "untrusted_private"}) {
+        const json s = wait_state(c, name, "failed");
+        const auto error = s["lastError"].get<std::string>();
+        INFO(name << ": " << error);
+        CHECK(error.find("certificate") != std::string::npos);
+        CHECK(error.find("ca_file") != std::string::npos);
+    }
+    const json down = wait_state(c, "downgrade", "failed");
+    const auto down_error = down["lastError"].get<std::string>();
+    INFO(down_error);
+    CHECK(down_error.find("http://") != std::string::npos);
+    CHECK(down_error.find("allow_private_network = true") != std::string::npos);
+
+    // The same server with the test CA works.
+    wait_state(c, "trusted", "ready");
+    CHECK(text_of(call_tool(c, "trusted_echo", {{"text", "verified"}})) == "verified");
+    // No request of the refused sources reached a server: the handshake failed before one,
+    // and the plain server behind the redirect was never asked.
+    CHECK(admin_stats(plain)["mcpRequests"].get<int>() == 0);
+    CHECK(admin_stats(downgrade)["mcpRequests"].get<int>() >= 1);
+    // meithd's log says nothing of a token or a body: only the errors above.
+    for (const auto& line : lines_of(slurp(d.home() / "audit.jsonl")))
+        CHECK(line.find("Bearer") == std::string::npos);
+}
+
 TEST_CASE("remote: retries, Last-Event-ID resumption, the GET stream, a dropped session, the "
           "session's DELETE, and a static header from a secret file",
           "[e2e][remote][transport]") {

@@ -53,6 +53,14 @@ struct http_server {
     std::string url, origin;
 };
 
+/// `flags` plus the test CA's server certificate (tests/mcp/tls: 127.0.0.1, localhost and
+/// 203.0.113.5), so http_server serves HTTPS.
+std::vector<std::string> with_test_cert(std::vector<std::string> flags) {
+    flags.push_back("--tls-cert=" + mcp_dir() + "/tls/server.pem");
+    flags.push_back("--tls-key=" + mcp_dir() + "/tls/server.key");
+    return flags;
+}
+
 /// tests/mcp/fetch.mjs: METHOD URL (redirects followed) -> {status, url, body}.
 json fetch(const std::string& method, const std::string& url) {
     // The test CA (tests/mcp/tls) for the https servers of the egress test.
@@ -330,14 +338,9 @@ TEST_CASE("remote: a redirect to a private address and a name resolving to loopb
     if (const auto why = own_network_namespace(); !why.empty())
         SKIP_TEST("no network namespace of the test's own (" + why + "; needs root)");
     const std::string tls = mcp_dir() + "/tls/";
-    const std::vector<std::string> cert{"--tls-cert=" + tls + "server.pem",
-                                        "--tls-key=" + tls + "server.key"};
-    auto with = [&](std::vector<std::string> flags) {
-        flags.insert(flags.end(), cert.begin(), cert.end());
-        return flags;
-    };
-    http_server inside(with({"--sdk=1"})); // https://127.0.0.1:P/mcp
-    http_server outside(with({"--sdk=1", "--host=203.0.113.5", "--redirect-to=" + inside.url}));
+    http_server inside(with_test_cert({"--sdk=1"})); // https://127.0.0.1:P/mcp
+    http_server outside(
+        with_test_cert({"--sdk=1", "--host=203.0.113.5", "--redirect-to=" + inside.url}));
     const std::string ca = "ca_file = \"" + tls + "ca.pem\"\n";
     const std::string by_name = "https://localhost:" + inside.url.substr(inside.url.rfind(':') + 1);
     daemon_process d(remote_source("hop", outside.url, ca) + remote_source("byname", by_name, ca) +
@@ -370,16 +373,11 @@ TEST_CASE("remote: a certificate no trusted CA signed and a redirect from https 
     if (const auto why = own_network_namespace(); !why.empty())
         SKIP_TEST("no network namespace of the test's own (" + why + "; needs root)");
     const std::string tls = mcp_dir() + "/tls/";
-    const std::vector<std::string> cert{"--tls-cert=" + tls + "server.pem",
-                                        "--tls-key=" + tls + "server.key"};
-    auto with = [&](std::vector<std::string> flags) {
-        flags.insert(flags.end(), cert.begin(), cert.end());
-        return flags;
-    };
     // All on 203.0.113.5, an ordinary public address here: only TLS and the scheme decide.
     http_server plain({"--sdk=1", "--host=203.0.113.5"}); // http://203.0.113.5:P/mcp
-    http_server secure(with({"--sdk=1", "--host=203.0.113.5"}));
-    http_server downgrade(with({"--sdk=1", "--host=203.0.113.5", "--redirect-to=" + plain.url}));
+    http_server secure(with_test_cert({"--sdk=1", "--host=203.0.113.5"}));
+    http_server downgrade(
+        with_test_cert({"--sdk=1", "--host=203.0.113.5", "--redirect-to=" + plain.url}));
     const std::string ca = "ca_file = \"" + tls + "ca.pem\"\n";
     // The test CA is in no system store: without ca_file the server's certificate is not
     // trusted, and allow_private_network does not change that.

@@ -43,6 +43,8 @@ class client_profile {
     std::string_view real_name(std::string_view shown) const;
     /// The override of the tool named `real_name`, or null.
     const config::tool_override_config* override_of(std::string_view real_name) const;
+    /// Whether it names or describes any tool otherwise (`[clients.NAME.overrides]`).
+    bool has_overrides() const { return !cfg_.overrides.empty(); }
     /// The name a client of this profile sees the tool named `real_name` as.
     std::string_view shown_name(std::string_view real_name) const;
 

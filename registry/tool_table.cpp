@@ -113,16 +113,24 @@ std::size_t tool_table::append_search(std::string& out, std::string_view query, 
                                       permissions::caller who, const permissions::policy& policy,
                                       list_format format,
                                       const permissions::client_profile* profile) {
-    if (!index_.built()) {
+    const profile_index* view =
+        profile && profile->has_overrides() ? &index_for(*profile) : nullptr;
+    if (!view && !index_.built()) {
         std::vector<const tool*> all;
         all.reserve(tools_.size());
         for (const auto& [name, t] : tools_)
             all.push_back(t.get());
         index_.build(all);
     }
+    const auto real = [view](const tool& t) -> const tool& {
+        if (!view) return t;
+        const auto it = view->real.find(&t);
+        return it == view->real.end() ? t : *it->second;
+    };
     // Only what the caller may call, or ask a person for (PROTOCOL.md §11): a search never
     // shows a tool the list would not let it use.
-    const auto hits = index_.search(query, limit, [&](const tool& t) {
+    const auto hits = (view ? view->index : index_).search(query, limit, [&](const tool& shown) {
+        const tool& t = real(shown);
         if (t.quarantined) return false;
         if (profile && !profile->visible(t.name)) return false;
         const auto d = policy.decide(t.name, t.capabilities, who);
@@ -132,12 +140,35 @@ std::size_t tool_table::append_search(std::string& out, std::string_view query, 
     for (const auto& h : hits) {
         if (!first) out.push_back(',');
         first = false;
+        const tool& t = real(*h.t);
         if (format != list_format::meith)
-            append_provider(out, *h.t, format, profile);
+            append_provider(out, t, format, profile);
         else
-            append_descriptor(out, *h.t, h.t->source->tags(), who, policy, profile);
+            append_descriptor(out, t, t.source->tags(), who, policy, profile);
     }
     return hits.size();
+}
+
+const tool_table::profile_index& tool_table::index_for(const permissions::client_profile& profile) {
+    if (auto it = profile_indexes_.find(profile.name()); it != profile_indexes_.end())
+        return it->second;
+    profile_index& v = profile_indexes_[profile.name()];
+    std::vector<const tool*> all;
+    all.reserve(tools_.size());
+    for (const auto& [name, t] : tools_) {
+        const config::tool_override_config* ov = profile.override_of(t->name);
+        if (!ov) {
+            all.push_back(t.get());
+            continue;
+        }
+        auto& copy = v.shown.emplace_back(std::make_unique<tool>(*t));
+        if (ov->name) copy->name = *ov->name;
+        if (ov->description) copy->description = *ov->description;
+        v.real.emplace(copy.get(), t.get());
+        all.push_back(copy.get());
+    }
+    v.index.build(all);
+    return v;
 }
 
 bool tool_table::set_quarantined(std::string_view name, bool quarantined) {

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace meith::registry {
@@ -119,6 +120,7 @@ class tool_table {
     /// `on_change`: what a caller sees of the tools may have changed.
     void invalidate() {
         descriptors_valid_ = {};
+        profile_indexes_.clear(); // a profile's view follows the tools and the profiles
         if (on_change) on_change();
     }
     /// Runs on every change to the tools or their descriptors (the registry's tools_changed).
@@ -142,6 +144,17 @@ class tool_table {
     std::array<std::string, 2 * list_format_count> descriptors_;
     std::array<bool, 2 * list_format_count> descriptors_valid_{};
     tool_index index_; ///< for append_search; cleared when the tools change
+
+    /// What a profile with overrides searches (docs/protocol.md §23): its tools named and
+    /// described as it shows them, so a client finds a tool by the words it reads.
+    struct profile_index {
+        std::vector<std::unique_ptr<tool>> shown;          ///< copies of the overridden tools
+        std::unordered_map<const tool*, const tool*> real; ///< copy -> registered tool
+        tool_index index;
+    };
+    /// Built on a profile's first search after a change; dropped by invalidate().
+    std::map<std::string, profile_index, std::less<>> profile_indexes_;
+    const profile_index& index_for(const permissions::client_profile& profile);
 };
 
 } // namespace meith::registry

@@ -93,6 +93,14 @@ TEST_CASE("client profile: a hidden tool is out of the list and the search, and 
     const auto counted = names_of(c.read());
     REQUIRE_FALSE(counted.empty());
     CHECK(counted.front() == "count_words");
+    // A search ranks what the profile shows: the override's words find the tool, and words
+    // only its own description has ("characters", "lines") do not.
+    c.send({{"type", "list_tools"}, {"requestId", "q3"}, {"query", "review comment"}});
+    const auto reviewed = names_of(c.read());
+    REQUIRE_FALSE(reviewed.empty());
+    CHECK(reviewed.front() == "count_words");
+    c.send({{"type", "list_tools"}, {"requestId", "q4"}, {"query", "characters lines"}});
+    CHECK_FALSE(has(names_of(c.read()), "count_words"));
 
     // Calls: by the shown name it runs, audited as the real tool with the profile. (The
     // renamed tool's own name reaches it too: its glob is in the profile.)

@@ -56,14 +56,38 @@ int bridge::run() {
 
 int bridge::drain() {
     // The client may still read stdout (a script that wrote its requests and closed its end,
-    // or a client waiting for its answers before it signals us, MCP stdio "Shutdown").
+    // or a client waiting for its answers before it signals us, MCP stdio "Shutdown"). What it
+    // can no longer answer is refused now, so no call waits for it.
+    for (const auto& [id, crid] : to_daemon_request_)
+        send_to_daemon(
+            {{"type", "client_response"},
+             {"protocol", 1},
+             {"clientRequestId", crid},
+             {"error",
+              {{"code", internal_error}, {"message", "the MCP client closed its input"}}}});
+    to_daemon_request_.clear();
     const auto awaited = [this] {
-        return std::any_of(pending_.begin(), pending_.end(), [](const auto& e) {
-            return !e.second.cancelled && !e.second.mcp_id.is_null();
-        });
+        return tasks_.has_waiting() ||
+               std::any_of(pending_.begin(), pending_.end(), [](const auto& e) {
+                   return !e.second.cancelled && !e.second.mcp_id.is_null();
+               });
     };
+    // Bounded: past drain_grace (or once nobody reads stdout) the bridge leaves, and closing
+    // its connection cancels what is still running.
+    const auto until = std::chrono::steady_clock::now() + drain_grace;
     while (conn_ && awaited()) {
-        const auto r = conn_->read_frame(std::nullopt);
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= until) {
+            fmt::print(stderr,
+                       "meith mcp: stdin closed; {} s later requests are still in flight: "
+                       "leaving them (their calls are cancelled)\n",
+                       drain_grace.count());
+            break;
+        }
+        pollfd out{STDOUT_FILENO, 0, 0};
+        if (::poll(&out, 1, 0) > 0 && (out.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0)
+            break; // nobody reads the answers any more
+        const auto r = conn_->read_frame(std::min(until, now + std::chrono::milliseconds(200)));
         if (r.status == protocol::client_channel::read_status::frame)
             on_daemon_frame(r.frame);
         else if (r.status == protocol::client_channel::read_status::closed)
@@ -79,8 +103,8 @@ void bridge::read_stdin() {
         in_.append(buf, static_cast<std::size_t>(n));
     else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
         in_eof_ = true;
-        // A last message without its newline is still a message.
-        if (!in_.empty() && in_.size() <= max_line) in_.push_back('\n');
+        // A last message without its newline is still a message (not one cut by an error).
+        if (n == 0 && !in_.empty() && in_.size() <= max_line) in_.push_back('\n');
     }
 }
 

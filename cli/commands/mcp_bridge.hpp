@@ -9,6 +9,7 @@
 #include "cli/commands/mcp_tasks.hpp"
 #include "cli/session.hpp"
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <set>
@@ -41,9 +42,11 @@ class bridge {
     // ---- stdin / stdout -------------------------------------------------------------------
 
     void read_stdin();
-    /// After stdin's EOF: answers the requests still awaited (a cancelled one is not), then
-    /// returns exit_ok; a server's request for the client meanwhile gets an error.
+    /// After stdin's EOF: answers the requests still awaited (a cancelled one is not) for at
+    /// most `drain_grace`, or until stdout's reader is gone; then returns exit_ok. A server's
+    /// request for the client, sent before or arriving meanwhile, gets an error.
     int drain();
+    static constexpr std::chrono::seconds drain_grace{30};
 
     std::optional<std::string> next_stdin_line();
 

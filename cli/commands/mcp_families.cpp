@@ -50,7 +50,7 @@ void bridge::on_client_request(const json& f) {
         return;
     }
     pending& p = it->second;
-    if (!p.modern && in_eof_) {
+    if (in_eof_) {
         // The client closed its input: nobody can answer (the call goes on without it).
         send_to_daemon(
             {{"type", "client_response"},

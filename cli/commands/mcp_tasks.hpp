@@ -48,6 +48,13 @@ class task_table {
     /// answers the cancelled call (`finish`).
     std::optional<std::string> cancel(const std::string& task_id);
 
+    /// Whether a tasks/result request waits for a task that has not ended.
+    bool has_waiting() const {
+        for (const auto& [id, t] : tasks_)
+            if (!t.done && !t.waiting.empty()) return true;
+        return false;
+    }
+
     /// The task of call `request_id`, if it runs as one.
     std::optional<std::string> task_of(const std::string& request_id) const;
 

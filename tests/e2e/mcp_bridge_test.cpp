@@ -149,6 +149,12 @@ TEST_CASE("meith mcp: requests in flight when stdin closes are still answered, t
         "\n"
         R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t_sleep","arguments":{"ms":5000}}})"
         "\n"
+        // A task-augmented call (answered at once with meith-task-1) and its tasks/result,
+        // which waits for the call's end (after every other answer: the drain must wait for it).
+        R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t_sleep","arguments":{"ms":700},"task":{"ttl":60000}}})"
+        "\n"
+        R"({"jsonrpc":"2.0","id":6,"method":"tasks/result","params":{"taskId":"meith-task-1"}})"
+        "\n"
         R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}})";
     const fs::path in = d.home() / "requests.jsonl";
     std::ofstream(in) << lines;
@@ -173,6 +179,10 @@ TEST_CASE("meith mcp: requests in flight when stdin closes are still answered, t
     CHECK(answers[2]["result"]["structuredContent"]["slept"] == 400);
     REQUIRE(answers.count(3) == 1);
     CHECK(answers[3]["result"]["structuredContent"]["n"] == 3);
+    REQUIRE(answers.count(5) == 1);
+    CHECK(answers[5]["result"]["task"]["taskId"] == "meith-task-1");
+    REQUIRE(answers.count(6) == 1);
+    CHECK(answers[6]["result"]["structuredContent"]["slept"] == 700);
     // The cancelled call's answer is not sent (the MCP rule), and the bridge did not wait 5 s
     // for it: the audit line says it was cancelled.
     CHECK(answers.count(4) == 0);
@@ -181,6 +191,24 @@ TEST_CASE("meith mcp: requests in flight when stdin closes are still answered, t
                l.value("errorCode", "") == "CANCELLED";
     });
     CHECK(cancelled["caller"] == "plugin");
+}
+
+TEST_CASE("meith mcp: after stdin closes it stops waiting once nobody reads its answers",
+          "[e2e][mcp][bridge]") {
+    // The reader of stdout is gone (it exited): the call in flight is not waited for; it ends
+    // cancelled when the bridge leaves, not with its result 5 s later.
+    daemon_process d(host_source_toml("th"));
+    const fs::path in = d.home() / "requests.jsonl";
+    std::ofstream(in)
+        << R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t_sleep","arguments":{"ms":5000}}})"
+        << "\n";
+    const std::string cmd = "MEITH_NO_AUTOSTART=1 '" + std::string(MEITH_CLI) + "' --home '" +
+                            d.home().string() + "' mcp < '" + in.string() + "' | true";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    const json line = d.wait_audit([](const json& l) {
+        return l.value("event", "") == "tool_call" && l.value("toolName", "") == "t_sleep";
+    });
+    CHECK(line["errorCode"] == "CANCELLED");
 }
 
 TEST_CASE("meith mcp: members of unexpected types get their JSON-RPC error and the session goes "

@@ -219,15 +219,7 @@ void bridge::on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
     if (closing_) return;
     const long status = out.head.status;
     if (!out.error.empty()) {
-        if (out.refused) {
-            // Not transient: a restart would be refused again. meithd fails the source at once.
-            const auto why = fmt::format("{} ({}); {}", out.error, opts_.url, out.remedy);
-            std::string line =
-                R"({"jsonrpc":"2.0","method":"meith/egress_refused","params":{"reason":)";
-            append_json_string(line, why);
-            write_line(line + "}}");
-            return fail_message(*m, why);
-        }
+        if (out.refused) return fail_message(*m, refused(out));
         // A stream cut after some events: resume it where it stopped (Last-Event-ID).
         if (sse && !m->id_json.empty() && !parser->last_event_id().empty() &&
             !answered_.contains(m->id_json))
@@ -420,7 +412,10 @@ void bridge::open_stream(const std::string& last_event_id) {
             return refresh([this](bool good) {
                 if (good) open_stream(stream_last_id_);
             });
-        if (out.refused) return log("meith-remote: " + out.error);
+        if (out.refused) {
+            refused(out);
+            return;
+        }
         // Cut or ended: open it again after a backoff, from the last event seen.
         const auto delay = backoff(std::min(stream_failures_++, 5));
         stream_timer_.expires_after(delay);
@@ -458,8 +453,14 @@ void bridge::resume(const std::string& id_json, const std::string& last_event_id
         // The answer came: a resumed stream may stay open after it; close it here.
         if (answered_.erase(id_json) > 0) http_.cancel(*rid);
     };
-    h.on_done = [this, id_json, last_event_id, parser, tries](http_outcome) {
+    h.on_done = [this, id_json, last_event_id, parser, tries](http_outcome out) {
         if (answered_.erase(id_json) > 0 || closing_) return;
+        if (out.refused) {
+            outgoing m;
+            m.id_json = id_json;
+            m.method = "?";
+            return fail_message(m, refused(out));
+        }
         const auto from = parser->last_event_id().empty() ? last_event_id : parser->last_event_id();
         auto t = std::make_shared<asio::steady_timer>(io_, backoff(tries));
         t->async_wait([this, t, id_json, from, tries](const std::error_code& ec) {
@@ -515,6 +516,15 @@ void bridge::schedule_refresh() {
     refresh_timer_.async_wait([this](const std::error_code& ec) {
         if (!ec && !closing_) refresh([](bool) {});
     });
+}
+
+std::string bridge::refused(const http_outcome& out) {
+    // Not transient: a restart would be refused again.
+    const auto why = fmt::format("{} ({}); {}", out.error, opts_.url, out.remedy);
+    std::string line = R"({"jsonrpc":"2.0","method":"meith/egress_refused","params":{"reason":)";
+    append_json_string(line, why);
+    write_line(line + "}}");
+    return why;
 }
 
 void bridge::login_required(const std::string& why) {

@@ -89,6 +89,9 @@ class bridge {
     void refresh(std::function<void(bool)> then);
     void schedule_refresh();
     void login_required(const std::string& why);
+    /// A refused connection (http_outcome::refused): tells meithd (`meith/egress_refused`,
+    /// which fails the source at once) and returns the reason with the URL and the remedy.
+    std::string refused(const http_outcome& out);
 
     void shutdown();
     void end(int status);

@@ -103,6 +103,24 @@ void global_init() {
     if (rc != CURLE_OK) throw std::runtime_error("libcurl could not be initialised");
 }
 
+/// Whether a failed verification's cause is the chain (no trusted CA vouches for the issuer),
+/// not an expired certificate or one for another name: OpenSSL's X509_V_ERR_ codes, as
+/// CURLINFO_SSL_VERIFYRESULT gives them (x509_vfy.h).
+bool untrusted_issuer(CURL* easy) {
+    long result = 0;
+    if (curl_easy_getinfo(easy, CURLINFO_SSL_VERIFYRESULT, &result) != CURLE_OK) return false;
+    switch (result) {
+    case 2:  // X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT
+    case 18: // X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT
+    case 19: // X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN
+    case 20: // X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY
+    case 21: // X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE
+        return true;
+    default:
+        return false;
+    }
+}
+
 } // namespace
 
 struct transfer {
@@ -322,13 +340,17 @@ struct http_client::impl {
             out.error = "refused to connect: " + t->refused;
             out.remedy = "a source that means to reach its own network says "
                          "`allow_private_network = true`";
-        } else if (code == CURLE_UNSUPPORTED_PROTOCOL && !policy.allow_private_network) {
+        } else if (code == CURLE_UNSUPPORTED_PROTOCOL && !policy.allow_private_network &&
+                   std::string_view(t->errbuf).find("Protocol \"http\"") !=
+                       std::string_view::npos) {
             // CURLOPT_(REDIR_)PROTOCOLS_STR is "https": a plain http:// URL or redirect.
             out.refused = true;
-            out.error = "refused plain http:// (a redirect from https:// to http://)";
+            out.error = t->req.url.starts_with("http://")
+                            ? "refused a plain http:// URL"
+                            : "refused a redirect from https:// to plain http://";
             out.remedy = "only a source that says `allow_private_network = true` speaks plain "
                          "HTTP; give the server's https:// URL";
-        } else if (code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE) {
+        } else if (code == CURLE_PEER_FAILED_VERIFICATION && untrusted_issuer(t->easy)) {
             out.refused = true;
             out.error = t->errbuf[0] != '\0' ? std::string(t->errbuf) : curl_easy_strerror(code);
             out.remedy =
@@ -336,9 +358,14 @@ struct http_client::impl {
                     ? "the server's certificate is not signed by a CA in the system's store; "
                       "for a server with a private CA, set the source's `ca_file` to that CA's "
                       "PEM file"
-                    : fmt::format("the server's certificate is not signed by the CA in ca_file "
-                                  "{} (or that file cannot be read)",
+                    : fmt::format("the server's certificate is signed neither by a CA in the "
+                                  "system's store nor by one in ca_file {}",
                                   policy.ca_file);
+        } else if (code == CURLE_SSL_CACERT_BADFILE && !policy.ca_file.empty()) {
+            out.refused = true;
+            out.error =
+                fmt::format("ca_file {} cannot be read as PEM certificates", policy.ca_file);
+            out.remedy = "mend the file, or remove `ca_file` to use the system's store alone";
         } else if (t->too_large) {
             out.too_large = true;
             out.error = fmt::format("the response is over {} bytes", t->req.max_body_bytes);

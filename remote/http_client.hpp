@@ -54,12 +54,17 @@ struct http_head {
 struct http_outcome {
     http_head head;
     std::string error; ///< curl's reason, or the egress refusal, in words
-    /// Refused, never worth a retry: an address the egress check refuses, plain http:// (a
-    /// redirect from https) without allow_private_network, a certificate no trusted CA signed.
+    /// Refused, never worth a retry: an address the egress check refuses, plain http:// (a URL
+    /// or a redirect from https) without allow_private_network, a certificate whose issuer no
+    /// trusted CA vouches for, a ca_file that cannot be read. Not an expired certificate or
+    /// one for another name: those are errors (the server may mend them; restarts go on).
     bool refused = false;
     std::string remedy;     ///< with `refused`: what would allow it, in words
     bool transient = false; ///< connect, resolve or timeout failure: worth a retry
     bool too_large = false;
+
+    /// `error`, and with a refusal what would allow it: "ERROR; REMEDY".
+    std::string described() const { return remedy.empty() ? error : error + "; " + remedy; }
 };
 
 /// Callbacks of one request. `on_head` runs once before the first body bytes (and before

@@ -305,7 +305,7 @@ void discover_authorization(http_client& http, const std::string& mcp_url,
     http_handlers h;
     h.on_done = [&http, mcp_url, done = std::move(done)](http_outcome out) mutable {
         if (!out.error.empty())
-            return done(std::nullopt, fmt::format("{}: {}", mcp_url, out.error));
+            return done(std::nullopt, fmt::format("{}: {}", mcp_url, out.described()));
         if (out.head.status != 401)
             return done(std::nullopt,
                         fmt::format("{} answered HTTP {} without a token: it asks for no OAuth "
@@ -409,8 +409,8 @@ void register_client(http_client& http, const server_auth& as, const std::string
     h.on_body = [body](std::string_view b) { body->append(b); };
     h.on_done = [body, as, done = std::move(done)](http_outcome out) {
         if (!out.error.empty())
-            return done(std::nullopt,
-                        "client registration at " + as.registration_endpoint + ": " + out.error);
+            return done(std::nullopt, "client registration at " + as.registration_endpoint + ": " +
+                                          out.described());
         simdjson::dom::parser p;
         simdjson::dom::object o;
         if (out.head.status / 100 != 2 || !parse_object(p, *body, o))
@@ -452,7 +452,7 @@ void exchange_code(http_client& http, credentials base, const std::string& code,
               [base = std::move(base), done = std::move(done)](http_outcome out,
                                                                std::string body) mutable {
                   if (!out.error.empty())
-                      return done(std::nullopt, base.token_endpoint + ": " + out.error);
+                      return done(std::nullopt, base.token_endpoint + ": " + out.described());
                   std::string why;
                   bool invalid = false;
                   if (!apply_token_response(base, out.head.status, body, unix_now(), why, invalid))
@@ -526,7 +526,7 @@ void refresh_grant(http_client& http, credentials c, std::function<void(refresh_
         [c = std::move(c), done = std::move(done)](http_outcome out, std::string body) mutable {
             refresh_outcome r;
             if (!out.error.empty()) {
-                r.why = c.token_endpoint + ": " + out.error;
+                r.why = c.token_endpoint + ": " + out.described();
                 return done(std::move(r));
             }
             if (!apply_token_response(c, out.head.status, body, unix_now(), r.why, r.invalid_grant))

@@ -30,7 +30,7 @@ void registry::set_clients(const std::vector<config::client_config>& clients) {
             profile_by_agent_.emplace(a, p);
         profiles_.emplace(c.name, std::move(p));
     }
-    tools_.invalidate(); // what a profile's clients see may have changed
+    tools_.profiles_changed(); // what a profile's clients see may have changed
 }
 
 std::size_t registry::count_hidden(const permissions::client_profile& profile) const {

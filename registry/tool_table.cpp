@@ -86,6 +86,7 @@ tool_table::registration tool_table::register_source(tool_source& src,
     for (auto& t : fresh)
         tools_.emplace(t->name, std::move(t));
     index_.clear();
+    profile_indexes_.clear();
     invalidate();
     spdlog::info("source '{}': {} tool(s) registered", src.name(), fresh.size());
     return out;
@@ -94,6 +95,7 @@ tool_table::registration tool_table::register_source(tool_source& src,
 void tool_table::remove_source(const tool_source& src) {
     std::erase_if(tools_, [&src](const auto& entry) { return entry.second->source.get() == &src; });
     index_.clear();
+    profile_indexes_.clear();
     invalidate();
 }
 
@@ -179,6 +181,7 @@ bool tool_table::set_quarantined(std::string_view name, bool quarantined) {
     copy->quarantined = quarantined;
     it->second = std::move(copy);
     index_.clear();
+    profile_indexes_.clear();
     invalidate();
     return true;
 }

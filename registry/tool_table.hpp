@@ -120,8 +120,12 @@ class tool_table {
     /// `on_change`: what a caller sees of the tools may have changed.
     void invalidate() {
         descriptors_valid_ = {};
-        profile_indexes_.clear(); // a profile's view follows the tools and the profiles
         if (on_change) on_change();
+    }
+    /// The client profiles changed (a reload): their search views are built afresh.
+    void profiles_changed() {
+        profile_indexes_.clear();
+        invalidate();
     }
     /// Runs on every change to the tools or their descriptors (the registry's tools_changed).
     std::function<void()> on_change;
@@ -152,7 +156,7 @@ class tool_table {
         std::unordered_map<const tool*, const tool*> real; ///< copy -> registered tool
         tool_index index;
     };
-    /// Built on a profile's first search after a change; dropped by invalidate().
+    /// Built on a profile's first search after the tools or the profiles change.
     std::map<std::string, profile_index, std::less<>> profile_indexes_;
     const profile_index& index_for(const permissions::client_profile& profile);
 };

@@ -24,12 +24,14 @@ trap tmux_cleanup EXIT
 
 # The test's own tmux server: t new-session ..., t send-keys ...
 t() { tmux -L "$tmux_sock" "$@"; }
+# A command that fails under `set -e` outside the checks says which.
+trap 'echo "FAIL: line $LINENO: \`$BASH_COMMAND\` exited $?"' ERR
 # A session that holds the server for the test's whole life. Without it, killing the test's
 # only session makes the server exit (tmux's exit-empty), and a `t new-session` that reaches
 # it while it exits fails with "server exited unexpectedly" (seen under load in CI).
+# The server starts here, so its panes get the environment as it is now: a variable the test
+# sets later reaches a pane only on the pane's command line (or `t new-session -e VAR=…`).
 tmux -L "$tmux_sock" -f /dev/null new-session -d -s keeper -x 80 -y 10 "sleep 3600"
-# A command that fails under `set -e` outside the checks says which.
-trap 'echo "FAIL: line $LINENO: \`$BASH_COMMAND\` exited $?"' ERR
 # The pane's screen and 200 lines of scrollback.
 pane() { t capture-pane -p -t "$tmux_pane" -S -200; }
 fail() {

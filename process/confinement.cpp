@@ -1,4 +1,5 @@
 #include "process/confinement.hpp"
+#include "process/protected_paths.hpp"
 
 #include "audit/redactor.hpp"
 #include "config/private_file.hpp"
@@ -152,13 +153,6 @@ std::vector<fs::path> credential_stores() {
     out.emplace_back("/run/docker.sock");
     out.emplace_back("/run/dbus/system_bus_socket");
     return out;
-}
-
-/// Whether `a` is `b` or lies beneath it (lexically).
-bool within(const fs::path& a, const fs::path& b) {
-    const auto [mismatch, end] = std::mismatch(b.begin(), b.end(), a.begin(), a.end());
-    (void)end;
-    return mismatch == b.end();
 }
 
 std::optional<fs::path> root_of(const std::string& config_json) {
@@ -424,7 +418,7 @@ bool cwd_inside_home(const fs::path& cwd) {
     std::error_code ec;
     const fs::path h = fs::weakly_canonical(home_dir(), ec);
     const fs::path w = fs::weakly_canonical(cwd, ec);
-    return w != h && within(w, h);
+    return w != h && path_within(w, h);
 }
 
 /// Says once per daemon which protections this kernel gives tools, and whether
@@ -462,70 +456,11 @@ std::vector<fs::path> hidden_paths(const config::sandbox_paths_config& paths) {
             hidden.push_back(dir);
     }
     for (const auto& store : credential_stores())
-        if (std::none_of(paths.read.begin(), paths.read.end(),
-                         [&](const fs::path& p) { return within(p, store) || within(store, p); }))
+        if (std::none_of(paths.read.begin(), paths.read.end(), [&](const fs::path& p) {
+                return path_within(p, store) || path_within(store, p);
+            }))
             hidden.push_back(store);
     return hidden;
-}
-
-fs::path canonical_or_normal(const fs::path& p) {
-    std::error_code ec;
-    fs::path c = fs::weakly_canonical(p, ec);
-    return ec ? p.lexically_normal() : c;
-}
-
-/// The folders strictly between `root` and `path` (`path` inside `root`), innermost first.
-std::vector<fs::path> folders_between(const fs::path& root, const fs::path& path) {
-    std::vector<fs::path> out;
-    for (fs::path p = path.parent_path(); p != root && within(p, root) && p != p.root_path();
-         p = p.parent_path())
-        out.push_back(p);
-    return out;
-}
-
-/// The protected paths (`paths.protect`, existing, not symlinks) inside the writable `roots`
-/// that no `paths.write` entry lifts (one naming the path or a folder between it and its
-/// root), and the folders to pin so that neither they nor meithd's home (when a root holds it)
-/// can be renamed away and replaced (docs/protocol.md §15).
-void protect_in_roots(sandbox::request& r, const std::vector<fs::path>& roots,
-                      const config::sandbox_paths_config& paths) {
-    std::vector<fs::path> lifts;
-    for (const auto& w : paths.write)
-        lifts.push_back(canonical_or_normal(w));
-    std::set<fs::path> read_only, pinned;
-    const fs::path home = home_dir().empty() ? fs::path() : canonical_or_normal(home_dir());
-    for (const auto& raw : roots) {
-        const fs::path root = canonical_or_normal(raw);
-        for (const auto& name : paths.protect) {
-            const fs::path p = (root / name).lexically_normal();
-            struct stat st {};
-            if (::lstat(p.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
-            const bool lifted = std::any_of(lifts.begin(), lifts.end(), [&](const fs::path& w) {
-                return w != root && within(w, root) && within(p, w);
-            });
-            if (lifted) continue;
-            read_only.insert(p);
-            for (auto& f : folders_between(root, p))
-                pinned.insert(f);
-        }
-        if (!home.empty() && home != root && within(home, root))
-            for (auto& f : folders_between(root, home))
-                pinned.insert(f);
-        // meithd's own config (--config, outside the home): what its sources may do is no
-        // tool's to rewrite.
-        const fs::path& cfg = config_file_path();
-        if (!cfg.empty() && within(cfg, root) && (home.empty() || !within(cfg, home))) {
-            read_only.insert(cfg);
-            for (auto& f : folders_between(root, cfg))
-                pinned.insert(f);
-        }
-    }
-    r.read_only.assign(read_only.begin(), read_only.end());
-    r.pinned.assign(pinned.begin(), pinned.end());
-    // Outer folders first: a pin inside another is mounted on the outer one's clone.
-    std::sort(r.pinned.begin(), r.pinned.end(), [](const fs::path& a, const fs::path& b) {
-        return std::distance(a.begin(), a.end()) < std::distance(b.begin(), b.end());
-    });
 }
 
 /// Warns at start that writes are withheld from a folder that holds meithd's home.
@@ -678,7 +613,9 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
         if (!r.cwd.empty()) roots.push_back(r.cwd);
         if (r.root) roots.push_back(*r.root);
         roots.insert(roots.end(), r.extra.write.begin(), r.extra.write.end());
-        protect_in_roots(r, roots, paths);
+        auto kept = protected_in_roots(roots, paths, home_dir(), config_file_path());
+        r.read_only = std::move(kept.read_only);
+        r.pinned = std::move(kept.pinned);
     }
     r.egress_proxy = egress_proxy;
     r.egress_port = egress::proxy_port;

@@ -92,6 +92,38 @@ TEST_CASE("protected paths: .git/hooks, .git/config, .mcp.json and .vscode stay 
     CHECK(write("lift", w / ".git/config") == "EROFS");
 }
 
+TEST_CASE("protected paths: a repository without .git/hooks gets an empty one, read-only, and "
+          "the folder core.hooksPath names is protected too, so no tool plants a hook",
+          "[e2e][sandbox][protected]") {
+    // A repository whose hooks folder is gone (deleted, or made by a tool that does not
+    // create one): the tool could make .git/hooks/pre-commit, run by the next commit. And one
+    // whose hooks live in the work tree (husky, a .githooks folder) by core.hooksPath.
+    REQUIRE_KERNEL_SANDBOX(true);
+    temp_dir work;
+    const fs::path w = work.path;
+    write_file(w / ".git/config", "[core]\n\tbare = false\n[Core]\n\thooksPath = \".githooks\"\n");
+    write_file(w / ".githooks/README", "hooks\n");
+    write_file(w / ".git/HEAD", "ref: refs/heads/main\n");
+    daemon_process d(cli_writes + probe_source("w", w));
+    client c(d.socket());
+    CHECK(outcome(c, "w",
+                  {{"action", "write"},
+                   {"path", (w / ".git/hooks/pre-commit").string()},
+                   {"parents", true}}) == "EROFS");
+    CHECK(!fs::exists(w / ".git/hooks/pre-commit"));
+    CHECK(outcome(c, "w", {{"action", "write"}, {"path", (w / ".githooks/pre-commit").string()}}) ==
+          "EROFS");
+    CHECK(!fs::exists(w / ".githooks/pre-commit"));
+    CHECK(source_status(c, "w")["sandbox"]["protected"].dump().find(".githooks") !=
+          std::string::npos);
+    // The folder git itself makes, empty; nothing else is created in the project.
+    CHECK(fs::is_directory(w / ".git/hooks"));
+    CHECK(fs::is_empty(w / ".git/hooks"));
+    CHECK(!fs::exists(w / ".mcp.json"));
+    CHECK(!fs::exists(w / ".vscode"));
+    CHECK(outcome(c, "w", {{"action", "write"}, {"path", (w / "notes.md").string()}}) == "ok");
+}
+
 TEST_CASE("a cwd that holds meithd's home: writes under it work, under the home they do not, "
           "and the home cannot be renamed away",
           "[e2e][sandbox][protected]") {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // One-shot exec tool for the sandbox tests (docs/protocol.md §15): tries one thing the kernel
 // sandbox may forbid and reports what happened, never failing itself.
-//   {"action":"write","path":P}        writes P
+//   {"action":"write","path":P}        writes P ("parents":true: makes its folders first)
 //   {"action":"connect","port":N}      TCP connect to 127.0.0.1:N
 //   {"action":"spawn"}                 runs /bin/sh -c true
 //   {"action":"tmpdir"}                writes a file in $TMPDIR
@@ -68,6 +68,7 @@ async function act(args, answer, refused) {
     try {
         switch (args.action) {
         case 'write':
+            if (args.parents) fs.mkdirSync(path.dirname(args.path), { recursive: true });
             fs.writeFileSync(args.path, 'written by sandbox_probe\n');
             answer({ done: true });
             break;

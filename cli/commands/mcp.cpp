@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include <unistd.h>
 
@@ -58,14 +59,10 @@ int bridge::drain() {
     // The client may still read stdout (a script that wrote its requests and closed its end,
     // or a client waiting for its answers before it signals us, MCP stdio "Shutdown"). What it
     // can no longer answer is refused now, so no call waits for it.
-    for (const auto& [id, crid] : to_daemon_request_)
-        send_to_daemon(
-            {{"type", "client_response"},
-             {"protocol", 1},
-             {"clientRequestId", crid},
-             {"error",
-              {{"code", internal_error}, {"message", "the MCP client closed its input"}}}});
-    to_daemon_request_.clear();
+    // Moved out first: a failed send ends the connection (daemon_gone), which clears the map.
+    const auto asked = std::exchange(to_daemon_request_, {});
+    for (const auto& [id, crid] : asked)
+        if (!conn_ || !refuse_client_request(crid, "the MCP client closed its input")) break;
     const auto awaited = [this] {
         return tasks_.has_waiting() ||
                std::any_of(pending_.begin(), pending_.end(), [](const auto& e) {

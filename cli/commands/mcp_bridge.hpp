@@ -103,6 +103,10 @@ class bridge {
     /// A server's request for the client (sampling, elicitation, roots), through meithd.
     void on_client_request(const json& f);
 
+    /// Answers a server's request for the client (`clientRequestId` `crid`) with a JSON-RPC
+    /// error `message` to meithd; false when the send failed (the daemon is then gone).
+    bool refuse_client_request(const std::string& crid, const std::string& message);
+
     /// Answers the waiting request of call `rid` with input_required for its queued inputs.
     void ask_inputs(const std::string& rid, pending& p);
 

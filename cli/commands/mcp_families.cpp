@@ -43,23 +43,15 @@ void bridge::on_client_request(const json& f) {
     json params = f.value("params", json::object());
     auto it = pending_.find(get_string(f, "requestId").value_or(""));
     if (it == pending_.end() || it->second.cancelled) {
-        send_to_daemon({{"type", "client_response"},
-                        {"protocol", 1},
-                        {"clientRequestId", crid},
-                        {"error", {{"code", internal_error}, {"message", "the call is over"}}}});
+        refuse_client_request(crid, "the call is over");
+        return;
+    }
+    if (in_eof_) {
+        // The client closed its input: nobody can answer (the call goes on without it).
+        refuse_client_request(crid, "the MCP client closed its input");
         return;
     }
     pending& p = it->second;
-    if (in_eof_) {
-        // The client closed its input: nobody can answer (the call goes on without it).
-        send_to_daemon(
-            {{"type", "client_response"},
-             {"protocol", 1},
-             {"clientRequestId", crid},
-             {"error",
-              {{"code", internal_error}, {"message", "the MCP client closed its input"}}}});
-        return;
-    }
     if (!p.modern) {
         const std::string id = fmt::format("meith-{}", ++next_client_request_);
         to_daemon_request_[id] = crid;
@@ -71,6 +63,13 @@ void bridge::on_client_request(const json& f) {
     // client's retry carries the answers (multi-round-trip requests).
     p.inputs[crid] = {{"method", method}, {"params", std::move(params)}};
     if (!p.mcp_id.is_null()) ask_inputs(it->first, p);
+}
+
+bool bridge::refuse_client_request(const std::string& crid, const std::string& message) {
+    return send_to_daemon({{"type", "client_response"},
+                           {"protocol", 1},
+                           {"clientRequestId", crid},
+                           {"error", {{"code", internal_error}, {"message", message}}}});
 }
 
 void bridge::ask_inputs(const std::string& rid, pending& p) {

@@ -85,18 +85,14 @@ tool_table::registration tool_table::register_source(tool_source& src,
     remove_source(src);
     for (auto& t : fresh)
         tools_.emplace(t->name, std::move(t));
-    index_.clear();
-    profile_indexes_.clear();
-    invalidate();
+    tools_changed();
     spdlog::info("source '{}': {} tool(s) registered", src.name(), fresh.size());
     return out;
 }
 
 void tool_table::remove_source(const tool_source& src) {
     std::erase_if(tools_, [&src](const auto& entry) { return entry.second->source.get() == &src; });
-    index_.clear();
-    profile_indexes_.clear();
-    invalidate();
+    tools_changed();
 }
 
 void tool_table::append_descriptors(std::string& out, permissions::caller who,
@@ -180,9 +176,7 @@ bool tool_table::set_quarantined(std::string_view name, bool quarantined) {
     auto copy = std::make_shared<tool>(*it->second);
     copy->quarantined = quarantined;
     it->second = std::move(copy);
-    index_.clear();
-    profile_indexes_.clear();
-    invalidate();
+    tools_changed();
     return true;
 }
 

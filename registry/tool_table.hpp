@@ -156,6 +156,12 @@ class tool_table {
         std::unordered_map<const tool*, const tool*> real; ///< copy -> registered tool
         tool_index index;
     };
+    /// The tools themselves changed: the search indexes go, then invalidate().
+    void tools_changed() {
+        index_.clear();
+        profile_indexes_.clear();
+        invalidate();
+    }
     /// Built on a profile's first search after the tools or the profiles change.
     std::map<std::string, profile_index, std::less<>> profile_indexes_;
     const profile_index& index_for(const permissions::client_profile& profile);

@@ -380,6 +380,9 @@ TEST_CASE("remote: a certificate no trusted CA signed and a redirect from https 
         with_test_cert({"--sdk=1", "--host=203.0.113.5", "--redirect-to=" + plain.url}));
     // The test CA's certificate names 127.0.0.1, localhost and 203.0.113.5, not 127.0.0.2.
     http_server misnamed(with_test_cert({"--sdk=1", "--host=127.0.0.2"}));
+    // A certificate from a CA the source trusts, expired since 2000 (tests/mcp/tls/README.md).
+    http_server expired(
+        {"--sdk=1", "--tls-cert=" + tls + "expired.pem", "--tls-key=" + tls + "expired.key"});
     const std::string ca = "ca_file = \"" + tls + "ca.pem\"\n";
     // The test CA is in no system store: without ca_file the server's certificate is not
     // trusted, and allow_private_network does not change that.
@@ -387,7 +390,9 @@ TEST_CASE("remote: a certificate no trusted CA signed and a redirect from https 
         remote_source("untrusted", secure.url, "") +
         remote_source("untrusted_private", secure.url, "allow_private_network = true\n") +
         remote_source("downgrade", downgrade.url, ca) + remote_source("trusted", secure.url, ca) +
-        remote_source("misnamed", misnamed.url, ca + "allow_private_network = true\n"));
+        remote_source("misnamed", misnamed.url, ca + "allow_private_network = true\n") +
+        remote_source("expired", expired.url,
+                      "ca_file = \"" + tls + "expired-ca.pem\"\nallow_private_network = true\n"));
     client c(d.socket());
 
     for (const std::string name : {"untrusted", "untrusted_private"}) {
@@ -403,20 +408,23 @@ TEST_CASE("remote: a certificate no trusted CA signed and a redirect from https 
     CHECK(down_error.find("http://") != std::string::npos);
     CHECK(down_error.find("allow_private_network = true") != std::string::npos);
 
-    // A certificate for another name is an error, not a refusal (the server may mend it): the
-    // source is restarted, as for any failed start, not failed at once.
-    json misnamed_status;
-    for (int i = 0; i < 300; ++i) {
-        misnamed_status = source_status(c, "misnamed");
-        if (misnamed_status["restarts"].get<int>() >= 1 &&
-            misnamed_status.value("lastError", "").find("127.0.0.2") != std::string::npos)
-            break;
-        std::this_thread::sleep_for(50ms);
+    // A certificate for another name, or an expired one, is an error, not a refusal (the
+    // server may mend it): the source is restarted, as for any failed start, not failed at once.
+    for (const auto& [name, says] : std::vector<std::pair<std::string, std::string>>{
+             {"misnamed", "127.0.0.2"}, {"expired", "expired"}}) {
+        json st;
+        for (int i = 0; i < 300; ++i) {
+            st = source_status(c, name);
+            if (st["restarts"].get<int>() >= 1 &&
+                st.value("lastError", "").find(says) != std::string::npos)
+                break;
+            std::this_thread::sleep_for(50ms);
+        }
+        INFO(st.dump());
+        CHECK(st["restarts"].get<int>() >= 1);
+        CHECK(st.value("lastError", "").find(says) != std::string::npos);
+        CHECK(st.value("lastError", "").find("ca_file") == std::string::npos);
     }
-    INFO(misnamed_status.dump());
-    CHECK(misnamed_status["restarts"].get<int>() >= 1);
-    CHECK(misnamed_status.value("lastError", "").find("127.0.0.2") != std::string::npos);
-    CHECK(misnamed_status.value("lastError", "").find("ca_file") == std::string::npos);
 
     // The same server with the test CA works.
     wait_state(c, "trusted", "ready");

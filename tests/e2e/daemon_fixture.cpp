@@ -529,6 +529,22 @@ json source_status(client& c, const std::string& name) {
     return nullptr;
 }
 
+bool wait_sources_settled(client& c, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        c.send({{"type", "list_sources"}, {"protocol", 1}, {"requestId", "list-sources"}});
+        const json reply = c.read();
+        bool settled = true;
+        for (const auto& s : reply["sources"]) {
+            const auto state = s.value("state", "");
+            if (state == "starting" || state == "restarting") settled = false;
+        }
+        if (settled) return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+}
+
 bool kernel_can_confine(bool namespaces) {
     const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u /* _VERSION */);
     if (abi <= 0 || ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0) return false;

@@ -161,6 +161,10 @@ class client {
 
 /// list_sources' entry of source `name` (pid, state, sandbox, ...); null when there is none.
 json source_status(client& c, const std::string& name);
+/// Waits until no source is starting or restarting (each ready, failed or stopped): a first
+/// start that timed out under load (ASan, a busy machine) is restarted and lists its tools
+/// later, which a test that compares listings must not race. False after `timeout`.
+bool wait_sources_settled(client& c, std::chrono::milliseconds timeout);
 
 /// Whether this kernel gives what meithd's tool sandbox uses (asked the way meithd asks):
 /// Landlock and seccomp, and with `namespaces` also user + mount + PID namespaces.

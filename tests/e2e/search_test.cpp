@@ -51,6 +51,7 @@ TEST_CASE("tool search: fixed queries over the example tools and 10,000 more fin
     const std::string config = example_config_with_many(home_src.path, project.path);
     daemon_process d(config, {}, {}, 120s); // 10,000 tools: slower under the sanitizers
     client c(d.socket());
+    REQUIRE(wait_sources_settled(c, 120s)); // the MCP server's tools are searched for too
     REQUIRE(c.call("echo", {{"x", 1}})["result"]["ok"] == true);
     const std::pair<const char*, const char*> expected[] = {
         {"create a calendar event", "calendar_create_event"},
@@ -159,6 +160,9 @@ TEST_CASE("list_tools pages: offset, limit and permitted cut the listing in meit
     temp_dir home_src, project;
     daemon_process d(example_config_with_many(home_src.path, project.path), {}, {}, 120s);
     client c(d.socket());
+    // Under load a source's first start can time out and its tools come with the restart:
+    // the listing every page is checked against is taken once they have all come.
+    REQUIRE(wait_sources_settled(c, 120s));
 
     // The whole listing, as before: what every page is checked against.
     const json all = list_page(c, json::object());

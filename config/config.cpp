@@ -166,10 +166,10 @@ void parse_sandbox(checker& c, const scope& s, sandbox_mode& mode, sandbox_paths
         mode = std::array{sandbox_mode::enforce, sandbox_mode::require, sandbox_mode::off}[*i];
     if (const auto* t = c.read_table(s, "sandbox_paths")) {
         const scope p{*t, fmt::format("the sandbox_paths of {}", s.name)};
-        c.check_keys(p, {"read", "write", "exec"});
+        c.check_keys(p, {"read", "write", "exec", "sockets"});
         for (auto [key, list] :
              {std::pair{"read"sv, &paths.read}, std::pair{"write"sv, &paths.write},
-              std::pair{"exec"sv, &paths.exec}}) {
+              std::pair{"exec"sv, &paths.exec}, std::pair{"sockets"sv, &paths.sockets}}) {
             if (auto names = c.read_string_array(p, key, false, true)) {
                 for (const auto& n : *names) {
                     fs::path path = expand_tilde(fs::path(n));

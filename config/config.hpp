@@ -178,6 +178,8 @@ struct sandbox_paths_config {
     std::vector<std::filesystem::path> read; ///< accepted; reading is allowed everywhere
     std::vector<std::filesystem::path> write;
     std::vector<std::filesystem::path> exec;
+    /// Path Unix sockets (or their folders) the process may connect to (docs/protocol.md §15).
+    std::vector<std::filesystem::path> sockets;
     /// `[sandbox] protected_paths`, copied into every source and hook: names relative to
     /// each writable root that stay read-only there.
     std::vector<std::string> protect = default_protected_paths();

@@ -262,6 +262,12 @@ std::string sandbox_hint(const confinement& c, std::string_view error_text) {
                  {"connect", "socket", "getaddrinfo", "fetch failed", "econnrefused", "network"})) {
         hint += "the source may not use the network; declare `accesses-network` on its tools "
                 "(or in the source's `capabilities` table) to allow it";
+    } else if (!c.plan->unix_sockets &&
+               mentions(error_text, {"enoent", "eacces", "no such file"}) &&
+               mentions(error_text, {"connect", "socket", ".sock", "unix"}) &&
+               !mentions(error_text, {"econnrefused", "fetch failed", "getaddrinfo"})) {
+        hint += "the source may not open Unix sockets; name the socket (or its folder) in "
+                "`sandbox_paths.sockets` to let it connect there";
     } else if (const std::string prog = shell_exec_refused(error_text);
                !has(capability::starts_process) && !prog.empty()) {
         hint += "the source may not run other programs (its shell could not run `" + prog +
@@ -486,6 +492,8 @@ void append_plan_status(std::string& m, const sandbox::plan& plan,
     append_json_string(m, plan.ns);
     m += R"(,"home":)";
     append_json_string(m, plan.home);
+    m += R"(,"unix":)";
+    append_json_string(m, plan.unix);
     if (!plan.read_only.empty()) {
         m += R"(,"protected":[)";
         for (std::size_t i = 0; i < plan.read_only.size(); ++i) {
@@ -571,6 +579,8 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
         return c;
     }
     r.program = *program;
+    for (std::size_t i = 1; i < argv.size(); ++i)
+        if (!argv[i].empty() && argv[i][0] == '/') r.given.emplace_back(argv[i]);
     // Writable folders. One that holds meithd's home (its config, audit log and secrets) is
     // writable only where a mount namespace hides the home inside it (and pins the folders
     // down to it); without one, or for the home itself, the rule is left out and the status
@@ -583,6 +593,7 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
         return std::nullopt;
     };
     c.cwd = cwd;
+    r.start_dir = cwd;
     if (auto w = writable(cwd)) r.cwd = *w;
     r.root = root_of(config_json);
     if (r.root && r.root->is_relative())
@@ -608,6 +619,12 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     for (const auto& p : paths.write)
         if (auto w = writable(p)) r.extra.write.push_back(*w);
     r.extra.exec = paths.exec;
+    r.extra.sockets = paths.sockets;
+    // The daemon's own socket places, private like /tmp and /run (a session bus, ssh-agent or
+    // tmux socket may sit there when meithd's environment names another place).
+    for (const char* var : {"XDG_RUNTIME_DIR", "TMPDIR", "TMUX_TMPDIR"})
+        if (const char* v = std::getenv(var); v && fs::path(v).is_absolute())
+            r.private_places.emplace_back(v);
     if (kernel.namespaces) {
         std::vector<fs::path> roots;
         if (!r.cwd.empty()) roots.push_back(r.cwd);

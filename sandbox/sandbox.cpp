@@ -97,11 +97,12 @@ constexpr int fchmodat2_nr = -1;
 /// The seccomp filter of a confined child (docs/protocol.md §15), as BPF. Refused with EACCES:
 /// io_uring (it opens files and sockets without the system calls below), ptrace and
 /// process_vm_readv/writev; without `network` every socket(2) and every socketpair(2) but
-/// AF_UNIX's; with it every family but AF_UNIX, AF_INET, AF_INET6 and NETLINK_ROUTE, and raw
-/// IP sockets. Without `namespaces` (no read-only tree) and without `writes`, chmod, chown,
-/// utimes and xattr changes anywhere. Other architectures' system calls kill the process
-/// (libseccomp's default).
-std::vector<unsigned char> tool_filter(bool network, bool writes, bool namespaces) {
+/// AF_UNIX's; with it every family but AF_INET, AF_INET6 and NETLINK_ROUTE, and raw IP
+/// sockets; socket(AF_UNIX) only with `unix_sockets` (declared socket paths). Without `namespaces`
+/// (no read-only tree) and without `writes`, chmod, chown, utimes and xattr changes anywhere. Other
+/// architectures' system calls kill the process (libseccomp's default).
+std::vector<unsigned char> tool_filter(bool network, bool unix_sockets, bool writes,
+                                       bool namespaces) {
     scmp_filter_ctx ctx = ::seccomp_init(SCMP_ACT_ALLOW);
     if (ctx == nullptr) throw std::runtime_error("seccomp_init failed");
     std::vector<unsigned char> out;
@@ -138,12 +139,18 @@ std::vector<unsigned char> tool_filter(bool network, bool writes, bool namespace
                 {scmp_arg_cmp{0, SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER}});
     refuse_with(SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), {});
     if (!network) {
-        refuse(SCMP_SYS(socket));
+        if (unix_sockets)
+            // Exactly AF_UNIX, as for socketpair below.
+            refuse(SCMP_SYS(socket), {scmp_arg_cmp{0, SCMP_CMP_NE, AF_UNIX, 0}});
+        else
+            refuse(SCMP_SYS(socket));
         // Anything but exactly AF_UNIX (upper bits set count as "not AF_UNIX": refused too).
         refuse(SCMP_SYS(socketpair), {scmp_arg_cmp{0, SCMP_CMP_NE, AF_UNIX, 0}});
     } else {
+        // A path Unix socket is its own right (sandbox_paths.sockets), not part of the
+        // network: without it, socket(AF_UNIX) is refused like any family not listed.
         for (int family = 0; family < AF_MAX; ++family)
-            if (family != AF_UNIX && family != AF_INET && family != AF_INET6 &&
+            if ((family != AF_UNIX || !unix_sockets) && family != AF_INET && family != AF_INET6 &&
                 family != AF_NETLINK)
                 refuse(SCMP_SYS(socket), {low32(0, static_cast<scmp_datum_t>(family))});
         // Families newer than these headers, and any value with its upper half set.
@@ -273,6 +280,11 @@ std::string describe(const kernel_support& k) {
                           "other processes visible: " +
                               k.namespaces_problem + ")";
     return out;
+}
+
+const std::vector<fs::path>& default_private_places() {
+    static const std::vector<fs::path> places{"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm"};
+    return places;
 }
 
 const fs::path& init_program() {
@@ -440,6 +452,148 @@ bool plan_landlock(plan& p, const request& r, int abi, const fs::path& init, boo
     return complete;
 }
 
+/// True when `inner` is `outer` or lies beneath it (component-wise, both lexically normal).
+bool within(const fs::path& inner, const fs::path& outer) {
+    auto i = inner.begin();
+    for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+        if (o->empty() && std::next(o) == outer.end()) break; // a trailing '/'
+        if (i == inner.end() || *i != *o) return false;
+    }
+    return true;
+}
+
+std::size_t depth_of(const std::string& path) {
+    return static_cast<std::size_t>(std::count(path.begin(), path.end(), '/'));
+}
+
+/// The deepest step of `steps` (other than `self`) that `path` lies within; nullptr if none.
+const mount_step* enclosing_step(const std::vector<mount_step>& steps, const fs::path& path,
+                                 const mount_step* self = nullptr) {
+    const mount_step* best = nullptr;
+    for (const auto& s : steps)
+        if (&s != self && within(path, s.path) && s.path != path.string() &&
+            (best == nullptr || depth_of(s.path) > depth_of(best->path) ||
+             (depth_of(s.path) == depth_of(best->path) && s.what != mount_step::kind::mask)))
+            best = &s;
+    return best;
+}
+
+/// True when `h` lies in a private place and no bind brings it back: nothing to hide there.
+bool masked_away(const plan& p, const fs::path& h) {
+    if (std::any_of(p.steps.begin(), p.steps.end(),
+                    [&](const mount_step& s) { return s.path == h.string(); }))
+        return false; // a bind at h itself: hidden over it
+    const mount_step* s = enclosing_step(p.steps, h);
+    return s != nullptr && s->what == mount_step::kind::mask;
+}
+
+/// The mount steps of `r` (docs/protocol.md §15): each writable root bound read-write over
+/// the read-only tree; each private place (default_private_places() and r.private_places)
+/// under an empty read-only tmpfs; inside those, the paths the process needs bound back
+/// read-only (program, interpreters, init, cwd, root, tmp_dir, extra paths, declared sockets,
+/// /etc/resolv.conf's target). Sorted shallow to deep; a mask lists the mount points of the
+/// binds that lie directly in it.
+void plan_mounts(plan& p, const request& r, const fs::path& init, bool writes) {
+    std::error_code ec;
+    std::vector<mount_step> steps;
+    const auto add_bind = [&](const fs::path& raw, mount_step::kind what) {
+        if (raw.empty() || !raw.is_absolute()) return;
+        const fs::path path = raw.lexically_normal();
+        if (!fs::exists(path, ec)) return;
+        if (what == mount_step::kind::bind_writable && !fs::is_directory(path, ec)) return;
+        steps.push_back({what, path.string(), {}, {}});
+    };
+    if (writes) {
+        add_bind(r.cwd, mount_step::kind::bind_writable);
+        if (r.root) add_bind(*r.root, mount_step::kind::bind_writable);
+        for (const auto& path : r.extra.write)
+            add_bind(path, mount_step::kind::bind_writable);
+    }
+    const std::size_t writable = steps.size();
+    if (writable > max_writable) throw std::runtime_error("too many writable paths");
+    // The private places: a folder inside another one (or not a folder of its own: /var/run
+    // is a symlink to /run) is covered by it.
+    std::vector<fs::path> places;
+    for (const auto* list : {&default_private_places(), &r.private_places})
+        for (const auto& raw : *list) {
+            if (raw.empty() || !raw.is_absolute()) continue;
+            const fs::path place = raw.lexically_normal();
+            if (fs::is_symlink(fs::symlink_status(place, ec)) || !fs::is_directory(place, ec))
+                continue;
+            places.push_back(place);
+        }
+    for (const auto& place : places)
+        if (std::none_of(
+                places.begin(), places.end(),
+                [&](const fs::path& other) { return other != place && within(place, other); }) &&
+            std::none_of(steps.begin(), steps.end(),
+                         [&](const mount_step& s) { return s.path == place.string(); }))
+            steps.push_back({mount_step::kind::mask, place.string(), {}, {}});
+    // What the process needs inside them, read-only.
+    std::vector<fs::path> kept{r.program, r.cwd, r.start_dir, r.tmp_dir, r.empty_file};
+    if (!init.empty()) kept.push_back(init);
+    if (r.root) kept.push_back(*r.root);
+    for (const auto* list :
+         {&r.given, &r.extra.read, &r.extra.exec, &r.extra.sockets, &r.extra.write})
+        kept.insert(kept.end(), list->begin(), list->end());
+    if (!r.program.empty())
+        for (const auto& i : interpreters_of(r.program, program_search_path()))
+            kept.push_back(i);
+    if (fs::is_symlink(fs::symlink_status("/etc/resolv.conf", ec)))
+        kept.push_back(fs::canonical("/etc/resolv.conf", ec));
+    for (const auto& raw : kept) {
+        if (raw.empty() || !raw.is_absolute()) continue;
+        const fs::path path = raw.lexically_normal();
+        // Only what a mask would take away (it lies in one, or is one), and not what a bind
+        // already brings back.
+        const auto same = std::find_if(steps.begin(), steps.end(), [&](const mount_step& s) {
+            return s.path == path.string();
+        });
+        const mount_step* in = enclosing_step(steps, path);
+        if (same != steps.end() ? same->what != mount_step::kind::mask
+                                : in == nullptr || in->what != mount_step::kind::mask)
+            continue;
+        add_bind(path, mount_step::kind::bind_read_only);
+    }
+    // A read-only bind inside another bind is carried by that bind's clone.
+    std::vector<mount_step> kept_steps;
+    for (const auto& s : steps) {
+        const mount_step* in = enclosing_step(steps, s.path, &s);
+        if (s.what == mount_step::kind::bind_read_only && in != nullptr &&
+            in->what != mount_step::kind::mask)
+            continue;
+        kept_steps.push_back(s);
+    }
+    steps = std::move(kept_steps);
+    if (steps.size() > max_writable * 2) throw std::runtime_error("too many paths to keep");
+    // Shallow to deep; at one path a mask before the bind that brings something back.
+    std::stable_sort(steps.begin(), steps.end(), [](const mount_step& a, const mount_step& b) {
+        const auto da = depth_of(a.path), db = depth_of(b.path);
+        if (da != db) return da < db;
+        return a.what == mount_step::kind::mask && b.what != mount_step::kind::mask;
+    });
+    // The mount points of the binds directly inside a mask, made in its tmpfs.
+    for (const auto& s : steps) {
+        if (s.what == mount_step::kind::mask) continue;
+        const mount_step* in = enclosing_step(steps, s.path, &s);
+        if (in == nullptr || in->what != mount_step::kind::mask) continue;
+        auto& mask = const_cast<mount_step&>(*in);
+        fs::path at = mask.path;
+        const fs::path rel = fs::path(s.path).lexically_relative(mask.path);
+        for (auto it = rel.begin(); it != rel.end(); ++it) {
+            at /= *it;
+            const bool leaf = std::next(it) == rel.end();
+            if (leaf && !fs::is_directory(s.path, ec)) {
+                mask.files.push_back(at.string());
+            } else if (std::find(mask.dirs.begin(), mask.dirs.end(), at.string()) ==
+                       mask.dirs.end()) {
+                mask.dirs.push_back(at.string());
+            }
+        }
+    }
+    p.steps = std::move(steps);
+}
+
 /// The namespaces of `r` (user, mount, IPC, PID when the init program is there, network where
 /// seccomp cannot refuse sockets), the writable binds, hidden paths and private /tmp; sets the
 /// plan's ns and home rows. False when a protection is missing.
@@ -460,16 +614,7 @@ bool plan_namespaces(plan& p, const request& r, const kernel_support& k, const f
     p.uid_map = std::to_string(::geteuid()) + " " + std::to_string(::geteuid()) + " 1";
     p.gid_map = std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1";
     std::error_code ec;
-    const auto add_writable = [&](const fs::path& path) {
-        if (!path.empty() && fs::is_directory(path, ec)) p.writable.push_back(path.string());
-    };
-    if (writes) {
-        add_writable(r.cwd);
-        if (r.root) add_writable(*r.root);
-        for (const auto& path : r.extra.write)
-            add_writable(path);
-    }
-    if (p.writable.size() > max_writable) throw std::runtime_error("too many writable paths");
+    plan_mounts(p, r, init, writes);
     if (writes) {
         for (const auto& path : r.pinned)
             if (fs::is_directory(path, ec)) p.pinned.push_back(path.string());
@@ -495,7 +640,7 @@ bool plan_namespaces(plan& p, const request& r, const kernel_support& k, const f
     for (const auto& raw : r.hidden) {
         const fs::path h = raw.lexically_normal();
         const auto st = fs::status(h, ec);
-        if (ec || inside_hidden(h)) continue;
+        if (ec || inside_hidden(h) || masked_away(p, h)) continue;
         if (fs::is_directory(st))
             p.hidden_dirs.push_back(h.string());
         else if (!r.empty_file.empty())
@@ -546,6 +691,13 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
     } else {
         complete = false;
     }
+    // Declared socket paths give socket(AF_UNIX) only where the socket places are private:
+    // without namespaces every socket of the user would be in reach, so it stays refused.
+    if (!r.extra.sockets.empty()) {
+        p->unix_sockets = k.namespaces;
+        p->unix = k.namespaces ? "declared" : "refused";
+        if (!k.namespaces) complete = false;
+    }
 
     if (r.egress_proxy) {
         // Fail closed: without a network namespace of its own the process would reach every
@@ -560,7 +712,7 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
         p->egress_port = r.egress_port;
     }
     if (k.seccomp) {
-        p->seccomp_bpf = tool_filter(network, writes, k.namespaces);
+        p->seccomp_bpf = tool_filter(network, p->unix_sockets, writes, k.namespaces);
         p->net = network ? (r.egress_proxy ? "proxy" : "allowed") : "seccomp";
     } else {
         p->net = network ? "allowed" : k.namespaces ? "netns" : "none";
@@ -594,6 +746,29 @@ int remount_over_itself(const char* path, bool read_only) noexcept {
 }
 } // namespace
 
+namespace {
+/// Mounts an empty tmpfs over `s.path`, makes the mount points of the binds it keeps, and
+/// turns it read-only. Raw system calls only. 0, or the errno.
+int mask_place(const mount_step& s) noexcept {
+    if (sys_mount("none", s.path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=64k,mode=0755") != 0)
+        return errno;
+    for (const auto& d : s.dirs)
+        if (::syscall(SYS_mkdirat, AT_FDCWD, d.c_str(), 0755) != 0 && errno != EEXIST) return errno;
+    for (const auto& f : s.files) {
+        const long fd = ::syscall(SYS_openat, AT_FDCWD, f.c_str(),
+                                  O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0) return errno;
+        ::syscall(SYS_close, fd);
+    }
+    mount_attr ro{};
+    ro.attr_set = MOUNT_ATTR_RDONLY;
+    if (::syscall(SYS_mount_setattr, AT_FDCWD, s.path.c_str(), 0, &ro, sizeof ro) != 0)
+        return errno;
+    return 0;
+}
+} // namespace
+
 int enter(const plan& p) noexcept {
     // Raw system calls only: this runs in a child sharing the daemon's address space.
     if (p.clone_flags == 0) return 0;
@@ -605,26 +780,45 @@ int enter(const plan& p) noexcept {
     }
     // Nothing mounted here may reach the daemon's namespace (it may be shared: systemd's /).
     if (sys_mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
-    // The writable roots, copied before the tree turns read-only, are put back over it.
-    int clones[max_writable];
-    std::size_t n = 0;
+    // The binds (writable roots read-write, kept paths read-only) are cloned before the tree
+    // turns read-only and the private places are masked; then, shallow to deep, each mask is
+    // mounted with the mount points of what it keeps, and each clone is put back.
+    int clones[max_writable * 2];
+    if (p.steps.size() > max_writable * 2) return E2BIG; // prepare() refuses more
+    const std::size_t steps = p.steps.size();
     int code = 0;
-    for (; n < p.writable.size() && code == 0; ++n) {
-        const long fd = ::syscall(SYS_open_tree, AT_FDCWD, p.writable[n].c_str(),
+    std::size_t n = 0;
+    for (; n < steps && code == 0; ++n) {
+        clones[n] = -1;
+        const mount_step& s = p.steps[n];
+        if (s.what == mount_step::kind::mask) continue;
+        const long fd = ::syscall(SYS_open_tree, AT_FDCWD, s.path.c_str(),
                                   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-        if (fd < 0) code = errno;
+        if (fd < 0) {
+            code = errno;
+            break;
+        }
         clones[n] = static_cast<int>(fd);
+        if (s.what == mount_step::kind::bind_read_only) {
+            mount_attr ro{};
+            ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
+            if (::syscall(SYS_mount_setattr, clones[n], "", AT_EMPTY_PATH | AT_RECURSIVE, &ro,
+                          sizeof ro) != 0)
+                code = errno;
+        }
     }
-    if (code != 0) --n; // the failed one is not open
     mount_attr ro{};
     ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
     if (code == 0 && ::syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof ro) != 0)
         code = errno;
     for (std::size_t i = 0; i < n; ++i) {
-        if (code == 0 && ::syscall(SYS_move_mount, clones[i], "", AT_FDCWD, p.writable[i].c_str(),
-                                   MOVE_MOUNT_F_EMPTY_PATH) != 0)
+        const mount_step& s = p.steps[i];
+        if (code == 0 && s.what == mount_step::kind::mask) code = mask_place(s);
+        if (code == 0 && clones[i] >= 0 &&
+            ::syscall(SYS_move_mount, clones[i], "", AT_FDCWD, s.path.c_str(),
+                      MOVE_MOUNT_F_EMPTY_PATH) != 0)
             code = errno;
-        ::syscall(SYS_close, clones[i]);
+        if (clones[i] >= 0) ::syscall(SYS_close, clones[i]);
     }
     if (code != 0) return code;
     // Inside them: pinned folders (a mount point cannot be renamed or removed), then the

@@ -21,8 +21,14 @@
 //     and /dev/null (Landlock, and the read-only tree); with them, also under cwd, config.root
 //     and sandbox_paths.write;
 //   - without accesses-network: socket(2) fails with EACCES for every family, socketpair(2)
-//     works for AF_UNIX only (seccomp); with it, AF_UNIX, AF_INET, AF_INET6 and NETLINK_ROUTE
-//     only (no AF_PACKET, AF_VSOCK, raw IP);
+//     works for AF_UNIX only (seccomp); with it, AF_INET, AF_INET6 and NETLINK_ROUTE only (no
+//     AF_PACKET, AF_VSOCK, raw IP);
+//   - path Unix sockets by allow-list: socket(AF_UNIX) only for a source that declares socket
+//     paths (`sandbox_paths.sockets`), and then the places services put sockets (/tmp,
+//     /var/tmp, /run, /dev/shm, the user's runtime dir, ...) are empty read-only tmpfs mounts
+//     with only the paths the process needs (its program, cwd, writable roots, declared
+//     sockets) bound back in — for every confined child, declared or not (namespaces only;
+//     without them AF_UNIX stays refused even when declared);
 //   - without starts-process: execve only of the command itself (and its script or ELF
 //     interpreter) and sandbox_paths.exec (Landlock's execute right), once (see above);
 //   - reading is restricted only by the hidden paths; `unknown` leaves the process unconfined.
@@ -67,7 +73,16 @@ struct extra_paths {
     std::vector<std::filesystem::path> read; ///< accepted; reading is allowed everywhere
     std::vector<std::filesystem::path> write;
     std::vector<std::filesystem::path> exec;
+    /// Path Unix sockets (or folders of them) it may connect to: gives socket(AF_UNIX), and
+    /// each is bound back into its private view of the socket places.
+    std::vector<std::filesystem::path> sockets;
 };
+
+/// Where services put their sockets, private (an empty read-only tmpfs) in every confined
+/// child's view: /tmp, /var/tmp, /run (and /var/run when it is a folder of its own), /dev/shm.
+/// The daemon adds its own places (request::private_places: $XDG_RUNTIME_DIR, $TMPDIR,
+/// $TMUX_TMPDIR). A folder inside another one is covered by it.
+const std::vector<std::filesystem::path>& default_private_places();
 
 struct request {
     permissions::capability_set capabilities = 0;
@@ -83,6 +98,12 @@ struct request {
     std::uint64_t tmp_bytes = 64ull << 20;
     std::filesystem::path program; ///< the resolved, absolute program the child executes
     std::filesystem::path cwd;     ///< writable with writes-files / destructive
+    /// The folder the process starts in (its cwd even when writes there are withheld): kept
+    /// in view inside a private place.
+    std::filesystem::path start_dir;
+    /// Other paths it was given (its command's absolute arguments: a script, a data folder),
+    /// kept in view inside a private place; ones that do not exist are skipped.
+    std::vector<std::filesystem::path> given;
     std::optional<std::filesystem::path> root; ///< config.root: writable likewise
     std::filesystem::path tmp_dir;             ///< always writable (the child's TMPDIR)
     extra_paths extra;
@@ -97,6 +118,21 @@ struct request {
     /// proxy serves. Needs namespaces: prepare() throws without them (fail closed).
     bool egress_proxy = false;
     std::uint16_t egress_port = 3128;
+    /// Besides default_private_places(): folders whose contents the child does not see
+    /// (namespaces only), but for the paths it needs (the program and its interpreters, the
+    /// init program, cwd, root, tmp_dir, every extra path, /etc/resolv.conf's target), bound
+    /// back in. Folders that do not exist are skipped.
+    std::vector<std::filesystem::path> private_places;
+};
+
+/// One mount a confined child makes in its mount namespace, in order (enter()): a clone of a
+/// path bound back over itself (taken before the tree turns read-only; read-write for a
+/// writable root), or an empty read-only tmpfs over a private place with the mount points of
+/// the binds inside it made first (`dirs` in order, then `files`).
+struct mount_step {
+    enum class kind { bind_writable, bind_read_only, mask } what = kind::mask;
+    std::string path;
+    std::vector<std::string> dirs, files; ///< mask only
 };
 
 /// A prepared confinement; shareable between many spawns (one-shot tools).
@@ -112,8 +148,12 @@ struct plan {
     int clone_flags = 0;
     /// With CLONE_NEWUSER: what the child writes to its own setgroups, uid_map, gid_map.
     std::string uid_map, gid_map;
-    /// In the mount namespace: mounted read-write again over the read-only tree.
-    std::vector<std::string> writable;
+    /// In the mount namespace, in order (shallower paths first): the writable roots mounted
+    /// read-write again over the read-only tree, the private places and the paths kept in them.
+    std::vector<mount_step> steps;
+    /// socket(AF_UNIX) is allowed (the source declares socket paths, and namespaces make the
+    /// socket places private).
+    bool unix_sockets = false;
     /// Pinned folders and read-only paths inside the writable roots (request::pinned,
     /// request::read_only), mounted after the writable roots and before the hidden paths.
     std::vector<std::string> pinned, read_only;
@@ -131,8 +171,11 @@ struct plan {
     bool exec_once = false;
     /// For list_sources: "landlock-abi-N" | "none"; "seccomp" | "none" | "allowed";
     /// "landlock" | "none" | "allowed"; namespaces "user,mount,pid[,net]" | "none";
-    /// home: "hidden" | "readable" (meithd's home, its socket and the credential stores).
-    std::string fs = "none", net = "none", exec = "none", ns = "none", home = "readable";
+    /// home: "hidden" | "readable" (meithd's home, its socket and the credential stores);
+    /// unix: "none" (no socket(AF_UNIX)) | "declared" (only the declared paths are in view) |
+    /// "refused" (declared, but without namespaces the places cannot be made private).
+    std::string fs = "none", net = "none", exec = "none", ns = "none", home = "readable",
+                unix = "none";
     /// Whether each protection the capabilities call for is in place.
     bool complete = false;
     permissions::capability_set capabilities = 0;
@@ -144,7 +187,7 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k = 
 
 /// In the child, first thing after a clone(2) with `p.clone_flags`: maps its uid and gid, makes
 /// the mount tree private and read-only, mounts the writable roots, the hidden paths, /proc
-/// and the tmpfs (`p.writable` ... `p.tmp_dir`). Async-signal-safe. Returns 0, or the errno of
+/// and the tmpfs (`p.steps` ... `p.tmp_dir`). Async-signal-safe. Returns 0, or the errno of
 /// the step that failed. Nothing to do without namespaces.
 /// In the child after `enter`, for a plan with an egress port: brings loopback up in its
 /// network namespace, listens on 127.0.0.1:`p.egress_port` and sends that socket over the Unix

@@ -122,6 +122,13 @@ temp_dir::temp_dir() {
     path = tmpl;
 }
 
+temp_dir::temp_dir(const fs::path& parent) {
+    std::string tmpl = (parent / "meith-e2e-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data()))
+        throw std::runtime_error("mkdtemp failed under " + parent.string());
+    path = tmpl;
+}
+
 temp_dir::~temp_dir() {
     std::error_code ec;
     fs::remove_all(path, ec);

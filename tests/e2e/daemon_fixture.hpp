@@ -34,6 +34,9 @@ std::vector<std::string> lines_of(const std::string& text);
 /// A fresh folder under /tmp (mode 0700), removed with its contents on destruction.
 struct temp_dir {
     temp_dir();
+    /// A fresh folder under `parent` instead: for what a confined tool must see, outside the
+    /// places its sandbox makes private (/tmp, /run; docs/protocol.md §15).
+    explicit temp_dir(const fs::path& parent);
     ~temp_dir();
     temp_dir(const temp_dir&) = delete;
     temp_dir& operator=(const temp_dir&) = delete;

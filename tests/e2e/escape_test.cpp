@@ -5,6 +5,7 @@
 // features are required, not assumed: without Landlock, seccomp or namespaces a case is
 // skipped, saying so.
 #include "daemon_fixture.hpp"
+#include "escape_probe.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -23,33 +24,6 @@
 using namespace meith::test;
 
 namespace {
-
-const std::string probe_script = std::string(MEITH_SOURCE_DIR) + "/tests/exec/escape_probe.py";
-
-/// An escape_probe exec source `name` with capabilities `caps` (a TOML array).
-std::string probe_source(const std::string& name, const std::string& caps,
-                         const std::string& extra = "") {
-    return "[[sources]]\nname = \"" + name +
-           "\"\nkind = \"exec\"\ncommand = [\"/usr/bin/python3\", " + json(probe_script).dump() +
-           "]\ntool = { name = \"" + name +
-           "\", description = \"escape probe\", capabilities = " + caps + " }\n" + extra + "\n";
-}
-
-/// cli may use every capability (the policy is not what these tests are about); plugin may
-/// read only, and asks for writes.
-const std::string policy = "[permissions.callers.cli]\nallow = [\"read-only\", "
-                           "\"writes-files\", \"starts-process\", \"accesses-network\", "
-                           "\"destructive\"]\n"
-                           "[permissions.callers.plugin]\nallow = [\"read-only\"]\n"
-                           "ask = [\"writes-files\"]\n";
-
-/// The probe's answer (the tool's result content) to `args`, called as cli.
-json probe(client& c, const std::string& tool, const json& args) {
-    const json r = c.call(tool, args, {{"clientInfo", {{"caller", "cli"}}}}, nullptr, 20s);
-    INFO(r.dump());
-    REQUIRE(r["result"]["ok"] == true);
-    return r["result"]["content"];
-}
 
 /// Waits (bounded) for `path` to appear; its contents as JSON.
 json wait_json_file(const fs::path& path, std::chrono::milliseconds timeout = 15s) {
@@ -91,10 +65,10 @@ TEST_CASE("attack 1: a tool cannot call meithd as cli to write outside its sandb
     const json ro = probe(c, "ro", call);
     CHECK(ro["done"] == false);
     CHECK(ro.value("code", "") == "EACCES");
-    // With it, the socket is not in its file view (it lies in meithd's home, hidden).
+    // With accesses-network, still no Unix socket: that is a right of its own.
     const json net = probe(c, "net", call);
     CHECK(net["done"] == false);
-    CHECK(net.value("code", "") == "ENOENT");
+    CHECK(net.value("code", "") == "EACCES");
     // Unconfined (sandbox = "off"), it reaches the socket: meithd knows its own tool's
     // process, sends why, closes, and audits it.
     const json free = probe(c, "free", call);
@@ -161,10 +135,14 @@ TEST_CASE("attack 3: no chmod, utimes, xattr or chown outside the writable roots
     fs::permissions(victim, fs::perms::owner_read | fs::perms::owner_write);
     const auto own = root.path / "own.txt";
     std::ofstream(own) << "the tool's\n";
-    daemon_process d(
-        probe_source("ro", "[\"read-only\"]") +
-        probe_source("rw", "[\"writes-files\"]", "cwd = " + json(root.path.string()).dump()) +
-        policy);
+    // The victim's folder is named readable: /tmp, where the test's folders are, is private in
+    // a tool's view (docs/protocol.md §15), and this case is about the read-only tree.
+    const std::string readable =
+        "sandbox_paths = { read = [" + json(outside_dir.path.string()).dump() + "] }\n";
+    daemon_process d(probe_source("ro", "[\"read-only\"]", readable) +
+                     probe_source("rw", "[\"writes-files\"]",
+                                  "cwd = " + json(root.path.string()).dump() + "\n" + readable) +
+                     policy);
     client c(d.socket());
     for (const std::string tool : {"ro", "rw"}) {
         INFO(tool);
@@ -231,7 +209,8 @@ TEST_CASE("attack 5: no packet, netlink, vsock or raw sockets, and no capabiliti
         CHECK(r["done"] == false);
         CHECK(r.value("code", "") == "EACCES");
     }
-    for (const char* family : {"packet", "vsock", "raw"}) {
+    // A path Unix socket is its own right (sandbox_paths.sockets), not the network's.
+    for (const char* family : {"packet", "vsock", "raw", "unix"}) {
         INFO(family);
         const json r = probe(c, "net", {{"action", "socket"}, {"family", family}});
         CHECK(r["done"] == false);
@@ -310,8 +289,9 @@ TEST_CASE("attack 7: a tool filling its temporary folder cannot stop the audit t
 TEST_CASE("the MCP filesystem server, confined, reads neither meithd's home nor the user's keys",
           "[e2e][sandbox][escape][mcp]") {
     REQUIRE_KERNEL_SANDBOX(true);
-    // A home of the user's with an SSH key and cloud credentials (meithd reads HOME).
-    temp_dir user_home;
+    // A home of the user's with an SSH key and cloud credentials (meithd reads HOME), where a
+    // home is: not in /tmp, which is private in a tool's view.
+    temp_dir user_home(fs::current_path());
     fs::create_directories(user_home.path / ".ssh");
     fs::create_directories(user_home.path / ".aws");
     std::ofstream(user_home.path / ".ssh/id_ed25519") << "PRIVATE KEY\n";

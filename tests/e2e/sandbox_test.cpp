@@ -70,10 +70,14 @@ TEST_CASE("a read-only tool cannot write outside its temporary folder, with writ
           "[e2e][sandbox]") {
     REQUIRE_KERNEL_SANDBOX(false);
     temp_dir root, elsewhere;
-    daemon_process d(
-        probe_source("ro", "[\"read-only\"]") +
-        probe_source("rw", "[\"writes-files\"]", "cwd = " + json(root.path.string()).dump()) +
-        allow_all);
+    // `elsewhere` is named readable: the test's folders are in /tmp, which is private in a
+    // tool's view (ENOENT), and this case is about writes to what it can see.
+    const std::string readable =
+        "sandbox_paths = { read = [" + json(elsewhere.path.string()).dump() + "] }\n";
+    daemon_process d(probe_source("ro", "[\"read-only\"]", readable) +
+                     probe_source("rw", "[\"writes-files\"]",
+                                  "cwd = " + json(root.path.string()).dump() + "\n" + readable) +
+                     allow_all);
     client c(d.socket());
     // With namespaces the tree outside its writable roots is read-only (EROFS) before
     // Landlock's EACCES is reached.

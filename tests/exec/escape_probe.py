@@ -24,6 +24,10 @@
 #   {"action":"caps"}                        CapEff, CapPrm, CapBnd of /proc/self/status
 #   {"action":"steal_listener"}              pidfd_getfd on PID 1's descriptors, /proc/1/fd
 #   {"action":"nested_userns"}               unshare(CLONE_NEWUSER)
+#   {"action":"unix","path":P,"send_hex":H,"read":N}
+#                                            connects to the Unix socket P, sends H (hex),
+#                                            reads up to N bytes ("reply_hex", "reply_text")
+#   {"action":"unix_list"}                   the socket paths /proc/net/unix names ("paths")
 #   {"action":"detached","then":A,"out":F}   a daemonised grandchild does A after this tool
 #                                            exits and writes its answer to F
 # Answers {"result":{"done":true,...}} or
@@ -319,6 +323,28 @@ def open_socket(args):
     return {"done": True}
 
 
+def unix(args):
+    """What a tool with a socket could ask a session bus, ssh-agent or tmux server: connects,
+    sends the bytes, and reads the first answer."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(5)
+        sock.connect(args["path"])
+        result = {"done": True}
+        if args.get("send_hex"):
+            sock.sendall(bytes.fromhex(args["send_hex"]))
+        if int(args.get("read", 0)) > 0:
+            reply = sock.recv(int(args["read"]))
+            result["reply_hex"] = reply.hex()
+            result["reply_text"] = reply.decode("latin-1")
+        return result
+
+
+def unix_list(args):
+    with open("/proc/net/unix") as f:
+        lines = f.read().splitlines()[1:]
+    return {"done": True, "paths": [l.split()[7] for l in lines if len(l.split()) > 7]}
+
+
 def steal_listener(args):
     """Takes descriptors of PID 1 (the sandbox's init: its exec listener) with pidfd_getfd,
     and opens them through /proc/1/fd. done when any of it worked."""
@@ -397,6 +423,7 @@ ACTIONS = {
     "memfd_exec": memfd_exec, "socket": open_socket, "environ": environ, "fill_tmp": fill_tmp,
     "tmpdir": tmpdir, "write": write, "ptrace": ptrace, "pids": pids, "caps": caps,
     "detached": detached, "steal_listener": steal_listener, "nested_userns": nested_userns,
+    "unix": unix, "unix_list": unix_list,
 }
 
 

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -134,7 +135,7 @@ int socket_errno(long family, int type, int protocol) {
 
 } // namespace
 
-TEST_CASE("with accesses-network only AF_UNIX, AF_INET(6) and NETLINK_ROUTE sockets open",
+TEST_CASE("with accesses-network only AF_INET(6) and NETLINK_ROUTE sockets open, not AF_UNIX",
           "[sandbox]") {
     if (!detect().seccomp) {
         WARN("no seccomp here: skipped");
@@ -147,7 +148,7 @@ TEST_CASE("with accesses-network only AF_UNIX, AF_INET(6) and NETLINK_ROUTE sock
     CHECK(under_filter(*plan, [] {
               const bool ok = socket_errno(AF_INET, SOCK_STREAM, 0) == 0 &&
                               socket_errno(AF_INET6, SOCK_DGRAM, 0) == 0 &&
-                              socket_errno(AF_UNIX, SOCK_STREAM, 0) == 0 &&
+                              socket_errno(AF_UNIX, SOCK_STREAM, 0) == EACCES &&
                               socket_errno(AF_NETLINK, SOCK_RAW, 0 /* NETLINK_ROUTE */) == 0 &&
                               socket_errno(AF_NETLINK, SOCK_RAW, 9 /* NETLINK_AUDIT */) == EACCES &&
                               socket_errno(AF_PACKET, SOCK_RAW, 0) == EACCES &&
@@ -157,6 +158,45 @@ TEST_CASE("with accesses-network only AF_UNIX, AF_INET(6) and NETLINK_ROUTE sock
                               ::syscall(SYS_io_uring_setup, 1, nullptr) == -1 && errno == EACCES;
               return ok ? 0 : 1;
           }) == 0);
+}
+
+TEST_CASE("declared socket paths open AF_UNIX only where namespaces make the socket places "
+          "private",
+          "[sandbox]") {
+    if (!detect().seccomp) {
+        WARN("no seccomp here: skipped");
+        return;
+    }
+    request r;
+    r.program = *resolve_program("sh", "/usr/bin:/bin");
+    r.extra.sockets = {"/run/postgresql"};
+    for (const char* caps : {"read-only", "accesses-network"}) {
+        INFO(caps);
+        r.capabilities = capability_set_from(std::vector<std::string>{caps});
+        // Without namespaces the declaration is refused: every socket would be in reach.
+        const auto bare = prepare(r, kernel_support{0, true, false, "none here"});
+        CHECK_FALSE(bare->unix_sockets);
+        CHECK(bare->unix == "refused");
+        CHECK_FALSE(bare->complete);
+        CHECK(under_filter(*bare, [] {
+                  return socket_errno(AF_UNIX, SOCK_STREAM, 0) == EACCES ? 0 : 1;
+              }) == 0);
+        const auto ns = prepare(r, kernel_support{0, true, true, ""});
+        CHECK(ns->unix_sockets);
+        CHECK(ns->unix == "declared");
+        CHECK(under_filter(*ns, [] {
+                  const bool ok = socket_errno(AF_UNIX, SOCK_STREAM, 0) == 0 &&
+                                  socket_errno(0x100000000L | AF_UNIX, SOCK_STREAM, 0) == EACCES;
+                  return ok ? 0 : 1;
+              }) == 0);
+        // /tmp, /run and /dev/shm are masked; /run/postgresql (when it exists) is bound back.
+        std::vector<std::string> masks;
+        for (const auto& step : ns->steps)
+            if (step.what == mount_step::kind::mask) masks.push_back(step.path);
+        CHECK(std::find(masks.begin(), masks.end(), "/tmp") != masks.end());
+        CHECK(std::find(masks.begin(), masks.end(), "/run") != masks.end());
+        CHECK(std::find(masks.begin(), masks.end(), "/dev/shm") != masks.end());
+    }
 }
 
 TEST_CASE("the network filter compares the socket family as the kernel reads it (32 bits)",

@@ -2,11 +2,17 @@
 // RFC 6890) as far as a request to a remote MCP server must not reach it by default.
 #include "egress/address.hpp"
 
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 namespace meith::egress {
 
@@ -30,7 +36,56 @@ std::string_view ipv4_kind(std::uint32_t a) { // host byte order
     return {};
 }
 
+/// An address as 16 bytes: IPv6, or IPv4 in its IPv4-mapped form; false for other families.
+bool as_v6(const sockaddr* addr, std::array<std::uint8_t, 16>& out) {
+    if (addr == nullptr) return false;
+    if (addr->sa_family == AF_INET) {
+        sockaddr_in in{};
+        std::memcpy(&in, addr, sizeof in);
+        out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        std::memcpy(out.data() + 12, &in.sin_addr, 4);
+        return true;
+    }
+    if (addr->sa_family == AF_INET6) {
+        sockaddr_in6 in6{};
+        std::memcpy(&in6, addr, sizeof in6);
+        std::memcpy(out.data(), in6.sin6_addr.s6_addr, 16);
+        return true;
+    }
+    return false;
+}
+
 } // namespace
+
+bool is_own_address(const sockaddr* addr) {
+    std::array<std::uint8_t, 16> wanted{};
+    if (!as_v6(addr, wanted)) return false;
+    static std::mutex m;
+    static std::vector<std::array<std::uint8_t, 16>> own;
+    static std::chrono::steady_clock::time_point read_at;
+    static bool read = false;
+    std::lock_guard lock(m);
+    const auto now = std::chrono::steady_clock::now();
+    if (!read || now - read_at >= std::chrono::seconds(1)) {
+        read = true;
+        read_at = now;
+        own.clear();
+        ifaddrs* list = nullptr;
+        if (::getifaddrs(&list) == 0) {
+            // The loopback interface's addresses are not counted: 127.0.0.0/8 and ::1 are
+            // "loopback" by the table already, and another address put on lo (a test host's
+            // 203.0.113.5, an anycast service address) is served by that host, not a way in.
+            for (auto* i = list; i != nullptr; i = i->ifa_next) {
+                std::array<std::uint8_t, 16> a{};
+                if ((i->ifa_flags & IFF_LOOPBACK) == 0 && as_v6(i->ifa_addr, a)) own.push_back(a);
+            }
+            ::freeifaddrs(list);
+        }
+    }
+    for (const auto& a : own)
+        if (a == wanted) return true;
+    return false;
+}
 
 std::string_view special_address_kind(const sockaddr* addr) {
     if (addr == nullptr) return "not IP";

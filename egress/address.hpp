@@ -21,4 +21,9 @@ namespace meith::egress {
 /// special itself (RFC 6890 registries). Non-IP families are "not IP".
 std::string_view special_address_kind(const sockaddr* addr);
 
+/// Whether `addr` (AF_INET or AF_INET6; IPv4-mapped judged as IPv4) is assigned to one of this
+/// machine's interfaces: a service bound to 0.0.0.0 answers there. From getifaddrs, read again
+/// at most once a second; false when it fails. Thread-safe.
+bool is_own_address(const sockaddr* addr);
+
 } // namespace meith::egress

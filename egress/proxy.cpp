@@ -2,10 +2,10 @@
 #include "egress/proxy.hpp"
 
 #include "egress/address.hpp"
+#include "egress/request.hpp"
 
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
-#include <asio/detached.hpp>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <asio/ip/tcp.hpp>
@@ -15,10 +15,12 @@
 #include <asio/write.hpp>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
-#include <charconv>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -66,7 +68,9 @@ class proxy_impl final : public proxy {
 
     void run() {
         asio::co_spawn(ex_, accept_loop(std::static_pointer_cast<proxy_impl>(shared_from_this())),
-                       asio::detached);
+                       [](const std::exception_ptr& e) {
+                           if (e) spdlog::error("egress proxy: stopped accepting on an error");
+                       });
     }
 
     void stop() override {
@@ -75,16 +79,60 @@ class proxy_impl final : public proxy {
     }
 
   private:
+    /// A connection counted in `active_` until its coroutine's frame is gone, however it ends
+    /// (an exception included, or never started).
+    struct active_guard {
+        std::shared_ptr<proxy_impl> self;
+        explicit active_guard(std::shared_ptr<proxy_impl> p) : self(std::move(p)) {
+            ++self->active_;
+        }
+        active_guard(active_guard&& o) noexcept : self(std::move(o.self)) {}
+        active_guard(const active_guard&) = delete;
+        active_guard& operator=(const active_guard&) = delete;
+        active_guard& operator=(active_guard&&) = delete;
+        ~active_guard() {
+            if (self) --self->active_;
+        }
+    };
+
     static awaitable<void> accept_loop(std::shared_ptr<proxy_impl> self) {
+        // A failed accept (EMFILE, ENFILE, ENOBUFS, …) is tried again after a pause growing from
+        // 50 ms to 5 s, logged; only the acceptor's closing (stop) ends the loop.
+        std::chrono::milliseconds pause{0};
+        asio::steady_timer timer(self->ex_);
         for (;;) {
             auto [ec, sock] = co_await self->acceptor_.async_accept(nothrow);
-            if (ec) co_return;
+            if (!self->acceptor_.is_open() || ec == asio::error::operation_aborted) co_return;
+            if (ec) {
+                pause = std::clamp(pause * 2, std::chrono::milliseconds(50),
+                                   std::chrono::milliseconds(5000));
+                spdlog::warn("egress proxy: accepting a connection failed: {}; trying again in "
+                             "{} ms",
+                             ec.message(), pause.count());
+                timer.expires_after(pause);
+                co_await timer.async_wait(nothrow);
+                continue;
+            }
+            if (pause.count() != 0) {
+                spdlog::info("egress proxy: accepting connections again");
+                pause = std::chrono::milliseconds(0);
+            }
             if (self->active_ >= self->opts_.max_connections) {
                 std::error_code ignored;
                 sock.close(ignored);
                 continue;
             }
-            asio::co_spawn(self->ex_, serve(self, std::move(sock)), asio::detached);
+            asio::co_spawn(self->ex_, serve(active_guard(self), std::move(sock)),
+                           [](const std::exception_ptr& e) {
+                               if (!e) return;
+                               try {
+                                   std::rethrow_exception(e);
+                               } catch (const std::exception& x) {
+                                   spdlog::error("egress proxy: a connection failed: {}", x.what());
+                               } catch (...) {
+                                   spdlog::error("egress proxy: a connection failed");
+                               }
+                           });
         }
     }
 
@@ -97,12 +145,11 @@ class proxy_impl final : public proxy {
         std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
     };
 
-    static awaitable<void> serve(std::shared_ptr<proxy_impl> self, tcp::socket sock) {
-        ++self->active_;
+    static awaitable<void> serve(active_guard guard, tcp::socket sock) {
+        const std::shared_ptr<proxy_impl> self = guard.self;
         conn c{std::move(sock), tcp::socket(self->ex_), {}, {}, 0};
         if (self->opts_.owner) c.rec.owner = self->opts_.owner();
         co_await self->handle(c);
-        --self->active_;
         c.rec.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
             std::chrono::steady_clock::now() - c.t0);
         if (!c.rec.host.empty() && self->opts_.on_closed) self->opts_.on_closed(c.rec);
@@ -142,43 +189,38 @@ class proxy_impl final : public proxy {
             co_return;
         const std::size_t greeting = 2 + static_cast<unsigned char>(c.buf[1]);
         co_await reply(c, std::string_view("\x05\x00", 2)); // no authentication
-        std::size_t at = greeting;
-        if (!co_await fill(c, at + 5)) co_return;
-        const auto cmd = static_cast<unsigned char>(c.buf[at + 1]);
-        const auto atyp = static_cast<unsigned char>(c.buf[at + 3]);
-        std::size_t addr_len = atyp == 1   ? 4
-                               : atyp == 4 ? 16
-                               : atyp == 3 ? 1 + static_cast<unsigned char>(c.buf[at + 4])
-                                           : 0;
-        if (addr_len == 0 || !co_await fill(c, at + 4 + addr_len + 2)) co_return;
-        const char* a = c.buf.data() + at + 4;
-        std::string host;
-        if (atyp == 3) {
-            host.assign(a + 1, addr_len - 1);
-        } else {
-            asio::ip::address addr =
-                atyp == 1 ? asio::ip::address(asio::ip::address_v4(
-                                *reinterpret_cast<const asio::ip::address_v4::bytes_type*>(a)))
-                          : asio::ip::address(asio::ip::address_v6(
-                                *reinterpret_cast<const asio::ip::address_v6::bytes_type*>(a)));
-            host = addr.to_string();
+        socks5_request q;
+        for (;;) {
+            q = parse_socks5_request(std::string_view(c.buf.data(), c.have).substr(greeting));
+            if (q.st != socks5_request::state::incomplete) break;
+            if (!co_await fill(c, greeting + q.size)) co_return;
         }
-        const auto port = static_cast<std::uint16_t>(static_cast<unsigned char>(a[addr_len]) << 8 |
-                                                     static_cast<unsigned char>(a[addr_len + 1]));
-        const std::size_t consumed = at + 4 + addr_len + 2;
-        c.rec.host = normal_host(host);
-        c.rec.port = port;
-        if (cmd != 1) { // only CONNECT
+        const auto answer = [](unsigned char code) {
+            return std::string{'\x05', static_cast<char>(code), '\x00', '\x01', 0, 0, 0, 0, 0, 0};
+        };
+        if (q.st == socks5_request::state::bad) {
+            if (!q.target.shown.empty()) { // a host that is none: refused and audited
+                c.rec.host = q.target.shown;
+                c.rec.port = q.target.port;
+                c.rec.reason = q.why;
+                refuse(c.rec);
+            }
+            co_await reply(c, answer(q.reply));
+            co_return;
+        }
+        c.rec.host = q.target.host;
+        c.rec.port = q.target.port;
+        if (q.command != 1) { // only CONNECT
             c.rec.reason = "only SOCKS5 CONNECT is supported";
-            co_await reply(c, std::string_view("\x05\x07\x00\x01\0\0\0\0\0\0", 10));
+            co_await reply(c, answer(7));
             co_return;
         }
         if (!co_await open_upstream(c)) {
-            co_await reply(c, std::string_view("\x05\x02\x00\x01\0\0\0\0\0\0", 10));
+            co_await reply(c, answer(2));
             co_return;
         }
-        co_await reply(c, std::string_view("\x05\x00\x00\x01\0\0\0\0\0\0", 10));
-        co_await relay(c, consumed);
+        co_await reply(c, answer(0));
+        co_await relay(c, greeting + q.size);
     }
 
     // ---- HTTP: CONNECT and absolute-form requests --------------------------------------------
@@ -194,59 +236,23 @@ class proxy_impl final : public proxy {
             if (!co_await fill(c, c.have + 1)) co_return;
             head = std::string_view(c.buf.data(), c.have);
         }
-        const auto end_line = head.find("\r\n");
-        const std::string_view line = head.substr(0, end_line);
-        const auto sp1 = line.find(' ');
-        const auto sp2 = line.find(' ', sp1 + 1);
-        if (sp1 == std::string_view::npos || sp2 == std::string_view::npos) {
-            co_await reply(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+        const http_head h = parse_http_head(head);
+        c.rec.protocol = h.protocol;
+        if (!h.why.empty()) {
+            if (!h.target.shown.empty()) { // a host that is none: refused and audited
+                c.rec.host = h.target.shown;
+                c.rec.port = h.target.port;
+                c.rec.reason = h.why;
+                refuse(c.rec);
+            }
+            const std::string body = h.why + "\n";
+            co_await reply(c, fmt::format("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+                                          "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
+                                          body.size(), body));
             co_return;
         }
-        const std::string_view method = line.substr(0, sp1);
-        const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-        const std::string_view version = line.substr(sp2 + 1);
-        std::string_view authority;
-        std::string path = "/";
-        std::uint16_t default_port = 443;
-        if (method == "CONNECT") {
-            c.rec.protocol = "connect";
-            authority = target;
-        } else if (target.starts_with("http://")) {
-            c.rec.protocol = "http";
-            default_port = 80;
-            auto rest = target.substr(7);
-            const auto slash = rest.find('/');
-            authority = rest.substr(0, slash);
-            if (slash != std::string_view::npos) path = std::string(rest.substr(slash));
-        } else {
-            co_await reply(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"
-                              "meith's egress proxy takes CONNECT and http:// requests\n");
-            co_return;
-        }
-        // host[:port], [v6][:port]
-        std::string_view host = authority;
-        std::uint16_t port = default_port;
-        const auto colon = authority.rfind(':');
-        if (colon != std::string_view::npos &&
-            authority.find(']', colon) == std::string_view::npos &&
-            (authority.front() == '[' || authority.find(':') == colon)) {
-            host = authority.substr(0, colon);
-            const auto digits = authority.substr(colon + 1);
-            unsigned v = 0;
-            const auto [p, perr] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-            port = perr == std::errc() && p == digits.data() + digits.size() && v <= 65535
-                       ? static_cast<std::uint16_t>(v)
-                       : 0;
-        }
-        c.rec.host = normal_host(host);
-        c.rec.port = port;
-        // A DNS name is at most 253 characters: anything longer is no host (and no audit line
-        // of 16 KiB).
-        if (c.rec.host.empty() || c.rec.host.size() > 253 || port == 0) {
-            c.rec.host.clear();
-            co_await reply(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
-            co_return;
-        }
+        c.rec.host = h.target.host;
+        c.rec.port = h.target.port;
         if (!co_await open_upstream(c)) {
             const std::string body =
                 c.rec.reason + (c.rec.suggestion.empty() ? "" : "; " + c.rec.suggestion) + "\n";
@@ -255,18 +261,17 @@ class proxy_impl final : public proxy {
                                           body.size(), body));
             co_return;
         }
-        const std::size_t head_end = head.find("\r\n\r\n") + 4;
-        if (method == "CONNECT") {
+        if (h.protocol == "connect") {
             co_await reply(c, "HTTP/1.1 200 Connection established\r\n\r\n");
-            co_await relay(c, head_end);
+            co_await relay(c, h.head_end);
         } else {
             // The request to the origin: its path, then the rest as the process sent it.
-            std::string first = fmt::format("{} {} {}\r\n", method, path, version);
+            std::string first = fmt::format("{} {} {}\r\n", h.method, h.path, h.version);
             auto [ec, n] = co_await asio::async_write(c.upstream, asio::buffer(first), nothrow);
             (void)n;
             if (ec) co_return;
             c.rec.bytes_sent += first.size();
-            co_await relay(c, end_line + 2);
+            co_await relay(c, h.line_end);
         }
     }
 
@@ -333,12 +338,20 @@ class proxy_impl final : public proxy {
         std::string refused_kind;
         for (const auto& a : addrs) {
             const tcp::endpoint ep(a, r.port);
-            const auto kind = special_address_kind(ep.data());
-            // A rule naming this very address is explicit; a name's answer must be public.
-            if (!kind.empty() && !opts_.rules.allow_private && !(is_literal && decided->literal)) {
-                refused_kind =
-                    fmt::format("{} resolves to {}, a {} address", r.host, a.to_string(), kind);
-                continue;
+            // A rule naming this very address is explicit; a name's answer must be public, and
+            // not this machine's own (a service bound to 0.0.0.0 answers there).
+            if (!opts_.rules.allow_private && !(is_literal && decided->literal)) {
+                const auto kind = special_address_kind(ep.data());
+                if (!kind.empty()) {
+                    refused_kind =
+                        fmt::format("{} resolves to {}, a {} address", r.host, a.to_string(), kind);
+                    continue;
+                }
+                if (is_own_address(ep.data())) {
+                    refused_kind = fmt::format("{} resolves to {}, an address of this machine",
+                                               r.host, a.to_string());
+                    continue;
+                }
             }
             asio::steady_timer timer(ex_, opts_.connect_timeout);
             timer.async_wait([&c](const std::error_code& e) {

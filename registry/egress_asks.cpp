@@ -7,24 +7,23 @@
 // saying what would allow it.
 #include "registry/registry.hpp"
 
+#include "egress/rules.hpp"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 namespace meith::registry {
 
-namespace {
-
-/// "host:port", "[v6]:port": the rule that names exactly this target.
-std::string target_rule(const egress::connection_record& r) {
-    const bool v6 = r.host.find(':') != std::string::npos;
-    return fmt::format("{}{}{}:{}", v6 ? "[" : "", r.host, v6 ? "]" : "", r.port);
-}
-
-} // namespace
-
 void registry::on_egress_ask(tool_source& src, const egress::connection_record& r, call_ptr owner,
                              egress::ask_reply reply) {
-    const std::string target = target_rule(r);
+    // "host:port", "[v6]:port": the rule naming exactly this target, and the one allow_always
+    // writes. Only a rule egress::parse_rule (so the config loader) reads back as this very
+    // target is ever offered: a rule it refused would make every later reload, and the next
+    // start, fail. (The proxy refuses a malformed host before it asks: this is the backstop.)
+    std::string why;
+    const auto rule = egress::exact_rule(r.host, r.port, why);
+    if (!rule) return reply({false, fmt::format("not offered to a person: {}", why), {}});
+    const std::string& target = *rule;
     const std::string source = src.name();
     if (auto it = egress_allowed_.find(source);
         it != egress_allowed_.end() && it->second.contains(target))

@@ -129,7 +129,20 @@ void bridge::on_config(simdjson::dom::object msg) {
         if (result["headers"].get_array().get(headers) == simdjson::SUCCESS)
             for (auto h : headers) {
                 std::string_view v;
-                if (h.get_string().get(v) == simdjson::SUCCESS) static_headers_.emplace_back(v);
+                if (h.get_string().get(v) != simdjson::SUCCESS) continue;
+                static_headers_.emplace_back(v);
+                if (const auto colon = v.find(':'); colon != std::string_view::npos) {
+                    auto value = v.substr(colon + 1);
+                    while (!value.empty() && value.front() == ' ')
+                        value.remove_prefix(1);
+                    header_secrets_.emplace_back(value);
+                }
+            }
+        simdjson::dom::array secrets;
+        if (result["secrets"].get_array().get(secrets) == simdjson::SUCCESS)
+            for (auto e : secrets) {
+                std::string_view v;
+                if (e.get_string().get(v) == simdjson::SUCCESS) header_secrets_.emplace_back(v);
             }
         simdjson::dom::element grant;
         if (result["grant"].get(grant) == simdjson::SUCCESS && grant.is_object()) {
@@ -239,9 +252,10 @@ void bridge::on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
             });
         }
         const auto challenge = parse_bearer_challenge(out.head.header("www-authenticate"));
+        const auto error = error_detail(challenge.error); // the server's words
         const std::string why =
             creds_ ? fmt::format("{} refused the token (HTTP 401{}{})", opts_.url,
-                                 challenge.error.empty() ? "" : ", ", challenge.error)
+                                 error.empty() ? "" : ", ", error)
                    : fmt::format("{} asks for authorization (HTTP 401) and meith holds no login "
                                  "for it",
                                  opts_.url);
@@ -267,8 +281,7 @@ void bridge::on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
         return retry_later(m, delay);
     }
     if (status / 100 != 2) {
-        std::string detail(protocol::cut_utf8(*body, 200));
-        std::replace(detail.begin(), detail.end(), '\n', ' ');
+        const auto detail = error_detail(*body);
         return fail_message(*m, fmt::format("{} answered HTTP {}{}{}", opts_.url, status,
                                             detail.empty() ? "" : ": ", detail));
     }
@@ -286,6 +299,19 @@ void bridge::retry_later(std::shared_ptr<outgoing> m, std::chrono::milliseconds 
     t->async_wait([this, m, t](const std::error_code& ec) {
         if (!ec) post(m);
     });
+}
+
+std::string bridge::error_detail(std::string_view body) const {
+    // Cut first, then redacted: a token the cut splits is a prefix of it (issue 40, #16).
+    std::string detail(protocol::cut_utf8(body, 200));
+    std::replace(detail.begin(), detail.end(), '\n', ' ');
+    std::replace(detail.begin(), detail.end(), '\r', ' ');
+    auto secrets = header_secrets_;
+    if (creds_)
+        for (auto& v : secret_values(*creds_))
+            secrets.push_back(std::move(v));
+    redact_secret_pieces(detail, secrets);
+    return detail;
 }
 
 void bridge::fail_message(const outgoing& m, const std::string& why) {

@@ -75,6 +75,9 @@ class bridge {
                    std::shared_ptr<std::string> body, std::shared_ptr<sse_parser> parser);
     void retry_later(std::shared_ptr<outgoing> m, std::chrono::milliseconds delay);
     void fail_message(const outgoing& m, const std::string& why);
+    /// A server's error body as the caller may see it: its first 200 bytes on one line, with
+    /// every known secret and each prefix and suffix of one (8 bytes or more) redacted.
+    std::string error_detail(std::string_view body) const;
     /// A message from the server: checked, one line to meithd.
     void emit(std::string_view json);
     void write_line(std::string line);
@@ -110,6 +113,9 @@ class bridge {
     bool configured_ = false;
     std::deque<std::string> held_; ///< lines from meithd before the credentials came
     std::vector<std::string> static_headers_;
+    /// Every value a server must not get back in an error: each header's value, and each
+    /// `${secret:…}` value meithd filled in (its `secrets`); the grant's are added when used.
+    std::vector<std::string> header_secrets_;
     std::optional<credentials> creds_;
     bool refreshing_ = false;
     std::vector<std::function<void(bool)>> after_refresh_;

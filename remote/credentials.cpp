@@ -75,4 +75,41 @@ std::vector<std::string> secret_values(const credentials& c) {
     return out;
 }
 
+namespace {
+
+constexpr std::size_t min_piece = 8;
+
+/// The length of the longest piece of `s` at the start of `rest` that is a prefix or a suffix of
+/// `s` (the whole of it included) of min_piece bytes or more; 0 when there is none.
+std::size_t piece_at(std::string_view rest, std::string_view s) {
+    std::size_t best = 0;
+    while (best < s.size() && best < rest.size() && rest[best] == s[best])
+        ++best;
+    if (best < min_piece) best = 0;
+    // The suffixes s[j..], longest first: the first that matches is the longest.
+    for (std::size_t j = 1; j + min_piece <= s.size() && s.size() - j > best; ++j)
+        if (rest.substr(0, s.size() - j) == s.substr(j)) return s.size() - j;
+    return best;
+}
+
+} // namespace
+
+void redact_secret_pieces(std::string& text, const std::vector<std::string>& secrets) {
+    for (const auto& s : secrets) {
+        if (s.size() < min_piece) continue;
+        std::string out;
+        bool changed = false;
+        for (std::size_t i = 0; i < text.size();) {
+            if (const auto n = piece_at(std::string_view(text).substr(i), s); n > 0) {
+                out += "[REDACTED]";
+                i += n;
+                changed = true;
+            } else {
+                out += text[i++];
+            }
+        }
+        if (changed) text = std::move(out);
+    }
+}
+
 } // namespace meith::remote

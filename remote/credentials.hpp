@@ -34,4 +34,11 @@ std::optional<credentials> credentials_from_json(std::string_view json, std::str
 /// Every secret value of `c` (tokens, client secret), for the redactor's exact values.
 std::vector<std::string> secret_values(const credentials& c);
 
+/// Replaces with "[REDACTED]", in `text`, every occurrence of each of `secrets` and of each
+/// prefix and suffix of one that is 8 bytes or longer: what a server echoes of a token, cut
+/// by it or by meith (an error page is shown cut at 200 bytes), gives nothing back that long.
+/// Secrets under 8 bytes are ignored (as audit::add_exact_secret). For error text from a
+/// server (docs/security.md "Remote MCP servers"); a piece from a token's middle is not found.
+void redact_secret_pieces(std::string& text, const std::vector<std::string>& secrets);
+
 } // namespace meith::remote

@@ -121,6 +121,28 @@ bool untrusted_issuer(CURL* easy) {
     }
 }
 
+/// "scheme://host:port" of `u` (lower-cased, the scheme's default port filled in), and its
+/// scheme; empty when `u` has none of them.
+std::pair<std::string, std::string> origin_of(CURLU* u) {
+    char *scheme = nullptr, *host = nullptr, *port = nullptr;
+    std::pair<std::string, std::string> out;
+    if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+        out.second = scheme;
+        for (auto& c : out.second)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        std::string h = host;
+        for (auto& c : h)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        out.first = out.second + "://" + h + ":" + port;
+    }
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    return out;
+}
+
 } // namespace
 
 struct transfer {
@@ -135,7 +157,38 @@ struct transfer {
     bool too_large = false;
     std::size_t body_bytes = 0;
     std::string refused;
+    long status_now = 0; ///< the status of the response whose headers are arriving
+    /// A redirect to another origin, refused: "FROM to another origin, TO".
+    std::string redirect_refused;
     char errbuf[CURL_ERROR_SIZE] = {};
+
+    /// Whether a redirect to `location` (absolute or relative) must be refused: it leads to
+    /// another origin than the request's URL, by a scheme curl would follow (others curl
+    /// refuses itself, saying so). Sets `redirect_refused`.
+    bool refuse_redirect(std::string_view location, bool allow_http) {
+        const char* now = nullptr;
+        if (curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &now) != CURLE_OK || now == nullptr)
+            now = req.url.c_str();
+        CURLU* from = curl_url();
+        CURLU* to = curl_url();
+        bool refuse = false;
+        if (from != nullptr && to != nullptr &&
+            curl_url_set(from, CURLUPART_URL, req.url.c_str(), 0) == CURLUE_OK &&
+            curl_url_set(to, CURLUPART_URL, now, 0) == CURLUE_OK &&
+            curl_url_set(to, CURLUPART_URL, std::string(location).c_str(),
+                         CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK) {
+            const auto [from_origin, from_scheme] = origin_of(from);
+            const auto [to_origin, to_scheme] = origin_of(to);
+            const bool followable = to_scheme == "https" || (allow_http && to_scheme == "http");
+            if (followable && !from_origin.empty() && to_origin != from_origin) {
+                refuse = true;
+                redirect_refused = from_origin + " to another origin, " + to_origin;
+            }
+        }
+        curl_url_cleanup(from);
+        curl_url_cleanup(to);
+        return refuse;
+    }
 
     /// The final response's head to `on_head`, once.
     void send_head() {
@@ -253,6 +306,11 @@ struct http_client::impl {
             line.remove_suffix(1);
         if (line.starts_with("HTTP/")) { // a new response (after a redirect or 100 Continue)
             t->head.headers.clear();
+            const auto sp = line.find(' ');
+            t->status_now =
+                sp == std::string_view::npos
+                    ? 0
+                    : std::strtol(std::string(line.substr(sp + 1, 3)).c_str(), nullptr, 10);
             return size * n;
         }
         const auto colon = line.find(':');
@@ -263,6 +321,12 @@ struct http_client::impl {
         auto value = line.substr(colon + 1);
         while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
             value.remove_prefix(1);
+        // A redirect to another origin is refused before curl follows it: the request's
+        // headers (a token, `${secret:…}` headers) and body would go there (issue 40, #17).
+        if (name == "location" && t->status_now / 100 == 3 && t->req.max_redirects > 0 &&
+            !t->req.cross_origin_redirects &&
+            t->refuse_redirect(value, t->owner->policy.allow_private_network))
+            return 0; // CURLE_WRITE_ERROR: the transfer ends here
         if (t->head.headers.size() < 200) t->head.headers.emplace_back(name, std::string(value));
         return size * n;
     }
@@ -335,7 +399,13 @@ struct http_client::impl {
         transfers.erase(it);
         curl_multi_remove_handle(multi, t->easy);
         http_outcome out;
-        if (!t->refused.empty()) {
+        if (!t->redirect_refused.empty()) {
+            out.refused = true;
+            out.error = "refused a redirect from " + t->redirect_refused;
+            out.remedy = "meith sends a source's headers, its token and its requests to the "
+                         "origin of its `url` only; if the server has moved, set `url` to where "
+                         "it redirects";
+        } else if (!t->refused.empty()) {
             out.refused = true;
             out.error = "refused to connect: " + t->refused;
             out.remedy = "a source that means to reach its own network says "

@@ -40,6 +40,12 @@ struct http_request {
     /// Response bodies over this many bytes fail the request (`too_large`).
     std::size_t max_body_bytes = 64u << 20;
     int max_redirects = 5; ///< 0: a redirect is answered as the 3xx it is
+    /// A redirect to another origin (scheme, host and port) is refused (`refused`, saying
+    /// where it led) unless this is true: the request's headers and body (a token, a
+    /// `${secret:…}` header, a tool call) go to the origin of `url` only. Only requests that
+    /// carry nothing secret set it (the OAuth metadata GETs). Same-origin redirects are
+    /// followed (docs/protocol.md §18).
+    bool cross_origin_redirects = false;
 };
 
 /// The status line and headers of the final response (after redirects).

@@ -97,6 +97,7 @@ void first_json(http_client& http, std::shared_ptr<std::vector<std::string>> url
     http_request req;
     req.url = (*urls)[i];
     req.headers = {json_accept};
+    req.cross_origin_redirects = true; // public metadata: nothing secret goes with it
     req.timeout = std::chrono::milliseconds(15000);
     req.max_body_bytes = 1u << 20;
     auto body = std::make_shared<std::string>();
@@ -157,18 +158,15 @@ bool apply_token_response(credentials& c, long status, std::string_view body, st
     if (auto error = string_member(o, "error"); !error.empty() || status != 200) {
         invalid_grant = error == "invalid_grant";
         auto desc = string_member(o, "error_description");
-        // A server may echo the grant back ("refresh token X is revoked"): never repeat it
-        // (under 8 bytes, as add_exact_secret: too short to be a real secret).
-        for (const auto& secret : secret_values(c)) {
-            if (secret.size() < 8) continue;
-            for (auto* text : {&error, &desc})
-                for (auto at = text->find(secret); at != std::string::npos;
-                     at = text->find(secret, at + 10))
-                    text->replace(at, secret.size(), "[REDACTED]");
-        }
-        why = fmt::format("the token endpoint answered HTTP {}: {}{}{}", status,
-                          error.empty() ? "no error code" : error, desc.empty() ? "" : ": ",
-                          protocol::cut_utf8(desc, 200));
+        // A server may echo the grant back ("refresh token X is revoked"): never repeat it,
+        // nor a piece of it that the cut below or the server's own leaves (8 bytes or more).
+        const auto secrets = secret_values(c);
+        redact_secret_pieces(error, secrets);
+        std::string shown(protocol::cut_utf8(desc, 200));
+        redact_secret_pieces(shown, secrets);
+        why =
+            fmt::format("the token endpoint answered HTTP {}: {}{}{}", status,
+                        error.empty() ? "no error code" : error, shown.empty() ? "" : ": ", shown);
         return false;
     }
     auto access = string_member(o, "access_token");

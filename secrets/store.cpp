@@ -290,6 +290,12 @@ std::optional<secret_map> load(const fs::path& home, std::string& why) {
 }
 
 bool save(const fs::path& home, const secret_map& all, std::string& why) {
+    // The home first (0700, as meithd makes it): `meith secret set` may come before meithd's
+    // first start, and a key made for a store that cannot be written is a key for nothing.
+    if (auto bad = config::ensure_private_dir(home, false)) {
+        why = *bad;
+        return false;
+    }
     bool missing = false;
     auto key = read_key(why, missing);
     if (!key && missing) {

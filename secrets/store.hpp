@@ -40,7 +40,8 @@ using secret_map = std::map<std::string, std::string, std::less<>>;
 std::optional<secret_map> load(const std::filesystem::path& home, std::string& why);
 
 /// Replaces the store of `home` by `all`, written whole (0600, renamed into place), under a
-/// fresh nonce. Creates the key (and its 0700 folder) when there is none and no store yet.
+/// fresh nonce. Creates `home` (0700, as meithd does) when it is missing, then the key (and its
+/// 0700 folder) when there is none and no store yet.
 /// False, with `why`, on failure.
 bool save(const std::filesystem::path& home, const secret_map& all, std::string& why);
 

@@ -87,12 +87,13 @@ std::optional<std::string> mcp_source::before_start() {
 void mcp_source::answer_credentials(const std::string& id_json) {
     std::string out = R"({"headers":[)";
     bool first = true;
+    std::vector<std::string> used; // the ${secret:…} values, which the bridge never echoes
     for (const auto& [name, value] : cfg_.headers) {
         std::string why;
-        std::vector<std::string> used;
+        const auto before = used.size();
         auto resolved = secrets::expand(value, confinement_home(), used, why);
-        for (const auto& v : used)
-            audit::add_exact_secret(v);
+        for (auto v = used.begin() + static_cast<std::ptrdiff_t>(before); v != used.end(); ++v)
+            audit::add_exact_secret(*v);
         if (!resolved) {
             peer_.reply_error(id_json, -32603, "no credentials");
             return proc_.fail_permanently(fmt::format("header '{}': {}", name, why));
@@ -100,6 +101,11 @@ void mcp_source::answer_credentials(const std::string& id_json) {
         if (!first) out += ',';
         first = false;
         append_json_string(out, name + ": " + *resolved);
+    }
+    out += R"(],"secrets":[)";
+    for (std::size_t i = 0; i < used.size(); ++i) {
+        if (i > 0) out += ',';
+        append_json_string(out, used[i]);
     }
     out += R"(],"grant":)";
     std::string why;

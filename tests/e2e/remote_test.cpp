@@ -331,8 +331,8 @@ TEST_CASE("remote: with a desktop Secret Service the OAuth grant is kept there, 
         }
 }
 
-TEST_CASE("remote: a redirect to a private address and a name resolving to loopback are refused "
-          "without allow_private_network",
+TEST_CASE("remote: a redirect to another origin (to a private address, and with "
+          "allow_private_network too) and a name resolving to loopback are refused",
           "[e2e][remote][egress]") {
     if (!has_node_modules()) SKIP_TEST("tests/mcp/node_modules missing: run scripts/install-deps");
     if (const auto why = own_network_namespace(); !why.empty())
@@ -343,26 +343,30 @@ TEST_CASE("remote: a redirect to a private address and a name resolving to loopb
         with_test_cert({"--sdk=1", "--host=203.0.113.5", "--redirect-to=" + inside.url}));
     const std::string ca = "ca_file = \"" + tls + "ca.pem\"\n";
     const std::string by_name = "https://localhost:" + inside.url.substr(inside.url.rfind(':') + 1);
-    daemon_process d(remote_source("hop", outside.url, ca) + remote_source("byname", by_name, ca) +
-                     remote_source("allowed", outside.url, ca + "allow_private_network = true\n"));
+    // A secret header: it, the bearer token and the call's body would follow the redirect.
+    daemon_process d(
+        remote_source("hop", outside.url, ca + "headers = { X-Api-Key = \"k-42\" }\n") +
+        remote_source("byname", by_name, ca) +
+        remote_source("allowed", outside.url, ca + "allow_private_network = true\n"));
     client c(d.socket());
 
-    const json hop = wait_state(c, "hop", "failed");
-    const auto hop_error = hop["lastError"].get<std::string>();
-    INFO(hop_error);
-    CHECK(hop_error.find("127.0.0.1 is a loopback address") != std::string::npos);
-    CHECK(hop_error.find("allow_private_network = true") != std::string::npos);
+    // Another origin: refused before anything goes there, with or without the flag.
+    for (const std::string name : {"hop", "allowed"}) {
+        const json s = wait_state(c, name, "failed");
+        const auto error = s["lastError"].get<std::string>();
+        INFO(name << ": " << error);
+        CHECK(error.find("refused a redirect from https://203.0.113.5:") != std::string::npos);
+        CHECK(error.find("to another origin, " + inside.origin) != std::string::npos);
+        CHECK(error.find("set `url` to where it redirects") != std::string::npos);
+    }
 
     const json named = wait_state(c, "byname", "failed");
     const auto named_error = named["lastError"].get<std::string>();
     INFO(named_error);
     CHECK(named_error.find("is a loopback address") != std::string::npos);
 
-    // The same redirect with the flag reaches the server behind it.
-    wait_state(c, "allowed", "ready");
-    CHECK(text_of(call_tool(c, "allowed_echo", {{"text", "through"}})) == "through");
-    // The refused sources' requests never reached it: only the allowed one's did.
-    CHECK(admin_stats(inside)["mcpRequests"].get<int>() > 0);
+    // No request of any of them reached the server behind the redirect.
+    CHECK(admin_stats(inside)["mcpRequests"].get<int>() == 0);
     CHECK(admin_stats(outside)["mcpRequests"].get<int>() >= 2); // hop and allowed, redirected
 }
 

@@ -108,6 +108,22 @@ TEST_CASE("secrets: meith secret set seals a value apart from its key, a source'
                                "API_TOKEN` in a terminal"));
 }
 
+TEST_CASE("secrets: meith secret set before meithd ever ran makes the home (0700) first",
+          "[e2e][secrets]") {
+    temp_dir tmp;
+    env_override key("MEITH_SECRETS_KEY", (tmp.path / "k" / "secrets.key").string());
+    env_override own("MEITH_SECRET_SERVICE", "off");
+    const fs::path home = tmp.path / "no-home-yet" / ".meith";
+    const auto set = secret_set(home, "API_TOKEN", "tok-before-meithd-0123456789");
+    INFO(set.out << set.err);
+    REQUIRE(set.status == 0);
+    CHECK(mode_of(home) == 0700);
+    CHECK(mode_of(home / "secrets.enc") == 0600);
+    const auto list = run_cli({"secret", "list"}, home);
+    CHECK(list.status == 0);
+    CHECK(list.out == "API_TOKEN\n");
+}
+
 TEST_CASE("secrets: a long-running source whose secret is not set fails saying which command "
           "sets it, and starts once it is set",
           "[e2e][secrets]") {

@@ -526,6 +526,40 @@ TEST_CASE("oauth: apply_token_response applies a token answer", "[remote][oauth]
 
 // ---- oauth: PKCE and the authorization request ----------------------------------------------
 
+TEST_CASE("redact_secret_pieces: a secret, and any prefix or suffix of it of 8 bytes or more, "
+          "wherever it is",
+          "[remote][oauth][redaction]") {
+    const std::string secret = "s3cr3t-0123456789abcdefghijklmnopqrstuvw";
+    auto redacted = [&](std::string text) {
+        remote::redact_secret_pieces(text, {secret, "short"});
+        return text;
+    };
+    CHECK(redacted("a " + secret + " b") == "a [REDACTED] b");
+    CHECK(redacted("cut: " + secret.substr(0, 39)) == "cut: [REDACTED]");
+    CHECK(redacted("..." + secret.substr(secret.size() - 8) + "!") == "...[REDACTED]!");
+    CHECK(redacted(secret.substr(0, 8) + "|" + secret.substr(20)) == "[REDACTED]|[REDACTED]");
+    // Under 8 bytes, and pieces from the middle, stay (as do short secrets).
+    CHECK(redacted("x" + secret.substr(0, 7) + "x") == "x" + secret.substr(0, 7) + "x");
+    CHECK(redacted(secret.substr(5, 20)) == secret.substr(5, 20));
+    CHECK(redacted("short words") == "short words");
+
+    // The token endpoint's error_description, cut by the server (the first 30 characters of
+    // the refresh token) or by meith (at 200 bytes), gives no piece back.
+    remote::credentials c;
+    c.refresh_token = secret;
+    std::string why;
+    bool invalid = false;
+    const std::string desc = "refresh token " + secret.substr(0, 30) + "... is revoked; " +
+                             std::string(200 - 16 - 44 - 14, '.') + secret;
+    CHECK_FALSE(remote::apply_token_response(
+        c, 400, R"({"error":"invalid_grant","error_description":")" + desc + "\"}", 0, why,
+        invalid));
+    INFO(why);
+    CHECK(invalid);
+    for (std::size_t k = 8; k <= secret.size(); ++k)
+        CHECK(why.find(secret.substr(0, k)) == std::string::npos);
+}
+
 TEST_CASE("oauth: PKCE verifier and S256 challenge (RFC 7636)", "[remote][oauth]") {
     // RFC 7636 Appendix B.
     CHECK(remote::sha256_base64url("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk") ==

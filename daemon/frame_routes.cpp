@@ -337,13 +337,13 @@ void connection::on_preview_tool_call(const protocol::client_frame& f, std::stri
     const std::string request_id(*f.request_id);
     const auto profile = profile_for(f);
     auto t = registry_.find_tool(profile ? profile->real_name(f.tool_name) : f.tool_name);
-    if (t && profile) {
-        if (auto why = profile->hidden(t->name)) {
-            protocol::append_error_frame(outbound_, f.request_id,
-                                         "tool '" + t->name + "' is hidden: " + *why,
-                                         protocol::refusal::not_allowed);
-            return;
-        }
+    // The decision a call would meet now (a quarantined tool is denied), as dispatch makes it.
+    std::optional<registry::registry::call_decision> verdict;
+    if (t) verdict = registry_.decide_call(*t, caller_for(f), profile.get());
+    if (verdict && verdict->hidden) {
+        protocol::append_error_frame(outbound_, f.request_id, verdict->decision.reason,
+                                     protocol::refusal::not_allowed);
+        return;
     }
     if (!t) {
         protocol::append_error_frame(outbound_, f.request_id,
@@ -363,7 +363,7 @@ void connection::on_preview_tool_call(const protocol::client_frame& f, std::stri
                                   : text_payload  ? std::string(R"("")")
                                                   : std::string("{}");
     const auto who = caller_for(f);
-    const auto permission = registry_.policy().decide(t->name, t->capabilities, who).outcome();
+    const auto permission = verdict->decision.outcome();
     std::string fields = R"("sessionId":)";
     append_json_string(fields, session_id_);
     fields += R"(,"requestId":)";

@@ -1,5 +1,6 @@
 // agent_features: what the registry adds for agents beyond calling a tool (docs/protocol.md §13,
-// PROTOCOL.md §11) — previews of a call.
+// PROTOCOL.md §11) — previews of a call, and results shaped for a model or a display. What a
+// host writes into either reaches the caller with each exact secret value redacted, as results do.
 #include "protocol/json_writer.hpp"
 #include "registry/registry.hpp"
 
@@ -81,7 +82,11 @@ void registry::preview_call(const std::shared_ptr<const tool>& t, const std::str
                 simdjson::dom::parser parser;
                 std::string_view text;
                 if (parser.parse(*v).get_string().get(text) == simdjson::SUCCESS) {
-                    done({std::string(text), true});
+                    // The host's text reaches the caller (preview_tool_call) and approvers: a
+                    // secret value it holds stays with it, as in its results.
+                    std::string shown(text);
+                    audit::redact_exact_secrets(shown);
+                    done({std::move(shown), true});
                     return;
                 }
             }
@@ -181,6 +186,9 @@ void registry::shape_result(const call_ptr& c, protocol::tool_result r) {
             if (!c || c->resolved()) return;
             std::string model = v ? model_content_from_host(*v) : std::string();
             if (model.empty()) model = default_model_content(r);
+            // The host writes it: redacted as the tool's own result was (docs/security.md
+            // "Secrets"), before the display is made of it.
+            audit::redact_exact_secrets(model);
             if (c->result_model) r.model_content_json = model;
             if (!c->result_display) {
                 c->finalize(std::move(r), call_end::tool);
@@ -202,6 +210,7 @@ void registry::shape_result(const call_ptr& c, protocol::tool_result r) {
                     } else {
                         display = R"({"type":"text","content":)" + model + "}";
                     }
+                    audit::redact_exact_secrets(display);
                     r.meta_json = with_display(r.meta_json, display);
                     c->finalize(std::move(r), call_end::tool);
                 });

@@ -178,15 +178,15 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
         return;
     }
     const tool& t = *c->target;
-    if (c->profile) {
-        if (auto why = c->profile->hidden(t.name)) {
-            // Refused before validation, grants and approval: nothing of it is reachable.
-            c->decision = {};
-            c->decision.reason = "tool '" + t.name + "' is hidden: " + *why;
-            c->decided = true; // audited as the deny it is
-            refuse(c);
-            return;
-        }
+    // The one decision (decide_call): preview_tool_call, check_policy and a held call's
+    // re-decision make the same.
+    auto verdict = decide_call(t, c->caller, c->profile.get());
+    if (verdict.hidden) {
+        // Refused before validation, grants and approval: nothing of it is reachable.
+        c->decision = std::move(verdict.decision);
+        c->decided = true; // audited as the deny it is
+        refuse(c);
+        return;
     }
     // Text-payload tools take one string, every other tool an object (docs/protocol.md §13).
     if (const bool text = t.payload_kind == "text"; text != args.is_string()) {
@@ -204,18 +204,13 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
             return;
         }
     }
-    if (t.quarantined) {
+    if (verdict.quarantined) {
         // docs/protocol.md §22: no grant or approval reaches a tool held in quarantine.
-        c->decision = {};
-        c->decision.reason = "tool '" + t.name +
-                             "' is quarantined: its definition changed since a person accepted "
-                             "it (or it is new); see the change and accept it with `meith tools "
-                             "accept " +
-                             t.name + "` from a terminal";
+        c->decision = std::move(verdict.decision);
         refuse(c);
         return;
     }
-    c->decision = policy_.decide(t.name, t.capabilities, c->caller);
+    c->decision = std::move(verdict.decision);
     c->decided = true;
     c->timeout_ms = effective_timeout(*c, t, cfg_);
     // PROTOCOL.md §12 order: deny -> a matching grant -> ask -> allow. A grant is looked for
@@ -261,10 +256,62 @@ void registry::refuse(const call_ptr& c) {
                call_end::refused);
 }
 
-void registry::settle_redecided(const call_ptr& c, permissions::decision d) {
+registry::held_recheck registry::recheck_held(call& c) const {
+    // Decided as a fresh call of the same name would be now (dispatch's order): the tool may
+    // be gone, replaced by a re-listing (a new schema), hidden or quarantined meanwhile.
+    held_recheck r;
+    const auto now = tools_.find(c.tool_name);
+    if (!now) {
+        c.decided = false;
+        r.failure =
+            tool_result::failure(error_code::unknown_tool, "no tool named '" + c.tool_name + "'");
+        return r;
+    }
+    c.target = now;
+    const tool& t = *now;
+    auto verdict = decide_call(t, c.caller, c.profile.get());
+    const auto refused = [&] {
+        c.decision = std::move(verdict.decision);
+        c.decided = true; // audited as the deny it is
+        r.failure = tool_result::failure(error_code::permission_denied,
+                                         "permission denied: " + c.decision.reason);
+        return r;
+    };
+    if (verdict.hidden) return refused();
+    simdjson::dom::parser parser;
+    simdjson::dom::element args;
+    if (parser.parse(c.args_json).get(args) == simdjson::SUCCESS) {
+        if (const bool text = t.payload_kind == "text"; text != args.is_string()) {
+            c.decided = false;
+            r.failure = tool_result::failure(
+                error_code::validation_error,
+                text ? "'" + t.name + "' is a text-payload tool: arguments must be a string"
+                     : "arguments must be a JSON object");
+            return r;
+        }
+        if (t.validator) {
+            if (auto err = t.validator->validate(args)) {
+                c.decided = false;
+                r.failure = tool_result::failure(error_code::validation_error, std::move(*err));
+                return r;
+            }
+        }
+    }
+    if (verdict.quarantined) return refused();
+    r.decision = std::move(verdict.decision);
+    return r;
+}
+
+void registry::settle_redecided(const call_ptr& c, held_recheck r, std::string_view why) {
     c->on_abandon(nullptr);
-    c->decision = std::move(d);
-    c->decision.reason += " (decided again: the config was reloaded while the call was held)";
+    c->awaiting_approval = false;
+    if (r.failure) {
+        // What a fresh call would get, word for word.
+        c->resolve(std::move(*r.failure), call_end::refused);
+        return;
+    }
+    c->decision = std::move(r.decision);
+    if (!why.empty()) c->decision.reason += " (decided again: " + std::string(why) + ")";
     if (c->decision.allow)
         proceed(c);
     else
@@ -336,10 +383,10 @@ void registry::hold_for_approval(const call_ptr& c) {
             deny_without_approver(*c);
             return;
         }
-        // A reload during the preview may have changed the answer: decided again.
-        if (auto d = policy_.decide(c->target->name, c->target->capabilities, c->caller);
-            d.allow || !d.ask) {
-            settle_redecided(c, std::move(d));
+        // A reload or a re-listing during the preview may have changed the answer: decided
+        // again, on the tool as it is now.
+        if (auto r = recheck_held(*c); r.failure || r.decision.allow || !r.decision.ask) {
+            settle_redecided(c, std::move(r), "the config was reloaded while the call was held");
             return;
         }
         *approval_id = approvals_.hold(
@@ -348,6 +395,17 @@ void registry::hold_for_approval(const call_ptr& c) {
                 if (!c || c->resolved() || alive.expired()) return;
                 c->on_abandon(nullptr);
                 c->awaiting_approval = false;
+                if (a != approval_answer::deny) {
+                    // A person said yes to the tool as it was: it may be gone, replaced or
+                    // quarantined since (§22), or denied by a reload not yet applied to it.
+                    if (auto r = recheck_held(*c);
+                        r.failure || (!r.decision.allow && !r.decision.ask)) {
+                        settle_redecided(c, std::move(r),
+                                         "the tool or the config changed "
+                                         "while the call was held");
+                        return;
+                    }
+                }
                 if (a == approval_answer::deny) {
                     c->decision.ask = false;
                     c->decision.grantable = false; // a person said no: no grant hint
@@ -514,15 +572,17 @@ void registry::deactivate(call& c) {
 
 void registry::finish(call& c, const tool_result& r) {
     deactivate(c);
-    // The whole result counts: content, meta and diagnostics (an error's details are cut by
-    // the sources that make them).
-    const std::size_t size = r.content_json.size() + r.meta_json.size() + r.diagnostics_json.size();
+    // The whole result counts: content, meta (with a display), diagnostics and modelContent
+    // (a host's format_tool_result may be far larger than the content; an error's details are
+    // cut by the sources that make them).
+    const std::size_t size = r.content_json.size() + r.meta_json.size() +
+                             r.diagnostics_json.size() + r.model_content_json.size();
     std::optional<tool_result> too_big;
     if (size > cfg_.limits.max_result_bytes)
         too_big = tool_result::failure(error_code::tool_failed,
                                        "the tool's result is " + std::to_string(size) +
-                                           " bytes (content, meta and diagnostics), over "
-                                           "limits.max_result_bytes (" +
+                                           " bytes (content, meta, diagnostics and "
+                                           "modelContent), over limits.max_result_bytes (" +
                                            std::to_string(cfg_.limits.max_result_bytes) + ")");
     const tool_result& outcome = too_big ? *too_big : r;
     // The call's one audit line is written (visible to readers) before the reply is queued

@@ -191,6 +191,7 @@ void mcp_gateway::forget(const tool_source& src) {
     };
     std::erase_if(resource_owner_, [&](const auto& kv) { return is(kv.second); });
     std::erase_if(templates_, [&](const auto& kv) { return is(kv.second); });
+    std::erase_if(templates_walked_, is);
     std::erase_if(prompts_, [&](const auto& kv) { return is(kv.second.source); });
 }
 
@@ -285,6 +286,10 @@ void mcp_gateway::list_all(std::string_view method, std::string_view capability,
                     return;
                 }
                 *walk = nullptr; // breaks the walk's reference to itself
+                if (m == "resources/templates/list" &&
+                    std::none_of(templates_walked_.begin(), templates_walked_.end(),
+                                 [&](const source_ref& r) { return r.lock() == src; }))
+                    templates_walked_.push_back(src);
                 finish_one();
             });
         };
@@ -343,22 +348,46 @@ std::shared_ptr<tool_source> mcp_gateway::owner_of_uri(std::string_view uri) con
         auto p = r.lock();
         return p && p->state() == source_state::ready ? p : nullptr;
     };
+    // docs/protocol.md §17: the source first in the config that serves the URI, whether it
+    // lists it exactly or by a template: a later source cannot take a URI an earlier one
+    // serves by a template just by listing that URI (nor the other way round).
+    std::shared_ptr<tool_source> best;
+    const auto consider = [&](std::shared_ptr<tool_source> p) {
+        if (p && (!best || order_of(p.get()) < order_of(best.get()))) best = std::move(p);
+    };
     if (auto it = resource_owner_.find(uri); it != resource_owner_.end())
-        if (auto p = usable(it->second)) return p;
+        consider(usable(it->second));
     for (const auto& [tmpl, ref] : templates_) // a template named by itself (completion refs)
-        if (tmpl == uri)
-            if (auto p = usable(ref)) return p;
-    std::shared_ptr<tool_source> best; // the matching template of the source first in the config
-    for (const auto& [tmpl, ref] : templates_)
-        if (uri_template_matches(tmpl, uri))
-            if (auto p = usable(ref); p && (!best || order_of(p.get()) < order_of(best.get())))
-                best = std::move(p);
+        if (tmpl == uri || uri_template_matches(tmpl, uri)) consider(usable(ref));
     return best;
+}
+
+bool mcp_gateway::templates_unknown_before(const tool_source& src) const {
+    const std::size_t at = order_of(&src);
+    for (const auto& s : offering("resources")) {
+        if (order_of(s.get()) >= at) continue;
+        const bool walked = std::any_of(templates_walked_.begin(), templates_walked_.end(),
+                                        [&](const source_ref& r) { return r.lock() == s; });
+        if (!walked) return true;
+    }
+    return false;
 }
 
 void mcp_gateway::route_uri(std::string uri,
                             std::function<void(std::shared_ptr<tool_source>)> then) {
-    if (auto src = owner_of_uri(uri)) return then(std::move(src));
+    if (auto src = owner_of_uri(uri)) {
+        if (!templates_unknown_before(*src)) return then(std::move(src));
+        // A source earlier in the config may serve it by a template not learned yet (its
+        // templates were never listed, or forgotten at a list_changed): learned first.
+        return list_all("resources/templates/list", "resources", [this, uri, then](std::string) {
+            auto owner = owner_of_uri(uri);
+            if (!owner) {
+                auto all = offering("resources");
+                if (all.size() == 1) owner = all.front();
+            }
+            then(std::move(owner));
+        });
+    }
     // Not learned yet (or gone): list resources and templates again, then decide.
     list_all("resources/list", "resources", [this, uri, then](std::string) {
         list_all("resources/templates/list", "resources", [this, uri, then](std::string) {

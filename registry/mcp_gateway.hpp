@@ -7,8 +7,10 @@
 //       in config order (one answer, no nextCursor). Resources and templates are unchanged
 //       (URIs are never rewritten); prompt names get their source's `prefix`, as tools do.
 //   resources/read, resources/subscribe, resources/unsubscribe
-//       the source that listed the URI, else the one whose template matches it, else the only
-//       source offering resources; a miss lists every source again once before it is an error.
+//       the source first in the config among those that list the URI or have a template that
+//       matches it (a later source cannot take an earlier one's templated URI by listing it),
+//       else the only source offering resources; a miss lists every source again once before
+//       it is an error.
 //   prompts/get        the source of the (prefixed) prompt name, asked by its own name
 //   completion/complete
 //       routed by its `ref`: ref/prompt as prompts/get, ref/resource by template or URI
@@ -96,7 +98,12 @@ class mcp_gateway {
                   std::function<void(std::string items)> done);
     void learn(const std::shared_ptr<tool_source>& src, std::string_view method,
                simdjson::dom::array items, std::string& merged);
+    /// The source first in the config that serves `uri` as learned: by listing it, or by a
+    /// template that matches it (or is it); null when none.
     std::shared_ptr<tool_source> owner_of_uri(std::string_view uri) const;
+    /// Whether a source offering resources that comes before `src` in the config has not had
+    /// its templates listed since it started or changed them (it may serve a URI `src` lists).
+    bool templates_unknown_before(const tool_source& src) const;
     /// The source's position in the config (the registry's order); past the end when gone.
     std::size_t order_of(const tool_source* src) const;
     /// Whether `src` comes before the source `than` refers to (or that one is gone).
@@ -123,7 +130,8 @@ class mcp_gateway {
     std::uint64_t next_token_ = 0;
     std::map<std::string, source_ref, std::less<>> resource_owner_; ///< URI → source, as listed
     std::vector<std::pair<std::string, source_ref>> templates_;     ///< uriTemplate → source
-    std::map<std::string, prompt_route, std::less<>> prompts_;      ///< prefixed name → route
+    std::vector<source_ref> templates_walked_; ///< sources whose templates were listed
+    std::map<std::string, prompt_route, std::less<>> prompts_; ///< prefixed name → route
     /// URIs some subscriber subscribed to, with their source and count of subscribers.
     std::map<std::string, std::pair<source_ref, std::size_t>, std::less<>> subscribed_;
     simdjson::dom::parser parser_;

@@ -16,7 +16,10 @@ registry::registry(asio::any_io_executor ex, const config::config& cfg, audit::a
     : ex_(std::move(ex)), cfg_(cfg), policy_(cfg.permissions),
       audit_(ex_, audit, cfg.audit.on_failure == config::audit_failure_policy::fail_closed),
       redactor_(audit::default_redactor()), approvals_(ex_, audit_, redactor_) {
-    tools_.on_change = [this] { post_tools_changed(); };
+    tools_.on_change = [this] {
+        post_tools_changed();
+        post_held_recheck();
+    };
     rates_.configure(cfg.limits.rates);
     set_clients(cfg.clients);
 }
@@ -80,21 +83,65 @@ void registry::set_permissions(const config::permissions_config& permissions) {
     });
 }
 
+registry::call_decision registry::decide_call(const tool& t, permissions::caller who,
+                                              const permissions::client_profile* profile) const {
+    call_decision out;
+    if (profile) {
+        if (auto why = profile->hidden(t.name)) {
+            // Refused before validation, grants and approval: nothing of it is reachable.
+            out.hidden = true;
+            out.decision.reason = "tool '" + t.name + "' is hidden: " + *why;
+            return out;
+        }
+    }
+    if (t.quarantined) {
+        // docs/protocol.md §22: no grant, approval or hook reaches a tool held in quarantine.
+        out.quarantined = true;
+        out.decision.reason = "tool '" + t.name +
+                              "' is quarantined: its definition changed since a person accepted "
+                              "it (or it is new); see the change and accept it with `meith tools "
+                              "accept " +
+                              t.name + "` from a terminal";
+        return out;
+    }
+    out.decision = policy_.decide(t.name, t.capabilities, who);
+    return out;
+}
+
 void registry::redecide_held_calls() {
     // `deny` holds against everything the socket accepts (docs/security.md), a call held under
-    // the old policy included: each is decided again, and what no longer asks leaves the
-    // approvers (denied, or allowed outright and run).
+    // the old policy included: each is decided again, on its tool as it is now, and what no
+    // longer asks leaves the approvers (failed or denied, or allowed outright and run).
     for (auto& c : approvals_.held_calls()) {
         if (!c->target || c->resolved()) continue;
-        auto d = policy_.decide(c->target->name, c->target->capabilities, c->caller);
-        if (!d.allow && d.ask) {
-            c->decision = std::move(d);
+        auto r = recheck_held(*c);
+        if (!r.failure && !r.decision.allow && r.decision.ask) {
+            c->decision = std::move(r.decision);
             continue;
         }
-        approvals_.withdraw(c->approval_id, d.allow ? "the reloaded config allows it"
-                                                    : "the reloaded config denies it: " + d.reason);
-        settle_redecided(c, std::move(d));
+        approvals_.withdraw(c->approval_id, r.failure          ? r.failure->error->message
+                                            : r.decision.allow ? "the reloaded config allows it"
+                                                               : "the reloaded config denies it: " +
+                                                                     r.decision.reason);
+        settle_redecided(c, std::move(r), "the config was reloaded while the call was held");
     }
+}
+
+void registry::post_held_recheck() {
+    if (held_recheck_posted_ || approvals_.held_count() == 0) return;
+    held_recheck_posted_ = true;
+    // After this turn: a re-listing registers the tools, then checks their pins.
+    asio::post(ex_, [this, alive = std::weak_ptr<bool>(alive_)] {
+        if (alive.expired()) return;
+        held_recheck_posted_ = false;
+        for (auto& c : approvals_.held_calls()) {
+            if (!c->target || c->resolved()) continue;
+            auto r = recheck_held(*c);
+            if (!r.failure) continue; // still the person's to decide (a reload re-decides)
+            approvals_.withdraw(c->approval_id, r.failure->error->message);
+            settle_redecided(c, std::move(r), {});
+        }
+    });
 }
 
 std::string registry::explain_policy(std::string_view tool_name, permissions::caller who,
@@ -117,22 +164,24 @@ std::string registry::explain_policy(std::string_view tool_name, permissions::ca
         return m;
     }
     const auto& t = *found;
-    if (profile) {
-        if (auto why = profile->hidden(t.name)) {
-            m += R"(,"known":true,"hidden":true,"capabilities":)";
-            permissions::append_capabilities(m, t.capabilities);
-            m += R"(,"decision":"deny","reason":)";
-            append_json_string(m, "tool '" + t.name + "' is hidden: " + *why);
-            m += R"(,"grantable":false,"filterHooks":[])";
-            return m;
-        }
-        if (profile->shown_name(t.name) != t.name) {
-            m += R"(,"originalName":)";
-            append_json_string(m, t.name);
-        }
+    // The decision a call would meet now: hidden, quarantined, else the policy's.
+    const auto verdict = decide_call(t, who, profile);
+    if (verdict.hidden) {
+        m += R"(,"known":true,"hidden":true,"capabilities":)";
+        permissions::append_capabilities(m, t.capabilities);
+        m += R"(,"decision":"deny","reason":)";
+        append_json_string(m, verdict.decision.reason);
+        m += R"(,"grantable":false,"filterHooks":[])";
+        return m;
     }
-    const auto d = policy_.decide(t.name, t.capabilities, who);
-    m += R"(,"known":true,"capabilities":)";
+    if (profile && profile->shown_name(t.name) != t.name) {
+        m += R"(,"originalName":)";
+        append_json_string(m, t.name);
+    }
+    const auto& d = verdict.decision;
+    m += R"(,"known":true,)";
+    if (verdict.quarantined) m += R"("quarantined":true,)";
+    m += R"("capabilities":)";
     permissions::append_capabilities(m, t.capabilities);
     m += R"(,"decision":)";
     append_json_string(m, permissions::to_string(d.outcome()));

@@ -137,6 +137,21 @@ class registry {
     std::string explain_policy(std::string_view tool_name, permissions::caller who,
                                const permissions::client_profile* profile = nullptr) const;
 
+    /// The permission decision on a call of `t` by `who` through client profile `profile`
+    /// (may be null), on the tool as it is now.
+    struct call_decision {
+        /// The policy's decision; for a refusal below, a deny (not grantable) saying why.
+        permissions::decision decision;
+        bool hidden = false;      ///< the profile hides the tool (docs/protocol.md §23)
+        bool quarantined = false; ///< its definition waits for a person (docs/protocol.md §22)
+    };
+    /// The one decision dispatch, preview_tool_call, check_policy (explain_policy) and every
+    /// re-decision of a held call make, so none of them can answer differently: a tool the
+    /// profile hides is denied, then a quarantined one, then the policy decides. Grants are
+    /// not consulted (dispatch looks for one after a decision that does not allow).
+    call_decision decide_call(const tool& t, permissions::caller who,
+                              const permissions::client_profile* profile = nullptr) const;
+
     /// Restarts the source (or server-mode hook) named `name`; false when there is none.
     bool restart_source(std::string_view name);
 
@@ -191,8 +206,9 @@ class registry {
     std::string client_profile_names() const;
     /// Replaces the permission policy; decisions of later calls and list_tools use it.
     void set_permissions(const config::permissions_config& permissions);
-    /// Decides every held call again under the current policy (a reload): a call now denied
-    /// is withdrawn from the approvers and fails PERMISSION_DENIED, one now allowed runs.
+    /// Decides every held call again under the current policy, on its tool as it is now (a
+    /// reload): a call now denied (or whose tool is gone or quarantined) is withdrawn from the
+    /// approvers and fails as a fresh call would, one now allowed runs.
     void redecide_held_calls();
     /// The daemon's reload: returns the members of a `config_reloaded` reply
     /// (`"ok":...,"changed":[...],...`). Set by the daemon; without it reloading is refused.
@@ -273,9 +289,25 @@ class registry {
     void hold_for_approval(const call_ptr& c);
     /// Fails `c` PERMISSION_DENIED, saying its decision's reason.
     void refuse(const call_ptr& c);
-    /// A call decided again while it waited for a person (a reload during its hold or its
-    /// preview) whose new decision `d` no longer asks: run when `d` allows, refused otherwise.
-    void settle_redecided(const call_ptr& c, permissions::decision d);
+    /// A held call decided again on its tool as it is now (looked up afresh: a reload or a
+    /// re-listing may have removed, replaced or quarantined it): `failure` is what a fresh call
+    /// would get instead of a decision (UNKNOWN_TOOL, VALIDATION_ERROR against the schema now,
+    /// PERMISSION_DENIED for a hidden or quarantined tool; c->decision then says why), else
+    /// `decision` is the policy's. Points c->target at the tool as it is now.
+    struct held_recheck {
+        std::optional<protocol::tool_result> failure;
+        permissions::decision decision;
+    };
+    held_recheck recheck_held(call& c) const;
+    /// A call decided again while it waited for a person (a reload, a re-listing, an answer)
+    /// whose new decision `r` no longer asks: failed as a fresh call would be, run when it
+    /// allows, refused otherwise; `why` says what made it decided again (for the reason).
+    void settle_redecided(const call_ptr& c, held_recheck r, std::string_view why);
+    /// Tools changed (a re-listing, quarantine, a source removed): every held call whose tool
+    /// is gone, hidden or quarantined now fails as a fresh call would, withdrawn from the
+    /// approvers; at most once per I/O turn, after it.
+    void post_held_recheck();
+    bool held_recheck_posted_ = false;
     void run_on_source(const call_ptr& c);
     void after_tool(const call_ptr& c, protocol::tool_result r);
     /// The last step before a tool's result is final: modelContent and meta.display when the

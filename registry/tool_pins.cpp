@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
+#include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <cstring>
@@ -104,9 +105,11 @@ void tool_pins::save_if_changed() {
     if (dirty_) save();
 }
 
-void tool_pins::save() {
-    dirty_ = false;
-    if (!file_) return;
+bool tool_pins::save() {
+    if (!file_) {
+        dirty_ = false;
+        return true;
+    }
     nlohmann::json pins = nlohmann::json::object();
     for (const auto& [k, d] : pins_)
         pins[k] = {{"hash", d.hash},
@@ -115,7 +118,18 @@ void tool_pins::save() {
                    {"extra", d.extra_json},
                    {"capabilities", d.capabilities},
                    {"acceptedAt", d.accepted_at}};
-    config::write_private_file(*file_, nlohmann::json{{"pins", pins}}.dump(1) + "\n");
+    if (!config::write_private_file(*file_, nlohmann::json{{"pins", pins}}.dump(1) + "\n")) {
+        // Kept dirty: the next listing (or accept) writes them again. Until then the pins live
+        // only in memory and a restart of meithd would pin every tool anew.
+        const int err = errno;
+        dirty_ = true;
+        spdlog::error("cannot write the pinned tool definitions to {}: {}; kept in memory, "
+                      "written again at the next change",
+                      file_->string(), std::strerror(err));
+        return false;
+    }
+    dirty_ = false;
+    return true;
 }
 
 tool_pins::verdict tool_pins::check(std::string_view source, const tool& t, bool quarantine_new) {

@@ -46,8 +46,11 @@ class tool_pins {
     /// are written by save_if_changed, once for a whole listing (10,000 tools rewrote the file
     /// 10,000 times, each longer, on the I/O thread).
     verdict check(std::string_view source, const tool& t, bool quarantine_new);
-    /// Writes the file when check pinned something since the last write.
+    /// Writes the file when check pinned something since the last write (or a write failed:
+    /// it stays to be written, the failure logged with the path and errno).
     void save_if_changed();
+    /// Whether pins wait to be written (a check pinned something, or the last write failed).
+    bool dirty() const { return dirty_; }
 
     /// A person accepted the definition held for `source`/`remote_name`: it becomes the pin.
     /// False when nothing is held for it.
@@ -61,7 +64,8 @@ class tool_pins {
     static definition definition_of(const tool& t);
 
   private:
-    void save();
+    /// Writes every pin; false (logged, still dirty) when the write failed.
+    bool save();
     static std::string key(std::string_view source, std::string_view remote_name);
 
     std::optional<std::filesystem::path> file_;

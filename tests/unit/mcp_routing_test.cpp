@@ -2,10 +2,114 @@
 // docs/protocol.md §17) and the bridge's task table (cli/commands/mcp_tasks.hpp).
 #include "cli/commands/mcp_tasks.hpp"
 #include "registry/mcp_gateway.hpp"
+#include "registry/registry.hpp"
 
+#include <asio/io_context.hpp>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 using meith::registry::uri_template_matches;
+
+namespace {
+
+using nlohmann::json;
+using namespace meith::registry;
+
+/// An MCP source offering resources: `resources` listed exactly, `templates` as uriTemplates;
+/// resources/read answers "read from NAME".
+class resource_source : public tool_source, public mcp_peer {
+  public:
+    resource_source(std::string name, std::vector<std::string> resources,
+                    std::vector<std::string> templates)
+        : name_(std::move(name)), resources_(std::move(resources)),
+          templates_(std::move(templates)) {}
+    const std::string& name() const override { return name_; }
+    std::string_view kind() const override { return "mcp"; }
+    source_state state() const override { return state_; }
+    void start(source_events events) override {
+        events.registered(*this, {});
+        state_ = source_state::ready;
+        events.settled(*this);
+    }
+    void execute(const call_ptr&, const tool&) override {}
+    void stop(std::chrono::milliseconds, std::function<void()> done) override {
+        state_ = source_state::stopped;
+        done();
+    }
+    std::string status_json() const override { return "{}"; }
+    mcp_peer* mcp() override { return this; }
+
+    bool offers(std::string_view capability) const override { return capability == "resources"; }
+    void forward(std::string_view method, std::string params_json,
+                 std::function<void(mcp_answer)> done) override {
+        json result;
+        if (method == "resources/list") {
+            result["resources"] = json::array();
+            for (const auto& u : resources_)
+                result["resources"].push_back({{"uri", u}, {"name", u}});
+        } else if (method == "resources/templates/list") {
+            result["resourceTemplates"] = json::array();
+            for (const auto& t : templates_)
+                result["resourceTemplates"].push_back({{"uriTemplate", t}, {"name", t}});
+        } else if (method == "resources/read") {
+            const auto uri = json::parse(params_json)["uri"];
+            result["contents"] = json::array({{{"uri", uri}, {"text", "read from " + name_}}});
+        } else {
+            return done(mcp_error(-32601, "no"));
+        }
+        done({true, result.dump()});
+    }
+    meith::permissions::capability_set resource_capabilities() const override {
+        return meith::permissions::bit(meith::permissions::capability::read_only);
+    }
+
+  private:
+    std::string name_;
+    std::vector<std::string> resources_, templates_;
+    source_state state_ = source_state::starting;
+};
+
+/// Which source resources/read of `uri` reached, after the client asked `first` (each a list
+/// method, in order).
+std::string read_from(const std::vector<std::string>& first, const std::string& uri) {
+    asio::io_context ioc;
+    meith::config::config cfg;
+    registry reg(ioc.get_executor(), cfg, nullptr);
+    // "early" serves notes://{id} by a template; "late", later in the config, lists one of
+    // its URIs exactly.
+    reg.add_source(std::make_shared<resource_source>("early",
+                                                     std::vector<std::string>{"notes://index"},
+                                                     std::vector<std::string>{"notes://{id}"}));
+    reg.add_source(std::make_shared<resource_source>(
+        "late", std::vector<std::string>{"notes://secret", "late://own"},
+        std::vector<std::string>{}));
+    bool ready = false;
+    reg.start([&] { ready = true; });
+    REQUIRE(ready);
+    mcp_gateway::requester who;
+    who.who = meith::permissions::caller::cli;
+    for (const auto& m : first) {
+        bool listed = false;
+        reg.mcp().request(who, m, "{}", [&](mcp_answer a) { listed = a.ok; });
+        ioc.poll();
+        REQUIRE(listed);
+    }
+    std::optional<mcp_answer> read;
+    reg.mcp().request(who, "resources/read", json{{"uri", uri}}.dump(),
+                      [&](mcp_answer a) { read = std::move(a); });
+    ioc.poll();
+    REQUIRE(read);
+    INFO(read->json);
+    REQUIRE(read->ok);
+    return json::parse(read->json)["contents"][0]["text"];
+}
+
+} // namespace
 
 TEST_CASE("mcp routing: RFC 6570 expressions stand for the URI's parts between literals", "[mcp]") {
     CHECK(uri_template_matches("demo://resource/dynamic/text/{id}",
@@ -55,4 +159,19 @@ TEST_CASE("mcp tasks: a cancelled task stays cancelled when its call ends", "[mc
     bool unknown = false;
     CHECK_FALSE(t.result_or_wait("nope", 1, unknown));
     CHECK(unknown);
+}
+
+TEST_CASE("mcp routing: a URI an earlier source serves by a template stays with it, whatever a "
+          "later source lists",
+          "[mcp]") {
+    // Whatever the client listed before reading, and in whichever order.
+    CHECK(read_from({"resources/list"}, "notes://secret") == "read from early");
+    CHECK(read_from({"resources/templates/list", "resources/list"}, "notes://secret") ==
+          "read from early");
+    CHECK(read_from({"resources/list", "resources/templates/list"}, "notes://secret") ==
+          "read from early");
+    CHECK(read_from({}, "notes://secret") == "read from early");
+    // What only the later source serves stays its own.
+    CHECK(read_from({"resources/list"}, "late://own") == "read from late");
+    CHECK(read_from({}, "late://own") == "read from late");
 }

@@ -494,6 +494,8 @@ void append_plan_status(std::string& m, const sandbox::plan& plan,
     append_json_string(m, plan.home);
     m += R"(,"unix":)";
     append_json_string(m, plan.unix);
+    m += R"(,"limits":)";
+    append_json_string(m, plan.limits);
     if (!plan.read_only.empty()) {
         m += R"(,"protected":[)";
         for (std::size_t i = 0; i < plan.read_only.size(); ++i) {

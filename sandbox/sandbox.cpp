@@ -3,6 +3,7 @@
 #include "sandbox/fd_passing.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -662,6 +664,28 @@ bool plan_namespaces(plan& p, const request& r, const kernel_support& k, const f
 
 } // namespace
 
+/// The resource limits of `l` (limits.hpp): a cgroup where one is writable, else the rlimits;
+/// the inotify sysctls where the child has a user namespace of its own.
+void plan_limits(plan& p, const resource_limits& l, bool namespaces) {
+    static std::atomic<unsigned> next{0};
+    p.group = std::make_shared<limit_group>(
+        "meith-" + std::to_string(::getpid()) + "-" + std::to_string(next++), l);
+    if (p.group->controllers == "none") p.group.reset();
+    const bool pids = p.group && p.group->pids_procs_fd >= 0;
+    const bool memory = p.group && p.group->memory_procs_fd >= 0;
+    // RLIMIT_NPROC counts per user namespace only with one of its own (else it would count
+    // every process of the user); it is set with the cgroup too, for the root-less case.
+    if (namespaces) p.rlimit_nproc = l.processes;
+    if (!memory) p.rlimit_data = l.memory_bytes;
+    if (namespaces && l.inotify_instances != 0) {
+        p.inotify_instances = std::to_string(l.inotify_instances);
+        p.inotify_watches = std::to_string(l.inotify_watches);
+    }
+    p.limits = p.group ? "cgroup:" + p.group->controllers : std::string();
+    if (!pids && p.rlimit_nproc != 0) p.limits += p.limits.empty() ? "rlimit" : ",rlimit";
+    if (p.limits.empty()) p.limits = "none";
+}
+
 std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
     auto p = std::make_shared<plan>();
     p->capabilities = r.capabilities;
@@ -691,6 +715,7 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
     } else {
         complete = false;
     }
+    plan_limits(*p, r.limits, k.namespaces);
     // Declared socket paths give socket(AF_UNIX) only where the socket places are private:
     // without namespaces every socket of the user would be in reach, so it stays refused.
     if (!r.extra.sockets.empty()) {
@@ -771,12 +796,23 @@ int mask_place(const mount_step& s) noexcept {
 
 int enter(const plan& p) noexcept {
     // Raw system calls only: this runs in a child sharing the daemon's address space.
+    // Into its cgroups before anything of it can fork ("0": the writer itself).
+    if (p.group)
+        for (int fd : {p.group->pids_procs_fd, p.group->memory_procs_fd})
+            if (fd >= 0 && ::syscall(SYS_write, fd, "0", 1) != 1) return errno;
     if (p.clone_flags == 0) return 0;
     if ((p.clone_flags & CLONE_NEWUSER) != 0) {
         // setgroups first: an unprivileged process may write gid_map only after "deny".
         if (int e = write_file("/proc/self/setgroups", "deny"); e != 0 && e != ENOENT) return e;
         if (int e = write_file("/proc/self/uid_map", p.uid_map)) return e;
         if (int e = write_file("/proc/self/gid_map", p.gid_map)) return e;
+        // Its namespace's own inotify bounds (the owner may set them: user_namespaces(7)).
+        // Best effort: a container may mount /proc/sys read-only, and a tool that cannot be
+        // bounded there still runs (docs/protocol.md §15 "Limits").
+        if (!p.inotify_instances.empty()) {
+            write_file("/proc/sys/user/max_inotify_instances", p.inotify_instances);
+            write_file("/proc/sys/user/max_inotify_watches", p.inotify_watches);
+        }
     }
     // Nothing mounted here may reach the daemon's namespace (it may be shared: systemd's /).
     if (sys_mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
@@ -894,6 +930,18 @@ int apply(const plan& p) noexcept {
     __user_cap_data_struct none[2] = {};
     if (::syscall(SYS_capset, &header, none) != 0) return errno;
     if (::syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+    for (auto [resource, value] :
+         {std::pair{RLIMIT_NPROC, p.rlimit_nproc}, std::pair{RLIMIT_DATA, p.rlimit_data}}) {
+        if (value == 0) continue;
+        rlimit64 l{value, value};
+        rlimit64 old{};
+        // Never raised past what meithd has (a hard limit only root may raise).
+        if (::syscall(SYS_prlimit64, 0, resource, nullptr, &old) == 0) {
+            if (old.rlim_max < l.rlim_max) l.rlim_max = old.rlim_max;
+            if (l.rlim_cur > l.rlim_max) l.rlim_cur = l.rlim_max;
+        }
+        if (::syscall(SYS_prlimit64, 0, resource, &l, nullptr) != 0) return errno;
+    }
     if (p.ruleset_fd >= 0 && ::syscall(SYS_landlock_restrict_self, p.ruleset_fd, 0) != 0)
         return errno;
     if (!p.seccomp_bpf.empty()) {

@@ -36,6 +36,7 @@
 #pragma once
 
 #include "permissions/policy.hpp"
+#include "sandbox/limits.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -118,6 +119,8 @@ struct request {
     /// proxy serves. Needs namespaces: prepare() throws without them (fail closed).
     bool egress_proxy = false;
     std::uint16_t egress_port = 3128;
+    /// What the process tree may take of the machine (limits.hpp).
+    resource_limits limits;
     /// Besides default_private_places(): folders whose contents the child does not see
     /// (namespaces only), but for the paths it needs (the program and its interpreters, the
     /// init program, cwd, root, tmp_dir, every extra path, /etc/resolv.conf's target), bound
@@ -154,6 +157,14 @@ struct plan {
     /// socket(AF_UNIX) is allowed (the source declares socket paths, and namespaces make the
     /// socket places private).
     bool unix_sockets = false;
+    /// Resource limits (limits.hpp): the cgroups the child joins first thing (null: none),
+    /// the rlimits apply() sets (0: left as inherited), and the inotify sysctls enter()
+    /// writes in its user namespace (empty: not written).
+    std::shared_ptr<limit_group> group;
+    std::uint64_t rlimit_nproc = 0, rlimit_data = 0;
+    std::string inotify_instances, inotify_watches;
+    /// For list_sources: "cgroup:pids,memory" | "cgroup:pids,rlimit" | "rlimit" | "none".
+    std::string limits = "none";
     /// Pinned folders and read-only paths inside the writable roots (request::pinned,
     /// request::read_only), mounted after the writable roots and before the hidden paths.
     std::vector<std::string> pinned, read_only;

@@ -28,6 +28,10 @@
 #                                            connects to the Unix socket P, sends H (hex),
 #                                            reads up to N bytes ("reply_hex", "reply_text")
 #   {"action":"unix_list"}                   the socket paths /proc/net/unix names ("paths")
+#   {"action":"hoard","what":"processes"|"inotify","dir":D,"max":N}
+#                                            takes processes (forks that sleep) or inotify
+#                                            instances until refused or N, writes D/at_limit,
+#                                            holds them until D/release exists (30 s at most)
 #   {"action":"detached","then":A,"out":F}   a daemonised grandchild does A after this tool
 #                                            exits and writes its answer to F
 # Answers {"result":{"done":true,...}} or
@@ -339,6 +343,38 @@ def unix(args):
         return result
 
 
+def hoard(args):
+    """A fork loop or an inotify hoarder that stops only when the kernel refuses it."""
+    import time
+    limit, held, code = int(args.get("max", 5000)), [], None
+    libc = ctypes.CDLL(None, use_errno=True)
+    while len(held) < limit:
+        try:
+            if args["what"] == "processes":
+                pid = os.fork()
+                if pid == 0:
+                    time.sleep(60)
+                    os._exit(0)
+                held.append(pid)
+            else:
+                fd = libc.inotify_init1(os.O_CLOEXEC)
+                if fd < 0:
+                    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+                held.append(fd)
+        except OSError as e:
+            code = errname(e)
+            break
+    with open(os.path.join(args["dir"], "at_limit"), "w") as f:
+        f.write(str(len(held)))
+    release = os.path.join(args["dir"], "release")
+    until = time.monotonic() + 30
+    while not os.path.exists(release) and time.monotonic() < until:
+        time.sleep(0.05)
+    for pid in held if args["what"] == "processes" else []:
+        os.kill(pid, signal.SIGKILL)
+    return {"done": True, "held": len(held), "code": code}
+
+
 def unix_list(args):
     with open("/proc/net/unix") as f:
         lines = f.read().splitlines()[1:]
@@ -423,7 +459,7 @@ ACTIONS = {
     "memfd_exec": memfd_exec, "socket": open_socket, "environ": environ, "fill_tmp": fill_tmp,
     "tmpdir": tmpdir, "write": write, "ptrace": ptrace, "pids": pids, "caps": caps,
     "detached": detached, "steal_listener": steal_listener, "nested_userns": nested_userns,
-    "unix": unix, "unix_list": unix_list,
+    "unix": unix, "unix_list": unix_list, "hoard": hoard,
 }
 
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <string_view>
 #include <vector>
 
 namespace meith::sandbox::detail {
@@ -42,5 +43,9 @@ void plan_mounts(plan& p, const request& r, const std::filesystem::path& init, b
 /// True when `h` (lexically normal) lies in a private place of `p.steps` (plan_mounts first)
 /// and no bind brings it back: nothing to hide there. A bind at `h` itself: false.
 bool masked_away(const plan& p, const std::filesystem::path& h);
+
+/// True when MEITH_SANDBOX_TEST_ABSENT (a comma-separated test switch) names `what`:
+/// "limits" or "private-places" leave that protection out, for bench (k) to measure its cost.
+bool switched_off(std::string_view what);
 
 } // namespace meith::sandbox::detail

@@ -44,8 +44,15 @@ class audit_trail {
     bool failing() const { return log_ && log_->failing(); }
     /// Hands the pending lines to the writer; the sequence number that covers them.
     std::uint64_t commit();
-    /// commit() and waits for the write.
+    /// commit() and waits for the write (and its fsync, under audit.fsync = "always"): holds
+    /// the I/O thread; for shutdown and tests. Where something must wait for its lines (a
+    /// connection closed only once its close line is on file), use commit_then.
     void commit_now();
+    /// commit() without waiting: `fn` runs on the I/O thread once the lines queued so far are
+    /// in the file (at once when they already are), so the I/O thread never waits for the
+    /// writer. Lines are not lost when the trail goes first: the log's destructor writes every
+    /// batch submitted (only `fn` is then never run).
+    void commit_then(std::function<void()> fn) { after(commit(), std::move(fn)); }
     bool committed(std::uint64_t seq) const { return !log_ || log_->committed() >= seq; }
     std::uint64_t high_seq() const { return log_ ? log_->high_seq() : 0; }
     /// True under fail_closed when a batch numbered in (after, upto] could not be written:

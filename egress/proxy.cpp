@@ -9,6 +9,7 @@
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <asio/ip/tcp.hpp>
+#include <asio/posix/stream_descriptor.hpp>
 #include <asio/read.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
@@ -19,11 +20,21 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
+#include <thread>
+#include <unordered_set>
+
+#include <netdb.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace meith::egress {
 
@@ -34,8 +45,10 @@ using asio::ip::tcp;
 constexpr auto nothrow = asio::experimental::as_tuple(asio::use_awaitable);
 constexpr std::size_t max_head = 16 * 1024;
 
-/// MEITH_EGRESS_TEST_HOSTS: a file of "NAME ADDRESS" lines that replaces DNS for the proxy (a
-/// test switch: getent-free resolution of test names).
+/// MEITH_EGRESS_TEST_HOSTS: a file of "NAME ADDRESS [wait=PATH] [delay=MS]" lines that replaces
+/// DNS for the proxy (a test switch: getent-free resolution of test names). `wait=PATH` makes
+/// the lookup of NAME block until PATH exists (two minutes at most), `delay=MS` makes it take MS
+/// milliseconds: a slow resolver, on the thread that resolves.
 std::optional<std::vector<asio::ip::address>> test_hosts(const std::string& name) {
     const char* file = std::getenv("MEITH_EGRESS_TEST_HOSTS");
     if (file == nullptr || *file == '\0') return std::nullopt;
@@ -46,12 +59,93 @@ std::optional<std::vector<asio::ip::address>> test_hosts(const std::string& name
         std::istringstream words(line);
         std::string n, a;
         if (!(words >> n >> a) || normal_host(n) != name) continue;
+        for (std::string opt; words >> opt;) {
+            if (opt.starts_with("wait=")) {
+                const std::string path = opt.substr(5);
+                for (int i = 0; i < 12000 && ::access(path.c_str(), F_OK) != 0; ++i)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            } else if (opt.starts_with("delay=")) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(opt.c_str() + 6)));
+            }
+        }
         std::error_code ec;
         auto addr = asio::ip::make_address(a, ec);
         if (!ec) out.push_back(addr);
     }
     return out;
 }
+
+// ---- name lookups: per source, off the I/O thread, with a deadline (issue 40, item 7) ---------
+//
+// Asio's resolver runs getaddrinfo on one thread per io_context: every source's names queue
+// behind one slow answer, and destroying the resolver joins a blocked lookup. Instead each
+// lookup runs on a thread of its own, detached; it leaves its answer in a shared state and
+// writes a byte to a socket pair, which the waiting connection reads (nothing is posted to the
+// I/O context from that thread, so it may outlive the proxy and the context). The connection
+// races that byte against its deadline; a source has at most max_lookups threads at once.
+
+/// One lookup's answer, shared by its thread and the connection waiting for it.
+struct lookup_state {
+    std::mutex m;
+    bool done = false;
+    std::vector<asio::ip::address> addrs;
+    int notify_fd = -1; ///< the thread's end of the socket pair
+    lookup_state() = default;
+    lookup_state(const lookup_state&) = delete;
+    lookup_state& operator=(const lookup_state&) = delete;
+    ~lookup_state() {
+        if (notify_fd >= 0) ::close(notify_fd);
+    }
+};
+
+/// Blocking: `host`'s addresses from MEITH_EGRESS_TEST_HOSTS or getaddrinfo; empty when none.
+std::vector<asio::ip::address> resolve_blocking(const std::string& host, std::uint16_t port) {
+    if (auto fixed = test_hosts(host)) return std::move(*fixed);
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_ADDRCONFIG;
+    addrinfo* list = nullptr;
+    std::vector<asio::ip::address> out;
+    if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list) != 0) return out;
+    for (auto* i = list; i != nullptr; i = i->ai_next) {
+        if (i->ai_family == AF_INET) {
+            sockaddr_in in{};
+            std::memcpy(&in, i->ai_addr, sizeof in);
+            asio::ip::address_v4::bytes_type b;
+            std::memcpy(b.data(), &in.sin_addr, 4);
+            out.emplace_back(asio::ip::address_v4(b));
+        } else if (i->ai_family == AF_INET6) {
+            sockaddr_in6 in6{};
+            std::memcpy(&in6, i->ai_addr, sizeof in6);
+            asio::ip::address_v6::bytes_type b;
+            std::memcpy(b.data(), in6.sin6_addr.s6_addr, 16);
+            out.emplace_back(asio::ip::address_v6(b, in6.sin6_scope_id));
+        }
+    }
+    ::freeaddrinfo(list);
+    return out;
+}
+
+/// "10", "0.3": a duration in seconds for messages.
+std::string seconds_text(std::chrono::milliseconds d) {
+    return fmt::format("{:g}", static_cast<double>(d.count()) / 1000.0);
+}
+
+/// The connection limit of a source: `configured`, and never more than an eighth of meithd's
+/// descriptor limit (a connection holds two), so one source cannot take what every source needs.
+std::size_t connection_limit(std::size_t configured) {
+    rlimit l{};
+    if (::getrlimit(RLIMIT_NOFILE, &l) != 0 || l.rlim_cur == RLIM_INFINITY) return configured;
+    return std::min<std::size_t>(
+        configured, std::max<std::size_t>(16, static_cast<std::size_t>(l.rlim_cur / 8)));
+}
+
+/// Connections past a source's limit that are read (for their target) and refused with a reason;
+/// beyond these they are closed at once.
+constexpr std::size_t max_refusing = 16;
+/// How long a connection past the limit may take to say what it wants.
+constexpr std::chrono::seconds refusing_read_timeout{5};
 
 std::string rule_text_for(const std::string& host, std::uint16_t port) {
     const bool v6 = host.find(':') != std::string::npos;
@@ -61,7 +155,9 @@ std::string rule_text_for(const std::string& host, std::uint16_t port) {
 class proxy_impl final : public proxy {
   public:
     proxy_impl(asio::any_io_executor ex, int fd, proxy_options opts)
-        : ex_(ex), acceptor_(ex), opts_(std::move(opts)) {
+        : ex_(ex), acceptor_(ex), opts_(std::move(opts)),
+          budget_(opts_.budget ? opts_.budget : std::make_shared<source_budget>()),
+          limit_(connection_limit(opts_.max_connections)) {
         std::error_code ec;
         acceptor_.assign(tcp::v4(), fd, ec);
     }
@@ -76,23 +172,35 @@ class proxy_impl final : public proxy {
     void stop() override {
         std::error_code ec;
         acceptor_.close(ec);
+        stopped_ = true;
+        // The process that opened them is gone: its connections close, whatever they wait for
+        // (a request, a lookup, a person, the dial, the relay); each still ends in its record.
+        for (conn* c : conns_) {
+            c->client.close(ec);
+            c->upstream.close(ec);
+            if (c->cancel_wait) c->cancel_wait();
+        }
     }
 
   private:
-    /// A connection counted in `active_` until its coroutine's frame is gone, however it ends
-    /// (an exception included, or never started).
+    /// A connection counted in its source's budget (`open`, or `refusing` past the limit) until
+    /// its coroutine's frame is gone, however it ends (an exception included, or never started).
     struct active_guard {
         std::shared_ptr<proxy_impl> self;
-        explicit active_guard(std::shared_ptr<proxy_impl> p) : self(std::move(p)) {
-            ++self->active_;
+        std::atomic<std::size_t>* counter = nullptr;
+        active_guard(std::shared_ptr<proxy_impl> p, bool over)
+            : self(std::move(p)), counter(over ? &self->budget_->refusing : &self->budget_->open) {
+            ++*counter;
         }
-        active_guard(active_guard&& o) noexcept : self(std::move(o.self)) {}
+        active_guard(active_guard&& o) noexcept
+            : self(std::move(o.self)), counter(std::exchange(o.counter, nullptr)) {}
         active_guard(const active_guard&) = delete;
         active_guard& operator=(const active_guard&) = delete;
         active_guard& operator=(active_guard&&) = delete;
         ~active_guard() {
-            if (self) --self->active_;
+            if (self && counter) --*counter;
         }
+        bool over() const { return counter == &self->budget_->refusing; }
     };
 
     static awaitable<void> accept_loop(std::shared_ptr<proxy_impl> self) {
@@ -117,12 +225,21 @@ class proxy_impl final : public proxy {
                 spdlog::info("egress proxy: accepting connections again");
                 pause = std::chrono::milliseconds(0);
             }
-            if (self->active_ >= self->opts_.max_connections) {
+            // Past the source's limit a connection is read only for its target and refused with
+            // the reason (audited); past a few of those it is closed at once.
+            const bool over = self->budget_->open >= self->limit_;
+            if (over && self->budget_->refusing >= max_refusing) {
+                if (!self->warned_full_)
+                    spdlog::warn("egress proxy: a source has {} proxied connections open, its "
+                                 "limit, and {} more being refused: closing new ones at once",
+                                 self->limit_, max_refusing);
+                self->warned_full_ = true;
                 std::error_code ignored;
                 sock.close(ignored);
                 continue;
             }
-            asio::co_spawn(self->ex_, serve(active_guard(self), std::move(sock)),
+            self->warned_full_ = false;
+            asio::co_spawn(self->ex_, serve(active_guard(self, over), std::move(sock)),
                            [](const std::exception_ptr& e) {
                                if (!e) return;
                                try {
@@ -143,13 +260,47 @@ class proxy_impl final : public proxy {
         std::array<char, max_head> buf{};
         std::size_t have = 0;
         std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+        bool over_limit = false; ///< accepted past the source's limit: refused once it asks
+        std::function<void()> cancel_wait; ///< while waiting for a lookup or a person: ends it
+    };
+
+    /// `c` in conns_ (what stop() closes) for as long as it lives.
+    struct registered {
+        proxy_impl& self;
+        conn& c;
+        registered(proxy_impl& s, conn& cn) : self(s), c(cn) { self.conns_.insert(&c); }
+        registered(const registered&) = delete;
+        registered& operator=(const registered&) = delete;
+        ~registered() { self.conns_.erase(&c); }
     };
 
     static awaitable<void> serve(active_guard guard, tcp::socket sock) {
         const std::shared_ptr<proxy_impl> self = guard.self;
-        conn c{std::move(sock), tcp::socket(self->ex_), {}, {}, 0};
+        conn c{std::move(sock),
+               tcp::socket(self->ex_),
+               {},
+               {},
+               0,
+               std::chrono::steady_clock::now(),
+               false,
+               {}};
+        c.over_limit = guard.over();
+        const registered in_set(*self, c);
         if (self->opts_.owner) c.rec.owner = self->opts_.owner();
-        co_await self->handle(c);
+        asio::steady_timer read_deadline(self->ex_);
+        if (c.over_limit) { // it gets a few seconds to say what it wants, then is closed
+            read_deadline.expires_after(refusing_read_timeout);
+            read_deadline.async_wait([&c](const std::error_code& e) {
+                if (!e) {
+                    std::error_code ignored;
+                    c.client.close(ignored);
+                }
+            });
+        }
+        if (!self->stopped_) co_await self->handle(c);
+        read_deadline.cancel();
+        if (self->stopped_ && c.rec.allowed && c.rec.reason.empty())
+            c.rec.reason = "closed by meithd: the process that opened it exited";
         c.rec.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
             std::chrono::steady_clock::now() - c.t0);
         if (!c.rec.host.empty() && self->opts_.on_closed) self->opts_.on_closed(c.rec);
@@ -279,6 +430,13 @@ class proxy_impl final : public proxy {
 
     awaitable<bool> open_upstream(conn& c) {
         auto& r = c.rec;
+        if (c.over_limit) {
+            r.reason = fmt::format("the source already has {} proxied connections open, its limit; "
+                                   "refused until one of them closes",
+                                   limit_);
+            refuse(r);
+            co_return false;
+        }
         std::error_code ec;
         const auto literal = asio::ip::make_address(r.host, ec);
         const bool is_literal = !ec;
@@ -295,7 +453,7 @@ class proxy_impl final : public proxy {
         }
         rule asked; // a person's answer stands for a rule naming exactly this target
         if (decided == nullptr && opts_.rules.ask && opts_.ask) {
-            const ask_verdict verdict = co_await ask_person(r);
+            const ask_verdict verdict = co_await ask_person(c);
             if (!verdict.allow) {
                 r.reason = verdict.why;
                 r.suggestion = verdict.suggestion;
@@ -320,16 +478,16 @@ class proxy_impl final : public proxy {
         std::vector<asio::ip::address> addrs;
         if (is_literal) {
             addrs.push_back(literal);
-        } else if (auto fixed = test_hosts(r.host)) {
-            addrs = std::move(*fixed);
         } else {
-            tcp::resolver resolver(ex_);
-            auto [rec, results] =
-                co_await resolver.async_resolve(r.host, std::to_string(r.port), nothrow);
-            if (!rec)
-                for (const auto& e : results)
-                    addrs.push_back(e.endpoint().address());
+            std::string why;
+            addrs = co_await lookup(c, why);
+            if (!why.empty()) {
+                r.reason = why;
+                refuse(r);
+                co_return false;
+            }
         }
+        if (stopped_) co_return false;
         if (addrs.empty()) {
             r.reason = fmt::format("{} does not resolve", r.host);
             refuse(r);
@@ -362,6 +520,7 @@ class proxy_impl final : public proxy {
             });
             auto [cec] = co_await c.upstream.async_connect(ep, nothrow);
             timer.cancel();
+            if (stopped_) co_return false;
             if (!cec) {
                 r.address = a.to_string();
                 r.allowed = true;
@@ -381,8 +540,65 @@ class proxy_impl final : public proxy {
         co_return false;
     }
 
+    /// `c.rec.host`'s addresses, looked up on a thread of its own (see lookup_state), or `why` it
+    /// has none: the source's lookups are all taken, the deadline passed, the proxy stopped.
+    awaitable<std::vector<asio::ip::address>> lookup(conn& c, std::string& why) {
+        const auto& r = c.rec;
+        if (budget_->lookups >= opts_.max_lookups) {
+            why = fmt::format("the source already has {} name lookups pending (a slow resolver?); "
+                              "{} was not looked up",
+                              opts_.max_lookups, r.host);
+            co_return std::vector<asio::ip::address>{};
+        }
+        int pair[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+            why = fmt::format("name resolution of {} could not start: {}", r.host,
+                              std::strerror(errno));
+            co_return std::vector<asio::ip::address>{};
+        }
+        auto st = std::make_shared<lookup_state>();
+        st->notify_fd = pair[1];
+        asio::posix::stream_descriptor wake(ex_, pair[0]);
+        ++budget_->lookups;
+        try {
+            std::thread([st, budget = budget_, host = r.host, port = r.port] {
+                auto addrs = resolve_blocking(host, port);
+                {
+                    std::lock_guard lock(st->m);
+                    st->addrs = std::move(addrs);
+                    st->done = true;
+                }
+                const char one = 1;
+                (void)::send(st->notify_fd, &one, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                --budget->lookups;
+            }).detach();
+        } catch (const std::exception& e) {
+            --budget_->lookups;
+            why = fmt::format("name resolution of {} could not start: {}", r.host, e.what());
+            co_return std::vector<asio::ip::address>{};
+        }
+        asio::steady_timer deadline(ex_, opts_.resolve_timeout);
+        c.cancel_wait = [&wake, &deadline] {
+            std::error_code ignored;
+            wake.cancel(ignored);
+            deadline.cancel();
+        };
+        char byte = 0;
+        using namespace asio::experimental::awaitable_operators;
+        co_await (wake.async_read_some(asio::buffer(&byte, 1), nothrow) ||
+                  deadline.async_wait(nothrow));
+        c.cancel_wait = nullptr;
+        std::lock_guard lock(st->m);
+        if (st->done) co_return std::move(st->addrs);
+        why = stopped_ ? "closed by meithd: the process that opened it exited"
+                       : fmt::format("name resolution of {} took longer than {} s", r.host,
+                                     seconds_text(opts_.resolve_timeout));
+        co_return std::vector<asio::ip::address>{};
+    }
+
     /// Holds the connection until `opts_.ask` answers (or `ask_timeout` passes: refused).
-    awaitable<ask_verdict> ask_person(const connection_record& r) {
+    awaitable<ask_verdict> ask_person(conn& c) {
+        const connection_record& r = c.rec;
         struct pending {
             explicit pending(asio::any_io_executor ex) : wake(ex) {}
             asio::steady_timer wake;
@@ -396,8 +612,12 @@ class proxy_impl final : public proxy {
             held->verdict = std::move(v);
             held->wake.cancel();
         });
+        c.cancel_wait = [&p] { p->wake.cancel(); };
         if (!p->verdict) co_await p->wake.async_wait(nothrow);
+        c.cancel_wait = nullptr;
         if (p->verdict) co_return std::move(*p->verdict);
+        if (stopped_)
+            co_return ask_verdict{false, "closed by meithd: the process that opened it exited", {}};
         co_return ask_verdict{
             false,
             fmt::format("nobody answered within {} s", opts_.ask_timeout.count() / 1000),
@@ -406,7 +626,8 @@ class proxy_impl final : public proxy {
 
     void refuse(connection_record& r) {
         r.allowed = false;
-        if (opts_.on_refused) opts_.on_refused(r);
+        // Once stopped, its process is gone: there is nobody to tell, only the record.
+        if (opts_.on_refused && !stopped_) opts_.on_refused(r);
     }
 
     // ---- the relay -----------------------------------------------------------------------------
@@ -441,7 +662,11 @@ class proxy_impl final : public proxy {
     asio::any_io_executor ex_;
     tcp::acceptor acceptor_;
     proxy_options opts_;
-    std::size_t active_ = 0;
+    std::shared_ptr<source_budget> budget_; ///< shared with the source's other proxies
+    std::size_t limit_;                     ///< connections open per source
+    bool stopped_ = false;
+    bool warned_full_ = false;
+    std::unordered_set<conn*> conns_; ///< every connection being served (stop closes them)
 };
 
 } // namespace

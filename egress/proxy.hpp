@@ -16,6 +16,7 @@
 
 #include <asio/any_io_executor.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -52,6 +53,13 @@ struct ask_verdict {
 /// ignored). Safe to call after the proxy stopped.
 using ask_reply = std::function<void(ask_verdict)>;
 
+/// What the proxies of one source share (proxy_options::budget). Thread-safe.
+struct source_budget {
+    std::atomic<std::size_t> open{0};     ///< connections being served
+    std::atomic<std::size_t> refusing{0}; ///< connections past the limit, being refused
+    std::atomic<std::size_t> lookups{0};  ///< name lookups whose thread has not ended
+};
+
 struct proxy_options {
     rule_set rules;
     std::function<void(const connection_record&)> on_refused;
@@ -63,8 +71,21 @@ struct proxy_options {
     /// record's `owner` (a connection outlives the moment that decided it).
     std::function<std::shared_ptr<const void>()> owner;
     std::chrono::milliseconds ask_timeout{300000};
+    /// Connections open at once per source (those of all its processes): past it a new one
+    /// is refused with the reason, and audited. Never more than an eighth of meithd's
+    /// RLIMIT_NOFILE (each holds two descriptors).
     std::size_t max_connections = 256;
     std::chrono::milliseconds connect_timeout{10000};
+    /// A name's lookup that takes longer is refused ("name resolution of X took longer than
+    /// 10 s"); the lookup's thread runs on (getaddrinfo cannot be interrupted) and holds one
+    /// of the source's `max_lookups` until it ends.
+    std::chrono::milliseconds resolve_timeout{10000};
+    /// Lookups in flight per source; past it a name is refused at once.
+    std::size_t max_lookups = 16;
+    /// The source's count of connections open and lookups in flight, shared by every copy of
+    /// these options: one source's processes (an exec tool's runs each get a copy) share
+    /// `max_connections` and `max_lookups`. Null: a budget of this proxy's own.
+    std::shared_ptr<source_budget> budget = std::make_shared<source_budget>();
 };
 
 class proxy : public std::enable_shared_from_this<proxy> {
@@ -73,7 +94,9 @@ class proxy : public std::enable_shared_from_this<proxy> {
     static std::shared_ptr<proxy> start(asio::any_io_executor ex, int listener_fd,
                                         proxy_options opts);
     virtual ~proxy() = default;
-    /// Stops accepting; connections open go on until either side closes.
+    /// Stops accepting and closes every connection it serves (its process exited; child_process
+    /// calls it when the child is reaped): each still ends in its record, an open tunnel's with
+    /// the reason "closed by meithd: the process that opened it exited".
     virtual void stop() = 0;
 };
 

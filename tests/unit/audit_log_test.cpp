@@ -1,6 +1,10 @@
 // audit_log tests: lines, torn-tail repair, rotation, over-long lines, JSON string escaping and
 // write failures with recovery. Every test works in its own mkdtemp directory.
 #include "audit/audit_log.hpp"
+#include "audit/audit_trail.hpp"
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -527,4 +531,39 @@ TEST_CASE("write failures are reported and recovered from", "[audit_log]") {
         CHECK(nlohmann::json::parse(now[0]).at("seq") == 2);
         CHECK(lines_of(dir.path / "audit.jsonl.old").size() == 1);
     }
+}
+
+TEST_CASE("audit_trail::commit_then: the I/O thread does not wait for the write, the lines "
+          "arrive, none is lost at shutdown",
+          "[audit_log]") {
+    temp_dir dir;
+    const auto path = dir.path / "audit.jsonl";
+    audit_config cfg;
+    cfg.fsync = fsync_policy::always; // every batch through the writer thread, fsynced
+    {
+        asio::io_context ioc;
+        auto work = asio::make_work_guard(ioc); // run_for waits for the writer's post
+        audit_log log(path, cfg);
+        meith::audit::audit_trail trail(ioc.get_executor(), &log);
+        bool ran = false;
+        for (int i = 0; i < 50; ++i) {
+            trail.event("connection_rejected", R"("n":)" + std::to_string(i));
+            trail.commit_then([&ran, &trail, i] {
+                // Runs on the I/O thread once its line is on file.
+                if (i == 49) ran = trail.committed(trail.high_seq());
+            });
+        }
+        for (int i = 0; i < 500 && !ran; ++i)
+            ioc.run_for(std::chrono::milliseconds(10));
+        CHECK(ran);
+        CHECK(lines_of(path).size() == 50);
+        // Shutdown with lines submitted but not yet waited for: the log's destructor writes them.
+        for (int i = 0; i < 20; ++i) {
+            trail.event("connection_close", R"("n":)" + std::to_string(i));
+            trail.commit_then([] {});
+        }
+    }
+    const auto lines = lines_of(path);
+    REQUIRE(lines.size() == 70);
+    CHECK(nlohmann::json::parse(lines.back()).at("event") == "connection_close");
 }

@@ -7,6 +7,7 @@
 #include "test_skip.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -525,4 +526,279 @@ TEST_CASE("egress proxy: a connection that ends in an exception is no longer cou
     auto [second, rec2] = run.exchange(ask);
     CHECK_THAT(second, Catch::StartsWith("HTTP/1.1 403")); // not refused as one too many
     CHECK(refusals == 2);
+}
+
+// ---- one source's proxy never holds up another's (issue 40, items 7 and 8) -----------------
+
+namespace {
+
+/// Several proxies served by one I/O thread, as meithd serves every source's: each add() is a
+/// process's proxy; proxies started from copies of one proxy_options are one source's.
+struct shared_loop {
+    asio::io_context ioc;
+    std::vector<std::shared_ptr<proxy>> proxies;
+    std::mutex m;
+    std::vector<connection_record> closed, refused;
+    std::thread t;
+
+    /// Before go(): a proxy serving `opts` on 127.0.0.1:<ephemeral>; returns its port.
+    std::uint16_t add(proxy_options opts) {
+        tcp::acceptor a(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+        const auto port = a.local_endpoint().port();
+        opts.on_closed = [this](const connection_record& r) {
+            std::lock_guard lock(m);
+            closed.push_back(r);
+        };
+        opts.on_refused = [this](const connection_record& r) {
+            std::lock_guard lock(m);
+            refused.push_back(r);
+        };
+        proxies.push_back(proxy::start(ioc.get_executor(), a.release(), std::move(opts)));
+        return port;
+    }
+    void go() {
+        t = std::thread([this] { ioc.run(); });
+    }
+    void stop(std::size_t i) {
+        asio::post(ioc, [p = proxies.at(i)] { p->stop(); });
+    }
+    std::size_t closed_count() {
+        std::lock_guard lock(m);
+        return closed.size();
+    }
+    /// Waits (5 s at most) until `n` connections have closed.
+    bool wait_closed(std::size_t n) {
+        for (int i = 0; i < 500 && closed_count() < n; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return closed_count() >= n;
+    }
+    ~shared_loop() {
+        asio::post(ioc, [this] {
+            for (auto& p : proxies)
+                p->stop();
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        ioc.stop();
+        if (t.joinable()) t.join();
+    }
+};
+
+/// A client connection of the test's own, read with a bound.
+struct test_client {
+    asio::io_context cio;
+    tcp::socket s{cio};
+    explicit test_client(std::uint16_t port) {
+        s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+    }
+    void send(std::string_view bytes) { asio::write(s, asio::buffer(bytes.data(), bytes.size())); }
+    /// What arrives within `within` (or until EOF, or `enough` bytes).
+    std::string read(std::chrono::milliseconds within, std::size_t enough = 1 << 16) {
+        const auto until = std::chrono::steady_clock::now() + within;
+        std::string got;
+        char buf[4096];
+        while (got.size() < enough) {
+            const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+                until - std::chrono::steady_clock::now());
+            if (left.count() <= 0) break;
+            timeval tv{static_cast<time_t>(left.count() / 1000000),
+                       static_cast<suseconds_t>(left.count() % 1000000)};
+            ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            const auto n = ::recv(s.native_handle(), buf, sizeof buf, 0);
+            if (n <= 0) {
+                eof = n == 0;
+                break;
+            }
+            got.append(buf, static_cast<std::size_t>(n));
+        }
+        return got;
+    }
+    /// True when nothing has arrived yet and the connection is still open.
+    bool pending() {
+        char b;
+        const auto n = ::recv(s.native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+    bool eof = false;
+};
+
+/// A file to create to let a `wait=` lookup of MEITH_EGRESS_TEST_HOSTS finish.
+struct release_file {
+    std::string path = "/tmp/meith-egress-release-" + std::to_string(::getpid());
+    release_file() { ::unlink(path.c_str()); }
+    void release() const {
+        const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd >= 0) ::close(fd);
+    }
+    ~release_file() {
+        release(); // a lookup still waiting ends
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        ::unlink(path.c_str());
+    }
+};
+
+/// An echo server on 127.0.0.1:<ephemeral> for one connection at a time, on a thread.
+struct echo_server {
+    asio::io_context io;
+    tcp::acceptor a{io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
+    std::uint16_t port = a.local_endpoint().port();
+    std::atomic<int> accepted{0};
+    std::thread t;
+    explicit echo_server(int connections) {
+        t = std::thread([this, connections] {
+            for (int i = 0; i < connections; ++i) {
+                std::error_code ec;
+                tcp::socket s(io);
+                a.accept(s, ec);
+                if (ec) return;
+                ++accepted;
+                timeval tv{10, 0}; // a tunnel left open ends the test's thread anyway
+                ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+                char buf[4096];
+                for (ssize_t n; (n = ::recv(s.native_handle(), buf, sizeof buf, 0)) > 0;)
+                    ::send(s.native_handle(), buf, static_cast<std::size_t>(n), MSG_NOSIGNAL);
+            }
+        });
+    }
+    ~echo_server() {
+        ::shutdown(a.native_handle(), SHUT_RDWR);
+        t.join();
+    }
+};
+
+std::string fmt_connect(std::uint16_t port) {
+    return "CONNECT 127.0.0.1:" + std::to_string(port) + " HTTP/1.1\r\n\r\n";
+}
+
+proxy_options options_for(rule_set r) {
+    proxy_options o;
+    o.rules = std::move(r);
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("egress proxy: one source's slow name lookup does not hold up another source's "
+          "connections",
+          "[egress]") {
+    release_file gate;
+    test_hosts_file hosts("slow.test 127.0.0.2 wait=" + gate.path + "\nfast.test 127.0.0.3\n");
+    shared_loop loop;
+    const auto a = loop.add(options_for(rules({"*"}))); // source A
+    const auto b = loop.add(options_for(rules({"*"}))); // source B
+    loop.go();
+    test_client slow(a);
+    slow.send("CONNECT slow.test:443 HTTP/1.1\r\n\r\n");
+    // A's lookup is under way (or about to be): B's name resolves meanwhile. fast.test is a
+    // loopback address: refused, but only after it was resolved.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    test_client quick(b);
+    quick.send("CONNECT fast.test:443 HTTP/1.1\r\n\r\n");
+    const auto got = quick.read(std::chrono::seconds(10));
+    CHECK_THAT(got, Catch::StartsWith("HTTP/1.1 403"));
+    CHECK_THAT(got, Catch::Contains("fast.test resolves to 127.0.0.3, a loopback address"));
+    CHECK(slow.pending()); // A's lookup has not ended: B did not wait for it
+    gate.release();
+    const auto a_got = slow.read(std::chrono::seconds(10));
+    CHECK_THAT(a_got, Catch::Contains("slow.test resolves to 127.0.0.2, a loopback address"));
+}
+
+TEST_CASE("egress proxy: a name lookup past its deadline is refused, saying so", "[egress]") {
+    release_file gate;
+    test_hosts_file hosts("slow.test 203.0.113.9 wait=" + gate.path + "\n");
+    shared_loop loop;
+    auto o = options_for(rules({"*"}));
+    o.resolve_timeout = std::chrono::milliseconds(300);
+    o.max_lookups = 1;
+    const auto port = loop.add(std::move(o));
+    loop.go();
+    test_client first(port);
+    first.send("CONNECT slow.test:443 HTTP/1.1\r\n\r\n");
+    const auto got = first.read(std::chrono::seconds(10));
+    CHECK_THAT(got, Catch::StartsWith("HTTP/1.1 403"));
+    CHECK_THAT(got, Catch::Contains("name resolution of slow.test took longer than 0.3 s"));
+    // Its lookup still runs (the resolver cannot be interrupted): it holds the source's only
+    // lookup slot, so a second name is refused at once rather than queued behind it.
+    test_client second(port);
+    second.send(socks5_domain("slow.test", 443));
+    const auto sgot = second.read(std::chrono::seconds(10), 12);
+    REQUIRE(sgot.size() >= 4);
+    CHECK(sgot[3] == '\x02');
+    REQUIRE(loop.wait_closed(2));
+    std::lock_guard lock(loop.m);
+    CHECK_THAT(loop.closed[1].reason, Catch::Contains("name lookups"));
+    CHECK_FALSE(loop.closed[0].allowed);
+}
+
+TEST_CASE("egress proxy: past a source's connection limit new connections are refused, saying "
+          "so, and audited",
+          "[egress]") {
+    test_hosts_file hosts("");
+    shared_loop loop;
+    auto o = options_for(rules({"*"}));
+    o.max_connections = 3;
+    // Two processes of one source (an exec tool's runs: copies of the source's options).
+    const auto p1 = loop.add(o);
+    const auto p2 = loop.add(o);
+    loop.go();
+    std::vector<std::unique_ptr<test_client>> idle;
+    idle.push_back(std::make_unique<test_client>(p1));
+    idle.push_back(std::make_unique<test_client>(p1));
+    idle.push_back(std::make_unique<test_client>(p2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100)); // accepted
+    test_client over(p1);
+    over.send("CONNECT unlisted.example.com:443 HTTP/1.1\r\n\r\n");
+    const auto got = over.read(std::chrono::seconds(5));
+    CHECK_THAT(got, Catch::StartsWith("HTTP/1.1 403"));
+    CHECK_THAT(got, Catch::Contains("3 proxied connections open"));
+    test_client socks(p2);
+    socks.send(socks5_domain("unlisted.example.com", 443));
+    const auto sgot = socks.read(std::chrono::seconds(5), 12);
+    REQUIRE(sgot.size() >= 4);
+    CHECK(sgot[3] == '\x02');
+    REQUIRE(loop.wait_closed(2));
+    {
+        std::lock_guard lock(loop.m);
+        CHECK(loop.refused.size() == 2);
+        for (const auto& r : loop.closed) {
+            CHECK_FALSE(r.allowed);
+            CHECK(r.host == "unlisted.example.com");
+            CHECK_THAT(r.reason, Catch::Contains("proxied connections open"));
+        }
+    }
+    // One closes: the next is served again.
+    idle.pop_back();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    test_client again(p1);
+    again.send("CONNECT 203.0.113.1:443 HTTP/1.1\r\n\r\n");
+    const auto agot = again.read(std::chrono::seconds(5));
+    CHECK_THAT(agot, Catch::Contains("IP address no rule lists"));
+}
+
+TEST_CASE("egress proxy: stopping the proxy (its process exited) closes the tunnels it holds",
+          "[egress]") {
+    test_hosts_file hosts("");
+    echo_server echo(1);
+    shared_loop loop;
+    const auto port = loop.add(options_for(rules({"127.0.0.1"})));
+    loop.go();
+    test_client tunnel(port);
+    tunnel.send(fmt_connect(echo.port));
+    CHECK_THAT(tunnel.read(std::chrono::seconds(5), 39),
+               Catch::StartsWith("HTTP/1.1 200 Connection established"));
+    tunnel.send("ping");
+    CHECK(tunnel.read(std::chrono::seconds(5), 4) == "ping");
+    test_client idle(port); // accepted, nothing sent yet
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    loop.stop(0);
+    tunnel.read(std::chrono::seconds(5));
+    CHECK(tunnel.eof);
+    idle.read(std::chrono::seconds(5));
+    CHECK(idle.eof);
+    REQUIRE(loop.wait_closed(1));
+    std::lock_guard lock(loop.m);
+    CHECK(loop.closed[0].allowed);
+    CHECK(loop.closed[0].bytes_sent == 4);
+    CHECK(loop.closed[0].bytes_received == 4);
+    CHECK_THAT(loop.closed[0].reason, Catch::Contains("exited"));
 }

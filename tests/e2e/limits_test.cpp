@@ -58,7 +58,7 @@ void others_still_work(const daemon_process& d) {
 
 } // namespace
 
-TEST_CASE("limits (40.12): a tool's fork loop is bounded; meithd, other tools and the user's "
+TEST_CASE("limits (40.12): a tool's fork loop is bounded, and meithd, other tools and the user's "
           "shell keep working",
           "[e2e][sandbox][limits]") {
     REQUIRE_KERNEL_SANDBOX(true);

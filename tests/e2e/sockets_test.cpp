@@ -226,7 +226,7 @@ TEST_CASE("sockets (40.4): as root, no tool connects to a root service's socket 
     fs::remove_all(dir, ec);
 }
 
-TEST_CASE("sockets: a source reaches the sockets it declares and no other; the places "
+TEST_CASE("sockets: a source reaches the sockets it declares and no other, and the places "
           "services put sockets are empty in its view",
           "[e2e][sandbox][sockets]") {
     REQUIRE_KERNEL_SANDBOX(true);

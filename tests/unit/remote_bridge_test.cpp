@@ -268,7 +268,7 @@ std::vector<std::string> pieces_in(const std::string& text, const std::string& s
 
 // ---- redirects --------------------------------------------------------------------------------
 
-TEST_CASE("http_client: a POST with secret headers is not redirected to another origin; the "
+TEST_CASE("http_client: a POST with secret headers is not redirected to another origin, but the "
           "same origin is followed",
           "[remote][http][redirect]") {
     canned_server elsewhere(ok_json);

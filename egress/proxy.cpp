@@ -3,6 +3,7 @@
 
 #include "egress/address.hpp"
 #include "egress/request.hpp"
+#include "egress/resolver.hpp"
 
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
@@ -21,20 +22,11 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
-#include <fstream>
-#include <mutex>
 #include <optional>
-#include <sstream>
-#include <thread>
 #include <unordered_set>
 
-#include <netdb.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 namespace meith::egress {
 
@@ -44,88 +36,6 @@ using asio::awaitable;
 using asio::ip::tcp;
 constexpr auto nothrow = asio::experimental::as_tuple(asio::use_awaitable);
 constexpr std::size_t max_head = 16 * 1024;
-
-/// MEITH_EGRESS_TEST_HOSTS: a file of "NAME ADDRESS [wait=PATH] [delay=MS]" lines that replaces
-/// DNS for the proxy (a test switch: getent-free resolution of test names). `wait=PATH` makes
-/// the lookup of NAME block until PATH exists (two minutes at most), `delay=MS` makes it take MS
-/// milliseconds: a slow resolver, on the thread that resolves.
-std::optional<std::vector<asio::ip::address>> test_hosts(const std::string& name) {
-    const char* file = std::getenv("MEITH_EGRESS_TEST_HOSTS");
-    if (file == nullptr || *file == '\0') return std::nullopt;
-    std::vector<asio::ip::address> out;
-    std::ifstream in(file);
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream words(line);
-        std::string n, a;
-        if (!(words >> n >> a) || normal_host(n) != name) continue;
-        for (std::string opt; words >> opt;) {
-            if (opt.starts_with("wait=")) {
-                const std::string path = opt.substr(5);
-                for (int i = 0; i < 12000 && ::access(path.c_str(), F_OK) != 0; ++i)
-                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-            } else if (opt.starts_with("delay=")) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(opt.c_str() + 6)));
-            }
-        }
-        std::error_code ec;
-        auto addr = asio::ip::make_address(a, ec);
-        if (!ec) out.push_back(addr);
-    }
-    return out;
-}
-
-// ---- name lookups: per source, off the I/O thread, with a deadline (issue 40, item 7) ---------
-//
-// Asio's resolver runs getaddrinfo on one thread per io_context: every source's names queue
-// behind one slow answer, and destroying the resolver joins a blocked lookup. Instead each
-// lookup runs on a thread of its own, detached; it leaves its answer in a shared state and
-// writes a byte to a socket pair, which the waiting connection reads (nothing is posted to the
-// I/O context from that thread, so it may outlive the proxy and the context). The connection
-// races that byte against its deadline; a source has at most max_lookups threads at once.
-
-/// One lookup's answer, shared by its thread and the connection waiting for it.
-struct lookup_state {
-    std::mutex m;
-    bool done = false;
-    std::vector<asio::ip::address> addrs;
-    int notify_fd = -1; ///< the thread's end of the socket pair
-    lookup_state() = default;
-    lookup_state(const lookup_state&) = delete;
-    lookup_state& operator=(const lookup_state&) = delete;
-    ~lookup_state() {
-        if (notify_fd >= 0) ::close(notify_fd);
-    }
-};
-
-/// Blocking: `host`'s addresses from MEITH_EGRESS_TEST_HOSTS or getaddrinfo; empty when none.
-std::vector<asio::ip::address> resolve_blocking(const std::string& host, std::uint16_t port) {
-    if (auto fixed = test_hosts(host)) return std::move(*fixed);
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_ADDRCONFIG;
-    addrinfo* list = nullptr;
-    std::vector<asio::ip::address> out;
-    if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list) != 0) return out;
-    for (auto* i = list; i != nullptr; i = i->ai_next) {
-        if (i->ai_family == AF_INET) {
-            sockaddr_in in{};
-            std::memcpy(&in, i->ai_addr, sizeof in);
-            asio::ip::address_v4::bytes_type b;
-            std::memcpy(b.data(), &in.sin_addr, 4);
-            out.emplace_back(asio::ip::address_v4(b));
-        } else if (i->ai_family == AF_INET6) {
-            sockaddr_in6 in6{};
-            std::memcpy(&in6, i->ai_addr, sizeof in6);
-            asio::ip::address_v6::bytes_type b;
-            std::memcpy(b.data(), in6.sin6_addr.s6_addr, 16);
-            out.emplace_back(asio::ip::address_v6(b, in6.sin6_scope_id));
-        }
-    }
-    ::freeaddrinfo(list);
-    return out;
-}
 
 /// "10", "0.3": a duration in seconds for messages.
 std::string seconds_text(std::chrono::milliseconds d) {
@@ -540,7 +450,7 @@ class proxy_impl final : public proxy {
         co_return false;
     }
 
-    /// `c.rec.host`'s addresses, looked up on a thread of its own (see lookup_state), or `why` it
+    /// `c.rec.host`'s addresses, looked up on a thread of its own (start_lookup), or `why` it
     /// has none: the source's lookups are all taken, the deadline passed, the proxy stopped.
     awaitable<std::vector<asio::ip::address>> lookup(conn& c, std::string& why) {
         const auto& r = c.rec;
@@ -550,33 +460,12 @@ class proxy_impl final : public proxy {
                               opts_.max_lookups, r.host);
             co_return std::vector<asio::ip::address>{};
         }
-        int pair[2];
-        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-            why = fmt::format("name resolution of {} could not start: {}", r.host,
-                              std::strerror(errno));
-            co_return std::vector<asio::ip::address>{};
-        }
-        auto st = std::make_shared<lookup_state>();
-        st->notify_fd = pair[1];
-        asio::posix::stream_descriptor wake(ex_, pair[0]);
-        ++budget_->lookups;
-        try {
-            std::thread([st, budget = budget_, host = r.host, port = r.port] {
-                auto addrs = resolve_blocking(host, port);
-                {
-                    std::lock_guard lock(st->m);
-                    st->addrs = std::move(addrs);
-                    st->done = true;
-                }
-                const char one = 1;
-                (void)::send(st->notify_fd, &one, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-                --budget->lookups;
-            }).detach();
-        } catch (const std::exception& e) {
-            --budget_->lookups;
-            why = fmt::format("name resolution of {} could not start: {}", r.host, e.what());
-            co_return std::vector<asio::ip::address>{};
-        }
+        int wake_fd = -1;
+        const auto st = start_lookup(
+            r.host, r.port, std::shared_ptr<std::atomic<std::size_t>>(budget_, &budget_->lookups),
+            wake_fd, why);
+        if (!st) co_return std::vector<asio::ip::address>{};
+        asio::posix::stream_descriptor wake(ex_, wake_fd);
         asio::steady_timer deadline(ex_, opts_.resolve_timeout);
         c.cancel_wait = [&wake, &deadline] {
             std::error_code ignored;
@@ -588,8 +477,7 @@ class proxy_impl final : public proxy {
         co_await (wake.async_read_some(asio::buffer(&byte, 1), nothrow) ||
                   deadline.async_wait(nothrow));
         c.cancel_wait = nullptr;
-        std::lock_guard lock(st->m);
-        if (st->done) co_return std::move(st->addrs);
+        if (auto addrs = st->take()) co_return std::move(*addrs);
         why = stopped_ ? "closed by meithd: the process that opened it exited"
                        : fmt::format("name resolution of {} took longer than {} s", r.host,
                                      seconds_text(opts_.resolve_timeout));

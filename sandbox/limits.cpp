@@ -1,7 +1,10 @@
 #include "sandbox/limits.hpp"
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <string_view>
 #include <sys/stat.h>
@@ -67,11 +70,33 @@ int make_group(const std::string& parent, const std::string& name, const std::st
     return fd;
 }
 
+/// Removes the groups of meithds that are gone ("meith-PID" folders under `parent` whose PID
+/// no longer runs, with their plan groups): a daemon killed, or one that exited without
+/// destroying its plans, leaves them. Then makes this daemon's own; its path, or empty.
+std::string daemon_group(const std::string& parent) {
+    if (parent.empty()) return {};
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(parent, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (!name.starts_with("meith-") || !entry.is_directory(ec)) continue;
+        const long pid = std::strtol(name.c_str() + 6, nullptr, 10);
+        if (pid <= 0 || name.find('-', 6) != std::string::npos ||
+            (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) {
+            for (const auto& child : std::filesystem::directory_iterator(entry.path(), ec))
+                if (child.is_directory(ec)) ::rmdir(child.path().c_str());
+            ::rmdir(entry.path().c_str()); // EBUSY while a process is left in it: kept
+        }
+    }
+    const std::string mine = parent + "/meith-" + std::to_string(::getpid());
+    if (::mkdir(mine.c_str(), 0755) != 0 && errno != EEXIST) return {};
+    return mine;
+}
+
 } // namespace
 
 limit_group::limit_group(const std::string& name, const resource_limits& l) {
-    static const std::string pids_parent = own_group("pids");
-    static const std::string memory_parent = own_group("memory");
+    static const std::string pids_parent = daemon_group(own_group("pids"));
+    static const std::string memory_parent = daemon_group(own_group("memory"));
     if (l.processes != 0)
         pids_procs_fd =
             make_group(pids_parent, name, "pids.max", std::to_string(l.processes), pids_dir_);

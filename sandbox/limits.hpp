@@ -30,13 +30,14 @@ struct resource_limits {
     std::uint64_t inotify_watches = 65536;
 };
 
-/// A cgroup v1 pids (and memory) group for one plan: made under meithd's own group of each
-/// hierarchy, with the bounds written; `procs_fd` are its cgroup.procs files, opened for the
-/// child to write "0" (itself) into before it executes anything. Removed (rmdir) when
-/// destroyed; a group that still holds processes stays until they are gone.
+/// A cgroup v1 pids (and memory) group for one plan: made under meithd's group of each
+/// hierarchy (`meith-PID`, under meithd's own group; the ones of daemons no longer running are
+/// removed when the first is made), with the bounds written; `procs_fd` are its cgroup.procs files,
+/// opened for the child to write "0" (itself) into before it executes anything. Removed (rmdir)
+/// when destroyed; a group that still holds processes stays until they are gone.
 class limit_group {
   public:
-    /// Makes the groups `name` ("meith-PID-N") under the writable hierarchies; nothing where
+    /// Makes the groups `name` (a number) under the writable hierarchies; nothing where
     /// none is writable (an ordinary user on a v1 or hybrid system, any user on pure v2).
     limit_group(const std::string& name, const resource_limits& l);
     ~limit_group();

@@ -303,8 +303,7 @@ bool plan_namespaces(plan& p, const request& r, const kernel_support& k, const f
 /// the inotify sysctls where the child has a user namespace of its own.
 void plan_limits(plan& p, const resource_limits& l, bool namespaces) {
     static std::atomic<unsigned> next{0};
-    p.group = std::make_shared<limit_group>(
-        "meith-" + std::to_string(::getpid()) + "-" + std::to_string(next++), l);
+    p.group = std::make_shared<limit_group>(std::to_string(next++), l);
     if (p.group->controllers == "none") p.group.reset();
     const bool pids = p.group && p.group->pids_procs_fd >= 0;
     const bool memory = p.group && p.group->memory_procs_fd >= 0;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string_view>
 
 #include <elf.h>
 #include <sys/stat.h>
@@ -55,10 +56,10 @@ std::optional<fs::path> resolve_program(const std::string& program, const std::s
     std::size_t start = 0;
     while (start <= path_env.size()) {
         const std::size_t colon = path_env.find(':', start);
-        std::string dir =
-            path_env.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-        if (dir.empty()) dir = ".";
-        const fs::path p = fs::absolute(fs::path(dir) / program);
+        const std::string_view dir = std::string_view(path_env).substr(
+            start, colon == std::string::npos ? std::string::npos : colon - start);
+        // An empty entry is the current folder (as execvp reads PATH).
+        const fs::path p = fs::absolute((dir.empty() ? fs::path(".") : fs::path(dir)) / program);
         if (executable_file(p)) return p;
         if (colon == std::string::npos) break;
         start = colon + 1;

@@ -28,6 +28,8 @@ bool lock_held(const fs::path& home) {
     return held;
 }
 
+} // namespace
+
 /// The user unit `meith service install` writes, when the daemon it runs is the one this
 /// command wants (default home and socket).
 bool unit_serves(const options& opts) {
@@ -56,6 +58,8 @@ bool unit_serves(const options& opts) {
 #endif
 }
 
+namespace {
+
 /// How the daemon was started, and what meithd --detach said if it failed.
 struct start_outcome {
     std::string how;    ///< for "meith: started meithd <how>"; empty when it failed
@@ -64,7 +68,8 @@ struct start_outcome {
 
 /// Starts the daemon: the user unit when it serves this home, else meithd --detach.
 start_outcome start_daemon(const options& opts, const fs::path& home,
-                           std::chrono::steady_clock::time_point deadline) {
+                           std::chrono::steady_clock::time_point deadline,
+                           const std::optional<fs::path>& config = std::nullopt) {
     if (unit_serves(opts) &&
         run_program({"systemctl", "--user", "start", "meithd.service"}, output::discard) == 0)
         return {"through systemctl --user start meithd.service", ""};
@@ -73,6 +78,10 @@ start_outcome start_daemon(const options& opts, const fs::path& home,
     if (opts.socket) {
         argv.emplace_back("--socket");
         argv.push_back(opts.socket->string());
+    }
+    if (config) {
+        argv.emplace_back("--config");
+        argv.push_back(config->string());
     }
     // meithd --detach returns once the daemon is ready. What it says on failure is kept: it
     // is shown only if no daemon comes up (losing a start race to another command is fine).
@@ -102,16 +111,21 @@ bool autostart_enabled(const options& opts) {
     return env == nullptr || *env == '\0' || std::string_view(env) == "0";
 }
 
-daemon_connection connect_daemon(const options& opts) {
+namespace {
+
+daemon_connection connect_or_start(const options& opts, bool force_start,
+                                   const std::optional<fs::path>& config) {
     daemon_connection c{locate_daemon(opts.socket, opts.home), protocol::client_channel{}, false};
     try {
         c.channel.connect(c.where.socket);
         return c;
     } catch (const client_error& e) {
-        if (e.error_kind() != client_error::kind::not_running || !autostart_enabled(opts)) throw;
+        if (e.error_kind() != client_error::kind::not_running ||
+            !(force_start || autostart_enabled(opts)))
+            throw;
     }
     const auto deadline = std::chrono::steady_clock::now() + autostart_timeout;
-    const start_outcome started = start_daemon(opts, c.where.home, deadline);
+    const start_outcome started = start_daemon(opts, c.where.home, deadline, config);
     const std::string& how = started.how;
     if (!how.empty()) fmt::print(stderr, "meith: started meithd {}\n", how);
     c.started = true;
@@ -139,6 +153,16 @@ daemon_connection connect_daemon(const options& opts) {
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::milliseconds(250));
     }
+}
+
+} // namespace
+
+daemon_connection connect_daemon(const options& opts) {
+    return connect_or_start(opts, false, std::nullopt);
+}
+
+daemon_connection start_and_connect(const options& opts, const std::optional<fs::path>& config) {
+    return connect_or_start(opts, true, config);
 }
 
 } // namespace meith::cli

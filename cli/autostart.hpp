@@ -7,6 +7,8 @@
 #include "protocol/client_channel.hpp"
 
 #include <chrono>
+#include <filesystem>
+#include <optional>
 
 namespace meith::cli {
 
@@ -33,5 +35,14 @@ bool autostart_enabled(const options& opts);
 /// may be an MCP channel). Throws protocol::client_error(not_running) when disabled, or
 /// cli_error naming the log when the started daemon did not come up.
 daemon_connection connect_daemon(const options& opts);
+
+/// connect_daemon that starts meithd when nobody answers whatever auto-start says (`meith
+/// restart`); `config` (when given) is passed to meithd --detach as --config.
+daemon_connection start_and_connect(const options& opts,
+                                    const std::optional<std::filesystem::path>& config);
+
+/// True when the user unit `meith service install` wrote serves this command's home and socket
+/// (Linux, systemctl on PATH): then systemctl starts and stops meithd.
+bool unit_serves(const options& opts);
 
 } // namespace meith::cli

@@ -19,6 +19,9 @@ int run_secret_set(const options& opts);
 int run_secret_list(const options& opts);
 int run_secret_rm(const options& opts);
 int run_reload(const options& opts);
+/// `meith stop` / `meith restart` (lifecycle.cpp).
+int run_stop(const options& opts);
+int run_restart(const options& opts);
 int run_policy_check(const options& opts);
 // approve.cpp: grants and approvals (docs/protocol.md §14)
 int run_approve(const options& opts);

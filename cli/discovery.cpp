@@ -68,6 +68,16 @@ instance_record read_instance(const std::filesystem::path& file, std::string* er
 
 } // namespace
 
+bool is_default_home(const std::filesystem::path& home) {
+    std::error_code ec;
+    const auto canon = [&](const std::filesystem::path& p) {
+        auto c = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
+        if (ec) c = p.lexically_normal();
+        return c.has_filename() ? c : c.parent_path(); // "/h/.meith/" is "/h/.meith"
+    };
+    return canon(home) == canon(user_home() / ".meith");
+}
+
 std::filesystem::path resolve_home(const std::optional<std::filesystem::path>& home_flag) {
     if (home_flag && !home_flag->empty()) return *home_flag;
     if (auto h = env("MEITH_HOME")) return *h;
@@ -119,10 +129,14 @@ daemon_location locate_daemon(const std::optional<std::filesystem::path>& socket
     if (!rec.socket) {
         // No record yet: a socket-activated daemon writes it only once systemd started it on a
         // first connection. Try where a daemon listens by default (config/paths.hpp's rule,
-        // without a config): $XDG_RUNTIME_DIR/meith/meithd.sock, else HOME/meithd.sock.
+        // without a config): for the default home $XDG_RUNTIME_DIR/meith/meithd.sock, for
+        // another home (--home, MEITH_HOME) or without XDG_RUNTIME_DIR HOME/meithd.sock — so
+        // that `meith --home NEW` never reaches the default home's daemon.
         auto runtime = env("XDG_RUNTIME_DIR");
-        loc.socket = runtime ? std::filesystem::path(*runtime) / "meith" / "meithd.sock"
-                             : loc.home / "meithd.sock";
+        loc.socket =
+            runtime && std::filesystem::path(*runtime).is_absolute() && is_default_home(loc.home)
+                ? std::filesystem::path(*runtime) / "meith" / "meithd.sock"
+                : loc.home / "meithd.sock";
         return loc;
     }
     loc.socket = *rec.socket;

@@ -24,12 +24,17 @@ struct daemon_location {
 /// "journalctl --user -u meithd", or "meithd's standard error".
 std::string log_hint(const daemon_location& where);
 
+/// Whether `home` is the default home, `$HOME/.meith` (the one whose daemon listens on the
+/// runtime folder's socket when no record says otherwise).
+bool is_default_home(const std::filesystem::path& home);
+
 /// `home_flag` (--home) > env MEITH_HOME > `$HOME/.meith` (same rule as config/paths.hpp).
 std::filesystem::path resolve_home(const std::optional<std::filesystem::path>& home_flag);
 
 /// Finds the socket: `--socket`, else `socketPath` from config.json, else (no record yet, e.g.
-/// a socket-activated daemon not started) the default socket path. Throws cli_error(exit_error)
-/// when config.json is unreadable.
+/// a socket-activated daemon not started) the default socket path: for the default home
+/// `$XDG_RUNTIME_DIR/meith/meithd.sock`, for any other home (and without XDG_RUNTIME_DIR)
+/// `HOME/meithd.sock`. Throws cli_error(exit_error) when config.json is unreadable.
 daemon_location locate_daemon(const std::optional<std::filesystem::path>& socket_flag,
                               const std::optional<std::filesystem::path>& home_flag);
 

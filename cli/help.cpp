@@ -126,6 +126,21 @@ constexpr command table[] = {
      "  --timeout-ms N    wait at most N ms for added, replaced and restarted sources to be\n"
      "                    ready or fail (default 60 s)\n",
      run_reload},
+    {"stop", "", "[--timeout-ms N]", "stop meithd gracefully (its user unit through systemctl)", 0,
+     0, opt::timeout, true,
+     "Calls in flight get [tools] shutdown_grace_ms to finish. When the user unit of `meith\n"
+     "service install` runs it: systemctl --user stop meithd.service; else SIGTERM to the\n"
+     "meithd that answers on the socket. A daemon not running is not an error.\n"
+     "  --timeout-ms N    wait at most N ms for it to exit (default 30 s)\n",
+     run_stop},
+    {"restart", "", "[--timeout-ms N]",
+     "stop meithd, then start it again as auto-start does, and wait until it answers", 0, 0,
+     opt::timeout, true,
+     "Through its user unit when that runs it (systemctl --user restart meithd.service); else\n"
+     "stop as `meith stop` does, then meithd --detach on this home (with the --config FILE\n"
+     "the old daemon read, if any). Applies what a reload cannot ([socket], [audit], hooks).\n"
+     "  --timeout-ms N    wait at most N ms for the old daemon to exit (default 30 s)\n",
+     run_restart},
     {"policy", "check", "TOOL [--caller cli|plugin] [--client NAME] [--json]",
      "would a call to TOOL be allowed? (exit 0 allow, 1 deny or ask)", 1, 1,
      opt::json | opt::client, true,

@@ -408,14 +408,30 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
                     parse_network(c, scope{*net, fmt::format("the network table of {}", s.name)});
         }
 
-        if (const auto* caps = c.read_table(s, "capabilities")) {
+        // An exec source has one tool, described in its `tool` table: per-tool tables keyed by
+        // name are a host's or MCP server's. Taken silently, they left the tool `unknown`.
+        auto not_exec = [&](const char* key, const char* example) {
+            const auto* node = t->get(key);
+            if (node == nullptr || kind != source_kind::exec) return true;
+            c.fail(node->source(),
+                   fmt::format("'{}' in {} is a host's or MCP server's per-tool table; an exec "
+                               "source's one tool takes it in its `tool` table: `tool = {{ {} }}` "
+                               "(or a `tool.{} = …` line)",
+                               key, s.name, example, key));
+            return false;
+        };
+        if (const auto* caps = not_exec("capabilities", "capabilities = [...]")
+                                   ? c.read_table(s, "capabilities")
+                                   : nullptr) {
             for (auto&& [k, v] : *caps) {
                 auto names = c.capabilities_of(
                     v, fmt::format("the capabilities of tool '{}' in {}", k.str(), s.name));
                 if (names) src.capabilities.emplace(std::string(k.str()), std::move(*names));
             }
         }
-        if (const auto* timeouts = c.read_table(s, "timeout_ms")) {
+        if (const auto* timeouts = not_exec("timeout_ms", "timeout_ms = 5000")
+                                       ? c.read_table(s, "timeout_ms")
+                                       : nullptr) {
             for (auto&& [k, v] : *timeouts) {
                 auto ms =
                     c.uint_of(v, fmt::format("the timeout_ms of tool '{}' in {}", k.str(), s.name),

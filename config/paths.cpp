@@ -81,12 +81,28 @@ fs::path resolve_home(const std::optional<fs::path>& flag) {
     return make_absolute(home ? *home / ".meith" : fs::path(".meith"));
 }
 
+bool is_default_home(const fs::path& home) {
+    const auto user = user_home();
+    if (!user) return false;
+    const auto canon = [](const fs::path& p) {
+        std::error_code ec;
+        fs::path c = fs::weakly_canonical(make_absolute(p), ec);
+        if (ec) c = make_absolute(p).lexically_normal();
+        return c.has_filename() ? c : c.parent_path(); // "/h/.meith/" is "/h/.meith"
+    };
+    return canon(home) == canon(*user / ".meith");
+}
+
 fs::path resolve_socket_path(const std::optional<fs::path>& flag,
                              const std::optional<fs::path>& from_config, const fs::path& home) {
     if (flag && !flag->empty()) return make_absolute(expand_tilde(*flag));
     if (from_config && !from_config->empty()) return make_absolute(expand_tilde(*from_config));
-    // The XDG spec says a relative XDG_RUNTIME_DIR is invalid and must be ignored.
-    if (auto xdg = env_value("XDG_RUNTIME_DIR"); xdg && fs::path(*xdg).is_absolute())
+    // The XDG spec says a relative XDG_RUNTIME_DIR is invalid and must be ignored. The runtime
+    // folder's socket is the default home's: a daemon of another home (--home, MEITH_HOME)
+    // listens in its home, so two homes never share a socket (`meith --home NEW` must not
+    // reach the default home's daemon).
+    if (auto xdg = env_value("XDG_RUNTIME_DIR");
+        xdg && fs::path(*xdg).is_absolute() && is_default_home(home))
         return fs::path(*xdg) / "meith" / "meithd.sock";
     return make_absolute(home / "meithd.sock");
 }

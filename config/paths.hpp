@@ -11,8 +11,12 @@ namespace meith::config {
 /// Resolves the home folder: `flag` (--home) > env MEITH_HOME > `$HOME/.meith`.
 std::filesystem::path resolve_home(const std::optional<std::filesystem::path>& flag);
 
+/// Whether `home` is the default home, `$HOME/.meith` (symlinks resolved).
+bool is_default_home(const std::filesystem::path& home);
+
 /// Resolves the socket path: `flag` (--socket) > `from_config` ([socket] path) >
-/// `$XDG_RUNTIME_DIR/meith/meithd.sock` (when set and non-empty) > `home/meithd.sock`.
+/// `$XDG_RUNTIME_DIR/meith/meithd.sock` (when set, absolute, and `home` is the default home) >
+/// `home/meithd.sock`.
 std::filesystem::path resolve_socket_path(const std::optional<std::filesystem::path>& flag,
                                           const std::optional<std::filesystem::path>& from_config,
                                           const std::filesystem::path& home);

@@ -1,6 +1,7 @@
 #include "daemon/connection.hpp"
 
 #include "daemon/coroutine_root.hpp"
+#include "daemon/instance.hpp"
 #include "permissions/secret.hpp"
 #include "protocol/json_writer.hpp"
 
@@ -207,11 +208,30 @@ void connection::report_dropped_events(std::string_view request_id) {
     }
 }
 
+namespace {
+
+/// A call refused because the audit log cannot be written says why when the cause is known: a
+/// home removed under the daemon (`rm -rf ~/.meith`) is not fixed by waiting.
+std::optional<protocol::tool_result> with_home_cause(const protocol::tool_result& r) {
+    if (r.ok || !r.error || r.error->code != protocol::error_code::tool_failed) return std::nullopt;
+    if (r.error->message.rfind("the audit log cannot be written", 0) != 0) return std::nullopt;
+    const auto why = home_gone_reason();
+    if (!why) return std::nullopt;
+    auto out = r;
+    out.error->message += ": " + *why;
+    return out;
+}
+
+} // namespace
+
 void connection::on_tool_result(std::string_view request_id, const protocol::tool_result& r) {
     if (!closed_) {
         if (!dropped_events_.empty()) report_dropped_events(request_id);
         const std::size_t begin = outbound_.size();
-        protocol::append_tool_result_frame(outbound_, request_id, r);
+        if (auto explained = with_home_cause(r))
+            protocol::append_tool_result_frame(outbound_, request_id, *explained);
+        else
+            protocol::append_tool_result_frame(outbound_, request_id, r);
         // The call's line was just built into the pending batch (registry::finish).
         if (r.ok) marks_.push_back({begin, outbound_.size(), audit_.high_seq()});
     }
@@ -315,11 +335,11 @@ void connection::withhold_unaudited_results() {
         if (head == std::string_view::npos) continue;
         kept.append(outbound_, done, m.begin - done);
         kept.append(frame.substr(0, head + result_key.size()));
+        std::string why = "the call's audit line could not be written, so its result is "
+                          "withheld (audit.on_failure = \"fail_closed\")";
+        if (const auto gone = home_gone_reason()) why += ": " + *gone;
         protocol::append_tool_result(
-            kept, protocol::tool_result::failure(
-                      protocol::error_code::tool_failed,
-                      "the call's audit line could not be written, so its result is withheld "
-                      "(audit.on_failure = \"fail_closed\")"));
+            kept, protocol::tool_result::failure(protocol::error_code::tool_failed, why));
         kept.append("}\n");
         done = m.end;
         ++withheld;

@@ -202,6 +202,41 @@ std::string load_approver_secret(const fs::path& home) {
     return secret;
 }
 
+namespace {
+
+struct watched_home {
+    fs::path path;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    bool set = false;
+};
+
+watched_home& the_home() {
+    static watched_home h;
+    return h;
+}
+
+} // namespace
+
+void watch_home(const fs::path& home) {
+    struct stat st {};
+    if (::stat(home.c_str(), &st) != 0) return;
+    the_home() = {home, st.st_dev, st.st_ino, true};
+}
+
+std::optional<std::string> home_gone_reason() {
+    const watched_home& h = the_home();
+    if (!h.set) return std::nullopt;
+    struct stat st {};
+    const bool missing = ::stat(h.path.c_str(), &st) != 0 && errno == ENOENT;
+    const bool replaced = !missing && (st.st_dev != h.dev || st.st_ino != h.ino);
+    if (!missing && !replaced) return std::nullopt;
+    return fmt::format("meithd's home {} was {} while meithd ran, and with it the audit log, "
+                       "the lock and the runtime record: restart meithd (`meith restart`, or "
+                       "stop it and run any meith command) to make them again",
+                       h.path.string(), missing ? "removed" : "removed and made again");
+}
+
 std::size_t sweep_instance_records(const fs::path& home) {
     std::size_t removed = 0;
     std::error_code ec;

@@ -49,6 +49,17 @@ std::filesystem::path write_instance_record(const std::filesystem::path& home,
 /// group or others (a secret others can read proves nothing).
 std::string load_approver_secret(const std::filesystem::path& home);
 
+/// Remembers the daemon's home as it was at startup (its device and inode), so that a home
+/// removed under a running daemon (`rm -rf ~/.meith`) can be named as the cause of what then
+/// fails: the audit log, the runtime record and the lock live there. Process-wide: set once by
+/// run_daemon, read by the connections when a call is refused.
+void watch_home(const std::filesystem::path& home);
+
+/// Why the home watched by watch_home is not the daemon's any more ("meithd's home X was
+/// removed while meithd ran …; restart meithd: meith restart"), or nullopt while it is there
+/// (or was never watched). One stat(2).
+std::optional<std::string> home_gone_reason();
+
 /// Removes instance records whose pid is no longer alive; returns how many.
 std::size_t sweep_instance_records(const std::filesystem::path& home);
 

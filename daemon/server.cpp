@@ -76,7 +76,7 @@ class server {
           reaper_(ioc.get_executor()),
           registry_(ioc.get_executor(), cfg, cfg.audit.enabled ? &audit : nullptr),
           hooks_(ioc.get_executor(), reaper_, cfg), acceptor_(ioc), grace_timer_(ioc),
-          close_timer_(ioc), watchdog_timer_(ioc), status_timer_(ioc),
+          close_timer_(ioc), watchdog_timer_(ioc), status_timer_(ioc), home_timer_(ioc),
           activated_(std::move(activated)), ready_fd_(ready_fd), log_file_(std::move(log_file)) {
         if (activated_) {
             // Owned by the acceptor from here on; accepted on only once ready (listen()).
@@ -96,6 +96,7 @@ class server {
                 spdlog::warn("{}", *err);
         wait_for_signal();
         if (notifier_.enabled() && notifier_.watchdog_interval()) watchdog_tick();
+        watch_home_tick();
         registry_.set_reload_handler([this] { return reload(); });
         registry_.set_egress_always_handler([this](std::string_view source, std::string_view rule) {
             return keep_egress_rule(source, rule);
@@ -205,19 +206,29 @@ class server {
                 R"(false,"file":null,"error":"meithd is shutting down; the config is not reloaded")";
             return m;
         }
+        const auto refuse = [&](const fs::path& named, const std::string& why) {
+            spdlog::error("config reload failed, keeping the running config: {}", why);
+            m += R"(false,"file":)";
+            protocol::append_json_string(m, named.string());
+            m += R"(,"error":)";
+            registry_.append_redacted(m, why); // may quote a value of the file
+            registry_.audit_trail().event("config_reload", m);
+            return m;
+        };
+        // The running config came from a file that is gone: reading the built-in defaults
+        // instead would remove every source, which no one asks for by deleting a file.
+        std::optional<fs::path> gone = file ? std::nullopt : cfg_.source_file;
+        if (std::error_code ec; file && !fs::exists(*file, ec) && !ec) gone = file;
+        if (gone)
+            return refuse(*gone, fmt::format("the config file {} no longer exists; meithd keeps "
+                                             "the running config it read from it. Put the file "
+                                             "back and run `meith reload` again, or start "
+                                             "afresh with `meith restart`",
+                                             gone->string()));
         config::config next;
         if (file) {
             auto loaded = config::load_config(*file);
-            if (loaded.error) {
-                const std::string why = loaded.error->to_string();
-                spdlog::error("config reload failed, keeping the running config: {}", why);
-                m += R"(false,"file":)";
-                protocol::append_json_string(m, file->string());
-                m += R"(,"error":)";
-                registry_.append_redacted(m, why); // may quote a value of the file
-                registry_.audit_trail().event("config_reload", m);
-                return m;
-            }
+            if (loaded.error) return refuse(*file, loaded.error->to_string());
             next = std::move(*loaded.value);
         }
 
@@ -506,11 +517,29 @@ class server {
         });
     }
 
+    /// Every 5 s: is the home still there? A home removed under the daemon is said once in
+    /// the log (and to systemd), with what to do; calls refused for it say it too
+    /// (connection.cpp).
+    void watch_home_tick() {
+        home_timer_.expires_after(std::chrono::seconds(5));
+        home_timer_.async_wait([this](const std::error_code& ec) {
+            if (ec || shutting_down_) return;
+            if (!home_gone_said_)
+                if (const auto why = home_gone_reason()) {
+                    home_gone_said_ = true;
+                    spdlog::error("{}", *why);
+                    notifier_.status("home removed: restart meithd");
+                }
+            watch_home_tick();
+        });
+    }
+
     void begin_shutdown(int sig) {
         if (shutting_down_) return;
         shutting_down_ = true;
         notifier_.stopping();
         status_timer_.cancel();
+        home_timer_.cancel();
         if (sig) spdlog::info("signal {} received: shutting down", sig);
         std::error_code ignored;
         acceptor_.close(ignored);
@@ -596,6 +625,8 @@ class server {
     asio::steady_timer close_timer_;
     asio::steady_timer watchdog_timer_;
     asio::steady_timer status_timer_;
+    asio::steady_timer home_timer_; ///< watch_home_tick
+    bool home_gone_said_ = false;
     std::unordered_map<connection*, std::shared_ptr<connection>> connections_;
     std::optional<activated_listener> activated_;
     service_notifier notifier_;

@@ -79,6 +79,7 @@ int run_daemon(const daemon_options& opts) {
 
     try {
         instance_lock lock(home);
+        watch_home(home);
         const fs::path audit_path = cfg.audit.path ? *cfg.audit.path : home / "audit.jsonl";
         audit::audit_log audit(audit_path, cfg.audit);
         if (audit.repaired_bytes() > 0) {

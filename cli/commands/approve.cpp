@@ -20,6 +20,7 @@
 #include "cli/table.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <deque>
@@ -27,6 +28,7 @@
 #include <utility>
 
 #include <fmt/core.h>
+#include <poll.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -223,6 +225,17 @@ class approver_screen {
         }
         waiting_shown_ = false;
         show_request(held_.front(), held_.size() - 1);
+    }
+
+    /// The connection to meithd is gone: every call on screen went with it (meithd withdrew
+    /// them), and whatever was typed for them is dropped.
+    void lost_connection() {
+        held_.clear();
+        asking_reason_ = false;
+        term_.line_mode(false);
+        typed_.clear();
+        answered_.reset();
+        waiting_shown_ = false;
     }
 
     /// Standard input is readable: reads it and answers each whole line. False to quit
@@ -432,6 +445,51 @@ class approver_screen {
     std::optional<std::string> answered_; ///< the approvalId this approver last answered
 };
 
+/// How long `meith approve` waits for meithd to come back after the connection closed.
+constexpr std::chrono::seconds approve_reconnect_for{60};
+
+/// meithd closed the connection (it stopped or restarted): says so, then reconnects with
+/// back-off (100 ms doubling to 2 s) for up to approve_reconnect_for and proves itself an
+/// approver again. Never starts a daemon: one that was stopped on purpose stays stopped.
+/// Standard input stays live (q quits: false). Throws cli_error when meithd does not come back.
+bool reconnect_approver(const options& opts, session& s, approver_screen& screen) {
+    screen.lost_connection();
+    fmt::print("\nmeithd closed the connection (it stopped or restarted); the calls shown here "
+               "were withdrawn with it.\nWaiting up to {} s for meithd to come back (q quits)…\n",
+               approve_reconnect_for.count());
+    std::fflush(stdout);
+    options again = opts;
+    again.no_autostart = true;
+    const auto deadline = std::chrono::steady_clock::now() + approve_reconnect_for;
+    auto pause = std::chrono::milliseconds(100);
+    std::string last_error;
+    for (;;) {
+        pollfd in{STDIN_FILENO, POLLIN, 0};
+        if (::poll(&in, 1, static_cast<int>(pause.count())) > 0 && !screen.on_stdin()) return false;
+        try {
+            session fresh = open_session(again);
+            const json hello = become_approver(fresh);
+            s = std::move(fresh);
+            fmt::print("reconnected to meithd at {} (this approver is now session {}).\n",
+                       s.where.socket.string(), text_of(hello, "sessionId"));
+            screen.show_front();
+            screen.ask_quarantined();
+            return true;
+        } catch (const protocol::client_error& e) {
+            last_error = e.what();
+        } catch (const cli_error& e) {
+            last_error = e.what();
+        }
+        if (std::chrono::steady_clock::now() >= deadline)
+            throw cli_error(exit_error,
+                            fmt::format("meithd did not come back within {} s ({}); once it runs "
+                                        "again (`meith status` starts it), run `meith approve` "
+                                        "again",
+                                        approve_reconnect_for.count(), last_error));
+        pause = std::min(pause * 2, std::chrono::milliseconds(2000));
+    }
+}
+
 } // namespace
 
 int run_approve(const options& opts) {
@@ -451,8 +509,10 @@ int run_approve(const options& opts) {
             if (!screen.on_stdin()) return exit_ok;
             continue;
         }
-        if (r.status != protocol::client_channel::read_status::frame)
-            throw cli_error(exit_error, "meithd closed the connection");
+        if (r.status != protocol::client_channel::read_status::frame) {
+            if (!reconnect_approver(opts, s, screen)) return exit_ok;
+            continue;
+        }
         screen.on_frame(parse_frame(r.frame));
     }
 }

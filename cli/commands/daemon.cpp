@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <string_view>
 #include <vector>
 
@@ -51,10 +52,24 @@ bool is_unavailable(const json& tool) {
     return a != nullptr && a->is_boolean() && !a->get<bool>();
 }
 
+namespace fs = std::filesystem;
+
+/// What is wrong with the daemon `s` reached that its answers do not show: its home is gone
+/// (removed under it, so the audit log cannot be written and every call fails).
+std::optional<std::string> home_problem(const session& s) {
+    std::error_code ec;
+    if (fs::exists(s.where.home, ec) || ec) return std::nullopt;
+    return fmt::format("its home {} is gone (removed while meithd ran?): the audit log, lock and "
+                       "runtime record lived there, so every call fails with \"the audit log "
+                       "cannot be written\". Restart it: meith restart",
+                       display_path(s.where.home));
+}
+
 } // namespace
 
 int run_status(const options& opts) {
     session s = open_session(opts);
+    const std::optional<std::string> problem = home_problem(s);
     const json tools = list_tools(s);
     std::size_t allowed = 0, unavailable = 0;
     for (const json& t : tools) {
@@ -91,10 +106,14 @@ int run_status(const options& opts) {
                    {"unavailable", unavailable}}},
                  {"sources",
                   {{"total", sources.size()}, {"failed", failed}, {"restarting", restarting}}}};
+        if (problem) out["problem"] = *problem;
         fmt::print("{}\n", pretty(out));
-        return exit_ok;
+        return problem ? exit_tool_failed : exit_ok;
     }
-    fmt::print("meithd is running\n");
+    if (problem)
+        fmt::print("meithd is running, but broken: {}\n", *problem);
+    else
+        fmt::print("meithd is running\n");
     fmt::print("  socket:   {}\n", s.where.socket.string());
     fmt::print("  server:   {} {} (protocol {})\n", sanitize(name, false), sanitize(version, false),
                protocol);
@@ -118,7 +137,7 @@ int run_status(const options& opts) {
                             joined(restarting));
     fmt::print("  sources:  {}{}\n", sources.size(),
                down.empty() ? std::string() : " (" + down + "; see meith sources)");
-    return exit_ok;
+    return problem ? exit_tool_failed : exit_ok;
 }
 
 namespace {

@@ -258,8 +258,14 @@ int run_service_install(const options& opts) {
     const fs::path dir = systemd_unit_dir();
     p.writes.push_back({dir / "meithd.service", systemd_service_text(opts)});
     if (opts.socket_activated) {
-        p.writes.push_back(
-            {dir / "meithd.socket", written_by() + std::string(service_files::systemd_socket)});
+        // Another home's daemon listens in its home, never on the default home's socket
+        // (docs/configuration.md [socket]): the socket unit listens where meith looks.
+        std::string socket_unit(service_files::systemd_socket);
+        if (auto home = service_home(opts); home && !is_default_home(*home))
+            socket_unit =
+                replace_all(socket_unit, "ListenStream=%t/meith/meithd.sock",
+                            "ListenStream=" + unit_word((*home / "meithd.sock").string()));
+        p.writes.push_back({dir / "meithd.socket", written_by() + socket_unit});
     } else {
         // Installing without --socket-activated after with: the socket unit goes.
         std::error_code ec;

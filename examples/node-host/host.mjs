@@ -252,7 +252,7 @@ const tools = [
         // A text-payload (freeform) tool: its argument is the patch itself, not a JSON object.
         type: 'custom',
         name: 'apply_patch',
-        description: 'Apply a unified diff (as `diff -u` or `git diff` print it) to files under the root folder. Every hunk of every file must apply, or nothing is written. A file whose new name is /dev/null is deleted; one whose old name is /dev/null is created.',
+        description: 'Apply a unified diff (as `diff -u` or `git diff` print it) to files under the root folder. Every hunk of every file must apply, or nothing is written. A file whose old name is /dev/null is created. It never deletes a file (a new name of /dev/null is refused): delete_file does, and needs the destructive capability.',
         format: { type: 'text' },
         capabilities: ['writes-files'],
         async run(payload) {
@@ -263,7 +263,13 @@ const tools = [
             } catch (e) {
                 throw new ToolError(`not a unified diff: ${e.message}`);
             }
-            patches = patches.filter((p) => p.hunks.length > 0 || p.newFileName === '/dev/null');
+            // Deleting a file is destructive, which this tool does not declare: a caller whose
+            // policy denies delete_file must not get the same effect through a patch.
+            const deleted = patches.filter((p) => p.newFileName === '/dev/null').map((p) => p.oldFileName?.replace(/^[ab]\//, '') ?? '(unnamed)');
+            if (deleted.length > 0) {
+                throw new ToolError(`the patch deletes ${deleted.join(', ')}; apply_patch never deletes files (it has only the writes-files capability): call delete_file for each file to delete (it needs the destructive capability), then apply the rest of the patch`);
+            }
+            patches = patches.filter((p) => p.hunks.length > 0);
             if (patches.length === 0) throw new ToolError('the patch changes no file');
             // Work out every file's new content first: nothing is written unless all apply.
             const plan = [];
@@ -282,23 +288,18 @@ const tools = [
                         throw fsFailure(e, from);
                     }
                 }
-                if (!to) {
-                    plan.push({ name, delete: (await resolveParent(from)).real });
-                    continue;
-                }
                 const next = applyPatch(old, p);
                 if (next === false) throw new ToolError(`${name}: a hunk does not apply (the file differs from the patch's context)`);
                 plan.push({ name, write: (await resolveForWrite(to)).real, content: next });
             }
             for (const step of plan) {
                 try {
-                    if (step.delete) await fs.unlink(step.delete);
-                    else await fs.writeFile(step.write, step.content, 'utf8');
+                    await fs.writeFile(step.write, step.content, 'utf8');
                 } catch (e) {
                     throw fsFailure(e, step.name);
                 }
             }
-            return { files: plan.map((s) => ({ path: s.name, change: s.delete ? 'deleted' : 'written' })) };
+            return { files: plan.map((s) => ({ path: s.name, change: 'written' })) };
         },
     },
 

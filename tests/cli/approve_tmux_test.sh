@@ -96,7 +96,28 @@ audit=$(cat "$home/audit.jsonl")
 [[ $(grep -c '"event":"approval_decision"' <<<"$audit") -eq 3 ]] || fail "want 3 approval_decision lines"
 [[ $(grep -c '"event":"grant_created"' <<<"$audit") -eq 1 ]] || fail "want 1 grant_created line (allow_session)"
 
-# 4. q quits.
+# 4. meithd restarts (issue 40: the approver used to exit and never say to run it again): the
+# approver says so, reconnects with back-off and answers the new daemon's held calls.
+kill "$daemon"
+for _ in $(seq 100); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
+wait_pane "meithd closed the connection"
+TERM=xterm t new-session -d -s daemon2 -x 150 -y 20 \
+  "MEITH_NO_AUTOSTART=1 $bin/meithd --home $home --socket $home/d.sock 2>>$home/meithd.log; sleep 30"
+wait_pane "reconnected to meithd"
+for _ in $(seq 100); do
+  new=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$home/config.json" 2>/dev/null || true)
+  [[ -n "$new" && "$new" != "$daemon" ]] && break
+  sleep 0.1
+done
+daemon=$new
+"${meith[@]}" --caller plugin call echo '{"msg":"after restart"}' >"$home/out5" 2>&1 &
+call=$!
+wait_pane '"msg":"after restart"'
+t send-keys -t approve "y"
+status=0; wait "$call" || status=$?
+[[ $status -eq 0 ]] || fail "the call approved after the restart exited $status: $(cat "$home/out5")"
+
+# 5. q quits.
 # A fourth call nobody answers: it ends saying so, not as a tool that did not finish.
 "${meith[@]}" --caller plugin call echo '{"msg":"fourth"}' --timeout-ms 1500 >"$home/out4" 2>&1 &
 call=$!
@@ -107,4 +128,4 @@ grep -q "no approver answered within 1.5 s (the call's timeout); it did not run"
 
 t send-keys -t approve "q"
 wait_pane "approver-exited-0"
-echo "PASS: meith approve answered y, n with a reason, s (single keys), an unanswered call ended saying so, and q quit"
+echo "PASS: meith approve answered y, n with a reason, s (single keys), reconnected after meithd restarted, an unanswered call ended saying so, and q quit"

@@ -183,7 +183,8 @@ json probed_methods(client& c, const std::string& source) {
         if (s.is_object() && s["methods"].is_array()) return s["methods"];
         std::this_thread::sleep_for(10ms);
     }
-    FAIL("the optional methods of '" << source << "' were never probed");
+    FAIL("the optional methods of '" << source
+                                     << "' were never probed: " << source_named(c, source).dump());
     return nullptr;
 }
 
@@ -542,17 +543,16 @@ TEST_CASE("the example host's apply_patch: a unified diff as a text payload, app
 
     const std::string patch =
         "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n"
-        "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,1 @@\n+fresh\n"
-        "--- a/gone.txt\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-bye\n";
+        "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,1 @@\n+fresh\n";
     // The host's own preview of it, then the call.
     const json p = preview(c, "apply_patch", patch, "cli");
-    CHECK(p["text"] == "patch a.txt, new.txt, gone.txt (+2 -2 lines)");
+    CHECK(p["text"] == "patch a.txt, new.txt (+2 -1 lines)");
     const json r = c.call("apply_patch", patch);
     INFO(r.dump());
     REQUIRE(r["result"]["ok"] == true);
     CHECK(slurp(root.path / "a.txt") == "one\nTWO\nthree\n");
     CHECK(slurp(root.path / "new.txt") == "fresh\n");
-    CHECK_FALSE(fs::exists(root.path / "gone.txt"));
+    CHECK(slurp(root.path / "gone.txt") == "bye\n");
 
     // A hunk that does not apply: nothing is written, not even the file that would apply.
     const std::string stale = "--- /dev/null\n+++ b/other.txt\n@@ -0,0 +1,1 @@\n+x\n"
@@ -575,6 +575,38 @@ TEST_CASE("the example host's apply_patch: a unified diff as a text payload, app
     CHECK(read["result"]["modelContent"] == "a.txt:\none\nTWO\nthree\n");
     CHECK(read["result"]["meta"]["display"]["type"] == "markdown");
     CHECK(list_with(c, json::object())[0].contains("tags"));
+}
+
+TEST_CASE("the example host's apply_patch never deletes a file: deleting is delete_file's, "
+          "which needs destructive",
+          "[e2e][agent][text][example]") {
+    // Issue 40: a caller whose policy denies `destructive` (delete_file is refused) could still
+    // delete a file with a patch whose new name is /dev/null.
+    temp_dir root;
+    std::ofstream(root.path / "keep.txt") << "one\n";
+    std::ofstream(root.path / "gone.txt") << "bye\n";
+    daemon_process d(example_host_toml(root.path) + "deny = [\"destructive\"]\n");
+    client c(d.socket());
+    const json plugin = {{"clientInfo", {{"caller", "plugin"}}}};
+    const json refused = c.call("delete_file", {{"path", "gone.txt"}}, plugin);
+    CHECK(refused["result"]["error"]["code"] == "PERMISSION_DENIED");
+
+    // A patch that deletes gone.txt and changes keep.txt: refused whole, nothing written.
+    const std::string patch = "--- a/keep.txt\n+++ b/keep.txt\n@@ -1,1 +1,1 @@\n-one\n+ONE\n"
+                              "--- a/gone.txt\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-bye\n";
+    json as_model = plugin;
+    as_model["resultFormat"] = "model";
+    const json r = c.call("apply_patch", patch, as_model);
+    INFO(r.dump());
+    CHECK(r["result"]["ok"] == false);
+    CHECK_THAT(r["result"]["modelContent"].get<std::string>(),
+               Catch::Contains("gone.txt") && Catch::Contains("delete_file"));
+    CHECK(slurp(root.path / "gone.txt") == "bye\n");
+    CHECK(slurp(root.path / "keep.txt") == "one\n");
+    // Even a bare deletion (no hunk) is refused.
+    const json bare = c.call("apply_patch", "--- a/gone.txt\n+++ /dev/null\n", plugin);
+    CHECK(bare["result"]["ok"] == false);
+    CHECK(fs::exists(root.path / "gone.txt"));
 }
 
 TEST_CASE("meith tools --tag and meith call --display", "[e2e][agent][cli]") {

@@ -499,3 +499,47 @@ TEST_CASE("meith init leaves out examples that cannot run and says why, a python
     CHECK(echo.status == 0);
     CHECK_THAT(echo.out, Catch::Contains("hi"));
 }
+
+TEST_CASE("meith stop shuts meithd down gracefully, and meith restart starts it again",
+          "[e2e][cli]") {
+    // Issue 40: there was no `meith stop` / `meith restart`.
+    daemon_process d;
+    autostarted_daemon stop_restarted{d.home()};
+    const auto stop = run_cli({"stop"}, d.home());
+    INFO(stop.out + stop.err);
+    CHECK(stop.status == 0);
+    CHECK_THAT(stop.out, Catch::Contains("pid " + std::to_string(d.pid())) &&
+                             Catch::Contains("meithd stopped"));
+    CHECK_FALSE(d.running()); // exited (SIGTERM: graceful, exit 0)
+    CHECK_THAT(d.log(), Catch::Contains("signal 15 received: shutting down"));
+
+    // Nothing to stop is not an error.
+    const auto again = run_cli({"stop"}, d.home());
+    CHECK(again.status == 0);
+    CHECK_THAT(again.out, Catch::Contains("not running"));
+
+    // restart starts one even with auto-start off (run_cli sets MEITH_NO_AUTOSTART=1).
+    const auto first = run_cli({"restart"}, d.home());
+    INFO(first.out + first.err);
+    REQUIRE(first.status == 0);
+    CHECK_THAT(first.out, Catch::Contains("was not running") && Catch::Contains("running again"));
+    const json rec1 = json::parse(slurp(d.home() / "config.json"));
+    const pid_t pid1 = rec1["pid"].get<pid_t>();
+    CHECK(run_cli({"status"}, d.home()).status == 0);
+
+    // restart of a running daemon: another pid answers afterwards, the old one is gone.
+    const auto second = run_cli({"restart"}, d.home());
+    INFO(second.out + second.err);
+    REQUIRE(second.status == 0);
+    CHECK_THAT(second.out, Catch::Contains("stopping meithd (pid " + std::to_string(pid1)));
+    const pid_t pid2 = json::parse(slurp(d.home() / "config.json"))["pid"].get<pid_t>();
+    CHECK(pid2 != pid1);
+    // Gone, or a zombie nobody reaps (PID 1 of a container may not).
+    const std::string stat = slurp("/proc/" + std::to_string(pid1) + "/stat");
+    CHECK((stat.empty() || stat.find(") Z ") != std::string::npos));
+    CHECK(run_cli({"call", "echo", "{}"}, d.home()).status == 0);
+
+    // Both are in meith help.
+    const auto help = run_cli({"help"}, d.home());
+    CHECK_THAT(help.out, Catch::Contains("  stop ") && Catch::Contains("  restart "));
+}

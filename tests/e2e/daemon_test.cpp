@@ -455,3 +455,69 @@ TEST_CASE("a socket served by another daemon (another home) is not taken over", 
     client c(first.socket());
     CHECK(c.call("echo", json::object())["result"]["ok"] == true);
 }
+
+namespace {
+
+/// Waits until a daemon answers on `socket` (connect succeeds).
+bool wait_socket(const fs::path& socket, std::chrono::milliseconds timeout = 15s) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+        try {
+            client probe(socket);
+            return true;
+        } catch (const std::exception&) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+    return false;
+}
+
+} // namespace
+
+TEST_CASE("a home removed under a running meithd is named in the calls' errors and in "
+          "meith status",
+          "[e2e][cli]") {
+    // Issue 40: `rm -rf ~/.meith` under a running daemon made every call fail "the audit log
+    // cannot be written" with no cause or fix, while `meith status` said running.
+    temp_dir base;
+    const fs::path home = base.path / "home";
+    const fs::path run = base.path / "run";
+    fs::create_directory(run);
+    fs::permissions(run, fs::perms::owner_all);
+    const fs::path socket = run / "meithd.sock";
+    background_process d({MEITH_MEITHD, "--home", home.string(), "--socket", socket.string()});
+    REQUIRE(wait_socket(socket));
+    client c(socket);
+    REQUIRE(c.call("echo", json::object())["result"]["ok"] == true);
+    const auto ok = run_cli({"--socket", socket.string(), "status"}, home);
+    CHECK(ok.status == 0);
+    CHECK_THAT(ok.out, Catch::StartsWith("meithd is running\n"));
+
+    fs::remove_all(home);
+    json r;
+    for (int i = 0; i < 20; ++i) {
+        r = c.call("echo", json::object());
+        if (r["result"]["ok"] == false) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    INFO(r.dump());
+    REQUIRE(r["result"]["ok"] == false);
+    const std::string message = r["result"]["error"]["message"];
+    CHECK_THAT(message, Catch::Contains("audit") && Catch::Contains(home.string()) &&
+                            Catch::Contains("was removed") && Catch::Contains("meith restart"));
+
+    const auto st = run_cli({"--socket", socket.string(), "status"}, home);
+    CHECK(st.status == 1);
+    CHECK_THAT(st.out, Catch::Contains("broken") && Catch::Contains("gone") &&
+                           Catch::Contains("meith restart"));
+    const auto js = run_cli({"--socket", socket.string(), "status", "--json"}, home);
+    CHECK(js.status == 1);
+    CHECK_THAT(json::parse(js.out)["problem"].get<std::string>(), Catch::Contains("gone"));
+    // The daemon's log says it too (checked every 5 s).
+    bool logged = false;
+    for (int i = 0; i < 80 && !logged; ++i) {
+        logged = d.err().find("was removed while meithd ran") != std::string::npos;
+        if (!logged) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    CHECK(logged);
+}

@@ -190,6 +190,42 @@ TEST_CASE("meith reload reports the change, and exits 1 when the file is refused
     CHECK_THAT(bad.err, Catch::Contains("nope"));
 }
 
+TEST_CASE("a reload that cannot read its config file keeps the running config",
+          "[e2e][reload][cli]") {
+    // Issue 40: with HOME/meithd.toml gone, a reload loaded the built-in defaults, removed
+    // every source and `meith reload` exited 0.
+    daemon_process d(host_source_toml("a", {"--name-prefix=a_"}) +
+                     "[[permissions.rules]]\ntool = \"echo\"\ndecision = \"deny\"\n");
+    client c(d.socket());
+    REQUIRE(error_code(c.call("echo", json::object())) == "PERMISSION_DENIED");
+    REQUIRE(source_status(c, "a").is_object());
+    fs::remove(d.home() / "meithd.toml");
+
+    const json r = reload(c);
+    CHECK(r["ok"] == false);
+    const std::string why = r.value("error", "");
+    CHECK_THAT(why, Catch::Contains("meithd.toml") && Catch::Contains("no longer exists") &&
+                        Catch::Contains("running config"));
+    // Nothing changed: the rule still denies, the source is still there.
+    CHECK(error_code(c.call("echo", json::object())) == "PERMISSION_DENIED");
+    CHECK(source_status(c, "a").is_object());
+    d.wait_audit([](const json& l) {
+        return l.value("event", "") == "config_reload" && l.value("ok", true) == false;
+    });
+    CHECK_THAT(d.log(), Catch::Contains("keeping the running config"));
+
+    // meith reload says why and exits non-zero.
+    const auto cli = run_cli({"reload"}, d.home());
+    CHECK(cli.status == 1);
+    CHECK_THAT(cli.err, Catch::Contains("no longer exists") && Catch::Contains("meithd.toml"));
+    CHECK(source_status(c, "a").is_object());
+
+    // Put back, it reloads again.
+    write_config(d, host_source_toml("a", {"--name-prefix=a_"}));
+    CHECK(reload(c)["ok"] == true);
+    CHECK(c.call("echo", json::object())["result"]["ok"] == true);
+}
+
 TEST_CASE("a call waiting for a restarting source ends saying the source was stopped",
           "[e2e][reload]") {
     // A child source stopped by a reload (or shutdown) ends the calls waiting for its restart

@@ -327,6 +327,53 @@ TEST_CASE("auto-start: a command on a cold home starts meithd detached, waits fo
     CHECK(read_record(home.path)["pid"] == pid);
 }
 
+TEST_CASE("meith --home NEW never reaches the default home's daemon through the runtime "
+          "folder's socket",
+          "[e2e][service][autostart]") {
+    // Issue 40: `meith --home NEWDIR` found no record in NEWDIR, fell back to the shared
+    // $XDG_RUNTIME_DIR/meith/meithd.sock and silently talked to ~/.meith's daemon.
+    temp_dir user; // $HOME: the default home is user/.meith
+    const fs::path run = user.path / "run";
+    fs::create_directory(run);
+    fs::permissions(run, fs::perms::owner_all);
+    const std::vector<std::pair<std::string, std::string>> env = {
+        {"HOME", user.path.string()}, {"XDG_RUNTIME_DIR", run.string()}};
+    background_process first({MEITH_MEITHD}, env);
+    const fs::path shared = run / "meith" / "meithd.sock";
+    for (int i = 0; i < 500 && !fs::exists(user.path / ".meith" / "config.json"); ++i)
+        std::this_thread::sleep_for(20ms);
+    REQUIRE(fs::exists(shared));
+    const auto mine = run_program({MEITH_CLI}, {"status"}, env);
+    REQUIRE(mine.status == 0);
+    CHECK_THAT(mine.out, Catch::Contains(shared.string()));
+
+    const fs::path other = user.path / "new-home";
+    const auto refused = run_program({MEITH_CLI}, {"status", "--home", other.string()}, env);
+    CHECK(refused.status == 2);
+    CHECK_THAT(refused.err, Catch::Contains("not running"));
+    CHECK_THAT(refused.out, !Catch::Contains("meithd is running"));
+
+    // Auto-start gives NEW its own daemon, on NEW's own socket.
+    autostarted_daemon stop_it{other};
+    auto with_start = env;
+    with_start.emplace_back("MEITH_NO_AUTOSTART", "");
+    const auto started = run_program({MEITH_CLI}, {"status", "--home", other.string()}, with_start);
+    INFO(started.err);
+    CHECK(started.status == 0);
+    CHECK_THAT(started.out, Catch::Contains((other / "meithd.sock").string()));
+    CHECK(read_record(other)["socketPath"] == (other / "meithd.sock").string());
+    // The default home's daemon is still the one on the shared socket.
+    CHECK(read_record(user.path / ".meith")["socketPath"] == shared.string());
+    // A socket unit for NEW listens where meith looks for NEW's daemon.
+    auto units = env;
+    units.emplace_back("XDG_CONFIG_HOME", (user.path / "config").string());
+    const auto plan = run_program(
+        {MEITH_CLI},
+        {"service", "install", "--socket-activated", "--dry-run", "--home", other.string()}, units);
+    CHECK(plan.status == 0);
+    CHECK_THAT(plan.out, Catch::Contains("ListenStream=" + (other / "meithd.sock").string()));
+}
+
 TEST_CASE("auto-start: commands racing on a cold home end up with one daemon",
           "[e2e][service][autostart]") {
     temp_dir home;

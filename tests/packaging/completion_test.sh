@@ -122,14 +122,14 @@ words_exactly() {
     [[ $got == "$want" ]] || fail "[$*] should offer exactly '$(flat "$want")'; got: '$(flat "$got")'"
 }
 
-commands=(status tools call preview sources login secret reload policy approve grant grants revoke mcp service audit init help version)
+commands=(status tools call preview sources login secret reload stop restart policy approve grant grants revoke mcp service audit init help version)
 service_opts=(--socket-activated --dry-run --manager)
 audit_opts=(--since --tool --caller --denied --event --limit --json --file --follow)
 
 # Commands and subcommands.
 exactly _meith "meith " "${commands[@]}"
 exactly _meith "meith ser" service
-exactly _meith "meith s" status sources service secret
+exactly _meith "meith s" status sources service secret stop
 exactly _meith "meith secret " set list rm
 exactly _meith "meith service " install uninstall status
 exactly _meith "meith service un" uninstall
@@ -168,6 +168,7 @@ has _meith "meith tools --" --json --format
 lacks _meith "meith reload --" --format
 exactly _meith "meith tools --format openai" openai openai.responses
 has _meith "meith reload --" --json
+has _meith "meith restart --" --timeout-ms
 
 # Option values.
 exactly _meith "meith --caller " cli plugin

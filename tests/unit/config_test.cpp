@@ -560,6 +560,24 @@ command = ["b"]
                                    "command = [\"h\"]\nenv = { A = 1 }\n");
         CHECK(env.where == "test.toml:5:13");
     }
+    SECTION("an exec source's capabilities and timeout_ms tables name the tool's keys") {
+        // Issue 40: both were accepted and silently ignored; the tool ran as `unknown`.
+        const std::string exec = "[[sources]]\nname = \"w\"\nkind = \"exec\"\ncommand = [\"w\"]\n"
+                                 "tool = { name = \"w\" }\n";
+        const auto caps = parse_err(exec + "capabilities = { w = [\"read-only\"] }\n");
+        CHECK(caps.where == "test.toml:6:16");
+        CHECK_THAT(caps.message, Catch::Contains("exec") &&
+                                     Catch::Contains("tool = { capabilities = [...] }") &&
+                                     Catch::Contains("tool.capabilities"));
+        const auto timeout = parse_err(exec + "timeout_ms = { w = 5000 }\n");
+        CHECK(timeout.where == "test.toml:6:14");
+        CHECK_THAT(timeout.message, Catch::Contains("tool.timeout_ms"));
+        // Written the right way, it is taken.
+        const auto ok = parse_ok(exec.substr(0, exec.find("tool =")) +
+                                 "tool = { name = \"w\", capabilities = [\"read-only\"] }\n");
+        REQUIRE(ok.sources.size() == 1);
+        CHECK(ok.sources[0].tool->capabilities == std::vector<std::string>{"read-only"});
+    }
 }
 
 TEST_CASE("hook checks", "[config]") {
@@ -694,6 +712,7 @@ TEST_CASE("resolve_home: --home > MEITH_HOME > ~/.meith", "[paths]") {
 
 TEST_CASE("resolve_socket_path: --socket > config > XDG_RUNTIME_DIR > home", "[paths]") {
     const fs::path home = "/h/.meith";
+    env_override user("HOME", "/h");
     env_override xdg("XDG_RUNTIME_DIR", "/run/user/1000");
     CHECK(resolve_socket_path(fs::path("/flag.sock"), fs::path("/cfg.sock"), home) == "/flag.sock");
     CHECK(resolve_socket_path(std::nullopt, fs::path("/cfg.sock"), home) == "/cfg.sock");
@@ -705,6 +724,22 @@ TEST_CASE("resolve_socket_path: --socket > config > XDG_RUNTIME_DIR > home", "[p
     }
     env_override unset("XDG_RUNTIME_DIR", nullptr);
     CHECK(resolve_socket_path(std::nullopt, std::nullopt, home) == "/h/.meith/meithd.sock");
+}
+
+TEST_CASE("resolve_socket_path: a home other than the default one listens in the home", "[paths]") {
+    // Issue 40: `meith --home NEW` reached the default home's daemon through the runtime
+    // folder's socket, which every home shared.
+    env_override user("HOME", "/h");
+    env_override xdg("XDG_RUNTIME_DIR", "/run/user/1000");
+    CHECK(is_default_home("/h/.meith"));
+    CHECK(is_default_home("/h/./.meith/"));
+    CHECK_FALSE(is_default_home("/h/other"));
+    CHECK(resolve_socket_path(std::nullopt, std::nullopt, "/h/other") == "/h/other/meithd.sock");
+    CHECK(resolve_socket_path(std::nullopt, std::nullopt, "/h/.meith") ==
+          "/run/user/1000/meith/meithd.sock");
+    // --socket and [socket] path still win.
+    CHECK(resolve_socket_path(std::nullopt, fs::path("/cfg.sock"), "/h/other") == "/cfg.sock");
+    CHECK(resolve_socket_path(fs::path("/f.sock"), std::nullopt, "/h/other") == "/f.sock");
 }
 
 TEST_CASE("ensure_private_dir creates 0700 folders and refuses shared ones", "[paths]") {

@@ -5,6 +5,7 @@
 # started with MEITH_SANDBOX_TEST_ABSENT naming nothing, "limits", "private-places" or both,
 # the four in turn for ROUNDS rounds (a noisy machine drifts; interleaving spreads it over all).
 # Prints one line per run and the median calls/s and p50 of each variant.
+# A fifth variant runs the same tool with sandbox = "off", for scale.
 #   bench/sandbox_ab.sh            (needs build/bin/meithd: cmake --preset release && build)
 # Environment: ROUNDS (default 3), DUR (s, default 3), MEITHD (default build/bin/meithd).
 set -euo pipefail
@@ -23,19 +24,29 @@ name = "k_on"
 kind = "exec"
 command = ["sh", "$ROOT/bench/oneshot.sh"]
 tool = { name = "k_on", capabilities = ["read-only"] }
+
+[[sources]]
+name = "k_off"
+kind = "exec"
+command = ["sh", "$ROOT/bench/oneshot.sh"]
+tool = { name = "k_off", capabilities = ["read-only"] }
+sandbox = "off"
 EOF
-variants=("" "limits" "private-places" "limits,private-places")
+# "unconfined": the same tool with sandbox = "off", for scale.
+variants=("" "limits" "private-places" "limits,private-places" "unconfined")
 declare -A calls p50
 for ((round = 1; round <= ROUNDS; round++)); do
     for v in "${variants[@]}"; do
         home=$WORK/home-$round-${v:-all}
         mkdir -m 700 "$home"
-        MEITH_SANDBOX_TEST_ABSENT=$v taskset -c 1 "$MEITHD" --home "$home" --socket "$home/d.sock" \
+        tool=k_on absent=$v
+        [[ $v == unconfined ]] && tool=k_off absent=""
+        MEITH_SANDBOX_TEST_ABSENT=$absent taskset -c 1 "$MEITHD" --home "$home" --socket "$home/d.sock" \
             --config "$WORK/oneshot.toml" --log-level warn 2>> "$WORK/meithd.log" &
         pid=$!
-        "$WORK/loadgen" --mode wait --socket "$home/d.sock" --timeout 60 --tool k_on > /dev/null
+        "$WORK/loadgen" --mode wait --socket "$home/d.sock" --timeout 60 --tool "$tool" > /dev/null
         line=$(taskset -c 0 "$WORK/loadgen" --socket "$home/d.sock" --connections 2 --depth 2 \
-            --tool k_on --duration "$DUR" --warmup 1 --server-pid "$pid")
+            --tool "$tool" --duration "$DUR" --warmup 1 --server-pid "$pid")
         kill "$pid"
         wait "$pid" || true
         c=$(sed -E 's/.*"calls_per_s":([0-9.]+).*/\1/' <<< "$line")

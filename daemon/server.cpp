@@ -421,6 +421,17 @@ class server {
         }
     }
 
+    /// Closes a refused connection once its audit line is on file (the peer never sees the
+    /// close first), without the I/O thread waiting for the write: a flood of refused
+    /// connections does not stall every client (issue 40).
+    void close_when_on_file(stream_protocol::socket sock) {
+        auto held = std::make_shared<stream_protocol::socket>(std::move(sock));
+        registry_.audit_trail().commit_then([held] {
+            std::error_code ignored;
+            held->close(ignored);
+        });
+    }
+
     void admit(stream_protocol::socket sock) {
         ::fcntl(sock.native_handle(), F_SETFD, FD_CLOEXEC);
         const auto peer = peer_of(sock);
@@ -431,9 +442,7 @@ class server {
             fields += R"(,"uid":)";
             fields += peer ? std::to_string(peer->uid) : "null";
             registry_.audit_trail().event("connection_rejected", fields);
-            registry_.audit_trail().commit_now(); // on file before the peer sees the close
-            std::error_code ignored;
-            sock.close(ignored);
+            close_when_on_file(std::move(sock));
             return;
         }
         if (auto why = tool_peer_problem(sock.native_handle(), peer->pid)) {
@@ -453,8 +462,7 @@ class server {
             protocol::append_json_string(fields, "a tool's process: " + *why);
             fields += fmt::format(R"(,"pid":{},"uid":{})", peer->pid, peer->uid);
             registry_.audit_trail().event("connection_rejected", fields);
-            registry_.audit_trail().commit_now(); // on file before the peer sees the close
-            sock.close(ignored);
+            close_when_on_file(std::move(sock));
             return;
         }
         if (connections_.size() >= cfg_.limits.max_connections) {
@@ -471,8 +479,7 @@ class server {
                 fmt::format(R"x("reason":"over limits.max_connections ({})","pid":{},"uid":{})x",
                             cfg_.limits.max_connections, peer->pid, peer->uid);
             registry_.audit_trail().event("connection_rejected", fields);
-            registry_.audit_trail().commit_now(); // on file before the peer sees the close
-            sock.close(ignored);
+            close_when_on_file(std::move(sock));
             return;
         }
         auto conn =

@@ -481,6 +481,11 @@ TEST_CASE("egress address: this machine's own addresses", "[egress]") {
 }
 
 TEST_CASE("egress proxy: after running out of file descriptors it accepts again", "[egress]") {
+#if defined(__SANITIZE_ADDRESS__)
+    // The sanitizers' runtime checks memory through a pipe of its own (UBSan's vptr check):
+    // with every descriptor taken it reports an "invalid vptr" where there is none.
+    SKIP_TEST("under the sanitizers: their runtime needs descriptors while every one is taken");
+#endif
     test_hosts_file hosts("");
     proxy_run run(rules({"api.example.com"}));
     // A client socket made first; then every descriptor taken, so the proxy's accept fails with

@@ -113,10 +113,10 @@ void plan_mounts(plan& p, const request& r, const fs::path& init, bool writes) {
             kept.push_back(i);
     if (fs::is_symlink(fs::symlink_status("/etc/resolv.conf", ec)))
         kept.push_back(fs::canonical("/etc/resolv.conf", ec));
-    // A script it was given, or its program, needs what lies beside it: its folder (Python's
-    // sys.path[0], relative imports), and the project it belongs to — the highest folder
-    // above it, inside the private place, that holds a node_modules (Node's resolution walks
-    // up to it). The private place itself is never kept whole.
+    // A script it was given, or its program, needs what lies beside it (Python's sys.path[0],
+    // Node's node_modules and relative imports, a checkout's other folders): the folder it
+    // lives in directly under the private place (/tmp/project for /tmp/project/x/tool.mjs) is
+    // kept whole, read-only. The private place itself is never kept whole.
     std::vector<fs::path> scripts = r.given;
     scripts.push_back(r.program);
     for (const auto& raw : scripts) {
@@ -124,13 +124,9 @@ void plan_mounts(plan& p, const request& r, const fs::path& init, bool writes) {
         const fs::path script = raw.lexically_normal();
         const mount_step* in = enclosing_step(steps, script);
         if (in == nullptr || in->what != mount_step::kind::mask) continue;
-        const fs::path place = in->path;
-        if (script.parent_path() != place) kept.push_back(script.parent_path());
-        for (fs::path up = script.parent_path(); up != place && within(up, place);
-             up = up.parent_path()) {
-            if (fs::is_directory(up / "node_modules", ec)) kept.push_back(up);
-            if (up == up.parent_path()) break;
-        }
+        const fs::path rel = script.lexically_relative(in->path);
+        if (rel.empty() || std::next(rel.begin()) == rel.end()) continue; // directly in it
+        kept.push_back(fs::path(in->path) / *rel.begin());
     }
     for (const auto& raw : kept) {
         if (raw.empty() || !raw.is_absolute()) continue;

@@ -625,7 +625,9 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     // The daemon's own socket places, private like /tmp and /run (a session bus, ssh-agent or
     // tmux socket may sit there when meithd's environment names another place).
     for (const char* var : {"XDG_RUNTIME_DIR", "TMPDIR", "TMUX_TMPDIR"})
-        if (const char* v = std::getenv(var); v && fs::path(v).is_absolute())
+        if (const char* v = std::getenv(var); v && fs::path(v).is_absolute() &&
+                                              fs::path(v).lexically_normal() != "/tmp" &&
+                                              fs::path(v).lexically_normal() != "/tmp/")
             r.private_places.emplace_back(v);
     if (kernel.namespaces) {
         std::vector<fs::path> roots;

@@ -48,7 +48,9 @@ const mount_step* enclosing_step(const std::vector<mount_step>& steps, const fs:
 } // namespace
 
 const std::vector<fs::path>& default_private_places() {
-    static const std::vector<fs::path> places{"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm"};
+    // /tmp itself is not among them: checkouts, scripts and test folders live there, and a
+    // tool needs them; the socket right (seccomp) is what keeps a tool off its sockets.
+    static const std::vector<fs::path> places{"/var/tmp", "/run", "/var/run", "/dev/shm"};
     return places;
 }
 

@@ -281,9 +281,62 @@ void parse_remote(checker& c, const scope& s, const toml::table& t, source_confi
     assign(src.ca_file, c.read_path(s, "ca_file"));
     if (const auto* o = c.read_table(s, "oauth")) {
         const scope os{*o, fmt::format("the oauth table of {}", s.name)};
-        c.check_keys(os, {"client_id", "scope"});
+        c.check_keys(os, {"client_id", "scope", "client_secret", "private_key", "grant", "id_token",
+                          "idp_token_endpoint", "idp_client_id"});
+        assign(src.oauth_idp_token_endpoint, c.read_string(os, "idp_token_endpoint", true));
+        assign(src.oauth_idp_client_id, c.read_string(os, "idp_client_id", true));
         assign(src.oauth_client_id, c.read_string(os, "client_id", true));
         assign(src.oauth_scope, c.read_string(os, "scope", false));
+        // A client's secret or key lives in the secret store, never in this file: only a
+        // reference to it is taken (docs/configuration.md, remote MCP servers).
+        for (auto [key, into] : {std::pair{"client_secret", &src.oauth_client_secret},
+                                 std::pair{"private_key", &src.oauth_private_key},
+                                 std::pair{"id_token", &src.oauth_id_token}}) {
+            const auto v = c.read_string(os, key, true);
+            if (!v) continue;
+            const bool reference = v->starts_with("${secret:") && v->ends_with("}") &&
+                                   v->size() > 10 && v->find('}') == v->size() - 1;
+            if (!reference) {
+                c.fail((*o)[key].node()->source(),
+                       fmt::format("oauth.{} of {} must name a secret, as \"${{secret:NAME}}\": "
+                                   "keep the value with `meith secret set NAME` (it never goes "
+                                   "in meithd.toml)",
+                                   key, s.name));
+                continue;
+            }
+            *into = v->substr(9, v->size() - 10);
+        }
+        if (!src.oauth_client_secret.empty() && !src.oauth_private_key.empty())
+            c.fail(o->source(), fmt::format("the oauth table of {} names both a client_secret and "
+                                            "a private_key: a client authenticates with one",
+                                            s.name));
+        if (const auto g = c.read_string(os, "grant", true)) {
+            if (*g != "authorization_code" && *g != "client_credentials" &&
+                *g != "cross_app_access")
+                c.fail((*o)["grant"].node()->source(),
+                       fmt::format("oauth.grant of {} is \"{}\": it is \"authorization_code\" "
+                                   "(a login in the browser), \"client_credentials\" (a token "
+                                   "for the client itself, with its client_secret or private_key) "
+                                   "or \"cross_app_access\" (the user's ID token from their "
+                                   "identity provider, exchanged)",
+                                   s.name, *g));
+            else if (*g == "cross_app_access" &&
+                     (src.oauth_id_token.empty() || src.oauth_idp_token_endpoint.empty() ||
+                      src.oauth_idp_client_id.empty()))
+                c.fail((*o)["grant"].node()->source(),
+                       fmt::format("oauth.grant = \"cross_app_access\" of {} needs id_token (as "
+                                   "\"${{secret:NAME}}\"), idp_token_endpoint and idp_client_id",
+                                   s.name));
+            else if (*g == "client_credentials" && src.oauth_client_secret.empty() &&
+                     src.oauth_private_key.empty())
+                c.fail((*o)["grant"].node()->source(),
+                       fmt::format("oauth.grant = \"client_credentials\" of {} needs the "
+                                   "client's client_secret or private_key (as "
+                                   "\"${{secret:NAME}}\") and its client_id",
+                                   s.name));
+            else
+                src.oauth_grant = *g;
+        }
     }
 }
 

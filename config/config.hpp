@@ -224,6 +224,17 @@ struct source_config {
     std::filesystem::path ca_file; ///< url only: extra trust anchors (PEM), besides the system's
     std::string oauth_client_id;   ///< url only: a client id registered by hand for `meith login`
     std::string oauth_scope;       ///< url only: the scope `meith login` asks for
+    /// url only: the NAME of the secret (`${secret:NAME}`) holding the pre-registered client's
+    /// secret, or its private key (PEM, for private_key_jwt); never the value itself.
+    std::string oauth_client_secret, oauth_private_key;
+    /// url only, for enterprise-managed cross-app access (SEP-990): the NAME of the secret
+    /// holding the user's ID token from their identity provider, that provider's token
+    /// endpoint and meith's client id there.
+    std::string oauth_id_token, oauth_idp_token_endpoint, oauth_idp_client_id;
+    /// url only: "" (the server decides: an authorization code login where it offers one),
+    /// "authorization_code", "client_credentials" (a token without a person, RFC 6749 §4.4) or
+    /// "cross_app_access" (the ID token exchanged, SEP-990).
+    std::string oauth_grant;
     sandbox_mode sandbox = sandbox_mode::enforce;
     sandbox_paths_config sandbox_paths;
 

@@ -42,6 +42,34 @@ std::chrono::milliseconds backoff(int attempt) {
     return std::chrono::milliseconds(std::min(250 << std::min(attempt, 6), 8000));
 }
 
+/// How long to wait before opening a cut stream again: the server's `retry:` (SSE
+/// "reconnection time", MCP transports: "the client MUST respect the retry field") when it
+/// sent one, capped at 30 s as Retry-After is, else `otherwise`.
+std::chrono::milliseconds reconnect_wait(std::optional<long> retry_ms,
+                                         std::chrono::milliseconds otherwise) {
+    if (!retry_ms) return otherwise;
+    return std::chrono::milliseconds(std::min<long>(*retry_ms, 30000));
+}
+
+/// Whether the space-separated scope list `held` has every scope of `wanted` (RFC 6749 §3.3).
+bool covers(std::string_view held, std::string_view wanted) {
+    auto words = [](std::string_view s) {
+        std::vector<std::string_view> out;
+        for (std::size_t i = 0; i < s.size();) {
+            const auto sp = s.find(' ', i);
+            const auto w = s.substr(i, sp == std::string_view::npos ? s.npos : sp - i);
+            if (!w.empty()) out.push_back(w);
+            if (sp == std::string_view::npos) break;
+            i = sp + 1;
+        }
+        return out;
+    };
+    const auto have = words(held);
+    for (auto w : words(wanted))
+        if (std::find(have.begin(), have.end(), w) == have.end()) return false;
+    return true;
+}
+
 /// A value that may go in a header line as is: printable ASCII, no CR/LF.
 bool header_safe(std::string_view v) {
     return std::all_of(v.begin(), v.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
@@ -236,7 +264,7 @@ void bridge::on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
         // A stream cut after some events: resume it where it stopped (Last-Event-ID).
         if (sse && !m->id_json.empty() && !parser->last_event_id().empty() &&
             !answered_.contains(m->id_json))
-            return resume(m->id_json, parser->last_event_id(), 0);
+            return resume(m->id_json, parser->last_event_id(), 0, parser->reconnection_ms());
         if (out.transient && m->attempt + 1 < opts_.max_attempts && !sse)
             return retry_later(m, backoff(m->attempt));
         return fail_message(*m, fmt::format("{}: {}", opts_.url, out.error));
@@ -259,8 +287,29 @@ void bridge::on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
                    : fmt::format("{} asks for authorization (HTTP 401) and meith holds no login "
                                  "for it",
                                  opts_.url);
-        login_required(why);
+        login_required(why, challenge);
         return fail_message(*m, why + fmt::format("; run `meith login {}`", opts_.source));
+    }
+    if (status == 403) {
+        // A step-up (MCP spec, "Scope challenge handling"; RFC 6750 §3.1): the token is good
+        // but lacks a scope this request needs. Only a person can grant it, with a new login
+        // that asks for it: this request fails saying so, the source keeps running.
+        const auto challenge = parse_bearer_challenge(out.head.header("www-authenticate"));
+        if (challenge.error == "insufficient_scope") {
+            const auto scope = error_detail(challenge.scope);
+            const bool held = creds_ && covers(creds_->scope, challenge.scope);
+            std::string why =
+                held ? fmt::format("{} refuses this request for want of the scope \"{}\" "
+                                   "(HTTP 403 insufficient_scope), although the grant holds it; "
+                                   "another login will not help: the account behind it may "
+                                   "lack the permission (ask the server's administrator)",
+                                   opts_.url, scope)
+                     : fmt::format("{} needs the scope \"{}\" for this request (HTTP 403 "
+                                   "insufficient_scope); run `meith login {}` to grant it",
+                                   opts_.url, scope, opts_.source);
+            step_up_required(why, challenge);
+            return fail_message(*m, why);
+        }
     }
     if (status == 404 && !session_id_.empty()) {
         // The server ended the session (MCP transports: start a new one): meithd restarts us,
@@ -288,7 +337,7 @@ void bridge::on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
     if (!sse && !body->empty()) emit(*body);
     if (sse && !m->id_json.empty() && !answered_.contains(m->id_json) &&
         !parser->last_event_id().empty())
-        return resume(m->id_json, parser->last_event_id(), 0);
+        return resume(m->id_json, parser->last_event_id(), 0, parser->reconnection_ms());
     if (!m->id_json.empty()) answered_.erase(m->id_json);
     if (m->method == "notifications/initialized" && !stream_) open_stream("");
 }
@@ -442,8 +491,11 @@ void bridge::open_stream(const std::string& last_event_id) {
             refused(out);
             return;
         }
-        // Cut or ended: open it again after a backoff, from the last event seen.
-        const auto delay = backoff(std::min(stream_failures_++, 5));
+        // Cut or ended: open it again after the server's `retry:`, else a backoff, from the
+        // last event seen.
+        if (parser->reconnection_ms()) stream_retry_ms_ = parser->reconnection_ms();
+        const auto delay =
+            reconnect_wait(stream_retry_ms_, backoff(std::min(stream_failures_++, 5)));
         stream_timer_.expires_after(delay);
         stream_timer_.async_wait([this](const std::error_code& ec) {
             if (!ec && !stream_) open_stream(stream_last_id_);
@@ -452,7 +504,23 @@ void bridge::open_stream(const std::string& last_event_id) {
     stream_ = http_.start(std::move(req), std::move(h));
 }
 
-void bridge::resume(const std::string& id_json, const std::string& last_event_id, int tries) {
+void bridge::resume(const std::string& id_json, const std::string& last_event_id, int tries,
+                    std::optional<long> retry_ms) {
+    if (closing_) return;
+    // The first try goes at once unless the server set a reconnection time; later ones back off.
+    if (const auto wait = reconnect_wait(retry_ms, tries == 0 ? std::chrono::milliseconds(0)
+                                                              : backoff(tries - 1));
+        wait.count() > 0) {
+        auto t = std::make_shared<asio::steady_timer>(io_, wait);
+        return t->async_wait([this, t, id_json, last_event_id, tries](const std::error_code& ec) {
+            if (!ec) get_stream_again(id_json, last_event_id, tries);
+        });
+    }
+    get_stream_again(id_json, last_event_id, tries);
+}
+
+void bridge::get_stream_again(const std::string& id_json, const std::string& last_event_id,
+                              int tries) {
     if (closing_) return;
     if (tries >= 3) {
         outgoing m;
@@ -488,10 +556,7 @@ void bridge::resume(const std::string& id_json, const std::string& last_event_id
             return fail_message(m, refused(out));
         }
         const auto from = parser->last_event_id().empty() ? last_event_id : parser->last_event_id();
-        auto t = std::make_shared<asio::steady_timer>(io_, backoff(tries));
-        t->async_wait([this, t, id_json, from, tries](const std::error_code& ec) {
-            if (!ec) resume(id_json, from, tries + 1);
-        });
+        resume(id_json, from, tries + 1, parser->reconnection_ms());
     };
     *rid = http_.start(std::move(req), std::move(h));
 }
@@ -521,7 +586,7 @@ void bridge::refresh(std::function<void(bool)> then) {
             write_line(std::move(line)); // meithd stores it and logs the refresh
             schedule_refresh();
         } else if (r.invalid_grant) {
-            login_required("the grant was revoked or has expired (" + r.why + ")");
+            login_required("the grant was revoked or has expired (" + r.why + ")", {});
         } else {
             log("meith-remote: refresh failed: " + r.why);
         }
@@ -553,13 +618,31 @@ std::string bridge::refused(const http_outcome& out) {
     return why;
 }
 
-void bridge::login_required(const std::string& why) {
+namespace {
+/// `{"reason":…,"challenge":{…}}`: what meithd keeps for `meith login` (docs/protocol.md §18).
+std::string challenge_params(const std::string& why, const bearer_challenge& c) {
+    std::string p = R"({"reason":)";
+    append_json_string(p, why);
+    p += R"(,"challenge":{"error":)";
+    append_json_string(p, c.error);
+    p += R"(,"scope":)";
+    append_json_string(p, c.scope);
+    p += R"(,"resourceMetadata":)";
+    append_json_string(p, c.resource_metadata);
+    return p + "}}";
+}
+} // namespace
+
+void bridge::login_required(const std::string& why, const bearer_challenge& challenge) {
     if (login_required_sent_) return;
     login_required_sent_ = true;
-    std::string line = R"({"jsonrpc":"2.0","method":"meith/login_required","params":{"reason":)";
-    append_json_string(line, why);
-    line += "}}";
-    write_line(std::move(line));
+    write_line(R"({"jsonrpc":"2.0","method":"meith/login_required","params":)" +
+               challenge_params(why, challenge) + "}");
+}
+
+void bridge::step_up_required(const std::string& why, const bearer_challenge& challenge) {
+    write_line(R"({"jsonrpc":"2.0","method":"meith/step_up_required","params":)" +
+               challenge_params(why, challenge) + "}");
 }
 
 // ---- the end ----------------------------------------------------------------------------------

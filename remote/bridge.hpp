@@ -87,11 +87,17 @@ class bridge {
     /// (MCP-Protocol-Version; in 2026-07-28 also Mcp-Method and Mcp-Name, MCP spec transports).
     std::vector<std::string> request_headers(const outgoing* m) const;
     void open_stream(const std::string& last_event_id);
-    void resume(const std::string& id_json, const std::string& last_event_id, int tries);
+    /// GETs the response stream of request `id_json` again from `last_event_id` (`tries` so
+    /// far), after `wait`: the stream's own `retry:` (capped), else the backoff.
+    void resume(const std::string& id_json, const std::string& last_event_id, int tries,
+                std::optional<long> retry_ms);
+    void get_stream_again(const std::string& id_json, const std::string& last_event_id, int tries);
 
     void refresh(std::function<void(bool)> then);
     void schedule_refresh();
-    void login_required(const std::string& why);
+    void login_required(const std::string& why, const bearer_challenge& challenge);
+    /// A request met 403 insufficient_scope: meithd keeps the challenge for `meith login`.
+    void step_up_required(const std::string& why, const bearer_challenge& challenge);
     /// A refused connection (http_outcome::refused): tells meithd (`meith/egress_refused`,
     /// which fails the source at once) and returns the reason with the URL and the remedy.
     std::string refused(const http_outcome& out);
@@ -131,6 +137,7 @@ class bridge {
     std::optional<http_client::request_id> stream_;
     std::string stream_last_id_;
     int stream_failures_ = 0;
+    std::optional<long> stream_retry_ms_; ///< the GET stream's last `retry:` (SSE)
     asio::steady_timer stream_timer_;
     int exit_status_ = 0;
 };

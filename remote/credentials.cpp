@@ -40,6 +40,11 @@ std::string to_json(const credentials& c) {
     member("resource", c.resource);
     member("scope", c.scope);
     member("issuer", c.issuer);
+    member("auth_method", c.auth_method);
+    member("grant_type", c.grant_type);
+    member("private_key", c.private_key);
+    if (c.step_ups > 0)
+        out += fmt::format("{}\"step_ups\":{}", out.size() > 1 ? "," : "", c.step_ups);
     return out + "}";
 }
 
@@ -61,6 +66,13 @@ std::optional<credentials> credentials_from_json(std::string_view json, std::str
     c.resource = string_member(o, "resource");
     c.scope = string_member(o, "scope");
     c.issuer = string_member(o, "issuer");
+    c.auth_method = string_member(o, "auth_method");
+    c.grant_type = string_member(o, "grant_type");
+    c.private_key = string_member(o, "private_key");
+    std::int64_t step_ups = 0;
+    if (o["step_ups"].get_int64().get(step_ups) == simdjson::SUCCESS && step_ups > 0 &&
+        step_ups < 100)
+        c.step_ups = static_cast<int>(step_ups);
     if (c.access_token.empty() && c.refresh_token.empty()) {
         why = "it holds no token";
         return std::nullopt;
@@ -70,7 +82,7 @@ std::optional<credentials> credentials_from_json(std::string_view json, std::str
 
 std::vector<std::string> secret_values(const credentials& c) {
     std::vector<std::string> out;
-    for (const auto* v : {&c.access_token, &c.refresh_token, &c.client_secret})
+    for (const auto* v : {&c.access_token, &c.refresh_token, &c.client_secret, &c.private_key})
         if (!v->empty()) out.push_back(*v);
     return out;
 }

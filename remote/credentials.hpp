@@ -23,6 +23,18 @@ struct credentials {
     std::string resource;      ///< RFC 8707 resource indicator: the MCP server's URL
     std::string scope;
     std::string issuer;
+    /// How the client authenticates at the token endpoint (RFC 8414 §2
+    /// `token_endpoint_auth_methods_supported`): "client_secret_basic", "client_secret_post",
+    /// "private_key_jwt" or "none"; empty: post when there is a secret (grants kept before
+    /// this member existed).
+    std::string auth_method;
+    /// The grant a new token comes from when this one expires: empty (a refresh token, RFC 6749
+    /// §6) or "client_credentials" (RFC 6749 §4.4: asked again, no person involved).
+    std::string grant_type;
+    std::string private_key; ///< PEM, for private_key_jwt (RFC 7523 §2.2); a secret
+    /// Logins in a row that asked again for a scope the grant already held, after the server
+    /// answered 403 insufficient_scope (MCP spec, "Scope challenge handling"): bounded.
+    int step_ups = 0;
 };
 
 /// JSON text of `c` (an object; empty members left out).

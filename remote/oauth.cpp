@@ -1,11 +1,12 @@
-// oauth: discovery, registration, code exchange and refresh over http_client (see oauth.hpp).
+// oauth: discovery, registration, the authorization request and its redirect (see oauth.hpp);
+// the token endpoint's side is remote/token.cpp, their shared helpers oauth_internal.hpp.
 #include "remote/oauth.hpp"
+
+#include "remote/oauth_internal.hpp"
 
 #include "protocol/json_writer.hpp"
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <simdjson.h>
 
 #include <fmt/format.h>
@@ -14,12 +15,12 @@
 #include <ctime>
 #include <memory>
 #include <stdexcept>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 
 namespace meith::remote {
 
-using protocol::append_json_string;
-
-namespace {
+namespace detail {
 
 std::string base64url(const unsigned char* data, std::size_t n) {
     static constexpr char table[] =
@@ -53,14 +54,9 @@ std::string string_member(simdjson::dom::object o, std::string_view key) {
     return std::string(v);
 }
 
-/// Parses `body` as a JSON object into `parser`'s document.
 bool parse_object(simdjson::dom::parser& parser, std::string_view body, simdjson::dom::object& o) {
     return parser.parse(body.data(), body.size()).get_object().get(o) == simdjson::SUCCESS;
 }
-
-struct url_parts {
-    std::string scheme, host, port, path;
-};
 
 std::optional<url_parts> split_url(const std::string& url) {
     std::unique_ptr<CURLU, void (*)(CURLU*)> u(curl_url(), curl_url_cleanup);
@@ -89,8 +85,6 @@ std::string origin(const url_parts& p) {
 
 const char* const json_accept = "Accept: application/json";
 
-/// GETs each URL in turn until one answers 200 with a JSON object; `done(body, "")` then, or
-/// `done("", why)` naming every URL tried.
 void first_json(http_client& http, std::shared_ptr<std::vector<std::string>> urls, std::size_t i,
                 std::string tried, std::function<void(std::string, std::string)> done) {
     if (i >= urls->size()) return done("", "nothing usable at " + tried);
@@ -122,11 +116,14 @@ void first_json(http_client& http, std::shared_ptr<std::vector<std::string>> url
 
 void post_form(http_client& http, const std::string& url,
                const std::vector<std::pair<std::string, std::string>>& fields,
-               std::function<void(http_outcome, std::string)> done) {
+               std::function<void(http_outcome, std::string)> done,
+               std::vector<std::string> headers) {
     http_request req;
     req.method = "POST";
     req.url = url;
-    req.headers = {json_accept, "Content-Type: application/x-www-form-urlencoded"};
+    req.headers = std::move(headers);
+    req.headers.push_back(json_accept);
+    req.headers.push_back("Content-Type: application/x-www-form-urlencoded");
     req.body = form_encode(fields);
     req.timeout = std::chrono::milliseconds(30000);
     req.max_body_bytes = 1u << 20;
@@ -144,46 +141,10 @@ std::int64_t unix_now() {
     return static_cast<std::int64_t>(std::time(nullptr));
 }
 
-} // namespace
+} // namespace detail
 
-bool apply_token_response(credentials& c, long status, std::string_view body, std::int64_t now,
-                          std::string& why, bool& invalid_grant) {
-    invalid_grant = false;
-    simdjson::dom::parser p;
-    simdjson::dom::object o;
-    if (!parse_object(p, body, o)) {
-        why = fmt::format("the token endpoint answered HTTP {} without a JSON object", status);
-        return false;
-    }
-    if (auto error = string_member(o, "error"); !error.empty() || status != 200) {
-        invalid_grant = error == "invalid_grant";
-        auto desc = string_member(o, "error_description");
-        // A server may echo the grant back ("refresh token X is revoked"): never repeat it,
-        // nor a piece of it that the cut below or the server's own leaves (8 bytes or more).
-        const auto secrets = secret_values(c);
-        redact_secret_pieces(error, secrets);
-        std::string shown(protocol::cut_utf8(desc, 200));
-        redact_secret_pieces(shown, secrets);
-        why =
-            fmt::format("the token endpoint answered HTTP {}: {}{}{}", status,
-                        error.empty() ? "no error code" : error, shown.empty() ? "" : ": ", shown);
-        return false;
-    }
-    auto access = string_member(o, "access_token");
-    if (access.empty()) {
-        why = "the token endpoint's answer has no access_token";
-        return false;
-    }
-    c.access_token = std::move(access);
-    if (auto r = string_member(o, "refresh_token"); !r.empty()) c.refresh_token = std::move(r);
-    std::int64_t expires_in = 0;
-    c.expires_at =
-        o["expires_in"].get_int64().get(expires_in) == simdjson::SUCCESS && expires_in > 0
-            ? now + expires_in
-            : 0;
-    if (auto s = string_member(o, "scope"); !s.empty()) c.scope = std::move(s);
-    return true;
-}
+using namespace detail;
+using protocol::append_json_string;
 
 std::string random_token() {
     unsigned char buf[32];
@@ -286,8 +247,89 @@ std::string canonical_resource(const std::string& mcp_url) {
            p->path;
 }
 
+bool resource_allowed(const std::string& mcp_url, const std::string& resource) {
+    const auto server = split_url(canonical_resource(mcp_url));
+    const auto named = split_url(canonical_resource(resource));
+    if (!server || !named || origin(*server) != origin(*named)) return false;
+    // Compared as folders: "/mcp" covers "/mcp" and "/mcp/x", not "/mcpx".
+    auto folder = [](std::string p) { return p.ends_with('/') ? p : p + '/'; };
+    return folder(server->path).starts_with(folder(named->path));
+}
+
+namespace {
+
+std::vector<std::string> string_list(simdjson::dom::object o, std::string_view key) {
+    std::vector<std::string> out;
+    simdjson::dom::array a;
+    if (o[key].get_array().get(a) != simdjson::SUCCESS) return out;
+    for (auto e : a) {
+        std::string_view v;
+        if (e.get_string().get(v) == simdjson::SUCCESS) out.emplace_back(v);
+    }
+    return out;
+}
+
+bool listed(const std::vector<std::string>& list, std::string_view v) {
+    return std::find(list.begin(), list.end(), v) != list.end();
+}
+
+/// RFC 8414 §2 members of an authorization server's metadata into `auth`. False, with `why`,
+/// when the endpoints a login needs are missing.
+bool read_as_metadata(std::string_view body, server_auth& auth, std::string& why) {
+    simdjson::dom::parser p;
+    simdjson::dom::object o;
+    parse_object(p, body, o);
+    auth.authorization_endpoint = string_member(o, "authorization_endpoint");
+    auth.token_endpoint = string_member(o, "token_endpoint");
+    auth.registration_endpoint = string_member(o, "registration_endpoint");
+    if (auto issuer = string_member(o, "issuer"); !issuer.empty()) auth.issuer = issuer;
+    bool cimd = false;
+    if (o["client_id_metadata_document_supported"].get_bool().get(cimd) == simdjson::SUCCESS)
+        auth.client_id_metadata_documents = cimd;
+    auth.pkce_s256 = listed(string_list(o, "code_challenge_methods_supported"), "S256");
+    auth.token_endpoint_auth_methods = string_list(o, "token_endpoint_auth_methods_supported");
+    auth.grant_types = string_list(o, "grant_types_supported");
+    if (auth.token_endpoint.empty()) {
+        why = "the authorization server's metadata has no token_endpoint";
+        return false;
+    }
+    return true;
+}
+
+using auth_done = std::function<void(std::optional<server_auth>, std::string)>;
+
+/// The 2025-03-26 revision: no protected-resource metadata; the authorization server is the
+/// MCP server's origin, its metadata there (RFC 8414), else the default endpoints `/authorize`,
+/// `/token` and `/register` (MCP spec 2025-03-26, "Fallbacks for servers without metadata
+/// discovery").
+void legacy_discovery(http_client& http, const std::string& mcp_url,
+                      std::shared_ptr<server_auth> auth, auth_done done) {
+    const auto p = split_url(mcp_url);
+    if (!p) return done(std::nullopt, mcp_url + " is not an http(s) URL");
+    const auto base = origin(*p);
+    auth->legacy = true;
+    auth->issuer = base;
+    auto urls = std::make_shared<std::vector<std::string>>(
+        std::vector<std::string>{base + "/.well-known/oauth-authorization-server"});
+    first_json(http, urls, 0, "",
+               [auth, base, done = std::move(done)](std::string body, std::string) {
+                   std::string why;
+                   if (!body.empty()) {
+                       if (!read_as_metadata(body, *auth, why)) return done(std::nullopt, why);
+                       return done(*auth, "");
+                   }
+                   auth->authorization_endpoint = base + "/authorize";
+                   auth->token_endpoint = base + "/token";
+                   auth->registration_endpoint = base + "/register";
+                   auth->pkce_s256 = true; // 2025-03-26: PKCE is required of every client
+                   done(*auth, "");
+               });
+}
+
+} // namespace
+
 void discover_authorization(http_client& http, const std::string& mcp_url,
-                            std::vector<std::string> headers,
+                            std::vector<std::string> headers, bearer_challenge known,
                             std::function<void(std::optional<server_auth>, std::string)> done) {
     http_request probe;
     probe.method = "POST";
@@ -301,27 +343,44 @@ void discover_authorization(http_client& http, const std::string& mcp_url,
     probe.timeout = std::chrono::milliseconds(15000);
     probe.max_body_bytes = 1u << 20;
     http_handlers h;
-    h.on_done = [&http, mcp_url, done = std::move(done)](http_outcome out) mutable {
+    h.on_done = [&http, mcp_url, known = std::move(known),
+                 done = std::move(done)](http_outcome out) mutable {
         if (!out.error.empty())
             return done(std::nullopt, fmt::format("{}: {}", mcp_url, out.described()));
-        if (out.head.status != 401)
+        const long status = out.head.status;
+        auto challenge = parse_bearer_challenge(out.head.header("www-authenticate"));
+        // A server may let `initialize` through and ask later (on tools/list, on a call): then
+        // the challenge meithd saw there stands for it.
+        const bool asked = status == 401 || status == 403;
+        if (!asked) challenge = known;
+        const bool challenged = asked || !known.error.empty() || !known.scope.empty() ||
+                                !known.resource_metadata.empty();
+        if (!challenged && status / 100 != 2)
             return done(std::nullopt,
                         fmt::format("{} answered HTTP {} without a token: it asks for no OAuth "
                                     "login (static `headers` may be what it wants)",
-                                    mcp_url, out.head.status));
-        const auto challenge = parse_bearer_challenge(out.head.header("www-authenticate"));
+                                    mcp_url, status));
         auto auth = std::make_shared<server_auth>();
         auth->resource = canonical_resource(mcp_url);
         auth->scope = challenge.scope;
+        auth->step_up = challenge.error == "insufficient_scope";
         auto prm_urls = std::make_shared<std::vector<std::string>>(
             challenge.resource_metadata.empty()
                 ? protected_resource_metadata_urls(mcp_url)
                 : std::vector<std::string>{challenge.resource_metadata});
         first_json(
             http, prm_urls, 0, "",
-            [&http, auth, done = std::move(done)](std::string body, std::string why) mutable {
-                if (body.empty())
-                    return done(std::nullopt, "no protected-resource metadata (RFC 9728): " + why);
+            [&http, auth, mcp_url, challenged, status,
+             done = std::move(done)](std::string body, std::string why) mutable {
+                if (body.empty()) {
+                    if (challenged) return legacy_discovery(http, mcp_url, auth, std::move(done));
+                    return done(std::nullopt,
+                                fmt::format("{} answered HTTP {} without a token and publishes no "
+                                            "protected-resource metadata (RFC 9728; {}): it asks "
+                                            "for no OAuth login (static `headers` may be what it "
+                                            "wants)",
+                                            mcp_url, status, why));
+                }
                 simdjson::dom::parser p;
                 simdjson::dom::object o;
                 parse_object(p, body, o);
@@ -332,54 +391,35 @@ void discover_authorization(http_client& http, const std::string& mcp_url,
                     servers.at(0).get_string().get(first) != simdjson::SUCCESS)
                     return done(std::nullopt,
                                 "the protected-resource metadata names no authorization_servers");
-                if (auto r = string_member(o, "resource"); !r.empty()) auth->resource = r;
-                if (auth->scope.empty()) {
-                    simdjson::dom::array scopes;
-                    if (o["scopes_supported"].get_array().get(scopes) == simdjson::SUCCESS)
-                        for (auto s : scopes) {
-                            std::string_view v;
-                            if (s.get_string().get(v) == simdjson::SUCCESS)
-                                auth->scope += (auth->scope.empty() ? "" : " ") + std::string(v);
-                        }
+                if (auto r = string_member(o, "resource"); !r.empty()) {
+                    // A token is asked for this resource and sent to this server: metadata that
+                    // names another one would have the user log in for it (RFC 9728 §3.3, §7.3).
+                    if (!resource_allowed(mcp_url, r))
+                        return done(std::nullopt,
+                                    fmt::format("the server's protected-resource metadata names "
+                                                "the resource {}, which is not {} (RFC 9728 §3.3): "
+                                                "meith asks for no token for another resource; the "
+                                                "server is misconfigured, or is not the one you "
+                                                "meant",
+                                                protocol::cut_utf8(r, 200), mcp_url));
+                    auth->resource = r;
                 }
+                if (auth->scope.empty())
+                    for (const auto& v : string_list(o, "scopes_supported"))
+                        auth->scope += (auth->scope.empty() ? "" : " ") + v;
                 auth->issuer = std::string(first);
                 auto as_urls = std::make_shared<std::vector<std::string>>(
                     authorization_server_metadata_urls(auth->issuer));
-                first_json(
-                    http, as_urls, 0, "",
-                    [auth, done = std::move(done)](std::string body, std::string why) {
-                        if (body.empty())
-                            return done(std::nullopt,
-                                        "no authorization-server metadata (RFC 8414): " + why);
-                        simdjson::dom::parser p;
-                        simdjson::dom::object o;
-                        parse_object(p, body, o);
-                        auth->authorization_endpoint = string_member(o, "authorization_endpoint");
-                        auth->token_endpoint = string_member(o, "token_endpoint");
-                        auth->registration_endpoint = string_member(o, "registration_endpoint");
-                        bool cimd = false;
-                        if (o["client_id_metadata_document_supported"].get_bool().get(cimd) ==
-                            simdjson::SUCCESS)
-                            auth->client_id_metadata_documents = cimd;
-                        bool s256 = false;
-                        simdjson::dom::array methods;
-                        if (o["code_challenge_methods_supported"].get_array().get(methods) ==
-                            simdjson::SUCCESS)
-                            for (auto m : methods) {
-                                std::string_view v;
-                                if (m.get_string().get(v) == simdjson::SUCCESS && v == "S256")
-                                    s256 = true;
-                            }
-                        if (auth->authorization_endpoint.empty() || auth->token_endpoint.empty())
-                            return done(std::nullopt, "the authorization server's metadata has no "
-                                                      "authorization_endpoint or token_endpoint");
-                        if (!s256)
-                            return done(std::nullopt,
-                                        "the authorization server does not list PKCE S256 in "
-                                        "code_challenge_methods_supported; meith will not log in "
-                                        "without it (MCP authorization spec)");
-                        done(*auth, "");
-                    });
+                first_json(http, as_urls, 0, "",
+                           [auth, done = std::move(done)](std::string body, std::string why) {
+                               if (body.empty())
+                                   return done(std::nullopt,
+                                               "no authorization-server metadata (RFC 8414): " +
+                                                   why);
+                               if (!read_as_metadata(body, *auth, why))
+                                   return done(std::nullopt, why);
+                               done(*auth, "");
+                           });
             });
     };
     http.start(std::move(probe), std::move(h));
@@ -417,6 +457,7 @@ void register_client(http_client& http, const server_auth& as, const std::string
         credentials c;
         c.client_id = string_member(o, "client_id");
         c.client_secret = string_member(o, "client_secret");
+        c.auth_method = string_member(o, "token_endpoint_auth_method"); // RFC 7591 §3.2.1
         if (c.client_id.empty())
             return done(std::nullopt, "client registration answered no client_id");
         done(std::move(c), "");
@@ -435,28 +476,6 @@ std::string authorization_url(const server_auth& as, const std::string& client_i
     if (!as.scope.empty()) q.emplace_back("scope", as.scope);
     const char sep = as.authorization_endpoint.find('?') == std::string::npos ? '?' : '&';
     return as.authorization_endpoint + sep + form_encode(q);
-}
-
-void exchange_code(http_client& http, credentials base, const std::string& code,
-                   const std::string& redirect_uri, const std::string& verifier,
-                   std::function<void(std::optional<credentials>, std::string)> done) {
-    std::vector<std::pair<std::string, std::string>> f = {
-        {"grant_type", "authorization_code"}, {"code", code},
-        {"redirect_uri", redirect_uri},       {"client_id", base.client_id},
-        {"code_verifier", verifier},          {"resource", base.resource}};
-    if (!base.client_secret.empty()) f.emplace_back("client_secret", base.client_secret);
-    const auto endpoint = base.token_endpoint;
-    post_form(http, endpoint, f,
-              [base = std::move(base), done = std::move(done)](http_outcome out,
-                                                               std::string body) mutable {
-                  if (!out.error.empty())
-                      return done(std::nullopt, base.token_endpoint + ": " + out.described());
-                  std::string why;
-                  bool invalid = false;
-                  if (!apply_token_response(base, out.head.status, body, unix_now(), why, invalid))
-                      return done(std::nullopt, why);
-                  done(std::move(base), "");
-              });
 }
 
 namespace {
@@ -510,28 +529,5 @@ std::optional<loopback_callback> parse_callback_request(std::string_view head) {
     return cb;
 }
 
-void refresh_grant(http_client& http, credentials c, std::function<void(refresh_outcome)> done) {
-    if (c.refresh_token.empty() || c.token_endpoint.empty())
-        return done({std::nullopt, true, "the grant has no refresh token"});
-    std::vector<std::pair<std::string, std::string>> f = {{"grant_type", "refresh_token"},
-                                                          {"refresh_token", c.refresh_token},
-                                                          {"client_id", c.client_id}};
-    if (!c.resource.empty()) f.emplace_back("resource", c.resource);
-    if (!c.client_secret.empty()) f.emplace_back("client_secret", c.client_secret);
-    const auto endpoint = c.token_endpoint;
-    post_form(
-        http, endpoint, f,
-        [c = std::move(c), done = std::move(done)](http_outcome out, std::string body) mutable {
-            refresh_outcome r;
-            if (!out.error.empty()) {
-                r.why = c.token_endpoint + ": " + out.described();
-                return done(std::move(r));
-            }
-            if (!apply_token_response(c, out.head.status, body, unix_now(), r.why, r.invalid_grant))
-                return done(std::move(r));
-            r.creds = std::move(c);
-            done(std::move(r));
-        });
-}
 
 } // namespace meith::remote

@@ -76,8 +76,10 @@ void sse_parser::line(std::string_view l, const std::function<void(sse_event&)>&
     } else if (field == "retry") {
         long ms = 0; // ASCII digits only: from_chars alone would take "-5"
         const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
-        if (ec == std::errc() && p == value.data() + value.size() && value.front() != '-')
+        if (ec == std::errc() && p == value.data() + value.size() && value.front() != '-') {
             retry_ = ms;
+            reconnection_ms_ = ms; // §9.2.6: set at once, whether or not the event dispatches
+        }
     }
 }
 

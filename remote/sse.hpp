@@ -32,6 +32,11 @@ class sse_parser {
     /// `Last-Event-ID` when resuming: an `id:` of an event cut short does not count.
     const std::string& last_event_id() const { return last_id_; }
 
+    /// The stream's reconnection time: the last `retry:` field read (its digits only), kept
+    /// for the whole stream (§9.2.6: "set the event stream's reconnection time"). Nullopt until
+    /// the server sent one: the client then waits its own backoff.
+    std::optional<long> reconnection_ms() const { return reconnection_ms_; }
+
     /// Events dropped for being over the bound.
     std::size_t dropped() const { return dropped_; }
 
@@ -47,6 +52,7 @@ class sse_parser {
     std::string id_buffer_; ///< the last `id:` field read, set as last_id_ at dispatch
     std::string last_id_;
     std::optional<long> retry_;
+    std::optional<long> reconnection_ms_;
     std::size_t dropped_ = 0;
 };
 

@@ -118,6 +118,7 @@ void mcp_source::answer_credentials(const std::string& id_json) {
         if (!grant) why = fmt::format("the grant in {} is not one: {}", stored->where, why);
     }
     grant_held_ = grant.has_value();
+    challenge_ = {}; // a fresh bridge: what it meets now is the challenge that counts
     grant_expires_at_ = grant ? grant->expires_at : 0;
     if (stored) grant_where_ = stored->where;
     if (grant) {
@@ -161,7 +162,20 @@ void mcp_source::on_bridge_notification(std::string_view method, simdjson::dom::
         std::string_view reason;
         if (params["reason"].get_string().get(reason) == simdjson::SUCCESS)
             proc_.fail_permanently(std::string(protocol::cut_utf8(reason, 600)));
-    } else if (method == "meith/login_required") {
+    } else if (method == "meith/login_required" || method == "meith/step_up_required") {
+        simdjson::dom::object ch;
+        if (params["challenge"].get_object().get(ch) == simdjson::SUCCESS) {
+            auto member = [&](std::string_view key) {
+                std::string_view v;
+                return ch[key].get_string().get(v) == simdjson::SUCCESS
+                           ? std::string(protocol::cut_utf8(v, 1024))
+                           : std::string();
+            };
+            challenge_ = {member("error"), member("scope"), member("resourceMetadata")};
+        }
+        // A step-up fails the call that met it (the bridge answered it), not the source: its
+        // other tools still work with the grant it holds.
+        if (method == "meith/step_up_required") return;
         std::string_view reason;
         if (params["reason"].get_string().get(reason) != simdjson::SUCCESS)
             reason = "the server asks for a login";
@@ -183,9 +197,29 @@ void mcp_source::append_remote_status(std::string& out) const {
         out += R"(,"oauthClientId":)";
         append_json_string(out, cfg_.oauth_client_id);
     }
-    if (!cfg_.oauth_scope.empty()) {
-        out += R"(,"oauthScope":)";
-        append_json_string(out, cfg_.oauth_scope);
+    // The client's secret and key by the name of the secret that holds them, never a value:
+    // `meith login` reads the secret store itself.
+    for (const auto& [key, value] :
+         {std::pair{"oauthScope", &cfg_.oauth_scope},
+          std::pair{"oauthClientSecret", &cfg_.oauth_client_secret},
+          std::pair{"oauthPrivateKey", &cfg_.oauth_private_key},
+          std::pair{"oauthGrant", &cfg_.oauth_grant},
+          std::pair{"oauthIdToken", &cfg_.oauth_id_token},
+          std::pair{"oauthIdpTokenEndpoint", &cfg_.oauth_idp_token_endpoint},
+          std::pair{"oauthIdpClientId", &cfg_.oauth_idp_client_id}}) {
+        if (value->empty()) continue;
+        out += fmt::format(R"(,"{}":)", key);
+        append_json_string(out, *value);
+    }
+    if (!challenge_.error.empty() || !challenge_.scope.empty() ||
+        !challenge_.resource_metadata.empty()) {
+        out += R"(,"challenge":{"error":)";
+        append_json_string(out, challenge_.error);
+        out += R"(,"scope":)";
+        append_json_string(out, challenge_.scope);
+        out += R"(,"resourceMetadata":)";
+        append_json_string(out, challenge_.resource_metadata);
+        out += '}';
     }
     // Where the grant is (or would be) kept, meithd's home for `meith login`, and the expiry of
     // the grant last read or refreshed (never a token): when `meith sources` says "logged in".

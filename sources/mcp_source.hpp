@@ -79,6 +79,12 @@ class mcp_source final : public child_source, public mcp_peer {
     bool grant_held_ = false;           ///< a grant was read or refreshed (remote sources)
     std::int64_t grant_expires_at_ = 0; ///< its expiry, s since the epoch (0: none given)
     std::string grant_where_;           ///< where it is kept, in words (secrets/grants.hpp)
+    /// The server's last Bearer challenge the bridge met (RFC 6750 §3: `error`, `scope`,
+    /// `resource_metadata`), for `meith login`: a server that lets `initialize` through asks
+    /// on a later request, where only the bridge sees it. Empty members: not given.
+    struct challenge {
+        std::string error, scope, resource_metadata;
+    } challenge_;
 
     void on_spawn() override;
     std::size_t tool_count() const override { return tool_names_.size(); }

@@ -13,6 +13,7 @@
 
 #include "remote/oauth.hpp"
 #include "secrets/grants.hpp"
+#include "secrets/store.hpp"
 
 #include <asio/ip/tcp.hpp>
 #include <asio/read_until.hpp>
@@ -24,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -43,8 +45,9 @@ std::string str(const json& o, const char* key) {
 /// The flow's steps on one io_context; `error` set and the context stopped on any failure.
 class login_flow {
   public:
-    login_flow(asio::io_context& io, const json& remote, std::chrono::milliseconds wait)
-        : io_(io), remote_(remote),
+    login_flow(asio::io_context& io, const json& remote, std::chrono::milliseconds wait,
+               fs::path home, std::string source)
+        : io_(io), remote_(remote), home_(std::move(home)), source_(std::move(source)),
           http_(io.get_executor(), remote::egress_policy{remote.value("allowPrivateNetwork", false),
                                                          str(remote, "caFile")}),
           acceptor_(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
@@ -60,26 +63,53 @@ class login_flow {
                                  "again, or give it longer with --timeout-ms)",
                                  wait_.count() / 1000));
         });
+        // The pre-registered client's secret or key, from the secret store.
+        for (auto [key, into] : {std::pair{"oauthClientSecret", &grant_.client_secret},
+                                 std::pair{"oauthPrivateKey", &grant_.private_key},
+                                 std::pair{"oauthIdToken", &idp_.id_token}}) {
+            const auto name = str(remote_, key);
+            if (name.empty()) continue;
+            std::vector<std::string> used;
+            std::string why;
+            auto value = secrets::expand("${secret:" + name + "}", home_, used, why);
+            if (!value) return fail(why);
+            *into = std::move(*value);
+        }
+        remote::bearer_challenge known;
+        if (const json* ch = get_field(remote_, "challenge"); ch != nullptr && ch->is_object())
+            known = {str(*ch, "resourceMetadata"), str(*ch, "scope"), str(*ch, "error")};
         remote::discover_authorization(
-            http_, str(remote_, "url"), {},
-            [this](std::optional<remote::server_auth> as, std::string why) {
+            http_, str(remote_, "url"), {}, known,
+            [this, known](std::optional<remote::server_auth> as, std::string why) {
                 if (!as) return fail(why);
                 as_ = std::move(*as);
                 if (auto scope = str(remote_, "oauthScope"); !scope.empty()) as_.scope = scope;
+                if (!step_up(known)) return;
                 grant_.token_endpoint = as_.token_endpoint;
                 grant_.resource = as_.resource;
                 grant_.issuer = as_.issuer;
                 grant_.scope = as_.scope;
-                if (auto id = str(remote_, "oauthClientId"); !id.empty()) {
-                    grant_.client_id = id;
-                    return authorize();
-                }
+                if (auto id = str(remote_, "oauthClientId"); !id.empty()) grant_.client_id = id;
+                const auto grant = choose_grant();
+                if (grant.empty()) return;
+                if (grant == "client_credentials") return client_credentials();
+                if (grant == "cross_app_access") return cross_app_access();
+                if (!as_.pkce_s256)
+                    return fail("the authorization server does not list PKCE S256 in "
+                                "code_challenge_methods_supported; meith will not log in without "
+                                "it (MCP authorization spec)");
+                if (as_.authorization_endpoint.empty())
+                    return fail("the authorization server's metadata has no "
+                                "authorization_endpoint");
+                if (!grant_.client_id.empty()) return authorize();
                 if (as_.registration_endpoint.empty())
                     return fail(fmt::format(
                         "the authorization server {} offers no dynamic client registration: "
-                        "register meith there as a public client with the redirect URI "
+                        "register meith there as a client with the redirect URI "
                         "http://127.0.0.1/callback (any port) and set `oauth = {{ client_id = "
-                        "\"…\" }}` on the source",
+                        "\"…\" }}` on the source (a confidential client's secret as "
+                        "`client_secret = \"${{secret:NAME}}\"`, kept with `meith secret set "
+                        "NAME`)",
                         as_.issuer));
                 remote::register_client(
                     http_, as_, redirect_uri_,
@@ -87,6 +117,7 @@ class login_flow {
                         if (!c) return fail(why);
                         grant_.client_id = c->client_id;
                         grant_.client_secret = c->client_secret;
+                        grant_.auth_method = c->auth_method;
                         authorize();
                     });
             });
@@ -96,7 +127,143 @@ class login_flow {
     const remote::credentials& grant() const { return grant_; }
 
   private:
+    /// A login after a 403 insufficient_scope asks for the scope the server named on top of
+    /// the grant's own (MCP spec, "Scope challenge handling"). One that asks again for a scope
+    /// the grant already held counts; past `max_step_ups` in a row it is refused, so a server
+    /// that never accepts does not have the user log in forever. False (failed) then.
+    bool step_up(const remote::bearer_challenge& known) {
+        std::string why;
+        std::optional<remote::credentials> old;
+        if (auto stored = secrets::load_grant(home_, source_, why))
+            old = remote::credentials_from_json(stored->text, why);
+        if (!old || known.error != "insufficient_scope") return true;
+        const bool again = covers(old->scope, known.scope);
+        grant_.step_ups = again ? old->step_ups + 1 : 0;
+        if (grant_.step_ups > max_step_ups) {
+            fail(fmt::format("the server refused the scope \"{}\" (HTTP 403 insufficient_scope) "
+                             "after {} logins that granted it; another login will not help: the "
+                             "account you log in with may lack the permission (ask the server's "
+                             "administrator)",
+                             known.scope, grant_.step_ups));
+            return false;
+        }
+        for (const auto& s : split_scope(old->scope))
+            if (!covers(as_.scope, s)) as_.scope += (as_.scope.empty() ? "" : " ") + s;
+        return true;
+    }
+
+    static std::vector<std::string> split_scope(const std::string& s) {
+        std::vector<std::string> out;
+        std::size_t i = 0;
+        while (i < s.size()) {
+            const auto sp = s.find(' ', i);
+            const auto w = s.substr(i, sp == std::string::npos ? std::string::npos : sp - i);
+            if (!w.empty()) out.push_back(w);
+            if (sp == std::string::npos) break;
+            i = sp + 1;
+        }
+        return out;
+    }
+
+    static bool covers(const std::string& held, const std::string& wanted) {
+        const auto have = split_scope(held);
+        for (const auto& w : split_scope(wanted))
+            if (std::find(have.begin(), have.end(), w) == have.end()) return false;
+        return true;
+    }
+
+    /// "authorization_code" or "client_credentials": the source's `oauth.grant`, else what the
+    /// server offers (RFC 8414 `grant_types_supported`; absent: authorization_code), the
+    /// client credentials grant only for a client with a secret or key. Empty (failed) when the
+    /// server offers neither to this client, naming what it offers.
+    std::string choose_grant() {
+        const auto& offered = as_.grant_types;
+        auto offers = [&](std::string_view g) {
+            return offered.empty() || std::find(offered.begin(), offered.end(), g) != offered.end();
+        };
+        const bool confidential = !grant_.client_secret.empty() || !grant_.private_key.empty();
+        idp_.token_endpoint = str(remote_, "oauthIdpTokenEndpoint");
+        idp_.client_id = str(remote_, "oauthIdpClientId");
+        const bool idp = !idp_.id_token.empty() && !idp_.token_endpoint.empty();
+        // The grant type's name on the wire (RFC 8414 lists these).
+        auto wire = [](const std::string& g) {
+            return g == "cross_app_access" ? std::string(jwt_bearer) : g;
+        };
+        std::string chosen = str(remote_, "oauthGrant");
+        if (chosen.empty()) {
+            if (idp && offers(jwt_bearer))
+                chosen = "cross_app_access";
+            else if (offers("authorization_code"))
+                chosen = "authorization_code";
+            else if (offers("client_credentials") && confidential)
+                chosen = "client_credentials";
+        }
+        if (!chosen.empty() && offers(wire(chosen)) &&
+            (chosen != "client_credentials" || (confidential && !grant_.client_id.empty())) &&
+            (chosen != "cross_app_access" || idp))
+            return chosen;
+        std::string list;
+        for (const auto& g : offered)
+            list += (list.empty() ? "" : ", ") + g;
+        if (chosen == "client_credentials" || (chosen.empty() && offers("client_credentials")))
+            fail(fmt::format("the authorization server offers the client credentials grant, "
+                             "which needs the client registered with it: set `oauth = {{ "
+                             "client_id = \"…\", client_secret = \"${{secret:NAME}}\" }}` (or "
+                             "`private_key`) on the source, the value kept with `meith secret "
+                             "set NAME`"));
+        else if (offers(jwt_bearer))
+            fail("the authorization server offers the JWT bearer grant of enterprise-managed "
+                 "cross-app access (SEP-990): set `oauth = { client_id = \"…\", client_secret = "
+                 "\"${secret:NAME}\", id_token = \"${secret:ID_TOKEN}\", idp_token_endpoint = "
+                 "\"…\", idp_client_id = \"…\" }` on the source, with the ID token your "
+                 "identity provider issued kept by `meith secret set ID_TOKEN`");
+        else
+            fail(fmt::format("the authorization server offers the grants {} and none that "
+                             "meith uses{}: meith logs in with authorization_code (a browser), "
+                             "client_credentials (a client secret or key) or the JWT bearer "
+                             "grant of cross-app access (an ID token)",
+                             list.empty() ? "(none listed)" : list,
+                             chosen.empty() ? ""
+                                            : fmt::format(" (the source asks for {})", chosen)));
+        return {};
+    }
+
+    bool choose_auth_method() {
+        std::string why;
+        grant_.auth_method = remote::choose_auth_method(as_, grant_, why);
+        if (grant_.auth_method.empty()) fail(why);
+        return !grant_.auth_method.empty();
+    }
+
+    void cross_app_access() {
+        if (!choose_auth_method()) return;
+        fmt::print("Exchanging the ID token at {} for a grant to {} (cross-app access, no "
+                   "browser)\n",
+                   idp_.token_endpoint, as_.issuer);
+        std::fflush(stdout);
+        remote::cross_app_access_grant(
+            http_, grant_, idp_, [this](std::optional<remote::credentials> c, std::string why) {
+                if (!c) return fail(why);
+                grant_ = std::move(*c);
+                done();
+            });
+    }
+
+    void client_credentials() {
+        if (!choose_auth_method()) return;
+        fmt::print("Asking {} for a token for the client {} (client credentials, no browser)\n",
+                   as_.token_endpoint, grant_.client_id);
+        std::fflush(stdout);
+        remote::client_credentials_grant(
+            http_, grant_, [this](std::optional<remote::credentials> c, std::string why) {
+                if (!c) return fail(why);
+                grant_ = std::move(*c);
+                done();
+            });
+    }
+
     void authorize() {
+        if (!choose_auth_method()) return;
         pkce_ = remote::make_pkce();
         state_ = remote::random_token();
         const auto url =
@@ -188,8 +355,13 @@ class login_flow {
         io_.stop();
     }
 
+    static constexpr int max_step_ups = 2; ///< logins in a row asking again for a held scope
+    static constexpr const char* jwt_bearer = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
     asio::io_context& io_;
     const json& remote_;
+    fs::path home_;
+    std::string source_;
     remote::http_client http_;
     asio::ip::tcp::acceptor acceptor_;
     asio::steady_timer deadline_;
@@ -197,6 +369,7 @@ class login_flow {
     std::string redirect_uri_;
     remote::server_auth as_;
     remote::credentials grant_;
+    remote::identity_provider idp_; ///< cross-app access: the user's identity provider
     remote::pkce_pair pkce_;
     std::string state_;
     std::string error_;
@@ -231,7 +404,7 @@ int login(const options& opts) {
 
     asio::io_context io;
     const auto wait = std::chrono::milliseconds(opts.timeout_ms.value_or(300000));
-    login_flow flow(io, *remote, wait);
+    login_flow flow(io, *remote, wait, home, name);
     flow.start();
     io.run();
     if (!flow.error().empty())

@@ -518,3 +518,91 @@ TEST_CASE("remote: retries, Last-Event-ID resumption, the GET stream, a dropped 
     CHECK(d.stop() == 0);
     CHECK(admin_stats(s)["deletes"].get<int>() > deletes);
 }
+
+// ---- issue 41: what the conformance suite found, as a user meets it ---------------------------
+
+TEST_CASE("remote (41): protected-resource metadata naming another resource is refused before "
+          "any authorization request, saying why",
+          "[e2e][remote][oauth]") {
+    if (!has_node_modules()) SKIP_TEST("tests/mcp/node_modules missing: run scripts/install-deps");
+    // The server's metadata says its resource is another server: a token asked for that one
+    // would be sent here, and the user would have logged in for the other resource.
+    http_server s({"--auth", "--prm-resource=https://evil.example.com/mcp"});
+    daemon_process d(remote_source("mis", s.url));
+    client c(d.socket());
+    wait_state(c, "mis", "failed");
+    const auto login = run_cli({"login", "mis", "--timeout-ms", "20000"}, d.home());
+    INFO(login.out << login.err);
+    CHECK(login.status == 1);
+    CHECK_THAT(login.err,
+               Catch::Contains("the server's protected-resource metadata names the resource "
+                               "https://evil.example.com/mcp, which is not " +
+                               s.url +
+                               " (RFC 9728 §3.3): meith asks for no token for another "
+                               "resource"));
+    const json stats = admin_stats(s);
+    CHECK(stats["authorizeRequests"] == 0);
+    CHECK(stats["tokenRequests"].empty());
+    CHECK(stats["tokensIssued"] == 0);
+    CHECK_FALSE(fs::exists(d.home() / "credentials" / "mis.json"));
+}
+
+TEST_CASE("remote (41): a pre-registered client's secret goes from the secret store to the "
+          "token endpoint, and nowhere else",
+          "[e2e][remote][oauth][secrets]") {
+    if (!has_node_modules()) SKIP_TEST("tests/mcp/node_modules missing: run scripts/install-deps");
+    temp_dir keys;
+    env_override key("MEITH_SECRETS_KEY", (keys.path / "k" / "secrets.key").string());
+    env_override own("MEITH_SECRET_SERVICE", "off");
+    const std::string secret = "pre-registered-secret-7f3a9c1e5b";
+    http_server s({"--auth", "--client=meith-pre:" + secret});
+
+    // In the config the secret is only named; a value there is refused at load.
+    const std::string source =
+        remote_source("pre", s.url,
+                      "allow_private_network = true\noauth = { client_id = \"meith-pre\", "
+                      "client_secret = \"${secret:PRE_SECRET}\" }\n");
+    daemon_process d(source);
+    const auto set =
+        run_program({"/bin/sh"}, {"-c", "printf %s \"$VALUE\" | \"$MEITH\" secret set PRE_SECRET"},
+                    {{"MEITH", MEITH_CLI}, {"MEITH_HOME", d.home().string()}, {"VALUE", secret}});
+    REQUIRE(set.status == 0);
+    client c(d.socket());
+    const json before = wait_state(c, "pre", "failed");
+    CHECK(before["remote"]["oauthClientId"] == "meith-pre");
+    CHECK(before["remote"]["oauthClientSecret"] == "PRE_SECRET"); // the name, never the value
+
+    const std::string login_output = log_in(d, "pre");
+    CHECK(text_of(call_tool(c, "pre_whoami", json::object())) == "authorized");
+    // No dynamic registration; the token request carried the pre-registered id and secret
+    // (client_secret_post: the only method this server lists besides none).
+    const json stats = admin_stats(s);
+    REQUIRE(stats["tokenRequests"].size() == 1);
+    CHECK(stats["tokenRequests"][0]["client_id"] == "meith-pre");
+    CHECK(stats["tokenRequests"][0]["secret"] == true);
+
+    // The value is in no file meith wrote but the grant (0600), no log, audit line or status.
+    const std::string everything = d.log() + slurp(d.home() / "audit.jsonl") + login_output +
+                                   source_status(c, "pre").dump() +
+                                   run_cli({"sources", "pre"}, d.home()).out;
+    CHECK(everything.find(secret) == std::string::npos);
+    CHECK(everything.find(secret.substr(0, 12)) == std::string::npos);
+
+    // A secret written into the config itself is refused, saying where it belongs.
+    temp_dir bad;
+    std::ofstream(bad.path / "meithd.toml")
+        << remote_source("plain", s.url,
+                         "allow_private_network = true\noauth = { client_id = \"x\", "
+                         "client_secret = \"" +
+                             secret + "\" }\n");
+    const auto refused = run_program(
+        {MEITH_MEITHD},
+        {"--home", (bad.path / "home").string(), "--config", (bad.path / "meithd.toml").string()},
+        {});
+    CHECK(refused.status == 1);
+    CHECK_THAT(refused.err,
+               Catch::Contains("oauth.client_secret of source 'plain' must name a secret, "
+                               "as \"${secret:NAME}\""));
+    CHECK_THAT(refused.err, Catch::Contains("meith secret set NAME"));
+    CHECK(refused.err.find(secret) == std::string::npos);
+}

@@ -28,6 +28,10 @@
 //   --redirect-to=URL   every request to /mcp is answered 307 Location: URL (nothing else)
 //   --ignore-eof        keep running when stdin closes (for running it by hand with `&`)
 //   --fail-first=N      the first N requests to /mcp get 503 (a transient failure to retry)
+//   --prm-resource=URL  the protected-resource metadata names URL as its `resource` (a server
+//                       that would have the user log in for another resource)         (--auth)
+//   --client=ID:SECRET  a client registered by hand, confidential (client_secret_post, the
+//                       only method the SDK's token endpoint takes)                   (--auth)
 //   --host=ADDR         listen on ADDR (default 127.0.0.1; the URLs it prints and names use it)
 //   --tls-cert=PEM, --tls-key=PEM
 //                       serve HTTPS with this certificate (tests/mcp/tls: a test CA's
@@ -52,7 +56,9 @@
 //                         authorizationHeaders: the last 20 Authorization values seen on /mcp,
 //                         failed (503s of --fail-first), cuts, sessionsDropped, deletes, gets,
 //                         headers: the last X-Api-Key, MCP-Protocol-Version, Mcp-Method, Mcp-Name,
-//                         openPosts: POSTs to /mcp whose answer is still open}
+//                         openPosts: POSTs to /mcp whose answer is still open,
+//                         authorizeRequests: GET|POST /authorize seen, tokenRequests: [{client_id,
+//                         secret: whether the right client_secret came}] of POST /token}
 //   POST /admin/cut      destroys every SSE answer to a POST in flight (resumption test)
 //   POST /admin/drop-sessions  forgets every session (1.x): the next request with one gets 404
 //
@@ -84,7 +90,7 @@ for (const a of process.argv.slice(2)) {
     flags.set(m[1], m[2] ?? true);
 }
 const known = ['sdk', 'port', 'auth', 'token-ttl', 'redirect-to', 'legacy', 'ignore-eof', 'host',
-               'tls-cert', 'tls-key', 'fail-first'];
+               'tls-cert', 'tls-key', 'fail-first', 'prm-resource', 'client'];
 for (const k of flags.keys()) if (!known.includes(k)) { log(`unknown option --${k}`); process.exit(2); }
 const SDK = String(flags.get('sdk') ?? '1');
 const PORT = Number(flags.get('port') ?? 0);
@@ -101,7 +107,9 @@ if (!['1', '2'].includes(SDK) || !(TOKEN_TTL > 0) || !['stateless', 'session', '
 }
 
 const FAIL_FIRST = Number(flags.get('fail-first') ?? 0);
-const stats = { tokensIssued: 0, refreshes: 0, unauthorized: 0, mcpRequests: 0, authorizationHeaders: [],
+const PRM_RESOURCE = flags.get('prm-resource');
+const CLIENT = flags.has('client') ? String(flags.get('client')).split(':') : undefined;
+const stats = { authorizeRequests: 0, tokenRequests: [], tokensIssued: 0, refreshes: 0, unauthorized: 0, mcpRequests: 0, authorizationHeaders: [],
                 failed: 0, cuts: 0, sessionsDropped: 0, deletes: 0, gets: 0, headers: {} };
 const openPosts = new Set(); // /mcp POST responses in flight (for /admin/cut)
 const dropSessions = [];     // how each SDK endpoint forgets its sessions (/admin/drop-sessions)
@@ -378,7 +386,21 @@ server.listen(PORT, HOST, async () => {
             res.json({ ok: true });
         });
 
+        if (AUTH && CLIENT)
+            await provider.clientsStore.registerClient({
+                client_id: CLIENT[0], client_secret: CLIENT[1], client_id_issued_at: 0,
+                redirect_uris: ['http://127.0.0.1/callback'], token_endpoint_auth_method: 'client_secret_post',
+                grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] });
         if (AUTH) {
+            app.use('/authorize', (req, res, next) => { stats.authorizeRequests++; next(); });
+            app.post('/token', express.urlencoded({ extended: false }), (req, res, next) => {
+                stats.tokenRequests.push({ client_id: req.body?.client_id,
+                                           secret: CLIENT !== undefined && req.body?.client_secret === CLIENT[1] });
+                next();
+            });
+            if (PRM_RESOURCE)
+                app.get('/.well-known/oauth-protected-resource/mcp', (req, res) =>
+                    res.json({ resource: PRM_RESOURCE, authorization_servers: [`${origin}/`] }));
             app.use(mcpAuthRouter({
                 provider,
                 issuerUrl: new URL(origin),

@@ -956,6 +956,52 @@ oauth = { client_id = "meith-cli", scope = "files:read files:write" }
     CHECK(bare.sources[0].oauth_client_id.empty());
 }
 
+TEST_CASE("a remote source's client secret, key and ID token are named, never written (issue 41)",
+          "[config][remote]") {
+    const std::string head = "[[sources]]\nname = \"r\"\nkind = \"mcp\"\n"
+                             "url = \"https://mcp.example.com/mcp\"\n";
+    const config cfg = parse_ok(head + "oauth = { client_id = \"c\", client_secret = "
+                                       "\"${secret:CLIENT_SECRET}\", grant = "
+                                       "\"client_credentials\" }\n");
+    CHECK(cfg.sources[0].oauth_client_secret == "CLIENT_SECRET");
+    CHECK(cfg.sources[0].oauth_grant == "client_credentials");
+    const config key = parse_ok(head + "oauth = { client_id = \"c\", private_key = "
+                                       "\"${secret:KEY}\" }\n");
+    CHECK(key.sources[0].oauth_private_key == "KEY");
+    CHECK(key.sources[0].oauth_grant.empty());
+    const config xaa =
+        parse_ok(head + "oauth = { client_id = \"c\", client_secret = "
+                        "\"${secret:S}\", id_token = \"${secret:ID}\", "
+                        "idp_token_endpoint = \"https://idp.example/token\", "
+                        "idp_client_id = \"meith\", grant = \"cross_app_access\" }\n");
+    CHECK(xaa.sources[0].oauth_id_token == "ID");
+    CHECK(xaa.sources[0].oauth_idp_token_endpoint == "https://idp.example/token");
+
+    SECTION("a value in the file is refused, saying where it belongs and not repeating it") {
+        const auto e = parse_err(head + "oauth = { client_id = \"c\", client_secret = "
+                                        "\"hunter2-the-value\" }\n");
+        CHECK(e.where == "test.toml:5:44");
+        CHECK_THAT(e.message, Catch::Contains("oauth.client_secret of source 'r' must name a "
+                                              "secret, as \"${secret:NAME}\"") &&
+                                  Catch::Contains("meith secret set NAME"));
+        CHECK_THAT(e.message, !Catch::Contains("hunter2"));
+        const auto partly = parse_err(head + "oauth = { private_key = \"x${secret:K}\" }\n");
+        CHECK_THAT(partly.message, Catch::Contains("oauth.private_key"));
+    }
+    SECTION("both a secret and a key, an unknown grant, a grant without what it needs") {
+        CHECK_THAT(parse_err(head + "oauth = { client_secret = \"${secret:A}\", private_key = "
+                                    "\"${secret:B}\" }\n")
+                       .message,
+                   Catch::Contains("both a client_secret and a private_key"));
+        CHECK_THAT(parse_err(head + "oauth = { grant = \"password\" }\n").message,
+                   Catch::Contains("oauth.grant of source 'r' is \"password\""));
+        CHECK_THAT(parse_err(head + "oauth = { grant = \"client_credentials\" }\n").message,
+                   Catch::Contains("needs the client's client_secret or private_key"));
+        CHECK_THAT(parse_err(head + "oauth = { grant = \"cross_app_access\" }\n").message,
+                   Catch::Contains("needs id_token"));
+    }
+}
+
 TEST_CASE("remote MCP source keys are checked with their location", "[config][remote]") {
     const std::string head = "[[sources]]\nname = \"r\"\nkind = \"mcp\"\n";
     SECTION("plain http:// is refused, naming allow_private_network") {

@@ -657,3 +657,103 @@ TEST_CASE("oauth: parse_callback_request reads the redirect's query", "[remote][
     CHECK_FALSE(remote::parse_callback_request(""));
     CHECK_FALSE(remote::parse_callback_request("GET /callback?code=x"));
 }
+
+// ---- issue 41: the conformance suite's client checks, the pure parts -------------------------
+
+TEST_CASE("sse: the reconnection time is the last retry field, kept for the whole stream",
+          "[remote][sse]") {
+    sse_parser p(1024);
+    CHECK_FALSE(p.reconnection_ms());
+    // The priming event of a response stream: an id, a retry and empty data.
+    feed_chunks(p, {"id: e1\nretry: 500\ndata: \n\n"});
+    REQUIRE(p.reconnection_ms());
+    CHECK(*p.reconnection_ms() == 500);
+    // Later events without retry keep it; a field takes effect before its event dispatches.
+    feed_chunks(p, {"data: x\n\n", "retry: 40"});
+    CHECK(*p.reconnection_ms() == 500); // the line is not complete yet
+    feed_chunks(p, {"\n"});
+    CHECK(*p.reconnection_ms() == 40);
+    feed_chunks(p, {"retry: -1\n", "retry: x\n\n"});
+    CHECK(*p.reconnection_ms() == 40);
+}
+
+TEST_CASE("oauth: resource_allowed takes the server's own URL or a parent path, on its origin",
+          "[remote][oauth]") {
+    const std::string server = "http://localhost:3000/mcp";
+    CHECK(remote::resource_allowed(server, "http://localhost:3000/mcp"));
+    CHECK(remote::resource_allowed(server, "http://LOCALHOST:3000/mcp"));
+    CHECK(remote::resource_allowed(server, "http://localhost:3000/"));
+    CHECK(remote::resource_allowed(server, "http://localhost:3000"));
+    CHECK(remote::resource_allowed("https://a.example/api/mcp", "https://a.example/api"));
+    // The conformance suite's auth/resource-mismatch: another origin.
+    CHECK_FALSE(remote::resource_allowed(server, "https://evil.example.com/mcp"));
+    CHECK_FALSE(remote::resource_allowed(server, "http://localhost:3001/mcp"));
+    CHECK_FALSE(remote::resource_allowed(server, "https://localhost:3000/mcp"));
+    // Path segments, not string prefixes; a deeper or sibling path is another resource.
+    CHECK_FALSE(remote::resource_allowed(server, "http://localhost:3000/mc"));
+    CHECK_FALSE(remote::resource_allowed(server, "http://localhost:3000/mcp/other"));
+    CHECK_FALSE(remote::resource_allowed("https://a.example/api/mcp", "https://a.example/apix"));
+    CHECK_FALSE(remote::resource_allowed(server, "not a url"));
+}
+
+TEST_CASE("oauth: the token endpoint's authentication method follows the server's list",
+          "[remote][oauth]") {
+    remote::server_auth as;
+    remote::credentials c;
+    std::string why;
+    // A public client.
+    CHECK(remote::choose_auth_method(as, c, why) == "none");
+    as.token_endpoint_auth_methods = {"client_secret_basic"};
+    CHECK(remote::choose_auth_method(as, c, why).empty());
+    CHECK(why.find("meith secret set NAME") != std::string::npos);
+    // A client with a secret: basic when listed (or when nothing is: RFC 8414's default).
+    c.client_secret = "s3cret-value";
+    CHECK(remote::choose_auth_method(as, c, why) == "client_secret_basic");
+    as.token_endpoint_auth_methods = {"client_secret_post"};
+    CHECK(remote::choose_auth_method(as, c, why) == "client_secret_post");
+    as.token_endpoint_auth_methods = {};
+    CHECK(remote::choose_auth_method(as, c, why) == "client_secret_basic");
+    as.token_endpoint_auth_methods = {"client_secret_post", "client_secret_basic"};
+    CHECK(remote::choose_auth_method(as, c, why) == "client_secret_basic");
+    // What registration said wins when the server lists it.
+    c.auth_method = "client_secret_post";
+    CHECK(remote::choose_auth_method(as, c, why) == "client_secret_post");
+    // A secret the server does not take leaves the client public; a method it lacks fails.
+    as.token_endpoint_auth_methods = {"none"};
+    CHECK(remote::choose_auth_method(as, c, why) == "none");
+    as.token_endpoint_auth_methods = {"private_key_jwt"};
+    why.clear();
+    CHECK(remote::choose_auth_method(as, c, why).empty());
+    CHECK(why.find("by private_key_jwt only") != std::string::npos);
+    // A key: private_key_jwt.
+    remote::credentials k;
+    k.private_key = "-----BEGIN PRIVATE KEY-----";
+    as.token_endpoint_auth_methods = {"private_key_jwt"};
+    CHECK(remote::choose_auth_method(as, k, why) == "private_key_jwt");
+}
+
+TEST_CASE("oauth: make_client_assertion signs an RFC 7523 JWT with an EC P-256 key (ES256)",
+          "[remote][oauth]") {
+    // A P-256 key made for this test (openssl genpkey -algorithm EC -pkeyopt
+    // ec_paramgen_curve:P-256).
+    const std::string pem = "-----BEGIN PRIVATE KEY-----\n"
+                            "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg5rd2+CBD+zeWEhC1\n"
+                            "jeS0Uwg01NUX5KQYMWBw0VMwGROhRANCAARC0PpVtQS0b7XzkD4/X4BlNjXlJUQ7\n"
+                            "3jimtqNpDOQS/gyKnWY3gt9FsGt+4cgQL3yG7aOvUPLlJQL+B9qez3lL\n"
+                            "-----END PRIVATE KEY-----\n";
+    std::string why;
+    const auto jwt = remote::make_client_assertion("client-1", "https://auth.example", pem, why);
+    INFO(why);
+    REQUIRE_FALSE(jwt.empty());
+    const auto dot1 = jwt.find('.');
+    const auto dot2 = jwt.find('.', dot1 + 1);
+    REQUIRE(dot2 != std::string::npos);
+    // {"alg":"ES256","typ":"JWT"}, base64url.
+    CHECK(jwt.substr(0, dot1) == "eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9");
+    // R || S: 64 bytes, 86 base64url characters without padding.
+    CHECK(jwt.size() - dot2 - 1 == 86);
+    CHECK(jwt.find_first_of("+/=") == std::string::npos);
+
+    CHECK(remote::make_client_assertion("c", "a", "not a key", why).empty());
+    CHECK(why.find("not a PEM private key") != std::string::npos);
+}

@@ -212,7 +212,7 @@ std::vector<std::string> bridge::request_headers(const outgoing* m) const {
 
 void bridge::send(std::shared_ptr<outgoing> m) {
     // A grant about to expire is refreshed first (RFC 6749 §6), so the request is not a 401.
-    if (creds_ && creds_->expires_at > 0 && !creds_->refresh_token.empty() &&
+    if (creds_ && creds_->expires_at > 0 && renewable(*creds_) &&
         unix_now() + 2 >= creds_->expires_at) {
         return refresh([this, m](bool) { post(m); });
     }
@@ -270,7 +270,7 @@ void bridge::on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
         return fail_message(*m, fmt::format("{}: {}", opts_.url, out.error));
     }
     if (status == 401) {
-        if (creds_ && !creds_->refresh_token.empty() && !m->reauthorized) {
+        if (creds_ && renewable(*creds_) && !m->reauthorized) {
             m->reauthorized = true;
             return refresh([this, m](bool ok) {
                 if (ok) return post(m);
@@ -483,7 +483,7 @@ void bridge::open_stream(const std::string& last_event_id) {
             log(fmt::format("meith-remote: {} ended the session (HTTP 404)", opts_.url));
             return end(75);
         }
-        if (out.error.empty() && out.head.status == 401 && creds_ && !creds_->refresh_token.empty())
+        if (out.error.empty() && out.head.status == 401 && creds_ && renewable(*creds_))
             return refresh([this](bool good) {
                 if (good) open_stream(stream_last_id_);
             });
@@ -599,7 +599,7 @@ void bridge::refresh(std::function<void(bool)> then) {
 
 void bridge::schedule_refresh() {
     refresh_timer_.cancel();
-    if (!creds_ || creds_->expires_at <= 0 || creds_->refresh_token.empty()) return;
+    if (!creds_ || creds_->expires_at <= 0 || !renewable(*creds_)) return;
     const auto left = creds_->expires_at - unix_now();
     // Refresh a minute early, or a quarter of the lifetime left for short-lived tokens.
     const auto early = std::clamp<std::int64_t>(left / 4, 1, 60);

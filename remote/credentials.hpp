@@ -37,6 +37,12 @@ struct credentials {
     int step_ups = 0;
 };
 
+/// Whether meith-remote can get a new token for `c` without a person: with a refresh token
+/// (RFC 6749 §6), or by asking again for a client-credentials grant (§4.4).
+inline bool renewable(const credentials& c) {
+    return !c.refresh_token.empty() || c.grant_type == "client_credentials";
+}
+
 /// JSON text of `c` (an object; empty members left out).
 std::string to_json(const credentials& c);
 

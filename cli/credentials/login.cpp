@@ -198,7 +198,10 @@ class login_flow {
             else if (offers("client_credentials") && confidential)
                 chosen = "client_credentials";
         }
-        if (!chosen.empty() && offers(wire(chosen)) &&
+        // The source's own choice stands even where the server's metadata does not list it
+        // (RFC 8414 §2: the list is what the server may say, not all it takes).
+        const bool explicit_choice = !str(remote_, "oauthGrant").empty();
+        if (!chosen.empty() && (explicit_choice || offers(wire(chosen))) &&
             (chosen != "client_credentials" || (confidential && !grant_.client_id.empty())) &&
             (chosen != "cross_app_access" || idp))
             return chosen;

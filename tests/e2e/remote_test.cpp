@@ -606,3 +606,52 @@ TEST_CASE("remote (41): a pre-registered client's secret goes from the secret st
     CHECK_THAT(refused.err, Catch::Contains("meith secret set NAME"));
     CHECK(refused.err.find(secret) == std::string::npos);
 }
+
+TEST_CASE("remote (41): a client credentials grant needs no browser, and meith-remote asks for "
+          "a new token itself when the old one expires",
+          "[e2e][remote][oauth][secrets]") {
+    if (!has_node_modules()) SKIP_TEST("tests/mcp/node_modules missing: run scripts/install-deps");
+    temp_dir keys;
+    env_override key("MEITH_SECRETS_KEY", (keys.path / "k" / "secrets.key").string());
+    env_override own("MEITH_SECRET_SERVICE", "off");
+    const std::string secret = "machine-client-secret-2b8e41d07c";
+    http_server s({"--auth", "--token-ttl=3", "--client=meith-ci:" + secret});
+    daemon_process d(remote_source("ci", s.url,
+                                   "allow_private_network = true\noauth = { client_id = "
+                                   "\"meith-ci\", client_secret = \"${secret:CI_SECRET}\", "
+                                   "grant = \"client_credentials\" }\n"));
+    REQUIRE(
+        run_program({"/bin/sh"}, {"-c", "printf %s \"$VALUE\" | \"$MEITH\" secret set CI_SECRET"},
+                    {{"MEITH", MEITH_CLI}, {"MEITH_HOME", d.home().string()}, {"VALUE", secret}})
+            .status == 0);
+    client c(d.socket());
+    wait_state(c, "ci", "failed");
+    // No browser, no URL to open: one token request as the client itself.
+    const auto login = run_cli({"login", "ci", "--timeout-ms", "20000"}, d.home());
+    INFO(login.out << login.err);
+    REQUIRE(login.status == 0);
+    CHECK_THAT(login.out, Catch::Contains("(client credentials, no browser)"));
+    CHECK_THAT(login.out, !Catch::Contains("/authorize?"));
+    CHECK_THAT(login.out, Catch::Contains("source 'ci': ready, 6 tools"));
+    CHECK(text_of(call_tool(c, "ci_whoami", json::object())) == "authorized");
+    CHECK(admin_stats(s)["authorizeRequests"] == 0);
+
+    // The 3 s token runs out; with no refresh token, meith-remote asks for a new one as the
+    // client, before it expires, and the source stays ready.
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (admin_stats(s)["tokensIssued"].get<int>() < 3 &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(200ms);
+    const json stats = admin_stats(s);
+    CHECK(stats["tokensIssued"].get<int>() >= 3);
+    CHECK(stats["unauthorized"] == 2); // the first start and the login's probe; none since
+    CHECK(text_of(call_tool(c, "ci_whoami", json::object())) == "authorized");
+    CHECK(source_status(c, "ci")["state"] == "ready");
+    for (const auto& r : stats["tokenRequests"]) {
+        CHECK(r["client_id"] == "meith-ci");
+        CHECK(r["secret"] == true);
+    }
+    const std::string everything =
+        d.log() + slurp(d.home() / "audit.jsonl") + login.out + login.err;
+    CHECK(everything.find(secret) == std::string::npos);
+}

@@ -31,7 +31,9 @@
 //   --prm-resource=URL  the protected-resource metadata names URL as its `resource` (a server
 //                       that would have the user log in for another resource)         (--auth)
 //   --client=ID:SECRET  a client registered by hand, confidential (client_secret_post, the
-//                       only method the SDK's token endpoint takes)                   (--auth)
+//                       only method the SDK's token endpoint takes); it may also ask for a
+//                       token for itself (grant_type=client_credentials: no refresh token;
+//                       not listed in the metadata, which is the SDK's)               (--auth)
 //   --host=ADDR         listen on ADDR (default 127.0.0.1; the URLs it prints and names use it)
 //   --tls-cert=PEM, --tls-key=PEM
 //                       serve HTTPS with this certificate (tests/mcp/tls: a test CA's
@@ -398,6 +400,14 @@ server.listen(PORT, HOST, async () => {
                                            secret: CLIENT !== undefined && req.body?.client_secret === CLIENT[1] });
                 next();
             });
+            if (CLIENT)
+                app.post('/token', (req, res, next) => {
+                    if (req.body?.grant_type !== 'client_credentials') return next();
+                    if (req.body.client_id !== CLIENT[0] || req.body.client_secret !== CLIENT[1])
+                        return res.status(401).json({ error: 'invalid_client' });
+                    const { refresh_token: _none, ...token } = provider.issue(CLIENT[0], []);
+                    res.json(token);
+                });
             if (PRM_RESOURCE)
                 app.get('/.well-known/oauth-protected-resource/mcp', (req, res) =>
                     res.json({ resource: PRM_RESOURCE, authorization_servers: [`${origin}/`] }));

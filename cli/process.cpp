@@ -62,6 +62,10 @@ int run_program(const std::vector<std::string>& argv, output out) {
     return pid < 0 ? 127 : wait_status(pid);
 }
 
+pid_t start_program(const std::vector<std::string>& argv, output out) {
+    return spawn(argv, out, -1);
+}
+
 program_result
 run_program_capturing(const std::vector<std::string>& argv,
                       std::optional<std::chrono::steady_clock::time_point> deadline) {

@@ -2,6 +2,8 @@
 // service manager's tools (systemctl, launchctl) — blocking, with posix_spawnp(3).
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -21,6 +23,13 @@ enum class output {
 /// Runs argv[0] (searched in PATH when it has no '/') with `argv`, stdin from /dev/null, and
 /// waits. Returns its exit status, 128+N when killed by signal N, 127 when it cannot be run.
 int run_program(const std::vector<std::string>& argv, output out = output::inherit);
+
+/// Starts argv[0] as run_program does and returns at once, without waiting: its pid, or -1
+/// when it cannot be started. For a program that may stay as long as the user keeps it (a
+/// browser opened on a URL: `firefox URL` runs until its window closes when no instance ran).
+/// One that ends while this process runs stays a zombie until this process exits (the CLI's
+/// short life); one that outlives it is reaped by init.
+pid_t start_program(const std::vector<std::string>& argv, output out = output::discard);
 
 /// What a program run by `run_program_capturing` did.
 struct program_result {

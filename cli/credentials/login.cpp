@@ -278,16 +278,19 @@ class login_flow {
         accept();
     }
 
+    /// `$BROWSER URL`, else xdg-open on a desktop (open on macOS), started without waiting:
+    /// a browser that stays until its window closes must not hold up the loopback listener
+    /// its redirect comes back to.
     static void open_browser(const std::string& url) {
         const char* browser = std::getenv("BROWSER");
         if (browser != nullptr && *browser != '\0') {
-            run_program({browser, url}, output::discard);
+            start_program({browser, url}, output::discard);
         } else if (std::getenv("DISPLAY") != nullptr || std::getenv("WAYLAND_DISPLAY") != nullptr) {
-            run_program({"xdg-open", url}, output::discard);
+            start_program({"xdg-open", url}, output::discard);
         }
 #ifdef __APPLE__
         else {
-            run_program({"open", url}, output::discard);
+            start_program({"open", url}, output::discard);
         }
 #endif
     }

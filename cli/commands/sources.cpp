@@ -96,6 +96,12 @@ int describe_source(const options& opts, const json& sources, const std::string&
             fmt::print("  login:       none (`meith login {}` if the server asks for OAuth)\n",
                        text(*src, "name"));
         }
+        // A call refused for want of a scope (403 insufficient_scope): what a new login asks.
+        if (const json* ch = get_field(*remote, "challenge");
+            ch != nullptr && ch->is_object() && ch->value("error", "") == "insufficient_scope")
+            fmt::print("  step-up:     the server asks for the scope \"{}\" (`meith login {}` "
+                       "asks for it)\n",
+                       sanitize(ch->value("scope", ""), false), text(*src, "name"));
     }
     fmt::print("  sandbox:     {}\n", wrap(sandbox_text(*src), width - 15, "               "));
     if (const json* sb = get_field(*src, "sandbox"); sb != nullptr && sb->is_object()) {

@@ -86,6 +86,12 @@ for ((i = 0; i < ${#calls[@]}; i += 2)); do
             break
         fi
         cat "$home/call.err" >&2
+        if grep -q "insufficient_scope" "$home/call.err" &&
+            ! meith sources conf | grep -q "step-up:     the server asks for the scope"; then
+            echo "meith sources conf does not show the step-up the call met" >&2
+            status=1
+            break
+        fi
         if grep -q "run \`meith login conf\`" "$home/call.err" && ((attempt < 5)); then
             echo "== meith login conf (step-up)"
             meith login conf --timeout-ms 20000 || { status=1; break; }

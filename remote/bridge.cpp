@@ -44,11 +44,12 @@ std::chrono::milliseconds backoff(int attempt) {
 
 /// How long to wait before opening a cut stream again: the server's `retry:` (SSE
 /// "reconnection time", MCP transports: "the client MUST respect the retry field") when it
-/// sent one, capped at 30 s as Retry-After is, else `otherwise`.
+/// sent one, between 100 ms (a server that says 0 and ends each stream at once must not have
+/// meith reconnect in a tight loop) and 30 s (as Retry-After), else `otherwise`.
 std::chrono::milliseconds reconnect_wait(std::optional<long> retry_ms,
                                          std::chrono::milliseconds otherwise) {
     if (!retry_ms) return otherwise;
-    return std::chrono::milliseconds(std::min<long>(*retry_ms, 30000));
+    return std::chrono::milliseconds(std::clamp<long>(*retry_ms, 100, 30000));
 }
 
 /// Whether the space-separated scope list `held` has every scope of `wanted` (RFC 6749 §3.3).

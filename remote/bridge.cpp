@@ -624,13 +624,9 @@ namespace {
 std::string challenge_params(const std::string& why, const bearer_challenge& c) {
     std::string p = R"({"reason":)";
     append_json_string(p, why);
-    p += R"(,"challenge":{"error":)";
-    append_json_string(p, c.error);
-    p += R"(,"scope":)";
-    append_json_string(p, c.scope);
-    p += R"(,"resourceMetadata":)";
-    append_json_string(p, c.resource_metadata);
-    return p + "}}";
+    p += R"(,"challenge":)";
+    append_json(p, c);
+    return p + "}";
 }
 } // namespace
 

@@ -80,6 +80,16 @@ std::optional<credentials> credentials_from_json(std::string_view json, std::str
     return c;
 }
 
+void append_json(std::string& out, const bearer_challenge& c) {
+    out += R"({"error":)";
+    append_json_string(out, c.error);
+    out += R"(,"scope":)";
+    append_json_string(out, c.scope);
+    out += R"(,"resourceMetadata":)";
+    append_json_string(out, c.resource_metadata);
+    out += '}';
+}
+
 std::vector<std::string> secret_values(const credentials& c) {
     std::vector<std::string> out;
     for (const auto* v : {&c.access_token, &c.refresh_token, &c.client_secret, &c.private_key})

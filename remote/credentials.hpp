@@ -37,6 +37,16 @@ struct credentials {
     int step_ups = 0;
 };
 
+/// A Bearer challenge's parameters (RFC 6750 §3, RFC 9728 §5.1): what the bridge tells meithd
+/// and meithd keeps for `meith login` (docs/protocol.md §18). Empty members: not given.
+struct bearer_challenge {
+    std::string resource_metadata, scope, error;
+    bool empty() const { return resource_metadata.empty() && scope.empty() && error.empty(); }
+};
+
+/// Appends `{"error":…,"scope":…,"resourceMetadata":…}` (every member, "" when not given).
+void append_json(std::string& out, const bearer_challenge& c);
+
 /// Whether meith-remote can get a new token for `c` without a person: with a refresh token
 /// (RFC 6749 §6), or by asking again for a client-credentials grant (§4.4).
 inline bool renewable(const credentials& c) {

@@ -14,9 +14,9 @@
 #include <algorithm>
 #include <ctime>
 #include <memory>
-#include <stdexcept>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <stdexcept>
 
 namespace meith::remote {
 
@@ -528,6 +528,5 @@ std::optional<loopback_callback> parse_callback_request(std::string_view head) {
     }
     return cb;
 }
-
 
 } // namespace meith::remote

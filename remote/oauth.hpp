@@ -39,11 +39,8 @@ std::string random_token();
 /// base64url without padding of SHA-256(text).
 std::string sha256_base64url(std::string_view text);
 
-/// The `resource_metadata` and `scope` parameters of a Bearer `WWW-Authenticate` challenge
-/// (RFC 9728 §5.1, RFC 6750 §3); empty when absent.
-struct bearer_challenge {
-    std::string resource_metadata, scope, error;
-};
+/// The `resource_metadata`, `scope` and `error` parameters of a Bearer `WWW-Authenticate`
+/// challenge (RFC 9728 §5.1, RFC 6750 §3); empty when absent. (The struct: credentials.hpp.)
 bearer_challenge parse_bearer_challenge(std::string_view header);
 
 /// RFC 9728 §3.1 and RFC 8414 §3.1 well-known URIs to try, in order, for `url`'s origin and

@@ -71,7 +71,6 @@ bool apply_token_response(credentials& c, long status, std::string_view body, st
     return true;
 }
 
-
 std::string choose_auth_method(const server_auth& as, const credentials& c, std::string& why) {
     const auto& methods = as.token_endpoint_auth_methods;
     auto ok = [&](std::string_view m) { return methods.empty() || listed(methods, m); };
@@ -100,7 +99,6 @@ std::string choose_auth_method(const server_auth& as, const credentials& c, std:
                           : "register the client for one of those methods");
     return {};
 }
-
 
 namespace {
 
@@ -250,7 +248,6 @@ std::string make_client_assertion(const std::string& client_id, const std::strin
     return input + "." + base64url(sig.data(), sig.size());
 }
 
-
 void exchange_code(http_client& http, credentials base, const std::string& code,
                    const std::string& redirect_uri, const std::string& verifier,
                    std::function<void(std::optional<credentials>, std::string)> done) {
@@ -276,7 +273,6 @@ void client_credentials_grant(http_client& http, credentials c,
                       done(std::move(c), std::move(why));
                   });
 }
-
 
 void cross_app_access_grant(http_client& http, credentials c, const identity_provider& idp,
                             std::function<void(std::optional<credentials>, std::string)> done) {
@@ -343,6 +339,5 @@ void refresh_grant(http_client& http, credentials c, std::function<void(refresh_
             done(std::move(r));
         });
 }
-
 
 } // namespace meith::remote

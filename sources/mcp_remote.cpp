@@ -171,7 +171,7 @@ void mcp_source::on_bridge_notification(std::string_view method, simdjson::dom::
                            ? std::string(protocol::cut_utf8(v, 1024))
                            : std::string();
             };
-            challenge_ = {member("error"), member("scope"), member("resourceMetadata")};
+            challenge_ = {member("resourceMetadata"), member("scope"), member("error")};
         }
         // A step-up fails the call that met it (the bridge answered it), not the source: its
         // other tools still work with the grant it holds.
@@ -211,15 +211,9 @@ void mcp_source::append_remote_status(std::string& out) const {
         out += fmt::format(R"(,"{}":)", key);
         append_json_string(out, *value);
     }
-    if (!challenge_.error.empty() || !challenge_.scope.empty() ||
-        !challenge_.resource_metadata.empty()) {
-        out += R"(,"challenge":{"error":)";
-        append_json_string(out, challenge_.error);
-        out += R"(,"scope":)";
-        append_json_string(out, challenge_.scope);
-        out += R"(,"resourceMetadata":)";
-        append_json_string(out, challenge_.resource_metadata);
-        out += '}';
+    if (!challenge_.empty()) {
+        out += R"(,"challenge":)";
+        remote::append_json(out, challenge_);
     }
     // Where the grant is (or would be) kept, meithd's home for `meith login`, and the expiry of
     // the grant last read or refreshed (never a token): when `meith sources` says "logged in".

@@ -10,6 +10,7 @@
 #include "process/subprocess.hpp"
 #include "process/supervisor.hpp"
 #include "protocol/json_writer.hpp"
+#include "remote/credentials.hpp"
 #include "sources/child_source.hpp"
 #include "sources/mcp_wire.hpp"
 
@@ -82,9 +83,7 @@ class mcp_source final : public child_source, public mcp_peer {
     /// The server's last Bearer challenge the bridge met (RFC 6750 §3: `error`, `scope`,
     /// `resource_metadata`), for `meith login`: a server that lets `initialize` through asks
     /// on a later request, where only the bridge sees it. Empty members: not given.
-    struct challenge {
-        std::string error, scope, resource_metadata;
-    } challenge_;
+    remote::bearer_challenge challenge_;
 
     void on_spawn() override;
     std::size_t tool_count() const override { return tool_names_.size(); }

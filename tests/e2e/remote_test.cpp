@@ -143,6 +143,13 @@ std::string log_in(const daemon_process& d, const std::string& name) {
     return login.out() + login.err();
 }
 
+/// `meith secret set NAME` with `value` piped in, for `home` (meith's own store: the tests
+/// that call this set MEITH_SECRET_SERVICE=off and a MEITH_SECRETS_KEY of their own).
+cli_result keep_secret(const fs::path& home, const std::string& name, const std::string& value) {
+    return run_program({"/bin/sh"}, {"-c", "printf %s \"$VALUE\" | \"$MEITH\" secret set " + name},
+                       {{"MEITH", MEITH_CLI}, {"MEITH_HOME", home.string()}, {"VALUE", value}});
+}
+
 bool has_node_modules() {
     return fs::exists(mcp_dir() + "/node_modules/@modelcontextprotocol/sdk");
 }
@@ -563,10 +570,7 @@ TEST_CASE("remote (41): a pre-registered client's secret goes from the secret st
                       "allow_private_network = true\noauth = { client_id = \"meith-pre\", "
                       "client_secret = \"${secret:PRE_SECRET}\" }\n");
     daemon_process d(source);
-    const auto set =
-        run_program({"/bin/sh"}, {"-c", "printf %s \"$VALUE\" | \"$MEITH\" secret set PRE_SECRET"},
-                    {{"MEITH", MEITH_CLI}, {"MEITH_HOME", d.home().string()}, {"VALUE", secret}});
-    REQUIRE(set.status == 0);
+    REQUIRE(keep_secret(d.home(), "PRE_SECRET", secret).status == 0);
     client c(d.socket());
     const json before = wait_state(c, "pre", "failed");
     CHECK(before["remote"]["oauthClientId"] == "meith-pre");
@@ -620,10 +624,7 @@ TEST_CASE("remote (41): a client credentials grant needs no browser, and meith-r
                                    "allow_private_network = true\noauth = { client_id = "
                                    "\"meith-ci\", client_secret = \"${secret:CI_SECRET}\", "
                                    "grant = \"client_credentials\" }\n"));
-    REQUIRE(
-        run_program({"/bin/sh"}, {"-c", "printf %s \"$VALUE\" | \"$MEITH\" secret set CI_SECRET"},
-                    {{"MEITH", MEITH_CLI}, {"MEITH_HOME", d.home().string()}, {"VALUE", secret}})
-            .status == 0);
+    REQUIRE(keep_secret(d.home(), "CI_SECRET", secret).status == 0);
     client c(d.socket());
     wait_state(c, "ci", "failed");
     // No browser, no URL to open: one token request as the client itself.

@@ -100,7 +100,10 @@ constexpr command table[] = {
      "  SOURCE            a source with a `url` (docs/configuration.md, remote MCP servers)\n"
      "  --timeout-ms N    wait at most N ms for the browser's answer (default 5 min)\n"
      "Opens $BROWSER, or xdg-open on a desktop; on a headless machine open the printed URL\n"
-     "anywhere that can reach this machine's 127.0.0.1 (e.g. through `ssh -L`).\n",
+     "anywhere that can reach this machine's 127.0.0.1 (e.g. through `ssh -L`). A source\n"
+     "whose `oauth` has a client secret or key and grant = \"client_credentials\" (or an ID\n"
+     "token for cross-app access) needs no browser. After a call refused for want of a scope\n"
+     "(`meith sources SOURCE` shows it), a login asks for that scope too.\n",
      run_login},
     {"secret", "set", "NAME",
      "keep a secret for sources (typed at the terminal, or piped in; never on the command line)", 1,

@@ -79,11 +79,12 @@ bool header_safe(std::string_view v) {
 
 bridge::bridge(asio::io_context& io, bridge_options opts)
     : io_(io), opts_(std::move(opts)), in_(io, ::dup(STDIN_FILENO)), out_(io, ::dup(STDOUT_FILENO)),
-      http_(io.get_executor(), opts_.egress), chunk_(64 * 1024), refresh_timer_(io),
-      stream_timer_(io) {
+      http_(io.get_executor(), opts_.egress), in_framer_(opts_.max_message_bytes),
+      refresh_timer_(io), stream_timer_(io) {
 }
 
 void bridge::start() {
+    in_framer_.scan_oversized({"id"});
     // The secrets first: meithd answers this before anything is sent to the server.
     write_line(
         R"({"jsonrpc":"2.0","id":"meith:credentials","method":"meith/credentials","params":{}})");
@@ -91,22 +92,39 @@ void bridge::start() {
 }
 
 void bridge::read_stdin() {
-    in_.async_read_some(asio::buffer(chunk_), [this](const std::error_code& ec, std::size_t n) {
-        if (ec) return shutdown();
-        inbuf_.append(chunk_.data(), n);
-        std::size_t start = 0;
-        for (auto nl = inbuf_.find('\n', start); nl != std::string::npos;
-             nl = inbuf_.find('\n', start)) {
-            on_line(std::string_view(inbuf_).substr(start, nl - start));
-            start = nl + 1;
-        }
-        inbuf_.erase(0, start);
-        if (inbuf_.size() > opts_.max_message_bytes) {
-            log("meith-remote: a line from meithd over the message limit; dropped");
-            inbuf_.clear();
-        }
-        if (!closing_) read_stdin();
-    });
+    auto buf = in_framer_.prepare();
+    in_.async_read_some(asio::buffer(buf.data(), buf.size()),
+                        [this](const std::error_code& ec, std::size_t n) {
+                            if (ec) return shutdown();
+                            in_framer_.commit(n);
+                            for (;;) {
+                                const auto st = in_framer_.next();
+                                if (st == protocol::line_framer::status::need_more) break;
+                                if (st == protocol::line_framer::status::oversized)
+                                    on_oversized();
+                                else
+                                    on_line(in_framer_.line());
+                                if (closing_) return;
+                            }
+                            read_stdin();
+                        });
+}
+
+void bridge::on_oversized() {
+    // Dropped whole, its tail never read as a message of its own; a request is answered so
+    // that its call fails now, saying why, instead of timing out.
+    const auto& id = in_framer_.oversized_member(0);
+    const auto why = fmt::format("the request is {} bytes, over meith-remote's limit of {} bytes "
+                                 "(meithd's max_result_bytes + 1 MiB): not sent to {}",
+                                 in_framer_.dropped_bytes(), opts_.max_message_bytes, opts_.url);
+    log("meith-remote: " + why);
+    outgoing m;
+    m.method = "?";
+    if (id.k == protocol::top_level_scanner::value::kind::number)
+        m.id_json = id.text;
+    else if (id.k == protocol::top_level_scanner::value::kind::string)
+        m.id_json = '"' + id.text + '"'; // a string without escapes (top_level_scan.hpp)
+    if (!m.id_json.empty()) fail_message(m, why);
 }
 
 void bridge::on_line(std::string_view line) {

@@ -20,6 +20,8 @@
 #include "remote/oauth.hpp"
 #include "remote/sse.hpp"
 
+#include "protocol/framing.hpp"
+
 #include <asio/io_context.hpp>
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/steady_timer.hpp>
@@ -67,6 +69,8 @@ class bridge {
     };
 
     void read_stdin();
+    /// A line from meithd over the limit: dropped, its request answered with an error.
+    void on_oversized();
     void on_line(std::string_view line);
     void on_config(simdjson::dom::object msg);
     void send(std::shared_ptr<outgoing> m);
@@ -110,8 +114,7 @@ class bridge {
     asio::posix::stream_descriptor in_, out_;
     http_client http_;
     simdjson::dom::parser parser_;
-    std::string inbuf_;
-    std::vector<char> chunk_;
+    protocol::line_framer in_framer_; ///< meithd's lines (protocol/framing.hpp)
     std::deque<std::string> out_queue_;
     bool writing_ = false;
     bool closing_ = false;

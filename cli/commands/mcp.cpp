@@ -94,31 +94,40 @@ int bridge::drain() {
 }
 
 void bridge::read_stdin() {
-    char buf[65536];
-    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
-    if (n > 0)
-        in_.append(buf, static_cast<std::size_t>(n));
-    else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+    auto buf = in_.prepare();
+    const ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
+    if (n > 0) {
+        in_.commit(static_cast<std::size_t>(n));
+    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
         in_eof_ = true;
-        // A last message without its newline is still a message (not one cut by an error).
-        if (n == 0 && !in_.empty() && in_.size() <= max_line) in_.push_back('\n');
+        // A last message without its newline is still a message (not one cut by an error);
+        // a last one over the limit is still answered.
+        if (n == 0 && (!in_.partial().empty() || in_.discarding())) {
+            in_.prepare()[0] = '\n';
+            in_.commit(1);
+        }
     }
 }
 
 std::optional<std::string> bridge::next_stdin_line() {
     for (;;) {
-        const auto nl = in_.find('\n');
-        if (nl == std::string::npos) {
-            if (in_.size() > max_line) { // a message we will not hold: drop it, say so
-                in_.clear();
-                send_error(nullptr, parse_error, "message longer than 64 MiB");
-            }
-            return std::nullopt;
-        }
-        std::string line = in_.substr(0, nl);
-        in_.erase(0, nl + 1);
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (!line.empty()) return line;
+        const auto st = in_.next();
+        if (st == protocol::line_framer::status::need_more) return std::nullopt;
+        if (st == protocol::line_framer::status::frame) return std::string(in_.line());
+        // Over the limit: dropped as it streamed in, never read in part as a message of its
+        // own; its request is answered (with its id when one came before the limit) so the
+        // client's call fails now.
+        const auto& id = in_.oversized_member(0);
+        json jid = nullptr;
+        if (id.k == protocol::top_level_scanner::value::kind::string)
+            jid = id.text;
+        else if (id.k == protocol::top_level_scanner::value::kind::number)
+            jid = json::parse(id.text, nullptr, false);
+        if (jid.is_discarded()) jid = nullptr;
+        send_error(jid, parse_error,
+                   fmt::format("message of {} bytes is longer than 64 MiB, the most meith mcp "
+                               "reads; it was dropped",
+                               in_.dropped_bytes()));
     }
 }
 

@@ -8,6 +8,7 @@
 #include "cli/commands/mcp_shapes.hpp"
 #include "cli/commands/mcp_tasks.hpp"
 #include "cli/session.hpp"
+#include "protocol/framing.hpp"
 
 #include <chrono>
 #include <map>
@@ -34,7 +35,9 @@ class bridge {
     explicit bridge(const options& o)
         : opts_(o), caller_(o.caller_given ? o.caller : "plugin"),
           ids_(protocol::request_id_generator::process_prefix("mcp")),
-          search_mode_(o.search.has_value()) {}
+          search_mode_(o.search.has_value()) {
+        in_.scan_oversized({"id"}); // an over-long request is still answered by its id
+    }
 
     int run();
 
@@ -199,8 +202,8 @@ class bridge {
     bool modern_ = false;               ///< the client speaks 2026-07-28
     protocol::request_id_generator ids_;
     std::optional<protocol::client_channel> conn_;
-    std::string down_; ///< why there is no daemon connection
-    std::string in_;
+    std::string down_;                   ///< why there is no daemon connection
+    protocol::line_framer in_{max_line}; ///< the MCP client's lines (protocol/framing.hpp)
     bool in_eof_ = false;
     std::map<std::string, pending> pending_;       ///< by daemon requestId
     std::map<std::string, std::string> by_mcp_id_; ///< MCP id (JSON text) → requestId

@@ -132,6 +132,23 @@ TEST_CASE("meith mcp: bad JSON-RPC gets errors, pings are answered, stdin EOF en
     CHECK(out["exitCode"] == 0);
 }
 
+TEST_CASE("meith mcp: a request over 64 MiB is answered under its id, and its tail is not read as "
+          "a message",
+          "[e2e][mcp][bridge]") {
+    // Issue 42: meith mcp split stdin by hand; past 64 MiB it answered with a null id and read
+    // the rest of the line as a new (malformed) message.
+    daemon_process d;
+    const json out = run_bridge_client({"oversized", MEITH_CLI, "--home", d.home().string()});
+    CHECK(out["initialize"]["result"]["protocolVersion"] == "2025-06-18");
+    CHECK(out["huge"]["id"] == "huge");
+    CHECK(out["huge"]["error"]["code"] == -32700);
+    CHECK_THAT(out["huge"]["error"]["message"].get<std::string>(),
+               Catch::Contains("is longer than 64 MiB"));
+    CHECK(out["ping"]["id"] == 8);
+    CHECK(out["ping"]["result"].is_object());
+    CHECK(out["exitCode"] == 0);
+}
+
 TEST_CASE("meith mcp: requests in flight when stdin closes are still answered, then it exits",
           "[e2e][mcp][bridge]") {
     // A client that writes its requests and closes its end (a script piping into meith mcp)

@@ -4,6 +4,7 @@
 //       StdioClientTransport: initialize, tools/list, tools/call (echo, a streaming tool with
 //       progress, a denied tool, an unknown tool, 20 calls at once), cancel via AbortSignal,
 //       and notifications/tools/list_changed after NEW_CONFIG is reloaded into the daemon.
+//   node bridge_client.mjs oversized MEITH ARGS...     a 65 MiB request, then a ping
 //   node bridge_client.mjs raw MEITH ARGS...           JSON-RPC lines written by hand: malformed
 //       JSON, an unknown method, a cancel for a finished request, ping; then stdin is closed.
 //   node bridge_client.mjs typed MEITH ARGS...         members of unexpected types ("jsonrpc":2,
@@ -242,7 +243,25 @@ async function pages(home, args) {
     return out;
 }
 
+// A request of 65 MiB (over meith mcp's 64 MiB) with its id first, then a ping: the first is
+// answered under its id, the ping after it too, and nothing else comes between.
+async function oversized(args) {
+    const { next, send, exit } = bridge(args);
+    const out = {};
+    send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'big', version: '0' } } }));
+    out.initialize = await next();
+    send('{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{"name":"echo","arguments":{"say":"' +
+         'x'.repeat(65 << 20) + '"}}}');
+    out.huge = await next();
+    send(JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'ping' }));
+    out.ping = await next();
+    out.exitCode = await exit();
+    return out;
+}
+
 const modes = { sdk: () => sdk(rest[0], rest[1]), raw: () => raw(rest), typed: () => typed(rest),
+    oversized: () => oversized(rest),
     held: () => held(rest[0]), search: () => search(rest[0]),
     profile: () => profile(rest[0], rest[1], rest.slice(2)), pages: () => pages(rest[0], rest.slice(1)) };
 const result = await modes[mode]();

@@ -181,7 +181,7 @@ std::string header_of(const std::string& req, const std::string& name) {
 // ---- meith-remote as meithd runs it: stdin and stdout pipes --------------------------------
 
 struct bridge_process {
-    explicit bridge_process(const std::string& url) {
+    explicit bridge_process(const std::string& url, const char* max_message_bytes = "8388608") {
         int in[2], out[2];
         REQUIRE(::pipe2(in, O_CLOEXEC) == 0);
         REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
@@ -195,7 +195,8 @@ struct bridge_process {
             const int e = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
             if (e >= 0) ::dup2(e, 2);
             ::execl(MEITH_REMOTE, MEITH_REMOTE, "--source", "s", "--url", url.c_str(),
-                    "--allow-private-network", static_cast<char*>(nullptr));
+                    "--allow-private-network", "--max-message-bytes", max_message_bytes,
+                    static_cast<char*>(nullptr));
             ::_exit(127);
         }
         ::close(in[0]);
@@ -382,4 +383,32 @@ TEST_CASE("meith-remote: an error page that echoes the request's headers, cut an
     // The server did get them: the echo was real.
     REQUIRE(server.requests().size() == 3);
     CHECK(header_of(server.requests()[0], "X-Api-Key") == header_secret);
+}
+
+TEST_CASE("meith-remote: a request over its limit is answered with an error naming the limit, and "
+          "the next message is read whole",
+          "[remote][bridge][framing]") {
+    // Issue 42: the bridge split meithd's lines by hand; past the limit it emptied its buffer,
+    // read the rest of the line as a new one, and never answered the call (it timed out).
+    canned_server server([&](const std::string&) {
+        return response(200, "OK", "Content-Type: application/json\r\n",
+                        R"({"jsonrpc":"2.0","id":2,"result":{"tools":[]}})");
+    });
+    bridge_process b(server.origin() + "/mcp", "4096");
+    b.line_with("meith/credentials");
+    b.send(R"({"jsonrpc":"2.0","id":"meith:credentials","result":{"headers":[],"grant":null}})");
+    // More than one read's worth (64 KiB), so that the old splitter saw it in pieces.
+    b.send(R"({"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{"name":"echo",)"
+           R"("arguments":{"text":")" +
+           std::string(200 * 1024, 'x') + R"("}}})");
+    const auto answer = b.line_with(R"("id":"big-1")");
+    INFO(answer);
+    CHECK(answer.find(R"("error")") != std::string::npos);
+    CHECK(answer.find("over meith-remote's limit of 4096 bytes") != std::string::npos);
+    // The next message is read as it should be, and nothing of the big one reached the server.
+    b.send(R"({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}})");
+    const auto next = b.line_with(R"("id":2,)");
+    CHECK(next.find(R"("tools":[])") != std::string::npos);
+    REQUIRE(server.requests().size() == 1);
+    CHECK(server.requests()[0].find("tools/list") != std::string::npos);
 }

@@ -99,7 +99,16 @@ void parse_clients(checker& c, const scope& root, std::vector<client_config>& ou
                    fmt::format("client profile name \"{}\" may only use letters, digits, '_', "
                                "'.' and '-' (at most 64)",
                                p.name));
-        c.check_keys(s, {"tools", "caller", "search", "pinned", "agents", "overrides"});
+        c.check_keys(s, {"tools", "caller", "search", "pinned", "agents", "overrides", "sources"});
+        if (auto globs = c.read_string_array(s, "sources", false, true)) {
+            for (const auto& g : *globs)
+                if (g == "!" || g.empty())
+                    c.fail(t->get("sources")->source(),
+                           fmt::format("'sources' in {}: \"{}\" names no source (a glob, or '!' "
+                                       "and a glob to leave sources out)",
+                                       s.name, g));
+            p.sources = std::move(*globs);
+        }
         if (auto globs = c.read_string_array(s, "tools", false, true)) p.tools = std::move(*globs);
         for (const auto& g : p.tools)
             if (g == "!" || g.empty())

@@ -288,6 +288,10 @@ struct client_config {
     /// connection names none.
     std::vector<std::string> agents;
     std::map<std::string, tool_override_config, std::less<>> overrides; ///< by real tool name
+    /// Globs on source names (`!` to leave out): whose MCP families (resources, prompts,
+    /// completions, log messages) the profile reaches. Absent: the sources of the tools it
+    /// shows (docs/protocol.md §23).
+    std::optional<std::vector<std::string>> sources;
 
     bool operator==(const client_config&) const = default;
 };

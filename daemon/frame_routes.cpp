@@ -124,7 +124,7 @@ void connection::on_hello(const protocol::client_frame& f, std::string&) {
     }
     if (f.agent) hello_agent_ = std::string(*f.agent);
     if (f.client_capabilities) client_caps_ = read_client_capabilities(*f.client_capabilities);
-    if (f.subscribe_mcp) mcp_subscriber(true);
+    if (f.subscribe_mcp) registry_.mcp().set_profile(mcp_subscriber(true), profile_for(f));
     if (f.subscribe_tools_changed && tools_changed_token_ == 0)
         tools_changed_token_ = registry_.subscribe_tools_changed([weak = weak_from_this()] {
             auto self = weak.lock();

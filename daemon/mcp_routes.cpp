@@ -88,6 +88,8 @@ void connection::on_mcp_request(const protocol::client_frame& f, std::string&) {
     r.who = caller_for(f);
     r.session_id = session_id_;
     r.subscriber = mcp_subscriber(false);
+    r.profile = profile_for(f);
+    registry_.mcp().set_profile(r.subscriber, r.profile);
     std::string params = f.mcp_params ? simdjson::minify(*f.mcp_params) : std::string("{}");
     ++async_replies_;
     ++mcp_in_flight_;

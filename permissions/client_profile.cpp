@@ -15,6 +15,13 @@ client_profile::client_profile(config::client_config cfg) : cfg_(std::move(cfg))
     }
     for (const auto& [real, ov] : cfg_.overrides)
         if (ov.name) renamed_.emplace(*ov.name, real);
+    if (cfg_.sources)
+        for (const auto& g : *cfg_.sources) {
+            if (g.starts_with('!'))
+                source_out_.push_back(std::string_view(g).substr(1));
+            else
+                source_in_.push_back(g);
+        }
 }
 
 client_profile client_profile::removed(std::string name) {
@@ -53,6 +60,30 @@ std::optional<std::string> client_profile::hidden(std::string_view real_name) co
                            "overrides.{})",
                            cfg_.name, it->second, cfg_.name, it->second);
     return std::nullopt;
+}
+
+std::optional<std::string> client_profile::source_hidden(std::string_view source,
+                                                         bool shows_a_tool) const {
+    if (removed_)
+        return fmt::format("client profile '{}' is no longer in meithd's config (a reload "
+                           "removed it); reconnect naming a profile that is there",
+                           cfg_.name);
+    if (!cfg_.sources) {
+        if (shows_a_tool) return std::nullopt;
+        return fmt::format("client profile '{}' shows none of its tools (name the source in "
+                           "[clients.{}] sources to reach its resources and prompts)",
+                           cfg_.name, cfg_.name);
+    }
+    for (auto g : source_out_)
+        if (glob_match(g, source))
+            return fmt::format("client profile '{}' leaves it out ('!{}' in [clients.{}] sources)",
+                               cfg_.name, g, cfg_.name);
+    if (source_in_.empty()) return std::nullopt;
+    for (auto g : source_in_)
+        if (glob_match(g, source)) return std::nullopt;
+    return fmt::format("client profile '{}' does not include it (it matches none of [clients.{}] "
+                       "sources = [{}])",
+                       cfg_.name, cfg_.name, fmt::join(*cfg_.sources, ", "));
 }
 
 std::string_view client_profile::real_name(std::string_view shown) const {

@@ -38,6 +38,13 @@ class client_profile {
     std::optional<std::string> hidden(std::string_view real_name) const;
     bool visible(std::string_view real_name) const { return !hidden(real_name); }
 
+    /// Why MCP source `source`'s families (resources, prompts, completions, log messages) are
+    /// out of this profile, or nullopt when they are in: by `sources` when the profile names
+    /// them, else in when it shows one of the source's tools (`shows_a_tool`).
+    std::optional<std::string> source_hidden(std::string_view source, bool shows_a_tool) const;
+    /// Whether `sources` decides (then source_hidden needs no `shows_a_tool`).
+    bool names_sources() const { return cfg_.sources.has_value(); }
+
     /// The real tool a client of this profile means by `shown`: the tool an override renamed
     /// to `shown`, else `shown` itself. (Whether that tool is visible is hidden()'s answer.)
     std::string_view real_name(std::string_view shown) const;
@@ -53,6 +60,7 @@ class client_profile {
     bool removed_ = false;
     std::optional<caller> caller_;
     std::vector<std::string_view> include_, exclude_;         ///< into cfg_.tools, `!` dropped
+    std::vector<std::string_view> source_in_, source_out_;    ///< into cfg_.sources, `!` dropped
     std::map<std::string, std::string, std::less<>> renamed_; ///< shown name -> real name
 };
 

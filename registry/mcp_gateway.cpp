@@ -135,6 +135,18 @@ void mcp_gateway::set_broadcast(std::uint64_t token) {
     if (auto it = subscribers_.find(token); it != subscribers_.end()) it->second.broadcast = true;
 }
 
+void mcp_gateway::set_profile(std::uint64_t token,
+                              std::shared_ptr<const permissions::client_profile> profile) {
+    if (auto it = subscribers_.find(token); it != subscribers_.end())
+        it->second.profile = std::move(profile);
+}
+
+std::optional<std::string> mcp_gateway::out_of_profile(const permissions::client_profile* profile,
+                                                       const tool_source& src) const {
+    if (profile == nullptr) return std::nullopt;
+    return reg_.source_hidden(*profile, src);
+}
+
 void mcp_gateway::unsubscribe(std::uint64_t token) {
     auto it = subscribers_.find(token);
     if (it == subscribers_.end()) return;
@@ -161,7 +173,7 @@ void mcp_gateway::on_notification(tool_source& src, std::string_view method,
         if (params["uri"].get_string().get(uri) != simdjson::SUCCESS) return;
         const std::string key(uri);
         for (auto& [token, s] : subscribers_)
-            if (s.uris.count(key)) s.deliver(frame);
+            if (s.uris.count(key) && !out_of_profile(s.profile.get(), src)) s.deliver(frame);
         return;
     }
     int severity = 0;
@@ -178,8 +190,10 @@ void mcp_gateway::on_notification(tool_source& src, std::string_view method,
     }
     // deliver() may unsubscribe (a connection closing): walk a copy of the tokens.
     std::vector<std::uint64_t> tokens;
+    // A client profile hears only from the sources whose families it reaches (§23).
     for (const auto& [token, s] : subscribers_)
-        if (s.broadcast && severity >= s.level) tokens.push_back(token);
+        if (s.broadcast && severity >= s.level && !out_of_profile(s.profile.get(), src))
+            tokens.push_back(token);
     for (auto token : tokens)
         if (auto it = subscribers_.find(token); it != subscribers_.end()) it->second.deliver(frame);
 }
@@ -212,8 +226,10 @@ struct mcp_gateway::list_job {
 };
 
 void mcp_gateway::list_all(std::string_view method, std::string_view capability,
+                           const permissions::client_profile* profile,
                            std::function<void(std::string)> done) {
     auto sources = offering(capability);
+    std::erase_if(sources, [&](const auto& src) { return out_of_profile(profile, *src); });
     if (sources.empty()) return done("[]");
     auto job = std::make_shared<list_job>();
     job->parts.resize(sources.size());
@@ -379,18 +395,19 @@ void mcp_gateway::route_uri(std::string uri,
         if (!templates_unknown_before(*src)) return then(std::move(src));
         // A source earlier in the config may serve it by a template not learned yet (its
         // templates were never listed, or forgotten at a list_changed): learned first.
-        return list_all("resources/templates/list", "resources", [this, uri, then](std::string) {
-            auto owner = owner_of_uri(uri);
-            if (!owner) {
-                auto all = offering("resources");
-                if (all.size() == 1) owner = all.front();
-            }
-            then(std::move(owner));
-        });
+        return list_all("resources/templates/list", "resources", nullptr,
+                        [this, uri, then](std::string) {
+                            auto owner = owner_of_uri(uri);
+                            if (!owner) {
+                                auto all = offering("resources");
+                                if (all.size() == 1) owner = all.front();
+                            }
+                            then(std::move(owner));
+                        });
     }
     // Not learned yet (or gone): list resources and templates again, then decide.
-    list_all("resources/list", "resources", [this, uri, then](std::string) {
-        list_all("resources/templates/list", "resources", [this, uri, then](std::string) {
+    list_all("resources/list", "resources", nullptr, [this, uri, then](std::string) {
+        list_all("resources/templates/list", "resources", nullptr, [this, uri, then](std::string) {
             if (auto src = owner_of_uri(uri)) return then(std::move(src));
             auto all = offering("resources");
             then(all.size() == 1 ? all.front() : nullptr);
@@ -409,7 +426,7 @@ void mcp_gateway::route_prompt(
         return {p, it->second.remote_name};
     };
     if (auto [src, remote] = lookup(name); src) return then(std::move(src), std::move(remote));
-    list_all("prompts/list", "prompts", [name, then, lookup](std::string) {
+    list_all("prompts/list", "prompts", nullptr, [name, then, lookup](std::string) {
         auto [src, remote] = lookup(name);
         then(std::move(src), std::move(remote));
     });
@@ -423,7 +440,7 @@ void mcp_gateway::request(requester r, std::string method, std::string params_js
     if (method == "resources/list" || method == "resources/templates/list" ||
         method == "prompts/list") {
         const std::string_view capability = method == "prompts/list" ? "prompts" : "resources";
-        list_all(method, capability,
+        list_all(method, capability, r.profile.get(),
                  [this, r, method, started, done = std::move(done)](std::string items) {
                      mcp_answer a{true, "{"};
                      append_json_string(a.json, items_key(method));
@@ -534,6 +551,15 @@ void mcp_gateway::forward(const requester& r, const std::shared_ptr<tool_source>
                           std::function<void(mcp_answer)> done) {
     const auto started = std::chrono::steady_clock::now();
     auto* peer = src->mcp();
+    // A client profile reaches the families of its sources only (§23), as it reaches its
+    // tools only: decided before the policy, as a hidden tool is.
+    if (const auto why = out_of_profile(r.profile.get(), *src)) {
+        auto a = mcp_error(permission_denied,
+                           fmt::format("PERMISSION_DENIED: {} of '{}' from MCP source '{}': {}",
+                                       method, target, src->name(), *why));
+        audit(r, method, src.get(), target, "deny", a, started);
+        return done(std::move(a));
+    }
     const auto d = reg_.policy().decide(target, peer->resource_capabilities(), r.who);
     if (!d.allow) {
         auto a = mcp_error(permission_denied,
@@ -623,6 +649,10 @@ void mcp_gateway::audit(const requester& r, std::string_view method, const tool_
     append_json_string(f, r.session_id);
     f += R"(,"caller":)";
     append_json_string(f, permissions::to_string(r.who));
+    if (r.profile) { // as on tool_call lines (§23)
+        f += R"(,"client":)";
+        append_json_string(f, r.profile->name());
+    }
     f += R"(,"method":)";
     append_json_string(f, method);
     if (src) {

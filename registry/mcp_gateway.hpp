@@ -26,6 +26,7 @@
 // subscribed to the URI). I/O-thread only.
 #pragma once
 
+#include "permissions/client_profile.hpp"
 #include "permissions/policy.hpp"
 #include "registry/tool_source.hpp"
 
@@ -54,6 +55,8 @@ class mcp_gateway {
         permissions::caller who = permissions::caller::plugin;
         std::string session_id;
         std::uint64_t subscriber = 0; ///< 0: none (subscribe and setLevel need one)
+        /// Its client profile (§23), or null: the sources whose families it reaches.
+        std::shared_ptr<const permissions::client_profile> profile;
     };
 
     /// Answers MCP request `method` with `params_json` (an object). `done` runs exactly once,
@@ -67,6 +70,10 @@ class mcp_gateway {
     std::uint64_t subscribe(std::function<void(std::string_view frame)> deliver, bool broadcast);
     /// Makes a subscriber a broadcast one (a later hello asked for notifications).
     void set_broadcast(std::uint64_t token);
+    /// The client profile whose sources a subscriber hears from (null: every source); set at
+    /// its hello and again with each of its requests (a reload's new profile table).
+    void set_profile(std::uint64_t token,
+                     std::shared_ptr<const permissions::client_profile> profile);
     /// Drops the subscriber and its resource subscriptions (the last one of a URI
     /// unsubscribes its source).
     void unsubscribe(std::uint64_t token);
@@ -83,6 +90,7 @@ class mcp_gateway {
         bool broadcast = false;
         int level = 0; ///< lowest log severity delivered (index into the RFC 5424 names)
         std::set<std::string> uris;
+        std::shared_ptr<const permissions::client_profile> profile;
     };
     using source_ref = std::weak_ptr<tool_source>;
     struct prompt_route {
@@ -95,7 +103,11 @@ class mcp_gateway {
     /// Walks `method` (resources/list, resources/templates/list or prompts/list) over every
     /// source offering `capability`; `done` gets the merged items array's JSON text.
     void list_all(std::string_view method, std::string_view capability,
+                  const permissions::client_profile* profile,
                   std::function<void(std::string items)> done);
+    /// Why `src`'s families are out of `profile` (null: in), or nullopt.
+    std::optional<std::string> out_of_profile(const permissions::client_profile* profile,
+                                              const tool_source& src) const;
     void learn(const std::shared_ptr<tool_source>& src, std::string_view method,
                simdjson::dom::array items, std::string& merged);
     /// The source first in the config that serves `uri` as learned: by listing it, or by a

@@ -8,6 +8,8 @@
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace meith::registry {
 
 using protocol::append_json_string;
@@ -22,6 +24,15 @@ registry::registry(asio::any_io_executor ex, const config::config& cfg, audit::a
     };
     rates_.configure(cfg.limits.rates);
     set_clients(cfg.clients);
+}
+
+std::optional<std::string> registry::source_hidden(const permissions::client_profile& profile,
+                                                   const tool_source& src) const {
+    if (profile.names_sources()) return profile.source_hidden(src.name(), false);
+    const auto tools = tools_.tools_of(src);
+    const bool shows = std::any_of(tools.begin(), tools.end(),
+                                   [&](const auto& t) { return profile.visible(t->name); });
+    return profile.source_hidden(src.name(), shows);
 }
 
 void registry::set_clients(const std::vector<config::client_config>& clients) {

@@ -194,6 +194,10 @@ class registry {
         auto it = profiles_.find(name);
         return it == profiles_.end() ? nullptr : it->second;
     }
+    /// Why MCP source `src`'s families are out of `profile` (client_profile::source_hidden,
+    /// with whether the profile shows one of its tools now), or nullopt when they are in.
+    std::optional<std::string> source_hidden(const permissions::client_profile& profile,
+                                             const tool_source& src) const;
     /// The profile whose `agents` lists MCP client name `agent`, or null.
     profile_ptr profile_for_agent(std::string_view agent) const {
         if (agent.empty()) return nullptr;

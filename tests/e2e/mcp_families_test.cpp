@@ -288,3 +288,74 @@ TEST_CASE("mcp families: a call's W3C traceparent reaches the MCP server in _met
     CHECK_THAT(bad["result"]["error"]["message"].get<std::string>(),
                Catch::Contains("W3C trace context"));
 }
+
+TEST_CASE("mcp families: a client profile reaches the resources, prompts and completions of its "
+          "own sources only",
+          "[e2e][mcp][families][profiles]") {
+    // Issue 42: a profile that listed only `echo` still got every source's prompts/*,
+    // resources/* and completion/complete (docs/protocol.md §23 now says whose it gets).
+    daemon_process d(families_toml() + "\n[clients.echo_only]\ntools = [\"echo\"]\n"
+                                       "\n[clients.ev_tools]\ntools = [\"ev_*\"]\n"
+                                       "\n[clients.named]\ntools = [\"echo\"]\n"
+                                       "sources = [\"everything\", \"!roots\"]\n");
+    const std::string doc = "demo://resource/static/document/instructions.md";
+    auto with_profile = [&](const std::string& name) {
+        auto c = std::make_unique<client>(d.socket());
+        c->send({{"type", "hello"},
+                 {"requestId", "h"},
+                 {"clientInfo", {{"caller", "cli"}, {"client", name}}}});
+        const json h = c->read();
+        REQUIRE(h["client"]["name"] == name);
+        return c;
+    };
+    auto prompt_names = [&](client& c) {
+        std::vector<std::string> names;
+        const json p = mcp_request(c, "pl", "prompts/list");
+        REQUIRE(p["type"] == "mcp_result");
+        for (const auto& item : p["result"]["prompts"])
+            names.push_back(item["name"]);
+        return names;
+    };
+
+    // Only echo: none of everything's families, by any path; each refusal says why.
+    auto echo_only = with_profile("echo_only");
+    CHECK(prompt_names(*echo_only).empty());
+    const json resources = mcp_request(*echo_only, "rl", "resources/list");
+    CHECK(resources["result"]["resources"].empty());
+    const json read = mcp_request(*echo_only, "rr", "resources/read", {{"uri", doc}});
+    CHECK(read["error"]["code"] == -32001);
+    CHECK_THAT(read["error"]["message"].get<std::string>(),
+               Catch::StartsWith("PERMISSION_DENIED: resources/read of '" + doc +
+                                 "' from MCP source 'everything': client profile 'echo_only' "
+                                 "shows none of its tools"));
+    const json get = mcp_request(*echo_only, "pg", "prompts/get", {{"name", "ev_simple-prompt"}});
+    CHECK(get["error"]["code"] == -32001);
+    const json completion =
+        mcp_request(*echo_only, "cc", "completion/complete",
+                    {{"ref", {{"type", "ref/prompt"}, {"name", "ev_completable-prompt"}}},
+                     {"argument", {{"name", "department"}, {"value", "S"}}}});
+    CHECK(completion["error"]["code"] == -32001);
+    const json sub = mcp_request(*echo_only, "rs", "resources/subscribe", {{"uri", doc}});
+    CHECK(sub["error"]["code"] == -32001);
+    const json line = d.wait_audit([](const json& l) {
+        return l.value("event", "") == "mcp_request" && l.value("method", "") == "prompts/get";
+    });
+    CHECK(line["decision"] == "deny");
+    CHECK(line["client"] == "echo_only");
+
+    // The profile that shows everything's tools reaches its families; not the roots source's.
+    auto ev_tools = with_profile("ev_tools");
+    const auto names = prompt_names(*ev_tools);
+    CHECK(std::find(names.begin(), names.end(), "ev_simple-prompt") != names.end());
+    const json ok = mcp_request(*ev_tools, "rr2", "resources/read", {{"uri", doc}});
+    CHECK(ok["type"] == "mcp_result");
+
+    // A profile may name its sources outright, whatever tools it shows.
+    auto named = with_profile("named");
+    CHECK(!prompt_names(*named).empty());
+    CHECK(mcp_request(*named, "rr3", "resources/read", {{"uri", doc}})["type"] == "mcp_result");
+
+    // Without a profile, every source as before.
+    client plain(d.socket());
+    CHECK(mcp_request(plain, "rr4", "resources/read", {{"uri", doc}})["type"] == "mcp_result");
+}

@@ -1146,6 +1146,12 @@ TEST_CASE("[clients.NAME] refusals say what to write instead", "[config][clients
                Catch::Contains("\"c\" already selects [clients.a]"));
     CHECK_THAT(parse_err("[clients.a]\ntools = [\"!\"]\n").message,
                Catch::Contains("names no tool"));
+    CHECK_THAT(parse_err("[clients.a]\nsources = [\"!\"]\n").message,
+               Catch::Contains("'sources' in [clients.a]: \"!\" names no source"));
+    const auto with_sources = parse_ok("[clients.a]\nsources = [\"notes\", \"!git*\"]\n");
+    REQUIRE(with_sources.clients[0].sources);
+    CHECK(*with_sources.clients[0].sources == std::vector<std::string>{"notes", "!git*"});
+    CHECK_FALSE(parse_ok("[clients.a]\ntools = [\"x\"]\n").clients[0].sources);
     CHECK_THAT(parse_err("[clients.a]\ncaller = \"root\"\n").message,
                Catch::Contains("'caller' in [clients.a] must be"));
     CHECK_THAT(parse_err("[clients.a]\nserach = true\n").message,

@@ -4,7 +4,7 @@
 // `source_events`, runs calls, and stops. All methods run on the I/O thread.
 #pragma once
 
-#include "egress/proxy.hpp"
+#include "egress/connection.hpp"
 #include "process/process_state.hpp"
 #include "registry/call.hpp"
 
@@ -14,6 +14,10 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace meith::schema {
+class schema_validator; // schema/validator.hpp
+} // namespace meith::schema
 
 namespace meith::registry {
 
@@ -44,7 +48,7 @@ struct tool {
     /// `[tools] quarantine_new`): listed, never callable (docs/protocol.md §22).
     bool quarantined = false;
     std::shared_ptr<tool_source> source;
-    std::shared_ptr<const class schema_validator> validator; ///< null: accepts any object
+    std::shared_ptr<const schema::schema_validator> validator; ///< null: accepts any object
 };
 
 /// How long an optional host method may take before its fallback is used.

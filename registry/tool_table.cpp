@@ -53,7 +53,7 @@ tool_table::registration tool_table::register_source(tool_source& src,
         t->task_required = d.task_required;
         t->source = src.shared_from_this();
         if (!t->input_schema_json.empty()) {
-            auto compiled = schema_validator::compile(t->input_schema_json);
+            auto compiled = schema::schema_validator::compile(t->input_schema_json);
             if (compiled.error) {
                 spdlog::error("source '{}': tool '{}' skipped: {}", src.name(), t->name,
                               *compiled.error);

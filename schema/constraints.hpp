@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-namespace meith::registry::detail {
+namespace meith::schema::detail {
 
 constexpr std::ptrdiff_t guard_stack_bytes = 1 << 20; ///< stack one validation may use
 
@@ -260,4 +260,4 @@ valijson::ConstraintBuilder* make_builder(F f) {
     return new builder<F>(std::move(f));
 }
 
-} // namespace meith::registry::detail
+} // namespace meith::schema::detail

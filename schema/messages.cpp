@@ -9,7 +9,7 @@
 #include <charconv>
 #include <cstdio>
 
-namespace meith::registry::detail {
+namespace meith::schema::detail {
 
 // ---- messages: a failed validation in words a caller can act on ---------------------------
 //
@@ -701,4 +701,4 @@ std::string explain_failure(const schema_validator::compiled& c, const json& tar
     return message;
 }
 
-} // namespace meith::registry::detail
+} // namespace meith::schema::detail

@@ -19,7 +19,7 @@
 #include <map>
 #include <unordered_map>
 
-namespace meith::registry {
+namespace meith::schema {
 
 using detail::escape_token;
 using detail::extras;
@@ -535,4 +535,4 @@ std::optional<std::string> schema_validator::validate(simdjson::dom::element arg
     }
 }
 
-} // namespace meith::registry
+} // namespace meith::schema

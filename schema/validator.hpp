@@ -11,7 +11,7 @@
 
 #include <simdjson.h>
 
-namespace meith::registry {
+namespace meith::schema {
 
 class schema_validator {
   public:
@@ -40,4 +40,4 @@ class schema_validator {
     std::unique_ptr<compiled> compiled_;
 };
 
-} // namespace meith::registry
+} // namespace meith::schema

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace meith::registry::detail {
+namespace meith::schema::detail {
 
 using json = nlohmann::json;
 
@@ -112,4 +112,4 @@ std::string explain_failure(const schema_validator::compiled& c, const json& tar
                             const valijson::ValidationResults& results, std::size_t budget,
                             std::string_view head);
 
-} // namespace meith::registry::detail
+} // namespace meith::schema::detail

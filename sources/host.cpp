@@ -275,7 +275,7 @@ class host_source final : public child_source {
     void check_config(bool ok, simdjson::dom::object msg) {
         simdjson::dom::element schema;
         if (ok && msg["result"]["value"].get(schema) == simdjson::SUCCESS && schema.is_object()) {
-            auto compiled = schema_validator::compile(simdjson::minify(schema));
+            auto compiled = schema::schema_validator::compile(simdjson::minify(schema));
             if (compiled.error) {
                 spdlog::warn("tool host '{}': its config schema is not usable ({}); not checked",
                              cfg_.name, *compiled.error);

@@ -14,7 +14,7 @@
 #include <string>
 
 using meith::fuzz::check;
-using meith::registry::schema_validator;
+using meith::schema::schema_validator;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view input(reinterpret_cast<const char*>(data), size);

@@ -44,7 +44,7 @@ using meith::registry::call_end;
 using meith::registry::call_ptr;
 using meith::registry::call_sink;
 using meith::registry::registry;
-using meith::registry::schema_validator;
+using meith::schema::schema_validator;
 using meith::registry::source_events;
 using meith::registry::source_state;
 using meith::registry::tool;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "config/paths.hpp"
 #include "protocol/suggest.hpp"
 
 #include <algorithm>
@@ -403,6 +404,16 @@ class checker {
     std::optional<config_error> error_;
     std::pair<std::uint32_t, std::uint32_t> at_{};
 };
+
+/// Sets `field` when `v` holds a value (a key the reader found and accepted).
+template <typename T>
+void assign(T& field, std::optional<T> v) {
+    if (v) field = std::move(*v);
+}
+
+/// A remote MCP source's keys — `url`, `headers`, `allow_private_network`, `ca_file`, `oauth`
+/// — of the `[[sources]]` table `t` (config/remote_config.cpp, docs/protocol.md §18).
+void parse_remote(checker& c, const scope& s, const toml::table& t, source_config& src);
 
 /// `[clients.NAME]` tables (config/clients_config.cpp, docs/protocol.md §23).
 void parse_clients(checker& c, const scope& root, std::vector<client_config>& out);

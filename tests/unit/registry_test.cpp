@@ -44,12 +44,12 @@ using meith::registry::call_end;
 using meith::registry::call_ptr;
 using meith::registry::call_sink;
 using meith::registry::registry;
-using meith::schema::schema_validator;
 using meith::registry::source_events;
 using meith::registry::source_state;
 using meith::registry::tool;
 using meith::registry::tool_definition;
 using meith::registry::tool_source;
+using meith::schema::schema_validator;
 using json = nlohmann::json;
 
 namespace {

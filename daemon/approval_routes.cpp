@@ -75,8 +75,8 @@ std::optional<std::string> controlling_terminal_problem(pid_t pid, std::uint64_t
 }
 
 /// The grant frame's `grant` object as a request, or an error text.
-std::variant<registry::grant_request, std::string> parse_grant(simdjson::dom::object g) {
-    registry::grant_request r;
+std::variant<approvals::grant_request, std::string> parse_grant(simdjson::dom::object g) {
+    approvals::grant_request r;
     bool has_caps = false;
     for (auto field : g) {
         const std::string_view key = field.key;
@@ -191,7 +191,7 @@ bool connection::refuse_unless_approver(const protocol::client_frame& f) {
 
 void connection::on_approve(const protocol::client_frame& f, std::string&) {
     if (refuse_unless_approver(f)) return;
-    const auto answer = registry::approval_answer_from(f.decision);
+    const auto answer = approvals::approval_answer_from(f.decision);
     if (!answer) {
         protocol::append_error_frame(
             outbound_, f.request_id,
@@ -199,7 +199,7 @@ void connection::on_approve(const protocol::client_frame& f, std::string&) {
             R"(requests only) or "deny")");
         return;
     }
-    if (*answer == registry::approval_answer::allow_always &&
+    if (*answer == approvals::approval_answer::allow_always &&
         registry_.approvals().is_held_call(f.approval_id)) {
         protocol::append_error_frame(
             outbound_, f.request_id,
@@ -221,7 +221,7 @@ void connection::on_grant(const protocol::client_frame& f, std::string&) {
         return;
     }
     const std::string id =
-        registry_.approvals().add_grant(std::get<registry::grant_request>(parsed), session_id_);
+        registry_.approvals().add_grant(std::get<approvals::grant_request>(parsed), session_id_);
     std::string members = R"("grantId":)";
     append_json_string(members, id);
     protocol::append_reply(outbound_, "grant_result", f.request_id, members);

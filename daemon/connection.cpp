@@ -32,8 +32,9 @@ constexpr std::size_t read_chunk = 16 * 1024;
 } // namespace
 
 connection::connection(asio::local::stream_protocol::socket socket, registry::registry& reg,
-                       peer_identity peer, std::function<void(connection*)> on_closed)
-    : socket_(std::move(socket)), registry_(reg), audit_(reg.audit_trail()), peer_(peer),
+                       gateway::mcp_gateway& mcp, peer_identity peer,
+                       std::function<void(connection*)> on_closed)
+    : socket_(std::move(socket)), registry_(reg), mcp_(mcp), audit_(reg.audit_trail()), peer_(peer),
       on_closed_(std::move(on_closed)), session_id_(new_session_id()),
       framer_(reg.cfg().limits.max_frame_bytes, read_chunk), writer_wake_(socket_.get_executor()),
       idle_timer_(socket_.get_executor()), resume_timer_(socket_.get_executor()),
@@ -375,7 +376,7 @@ void connection::close(std::string_view reason) {
     for (auto& [id, c] : calls)
         c->resolve(protocol::tool_result::failure(protocol::error_code::cancelled,
                                                   "the client disconnected"),
-                   registry::call_end::disconnect);
+                   tools::call_end::disconnect);
     std::string fields = R"("sessionId":)";
     append_json_string(fields, session_id_);
     fields += R"(,"reason":)";

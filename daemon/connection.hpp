@@ -22,6 +22,7 @@
 #pragma once
 
 #include "audit/audit_trail.hpp"
+#include "gateway/mcp_gateway.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/framing.hpp"
 #include "registry/registry.hpp"
@@ -45,12 +46,13 @@ struct peer_identity {
     uid_t uid = 0;
 };
 
-class connection final : public registry::call_sink,
-                         public registry::approver,
+class connection final : public tools::call_sink,
+                         public approvals::approver,
                          public std::enable_shared_from_this<connection> {
   public:
     connection(asio::local::stream_protocol::socket socket, registry::registry& reg,
-               peer_identity peer, std::function<void(connection*)> on_closed);
+               gateway::mcp_gateway& mcp, peer_identity peer,
+               std::function<void(connection*)> on_closed);
     ~connection() override;
 
     /// Starts reading; the connection keeps itself alive until it closes.
@@ -64,14 +66,14 @@ class connection final : public registry::call_sink,
 
     const std::string& session_id() const { return session_id_; }
 
-    // registry::call_sink
+    // tools::call_sink
     void on_tool_event(std::string_view request_id, std::string_view event_json) override;
     void on_tool_result(std::string_view request_id, const protocol::tool_result& r) override;
 
     /// A server's request to this client (docs/protocol.md §17; mcp_routes.cpp).
     bool ask_client(std::string_view request_id, std::string_view method,
                     std::string_view params_json,
-                    std::function<void(registry::mcp_answer)> done) override;
+                    std::function<void(tools::mcp_answer)> done) override;
     void notify_client(std::string_view request_id, std::string_view source,
                        std::string_view method, std::string_view params_json) override;
 
@@ -80,7 +82,7 @@ class connection final : public registry::call_sink,
         bool sampling = false, roots = false, elicitation_form = false, elicitation_url = false;
     };
 
-    // registry::approver (after a proven approver_hello, docs/protocol.md §14)
+    // approvals::approver (after a proven approver_hello, docs/protocol.md §14)
     void deliver(std::string_view frame) override;
     const std::string& approver_session() const override { return session_id_; }
 
@@ -151,6 +153,7 @@ class connection final : public registry::call_sink,
 
     asio::local::stream_protocol::socket socket_;
     registry::registry& registry_;
+    gateway::mcp_gateway& mcp_; ///< MCP's families beyond tools (mcp_routes.cpp)
     audit::audit_trail& audit_; ///< the registry's: lines, group commit, waiting replies
     peer_identity peer_;
     std::function<void(connection*)> on_closed_;
@@ -175,13 +178,13 @@ class connection final : public registry::call_sink,
     client_capabilities client_caps_;
     std::uint64_t mcp_subscriber_ = 0; ///< the gateway's token for this connection, 0: none
     /// client_request frames sent and not answered, by clientRequestId.
-    std::map<std::string, std::function<void(registry::mcp_answer)>, std::less<>> client_requests_;
+    std::map<std::string, std::function<void(tools::mcp_answer)>, std::less<>> client_requests_;
     std::uint64_t next_client_request_ = 0;
     std::uint64_t mcp_in_flight_ = 0; ///< mcp_request frames not answered yet
     std::uint64_t mcp_dropped_ = 0;   ///< MCP notifications dropped over the outbound limit
     protocol::line_framer framer_;
     protocol::frame_decoder decoder_;
-    std::unordered_map<std::string, registry::call_ptr> calls_;
+    std::unordered_map<std::string, tools::call_ptr> calls_;
     /// Calls whose tool_events were dropped over the outbound limit, and how many: a short
     /// list (at most max_calls_in_flight_per_connection), searched without allocating.
     std::vector<std::pair<std::string, std::uint64_t>> dropped_events_;

@@ -124,7 +124,7 @@ void connection::on_hello(const protocol::client_frame& f, std::string&) {
     }
     if (f.agent) hello_agent_ = std::string(*f.agent);
     if (f.client_capabilities) client_caps_ = read_client_capabilities(*f.client_capabilities);
-    if (f.subscribe_mcp) registry_.mcp().set_profile(mcp_subscriber(true), profile_for(f));
+    if (f.subscribe_mcp) mcp_.set_profile(mcp_subscriber(true), profile_for(f));
     if (f.subscribe_tools_changed && tools_changed_token_ == 0)
         tools_changed_token_ = registry_.subscribe_tools_changed([weak = weak_from_this()] {
             auto self = weak.lock();
@@ -152,13 +152,13 @@ void connection::on_hello(const protocol::client_frame& f, std::string&) {
 void connection::on_list_tools(const protocol::client_frame& f, std::string& audit_fields) {
     const auto who = caller_for(f);
     const auto profile = profile_for(f);
-    auto format = registry::list_format::meith;
+    auto format = tools::list_format::meith;
     if (!f.list_format.empty()) {
-        const auto parsed = registry::list_format_from_string(f.list_format);
+        const auto parsed = tools::list_format_from_string(f.list_format);
         if (!parsed) {
             protocol::append_error_frame(outbound_, f.request_id,
                                          fmt::format("unknown list_tools format \"{}\"; one of {}",
-                                                     f.list_format, registry::list_format_names()));
+                                                     f.list_format, tools::list_format_names()));
             return;
         }
         format = *parsed;
@@ -233,9 +233,9 @@ void connection::on_list_tools(const protocol::client_frame& f, std::string& aud
     if (f.has_tags)
         audit_fields +=
             R"(,"tags":)" + registry_.redactor().summarize_json(simdjson::minify(f.tags));
-    if (format != registry::list_format::meith) {
+    if (format != tools::list_format::meith) {
         audit_fields += R"(,"format":)";
-        append_json_string(audit_fields, registry::to_string(format));
+        append_json_string(audit_fields, tools::to_string(format));
     }
 }
 
@@ -276,7 +276,7 @@ void connection::on_cancel_tool_call(const protocol::client_frame& f, std::strin
     auto c = it->second;
     c->resolve(protocol::tool_result::failure(protocol::error_code::cancelled,
                                               "the call was cancelled by the client"),
-               registry::call_end::cancel);
+               tools::call_end::cancel);
 }
 
 void connection::on_other(const protocol::client_frame&, std::string&) {
@@ -416,7 +416,7 @@ void connection::on_tool_call(const protocol::client_frame& f, std::string&) {
         audit_rejected_call(f, why);
         return;
     }
-    auto c = std::make_shared<registry::call>(socket_.get_executor(), shared_from_this());
+    auto c = std::make_shared<tools::call>(socket_.get_executor(), shared_from_this());
     c->request_id = key;
     c->session_id = session_id_;
     c->caller = caller_for(f);

@@ -50,10 +50,10 @@ connection::client_capabilities connection::read_client_capabilities(simdjson::d
 
 std::uint64_t connection::mcp_subscriber(bool broadcast) {
     if (mcp_subscriber_ != 0) {
-        if (broadcast) registry_.mcp().set_broadcast(mcp_subscriber_);
+        if (broadcast) mcp_.set_broadcast(mcp_subscriber_);
         return mcp_subscriber_;
     }
-    mcp_subscriber_ = registry_.mcp().subscribe(
+    mcp_subscriber_ = mcp_.subscribe(
         [weak = weak_from_this()](std::string_view frame) {
             auto self = weak.lock();
             if (!self || self->closed_) return;
@@ -84,32 +84,31 @@ void connection::on_mcp_request(const protocol::client_frame& f, std::string&) {
             protocol::refusal::limit_reached);
         return;
     }
-    registry::mcp_gateway::requester r;
+    gateway::mcp_gateway::requester r;
     r.who = caller_for(f);
     r.session_id = session_id_;
     r.subscriber = mcp_subscriber(false);
     r.profile = profile_for(f);
-    registry_.mcp().set_profile(r.subscriber, r.profile);
+    mcp_.set_profile(r.subscriber, r.profile);
     std::string params = f.mcp_params ? simdjson::minify(*f.mcp_params) : std::string("{}");
     ++async_replies_;
     ++mcp_in_flight_;
-    registry_.mcp().request(
-        std::move(r), std::string(f.mcp_method), std::move(params),
-        [weak = weak_from_this(), id = std::string(*f.request_id)](registry::mcp_answer a) {
-            auto self = weak.lock();
-            if (!self) return;
-            --self->async_replies_;
-            --self->mcp_in_flight_;
-            if (self->closed_) return;
-            protocol::append_mcp_result(self->outbound_, id, a.ok, a.json);
-            self->flush();
-            self->close_if_finished();
-        });
+    mcp_.request(std::move(r), std::string(f.mcp_method), std::move(params),
+                 [weak = weak_from_this(), id = std::string(*f.request_id)](tools::mcp_answer a) {
+                     auto self = weak.lock();
+                     if (!self) return;
+                     --self->async_replies_;
+                     --self->mcp_in_flight_;
+                     if (self->closed_) return;
+                     protocol::append_mcp_result(self->outbound_, id, a.ok, a.json);
+                     self->flush();
+                     self->close_if_finished();
+                 });
 }
 
 bool connection::ask_client(std::string_view request_id, std::string_view method,
                             std::string_view params_json,
-                            std::function<void(registry::mcp_answer)> done) {
+                            std::function<void(tools::mcp_answer)> done) {
     if (closed_ || !declared(client_caps_, method, params_json)) return false;
     // A server that floods its client with requests is refused past the calls' own limit or
     // while the client does not read (the server gets -32601 with the reason, §17).
@@ -153,18 +152,18 @@ void connection::on_client_response(const protocol::client_frame& f, std::string
     auto done = std::move(it->second);
     client_requests_.erase(it);
     if (f.response_result)
-        done(registry::mcp_answer{true, simdjson::minify(*f.response_result)});
+        done(tools::mcp_answer{true, simdjson::minify(*f.response_result)});
     else
-        done(registry::mcp_answer{false, simdjson::minify(*f.response_error)});
+        done(tools::mcp_answer{false, simdjson::minify(*f.response_error)});
 }
 
 void connection::end_mcp() {
-    if (mcp_subscriber_ != 0) registry_.mcp().unsubscribe(mcp_subscriber_);
+    if (mcp_subscriber_ != 0) mcp_.unsubscribe(mcp_subscriber_);
     mcp_subscriber_ = 0;
     auto waiting = std::move(client_requests_);
     client_requests_.clear();
     for (auto& [id, done] : waiting)
-        done(registry::mcp_error(-32603, "the client that was asked disconnected"));
+        done(tools::mcp_error(-32603, "the client that was asked disconnected"));
 }
 
 } // namespace meith::daemon

@@ -10,12 +10,12 @@
 #include "daemon/peer.hpp"
 #include "daemon/reload.hpp"
 #include "daemon/service_manager.hpp"
-#include "process/confinement.hpp"
+#include "hooks/hooks.hpp"
 #include "process/subprocess.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/hooks.hpp"
 #include "registry/registry.hpp"
+#include "sandbox/confinement.hpp"
 #include "sources/factory.hpp"
 
 #include <asio/co_spawn.hpp>
@@ -101,7 +101,7 @@ class server {
         registry_.set_egress_always_handler([this](std::string_view source, std::string_view rule) {
             return keep_egress_rule(source, rule);
         });
-        registry_.add_source(registry::make_source("builtin", factory_context()));
+        registry_.add_source(sources::make_source("builtin", factory_context()));
         for (const auto& src : cfg_.sources)
             registry_.add_source(make_source(src));
         if (!cfg_.hooks.empty()) {
@@ -257,7 +257,7 @@ class server {
         for (const auto& src : next.sources) {
             if (has(plan.kept, src.name)) {
                 // Unchanged; a source marked failed gets a fresh start (docs/protocol.md §7).
-                if (registry_.source_state_of(src.name) == registry::source_state::failed) {
+                if (registry_.source_state_of(src.name) == tools::source_state::failed) {
                     registry_.restart_source(src.name);
                     restarted.push_back(src.name);
                 }
@@ -308,10 +308,10 @@ class server {
     }
 
     /// What the registry's source factories are given (sources/factory.hpp).
-    registry::source_context factory_context() { return {ioc_.get_executor(), reaper_, cfg_}; }
+    sources::source_context factory_context() { return {ioc_.get_executor(), reaper_, cfg_}; }
 
-    std::shared_ptr<registry::tool_source> make_source(const config::source_config& src) {
-        return registry::make_source(factory_context(), src);
+    std::shared_ptr<tools::tool_source> make_source(const config::source_config& src) {
+        return sources::make_source(factory_context(), src);
     }
 
     void listen() {
@@ -482,12 +482,13 @@ class server {
             close_when_on_file(std::move(sock));
             return;
         }
-        auto conn =
-            std::make_shared<connection>(std::move(sock), registry_, *peer, [this](connection* c) {
-                connections_.erase(c);
-                if (shutting_down_ && connections_.empty()) maybe_finish();
-                schedule_status();
-            });
+        auto conn = std::make_shared<connection>(std::move(sock), registry_, mcp_, *peer,
+                                                 [this](connection* c) {
+                                                     connections_.erase(c);
+                                                     if (shutting_down_ && connections_.empty())
+                                                         maybe_finish();
+                                                     schedule_status();
+                                                 });
         connections_.emplace(conn.get(), conn);
         conn->start();
         schedule_status();
@@ -576,8 +577,7 @@ class server {
             return;
         }
         registry_.abort_all(protocol::error_code::runtime_shutting_down,
-                            "meithd shut down before the call finished",
-                            registry::call_end::shutdown);
+                            "meithd shut down before the call finished", tools::call_end::shutdown);
         std::vector<std::shared_ptr<connection>> conns;
         for (auto& [raw, c] : connections_)
             conns.push_back(c);
@@ -624,9 +624,10 @@ class server {
     fs::path socket_path_;
     audit::audit_log& audit_;
     asio::signal_set signals_;
-    registry::child_reaper reaper_;
+    process::child_reaper reaper_;
     registry::registry registry_;
-    registry::hook_set hooks_;
+    gateway::mcp_gateway mcp_{registry_}; ///< routes MCP's other families over registry_
+    hooks::hook_set hooks_;
     stream_protocol::acceptor acceptor_;
     asio::steady_timer grace_timer_;
     asio::steady_timer close_timer_;
@@ -672,8 +673,8 @@ std::string cli_hint(const fs::path& home) {
 int serve(served_daemon d) {
     // Before the server is made: its hooks are confined as it is constructed, and every
     // sandbox hides the home and the socket (and never lets a tool write the home).
-    registry::set_confinement_home(d.home, d.socket);
-    if (d.config_arg) registry::set_confinement_config(*d.config_arg);
+    sandbox::set_confinement_home(d.home, d.socket);
+    if (d.config_arg) sandbox::set_confinement_config(*d.config_arg);
     asio::io_context ioc(1);
     server srv(ioc, d.cfg, d.config_arg, d.home, d.socket, d.audit, std::move(d.activated),
                d.ready_fd, d.log_file);

@@ -5,7 +5,7 @@
 // explicit deny): those of one caller and/or one session, to tools matching a glob, whose
 // capabilities not allowed outright (`decision::needed`) are all among the grant's. It may
 // count uses down and expire. The store is plain data: who audits, persists and times
-// expiry is the registry's `approvals` (registry/approvals.hpp). I/O-thread only.
+// expiry is the registry's `approvals` (approvals/approvals.hpp). I/O-thread only.
 #pragma once
 
 #include "permissions/policy.hpp"

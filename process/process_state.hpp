@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-namespace meith::registry {
+namespace meith::process {
 
 enum class process_state { starting, ready, restarting, failed, stopped };
 
@@ -26,4 +26,4 @@ constexpr std::string_view to_string(process_state s) {
     return "unknown";
 }
 
-} // namespace meith::registry
+} // namespace meith::process

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace meith::registry {
+namespace meith::process {
 
 namespace {
 
@@ -240,4 +240,4 @@ void rpc_peer::on_exit(const std::string& how) {
     if (h_.on_exit) h_.on_exit(how);
 }
 
-} // namespace meith::registry
+} // namespace meith::process

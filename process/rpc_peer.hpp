@@ -32,7 +32,7 @@
 #include <string_view>
 #include <unordered_map>
 
-namespace meith::registry {
+namespace meith::process {
 
 enum class rpc_dialect { jsonrpc, tool_host };
 
@@ -153,4 +153,4 @@ class rpc_peer {
     log_throttle garbage_log_;
 };
 
-} // namespace meith::registry
+} // namespace meith::process

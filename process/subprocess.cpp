@@ -27,7 +27,7 @@
 
 extern char** environ;
 
-namespace meith::registry {
+namespace meith::process {
 
 child_reaper::child_reaper(asio::any_io_executor ex) : signals_(ex, SIGCHLD) {
     arm();
@@ -476,4 +476,4 @@ void child_process::close_output() {
     stderr_.close(ec);
 }
 
-} // namespace meith::registry
+} // namespace meith::process

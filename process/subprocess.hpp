@@ -26,7 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace meith::registry {
+namespace meith::process {
 
 /// Calls a handler when a child exits. One per io_context; listens to SIGCHLD and reaps only
 /// the pids registered with it (waitpid per pid), and any other child that has exited: the
@@ -116,4 +116,4 @@ class child_process {
     asio::posix::stream_descriptor stderr_;
 };
 
-} // namespace meith::registry
+} // namespace meith::process

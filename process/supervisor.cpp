@@ -15,7 +15,7 @@
 #include <asio/post.hpp>
 #include <asio/write.hpp>
 
-namespace meith::registry {
+namespace meith::process {
 
 namespace {
 constexpr std::size_t max_log_line = 16 * 1024;
@@ -556,4 +556,4 @@ void oneshot_run::maybe_done() {
     if (done_) std::exchange(done_, nullptr)(std::move(outcome_));
 }
 
-} // namespace meith::registry
+} // namespace meith::process

@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-namespace meith::registry {
+namespace meith::process {
 
 /// At most one log line per second for a repeated complaint (a child writing garbage on stdout
 /// must not flood the daemon log): `allow()` says whether to log now, and `suppressed()` how
@@ -230,4 +230,4 @@ class oneshot_run : public std::enable_shared_from_this<oneshot_run> {
     bool reported_ = false;
 };
 
-} // namespace meith::registry
+} // namespace meith::process

@@ -24,14 +24,14 @@ std::string_view cut_chars(std::string_view text, std::size_t max) {
 
 } // namespace
 
-void registry::list_tools_filtered(permissions::caller who, list_format format,
+void registry::list_tools_filtered(permissions::caller who, tools::list_format format,
                                    std::optional<std::vector<std::string>> tags,
                                    std::string models_json,
                                    std::function<void(std::string tools)> done,
                                    profile_ptr profile) {
     struct gather {
         std::optional<std::vector<std::string>> tags;
-        std::map<const tool_source*, std::vector<std::string>> source_tags;
+        std::map<const tools::tool_source*, std::vector<std::string>> source_tags;
         std::size_t waiting = 0;
         std::function<void(std::string)> done;
     };
@@ -41,7 +41,7 @@ void registry::list_tools_filtered(permissions::caller who, list_format format,
     auto render = [this, who, format, profile, alive = alive_](const std::shared_ptr<gather>& g) {
         if (!*alive) return;
         std::string out;
-        tool_table::list_filter filter;
+        tools::tool_table::list_filter filter;
         filter.profile = profile.get();
         if (g->tags) filter.tags = &*g->tags;
         filter.source_tags = &g->source_tags;
@@ -166,9 +166,9 @@ std::string with_display(const std::string& meta_json, const std::string& displa
 
 } // namespace
 
-void registry::shape_result(const call_ptr& c, protocol::tool_result r) {
+void registry::shape_result(const tools::call_ptr& c, protocol::tool_result r) {
     if ((!c->result_model && !c->result_display) || !c->target) {
-        c->finalize(std::move(r), call_end::tool);
+        c->finalize(std::move(r), tools::call_end::tool);
         return;
     }
     const std::string raw = host_result_object(r);
@@ -191,7 +191,7 @@ void registry::shape_result(const call_ptr& c, protocol::tool_result r) {
             audit::redact_exact_secrets(model);
             if (c->result_model) r.model_content_json = model;
             if (!c->result_display) {
-                c->finalize(std::move(r), call_end::tool);
+                c->finalize(std::move(r), tools::call_end::tool);
                 return;
             }
             std::string params = R"("tool_name":)";
@@ -212,7 +212,7 @@ void registry::shape_result(const call_ptr& c, protocol::tool_result r) {
                     }
                     audit::redact_exact_secrets(display);
                     r.meta_json = with_display(r.meta_json, display);
-                    c->finalize(std::move(r), call_end::tool);
+                    c->finalize(std::move(r), tools::call_end::tool);
                 });
         });
 }

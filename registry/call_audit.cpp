@@ -4,10 +4,10 @@
 #include "audit/audit_log.hpp"
 #include "audit/audit_trail.hpp"
 #include "audit/redactor.hpp"
+#include "hooks/hooks.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/hooks.hpp"
-#include "registry/tool_source.hpp"
-#include "registry/tool_table.hpp"
+#include "tools/tool_source.hpp"
+#include "tools/tool_table.hpp"
 
 #include <chrono>
 
@@ -29,8 +29,8 @@ struct record {
     std::string_view client;         ///< the client profile (§23); written only when set
     std::string_view traceparent;    ///< W3C trace context; written only when set
     std::optional<std::string_view> tool_name;
-    const tool* target = nullptr; ///< source and capabilities
-    std::optional<bool> allow;    ///< the decision
+    const tools::tool* target = nullptr; ///< source and capabilities
+    std::optional<bool> allow;           ///< the decision
     std::optional<std::string_view> reason;
     std::string_view grant_id;    ///< written only when set (PROTOCOL.md §12)
     std::string_view approval_id; ///< written only when set
@@ -155,8 +155,8 @@ void append_redacted_json_string(std::string& out, std::string_view s) {
     audit::default_redactor().append_redacted_json_string(out, s);
 }
 
-std::string_view to_string(call_end how) {
-    return names_of(how).audit;
+std::string_view to_string(tools::call_end how) {
+    return tools::names_of(how).audit;
 }
 
 void record_args(const audit::redactor& redactor, call& c, simdjson::dom::element args) {
@@ -164,7 +164,7 @@ void record_args(const audit::redactor& redactor, call& c, simdjson::dom::elemen
     redactor.append_summary_element(c.args_summary, args, c.args_json);
 }
 
-void record_filter_verdicts(call& c, const std::vector<hook_verdict>& verdicts) {
+void record_filter_verdicts(call& c, const std::vector<hooks::hook_verdict>& verdicts) {
     for (const auto& v : verdicts) {
         if (!c.hooks_json.empty()) c.hooks_json += ',';
         c.hooks_json += R"({"name":)";

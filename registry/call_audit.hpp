@@ -11,7 +11,7 @@
 
 #include "permissions/policy.hpp"
 #include "protocol/tool_result.hpp"
-#include "registry/call.hpp"
+#include "tools/call.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -26,21 +26,25 @@ class redactor;
 class audit_trail;
 } // namespace meith::audit
 
+namespace meith::hooks {
+struct hook_verdict;
+} // namespace meith::hooks
+
 namespace meith::registry {
 
-struct hook_verdict;
+using tools::call;
 
 /// Appends `s` as a JSON string with secrets redacted.
 void append_redacted_json_string(std::string& out, std::string_view s);
 
 /// The `end` value of a call's line ("tool", "timeout", "client_disconnected", ...).
-std::string_view to_string(call_end how);
+std::string_view to_string(tools::call_end how);
 
 /// Makes the redacted summary of the call's arguments (`c.args_summary`) from the parsed
 /// value and its text `c.args_json`, so the audit writer need not parse them again.
 void record_args(const audit::redactor& redactor, call& c, simdjson::dom::element args);
 /// Adds filter hooks' verdicts to the call's `hooks` array.
-void record_filter_verdicts(call& c, const std::vector<hook_verdict>& verdicts);
+void record_filter_verdicts(call& c, const std::vector<hooks::hook_verdict>& verdicts);
 /// Adds the observe hooks notified in `phase` to the call's `hooks` array.
 void record_observers(call& c, std::string_view phase, const std::vector<std::string>& names);
 

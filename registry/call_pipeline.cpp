@@ -7,9 +7,9 @@
 // Also rejections without a run, and aborting every call at shutdown.
 #include "registry/registry.hpp"
 
+#include "hooks/hooks.hpp"
 #include "protocol/json_minify.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/hooks.hpp"
 #include "schema/validator.hpp"
 
 #include <fmt/format.h>
@@ -64,104 +64,38 @@ void deny_without_approver(call& c) {
     c.decision.reason += "; no approver is connected (run `meith approve` in a terminal)";
     c.resolve(tool_result::failure(error_code::permission_denied,
                                    "permission denied: " + c.decision.reason),
-              call_end::refused);
+              tools::call_end::refused);
 }
 
 } // namespace
-
-// ---- call -------------------------------------------------------------------------------
-
-call::call(asio::any_io_executor ex, std::shared_ptr<call_sink> sink)
-    : sink_(std::move(sink)), ex_(std::move(ex)) {
-}
-
-call::~call() {
-    if (active_ && owner_) owner_->deactivate(*this); // never left dangling in the list
-}
-
-void call::emit(std::string_view event_json) {
-    if (resolved_ || tool_done_ || !sink_) return;
-    if (audit::holds_exact_secret(event_json)) {
-        std::string redacted(event_json); // a secret the tool echoes stays with it
-        audit::redact_exact_secrets(redacted);
-        return sink_->on_tool_event(request_id, redacted);
-    }
-    sink_->on_tool_event(request_id, event_json);
-}
-
-namespace {
-
-/// A tool's result with each exact secret value replaced (docs/security.md "Secrets").
-void redact_result(tool_result& r) {
-    audit::redact_exact_secrets(r.content_json);
-    audit::redact_exact_secrets(r.meta_json);
-    audit::redact_exact_secrets(r.diagnostics_json);
-    audit::redact_exact_secrets(r.model_content_json);
-    if (r.error) {
-        audit::redact_exact_secrets(r.error->message);
-        audit::redact_exact_secrets(r.error->details_json);
-    }
-}
-
-} // namespace
-
-void call::resolve(tool_result result, call_end how) {
-    if (resolved_) return;
-    if (how == call_end::tool) {
-        redact_result(result);
-        if (tool_done_) return;
-        tool_done_ = true;
-        abandon_ = nullptr; // the tool is no longer running: nothing to undo
-        if (owner_) {
-            owner_->after_tool(shared_from_this(), std::move(result));
-            return;
-        }
-    }
-    finalize(std::move(result), how);
-}
-
-void call::finalize(tool_result result, call_end how) {
-    if (resolved_) return;
-    resolved_ = true;
-    end_ = how;
-    if (deadline_) deadline_->cancel();
-    auto abandon = std::move(abandon_);
-    abandon_ = nullptr;
-    if (how != call_end::tool && abandon) abandon();
-    if (owner_)
-        owner_->finish(*this, result);
-    else if (sink_)
-        sink_->on_tool_result(request_id, result);
-    sink_.reset(); // breaks the connection <-> call cycle
-}
 
 // ---- dispatch -----------------------------------------------------------------------------
 
-void registry::reject(const call_ptr& c, error_code code, std::string message,
+void registry::reject(const tools::call_ptr& c, error_code code, std::string message,
                       const simdjson::dom::element* args) {
-    c->owner_ = this;
+    c->adopt(this);
     c->args_json = args ? simdjson::minify(*args) : "null";
-    activate(*c);
-    c->resolve(tool_result::failure(code, std::move(message)), call_end::refused);
+    calls_.add(*c);
+    c->resolve(tool_result::failure(code, std::move(message)), tools::call_end::refused);
 }
 
-void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
-    c->owner_ = this;
+void registry::dispatch(const tools::call_ptr& c, simdjson::dom::element args) {
+    c->adopt(this);
     c->args_json = protocol::minified(args);
     if (audit_.enabled()) record_args(redactor_, *c, args);
-    activate(*c);
+    calls_.add(*c);
 
     if (shutting_down_) {
         c->resolve(tool_result::failure(error_code::runtime_shutting_down,
                                         "meithd is shutting down and accepts no new calls"),
-                   call_end::refused);
+                   tools::call_end::refused);
         return;
     }
     if (audit_refuses_calls()) {
         c->resolve(tool_result::failure(error_code::tool_failed,
                                         "the audit log cannot be written, so calls are refused "
                                         "(audit.on_failure = \"fail_closed\")"),
-                   call_end::refused);
+                   tools::call_end::refused);
         return;
     }
     if (c->profile) {
@@ -174,7 +108,7 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
     if (!c->target) {
         c->resolve(
             tool_result::failure(error_code::unknown_tool, "no tool named '" + c->tool_name + "'"),
-            call_end::refused);
+            tools::call_end::refused);
         return;
     }
     const tool& t = *c->target;
@@ -194,13 +128,13 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
                        error_code::validation_error,
                        text ? "'" + t.name + "' is a text-payload tool: arguments must be a string"
                             : "arguments must be a JSON object"),
-                   call_end::refused);
+                   tools::call_end::refused);
         return;
     }
     if (t.validator) {
         if (auto err = t.validator->validate(args)) {
             c->resolve(tool_result::failure(error_code::validation_error, std::move(*err)),
-                       call_end::refused);
+                       tools::call_end::refused);
             return;
         }
     }
@@ -234,7 +168,7 @@ void registry::dispatch(const call_ptr& c, simdjson::dom::element args) {
     proceed(c);
 }
 
-void registry::refuse(const call_ptr& c) {
+void registry::refuse(const tools::call_ptr& c) {
     std::string message = "permission denied: " + c->decision.reason;
     // Refused for `unknown` capabilities: say how to declare them (docs/configuration.md).
     if (c->target &&
@@ -253,7 +187,7 @@ void registry::refuse(const call_ptr& c) {
                                caps, permissions::to_string(c->caller), c->target->name);
     }
     c->resolve(tool_result::failure(error_code::permission_denied, std::move(message)),
-               call_end::refused);
+               tools::call_end::refused);
 }
 
 registry::held_recheck registry::recheck_held(call& c) const {
@@ -302,12 +236,12 @@ registry::held_recheck registry::recheck_held(call& c) const {
     return r;
 }
 
-void registry::settle_redecided(const call_ptr& c, held_recheck r, std::string_view why) {
+void registry::settle_redecided(const tools::call_ptr& c, held_recheck r, std::string_view why) {
     c->on_abandon(nullptr);
     c->awaiting_approval = false;
     if (r.failure) {
         // What a fresh call would get, word for word.
-        c->resolve(std::move(*r.failure), call_end::refused);
+        c->resolve(std::move(*r.failure), tools::call_end::refused);
         return;
     }
     c->decision = std::move(r.decision);
@@ -329,7 +263,7 @@ std::string seconds_text(std::uint64_t ms) {
 
 } // namespace
 
-void registry::arm_deadline(const call_ptr& c) {
+void registry::arm_deadline(const tools::call_ptr& c) {
     const std::uint64_t timeout = c->timeout_ms;
     c->deadline().expires_at(c->started + std::chrono::milliseconds(timeout));
     c->deadline().async_wait([weak = std::weak_ptr<call>(c), timeout](const std::error_code& ec) {
@@ -343,11 +277,11 @@ void registry::arm_deadline(const call_ptr& c) {
                       " (the call's timeout); it did not run"
                 : "the call did not finish within " + std::to_string(timeout) + " ms";
         self->finalize(tool_result::failure(error_code::timeout, std::move(message)),
-                       call_end::timeout);
+                       tools::call_end::timeout);
     });
 }
 
-void registry::hold_for_approval(const call_ptr& c) {
+void registry::hold_for_approval(const tools::call_ptr& c) {
     if (approvals_.approver_count() == 0) {
         deny_without_approver(*c);
         return;
@@ -362,12 +296,13 @@ void registry::hold_for_approval(const call_ptr& c) {
     c->on_abandon([this, weak, approval_id, alive] {
         auto self = weak.lock();
         if (!self || alive.expired() || approval_id->empty()) return;
-        const call_end how = self->end();
-        approvals_.withdraw(*approval_id, how == call_end::timeout      ? "the call timed out"
-                                          : how == call_end::cancel     ? "the client cancelled it"
-                                          : how == call_end::disconnect ? "the client disconnected"
-                                          : how == call_end::shutdown   ? "meithd is shutting down"
-                                                                        : "the call ended");
+        const tools::call_end how = self->end();
+        approvals_.withdraw(*approval_id,
+                            how == tools::call_end::timeout      ? "the call timed out"
+                            : how == tools::call_end::cancel     ? "the client cancelled it"
+                            : how == tools::call_end::disconnect ? "the client disconnected"
+                            : how == tools::call_end::shutdown   ? "meithd is shutting down"
+                                                                 : "the call ended");
     });
     preview_call(c->target, c->args_json, [this, weak, approval_id, alive](preview p) {
         auto c = weak.lock();
@@ -376,7 +311,7 @@ void registry::hold_for_approval(const call_ptr& c) {
         if (shutting_down_) {
             c->resolve(tool_result::failure(error_code::runtime_shutting_down,
                                             "meithd is shutting down and accepts no new calls"),
-                       call_end::shutdown);
+                       tools::call_end::shutdown);
             return;
         }
         if (approvals_.approver_count() == 0) {
@@ -390,12 +325,13 @@ void registry::hold_for_approval(const call_ptr& c) {
             return;
         }
         *approval_id = approvals_.hold(
-            c, p.text, [this, weak, approval_id, alive](approval_answer a, std::string reason) {
+            c, p.text,
+            [this, weak, approval_id, alive](approvals::approval_answer a, std::string reason) {
                 auto c = weak.lock();
                 if (!c || c->resolved() || alive.expired()) return;
                 c->on_abandon(nullptr);
                 c->awaiting_approval = false;
-                if (a != approval_answer::deny) {
+                if (a != approvals::approval_answer::deny) {
                     // A person said yes to the tool as it was: it may be gone, replaced or
                     // quarantined since (§22), or denied by a reload not yet applied to it.
                     if (auto r = recheck_held(*c);
@@ -406,7 +342,7 @@ void registry::hold_for_approval(const call_ptr& c) {
                         return;
                     }
                 }
-                if (a == approval_answer::deny) {
+                if (a == approvals::approval_answer::deny) {
                     c->decision.ask = false;
                     c->decision.grantable = false; // a person said no: no grant hint
                     c->decision.reason = reason.empty() ? "denied by an approver"
@@ -416,7 +352,7 @@ void registry::hold_for_approval(const call_ptr& c) {
                 }
                 c->decision.allow = true;
                 c->decision.ask = false;
-                c->decision.reason = a == approval_answer::allow_once
+                c->decision.reason = a == approvals::approval_answer::allow_once
                                          ? "approved once by an approver"
                                          : "approved for the session by an approver";
                 proceed(c);
@@ -443,10 +379,10 @@ void registry::begin_shutdown() {
         c->resolve(tool_result::failure(error_code::runtime_shutting_down,
                                         "meithd is shutting down; the call was held for approval "
                                         "and did not run"),
-                   call_end::shutdown);
+                   tools::call_end::shutdown);
 }
 
-void registry::proceed(const call_ptr& c) {
+void registry::proceed(const tools::call_ptr& c) {
     const tool& t = *c->target;
     // [[limits.rates]] (docs/protocol.md §21): after the policy (and a person) allowed it.
     if (!rates_.empty()) {
@@ -456,7 +392,7 @@ void registry::proceed(const call_ptr& c) {
                             error_code::rate_limited, std::move(limited->message),
                             R"({"retryAfterMs":)" + std::to_string(limited->retry_after_ms) +
                                 R"(,"rule":)" + std::to_string(limited->rule + 1) + "}"),
-                        call_end::refused);
+                        tools::call_end::refused);
             return;
         }
     }
@@ -475,30 +411,30 @@ void registry::proceed(const call_ptr& c) {
         run_on_source(c);
         return;
     }
-    hooks_->filter("before_execution", t.name, std::move(payload), c->deadline().expiry(),
-                   [this, weak = std::weak_ptr<call>(c),
-                    alive = std::weak_ptr<bool>(alive_)](std::vector<hook_verdict> verdicts) {
-                       auto c = weak.lock();
-                       if (!c || c->resolved() || !alive.lock()) return;
-                       record_filter_verdicts(*c, verdicts);
-                       if (!verdicts.empty() && !verdicts.back().allow) {
-                           c->decision.allow = false;
-                           c->decision.reason = verdicts.back().reason;
-                           c->finalize(
-                               tool_result::failure(error_code::permission_denied,
-                                                    "permission denied: " + verdicts.back().reason),
-                               call_end::refused);
-                           return;
-                       }
-                       run_on_source(c);
-                   });
+    hooks_->filter(
+        "before_execution", t.name, std::move(payload), c->deadline().expiry(),
+        [this, weak = std::weak_ptr<call>(c),
+         alive = std::weak_ptr<bool>(alive_)](std::vector<hooks::hook_verdict> verdicts) {
+            auto c = weak.lock();
+            if (!c || c->resolved() || !alive.lock()) return;
+            record_filter_verdicts(*c, verdicts);
+            if (!verdicts.empty() && !verdicts.back().allow) {
+                c->decision.allow = false;
+                c->decision.reason = verdicts.back().reason;
+                c->finalize(tool_result::failure(error_code::permission_denied,
+                                                 "permission denied: " + verdicts.back().reason),
+                            tools::call_end::refused);
+                return;
+            }
+            run_on_source(c);
+        });
 }
 
-void registry::run_on_source(const call_ptr& c) {
-    tool_source& src = *c->target->source;
+void registry::run_on_source(const tools::call_ptr& c) {
+    tools::tool_source& src = *c->target->source;
     // The source may have been removed by a reload while the call waited (for a hook): it is
     // still alive (the call's tool holds it) but stopped, and runs nothing more.
-    if (src.state() == source_state::stopped) {
+    if (src.state() == tools::source_state::stopped) {
         c->resolve(tool_result::failure(error_code::tool_failed,
                                         "source '" + src.name() +
                                             "' was stopped (removed by a config reload, or the "
@@ -508,7 +444,7 @@ void registry::run_on_source(const call_ptr& c) {
     src.execute(c, *c->target);
 }
 
-void registry::after_tool(const call_ptr& c, tool_result r) {
+void registry::after_tool(const tools::call_ptr& c, tool_result r) {
     // A refusal by the tool's sandbox says so, and what would allow it (docs/protocol.md §15).
     if (!r.ok && r.error && r.error->code == error_code::tool_failed && c->target) {
         const auto hint =
@@ -527,8 +463,8 @@ void registry::after_tool(const call_ptr& c, tool_result r) {
         return;
     }
     hooks_->filter("after_execution", name, std::move(payload), c->deadline().expiry(),
-                   [weak = std::weak_ptr<call>(c),
-                    r = std::move(r)](std::vector<hook_verdict> verdicts) mutable {
+                   [this, weak = std::weak_ptr<call>(c),
+                    r = std::move(r)](std::vector<hooks::hook_verdict> verdicts) mutable {
                        auto c = weak.lock();
                        if (!c || c->resolved()) return;
                        record_filter_verdicts(*c, verdicts);
@@ -539,39 +475,17 @@ void registry::after_tool(const call_ptr& c, tool_result r) {
                            c->finalize(
                                tool_result::failure(error_code::permission_denied,
                                                     "result withheld: " + verdicts.back().reason),
-                               call_end::tool);
+                               tools::call_end::tool);
                            return;
                        }
-                       c->owner_->shape_result(c, std::move(r));
+                       shape_result(c, std::move(r));
                    });
 }
 
 // ---- finish -------------------------------------------------------------------------------
 
-void registry::activate(call& c) {
-    if (c.active_) return;
-    c.active_ = true;
-    c.active_prev_ = nullptr;
-    c.active_next_ = active_head_;
-    if (active_head_) active_head_->active_prev_ = &c;
-    active_head_ = &c;
-    ++active_count_;
-}
-
-void registry::deactivate(call& c) {
-    if (!c.active_) return;
-    c.active_ = false;
-    if (c.active_prev_)
-        c.active_prev_->active_next_ = c.active_next_;
-    else
-        active_head_ = c.active_next_;
-    if (c.active_next_) c.active_next_->active_prev_ = c.active_prev_;
-    c.active_prev_ = c.active_next_ = nullptr;
-    --active_count_;
-}
-
-void registry::finish(call& c, const tool_result& r) {
-    deactivate(c);
+void registry::finish(call& c, tool_result& r) {
+    calls_.remove(c);
     // The whole result counts: content, meta (with a display), diagnostics and modelContent
     // (a host's format_tool_result may be far larger than the content; an error's details are
     // cut by the sources that make them).
@@ -588,14 +502,11 @@ void registry::finish(call& c, const tool_result& r) {
     // The call's one audit line is written (visible to readers) before the reply is queued
     // (§6), and it records what the client receives.
     write_call_audit(audit_, c, outcome);
-    if (c.sink_) c.sink_->on_tool_result(c.request_id, outcome);
+    if (too_big) r = std::move(*too_big);
 }
 
-void registry::abort_all(error_code code, const std::string& message, call_end how) {
-    std::vector<call_ptr> calls;
-    for (call* c = active_head_; c != nullptr; c = c->active_next_)
-        calls.push_back(c->shared_from_this());
-    for (auto& c : calls)
+void registry::abort_all(error_code code, const std::string& message, tools::call_end how) {
+    for (auto& c : calls_.snapshot())
         c->resolve(tool_result::failure(code, message), how);
 }
 

@@ -14,8 +14,8 @@
 
 namespace meith::registry {
 
-void registry::on_egress_ask(tool_source& src, const egress::connection_record& r, call_ptr owner,
-                             egress::ask_reply reply) {
+void registry::on_egress_ask(tools::tool_source& src, const egress::connection_record& r,
+                             tools::call_ptr owner, egress::ask_reply reply) {
     // "host:port", "[v6]:port": the rule naming exactly this target, and the one allow_always
     // writes. Only a rule egress::parse_rule (so the config loader) reads back as this very
     // target is ever offered: a rule it refused would make every later reload, and the next
@@ -40,15 +40,15 @@ void registry::on_egress_ask(tool_source& src, const egress::connection_record& 
     approvals_.hold_egress(
         source, r, owner, timeout,
         [this, source, target, reply = std::move(reply),
-         alive = std::weak_ptr<bool>(alive_)](approval_answer a, std::string reason) {
+         alive = std::weak_ptr<bool>(alive_)](approvals::approval_answer a, std::string reason) {
             if (!alive.lock()) return reply({false, "meithd is stopping", {}});
             switch (a) {
-            case approval_answer::allow_once:
+            case approvals::approval_answer::allow_once:
                 return reply({true, target + " (a person allowed it once)", {}});
-            case approval_answer::allow_session:
+            case approvals::approval_answer::allow_session:
                 egress_allowed_[source].insert(target);
                 return reply({true, target + " (a person allowed it for this session)", {}});
-            case approval_answer::allow_always: {
+            case approvals::approval_answer::allow_always: {
                 egress_allowed_[source].insert(target);
                 std::string how = target + " (a person allowed it always";
                 if (!egress_always_) {
@@ -61,7 +61,7 @@ void registry::on_egress_ask(tool_source& src, const egress::connection_record& 
                 }
                 return reply({true, how + ")", {}});
             }
-            case approval_answer::deny:
+            case approvals::approval_answer::deny:
                 break;
             }
             // A timeout's reason says so itself; a person's is quoted.

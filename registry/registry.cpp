@@ -2,8 +2,8 @@
 // daemon uses. The registry's other jobs are in their own files (see registry.hpp).
 #include "registry/registry.hpp"
 
+#include "hooks/hooks.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/hooks.hpp"
 
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -27,7 +27,7 @@ registry::registry(asio::any_io_executor ex, const config::config& cfg, audit::a
 }
 
 std::optional<std::string> registry::source_hidden(const permissions::client_profile& profile,
-                                                   const tool_source& src) const {
+                                                   const tools::tool_source& src) const {
     if (profile.names_sources()) return profile.source_hidden(src.name(), false);
     const auto tools = tools_.tools_of(src);
     const bool shows = std::any_of(tools.begin(), tools.end(),
@@ -216,22 +216,22 @@ std::string registry::explain_policy(std::string_view tool_name, permissions::ca
 // ---- status ---------------------------------------------------------------------------------
 
 void registry::append_tool_descriptors(std::string& out, permissions::caller who,
-                                       list_format format,
+                                       tools::list_format format,
                                        const permissions::client_profile* profile) {
     if (!profile) return tools_.append_descriptors(out, who, policy_, format);
-    tool_table::list_filter filter;
+    tools::tool_table::list_filter filter;
     filter.profile = profile;
     tools_.append_filtered(out, who, policy_, format, filter);
 }
 
 std::size_t registry::append_tool_page(std::string& out, permissions::caller who,
-                                       list_format format,
+                                       tools::list_format format,
                                        const permissions::client_profile* profile,
                                        std::size_t offset, std::size_t limit, bool permitted) {
     std::size_t total = 0;
-    tool_table::list_filter filter;
+    tools::tool_table::list_filter filter;
     filter.profile = profile;
-    filter.permitted_only = permitted || format != list_format::meith;
+    filter.permitted_only = permitted || format != tools::list_format::meith;
     filter.offset = offset;
     filter.limit = limit;
     filter.matched = &total;
@@ -297,7 +297,7 @@ std::optional<std::string> registry::accept_tool(std::string_view name, std::str
     fields += R"(,"toolName":)";
     append_redacted(fields, name);
     fields += R"(,"hash":)";
-    append_json_string(fields, tool_pins::definition_of(*t).hash);
+    append_json_string(fields, tools::tool_pins::definition_of(*t).hash);
     fields += R"(,"approverSession":)";
     append_json_string(fields, by);
     audit_.event("tool_definition_accepted", fields);
@@ -312,7 +312,7 @@ std::optional<std::string> registry::append_held_definition(std::string& out,
     if (!t) return "no tool '" + std::string(name) + "' (see `meith tools`)";
     const auto held = t->quarantined ? pins_.held(t->source->name(), t->remote_name) : std::nullopt;
     if (!held) return "tool '" + std::string(name) + "' is not quarantined: nothing to accept";
-    const auto append_definition = [&](const tool_pins::definition& d) {
+    const auto append_definition = [&](const tools::tool_pins::definition& d) {
         out += R"({"hash":)";
         append_json_string(out, d.hash);
         out += R"(,"description":)";

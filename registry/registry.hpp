@@ -21,19 +21,18 @@
 // waiting for their lines), which connections use directly; the source kinds are in sources/.
 #pragma once
 
+#include "approvals/approvals.hpp"
 #include "audit/audit_log.hpp"
 #include "audit/audit_trail.hpp"
 #include "audit/redactor.hpp"
 #include "config/config.hpp"
 #include "permissions/policy.hpp"
 #include "permissions/rate_limits.hpp"
-#include "registry/approvals.hpp"
-#include "registry/call.hpp"
 #include "registry/call_audit.hpp"
-#include "registry/mcp_gateway.hpp"
-#include "registry/tool_pins.hpp"
-#include "registry/tool_source.hpp"
-#include "registry/tool_table.hpp"
+#include "tools/call.hpp"
+#include "tools/tool_pins.hpp"
+#include "tools/tool_source.hpp"
+#include "tools/tool_table.hpp"
 
 #include <asio/any_io_executor.hpp>
 
@@ -50,9 +49,30 @@
 
 #include <simdjson.h>
 
+namespace meith::hooks {
+class hook_set;
+} // namespace meith::hooks
+
 namespace meith::registry {
 
-class registry {
+using tools::call;
+using tools::tool;
+
+/// Who hears what a source says outside calls: the MCP gateway (gateway/mcp_gateway.hpp), which
+/// sits above the registry and sets itself once.
+class source_observer {
+  public:
+    /// A source's MCP notification (tools::source_events::mcp_notification).
+    virtual void on_notification(tools::tool_source& src, std::string_view method,
+                                 std::string_view params_json) = 0;
+    /// A source was removed (a reload): whatever routes to it is forgotten.
+    virtual void on_removed(const tools::tool_source& src) = 0;
+
+  protected:
+    ~source_observer() = default;
+};
+
+class registry final : public tools::call_owner {
   public:
     /// `audit` may be null (unit tests); it must outlive the registry otherwise.
     registry(asio::any_io_executor ex, const config::config& cfg, audit::audit_log* audit);
@@ -60,7 +80,7 @@ class registry {
     registry(const registry&) = delete;
     registry& operator=(const registry&) = delete;
 
-    void add_source(std::shared_ptr<tool_source> source);
+    void add_source(std::shared_ptr<tools::tool_source> source);
 
     /// Starts every source; `on_ready` runs once each has registered its tools or failed its
     /// first start (docs/protocol.md §1 readiness). A source whose listing takes a name another
@@ -70,11 +90,11 @@ class registry {
 
     /// Runs call `c` (identity fields filled in by the connection) with `args`, an object
     /// element valid only during this call. Always ends in exactly one result to the sink.
-    void dispatch(const call_ptr& c, simdjson::dom::element args);
+    void dispatch(const tools::call_ptr& c, simdjson::dom::element args);
 
     /// Resolves `c` as failed without running anything (frame-level VALIDATION_ERROR);
     /// `args` (any JSON type, may be null) is what the frame carried, for the audit line.
-    void reject(const call_ptr& c, protocol::error_code code, std::string message,
+    void reject(const tools::call_ptr& c, protocol::error_code code, std::string message,
                 const simdjson::dom::element* args);
 
     /// Audits a tool_call frame refused before it became a call (`tool_call_rejected`, the
@@ -85,19 +105,21 @@ class registry {
     /// a provider's `format` (tool_formats.hpp).
     /// With `profile`, only its tools, as it shows them (rendered afresh, not cached).
     void append_tool_descriptors(std::string& out, permissions::caller who,
-                                 list_format format = list_format::meith,
+                                 tools::list_format format = tools::list_format::meith,
                                  const permissions::client_profile* profile = nullptr);
     /// A page of that listing (docs/protocol.md §5 "Pages"): in name order, only the tools
     /// `who` may call or ask for when `permitted` (always, for a provider's format), those from
     /// `offset`, at most `limit`, rendered afresh. Returns how many tools the listing holds in
     /// all (the page's `total`).
-    std::size_t append_tool_page(std::string& out, permissions::caller who, list_format format,
+    std::size_t append_tool_page(std::string& out, permissions::caller who,
+                                 tools::list_format format,
                                  const permissions::client_profile* profile, std::size_t offset,
                                  std::size_t limit, bool permitted);
     /// Tool search (docs/protocol.md §20): the tools `who` may call or ask for, ranked for
     /// `query`, at most `limit`, rendered as append_tool_descriptors does. Returns how many.
     std::size_t append_tool_search(std::string& out, std::string_view query, std::size_t limit,
-                                   permissions::caller who, list_format format = list_format::meith,
+                                   permissions::caller who,
+                                   tools::list_format format = tools::list_format::meith,
                                    const permissions::client_profile* profile = nullptr) {
         return tools_.append_search(out, query, limit, who, policy_, format, profile);
     }
@@ -113,17 +135,15 @@ class registry {
     /// end now (RUNTIME_SHUTTING_DOWN, withdrawn), nobody may approve them any more.
     void begin_shutdown();
     bool shutting_down() const { return shutting_down_; }
-    std::size_t calls_in_flight() const { return active_count_; }
+    std::size_t calls_in_flight() const { return calls_.size(); }
     /// Shutdown, step 2: resolve every call still in flight.
-    void abort_all(protocol::error_code code, const std::string& message, call_end how);
+    void abort_all(protocol::error_code code, const std::string& message, tools::call_end how);
     /// Shutdown, step 3: stop every source; `done` runs when all are stopped.
     void stop_sources(std::function<void()> done);
 
     /// Hooks asked about calls and told about sessions; may be null (none configured).
-    void set_hooks(class hook_set* hooks) { hooks_ = hooks; }
-    class hook_set* hooks() const {
-        return hooks_;
-    }
+    void set_hooks(hooks::hook_set* hooks) { hooks_ = hooks; }
+    hooks::hook_set* hooks() const { return hooks_; }
 
     /// Tells observe hooks about a session (connection) starting or ending.
     void observe_session(std::string_view phase, std::string_view session_id, pid_t pid, uid_t uid);
@@ -158,13 +178,13 @@ class registry {
     // ---- Config reload (docs/configuration.md "Reloading") --------------------------------
 
     /// Adds `source` after start() and starts it; its tools appear when it registers them.
-    void add_live_source(std::shared_ptr<tool_source> source);
+    void add_live_source(std::shared_ptr<tools::tool_source> source);
     /// Removes the source named `name`: its tools are unregistered at once (new calls get
     /// UNKNOWN_TOOL), then it is stopped (calls in flight on it fail as on its exit) and
     /// destroyed once its process is gone. False when there is none.
     bool remove_source(std::string_view name);
     /// State of the source named `name`, if there is one.
-    std::optional<source_state> source_state_of(std::string_view name) const;
+    std::optional<tools::source_state> source_state_of(std::string_view name) const;
     // ---- pinned tool definitions (registry.cpp, tool_pins.hpp, docs/protocol.md §22) ----
     /// Pins tool definitions in `file` from now on (loaded now); an error in words when the
     /// file cannot be trusted (pins then start empty).
@@ -197,7 +217,7 @@ class registry {
     /// Why MCP source `src`'s families are out of `profile` (client_profile::source_hidden,
     /// with whether the profile shows one of its tools now), or nullopt when they are in.
     std::optional<std::string> source_hidden(const permissions::client_profile& profile,
-                                             const tool_source& src) const;
+                                             const tools::tool_source& src) const;
     /// The profile whose `agents` lists MCP client name `agent`, or null.
     profile_ptr profile_for_agent(std::string_view agent) const {
         if (agent.empty()) return nullptr;
@@ -237,9 +257,7 @@ class registry {
     const config::config& cfg() const { return cfg_; }
     const permissions::policy& policy() const { return policy_; }
     /// Grants, approvers and held calls (PROTOCOL.md §12).
-    class approvals& approvals() {
-        return approvals_;
-    }
+    approvals::approval_service& approvals() { return approvals_; }
     const audit::redactor& redactor() const { return redactor_; }
     /// Appends `s` as a JSON string with secrets redacted: every client- or tool-supplied
     /// string an audit line carries goes through here (request ids, tool names, caller claims,
@@ -253,7 +271,7 @@ class registry {
     /// list_tools with `tags` and/or `models` (docs/protocol.md §13): asks each source's
     /// get_tags for `models_json` (a JSON array; empty = not given), leaves out sources whose
     /// required_tags are not all in `tags` (when given), and hands `done` the rendered tools.
-    void list_tools_filtered(permissions::caller who, list_format format,
+    void list_tools_filtered(permissions::caller who, tools::list_format format,
                              std::optional<std::vector<std::string>> tags, std::string models_json,
                              std::function<void(std::string tools)> done,
                              profile_ptr profile = nullptr);
@@ -271,9 +289,9 @@ class registry {
     /// Sources configured (the built-in one included), whatever their state.
     std::size_t source_count() const { return sources_.size(); }
     /// The sources, in config order (the built-in one first).
-    const std::vector<std::shared_ptr<tool_source>>& sources() const { return sources_; }
-    /// MCP's families beyond tools across the MCP sources (docs/protocol.md §17).
-    mcp_gateway& mcp() { return mcp_; }
+    const std::vector<std::shared_ptr<tools::tool_source>>& sources() const { return sources_; }
+    /// Sets who hears sources' notifications and removals (null: nobody).
+    void set_source_observer(source_observer* o) { observer_ = o; }
 
     /// Calls `fn` after the set of tools or their descriptors changed (a source registered,
     /// re-listed or removed, a source's state, a new policy): at most once per I/O turn, after
@@ -282,17 +300,15 @@ class registry {
     void unsubscribe_tools_changed(std::uint64_t token) { tools_changed_subscribers_.erase(token); }
 
   private:
-    friend class call;
-
     // ---- call pipeline (call_pipeline.cpp) ----
     /// After the permission: the deadline, before_execution hooks, then the source.
-    void proceed(const call_ptr& c);
+    void proceed(const tools::call_ptr& c);
     /// Arms the call's timeout, measured from its arrival.
-    void arm_deadline(const call_ptr& c);
+    void arm_deadline(const tools::call_ptr& c);
     /// An `ask` decision: held for the approvers, or denied at once when there are none.
-    void hold_for_approval(const call_ptr& c);
+    void hold_for_approval(const tools::call_ptr& c);
     /// Fails `c` PERMISSION_DENIED, saying its decision's reason.
-    void refuse(const call_ptr& c);
+    void refuse(const tools::call_ptr& c);
     /// A held call decided again on its tool as it is now (looked up afresh: a reload or a
     /// re-listing may have removed, replaced or quarantined it): `failure` is what a fresh call
     /// would get instead of a decision (UNKNOWN_TOOL, VALIDATION_ERROR against the schema now,
@@ -306,33 +322,34 @@ class registry {
     /// A call decided again while it waited for a person (a reload, a re-listing, an answer)
     /// whose new decision `r` no longer asks: failed as a fresh call would be, run when it
     /// allows, refused otherwise; `why` says what made it decided again (for the reason).
-    void settle_redecided(const call_ptr& c, held_recheck r, std::string_view why);
+    void settle_redecided(const tools::call_ptr& c, held_recheck r, std::string_view why);
     /// Tools changed (a re-listing, quarantine, a source removed): every held call whose tool
     /// is gone, hidden or quarantined now fails as a fresh call would, withdrawn from the
     /// approvers; at most once per I/O turn, after it.
     void post_held_recheck();
     bool held_recheck_posted_ = false;
-    void run_on_source(const call_ptr& c);
-    void after_tool(const call_ptr& c, protocol::tool_result r);
+    void run_on_source(const tools::call_ptr& c);
+    void after_tool(const tools::call_ptr& c, protocol::tool_result r) override;
     /// The last step before a tool's result is final: modelContent and meta.display when the
     /// call asked for them (agent_features.cpp, docs/protocol.md §13), then finalize.
-    void shape_result(const call_ptr& c, protocol::tool_result r);
-    void finish(call& c, const protocol::tool_result& r);
+    void shape_result(const tools::call_ptr& c, protocol::tool_result r);
+    void finish(call& c, protocol::tool_result& r) override;
     bool audit_refuses_calls() const { return audit_.refuses_calls(); }
 
     // ---- source lifecycle (source_lifecycle.cpp) ----
-    std::optional<std::string> on_registered(tool_source& src, std::vector<tool_definition> defs);
+    std::optional<std::string> on_registered(tools::tool_source& src,
+                                             std::vector<tools::tool_definition> defs);
     void on_settled();
-    void on_lifecycle(tool_source& src, std::string_view event, std::string_view details);
+    void on_lifecycle(tools::tool_source& src, std::string_view event, std::string_view details);
     /// Checks `src`'s tools just registered against their pins: a changed (or, with
     /// quarantine_new, new) one is quarantined and audited as tool_definition_changed.
-    void check_pins(tool_source& src);
+    void check_pins(tools::tool_source& src);
 
     // ---- egress targets asked about (egress_asks.cpp, docs/protocol.md §19) ----
     /// A target no rule of `src`'s network table decides: allowed at once when a person
     /// allowed it for this run, else held for the approvers (refused when there are none).
-    void on_egress_ask(tool_source& src, const egress::connection_record& r, call_ptr owner,
-                       egress::ask_reply reply);
+    void on_egress_ask(tools::tool_source& src, const egress::connection_record& r,
+                       tools::call_ptr owner, egress::ask_reply reply);
     /// Per source name: "host:port" targets a person allowed for this run of meithd.
     std::map<std::string, std::set<std::string>, std::less<>> egress_allowed_;
     std::function<std::optional<std::string>(std::string_view, std::string_view)> egress_always_;
@@ -344,34 +361,30 @@ class registry {
     std::map<std::string, profile_ptr, std::less<>> profile_by_agent_; ///< their `agents`
     audit::audit_trail audit_;
     const audit::redactor& redactor_;
-    class approvals approvals_;
+    approvals::approval_service approvals_;
     permissions::rate_limiter rates_; ///< [[limits.rates]], taken after the policy allowed
-    tool_pins pins_;
+    tools::tool_pins pins_;
     bool pinning_ = false; ///< pin_tools_in was called
-    class hook_set* hooks_ = nullptr;
-    tool_table tools_;
+    hooks::hook_set* hooks_ = nullptr;
+    tools::tool_table tools_;
     std::map<std::uint64_t, std::function<void()>> tools_changed_subscribers_;
     std::uint64_t next_subscriber_ = 0;
     bool tools_changed_posted_ = false;
     void post_tools_changed();
-    /// Calls dispatched and not yet finished (an intrusive list through the calls).
-    call* active_head_ = nullptr;
-    std::size_t active_count_ = 0;
-    void activate(call& c);
-    void deactivate(call& c);
+    tools::call_list calls_; ///< dispatched and not yet finished
     bool shutting_down_ = false;
     std::function<std::string()> reload_handler_;
 
     // Source lifecycle.
-    std::vector<std::shared_ptr<tool_source>> sources_;
-    source_events events_; ///< what sources report through (set by start())
+    std::vector<std::shared_ptr<tools::tool_source>> sources_;
+    tools::source_events events_; ///< what sources report through (set by start())
     /// Removed sources still stopping, destroyed when their stop completes.
-    std::vector<std::shared_ptr<tool_source>> retiring_;
+    std::vector<std::shared_ptr<tools::tool_source>> retiring_;
     std::size_t unsettled_ = 0;
     bool started_ = false;
     std::function<void()> on_ready_;
 
-    mcp_gateway mcp_{*this};
+    source_observer* observer_ = nullptr;
 
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); ///< for posted handlers
 };

@@ -8,8 +8,8 @@
 // shutdown.
 #include "registry/registry.hpp"
 
+#include "hooks/hooks.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/hooks.hpp"
 
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -20,28 +20,27 @@ namespace meith::registry {
 
 using protocol::append_json_string;
 
-void registry::add_source(std::shared_ptr<tool_source> source) {
+void registry::add_source(std::shared_ptr<tools::tool_source> source) {
     sources_.push_back(std::move(source));
 }
 
 void registry::start(std::function<void()> on_ready) {
     on_ready_ = std::move(on_ready);
     unsettled_ = sources_.size();
-    source_events events;
-    events.registered = [this](tool_source& src, std::vector<tool_definition> defs) {
+    tools::source_events events;
+    events.registered = [this](tools::tool_source& src, std::vector<tools::tool_definition> defs) {
         return on_registered(src, std::move(defs));
     };
-    events.settled = [this](tool_source&) { on_settled(); };
-    events.lifecycle = [this](tool_source& src, std::string_view event, std::string_view details) {
-        on_lifecycle(src, event, details);
-    };
-    events.descriptors_changed = [this](tool_source&) { tools_.invalidate(); };
-    events.mcp_notification = [this](tool_source& src, std::string_view method,
+    events.settled = [this](tools::tool_source&) { on_settled(); };
+    events.lifecycle = [this](tools::tool_source& src, std::string_view event,
+                              std::string_view details) { on_lifecycle(src, event, details); };
+    events.descriptors_changed = [this](tools::tool_source&) { tools_.invalidate(); };
+    events.mcp_notification = [this](tools::tool_source& src, std::string_view method,
                                      std::string_view params) {
-        mcp_.on_notification(src, method, params);
+        if (observer_) observer_->on_notification(src, method, params);
     };
-    events.egress_ask = [this](tool_source& src, const egress::connection_record& r, call_ptr owner,
-                               egress::ask_reply reply) {
+    events.egress_ask = [this](tools::tool_source& src, const egress::connection_record& r,
+                               tools::call_ptr owner, egress::ask_reply reply) {
         on_egress_ask(src, r, std::move(owner), std::move(reply));
     };
     events_ = events;
@@ -54,8 +53,8 @@ void registry::start(std::function<void()> on_ready) {
         s->start(events);
 }
 
-std::optional<std::string> registry::on_registered(tool_source& src,
-                                                   std::vector<tool_definition> defs) {
+std::optional<std::string> registry::on_registered(tools::tool_source& src,
+                                                   std::vector<tools::tool_definition> defs) {
     // A source removed by a config reload may still finish starting: it offers nothing.
     if (std::none_of(sources_.begin(), sources_.end(),
                      [&](const auto& s) { return s.get() == &src; }))
@@ -63,7 +62,7 @@ std::optional<std::string> registry::on_registered(tool_source& src,
     // A name two sources list stays with the one earlier in the config, whichever listed first;
     // the other fails alone (it marks itself failed with the error): a listing comes from its
     // program, which an `npm update` can change, so it must not stop the daemon.
-    const auto precedes = [this](const tool_source& a, const tool_source& b) {
+    const auto precedes = [this](const tools::tool_source& a, const tools::tool_source& b) {
         for (const auto& s : sources_) {
             if (s.get() == &a) return true;
             if (s.get() == &b) return false;
@@ -84,7 +83,7 @@ std::optional<std::string> registry::on_registered(tool_source& src,
     return std::nullopt;
 }
 
-void registry::check_pins(tool_source& src) {
+void registry::check_pins(tools::tool_source& src) {
     if (src.kind() == "builtin") return; // meith's own tools change only with meith
     for (const auto& t : tools_.tools_of(src)) {
         const auto v = pins_.check(src.name(), *t, cfg_.tools.quarantine_new);
@@ -129,7 +128,8 @@ void registry::on_settled() {
     }
 }
 
-void registry::on_lifecycle(tool_source& src, std::string_view event, std::string_view details) {
+void registry::on_lifecycle(tools::tool_source& src, std::string_view event,
+                            std::string_view details) {
     tools_.invalidate(); // "available" follows the source's state
     std::string fields = R"("source":)";
     append_json_string(fields, src.name());
@@ -159,7 +159,7 @@ bool registry::restart_source(std::string_view name) {
     return false;
 }
 
-void registry::add_live_source(std::shared_ptr<tool_source> source) {
+void registry::add_live_source(std::shared_ptr<tools::tool_source> source) {
     if (shutting_down_) return; // never started: stop_sources() may have run already
     sources_.push_back(std::move(source));
     tools_.invalidate();
@@ -170,12 +170,12 @@ bool registry::remove_source(std::string_view name) {
     auto it = std::find_if(sources_.begin(), sources_.end(),
                            [&](const auto& s) { return s->name() == name; });
     if (it == sources_.end()) return false;
-    tool_source* src = it->get();
+    tools::tool_source* src = it->get();
     tools_.remove_source(*src);
     // A replaced source's table changed: what a person allowed for the old one is asked again.
     if (auto allowed = egress_allowed_.find(name); allowed != egress_allowed_.end())
         egress_allowed_.erase(allowed);
-    mcp_.forget(*src);
+    if (observer_) observer_->on_removed(*src);
     retiring_.push_back(std::move(*it));
     sources_.erase(it);
     src->stop(std::chrono::milliseconds(cfg_.tools.kill_grace_ms), [this, src] {
@@ -188,7 +188,7 @@ bool registry::remove_source(std::string_view name) {
     return true;
 }
 
-std::optional<source_state> registry::source_state_of(std::string_view name) const {
+std::optional<tools::source_state> registry::source_state_of(std::string_view name) const {
     for (const auto& s : sources_)
         if (s->name() == name) return s->state();
     return std::nullopt;

@@ -1,33 +1,33 @@
 #include "sources/factory.hpp"
 
-namespace meith::registry {
+namespace meith::sources {
 
 namespace {
 
 /// Tools compiled into the daemon. `echo` resolves synchronously: no allocation beyond the
 /// result itself, which makes it the transport benchmark's reference tool.
-class builtin_source final : public tool_source {
+class builtin_source final : public tools::tool_source {
   public:
     std::string_view kind() const override { return "builtin"; }
     const std::string& name() const override { return name_; }
-    source_state state() const override { return state_; }
+    tools::source_state state() const override { return state_; }
 
-    void start(source_events events) override {
-        std::vector<tool_definition> defs;
-        tool_definition echo;
+    void start(tools::source_events events) override {
+        std::vector<tools::tool_definition> defs;
+        tools::tool_definition echo;
         echo.name = "echo";
         echo.description = "Returns its arguments unchanged (health checks, benchmarks).";
         echo.input_schema_json = R"({"type":"object","additionalProperties":true})";
         echo.capabilities = {"read-only"};
         defs.push_back(std::move(echo));
         if (auto err = events.registered(*this, std::move(defs)))
-            state_ = source_state::failed;
+            state_ = tools::source_state::failed;
         else
-            state_ = source_state::ready;
+            state_ = tools::source_state::ready;
         events.settled(*this);
     }
 
-    void execute(const call_ptr& c, const tool& t) override {
+    void execute(const tools::call_ptr& c, const tools::tool& t) override {
         if (t.remote_name == "echo") {
             c->resolve(protocol::tool_result::success(c->args_json));
             return;
@@ -37,7 +37,7 @@ class builtin_source final : public tool_source {
     }
 
     void stop(std::chrono::milliseconds, std::function<void()> done) override {
-        state_ = source_state::stopped;
+        state_ = tools::source_state::stopped;
         done();
     }
 
@@ -49,13 +49,13 @@ class builtin_source final : public tool_source {
 
   private:
     std::string name_ = "builtin";
-    source_state state_ = source_state::starting;
+    tools::source_state state_ = tools::source_state::starting;
 };
 
 } // namespace
 
-std::shared_ptr<tool_source> make_builtin_source() {
+std::shared_ptr<tools::tool_source> make_builtin_source() {
     return std::make_shared<builtin_source>();
 }
 
-} // namespace meith::registry
+} // namespace meith::sources

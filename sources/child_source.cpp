@@ -2,42 +2,44 @@
 
 #include "sources/egress_events.hpp"
 
+#include "process/confined_spec.hpp"
 #include "protocol/json_writer.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace meith::registry {
+namespace meith::sources {
 
 using protocol::append_json_string;
 using protocol::error_code;
 using protocol::tool_result;
 
-child_source::child_source(asio::any_io_executor ex, child_reaper& reaper,
+child_source::child_source(asio::any_io_executor ex, process::child_reaper& reaper,
                            const config::source_config& cfg, const config::config& whole,
                            std::string label, std::string_view kind,
                            std::string confine_config_json, permissions::capability_set start_caps,
-                           rpc_dialect dialect, supervised_process::policy pol)
+                           process::rpc_dialect dialect, process::supervised_process::policy pol)
     : cfg_(cfg), whole_(whole), label_(std::move(label)), kind_(kind),
       confine_config_json_(std::move(confine_config_json)),
-      conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, start_caps, cfg.command, cfg.cwd,
-                    confine_config_json_)),
+      conf_(sandbox::confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, start_caps, cfg.command,
+                             cfg.cwd, confine_config_json_)),
       peer_(std::move(ex), reaper,
-            confined_spec(label_, cfg.command, cfg.cwd, whole.tools.env_allow, cfg.env, &conf_),
+            process::confined_spec(label_, cfg.command, cfg.cwd, whole.tools.env_allow, cfg.env,
+                                   &conf_),
             pol, dialect, label_, make_handlers()),
       proc_(peer_.process()) {
 }
 
-supervised_process::policy child_source::default_policy(const config::source_config& cfg,
-                                                        const config::config& whole) {
-    supervised_process::policy p;
+process::supervised_process::policy child_source::default_policy(const config::source_config& cfg,
+                                                                 const config::config& whole) {
+    process::supervised_process::policy p;
     p.max_line_bytes = whole.limits.max_result_bytes + 1024 * 1024; // envelope slack
     p.start_timeout = std::chrono::milliseconds(cfg.start_timeout_ms);
     return p;
 }
 
-rpc_peer::handlers child_source::make_handlers() {
-    rpc_peer::handlers h;
+process::rpc_peer::handlers child_source::make_handlers() {
+    process::rpc_peer::handlers h;
     h.on_spawn = [this] { on_spawn(); };
     h.on_exit = [this](const std::string&) {
         on_child_exit();
@@ -54,12 +56,12 @@ rpc_peer::handlers child_source::make_handlers() {
     return h;
 }
 
-source_state child_source::state() const {
-    if (!started_) return source_state::starting;
+tools::source_state child_source::state() const {
+    if (!started_) return tools::source_state::starting;
     return proc_.state();
 }
 
-void child_source::start(source_events events) {
+void child_source::start(tools::source_events events) {
     events_ = std::move(events);
     started_ = true;
     if (auto err = before_start()) {
@@ -82,39 +84,39 @@ void child_source::bind_egress() {
     // A long-running child's connection is a call's only while that call is the only one in
     // flight there (docs/protocol.md §19); otherwise it is the source's alone.
     std::weak_ptr<child_source> weak = std::static_pointer_cast<child_source>(shared_from_this());
-    bind_egress_events(*conf_.egress, shared_from_this(), events_, [weak]() -> call_ptr {
+    bind_egress_events(*conf_.egress, shared_from_this(), events_, [weak]() -> tools::call_ptr {
         auto self = weak.lock();
         return self ? self->sole_call_in_flight() : nullptr;
     });
 }
 
-call_ptr child_source::sole_call_in_flight() {
-    std::erase_if(egress_calls_, [](const std::weak_ptr<call>& w) {
+tools::call_ptr child_source::sole_call_in_flight() {
+    std::erase_if(egress_calls_, [](const std::weak_ptr<tools::call>& w) {
         auto c = w.lock();
         return !c || c->resolved();
     });
     return egress_calls_.size() == 1 ? egress_calls_.front().lock() : nullptr;
 }
 
-void child_source::execute(const call_ptr& c, const tool& t) {
+void child_source::execute(const tools::call_ptr& c, const tools::tool& t) {
     if (conf_.egress) {
         (void)sole_call_in_flight(); // prunes the finished
         egress_calls_.push_back(c);
     }
     switch (state()) {
-    case source_state::ready:
+    case tools::source_state::ready:
         send_execute(c, t);
         return;
-    case source_state::starting:
-    case source_state::restarting:
+    case tools::source_state::starting:
+    case tools::source_state::restarting:
         // Wait for the child within the call's own timeout (§7).
         waiting_.emplace_back(c, &t);
         c->on_abandon([this, raw = c.get()] {
             std::erase_if(waiting_, [raw](const auto& w) { return w.first.get() == raw; });
         });
         return;
-    case source_state::failed:
-    case source_state::stopped:
+    case tools::source_state::failed:
+    case tools::source_state::stopped:
         c->resolve(tool_result::failure(
             error_code::tool_failed,
             fmt::format("{} is {}: {}", label_, to_string(state()),
@@ -172,10 +174,11 @@ void child_source::settle() {
     }
 }
 
-tool_result child_source::request_failed(rpc_failure failure, const std::string& how) const {
+tool_result child_source::request_failed(process::rpc_failure failure,
+                                         const std::string& how) const {
     return tool_result::failure(
         error_code::tool_failed,
-        failure == rpc_failure::oversized
+        failure == process::rpc_failure::oversized
             ? fmt::format("the tool's result is over limits.max_result_bytes ({} bytes)",
                           whole_.limits.max_result_bytes)
             : fmt::format("{} {} while the call was running", label_, how));
@@ -189,15 +192,15 @@ void child_source::fail_waiting(const std::string& why) {
             tool_result::failure(error_code::tool_failed, fmt::format("{}: {}", label_, why)));
 }
 
-bool child_source::reconfine(const std::vector<tool_definition>& defs) {
+bool child_source::reconfine(const std::vector<tools::tool_definition>& defs) {
     if (cfg_.sandbox == config::sandbox_mode::off) return false;
     std::vector<std::vector<std::string>> caps;
     for (const auto& d : defs)
         caps.push_back(d.capabilities);
-    const auto wanted = defs.empty() ? conf_.capabilities : union_of(caps);
+    const auto wanted = defs.empty() ? conf_.capabilities : sandbox::union_of(caps);
     if (wanted == conf_.capabilities) {
-        reconfined_ = false;            // settled: a later restart may move it again
-        remember_settled(cfg_, wanted); // the next daemon start begins here
+        reconfined_ = false;                     // settled: a later restart may move it again
+        sandbox::remember_settled(cfg_, wanted); // the next daemon start begins here
         return false;
     }
     if (reconfined_) {
@@ -207,18 +210,18 @@ bool child_source::reconfine(const std::vector<tool_definition>& defs) {
         return true;
     }
     reconfined_ = true;
-    conf_ = confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, wanted, cfg_.command, cfg_.cwd,
-                    confine_config_json_);
+    conf_ = sandbox::confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, wanted, cfg_.command,
+                             cfg_.cwd, confine_config_json_);
     if (conf_.refusal) {
         proc_.fail_permanently(*conf_.refusal);
         return true;
     }
     spdlog::info("{}: starting again in its tools' sandbox ({})", label_, conf_.status_members);
     auto env = proc_.spec().env;
-    apply_env(conf_, env);
+    sandbox::apply_env(conf_, env);
     bind_egress();
     proc_.respawn_confined(conf_.plan, std::move(env), conf_.egress);
     return true;
 }
 
-} // namespace meith::registry
+} // namespace meith::sources

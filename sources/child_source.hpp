@@ -11,9 +11,9 @@
 // its own. I/O-thread only.
 #pragma once
 
-#include "process/confinement.hpp"
 #include "process/rpc_peer.hpp"
-#include "registry/tool_source.hpp"
+#include "sandbox/confinement.hpp"
+#include "tools/tool_source.hpp"
 
 #include <deque>
 #include <optional>
@@ -22,17 +22,17 @@
 #include <utility>
 #include <vector>
 
-namespace meith::registry {
+namespace meith::sources {
 
-class child_source : public tool_source {
+class child_source : public tools::tool_source {
   public:
     const std::string& name() const override { return cfg_.name; }
     const std::string& prefix() const override { return cfg_.prefix; }
-    source_state state() const override;
-    void start(source_events events) override;
+    tools::source_state state() const override;
+    void start(tools::source_events events) override;
     /// Sends the call when the child is ready; holds it while the child starts or restarts
     /// (within the call's own timeout); fails it at once when the child is failed or stopped.
-    void execute(const call_ptr& c, const tool& t) override;
+    void execute(const tools::call_ptr& c, const tools::tool& t) override;
     void stop(std::chrono::milliseconds kill_grace, std::function<void()> done) override;
     void restart() override { proc_.restart(); }
     std::string_view kind() const override { return kind_; }
@@ -41,7 +41,7 @@ class child_source : public tool_source {
     /// own members (append_status).
     std::string status_json() const final;
     std::string sandbox_hint(std::string_view error_text) const override {
-        return ::meith::registry::sandbox_hint(conf_, error_text);
+        return sandbox::sandbox_hint(conf_, error_text);
     }
 
   protected:
@@ -50,15 +50,16 @@ class child_source : public tool_source {
     /// writable ("{}" for a kind without one); `start_caps` the capabilities its first
     /// sandbox grants (`started_with(cfg)` for a kind that lists its tools once running, the
     /// declared tool's for an exec server).
-    child_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
-                 const config::config& whole, std::string label, std::string_view kind,
-                 std::string confine_config_json, permissions::capability_set start_caps,
-                 rpc_dialect dialect, supervised_process::policy pol);
+    child_source(asio::any_io_executor ex, process::child_reaper& reaper,
+                 const config::source_config& cfg, const config::config& whole, std::string label,
+                 std::string_view kind, std::string confine_config_json,
+                 permissions::capability_set start_caps, process::rpc_dialect dialect,
+                 process::supervised_process::policy pol);
 
     /// The supervision policy both kinds start from: lines up to max_result_bytes + 1 MiB
     /// (the envelope's slack), the source's start_timeout_ms.
-    static supervised_process::policy default_policy(const config::source_config& cfg,
-                                                     const config::config& whole);
+    static process::supervised_process::policy default_policy(const config::source_config& cfg,
+                                                              const config::config& whole);
 
     // ---- what a kind provides ---------------------------------------------------------------
 
@@ -72,7 +73,7 @@ class child_source : public tool_source {
     /// A message with a "method" from the child (JSON-RPC dialect only).
     virtual void on_incoming(simdjson::dom::object msg) { (void)msg; }
     /// Sends call `c` for tool `t` to the ready child.
-    virtual void send_execute(const call_ptr& c, const tool& t) = 0;
+    virtual void send_execute(const tools::call_ptr& c, const tools::tool& t) = 0;
     /// Tools registered from this child now.
     virtual std::size_t tool_count() const = 0;
     /// Appends the kind's own status members (",\"name\":value…") after "sandbox".
@@ -87,43 +88,44 @@ class child_source : public tool_source {
     void settle();
     /// The result of a call whose request the peer gave up on: over limits.max_result_bytes
     /// (`oversized`), else "LABEL HOW while the call was running" (the child exited, …).
-    protocol::tool_result request_failed(rpc_failure failure, const std::string& how) const;
+    protocol::tool_result request_failed(process::rpc_failure failure,
+                                         const std::string& how) const;
     /// Fails every waiting call: "LABEL: why".
     void fail_waiting(const std::string& why);
     /// When `defs` need another sandbox than the one the child runs in, starts it again in
     /// theirs (once; a second change fails the source) and returns true: the listing is then
     /// not registered. False when the sandbox fits (and is remembered for the next start).
-    bool reconfine(const std::vector<tool_definition>& defs);
+    bool reconfine(const std::vector<tools::tool_definition>& defs);
 
     const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
     const config::config& whole_;
     const std::string label_;
-    source_events events_;
+    tools::source_events events_;
 
   private:
-    rpc_peer::handlers make_handlers();
+    process::rpc_peer::handlers make_handlers();
 
     std::string kind_;
     std::string confine_config_json_;
-    confinement conf_;        ///< the sandbox it runs in (before peer_: its spec is made from it)
-    bool reconfined_ = false; ///< started again in its tools' sandbox, not yet settled
+    sandbox::confinement conf_; ///< the sandbox it runs in (before peer_: its spec is made from it)
+    bool reconfined_ = false;   ///< started again in its tools' sandbox, not yet settled
 
   protected:
-    rpc_peer peer_;
-    supervised_process& proc_; ///< the peer's child
+    process::rpc_peer peer_;
+    process::supervised_process& proc_; ///< the peer's child
 
   private:
     /// Its proxied connections' owner (egress_events.hpp): the only call in flight, or null.
-    call_ptr sole_call_in_flight();
+    tools::call_ptr sole_call_in_flight();
     /// Binds the proxy's callbacks to this source (after each confine).
     void bind_egress();
 
     bool started_ = false;
     bool settled_ = false;
-    std::deque<std::pair<call_ptr, const tool*>> waiting_;
+    std::deque<std::pair<tools::call_ptr, const tools::tool*>> waiting_;
     /// Calls given to a source behind the egress proxy, to tell whose a connection is; pruned
     /// of finished ones at each call. Empty without a `network` table.
-    std::vector<std::weak_ptr<call>> egress_calls_;
+    std::vector<std::weak_ptr<tools::call>> egress_calls_;
 };
 
-} // namespace meith::registry
+} // namespace meith::sources

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace meith::registry {
+namespace meith::sources {
 
 namespace {
 
@@ -16,7 +16,7 @@ using protocol::append_json_string;
 /// Whose a connection is, taken as it is accepted: the call (weakly: a connection may outlive
 /// it) and what its audit line says of it.
 struct connection_owner {
-    std::weak_ptr<call> owner;
+    std::weak_ptr<tools::call> owner;
     std::string tool, caller, request_id;
 };
 
@@ -25,7 +25,7 @@ const connection_owner* owner_of(const egress::connection_record& r) {
 }
 
 /// The call `r` was accepted for, while it still runs.
-call_ptr running_owner(const egress::connection_record& r) {
+tools::call_ptr running_owner(const egress::connection_record& r) {
     const auto* o = owner_of(r);
     auto c = o ? o->owner.lock() : nullptr;
     return c && !c->resolved() ? c : nullptr;
@@ -85,9 +85,9 @@ std::string violation_event(const egress::connection_record& r, std::string_view
 
 } // namespace
 
-void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tool_source>& src,
-                        source_events events, egress_owner owner) {
-    std::weak_ptr<tool_source> weak = src;
+void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tools::tool_source>& src,
+                        tools::source_events events, egress_owner owner) {
+    std::weak_ptr<tools::tool_source> weak = src;
     opts.owner = [owner = std::move(owner)]() -> std::shared_ptr<const void> {
         auto c = owner();
         if (!c) return nullptr;
@@ -114,4 +114,4 @@ void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tool_
     };
 }
 
-} // namespace meith::registry
+} // namespace meith::sources

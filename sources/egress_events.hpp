@@ -6,23 +6,23 @@
 #pragma once
 
 #include "egress/proxy.hpp"
-#include "registry/call.hpp"
-#include "registry/tool_source.hpp"
+#include "tools/call.hpp"
+#include "tools/tool_source.hpp"
 
 #include <functional>
 #include <memory>
 
-namespace meith::registry {
+namespace meith::sources {
 
 /// The call a connection belongs to, asked once as the connection is accepted (it keeps that
 /// answer, weakly, to its close): a one-shot run's own call, or a long-running child's only
 /// call in flight (null when it has none or several: the connection is then the source's).
-using egress_owner = std::function<call_ptr()>;
+using egress_owner = std::function<tools::call_ptr()>;
 
 /// Sets `opts`' callbacks: audit lines through `events.lifecycle` of `src`, violations to the
 /// call `owner` names when it is still running, unknown targets (rules.ask) to
 /// `events.egress_ask`. The callbacks hold `src` weakly.
-void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tool_source>& src,
-                        source_events events, egress_owner owner);
+void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tools::tool_source>& src,
+                        tools::source_events events, egress_owner owner);
 
-} // namespace meith::registry
+} // namespace meith::sources

@@ -8,10 +8,11 @@
 // tool hosts and MCP servers are); requests are multiplexed and matched strictly by id, so a
 // late answer to an abandoned call is dropped.
 #include "audit/redactor.hpp"
-#include "process/confinement.hpp"
+#include "process/confined_spec.hpp"
 #include "process/rpc_peer.hpp"
 #include "process/supervisor.hpp"
 #include "protocol/json_writer.hpp"
+#include "sandbox/confinement.hpp"
 #include "sources/child_source.hpp"
 #include "sources/egress_events.hpp"
 #include "sources/factory.hpp"
@@ -23,7 +24,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace meith::registry {
+namespace meith::sources {
 
 namespace {
 
@@ -61,7 +62,7 @@ std::string stderr_details(int wait_status, const std::vector<std::string>& tail
                            std::string_view more_members = {}) {
     const auto& redactor = audit::default_redactor();
     std::string d = R"({"status":)";
-    append_json_string(d, describe_wait_status(wait_status));
+    append_json_string(d, process::describe_wait_status(wait_status));
     d += R"(,"stderr":[)";
     for (std::size_t i = 0; i < tail.size(); ++i) {
         if (i) d += ',';
@@ -103,9 +104,9 @@ const std::string* last_stderr_line(const std::vector<std::string>& tail) {
 }
 
 /// The exec tool's one definition, as its config declares it.
-tool_definition declared_tool(const config::source_config& cfg) {
+tools::tool_definition declared_tool(const config::source_config& cfg) {
     const auto& t = *cfg.tool;
-    tool_definition d;
+    tools::tool_definition d;
     d.name = t.name;
     d.description = t.description;
     d.input_schema_json =
@@ -121,29 +122,29 @@ permissions::capability_set declared_caps(const config::source_config& cfg) {
 }
 
 /// One-shot mode: a process per call, no child between calls.
-class exec_oneshot_source final : public tool_source {
+class exec_oneshot_source final : public tools::tool_source {
   public:
     std::string_view kind() const override { return "exec"; }
-    exec_oneshot_source(asio::any_io_executor ex, child_reaper& reaper,
+    exec_oneshot_source(asio::any_io_executor ex, process::child_reaper& reaper,
                         const config::source_config& cfg, const config::config& whole)
         : ex_(std::move(ex)), reaper_(reaper), cfg_(cfg), whole_(whole),
           // Confined to its one tool's declared capabilities (PROTOCOL.md §13).
-          conf_(confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, declared_caps(cfg), cfg.command,
-                        cfg.cwd)),
-          spec_(confined_spec("exec tool '" + cfg.name + "'", cfg.command, cfg.cwd,
-                              whole.tools.env_allow, cfg.env, &conf_)) {}
+          conf_(sandbox::confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, declared_caps(cfg),
+                                 cfg.command, cfg.cwd)),
+          spec_(process::confined_spec("exec tool '" + cfg.name + "'", cfg.command, cfg.cwd,
+                                       whole.tools.env_allow, cfg.env, &conf_)) {}
 
     const std::string& name() const override { return cfg_.name; }
     const std::string& prefix() const override { return cfg_.prefix; }
 
-    source_state state() const override {
-        if (conf_.refusal || failed_) return source_state::failed;
-        return stopped_ ? source_state::stopped : source_state::ready;
+    tools::source_state state() const override {
+        if (conf_.refusal || failed_) return tools::source_state::failed;
+        return stopped_ ? tools::source_state::stopped : tools::source_state::ready;
     }
 
-    void start(source_events events) override {
+    void start(tools::source_events events) override {
         events_ = std::move(events);
-        std::vector<tool_definition> defs;
+        std::vector<tools::tool_definition> defs;
         defs.push_back(declared_tool(cfg_));
         if (events_.registered(*this, std::move(defs))) {
             stopped_ = true;
@@ -154,7 +155,7 @@ class exec_oneshot_source final : public tool_source {
         events_.settled(*this);
     }
 
-    void execute(const call_ptr& c, const tool&) override {
+    void execute(const tools::call_ptr& c, const tools::tool&) override {
         if (conf_.refusal) {
             c->resolve(tool_result::failure(
                 error_code::tool_failed,
@@ -166,23 +167,23 @@ class exec_oneshot_source final : public tool_source {
         input += "}\n";
         const std::size_t cap = whole_.limits.max_result_bytes + 64 * 1024; // answer envelope
         auto self = std::static_pointer_cast<exec_oneshot_source>(shared_from_this());
-        auto slot = std::make_shared<std::shared_ptr<oneshot_run>>();
+        auto slot = std::make_shared<std::shared_ptr<process::oneshot_run>>();
         // Behind the egress proxy, each run's connections are this call's (§19).
-        process_spec with_egress;
-        const process_spec* spec = &spec_;
+        process::process_spec with_egress;
+        const process::process_spec* spec = &spec_;
         if (conf_.egress && spec_.egress) {
             with_egress = spec_;
             auto opts = std::make_shared<egress::proxy_options>(*conf_.egress);
             bind_egress_events(*opts, self, events_,
-                               [weak = std::weak_ptr<call>(c)] { return weak.lock(); });
+                               [weak = std::weak_ptr<tools::call>(c)] { return weak.lock(); });
             with_egress.egress = std::move(opts);
             spec = &with_egress;
         }
-        auto run = oneshot_run::start(
+        auto run = process::oneshot_run::start(
             ex_, reaper_, *spec, std::move(input), cap,
             std::chrono::milliseconds(whole_.tools.kill_grace_ms),
             // The run holds its source: a source removed by a reload lives until it is reaped.
-            [self, slot, weak = std::weak_ptr<call>(c)](oneshot_outcome out) {
+            [self, slot, weak = std::weak_ptr<tools::call>(c)](process::oneshot_outcome out) {
                 self->runs_.erase(*slot);
                 slot->reset();
                 if (auto c = weak.lock(); c && !c->resolved() && !c->tool_done())
@@ -212,7 +213,8 @@ class exec_oneshot_source final : public tool_source {
             return;
         }
         stop_done_ = std::move(done);
-        for (auto& run : std::vector<std::shared_ptr<oneshot_run>>(runs_.begin(), runs_.end()))
+        for (auto& run :
+             std::vector<std::shared_ptr<process::oneshot_run>>(runs_.begin(), runs_.end()))
             run->kill();
     }
 
@@ -229,7 +231,7 @@ class exec_oneshot_source final : public tool_source {
     }
 
     std::string sandbox_hint(std::string_view error_text) const override {
-        return ::meith::registry::sandbox_hint(conf_, error_text);
+        return sandbox::sandbox_hint(conf_, error_text);
     }
 
     std::string status_json() const override {
@@ -251,7 +253,7 @@ class exec_oneshot_source final : public tool_source {
     }
 
   private:
-    tool_result result_of(const oneshot_outcome& out) {
+    tool_result result_of(const process::oneshot_outcome& out) {
         if (!out.spawn_error.empty()) {
             last_error_ = out.spawn_error;
             return tool_result::failure(error_code::tool_failed, out.spawn_error);
@@ -263,7 +265,7 @@ class exec_oneshot_source final : public tool_source {
                             whole_.limits.max_result_bytes));
         const bool exit_ok = WIFEXITED(out.wait_status) && WEXITSTATUS(out.wait_status) == 0;
         if (!exit_ok) {
-            last_error_ = describe_wait_status(out.wait_status);
+            last_error_ = process::describe_wait_status(out.wait_status);
             last_stderr_.clear(); // the last failed run's, redacted (`meith sources NAME`)
             for (const auto& line : out.stderr_tail)
                 last_stderr_.push_back(audit::default_redactor().redact_text(line));
@@ -275,8 +277,8 @@ class exec_oneshot_source final : public tool_source {
         // plus the stderr tail in details as for a non-zero exit.
         simdjson::dom::element answer;
         if (out.out.find_first_not_of(" \t\r\n") == std::string::npos) {
-            std::string message =
-                "the tool wrote no answer on stdout (it " + describe_wait_status(out.wait_status);
+            std::string message = "the tool wrote no answer on stdout (it " +
+                                  process::describe_wait_status(out.wait_status);
             if (const auto* line = last_stderr_line(out.stderr_tail))
                 message += "; last stderr line: " + quoted_excerpt(*line) + ")";
             else
@@ -301,18 +303,18 @@ class exec_oneshot_source final : public tool_source {
     }
 
     asio::any_io_executor ex_;
-    child_reaper& reaper_;
+    process::child_reaper& reaper_;
     const config::source_config cfg_; ///< a copy: a config reload replaces the daemon's
     const config::config& whole_;
-    confinement conf_;
-    process_spec spec_;
-    source_events events_;
+    sandbox::confinement conf_;
+    process::process_spec spec_;
+    tools::source_events events_;
     std::string last_error_;
     std::vector<std::string> last_stderr_; ///< of the last run that failed
     bool failed_ = false;                  ///< the registry took its tool back (fail())
     bool stopped_ = false;
     /// One-shot children running now; stop() ends them and waits for them.
-    std::unordered_set<std::shared_ptr<oneshot_run>> runs_;
+    std::unordered_set<std::shared_ptr<process::oneshot_run>> runs_;
     std::function<void()> stop_done_;
     simdjson::dom::parser parser_; ///< one-shot answers
 };
@@ -320,15 +322,15 @@ class exec_oneshot_source final : public tool_source {
 /// Server mode: one supervised child, JSON-RPC 2.0 `execute` requests.
 class exec_server_source final : public child_source {
   public:
-    exec_server_source(asio::any_io_executor ex, child_reaper& reaper,
+    exec_server_source(asio::any_io_executor ex, process::child_reaper& reaper,
                        const config::source_config& cfg, const config::config& whole)
         : child_source(std::move(ex), reaper, cfg, whole, "exec tool '" + cfg.name + "'",
-                       "exec-server", "{}", declared_caps(cfg), rpc_dialect::jsonrpc,
+                       "exec-server", "{}", declared_caps(cfg), process::rpc_dialect::jsonrpc,
                        default_policy(cfg, whole)) {}
 
   private:
     std::optional<std::string> before_start() override {
-        std::vector<tool_definition> defs;
+        std::vector<tools::tool_definition> defs;
         defs.push_back(declared_tool(cfg_));
         return events_.registered(*this, std::move(defs));
     }
@@ -336,13 +338,13 @@ class exec_server_source final : public child_source {
     void on_spawn() override { became_ready(); } // JSON-RPC exec has no handshake
     std::size_t tool_count() const override { return 1; }
 
-    void send_execute(const call_ptr& c, const tool&) override {
+    void send_execute(const tools::call_ptr& c, const tools::tool&) override {
         std::string params = R"({"args":)";
         params += c->args_json;
         params += '}';
-        rpc_peer::callbacks cb;
+        process::rpc_peer::callbacks cb;
         cb.on_message = [c](simdjson::dom::object msg, bool) { on_reply(c, msg); };
-        cb.on_failure = [this, c](rpc_failure failure, const std::string& how) {
+        cb.on_failure = [this, c](process::rpc_failure failure, const std::string& how) {
             c->resolve(request_failed(failure, how));
         };
         const auto id = peer_.request("execute", params, std::move(cb));
@@ -356,16 +358,16 @@ class exec_server_source final : public child_source {
         c->on_abandon([this, id = *id, raw = c.get()] {
             peer_.abandon(id);
             peer_.notify("notifications/cancelled",
-                         mcp::cancelled_params(id, cancel_reason(raw->end())));
+                         mcp::cancelled_params(id, tools::cancel_reason(raw->end())));
         });
     }
 
-    static void on_reply(const call_ptr& c, simdjson::dom::object msg) {
+    static void on_reply(const tools::call_ptr& c, simdjson::dom::object msg) {
         simdjson::dom::element result, error;
         if (msg["result"].get(result) == simdjson::SUCCESS) {
             c->resolve(protocol::normalize_value(result));
         } else if (msg["error"].get(error) == simdjson::SUCCESS) {
-            c->resolve(rpc_wire::error_result(error, "the tool failed"));
+            c->resolve(process::rpc_wire::error_result(error, "the tool failed"));
         } else {
             c->resolve(tool_result::failure(error_code::tool_failed,
                                             "JSON-RPC response has neither result nor error"));
@@ -375,12 +377,13 @@ class exec_server_source final : public child_source {
 
 } // namespace
 
-std::shared_ptr<tool_source> make_exec_source(asio::any_io_executor ex, child_reaper& reaper,
-                                              const config::source_config& cfg,
-                                              const config::config& whole) {
+std::shared_ptr<tools::tool_source> make_exec_source(asio::any_io_executor ex,
+                                                     process::child_reaper& reaper,
+                                                     const config::source_config& cfg,
+                                                     const config::config& whole) {
     if (cfg.mode == config::exec_mode::server)
         return std::make_shared<exec_server_source>(std::move(ex), reaper, cfg, whole);
     return std::make_shared<exec_oneshot_source>(std::move(ex), reaper, cfg, whole);
 }
 
-} // namespace meith::registry
+} // namespace meith::sources

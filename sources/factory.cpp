@@ -4,7 +4,7 @@
 #include <array>
 #include <stdexcept>
 
-namespace meith::registry {
+namespace meith::sources {
 
 namespace {
 
@@ -42,17 +42,17 @@ std::string known_source_kinds() {
     return out;
 }
 
-std::shared_ptr<tool_source> make_source(std::string_view kind, const source_context& ctx,
-                                         const config::source_config& cfg) {
+std::shared_ptr<tools::tool_source> make_source(std::string_view kind, const source_context& ctx,
+                                                const config::source_config& cfg) {
     for (const auto& k : kinds)
         if (k.kind == kind) return k.make(ctx, cfg);
     throw std::invalid_argument("unknown source kind '" + std::string(kind) +
                                 "' (known kinds: " + known_source_kinds() + ")");
 }
 
-std::shared_ptr<tool_source> make_source(const source_context& ctx,
-                                         const config::source_config& cfg) {
+std::shared_ptr<tools::tool_source> make_source(const source_context& ctx,
+                                                const config::source_config& cfg) {
     return make_source(config::to_string(cfg.kind), ctx, cfg);
 }
 
-} // namespace meith::registry
+} // namespace meith::sources

@@ -7,11 +7,11 @@
 // and it is restarted with exponential backoff until it crashes too often within a window,
 // when the source is marked failed.
 #include "audit/redactor.hpp"
-#include "process/confinement.hpp"
 #include "process/rpc_peer.hpp"
 #include "process/subprocess.hpp"
 #include "process/supervisor.hpp"
 #include "protocol/json_writer.hpp"
+#include "sandbox/confinement.hpp"
 #include "schema/validator.hpp"
 #include "sources/child_source.hpp"
 #include "sources/factory.hpp"
@@ -20,7 +20,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace meith::registry {
+namespace meith::sources {
 
 namespace {
 
@@ -30,10 +30,10 @@ using protocol::tool_result;
 
 class host_source final : public child_source {
   public:
-    host_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
-                const config::config& whole)
+    host_source(asio::any_io_executor ex, process::child_reaper& reaper,
+                const config::source_config& cfg, const config::config& whole)
         : child_source(ex, reaper, cfg, whole, "tool host '" + cfg.name + "'", "host",
-                       cfg.config_json, started_with(cfg), rpc_dialect::tool_host,
+                       cfg.config_json, sandbox::started_with(cfg), process::rpc_dialect::tool_host,
                        default_policy(cfg, whole)),
           ex_(std::move(ex)), methods_(ex_, peer_, state_json_) {}
 
@@ -45,7 +45,7 @@ class host_source final : public child_source {
                            cfg_.name, remote_name, remote_name);
     }
 
-    void start(source_events events) override {
+    void start(tools::source_events events) override {
         methods_.set_alive(weak_from_this()); // owned by a shared_ptr by now
         child_source::start(std::move(events));
     }
@@ -66,7 +66,7 @@ class host_source final : public child_source {
 
     void call_optional(std::string_view method, std::string params_members,
                        std::function<void(std::optional<std::string>)> done) override {
-        if (state() != source_state::ready) {
+        if (state() != tools::source_state::ready) {
             done(std::nullopt);
             return;
         }
@@ -99,14 +99,14 @@ class host_source final : public child_source {
     // ---- requests ---------------------------------------------------------------------------
 
     std::optional<std::uint64_t> send_request(request_kind kind, std::string_view method,
-                                              std::string_view params, call_ptr c) {
-        rpc_peer::callbacks cb;
+                                              std::string_view params, tools::call_ptr c) {
+        process::rpc_peer::callbacks cb;
         // The call is held by the peer's pending entry until it is answered, fails or is
         // abandoned (forgotten: a late answer is then dropped).
         cb.on_message = [this, kind, c](simdjson::dom::object msg, bool final) {
             on_message(kind, c, msg, final);
         };
-        cb.on_failure = [this, c](rpc_failure failure, const std::string& how) {
+        cb.on_failure = [this, c](process::rpc_failure failure, const std::string& how) {
             if (!c) return;
             c->resolve(request_failed(failure, how));
         };
@@ -119,7 +119,7 @@ class host_source final : public child_source {
         return id;
     }
 
-    void send_execute(const call_ptr& c, const tool& t) override {
+    void send_execute(const tools::call_ptr& c, const tools::tool& t) override {
         params_.clear();
         params_.append(R"({"tool_name":)");
         append_json_string(params_, t.remote_name);
@@ -142,7 +142,7 @@ class host_source final : public child_source {
         if (id)
             c->on_abandon([this, id = *id, raw = c.get()] {
                 peer_.abandon(id);
-                send_cancel(id, cancel_reason(raw->end()));
+                send_cancel(id, tools::cancel_reason(raw->end()));
             });
     }
 
@@ -155,7 +155,7 @@ class host_source final : public child_source {
         params += R"(","reason":)";
         append_json_string(params, reason);
         params += '}';
-        rpc_peer::callbacks cb;
+        process::rpc_peer::callbacks cb;
         cb.on_message = [this, generation = spawns_](simdjson::dom::object msg, bool final) {
             bool ok = false;
             if (final && generation == spawns_ && msg["ok"].get_bool().get(ok) == simdjson::SUCCESS)
@@ -164,7 +164,8 @@ class host_source final : public child_source {
         peer_.request("cancel", params, std::move(cb));
     }
 
-    void on_message(request_kind kind, const call_ptr& c, simdjson::dom::object msg, bool final) {
+    void on_message(request_kind kind, const tools::call_ptr& c, simdjson::dom::object msg,
+                    bool final) {
         if (!final) {
             simdjson::dom::element event;
             std::string_view type;
@@ -237,7 +238,7 @@ class host_source final : public child_source {
         return protocol::normalize_value(value);
     }
 
-    void on_error_response(request_kind kind, const call_ptr& c, simdjson::dom::object msg) {
+    void on_error_response(request_kind kind, const tools::call_ptr& c, simdjson::dom::object msg) {
         std::string_view type = "Error", detail = "tool host error";
         std::string_view stack;
         simdjson::dom::object err;
@@ -303,7 +304,7 @@ class host_source final : public child_source {
             start_failed("get_tool_schemas did not return an array");
             return;
         }
-        std::vector<tool_definition> defs;
+        std::vector<tools::tool_definition> defs;
         for (auto item : list) {
             auto def = schema_to_definition(item);
             if (def) defs.push_back(std::move(*def));
@@ -324,8 +325,8 @@ class host_source final : public child_source {
     /// PROTOCOL.md §13: the host runs confined to the union of its tools' capabilities. When
     /// the tools it listed need another sandbox than the one it runs in, it is restarted under
     /// theirs before they are registered (true: restarting; the next listing registers).
-    std::optional<tool_definition> schema_to_definition(simdjson::dom::element item) {
-        tool_definition d;
+    std::optional<tools::tool_definition> schema_to_definition(simdjson::dom::element item) {
+        tools::tool_definition d;
         std::string_view type, text;
         simdjson::dom::element fn = item;
         if (item["type"].get_string().get(type) != simdjson::SUCCESS) type = "function";
@@ -382,10 +383,11 @@ class host_source final : public child_source {
 
 } // namespace
 
-std::shared_ptr<tool_source> make_host_source(asio::any_io_executor ex, child_reaper& reaper,
-                                              const config::source_config& cfg,
-                                              const config::config& whole) {
+std::shared_ptr<tools::tool_source> make_host_source(asio::any_io_executor ex,
+                                                     process::child_reaper& reaper,
+                                                     const config::source_config& cfg,
+                                                     const config::config& whole) {
     return std::make_shared<host_source>(std::move(ex), reaper, cfg, whole);
 }
 
-} // namespace meith::registry
+} // namespace meith::sources

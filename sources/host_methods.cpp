@@ -1,12 +1,12 @@
 #include "sources/host_methods.hpp"
 
 #include "protocol/json_writer.hpp"
-#include "registry/tool_source.hpp"
+#include "tools/tool_source.hpp"
 
 #include <asio/steady_timer.hpp>
 #include <simdjson.h>
 
-namespace meith::registry {
+namespace meith::sources {
 
 namespace {
 
@@ -35,7 +35,8 @@ std::vector<std::string> string_array(std::string_view json) {
     return out;
 }
 
-host_methods::host_methods(asio::any_io_executor ex, rpc_peer& peer, std::string& state_json)
+host_methods::host_methods(asio::any_io_executor ex, process::rpc_peer& peer,
+                           std::string& state_json)
     : ex_(std::move(ex)), peer_(peer), state_json_(state_json) {
 }
 
@@ -97,7 +98,7 @@ void host_methods::ask(std::size_t i, std::string_view params,
     };
     auto p = std::make_shared<pending>(
         pending{std::move(done), std::nullopt, asio::steady_timer(ex_), false});
-    rpc_peer::callbacks cb;
+    process::rpc_peer::callbacks cb;
     const std::uint64_t generation = generation_;
     // The state an optional method hands back is ignored: it was given a snapshot, and an
     // execute_tool answered meanwhile may have moved the state on (a late answer would roll
@@ -125,13 +126,13 @@ void host_methods::ask(std::size_t i, std::string_view params,
         }
         p->finish(std::nullopt);
     };
-    cb.on_failure = [p](rpc_failure, const std::string&) { p->finish(std::nullopt); };
+    cb.on_failure = [p](process::rpc_failure, const std::string&) { p->finish(std::nullopt); };
     p->id = peer_.request(optional_methods[i], params, std::move(cb));
     if (!p->id) {
         p->finish(std::nullopt);
         return;
     }
-    p->timer.expires_after(optional_method_timeout);
+    p->timer.expires_after(tools::optional_method_timeout);
     p->timer.async_wait([this, alive = alive_, p](const std::error_code& ec) {
         if (ec || p->finished || alive.expired()) return;
         peer_.abandon(*p->id);
@@ -166,4 +167,4 @@ void host_methods::probe(const std::string& config_json, std::function<void()> t
             });
 }
 
-} // namespace meith::registry
+} // namespace meith::sources

@@ -19,13 +19,13 @@
 
 #include <asio/any_io_executor.hpp>
 
-namespace meith::registry {
+namespace meith::sources {
 
 class host_methods {
   public:
     /// `state_json` is the host's state (kept by the source): sent with the methods that take
     /// it; what they hand back is ignored (a snapshot cannot roll the state back).
-    host_methods(asio::any_io_executor ex, rpc_peer& peer, std::string& state_json);
+    host_methods(asio::any_io_executor ex, process::rpc_peer& peer, std::string& state_json);
     /// What expires with the owning source: the timeouts check it before touching anything.
     /// Must be set before the first call.
     void set_alive(std::weak_ptr<void> alive) { alive_ = std::move(alive); }
@@ -52,7 +52,7 @@ class host_methods {
              std::function<void(std::optional<std::string>)> done);
 
     asio::any_io_executor ex_;
-    rpc_peer& peer_;
+    process::rpc_peer& peer_;
     std::string& state_json_;
     std::weak_ptr<void> alive_;
     std::array<presence, count> methods_{};
@@ -66,4 +66,4 @@ class host_methods {
 /// The strings of a JSON array (other items skipped); empty for anything else.
 std::vector<std::string> string_array(std::string_view json);
 
-} // namespace meith::registry
+} // namespace meith::sources

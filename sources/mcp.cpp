@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace meith::registry {
+namespace meith::sources {
 
 namespace {
 /// Pages of one tools/list walk; a server that keeps handing out cursors fails past this.
@@ -43,8 +43,8 @@ std::string mcp_source::capabilities_hint(std::string_view remote_name) const {
         cfg_.name, remote_name, remote_name);
 }
 
-supervised_process::policy mcp_source::make_policy(const config::source_config& cfg,
-                                                   const config::config& whole) {
+process::supervised_process::policy mcp_source::make_policy(const config::source_config& cfg,
+                                                            const config::config& whole) {
     auto p = default_policy(cfg, whole);
     p.stdin_first = true; // MCP stdio shutdown: EOF, then SIGTERM, then SIGKILL
     return p;
@@ -70,12 +70,12 @@ void mcp_source::append_status(std::string& out) const {
 void mcp_source::send_discover() {
     ready_ = false;
     revision_.clear();
-    rpc_peer::callbacks cb;
+    process::rpc_peer::callbacks cb;
     const auto gen = spawns_;
     cb.on_message = [this, gen](simdjson::dom::object msg, bool) {
         if (gen == spawns_) on_discovered(msg);
     };
-    cb.on_failure = [](rpc_failure, const std::string&) {}; // the exit handler decides
+    cb.on_failure = [](process::rpc_failure, const std::string&) {}; // the exit handler decides
     const auto id =
         peer_.request("server/discover", mcp::discover_params(envelope_), std::move(cb));
     if (!id) return proc_.fail_start("could not send server/discover");
@@ -105,9 +105,9 @@ void mcp_source::on_discovered(simdjson::dom::object msg) {
 void mcp_source::send_initialize() {
     ready_ = false;
     revision_.clear();
-    rpc_peer::callbacks cb;
+    process::rpc_peer::callbacks cb;
     cb.on_message = [this](simdjson::dom::object msg, bool) { on_initialized(msg); };
-    cb.on_failure = [](rpc_failure, const std::string&) {}; // the exit handler decides
+    cb.on_failure = [](process::rpc_failure, const std::string&) {}; // the exit handler decides
     if (!peer_.request("initialize", mcp::initialize_params(MEITH_VERSION, cfg_.forward_roots),
                        std::move(cb)))
         proc_.fail_start("could not send initialize");
@@ -151,9 +151,9 @@ void mcp_source::request_page(std::optional<std::string> cursor) {
         append_json_string(params, *cursor);
         params += '}';
     }
-    rpc_peer::callbacks cb;
+    process::rpc_peer::callbacks cb;
     cb.on_message = [this](simdjson::dom::object msg, bool) { on_page(msg); };
-    cb.on_failure = [](rpc_failure, const std::string&) {}; // the exit handler decides
+    cb.on_failure = [](process::rpc_failure, const std::string&) {}; // the exit handler decides
     if (!peer_.request("tools/list", params_for(params), std::move(cb)))
         listing_failed("could not send tools/list");
 }
@@ -260,7 +260,7 @@ void mcp_source::on_child_exit() {
     tool_names_.clear();
 }
 
-void mcp_source::send_execute(const call_ptr& c, const tool& t) {
+void mcp_source::send_execute(const tools::call_ptr& c, const tools::tool& t) {
     if (t.task_required && !modern_) {
         // A tool that runs only as a task (2025-11-25 basic/utilities/tasks): the call is
         // task-augmented, and its result fetched with tasks/result (docs/protocol.md §17).
@@ -270,15 +270,15 @@ void mcp_source::send_execute(const call_ptr& c, const tool& t) {
     send_call(c, t.remote_name, {}, 0);
 }
 
-void mcp_source::send_call(const call_ptr& c, const std::string& remote,
+void mcp_source::send_call(const tools::call_ptr& c, const std::string& remote,
                            const std::string& input_members, int round) {
     const std::uint64_t token = ++next_token_;
-    rpc_peer::callbacks cb;
+    process::rpc_peer::callbacks cb;
     cb.on_message = [this, c, token, remote, round](simdjson::dom::object msg, bool) {
         progress_.erase(token);
         on_call_answer(c, msg, remote, round);
     };
-    cb.on_failure = [this, c, token](rpc_failure failure, const std::string& how) {
+    cb.on_failure = [this, c, token](process::rpc_failure failure, const std::string& how) {
         progress_.erase(token);
         c->resolve(request_failed(failure, how));
     };
@@ -303,11 +303,11 @@ void mcp_source::send_call(const call_ptr& c, const std::string& remote,
         peer_.abandon(id);
         progress_.erase(token);
         peer_.notify("notifications/cancelled",
-                     params_for(mcp::cancelled_params(id, names_of(raw->end()).words)));
+                     params_for(mcp::cancelled_params(id, tools::names_of(raw->end()).words)));
     });
 }
 
-void mcp_source::on_call_answer(const call_ptr& c, simdjson::dom::object msg,
+void mcp_source::on_call_answer(const tools::call_ptr& c, simdjson::dom::object msg,
                                 const std::string& remote, int round) {
     simdjson::dom::element result, error;
     std::string_view result_type;
@@ -328,10 +328,11 @@ void mcp_source::on_call_answer(const call_ptr& c, simdjson::dom::object msg,
                                         "JSON-RPC response has neither result nor error"));
 }
 
-std::shared_ptr<tool_source> make_mcp_source(asio::any_io_executor ex, child_reaper& reaper,
-                                             const config::source_config& cfg,
-                                             const config::config& whole) {
+std::shared_ptr<tools::tool_source> make_mcp_source(asio::any_io_executor ex,
+                                                    process::child_reaper& reaper,
+                                                    const config::source_config& cfg,
+                                                    const config::config& whole) {
     return std::make_shared<mcp_source>(std::move(ex), reaper, cfg, whole);
 }
 
-} // namespace meith::registry
+} // namespace meith::sources

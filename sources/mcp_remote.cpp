@@ -22,7 +22,7 @@
 
 #include <ctime>
 
-namespace meith::registry {
+namespace meith::sources {
 
 namespace fs = std::filesystem;
 
@@ -91,7 +91,7 @@ void mcp_source::answer_credentials(const std::string& id_json) {
     for (const auto& [name, value] : cfg_.headers) {
         std::string why;
         const auto before = used.size();
-        auto resolved = secrets::expand(value, confinement_home(), used, why);
+        auto resolved = secrets::expand(value, sandbox::confinement_home(), used, why);
         for (auto v = used.begin() + static_cast<std::ptrdiff_t>(before); v != used.end(); ++v)
             audit::add_exact_secret(*v);
         if (!resolved) {
@@ -111,8 +111,8 @@ void mcp_source::answer_credentials(const std::string& id_json) {
     std::string why;
     std::optional<remote::credentials> grant;
     std::optional<secrets::stored_grant> stored;
-    if (!confinement_home().empty())
-        stored = secrets::load_grant(confinement_home(), cfg_.name, why);
+    if (!sandbox::confinement_home().empty())
+        stored = secrets::load_grant(sandbox::confinement_home(), cfg_.name, why);
     if (stored) {
         grant = remote::credentials_from_json(stored->text, why);
         if (!grant) why = fmt::format("the grant in {} is not one: {}", stored->where, why);
@@ -146,10 +146,11 @@ void mcp_source::on_bridge_notification(std::string_view method, simdjson::dom::
             audit::add_exact_secret(v);
         grant_held_ = true;
         grant_expires_at_ = c->expires_at;
-        if (confinement_home().empty()) return;
+        if (sandbox::confinement_home().empty()) return;
         // Synchronous: the Secret Service answers on the session bus within its own timeout,
         // once per refresh (minutes apart).
-        auto where = secrets::save_grant(confinement_home(), cfg_.name, remote::to_json(*c), why);
+        auto where =
+            secrets::save_grant(sandbox::confinement_home(), cfg_.name, remote::to_json(*c), why);
         if (!where)
             spdlog::warn("{}: cannot save the refreshed grant: {}", label_, why);
         else {
@@ -220,9 +221,9 @@ void mcp_source::append_remote_status(std::string& out) const {
     out += R"(,"credentials":)";
     append_json_string(out, grant_held_ && !grant_where_.empty()
                                 ? grant_where_
-                                : secrets::grant_store(confinement_home(), cfg_.name));
+                                : secrets::grant_store(sandbox::confinement_home(), cfg_.name));
     out += R"(,"home":)";
-    append_json_string(out, confinement_home().string());
+    append_json_string(out, sandbox::confinement_home().string());
     out += R"(,"loggedIn":)";
     out += grant_held_ ? "true" : "false";
     if (grant_held_ && grant_expires_at_ > 0)
@@ -230,4 +231,4 @@ void mcp_source::append_remote_status(std::string& out) const {
     out += '}';
 }
 
-} // namespace meith::registry
+} // namespace meith::sources

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace meith::registry {
+namespace meith::sources {
 
 namespace {
 
@@ -28,46 +28,46 @@ spdlog::level::level_enum log_level_of(std::string_view level) {
 } // namespace
 
 void mcp_source::forward(std::string_view method, std::string params_json,
-                         std::function<void(mcp_answer)> done) {
+                         std::function<void(tools::mcp_answer)> done) {
     if (!ready_)
-        return done(
-            mcp_error(-32603, fmt::format("{} is not running ({})", label_, to_string(state()))));
+        return done(tools::mcp_error(
+            -32603, fmt::format("{} is not running ({})", label_, to_string(state()))));
     if (modern_) {
         // 2026-07-28: the log level travels per request, subscriptions on the listen.
-        if (method == "logging/setLevel") return done(mcp_answer{true, "{}"});
+        if (method == "logging/setLevel") return done(tools::mcp_answer{true, "{}"});
         if (method == "resources/subscribe" || method == "resources/unsubscribe")
             return subscribe_on_listen(method == "resources/subscribe", params_json,
                                        std::move(done));
         params_json = mcp::with_envelope(params_json, envelope_);
     }
-    auto shared = std::make_shared<std::function<void(mcp_answer)>>(std::move(done));
-    rpc_peer::callbacks cb;
+    auto shared = std::make_shared<std::function<void(tools::mcp_answer)>>(std::move(done));
+    process::rpc_peer::callbacks cb;
     cb.on_message = [shared](simdjson::dom::object msg, bool) {
         simdjson::dom::element v;
         if (msg["result"].get(v) == simdjson::SUCCESS && v.is_object())
-            (*shared)(mcp_answer{true, simdjson::minify(v)});
+            (*shared)(tools::mcp_answer{true, simdjson::minify(v)});
         else if (msg["error"].get(v) == simdjson::SUCCESS && v.is_object())
-            (*shared)(mcp_answer{false, simdjson::minify(v)});
+            (*shared)(tools::mcp_answer{false, simdjson::minify(v)});
         else
-            (*shared)(mcp_error(-32603, "the MCP server's answer has neither a result "
-                                        "object nor an error object"));
+            (*shared)(tools::mcp_error(-32603, "the MCP server's answer has neither a result "
+                                               "object nor an error object"));
     };
-    cb.on_failure = [shared, label = label_](rpc_failure, const std::string& how) {
-        (*shared)(mcp_error(
+    cb.on_failure = [shared, label = label_](process::rpc_failure, const std::string& how) {
+        (*shared)(tools::mcp_error(
             -32603, fmt::format("{} did not answer: {}", label, how.empty() ? "it stopped" : how)));
     };
     if (!peer_.request(method, params_json, std::move(cb)))
-        (*shared)(mcp_error(-32603, fmt::format("{} is not accepting requests", label_)));
+        (*shared)(tools::mcp_error(-32603, fmt::format("{} is not accepting requests", label_)));
 }
 
-void mcp_source::follow_task(const call_ptr& c, std::string task_id) {
+void mcp_source::follow_task(const tools::call_ptr& c, std::string task_id) {
     const std::uint64_t token = ++next_token_;
     progress_.emplace(token, c);
     tasks_[task_id] = c;
     std::string params = R"({"taskId":)";
     append_json_string(params, task_id);
     params += '}';
-    rpc_peer::callbacks cb;
+    process::rpc_peer::callbacks cb;
     cb.on_message = [this, c, token, task_id](simdjson::dom::object msg, bool) {
         progress_.erase(token);
         tasks_.erase(task_id);
@@ -80,7 +80,8 @@ void mcp_source::follow_task(const call_ptr& c, std::string task_id) {
             c->resolve(tool_result::failure(error_code::tool_failed,
                                             "tasks/result: neither result nor error"));
     };
-    cb.on_failure = [this, c, token, task_id](rpc_failure failure, const std::string& how) {
+    cb.on_failure = [this, c, token, task_id](process::rpc_failure failure,
+                                              const std::string& how) {
         progress_.erase(token);
         tasks_.erase(task_id);
         c->resolve(request_failed(failure, how));
@@ -96,9 +97,9 @@ void mcp_source::follow_task(const call_ptr& c, std::string task_id) {
         peer_.abandon(id);
         progress_.erase(token);
         tasks_.erase(task_id);
-        rpc_peer::callbacks ignore;
+        process::rpc_peer::callbacks ignore;
         ignore.on_message = [](simdjson::dom::object, bool) {};
-        ignore.on_failure = [](rpc_failure, const std::string&) {};
+        ignore.on_failure = [](process::rpc_failure, const std::string&) {};
         peer_.request("tasks/cancel", params, std::move(ignore));
     });
 }
@@ -124,27 +125,27 @@ void mcp_source::relisten() {
         n += ']';
     }
     n += "}}";
-    rpc_peer::callbacks cb; // answered only when the server ends the listen
+    process::rpc_peer::callbacks cb; // answered only when the server ends the listen
     cb.on_message = [](simdjson::dom::object, bool) {};
-    cb.on_failure = [](rpc_failure, const std::string&) {};
+    cb.on_failure = [](process::rpc_failure, const std::string&) {};
     listen_id_ = peer_.request("subscriptions/listen", params_for(n), std::move(cb));
 }
 
 void mcp_source::subscribe_on_listen(bool on, std::string_view params_json,
-                                     std::function<void(mcp_answer)> done) {
+                                     std::function<void(tools::mcp_answer)> done) {
     thread_local simdjson::dom::parser parser;
     std::string_view uri;
     simdjson::dom::element params;
     if (parser.parse(params_json).get(params) != simdjson::SUCCESS ||
         params["uri"].get_string().get(uri) != simdjson::SUCCESS)
-        return done(mcp_error(-32602, "params need a string \"uri\""));
+        return done(tools::mcp_error(-32602, "params need a string \"uri\""));
     const bool changed = on ? listen_uris_.insert(std::string(uri)).second
                             : listen_uris_.erase(std::string(uri)) > 0;
     if (changed) relisten();
-    done(mcp_answer{true, "{}"});
+    done(tools::mcp_answer{true, "{}"});
 }
 
-void mcp_source::ask_inputs(const call_ptr& c, simdjson::dom::element result,
+void mcp_source::ask_inputs(const tools::call_ptr& c, simdjson::dom::element result,
                             const std::string& remote, int round) {
     if (round + 1 >= max_input_rounds)
         return c->resolve(tool_result::failure(
@@ -188,7 +189,7 @@ void mcp_source::ask_inputs(const call_ptr& c, simdjson::dom::element result,
     if (asks.empty()) return finish();
     for (const auto& a : asks) {
         auto answered = [this, c, g, key = a.key, method = a.method, finish,
-                         alive](mcp_answer answer) {
+                         alive](tools::mcp_answer answer) {
             if (!alive.lock() || c->resolved()) return;
             if (!answer.ok)
                 return c->resolve(tool_result::failure(
@@ -204,7 +205,7 @@ void mcp_source::ask_inputs(const call_ptr& c, simdjson::dom::element result,
         };
         if (c->ask_client(a.method, a.params, answered)) continue;
         if (a.method == "roots/list") {
-            answered(mcp_answer{true, own_roots()});
+            answered(tools::mcp_answer{true, own_roots()});
             continue;
         }
         return c->resolve(tool_result::failure(
@@ -215,8 +216,8 @@ void mcp_source::ask_inputs(const call_ptr& c, simdjson::dom::element result,
     }
 }
 
-call_ptr mcp_source::owning_call(std::string& why) const {
-    call_ptr newest;
+tools::call_ptr mcp_source::owning_call(std::string& why) const {
+    tools::call_ptr newest;
     std::uint64_t newest_token = 0;
     for (const auto& [token, c] : progress_) {
         if (newest && c->session_id != newest->session_id) {
@@ -238,7 +239,7 @@ void mcp_source::forward_to_client(const std::string& id_json, std::string_view 
     std::string why;
     auto c = owning_call(why);
     const auto gen = spawns_;
-    auto answer = [this, id_json, gen, alive = std::weak_ptr<bool>(alive_)](mcp_answer a) {
+    auto answer = [this, id_json, gen, alive = std::weak_ptr<bool>(alive_)](tools::mcp_answer a) {
         if (!alive.lock() || gen != spawns_) return; // that child is gone
         if (a.ok)
             peer_.reply(id_json, a.json);
@@ -246,7 +247,7 @@ void mcp_source::forward_to_client(const std::string& id_json, std::string_view 
             peer_.reply_error_object(id_json, a.json);
     };
     if (c && c->ask_client(method, params_json, answer)) return;
-    if (method == "roots/list") return answer(mcp_answer{true, own_roots()});
+    if (method == "roots/list") return answer(tools::mcp_answer{true, own_roots()});
     if (c) why = "the client that made the call did not declare the capability";
     const std::string shown(mcp::cut_utf8(method, 200));
     spdlog::info("{}: refused its request {}: {}", label_,
@@ -379,4 +380,4 @@ void mcp_source::on_log(simdjson::dom::object params) {
                 redactor.redact_text(mcp::cut_utf8(text, max_log_message)));
 }
 
-} // namespace meith::registry
+} // namespace meith::sources

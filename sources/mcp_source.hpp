@@ -5,12 +5,12 @@
 #pragma once
 
 #include "audit/redactor.hpp"
-#include "process/confinement.hpp"
 #include "process/rpc_peer.hpp"
 #include "process/subprocess.hpp"
 #include "process/supervisor.hpp"
 #include "protocol/json_writer.hpp"
 #include "remote/credentials.hpp"
+#include "sandbox/confinement.hpp"
 #include "sources/child_source.hpp"
 #include "sources/mcp_wire.hpp"
 
@@ -20,39 +20,40 @@
 #include <set>
 #include <unordered_map>
 
-namespace meith::registry {
+namespace meith::sources {
 
 using protocol::append_json_string;
 using protocol::error_code;
 using protocol::tool_result;
 
-class mcp_source final : public child_source, public mcp_peer {
+class mcp_source final : public child_source, public tools::mcp_peer {
   public:
-    mcp_source(asio::any_io_executor ex, child_reaper& reaper, const config::source_config& cfg,
-               const config::config& whole)
+    mcp_source(asio::any_io_executor ex, process::child_reaper& reaper,
+               const config::source_config& cfg, const config::config& whole)
         : child_source(ex, reaper, cfg.url.empty() ? cfg : bridge_config(cfg, whole), whole,
                        (cfg.url.empty() ? "MCP server '" : "remote MCP server '") + cfg.name + "'",
-                       "mcp", "{}", cfg.url.empty() ? started_with(cfg) : bridge_capabilities(),
-                       rpc_dialect::jsonrpc, make_policy(cfg, whole)),
+                       "mcp", "{}",
+                       cfg.url.empty() ? sandbox::started_with(cfg) : bridge_capabilities(),
+                       process::rpc_dialect::jsonrpc, make_policy(cfg, whole)),
           resource_caps_(permissions::capability_set_from(cfg.resource_capabilities)),
           envelope_(mcp::envelope_members(MEITH_VERSION, cfg.forward_roots)), probe_timer_(ex) {}
 
     // ---- mcp_peer: the families beyond tools (docs/protocol.md §17) -------------------------
 
-    mcp_peer* mcp() override { return this; }
+    tools::mcp_peer* mcp() override { return this; }
 
     bool offers(std::string_view capability) const override;
 
     permissions::capability_set resource_capabilities() const override { return resource_caps_; }
 
     void forward(std::string_view method, std::string params_json,
-                 std::function<void(mcp_answer)> done) override;
+                 std::function<void(tools::mcp_answer)> done) override;
 
     std::string capabilities_hint(std::string_view remote_name) const override;
 
   private:
-    static supervised_process::policy make_policy(const config::source_config& cfg,
-                                                  const config::config& whole);
+    static process::supervised_process::policy make_policy(const config::source_config& cfg,
+                                                           const config::config& whole);
 
     // ---- a remote server (`url`, docs/protocol.md §18): sources/mcp_remote.cpp ------------
 
@@ -126,20 +127,20 @@ class mcp_source final : public child_source, public mcp_peer {
 
     // ---- calls ------------------------------------------------------------------------------
 
-    void send_execute(const call_ptr& c, const tool& t) override;
+    void send_execute(const tools::call_ptr& c, const tools::tool& t) override;
 
     /// A task-augmented call answered CreateTaskResult: tasks/result waits for the task's end
     /// and answers the call's result; a cancel or timeout is tasks/cancel. The call stays the
     /// one the server's requests belong to while the task runs.
-    void follow_task(const call_ptr& c, std::string task_id);
+    void follow_task(const tools::call_ptr& c, std::string task_id);
 
     /// One round of a call: `input_members` (members without braces) carry the answers of the
     /// previous round's input requests (2026-07-28 multi-round-trip requests).
-    void send_call(const call_ptr& c, const std::string& remote, const std::string& input_members,
-                   int round);
+    void send_call(const tools::call_ptr& c, const std::string& remote,
+                   const std::string& input_members, int round);
 
-    void on_call_answer(const call_ptr& c, simdjson::dom::object msg, const std::string& remote,
-                        int round);
+    void on_call_answer(const tools::call_ptr& c, simdjson::dom::object msg,
+                        const std::string& remote, int round);
 
     /// What the server's initialize result declares (server capabilities, lifecycle).
     struct server_capabilities {
@@ -174,7 +175,7 @@ class mcp_source final : public child_source, public mcp_peer {
     void relisten();
 
     void subscribe_on_listen(bool on, std::string_view params_json,
-                             std::function<void(mcp_answer)> done);
+                             std::function<void(tools::mcp_answer)> done);
 
     /// Rounds of input one call may ask for (the TypeScript SDK client's own bound).
     static constexpr int max_input_rounds = 10;
@@ -182,15 +183,15 @@ class mcp_source final : public child_source, public mcp_peer {
     /// A 2026-07-28 `input_required` result: each input request goes to the client of the call,
     /// as a server's request would (docs/protocol.md §17); the call is then sent again with
     /// `inputResponses` and the server's `requestState`.
-    void ask_inputs(const call_ptr& c, simdjson::dom::element result, const std::string& remote,
-                    int round);
+    void ask_inputs(const tools::call_ptr& c, simdjson::dom::element result,
+                    const std::string& remote, int round);
 
     // ---- the server's own requests and notifications ----------------------------------------
 
     /// The call a server's request or notification belongs to: stdio carries no link between
     /// them, so it is the newest call in flight on this server when every call in flight is
     /// one client's (docs/protocol.md §17); null, with `why`, otherwise.
-    call_ptr owning_call(std::string& why) const;
+    tools::call_ptr owning_call(std::string& why) const;
 
     /// sampling/createMessage, elicitation/create, roots/list: to the client of the call in
     /// flight when it declared the capability; roots/list otherwise gets the source's cwd.
@@ -217,10 +218,10 @@ class mcp_source final : public child_source, public mcp_peer {
     bool listing_ = false; ///< a tools/list walk is under way
     bool relist_ = false;  ///< list_changed came during the walk: walk again after it
     std::size_t pages_ = 0;
-    std::vector<tool_definition> listed_; ///< the walk's tools so far
-    std::set<std::string> tool_names_;    ///< registered (prefixed) names
-    std::string revision_;                ///< negotiated protocol revision
-    server_capabilities server_caps_;     ///< what this child's initialize result declared
+    std::vector<tools::tool_definition> listed_; ///< the walk's tools so far
+    std::set<std::string> tool_names_;           ///< registered (prefixed) names
+    std::string revision_;                       ///< negotiated protocol revision
+    server_capabilities server_caps_;            ///< what this child's initialize result declared
     permissions::capability_set resource_caps_;
     std::uint64_t spawns_ = 0; ///< children started: an answer for an earlier one is dropped
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
@@ -230,10 +231,10 @@ class mcp_source final : public child_source, public mcp_peer {
     std::optional<std::uint64_t> listen_id_; ///< the open subscriptions/listen (2026-07-28)
     std::set<std::string> listen_uris_;      ///< resources subscribed to on it
     /// Calls running as tasks on this server, by taskId (2025-11-25 tasks).
-    std::unordered_map<std::string, call_ptr> tasks_;
+    std::unordered_map<std::string, tools::call_ptr> tasks_;
     std::uint64_t next_token_ = 0;
     /// Calls in flight by progress token (tokens are meithd's own, 1, 2, …).
-    std::unordered_map<std::uint64_t, call_ptr> progress_;
+    std::unordered_map<std::uint64_t, tools::call_ptr> progress_;
 };
 
-} // namespace meith::registry
+} // namespace meith::sources

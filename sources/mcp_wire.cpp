@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-namespace meith::registry::mcp {
+namespace meith::sources::mcp {
 
 using protocol::append_json_string;
 using protocol::error_code;
@@ -194,14 +194,14 @@ std::vector<std::string> tool_capabilities(const config::source_config& cfg, std
     return {"unknown"};
 }
 
-std::optional<tool_definition> definition_of(simdjson::dom::element item,
-                                             const config::source_config& cfg, std::string& why) {
+std::optional<tools::tool_definition>
+definition_of(simdjson::dom::element item, const config::source_config& cfg, std::string& why) {
     std::string_view text;
     if (item["name"].get_string().get(text) != simdjson::SUCCESS || text.empty()) {
         why = "a tool without a non-empty string name";
         return std::nullopt;
     }
-    tool_definition d;
+    tools::tool_definition d;
     d.name = std::string(text);
     if (item["description"].get_string().get(text) == simdjson::SUCCESS)
         d.description = std::string(text);
@@ -306,7 +306,7 @@ tool_result call_result(simdjson::dom::element result) {
 }
 
 tool_result error_answer(simdjson::dom::element error) {
-    return rpc_wire::error_result(error, "the MCP server answered a JSON-RPC error");
+    return process::rpc_wire::error_result(error, "the MCP server answered a JSON-RPC error");
 }
 
 std::string progress_event(simdjson::dom::object params) {
@@ -366,4 +366,4 @@ std::string roots_result(const std::filesystem::path& dir) {
     return out;
 }
 
-} // namespace meith::registry::mcp
+} // namespace meith::sources::mcp

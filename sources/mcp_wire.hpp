@@ -10,7 +10,7 @@
 #include "config/config.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/tool_result.hpp"
-#include "registry/tool_source.hpp"
+#include "tools/tool_source.hpp"
 
 #include <simdjson.h>
 
@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-namespace meith::registry::mcp {
+namespace meith::sources::mcp {
 
 /// The protocol revisions meithd speaks, newest first; `initialize` offers the first.
 inline constexpr std::array<std::string_view, 4> protocol_revisions{"2025-11-25", "2025-06-18",
@@ -91,8 +91,8 @@ std::vector<std::string> tool_capabilities(const config::source_config& cfg, std
 /// descriptor members, verbatim when given: `title` (string), `annotations`, `outputSchema`,
 /// `execution`, `_meta` (objects) and `icons` (array).
 /// nullopt, with `why` set, for an item without a non-empty string name.
-std::optional<tool_definition> definition_of(simdjson::dom::element item,
-                                             const config::source_config& cfg, std::string& why);
+std::optional<tools::tool_definition>
+definition_of(simdjson::dom::element item, const config::source_config& cfg, std::string& why);
 
 /// Params of a `tools/call` request: {"name","arguments","_meta":{"progressToken":token}},
 /// plus `traceparent` in _meta when given (W3C Trace Context, MCP SEP-414) and the 2026-07-28
@@ -135,4 +135,4 @@ std::string roots_result(const std::filesystem::path& dir);
 /// The longest prefix of at most `max` bytes that does not split a UTF-8 character.
 using protocol::cut_utf8;
 
-} // namespace meith::registry::mcp
+} // namespace meith::sources::mcp

@@ -5,12 +5,12 @@
 // a tool definition's inputSchema is valid JSON and its extra members make a valid object; a
 // progress event, when made, is a valid JSON object; a negotiated revision is one meithd speaks;
 // the 2026-07-28 envelope added to (and a listen's id taken from) any params leaves valid JSON;
-// matching a URI to a template (registry/mcp_gateway.hpp) ends on any pair of strings.
+// matching a URI to a template (gateway/mcp_gateway.hpp) ends on any pair of strings.
 #include "fuzz_common.hpp"
 
 #include "config/config.hpp"
+#include "gateway/mcp_gateway.hpp"
 #include "protocol/tool_result.hpp"
-#include "registry/mcp_gateway.hpp"
 #include "sources/mcp_wire.hpp"
 
 #include <algorithm>
@@ -18,7 +18,7 @@
 
 using meith::fuzz::check;
 using meith::fuzz::must_parse;
-namespace mcp = meith::registry::mcp;
+namespace mcp = meith::sources::mcp;
 
 namespace {
 
@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (root.get_array().get(pair) == simdjson::SUCCESS && pair.size() == 2 &&
         pair.at(0).get_string().get(tmpl) == simdjson::SUCCESS &&
         pair.at(1).get_string().get(uri) == simdjson::SUCCESS)
-        (void)meith::registry::uri_template_matches(tmpl, uri);
+        (void)meith::gateway::uri_template_matches(tmpl, uri);
 
     check_result(mcp::call_result(root), "call_result encodes as JSON");
     check_result(mcp::error_answer(root), "error_answer encodes as JSON");

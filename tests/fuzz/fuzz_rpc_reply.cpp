@@ -19,8 +19,8 @@
 #include <string>
 
 using meith::fuzz::check;
-using meith::registry::rpc_dialect;
-namespace wire = meith::registry::rpc_wire;
+using meith::process::rpc_dialect;
+namespace wire = meith::process::rpc_wire;
 
 namespace {
 

@@ -1,7 +1,7 @@
-// Unit tests: how the gateway matches a URI to a resource template (registry/mcp_gateway.hpp,
+// Unit tests: how the gateway matches a URI to a resource template (gateway/mcp_gateway.hpp,
 // docs/protocol.md §17) and the bridge's task table (cli/commands/mcp_tasks.hpp).
 #include "cli/commands/mcp_tasks.hpp"
-#include "registry/mcp_gateway.hpp"
+#include "gateway/mcp_gateway.hpp"
 #include "registry/registry.hpp"
 
 #include <asio/io_context.hpp>
@@ -13,12 +13,14 @@
 #include <string>
 #include <vector>
 
-using meith::registry::uri_template_matches;
+using meith::gateway::uri_template_matches;
 
 namespace {
 
 using nlohmann::json;
 using namespace meith::registry;
+using namespace meith::tools;
+using meith::gateway::mcp_gateway;
 
 /// An MCP source offering resources: `resources` listed exactly, `templates` as uriTemplates;
 /// resources/read answers "read from NAME".
@@ -80,6 +82,7 @@ std::string read_from(const std::vector<std::string>& first, const std::string& 
     asio::io_context ioc;
     meith::config::config cfg;
     registry reg(ioc.get_executor(), cfg, nullptr);
+    meith::gateway::mcp_gateway gw{reg};
     // "early" serves notes://{id} by a template; "late", later in the config, lists one of
     // its URIs exactly.
     reg.add_source(std::make_shared<resource_source>("early",
@@ -95,13 +98,13 @@ std::string read_from(const std::vector<std::string>& first, const std::string& 
     who.who = meith::permissions::caller::cli;
     for (const auto& m : first) {
         bool listed = false;
-        reg.mcp().request(who, m, "{}", [&](mcp_answer a) { listed = a.ok; });
+        gw.request(who, m, "{}", [&](mcp_answer a) { listed = a.ok; });
         ioc.poll();
         REQUIRE(listed);
     }
     std::optional<mcp_answer> read;
-    reg.mcp().request(who, "resources/read", json{{"uri", uri}}.dump(),
-                      [&](mcp_answer a) { read = std::move(a); });
+    gw.request(who, "resources/read", json{{"uri", uri}}.dump(),
+               [&](mcp_answer a) { read = std::move(a); });
     ioc.poll();
     REQUIRE(read);
     INFO(read->json);

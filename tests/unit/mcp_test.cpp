@@ -11,7 +11,7 @@
 #include <string>
 
 using json = nlohmann::json;
-namespace mcp = meith::registry::mcp;
+namespace mcp = meith::sources::mcp;
 using meith::protocol::error_code;
 
 namespace {

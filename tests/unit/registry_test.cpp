@@ -39,17 +39,17 @@ using namespace std::chrono_literals;
 using meith::permissions::caller;
 using meith::protocol::error_code;
 using meith::protocol::tool_result;
-using meith::registry::call;
-using meith::registry::call_end;
-using meith::registry::call_ptr;
-using meith::registry::call_sink;
 using meith::registry::registry;
-using meith::registry::source_events;
-using meith::registry::source_state;
-using meith::registry::tool;
-using meith::registry::tool_definition;
-using meith::registry::tool_source;
 using meith::schema::schema_validator;
+using meith::tools::call;
+using meith::tools::call_end;
+using meith::tools::call_ptr;
+using meith::tools::call_sink;
+using meith::tools::source_events;
+using meith::tools::source_state;
+using meith::tools::tool;
+using meith::tools::tool_definition;
+using meith::tools::tool_source;
 using json = nlohmann::json;
 
 namespace {
@@ -139,7 +139,7 @@ class fake_source : public tool_source {
 
     std::string status_json() const override {
         return R"({"name":")" + name_ + R"(","kind":"fake","state":")" +
-               std::string(meith::registry::to_string(state_)) +
+               std::string(meith::process::to_string(state_)) +
                R"(","pid":null,"restarts":0,"lastError":null})";
     }
 
@@ -200,7 +200,7 @@ struct fixture {
     /// Registry with the built-in source and one fake source offering `defs`.
     void start_with(std::vector<tool_definition> defs, bool builtin = true) {
         make_registry();
-        if (builtin) reg->add_source(meith::registry::make_builtin_source());
+        if (builtin) reg->add_source(meith::sources::make_builtin_source());
         auto src = std::make_unique<fake_source>("fake", std::move(defs));
         fake = src.get();
         reg->add_source(std::move(src));
@@ -313,7 +313,7 @@ TEST_CASE("registry: start with no sources is ready at once", "[registry]") {
 TEST_CASE("registry: on_ready runs once, after every source has settled", "[registry]") {
     fixture fx;
     fx.make_registry();
-    fx.reg->add_source(meith::registry::make_builtin_source());
+    fx.reg->add_source(meith::sources::make_builtin_source());
     auto a = std::make_unique<fake_source>("a", std::vector{def("ta")}, false);
     auto b = std::make_unique<fake_source>("b", std::vector{def("tb")}, false);
     auto* pa = a.get();
@@ -726,7 +726,7 @@ TEST_CASE("registry: a listing over max_tools_per_source is refused whole, with 
           "[registry]") {
     fixture fx;
     std::vector<tool_definition> many;
-    for (std::size_t i = 0; i <= meith::registry::max_tools_per_source; ++i)
+    for (std::size_t i = 0; i <= meith::tools::max_tools_per_source; ++i)
         many.push_back(def("t" + std::to_string(i)));
     fx.start_with(many);
     REQUIRE(fx.ready);
@@ -1094,18 +1094,18 @@ TEST_CASE("registry: a rejected tool_call frame has the call record's keys, null
 
 TEST_CASE("source factory: one table of kinds, an unknown kind names the known ones",
           "[registry][factory]") {
-    using meith::registry::make_source;
-    using meith::registry::source_kinds;
+    using meith::sources::make_source;
+    using meith::sources::source_kinds;
     asio::io_context ioc;
-    meith::registry::child_reaper reaper(ioc.get_executor());
+    meith::process::child_reaper reaper(ioc.get_executor());
     meith::config::config cfg;
-    const meith::registry::source_context ctx{ioc.get_executor(), reaper, cfg};
+    const meith::sources::source_context ctx{ioc.get_executor(), reaper, cfg};
 
     std::vector<std::string> kinds;
     for (const auto& k : source_kinds())
         kinds.emplace_back(k.kind);
     CHECK(kinds == std::vector<std::string>{"builtin", "host", "exec", "mcp"});
-    CHECK(meith::registry::known_source_kinds() == "builtin, host, exec, mcp");
+    CHECK(meith::sources::known_source_kinds() == "builtin, host, exec, mcp");
     // Every kind a config can name has a factory.
     for (auto k : {meith::config::source_kind::host, meith::config::source_kind::exec,
                    meith::config::source_kind::mcp})
@@ -1705,7 +1705,7 @@ TEST_CASE("schema_validator: argument text in messages is cut, escaped and bound
 namespace {
 
 /// An approver that records the frames it is sent (PROTOCOL.md §12).
-struct recording_approver : meith::registry::approver {
+struct recording_approver : meith::approvals::approver {
     std::vector<std::string> frames;
     std::string session = "s_approver";
     void deliver(std::string_view frame) override { frames.emplace_back(frame); }
@@ -1726,7 +1726,7 @@ struct recording_approver : meith::registry::approver {
 TEST_CASE("registry: an ask call is denied without approvers, held with one, and runs once "
           "approved, a session grant lets the next call through",
           "[registry][approvals]") {
-    using meith::registry::approval_answer;
+    using meith::approvals::approval_answer;
     fixture fx;
     fx.cfg.permissions.plugin = meith::config::caller_policy_config{
         {"read-only", "accesses-network"}, {}, {"writes-files"}};
@@ -1796,7 +1796,7 @@ TEST_CASE("approvals: a burst of grants rewrites grants.json once, at the end of
     const std::filesystem::path file = dir.path / "grants.json";
     auto& ap = fx.reg->approvals();
     REQUIRE_FALSE(ap.persist_to(file));
-    meith::registry::grant_request g;
+    meith::approvals::grant_request g;
     g.who = caller::plugin;
     g.capabilities = 1u << static_cast<unsigned>(meith::permissions::capability::writes_files);
     for (int i = 0; i < 500; ++i)
@@ -1817,7 +1817,7 @@ TEST_CASE("child_reaper: a child that exited before watch() is reported after it
     // The supervisor registers a child and then sets up its readers and timers; a handler run
     // from inside watch() tore them down first (a tool host that exits at once crashed meithd).
     asio::io_context ioc;
-    meith::registry::child_reaper reaper(ioc.get_executor());
+    meith::process::child_reaper reaper(ioc.get_executor());
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) ::_exit(7);
@@ -1890,7 +1890,7 @@ void start_pinned(fixture& fx, const fs::path& pins, std::vector<tool_definition
         {"read-only", "accesses-network"}, {}, {"writes-files"}};
     fx.make_registry();
     REQUIRE_FALSE(fx.reg->pin_tools_in(pins));
-    fx.reg->add_source(meith::registry::make_builtin_source());
+    fx.reg->add_source(meith::sources::make_builtin_source());
     auto src = std::make_unique<fake_source>("fake", std::move(defs));
     fx.fake = src.get();
     fx.reg->add_source(std::move(src));
@@ -1902,7 +1902,7 @@ void start_pinned(fixture& fx, const fs::path& pins, std::vector<tool_definition
 TEST_CASE("registry: a call held for approval whose tool is quarantined meanwhile fails as a "
           "fresh call would, whatever a person answers",
           "[registry][approvals][pins]") {
-    using meith::registry::approval_answer;
+    using meith::approvals::approval_answer;
     temp_dir dir;
     fixture fx;
     auto changed = def("write", {"writes-files"});
@@ -1948,7 +1948,7 @@ TEST_CASE("registry: a call held for approval whose tool is quarantined meanwhil
 TEST_CASE("registry: a call held for approval whose tool was removed meanwhile fails "
           "UNKNOWN_TOOL, as a fresh call would",
           "[registry][approvals][pins]") {
-    using meith::registry::approval_answer;
+    using meith::approvals::approval_answer;
     temp_dir dir;
     fixture fx;
     start_pinned(fx, dir.path / "tool-pins.json", {def("write", {"writes-files"}), def("read")});
@@ -2057,7 +2057,7 @@ TEST_CASE("tool_pins: a failed write keeps the pins to be written, says why, and
         "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(logged));
     spdlog::set_default_logger(capture);
 
-    meith::registry::tool_pins pins;
+    meith::tools::tool_pins pins;
     REQUIRE_FALSE(pins.load(file));
     tool t;
     t.name = t.remote_name = "lookup";

@@ -1,7 +1,7 @@
-// Unit tests for registry/tool_search: the words the index keeps, and BM25 ranking over the
+// Unit tests for tools/tool_search: the words the index keeps, and BM25 ranking over the
 // tools' weighted fields (docs/protocol.md §20).
-#include "registry/tool_search.hpp"
-#include "registry/tool_source.hpp"
+#include "tools/tool_search.hpp"
+#include "tools/tool_source.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-using namespace meith::registry;
+using namespace meith::tools;
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <vector>
 
-namespace meith::registry {
+namespace meith::sandbox {
 
 /// Whether `a` is `b` or lies beneath it (lexically).
 bool path_within(const std::filesystem::path& a, const std::filesystem::path& b);
@@ -34,4 +34,4 @@ protected_set protected_in_roots(const std::vector<std::filesystem::path>& roots
                                  const std::filesystem::path& home,
                                  const std::filesystem::path& config_file);
 
-} // namespace meith::registry
+} // namespace meith::sandbox

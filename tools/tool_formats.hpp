@@ -14,13 +14,13 @@
 // format that cannot express it is a function with one required string parameter `input`.
 #pragma once
 
-#include "registry/tool_source.hpp"
+#include "tools/tool_source.hpp"
 
 #include <optional>
 #include <string>
 #include <string_view>
 
-namespace meith::registry {
+namespace meith::tools {
 
 enum class list_format { meith, openai, openai_responses, anthropic, mcp };
 inline constexpr std::size_t list_format_count = 5;
@@ -34,4 +34,4 @@ std::string_view list_format_names();
 /// Appends `t` as one JSON object in `f` (not `meith`: tool_table renders those).
 void append_provider_tool(std::string& out, const tool& t, list_format f);
 
-} // namespace meith::registry
+} // namespace meith::tools

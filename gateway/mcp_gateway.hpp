@@ -28,7 +28,8 @@
 
 #include "permissions/client_profile.hpp"
 #include "permissions/policy.hpp"
-#include "registry/tool_source.hpp"
+#include "registry/registry.hpp"
+#include "tools/tool_source.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -42,13 +43,16 @@
 
 #include <simdjson.h>
 
-namespace meith::registry {
+namespace meith::gateway {
 
-class registry;
-
-class mcp_gateway {
+/// One per daemon, beside the registry it routes over (it sets itself as the registry's
+/// source observer, and unsets itself when destroyed).
+class mcp_gateway final : public registry::source_observer {
   public:
-    explicit mcp_gateway(registry& reg) : reg_(reg) {}
+    explicit mcp_gateway(registry::registry& reg) : reg_(reg) { reg_.set_source_observer(this); }
+    ~mcp_gateway() { reg_.set_source_observer(nullptr); }
+    mcp_gateway(const mcp_gateway&) = delete;
+    mcp_gateway& operator=(const mcp_gateway&) = delete;
 
     /// Who asks: for the decision, the audit line and the subscriber's state.
     struct requester {
@@ -62,7 +66,7 @@ class mcp_gateway {
     /// Answers MCP request `method` with `params_json` (an object). `done` runs exactly once,
     /// maybe before returning, with the result or a JSON-RPC error object.
     void request(requester r, std::string method, std::string params_json,
-                 std::function<void(mcp_answer)> done);
+                 std::function<void(tools::mcp_answer)> done);
 
     /// A receiver of notification frames (mcp_notification, already rendered). `broadcast`:
     /// it gets list_changed and log messages too (hello `mcp_notifications`), not only the
@@ -79,10 +83,13 @@ class mcp_gateway {
     void unsubscribe(std::uint64_t token);
 
     /// A source's notification (source_events::mcp_notification).
-    void on_notification(tool_source& src, std::string_view method, std::string_view params_json);
+    void on_notification(tools::tool_source& src, std::string_view method,
+                         std::string_view params_json) override;
 
+    /// A source was removed: routes to it are forgotten.
+    void on_removed(const tools::tool_source& src) override { forget(src); }
     /// A source stopped or was removed: routes to it are forgotten.
-    void forget(const tool_source& src);
+    void forget(const tools::tool_source& src);
 
   private:
     struct subscriber {
@@ -92,14 +99,14 @@ class mcp_gateway {
         std::set<std::string> uris;
         std::shared_ptr<const permissions::client_profile> profile;
     };
-    using source_ref = std::weak_ptr<tool_source>;
+    using source_ref = std::weak_ptr<tools::tool_source>;
     struct prompt_route {
         source_ref source;
         std::string remote_name;
     };
     struct list_job;
 
-    std::vector<std::shared_ptr<tool_source>> offering(std::string_view capability) const;
+    std::vector<std::shared_ptr<tools::tool_source>> offering(std::string_view capability) const;
     /// Walks `method` (resources/list, resources/templates/list or prompts/list) over every
     /// source offering `capability`; `done` gets the merged items array's JSON text.
     void list_all(std::string_view method, std::string_view capability,
@@ -107,37 +114,37 @@ class mcp_gateway {
                   std::function<void(std::string items)> done);
     /// Why `src`'s families are out of `profile` (null: in), or nullopt.
     std::optional<std::string> out_of_profile(const permissions::client_profile* profile,
-                                              const tool_source& src) const;
-    void learn(const std::shared_ptr<tool_source>& src, std::string_view method,
+                                              const tools::tool_source& src) const;
+    void learn(const std::shared_ptr<tools::tool_source>& src, std::string_view method,
                simdjson::dom::array items, std::string& merged);
     /// The source first in the config that serves `uri` as learned: by listing it, or by a
     /// template that matches it (or is it); null when none.
-    std::shared_ptr<tool_source> owner_of_uri(std::string_view uri) const;
+    std::shared_ptr<tools::tool_source> owner_of_uri(std::string_view uri) const;
     /// Whether a source offering resources that comes before `src` in the config has not had
     /// its templates listed since it started or changed them (it may serve a URI `src` lists).
-    bool templates_unknown_before(const tool_source& src) const;
+    bool templates_unknown_before(const tools::tool_source& src) const;
     /// The source's position in the config (the registry's order); past the end when gone.
-    std::size_t order_of(const tool_source* src) const;
+    std::size_t order_of(const tools::tool_source* src) const;
     /// Whether `src` comes before the source `than` refers to (or that one is gone).
-    bool precedes(const tool_source* src, const source_ref& than) const;
+    bool precedes(const tools::tool_source* src, const source_ref& than) const;
     /// Routes by URI (listing again once on a miss), then runs `then` with the source or null.
-    void route_uri(std::string uri, std::function<void(std::shared_ptr<tool_source>)> then);
+    void route_uri(std::string uri, std::function<void(std::shared_ptr<tools::tool_source>)> then);
     void route_prompt(std::string name,
-                      std::function<void(std::shared_ptr<tool_source>, std::string)> then);
+                      std::function<void(std::shared_ptr<tools::tool_source>, std::string)> then);
 
     /// Decides, forwards and audits one routed request.
-    void forward(const requester& r, const std::shared_ptr<tool_source>& src,
+    void forward(const requester& r, const std::shared_ptr<tools::tool_source>& src,
                  std::string_view method, std::string params_json, std::string target,
-                 std::function<void(mcp_answer)> done);
-    void audit(const requester& r, std::string_view method, const tool_source* src,
-               std::string_view target, std::string_view decision, const mcp_answer& a,
+                 std::function<void(tools::mcp_answer)> done);
+    void audit(const requester& r, std::string_view method, const tools::tool_source* src,
+               std::string_view target, std::string_view decision, const tools::mcp_answer& a,
                std::chrono::steady_clock::time_point started);
     void set_level(const requester& r, std::string_view params_json,
-                   std::function<void(mcp_answer)> done);
+                   std::function<void(tools::mcp_answer)> done);
     void subscription(const requester& r, bool on, std::string uri, std::string params_json,
-                      std::function<void(mcp_answer)> done);
+                      std::function<void(tools::mcp_answer)> done);
 
-    registry& reg_;
+    registry::registry& reg_;
     std::map<std::uint64_t, subscriber> subscribers_;
     std::uint64_t next_token_ = 0;
     std::map<std::string, source_ref, std::less<>> resource_owner_; ///< URI → source, as listed
@@ -154,4 +161,4 @@ class mcp_gateway {
 /// expression may also be empty).
 bool uri_template_matches(std::string_view tmpl, std::string_view uri);
 
-} // namespace meith::registry
+} // namespace meith::gateway

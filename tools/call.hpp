@@ -2,7 +2,8 @@
 //
 // A call is resolved exactly once (the first of: the tool's result, its timeout, a cancel,
 // the client going away, daemon shutdown); later outcomes and late tool output are dropped.
-// Resolution runs the registry's finishing step (audit line, then reply) synchronously.
+// Resolution runs its owner's finishing step (the registry's: audit line, then reply)
+// synchronously.
 // Shared between the connection (to cancel it), the registry (to time it out) and the source
 // (to deliver events and the result). I/O-thread only.
 #pragma once
@@ -22,10 +23,27 @@
 #include <string_view>
 #include <vector>
 
-namespace meith::registry {
+namespace meith::tools {
 
 struct tool;
-class registry;
+class call;
+class call_list;
+using call_ptr = std::shared_ptr<call>;
+
+/// Who finishes a call: the registry (registry/registry.hpp), which takes it at dispatch
+/// (`call::adopt`). A call without an owner (unit tests) sends its result straight to its sink.
+class call_owner {
+  public:
+    /// The tool has answered `c` with `r`: the after_execution hooks, then `c->finalize`.
+    virtual void after_tool(const call_ptr& c, protocol::tool_result r) = 0;
+    /// The call is resolved with `r`, which may be replaced by what the client receives (a
+    /// result over the size limit becomes an error); the audit line is written here, before
+    /// the call hands `r` to its sink.
+    virtual void finish(call& c, protocol::tool_result& r) = 0;
+
+  protected:
+    ~call_owner() = default;
+};
 
 /// A JSON-RPC answer passed through unchanged (docs/protocol.md §17): a `result` object when
 /// `ok`, else an error object `{"code","message","data"?}`.
@@ -153,6 +171,13 @@ class call : public std::enable_shared_from_this<call> {
     /// call can still time out or be cancelled.
     void resolve(protocol::tool_result result, call_end how = call_end::tool);
 
+    /// The final step, for the owner (after_tool, or a result a filter hook withheld): no
+    /// hooks, no second chances. The first resolution wins.
+    void finalize(protocol::tool_result result, call_end how);
+
+    /// Makes `owner` finish this call (before any resolution).
+    void adopt(call_owner* owner) { owner_ = owner; }
+
     bool resolved() const { return resolved_; }
     /// The tool has answered (the call may still be in its after_execution hooks).
     bool tool_done() const { return tool_done_; }
@@ -174,10 +199,8 @@ class call : public std::enable_shared_from_this<call> {
     }
 
   private:
-    friend class registry;
-    /// The final step: no hooks, no second chances.
-    void finalize(protocol::tool_result result, call_end how);
-    registry* owner_ = nullptr;
+    friend class call_list;
+    call_owner* owner_ = nullptr;
     std::shared_ptr<call_sink> sink_;
     asio::any_io_executor ex_;
     std::optional<asio::steady_timer> deadline_;
@@ -185,13 +208,32 @@ class call : public std::enable_shared_from_this<call> {
     bool resolved_ = false;
     bool tool_done_ = false;
     call_end end_ = call_end::tool;
-    /// The registry's calls in flight: an intrusive list, so a call joins and leaves it
-    /// without an allocation.
-    call* active_prev_ = nullptr;
-    call* active_next_ = nullptr;
-    bool active_ = false;
+    /// Its place in a call_list: a call joins and leaves it without an allocation.
+    call_list* list_ = nullptr;
+    call* prev_ = nullptr;
+    call* next_ = nullptr;
 };
 
-using call_ptr = std::shared_ptr<call>;
+/// The calls in flight (the registry's): an intrusive list through the calls, which a call
+/// leaves when it is destroyed. I/O-thread only.
+class call_list {
+  public:
+    call_list() = default;
+    call_list(const call_list&) = delete;
+    call_list& operator=(const call_list&) = delete;
+    ~call_list();
 
-} // namespace meith::registry
+    /// Adds `c` unless it is in a list already.
+    void add(call& c);
+    /// Removes `c` if it is in this list.
+    void remove(call& c);
+    std::size_t size() const { return size_; }
+    /// A strong reference to each call in the list, so a caller may resolve them in turn.
+    std::vector<call_ptr> snapshot() const;
+
+  private:
+    call* head_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+} // namespace meith::tools

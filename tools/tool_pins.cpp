@@ -1,9 +1,9 @@
 // tool_pins: pinned tool definitions and the quarantine of changed ones (see the header).
-#include "registry/tool_pins.hpp"
+#include "tools/tool_pins.hpp"
 
 #include "config/private_file.hpp"
 #include "permissions/policy.hpp"
-#include "registry/tool_source.hpp"
+#include "tools/tool_source.hpp"
 
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <ctime>
 
-namespace meith::registry {
+namespace meith::tools {
 
 namespace {
 
@@ -182,4 +182,4 @@ tool_pins::held(std::string_view source, std::string_view remote_name) const {
     return std::make_pair(old, it->second);
 }
 
-} // namespace meith::registry
+} // namespace meith::tools

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-namespace meith::registry {
+namespace meith::hooks {
 
 /// One hook's answer about one call.
 struct hook_verdict {
@@ -33,7 +33,7 @@ class hook_runner;
 
 class hook_set {
   public:
-    hook_set(asio::any_io_executor ex, child_reaper& reaper, const config::config& cfg);
+    hook_set(asio::any_io_executor ex, process::child_reaper& reaper, const config::config& cfg);
     ~hook_set();
 
     /// Starts server-mode hooks.
@@ -74,4 +74,4 @@ class hook_set {
     std::vector<std::unique_ptr<hook_runner>> hooks_;
 };
 
-} // namespace meith::registry
+} // namespace meith::hooks

@@ -1,4 +1,4 @@
-#include "process/protected_paths.hpp"
+#include "sandbox/protected_paths.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -10,7 +10,7 @@
 
 #include <sys/stat.h>
 
-namespace meith::registry {
+namespace meith::sandbox {
 
 namespace fs = std::filesystem;
 
@@ -148,4 +148,4 @@ protected_set protected_in_roots(const std::vector<fs::path>& roots,
     return out;
 }
 
-} // namespace meith::registry
+} // namespace meith::sandbox

@@ -1,7 +1,8 @@
-#include "registry/hooks.hpp"
+#include "hooks/hooks.hpp"
 
-#include "process/confinement.hpp"
+#include "process/confined_spec.hpp"
 #include "process/rpc_peer.hpp"
+#include "sandbox/confinement.hpp"
 
 #include "audit/redactor.hpp"
 #include "permissions/policy.hpp"
@@ -17,7 +18,7 @@
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
-namespace meith::registry {
+namespace meith::hooks {
 
 namespace {
 
@@ -54,23 +55,23 @@ hook_verdict deny(hook_verdict v, std::string why) {
 
 class hook_runner {
   public:
-    hook_runner(asio::any_io_executor ex, child_reaper& reaper, const config::hook_config& cfg,
-                const config::config& whole)
+    hook_runner(asio::any_io_executor ex, process::child_reaper& reaper,
+                const config::hook_config& cfg, const config::config& whole)
         : ex_(ex), reaper_(reaper), cfg_(cfg), whole_(whole) {
         // A hook is the user's own policy program: confined only when it declares
         // capabilities (PROTOCOL.md §13). Under sandbox = "require" on a kernel that cannot
         // confine it fully, an error is logged and it runs with what the kernel offers.
-        std::optional<confinement> conf;
+        std::optional<sandbox::confinement> conf;
         if (cfg.capabilities) {
-            conf =
-                confine("hook-" + cfg.name, cfg.sandbox, cfg.sandbox_paths,
-                        permissions::capability_set_from(*cfg.capabilities), cfg.command, cfg.cwd);
+            conf = sandbox::confine("hook-" + cfg.name, cfg.sandbox, cfg.sandbox_paths,
+                                    permissions::capability_set_from(*cfg.capabilities),
+                                    cfg.command, cfg.cwd);
             if (conf->refusal) spdlog::error("hook '{}': {}", cfg.name, *conf->refusal);
         }
-        spec_ = confined_spec("hook '" + cfg.name + "'", cfg.command, cfg.cwd,
-                              whole.tools.env_allow, cfg.env, conf ? &*conf : nullptr);
+        spec_ = process::confined_spec("hook '" + cfg.name + "'", cfg.command, cfg.cwd,
+                                       whole.tools.env_allow, cfg.env, conf ? &*conf : nullptr);
         if (cfg_.mode == config::exec_mode::server) {
-            rpc_peer::handlers h;
+            process::rpc_peer::handlers h;
             h.on_spawn = [this] { proc_->mark_ready(); };
             h.on_exit = [this](const std::string&) {
                 observing_.clear(); // the peer failed every request in flight
@@ -79,10 +80,11 @@ class hook_runner {
             h.on_lifecycle = [this](std::string_view event, const std::string& details) {
                 if (lifecycle_) lifecycle_(cfg_.name, event, details);
             };
-            supervised_process::policy pol;
+            process::supervised_process::policy pol;
             pol.max_line_bytes = max_answer_bytes;
-            peer_ = std::make_unique<rpc_peer>(ex, reaper, spec_, pol, rpc_dialect::jsonrpc,
-                                               "hook '" + cfg.name + "'", std::move(h));
+            peer_ = std::make_unique<process::rpc_peer>(ex, reaper, spec_, pol,
+                                                        process::rpc_dialect::jsonrpc,
+                                                        "hook '" + cfg.name + "'", std::move(h));
             proc_ = &peer_->process();
         }
     }
@@ -129,7 +131,7 @@ class hook_runner {
     /// Hands the event over; never waits for the answer.
     void notify(const std::string& payload) {
         if (peer_) {
-            rpc_peer::callbacks cb;
+            process::rpc_peer::callbacks cb;
             cb.on_message = [this](simdjson::dom::object msg, bool) {
                 std::uint64_t answered = 0;
                 if (msg["id"].get_uint64().get(answered) == simdjson::SUCCESS)
@@ -200,7 +202,7 @@ class hook_runner {
             std::function<void(hook_verdict)> done;
             hook_verdict v;
             asio::steady_timer timer;
-            std::shared_ptr<oneshot_run> run;
+            std::shared_ptr<process::oneshot_run> run;
             state(asio::any_io_executor ex) : timer(ex) {}
             void answer(hook_verdict out) {
                 if (answered) return;
@@ -212,15 +214,16 @@ class hook_runner {
         auto st = std::make_shared<state>(ex_);
         st->done = std::move(done);
         st->v = v;
-        st->run = oneshot_run::start(
+        st->run = process::oneshot_run::start(
             ex_, reaper_, spec_, payload + "\n", max_answer_bytes,
-            std::chrono::milliseconds(whole_.tools.kill_grace_ms), [st, this](oneshot_outcome out) {
+            std::chrono::milliseconds(whole_.tools.kill_grace_ms),
+            [st, this](process::oneshot_outcome out) {
                 if (st->answered) return;
                 if (!out.spawn_error.empty())
                     return st->answer(deny(st->v, "could not start: " + out.spawn_error));
                 if (out.out_overflow) return st->answer(deny(st->v, "wrote too much"));
                 if (!WIFEXITED(out.wait_status) || WEXITSTATUS(out.wait_status) != 0)
-                    return st->answer(deny(st->v, describe_wait_status(out.wait_status)));
+                    return st->answer(deny(st->v, process::describe_wait_status(out.wait_status)));
                 simdjson::dom::element answer;
                 if (parser_.parse(out.out).get(answer) != simdjson::SUCCESS)
                     return st->answer(deny(st->v, "wrote an answer that is not JSON"));
@@ -236,7 +239,7 @@ class hook_runner {
 
     void ask_server(const std::string& payload, std::chrono::steady_clock::time_point limit,
                     hook_verdict v, std::function<void(hook_verdict)> done) {
-        if (proc_->state() != process_state::ready)
+        if (proc_->state() != process::process_state::ready)
             return done(deny(std::move(v),
                              "is not running (" + std::string(to_string(proc_->state())) +
                                  (proc_->last_error().empty() ? "" : ": " + proc_->last_error()) +
@@ -244,7 +247,7 @@ class hook_runner {
         auto a = std::make_shared<asking>(ex_);
         a->v = std::move(v);
         a->done = std::move(done);
-        rpc_peer::callbacks cb;
+        process::rpc_peer::callbacks cb;
         cb.on_message = [this, a](simdjson::dom::object msg, bool) {
             simdjson::dom::element result, error;
             if (msg["result"].get(result) == simdjson::SUCCESS) {
@@ -260,7 +263,7 @@ class hook_runner {
                 });
             }
         };
-        cb.on_failure = [this, a](rpc_failure, const std::string& how) {
+        cb.on_failure = [this, a](process::rpc_failure, const std::string& how) {
             answer(a, [&](hook_verdict v) { return deny(std::move(v), "exited: " + how); });
         };
         const auto id = peer_->request("hook", payload, std::move(cb));
@@ -325,10 +328,10 @@ class hook_runner {
         ++running_;
         auto timer =
             std::make_shared<asio::steady_timer>(ex_, std::chrono::milliseconds(cfg_.timeout_ms));
-        auto run = oneshot_run::start(
+        auto run = process::oneshot_run::start(
             ex_, reaper_, spec_, payload + "\n", max_answer_bytes,
             std::chrono::milliseconds(whole_.tools.kill_grace_ms),
-            [this, timer](oneshot_outcome out) {
+            [this, timer](process::oneshot_outcome out) {
                 timer->cancel();
                 if (!out.spawn_error.empty())
                     spdlog::warn("observe hook '{}' could not start: {}", cfg_.name,
@@ -338,7 +341,7 @@ class hook_runner {
                                  cfg_.timeout_ms);
                 else if (!WIFEXITED(out.wait_status) || WEXITSTATUS(out.wait_status) != 0)
                     spdlog::warn("observe hook '{}' {}", cfg_.name,
-                                 describe_wait_status(out.wait_status));
+                                 process::describe_wait_status(out.wait_status));
                 --running_;
                 if (!queued_.empty()) {
                     auto next = std::move(queued_.front());
@@ -352,12 +355,12 @@ class hook_runner {
     }
 
     asio::any_io_executor ex_;
-    child_reaper& reaper_;
+    process::child_reaper& reaper_;
     const config::hook_config& cfg_;
     const config::config& whole_;
-    process_spec spec_;
-    std::unique_ptr<rpc_peer> peer_;     ///< server mode only
-    supervised_process* proc_ = nullptr; ///< the peer's child (server mode)
+    process::process_spec spec_;
+    std::unique_ptr<process::rpc_peer> peer_;     ///< server mode only
+    process::supervised_process* proc_ = nullptr; ///< the peer's child (server mode)
     std::unordered_map<std::uint64_t, std::shared_ptr<asking>> asking_;
     std::unordered_set<std::uint64_t> observing_;
     std::deque<std::uint64_t> observing_order_; ///< the same ids, oldest first
@@ -367,7 +370,8 @@ class hook_runner {
     simdjson::dom::parser parser_; ///< one-shot answers
 };
 
-hook_set::hook_set(asio::any_io_executor ex, child_reaper& reaper, const config::config& cfg) {
+hook_set::hook_set(asio::any_io_executor ex, process::child_reaper& reaper,
+                   const config::config& cfg) {
     for (const auto& h : cfg.hooks)
         hooks_.push_back(std::make_unique<hook_runner>(ex, reaper, h, cfg));
 }
@@ -465,4 +469,4 @@ void hook_set::append_status(std::string& out, bool& first) const {
     }
 }
 
-} // namespace meith::registry
+} // namespace meith::hooks

@@ -1,11 +1,11 @@
 // mcp_subscribers: the MCP gateway's clients as listeners (see mcp_gateway.hpp): who gets
 // which notification (a client profile hears only its own sources, §23), resource
 // subscriptions held once per URI toward the source, and the log level each subscriber asked.
-#include "registry/mcp_gateway.hpp"
+#include "gateway/mcp_gateway.hpp"
 
+#include "gateway/mcp_gateway_internal.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/mcp_gateway_internal.hpp"
 #include "registry/registry.hpp"
 
 #include <algorithm>
@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace meith::registry {
+namespace meith::gateway {
 
 using namespace gateway_detail;
 using protocol::append_json_string;
@@ -41,7 +41,7 @@ void mcp_gateway::set_profile(std::uint64_t token,
 }
 
 std::optional<std::string> mcp_gateway::out_of_profile(const permissions::client_profile* profile,
-                                                       const tool_source& src) const {
+                                                       const tools::tool_source& src) const {
     if (profile == nullptr) return std::nullopt;
     return reg_.source_hidden(*profile, src);
 }
@@ -54,14 +54,15 @@ void mcp_gateway::unsubscribe(std::uint64_t token) {
         if (s == subscribed_.end() || --s->second.second > 0) continue;
         if (auto src = s->second.first.lock(); src && src->mcp()) {
             std::string params = R"({"uri":)" + json_string(uri) + "}";
-            src->mcp()->forward("resources/unsubscribe", std::move(params), [](mcp_answer) {});
+            src->mcp()->forward("resources/unsubscribe", std::move(params),
+                                [](tools::mcp_answer) {});
         }
         subscribed_.erase(s);
     }
     subscribers_.erase(it);
 }
 
-void mcp_gateway::on_notification(tool_source& src, std::string_view method,
+void mcp_gateway::on_notification(tools::tool_source& src, std::string_view method,
                                   std::string_view params_json) {
     std::string frame;
     protocol::append_mcp_notification(frame, src.name(), method, params_json);
@@ -97,7 +98,7 @@ void mcp_gateway::on_notification(tool_source& src, std::string_view method,
         if (auto it = subscribers_.find(token); it != subscribers_.end()) it->second.deliver(frame);
 }
 
-void mcp_gateway::forget(const tool_source& src) {
+void mcp_gateway::forget(const tools::tool_source& src) {
     auto is = [&](const source_ref& r) {
         auto p = r.lock();
         return !p || p.get() == &src;
@@ -109,14 +110,16 @@ void mcp_gateway::forget(const tool_source& src) {
 }
 
 void mcp_gateway::subscription(const requester& r, bool on, std::string uri,
-                               std::string params_json, std::function<void(mcp_answer)> done) {
+                               std::string params_json,
+                               std::function<void(tools::mcp_answer)> done) {
     auto it = subscribers_.find(r.subscriber);
     if (it == subscribers_.end())
-        return done(mcp_error(internal_error, "this connection cannot receive notifications"));
+        return done(
+            tools::mcp_error(internal_error, "this connection cannot receive notifications"));
     const std::string method = on ? "resources/subscribe" : "resources/unsubscribe";
     if (!on) {
         const auto started = std::chrono::steady_clock::now();
-        mcp_answer ok{true, "{}"};
+        tools::mcp_answer ok{true, "{}"};
         if (!it->second.uris.erase(uri)) return done(std::move(ok));
         auto s = subscribed_.find(uri);
         if (s != subscribed_.end() && --s->second.second == 0) {
@@ -130,12 +133,15 @@ void mcp_gateway::subscription(const requester& r, bool on, std::string uri,
     }
     route_uri(uri, [this, r, method, uri, params_json = std::move(params_json),
                     done = std::move(done)](auto src) mutable {
-        if (!src) return done(mcp_error(resource_not_found, "no MCP source lists resource " + uri));
+        if (!src)
+            return done(
+                tools::mcp_error(resource_not_found, "no MCP source lists resource " + uri));
         if (!src->mcp()->offers("resources.subscribe"))
-            return done(mcp_error(method_not_found, "MCP source '" + src->name() +
-                                                        "' does not offer resources/subscribe"));
+            return done(
+                tools::mcp_error(method_not_found, "MCP source '" + src->name() +
+                                                       "' does not offer resources/subscribe"));
         forward(r, src, method, std::move(params_json), uri,
-                [this, r, uri, src, done = std::move(done)](mcp_answer a) {
+                [this, r, uri, src, done = std::move(done)](tools::mcp_answer a) {
                     auto sub = subscribers_.find(r.subscriber);
                     if (a.ok && sub != subscribers_.end() && sub->second.uris.insert(uri).second) {
                         auto [s, fresh] = subscribed_.try_emplace(uri, src, 0);
@@ -147,15 +153,16 @@ void mcp_gateway::subscription(const requester& r, bool on, std::string uri,
 }
 
 void mcp_gateway::set_level(const requester& r, std::string_view params_json,
-                            std::function<void(mcp_answer)> done) {
+                            std::function<void(tools::mcp_answer)> done) {
     const auto started = std::chrono::steady_clock::now();
     simdjson::dom::element params;
     std::string_view level;
     if (parser_.parse(params_json).get(params) != simdjson::SUCCESS ||
         params["level"].get_string().get(level) != simdjson::SUCCESS || level_index(level) < 0)
-        return done(mcp_error(invalid_params, "logging/setLevel needs a \"level\": debug, info, "
-                                              "notice, warning, error, critical, alert or "
-                                              "emergency"));
+        return done(tools::mcp_error(invalid_params,
+                                     "logging/setLevel needs a \"level\": debug, info, "
+                                     "notice, warning, error, critical, alert or "
+                                     "emergency"));
     if (auto it = subscribers_.find(r.subscriber); it != subscribers_.end())
         it->second.level = level_index(level);
     // Sources send what the most verbose subscriber wants; each subscriber filters for itself.
@@ -164,10 +171,10 @@ void mcp_gateway::set_level(const requester& r, std::string_view params_json,
         if (s.broadcast) least = std::min(least, s.level);
     const std::string forwarded = R"({"level":)" + json_string(log_levels[least]) + "}";
     for (const auto& src : offering("logging"))
-        src->mcp()->forward("logging/setLevel", forwarded, [](mcp_answer) {});
-    mcp_answer ok{true, "{}"};
+        src->mcp()->forward("logging/setLevel", forwarded, [](tools::mcp_answer) {});
+    tools::mcp_answer ok{true, "{}"};
     audit(r, "logging/setLevel", nullptr, level, "allow", ok, started);
     done(std::move(ok));
 }
 
-} // namespace meith::registry
+} // namespace meith::gateway

@@ -1,14 +1,14 @@
 // tool_search: BM25 over the tools' weighted fields (see the header).
-#include "registry/tool_search.hpp"
+#include "tools/tool_search.hpp"
 
-#include "registry/tool_source.hpp"
+#include "tools/tool_source.hpp"
 
 #include <simdjson.h>
 
 #include <algorithm>
 #include <cmath>
 
-namespace meith::registry {
+namespace meith::tools {
 
 namespace {
 
@@ -196,4 +196,4 @@ tool_index::search(std::string_view query, std::size_t limit,
     return hits;
 }
 
-} // namespace meith::registry
+} // namespace meith::tools

@@ -6,7 +6,7 @@
 
 #include "egress/connection.hpp"
 #include "process/process_state.hpp"
-#include "registry/call.hpp"
+#include "tools/call.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -19,7 +19,7 @@ namespace meith::schema {
 class schema_validator; // schema/validator.hpp
 } // namespace meith::schema
 
-namespace meith::registry {
+namespace meith::tools {
 
 class tool_source;
 
@@ -56,7 +56,7 @@ inline constexpr std::chrono::seconds optional_method_timeout{5};
 
 /// Lifecycle of a source, as `meith sources` shows it: the one enum a supervised child has too
 /// (process/process_state.hpp), so a child source's state is its child's.
-using source_state = process_state;
+using source_state = process::process_state;
 
 /// Tool definition as a source reports it (before prefixing and schema compilation).
 struct tool_definition {
@@ -176,7 +176,7 @@ class tool_source : public std::enable_shared_from_this<tool_source> {
     /// Status for `meith sources`: {"name","kind","state","pid","restarts","lastError"}.
     virtual std::string status_json() const = 0;
     /// What this source's sandbox says about a failed call whose error reads `error_text`
-    /// (process/confinement.hpp: sandbox_hint); empty when it is not a refusal or the source
+    /// (sandbox/confinement.hpp: sandbox_hint); empty when it is not a refusal or the source
     /// runs unconfined. The registry appends it to the call's error message.
     /// How to declare the capabilities of a tool it lists as `unknown` (its name as the source
     /// knows it), for the refusal a caller reads; empty when the kind has nothing to say.
@@ -192,4 +192,4 @@ class tool_source : public std::enable_shared_from_this<tool_source> {
     }
 };
 
-} // namespace meith::registry
+} // namespace meith::tools

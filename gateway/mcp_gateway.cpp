@@ -1,9 +1,9 @@
 // mcp_gateway: MCP's families beyond tools across every MCP source (see mcp_gateway.hpp).
-#include "registry/mcp_gateway.hpp"
+#include "gateway/mcp_gateway.hpp"
 
+#include "gateway/mcp_gateway_internal.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/mcp_gateway_internal.hpp"
 #include "registry/registry.hpp"
 
 #include <algorithm>
@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace meith::registry {
+namespace meith::gateway {
 
 using namespace gateway_detail;
 using protocol::append_json_string;
@@ -52,14 +52,6 @@ std::string with_member(simdjson::dom::object obj, std::string_view key, std::st
 
 } // namespace
 
-mcp_answer mcp_error(int code, std::string_view message) {
-    mcp_answer a;
-    a.json = fmt::format(R"({{"code":{},"message":)", code);
-    append_json_string(a.json, message);
-    a.json += '}';
-    return a;
-}
-
 bool uri_template_matches(std::string_view tmpl, std::string_view uri) {
     // Literal parts must appear in order; each expression between them takes what is left
     // between them (at least one character unless its operator allows an empty expansion).
@@ -97,10 +89,12 @@ bool uri_template_matches(std::string_view tmpl, std::string_view uri) {
 
 // ---- listing ---------------------------------------------------------------------------------
 
-std::vector<std::shared_ptr<tool_source>> mcp_gateway::offering(std::string_view capability) const {
-    std::vector<std::shared_ptr<tool_source>> out;
+std::vector<std::shared_ptr<tools::tool_source>>
+mcp_gateway::offering(std::string_view capability) const {
+    std::vector<std::shared_ptr<tools::tool_source>> out;
     for (const auto& src : reg_.sources())
-        if (src->mcp() && src->state() == source_state::ready && src->mcp()->offers(capability))
+        if (src->mcp() && src->state() == tools::source_state::ready &&
+            src->mcp()->offers(capability))
             out.push_back(src);
     return out;
 }
@@ -162,7 +156,7 @@ void mcp_gateway::list_all(std::string_view method, std::string_view capability,
                  finish_one](std::string cursor, std::size_t page) {
             std::string params = "{}";
             if (!cursor.empty()) params = R"({"cursor":)" + json_string(cursor) + "}";
-            src->mcp()->forward(m, std::move(params), [=, this](mcp_answer a) {
+            src->mcp()->forward(m, std::move(params), [=, this](tools::mcp_answer a) {
                 std::string next;
                 simdjson::dom::element result;
                 simdjson::dom::array items;
@@ -199,7 +193,7 @@ void mcp_gateway::list_all(std::string_view method, std::string_view capability,
     }
 }
 
-void mcp_gateway::learn(const std::shared_ptr<tool_source>& src, std::string_view method,
+void mcp_gateway::learn(const std::shared_ptr<tools::tool_source>& src, std::string_view method,
                         simdjson::dom::array items, std::string& merged) {
     for (auto item : items) {
         simdjson::dom::object obj;
@@ -233,28 +227,28 @@ void mcp_gateway::learn(const std::shared_ptr<tool_source>& src, std::string_vie
 
 // ---- routing ---------------------------------------------------------------------------------
 
-std::size_t mcp_gateway::order_of(const tool_source* src) const {
+std::size_t mcp_gateway::order_of(const tools::tool_source* src) const {
     const auto& all = reg_.sources();
     for (std::size_t i = 0; i < all.size(); ++i)
         if (all[i].get() == src) return i;
     return all.size();
 }
 
-bool mcp_gateway::precedes(const tool_source* src, const source_ref& than) const {
+bool mcp_gateway::precedes(const tools::tool_source* src, const source_ref& than) const {
     auto other = than.lock();
     return !other || order_of(src) < order_of(other.get());
 }
 
-std::shared_ptr<tool_source> mcp_gateway::owner_of_uri(std::string_view uri) const {
-    auto usable = [](const source_ref& r) -> std::shared_ptr<tool_source> {
+std::shared_ptr<tools::tool_source> mcp_gateway::owner_of_uri(std::string_view uri) const {
+    auto usable = [](const source_ref& r) -> std::shared_ptr<tools::tool_source> {
         auto p = r.lock();
-        return p && p->state() == source_state::ready ? p : nullptr;
+        return p && p->state() == tools::source_state::ready ? p : nullptr;
     };
     // docs/protocol.md §17: the source first in the config that serves the URI, whether it
     // lists it exactly or by a template: a later source cannot take a URI an earlier one
     // serves by a template just by listing that URI (nor the other way round).
-    std::shared_ptr<tool_source> best;
-    const auto consider = [&](std::shared_ptr<tool_source> p) {
+    std::shared_ptr<tools::tool_source> best;
+    const auto consider = [&](std::shared_ptr<tools::tool_source> p) {
         if (p && (!best || order_of(p.get()) < order_of(best.get()))) best = std::move(p);
     };
     if (auto it = resource_owner_.find(uri); it != resource_owner_.end())
@@ -264,7 +258,7 @@ std::shared_ptr<tool_source> mcp_gateway::owner_of_uri(std::string_view uri) con
     return best;
 }
 
-bool mcp_gateway::templates_unknown_before(const tool_source& src) const {
+bool mcp_gateway::templates_unknown_before(const tools::tool_source& src) const {
     const std::size_t at = order_of(&src);
     for (const auto& s : offering("resources")) {
         if (order_of(s.get()) >= at) continue;
@@ -276,7 +270,7 @@ bool mcp_gateway::templates_unknown_before(const tool_source& src) const {
 }
 
 void mcp_gateway::route_uri(std::string uri,
-                            std::function<void(std::shared_ptr<tool_source>)> then) {
+                            std::function<void(std::shared_ptr<tools::tool_source>)> then) {
     if (auto src = owner_of_uri(uri)) {
         if (!templates_unknown_before(*src)) return then(std::move(src));
         // A source earlier in the config may serve it by a template not learned yet (its
@@ -302,13 +296,14 @@ void mcp_gateway::route_uri(std::string uri,
 }
 
 void mcp_gateway::route_prompt(
-    std::string name, std::function<void(std::shared_ptr<tool_source>, std::string)> then) {
+    std::string name, std::function<void(std::shared_ptr<tools::tool_source>, std::string)> then) {
     auto lookup =
-        [this](const std::string& n) -> std::pair<std::shared_ptr<tool_source>, std::string> {
+        [this](
+            const std::string& n) -> std::pair<std::shared_ptr<tools::tool_source>, std::string> {
         auto it = prompts_.find(n);
         if (it == prompts_.end()) return {nullptr, {}};
         auto p = it->second.source.lock();
-        if (!p || p->state() != source_state::ready) return {nullptr, {}};
+        if (!p || p->state() != tools::source_state::ready) return {nullptr, {}};
         return {p, it->second.remote_name};
     };
     if (auto [src, remote] = lookup(name); src) return then(std::move(src), std::move(remote));
@@ -321,14 +316,14 @@ void mcp_gateway::route_prompt(
 // ---- requests --------------------------------------------------------------------------------
 
 void mcp_gateway::request(requester r, std::string method, std::string params_json,
-                          std::function<void(mcp_answer)> done) {
+                          std::function<void(tools::mcp_answer)> done) {
     const auto started = std::chrono::steady_clock::now();
     if (method == "resources/list" || method == "resources/templates/list" ||
         method == "prompts/list") {
         const std::string_view capability = method == "prompts/list" ? "prompts" : "resources";
         list_all(method, capability, r.profile.get(),
                  [this, r, method, started, done = std::move(done)](std::string items) {
-                     mcp_answer a{true, "{"};
+                     tools::mcp_answer a{true, "{"};
                      append_json_string(a.json, items_key(method));
                      a.json += ':';
                      a.json += items;
@@ -342,12 +337,12 @@ void mcp_gateway::request(requester r, std::string method, std::string params_js
 
     simdjson::dom::element params;
     if (parser_.parse(params_json).get(params) != simdjson::SUCCESS || !params.is_object())
-        return done(mcp_error(invalid_params, "params must be an object"));
+        return done(tools::mcp_error(invalid_params, "params must be an object"));
     std::string_view text;
     if (method == "resources/read" || method == "resources/subscribe" ||
         method == "resources/unsubscribe") {
         if (params["uri"].get_string().get(text) != simdjson::SUCCESS)
-            return done(mcp_error(invalid_params, method + " needs a string \"uri\""));
+            return done(tools::mcp_error(invalid_params, method + " needs a string \"uri\""));
         if (method != "resources/read")
             return subscription(r, method == "resources/subscribe", std::string(text),
                                 std::move(params_json), std::move(done));
@@ -355,26 +350,27 @@ void mcp_gateway::request(requester r, std::string method, std::string params_js
                                       uri = std::string(text),
                                       done = std::move(done)](auto src) mutable {
             if (!src)
-                return done(mcp_error(resource_not_found,
-                                      "no MCP source lists resource " + uri +
-                                          " (resources/list and resources/templates/list show "
-                                          "what there is)"));
+                return done(tools::mcp_error(
+                    resource_not_found, "no MCP source lists resource " + uri +
+                                            " (resources/list and resources/templates/list show "
+                                            "what there is)"));
             forward(r, src, method, std::move(params_json), uri, std::move(done));
         });
         return;
     }
     if (method == "prompts/get") {
         if (params["name"].get_string().get(text) != simdjson::SUCCESS)
-            return done(mcp_error(invalid_params, "prompts/get needs a string \"name\""));
+            return done(tools::mcp_error(invalid_params, "prompts/get needs a string \"name\""));
         route_prompt(std::string(text), [this, r, method, obj_json = std::string(params_json),
                                          name = std::string(text), done = std::move(done)](
                                             auto src, std::string remote) mutable {
             if (!src)
-                return done(mcp_error(invalid_params, "no MCP source offers prompt '" + name +
-                                                          "' (prompts/list shows what there is)"));
+                return done(
+                    tools::mcp_error(invalid_params, "no MCP source offers prompt '" + name +
+                                                         "' (prompts/list shows what there is)"));
             simdjson::dom::object o;
             if (parser_.parse(obj_json).get_object().get(o) != simdjson::SUCCESS)
-                return done(mcp_error(invalid_params, "params must be an object"));
+                return done(tools::mcp_error(invalid_params, "params must be an object"));
             forward(r, src, method, with_member(o, "name", json_string(remote)), name,
                     std::move(done));
         });
@@ -385,90 +381,97 @@ void mcp_gateway::request(requester r, std::string method, std::string params_js
         std::string_view type;
         if (params["ref"].get_object().get(ref) != simdjson::SUCCESS ||
             ref["type"].get_string().get(type) != simdjson::SUCCESS)
-            return done(mcp_error(invalid_params,
-                                  "completion/complete needs a \"ref\" of type ref/prompt or "
-                                  "ref/resource"));
+            return done(tools::mcp_error(
+                invalid_params, "completion/complete needs a \"ref\" of type ref/prompt or "
+                                "ref/resource"));
         if (type == "ref/prompt") {
             if (ref["name"].get_string().get(text) != simdjson::SUCCESS)
-                return done(mcp_error(invalid_params, "a ref/prompt needs a string \"name\""));
+                return done(
+                    tools::mcp_error(invalid_params, "a ref/prompt needs a string \"name\""));
             route_prompt(std::string(text), [this, r, method, params_json = std::move(params_json),
                                              name = std::string(text), done = std::move(done)](
                                                 auto src, std::string remote) mutable {
                 if (!src)
-                    return done(mcp_error(invalid_params, "no MCP source offers prompt '" + name +
-                                                              "' (prompts/list shows what there "
-                                                              "is)"));
+                    return done(
+                        tools::mcp_error(invalid_params, "no MCP source offers prompt '" + name +
+                                                             "' (prompts/list shows what there "
+                                                             "is)"));
                 simdjson::dom::object p, rf;
                 if (parser_.parse(params_json).get_object().get(p) != simdjson::SUCCESS ||
                     p["ref"].get_object().get(rf) != simdjson::SUCCESS)
-                    return done(mcp_error(invalid_params, "params must be an object"));
+                    return done(tools::mcp_error(invalid_params, "params must be an object"));
                 std::string new_ref = with_member(rf, "name", json_string(remote));
                 if (parser_.parse(params_json).get_object().get(p) != simdjson::SUCCESS)
-                    return done(mcp_error(invalid_params, "params must be an object"));
+                    return done(tools::mcp_error(invalid_params, "params must be an object"));
                 forward(r, src, method, with_member(p, "ref", new_ref), name, std::move(done));
             });
             return;
         }
         if (type == "ref/resource") {
             if (ref["uri"].get_string().get(text) != simdjson::SUCCESS)
-                return done(mcp_error(invalid_params, "a ref/resource needs a string \"uri\""));
+                return done(
+                    tools::mcp_error(invalid_params, "a ref/resource needs a string \"uri\""));
             route_uri(std::string(text), [this, r, method, params_json = std::move(params_json),
                                           uri = std::string(text),
                                           done = std::move(done)](auto src) mutable {
                 if (!src)
-                    return done(mcp_error(resource_not_found,
-                                          "no MCP source lists resource template " + uri));
+                    return done(tools::mcp_error(resource_not_found,
+                                                 "no MCP source lists resource template " + uri));
                 forward(r, src, method, std::move(params_json), uri, std::move(done));
             });
             return;
         }
-        return done(mcp_error(invalid_params, "ref.type must be ref/prompt or ref/resource"));
+        return done(
+            tools::mcp_error(invalid_params, "ref.type must be ref/prompt or ref/resource"));
     }
-    done(mcp_error(method_not_found,
-                   "method not found: " + method +
-                       " (meithd answers resources/list, resources/templates/list, "
-                       "resources/read, resources/subscribe, resources/unsubscribe, prompts/list, "
-                       "prompts/get, completion/complete and logging/setLevel; tools through "
-                       "list_tools and tool_call)"));
+    done(tools::mcp_error(
+        method_not_found,
+        "method not found: " + method +
+            " (meithd answers resources/list, resources/templates/list, "
+            "resources/read, resources/subscribe, resources/unsubscribe, prompts/list, "
+            "prompts/get, completion/complete and logging/setLevel; tools through "
+            "list_tools and tool_call)"));
 }
 
-void mcp_gateway::forward(const requester& r, const std::shared_ptr<tool_source>& src,
+void mcp_gateway::forward(const requester& r, const std::shared_ptr<tools::tool_source>& src,
                           std::string_view method, std::string params_json, std::string target,
-                          std::function<void(mcp_answer)> done) {
+                          std::function<void(tools::mcp_answer)> done) {
     const auto started = std::chrono::steady_clock::now();
     auto* peer = src->mcp();
     // A client profile reaches the families of its sources only (§23), as it reaches its
     // tools only: decided before the policy, as a hidden tool is.
     if (const auto why = out_of_profile(r.profile.get(), *src)) {
-        auto a = mcp_error(permission_denied,
-                           fmt::format("PERMISSION_DENIED: {} of '{}' from MCP source '{}': {}",
-                                       method, target, src->name(), *why));
+        auto a = tools::mcp_error(
+            permission_denied, fmt::format("PERMISSION_DENIED: {} of '{}' from MCP source '{}': {}",
+                                           method, target, src->name(), *why));
         audit(r, method, src.get(), target, "deny", a, started);
         return done(std::move(a));
     }
     const auto d = reg_.policy().decide(target, peer->resource_capabilities(), r.who);
     if (!d.allow) {
-        auto a = mcp_error(permission_denied,
-                           fmt::format("PERMISSION_DENIED: {} of '{}' from MCP source '{}': {}{}",
-                                       method, target, src->name(), d.reason,
-                                       d.ask ? " (a person approves tool calls only: allow the "
-                                               "source's resource_capabilities for this caller)"
-                                             : ""));
+        auto a =
+            tools::mcp_error(permission_denied,
+                             fmt::format("PERMISSION_DENIED: {} of '{}' from MCP source '{}': {}{}",
+                                         method, target, src->name(), d.reason,
+                                         d.ask ? " (a person approves tool calls only: allow the "
+                                                 "source's resource_capabilities for this caller)"
+                                               : ""));
         audit(r, method, src.get(), target, permissions::to_string(d.outcome()), a, started);
         return done(std::move(a));
     }
     peer->forward(method, std::move(params_json),
-                  [this, r, m = std::string(method), weak = std::weak_ptr<tool_source>(src),
-                   target = std::move(target), started, done = std::move(done)](mcp_answer a) {
+                  [this, r, m = std::string(method), weak = std::weak_ptr<tools::tool_source>(src),
+                   target = std::move(target), started,
+                   done = std::move(done)](tools::mcp_answer a) {
                       auto s = weak.lock();
                       audit(r, m, s.get(), target, "allow", a, started);
                       done(std::move(a));
                   });
 }
 
-void mcp_gateway::audit(const requester& r, std::string_view method, const tool_source* src,
-                        std::string_view target, std::string_view decision, const mcp_answer& a,
-                        std::chrono::steady_clock::time_point started) {
+void mcp_gateway::audit(const requester& r, std::string_view method, const tools::tool_source* src,
+                        std::string_view target, std::string_view decision,
+                        const tools::mcp_answer& a, std::chrono::steady_clock::time_point started) {
     std::string f = R"("sessionId":)";
     append_json_string(f, r.session_id);
     f += R"(,"caller":)";
@@ -507,4 +510,4 @@ void mcp_gateway::audit(const requester& r, std::string_view method, const tool_
     reg_.audit_trail().event("mcp_request", f);
 }
 
-} // namespace meith::registry
+} // namespace meith::gateway

@@ -1,5 +1,5 @@
 // tool_table: registration, lookup and the ToolDescriptors cache (see tool_table.hpp).
-#include "registry/tool_table.hpp"
+#include "tools/tool_table.hpp"
 
 #include <algorithm>
 #include <unordered_set>
@@ -9,7 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace meith::registry {
+namespace meith::tools {
 
 using protocol::append_json_string;
 
@@ -315,4 +315,4 @@ void tool_table::render(std::string& out, permissions::caller who,
     if (filter && filter->matched) *filter->matched = passed;
 }
 
-} // namespace meith::registry
+} // namespace meith::tools

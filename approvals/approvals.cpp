@@ -1,10 +1,9 @@
-#include "registry/approvals.hpp"
+#include "approvals/approvals.hpp"
 
 #include "config/private_file.hpp"
 #include "permissions/secret.hpp"
 #include "protocol/json_writer.hpp"
-#include "registry/call_audit.hpp"
-#include "registry/tool_table.hpp"
+#include "tools/tool_table.hpp"
 
 #include <asio/post.hpp>
 
@@ -20,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace meith::registry {
+namespace meith::approvals {
 
 using permissions::grant;
 using permissions::grant_end;
@@ -28,6 +27,11 @@ using permissions::wall_clock;
 using protocol::append_json_string;
 
 namespace {
+
+/// Appends `s` as a JSON string with secrets redacted (as every audit line does).
+void append_redacted_json_string(std::string& out, std::string_view s) {
+    audit::default_redactor().append_redacted_json_string(out, s);
+}
 
 std::int64_t epoch_ms(wall_clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
@@ -77,34 +81,34 @@ std::string_view to_string(approval_answer a) {
     return "deny";
 }
 
-approvals::approvals(asio::any_io_executor ex, audit::audit_trail& audit,
-                     const audit::redactor& redactor)
+approval_service::approval_service(asio::any_io_executor ex, audit::audit_trail& audit,
+                                   const audit::redactor& redactor)
     : ex_(ex), audit_(audit), redactor_(redactor), expiry_timer_(ex) {
 }
 
-approvals::~approvals() {
+approval_service::~approval_service() {
     *alive_ = false;
     if (save_pending_) write_grants(); // the posted rewrite will not run now
 }
 
 // ---- approvers ------------------------------------------------------------------------------
 
-bool approvals::approver_secret_matches(std::string_view secret) const {
+bool approval_service::approver_secret_matches(std::string_view secret) const {
     return !secret_.empty() && permissions::constant_time_equal(secret, secret_);
 }
 
-void approvals::add_approver(approver& a) {
+void approval_service::add_approver(approver& a) {
     if (std::find(approvers_.begin(), approvers_.end(), &a) != approvers_.end()) return;
     approvers_.push_back(&a);
     for (const auto& h : held_)
         if (!h.frame.empty()) a.deliver(h.frame);
 }
 
-void approvals::remove_approver(approver& a) {
+void approval_service::remove_approver(approver& a) {
     std::erase(approvers_, &a);
 }
 
-void approvals::broadcast(std::string_view frame) {
+void approval_service::broadcast(std::string_view frame) {
     for (approver* a : approvers_)
         a->deliver(frame);
 }
@@ -137,8 +141,8 @@ void secret_values(const audit::redactor& r, simdjson::dom::element v,
 
 } // namespace
 
-std::string approvals::redacted_preview(std::string_view preview,
-                                        std::string_view args_json) const {
+std::string approval_service::redacted_preview(std::string_view preview,
+                                               std::string_view args_json) const {
     // A tool host writes the preview; it may quote the arguments whole. What the args summary
     // redacts (values under secret-looking keys) is taken out of it too, then the text rules
     // run over it as over any text.
@@ -160,7 +164,8 @@ std::string approvals::redacted_preview(std::string_view preview,
     return redactor_.redact_text(text);
 }
 
-std::string approvals::hold(const call_ptr& c, std::string_view preview, on_answer answered) {
+std::string approval_service::hold(const tools::call_ptr& c, std::string_view preview,
+                                   on_answer answered) {
     std::string id = "a_" + permissions::random_hex(8);
     std::string frame = R"({"type":"approval_request","protocol":1,"approvalId":)";
     append_json_string(frame, id);
@@ -213,9 +218,10 @@ std::string approvals::hold(const call_ptr& c, std::string_view preview, on_answ
     return id;
 }
 
-std::string approvals::hold_egress(std::string_view source, const egress::connection_record& r,
-                                   const call_ptr& owner, std::chrono::milliseconds timeout,
-                                   on_answer answered) {
+std::string approval_service::hold_egress(std::string_view source,
+                                          const egress::connection_record& r,
+                                          const tools::call_ptr& owner,
+                                          std::chrono::milliseconds timeout, on_answer answered) {
     std::string id = "a_" + permissions::random_hex(8);
     const std::string host = redactor_.redact_text(r.host);
     const std::string target = (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
@@ -297,19 +303,19 @@ std::string approvals::hold_egress(std::string_view source, const egress::connec
     return id;
 }
 
-bool approvals::is_held_call(std::string_view approval_id) const {
+bool approval_service::is_held_call(std::string_view approval_id) const {
     return std::any_of(held_.begin(), held_.end(),
                        [&](const held_call& h) { return h.id == approval_id && !h.egress_timer; });
 }
 
-std::vector<call_ptr> approvals::held_calls() const {
-    std::vector<call_ptr> out;
+std::vector<tools::call_ptr> approval_service::held_calls() const {
+    std::vector<tools::call_ptr> out;
     for (const auto& h : held_)
         if (auto c = h.c.lock()) out.push_back(std::move(c));
     return out;
 }
 
-void approvals::withdraw(const std::string& approval_id, std::string_view why) {
+void approval_service::withdraw(const std::string& approval_id, std::string_view why) {
     auto it = std::find_if(held_.begin(), held_.end(),
                            [&](const held_call& h) { return h.id == approval_id; });
     if (it == held_.end()) return;
@@ -328,8 +334,8 @@ void approvals::withdraw(const std::string& approval_id, std::string_view why) {
     audit_.event("approval_decision", fields);
 }
 
-std::optional<std::string> approvals::answer(std::string_view approval_id, approval_answer a,
-                                             std::string reason, approver& by) {
+std::optional<std::string> approval_service::answer(std::string_view approval_id, approval_answer a,
+                                                    std::string reason, approver& by) {
     auto it = std::find_if(held_.begin(), held_.end(),
                            [&](const held_call& h) { return h.id == approval_id; });
     if (it == held_.end())
@@ -394,7 +400,7 @@ std::optional<std::string> approvals::answer(std::string_view approval_id, appro
 
 // ---- grants -----------------------------------------------------------------------------------
 
-void approvals::append_grant_json(std::string& out, const grant& g, bool redacted) const {
+void approval_service::append_grant_json(std::string& out, const grant& g, bool redacted) const {
     auto str = [&](const std::optional<std::string>& s) {
         if (!s)
             out += "null";
@@ -433,8 +439,8 @@ void approvals::append_grant_json(std::string& out, const grant& g, bool redacte
     out += '}';
 }
 
-std::string approvals::add_grant(const grant_request& r, std::string_view by,
-                                 std::string_view approval_id) {
+std::string approval_service::add_grant(const grant_request& r, std::string_view by,
+                                        std::string_view approval_id) {
     grant g;
     g.id = "g_" + permissions::random_hex(8);
     g.who = r.who;
@@ -457,7 +463,7 @@ std::string approvals::add_grant(const grant_request& r, std::string_view by,
     return id;
 }
 
-bool approvals::revoke(std::string_view id, std::string_view by) {
+bool approval_service::revoke(std::string_view id, std::string_view by) {
     auto g = grants_.remove(id);
     if (!g) return false;
     audit_grant_end(*g, grant_end::revoked, by);
@@ -466,7 +472,7 @@ bool approvals::revoke(std::string_view id, std::string_view by) {
     return true;
 }
 
-void approvals::audit_grant_end(const grant& g, grant_end why, std::string_view by) {
+void approval_service::audit_grant_end(const grant& g, grant_end why, std::string_view by) {
     std::string fields = R"("grantId":)";
     append_json_string(fields, g.id);
     fields += R"(,"why":)";
@@ -479,7 +485,7 @@ void approvals::audit_grant_end(const grant& g, grant_end why, std::string_view 
     audit_.event(why == grant_end::revoked ? "grant_revoked" : "grant_expired", fields);
 }
 
-std::string approvals::grants_json(const std::string* session) const {
+std::string approval_service::grants_json(const std::string* session) const {
     std::string out = "[";
     bool first = true;
     const auto now = wall_clock::now();
@@ -494,7 +500,8 @@ std::string approvals::grants_json(const std::string* session) const {
     return out;
 }
 
-std::optional<std::string> approvals::use_grant(const call& c, permissions::capability_set needed) {
+std::optional<std::string> approval_service::use_grant(const tools::call& c,
+                                                       permissions::capability_set needed) {
     const auto now = wall_clock::now();
     const grant* g = grants_.match(c.target ? std::string_view(c.target->name) : c.tool_name,
                                    needed, c.caller, c.session_id, now);
@@ -522,14 +529,14 @@ std::optional<std::string> approvals::use_grant(const call& c, permissions::capa
     return id;
 }
 
-void approvals::end_session(std::string_view session) {
+void approval_service::end_session(std::string_view session) {
     const auto gone = grants_.remove_session(session);
     for (const auto& g : gone)
         audit_grant_end(g, grant_end::session_ended, {});
     if (!gone.empty()) schedule_expiry();
 }
 
-void approvals::schedule_expiry() {
+void approval_service::schedule_expiry() {
     const auto next = grants_.next_expiry();
     if (!next) {
         expiry_timer_.cancel();
@@ -546,7 +553,7 @@ void approvals::schedule_expiry() {
     });
 }
 
-void approvals::expire_now() {
+void approval_service::expire_now() {
     const auto gone = grants_.expire(wall_clock::now());
     for (const auto& g : gone)
         audit_grant_end(g, grant_end::expired, {});
@@ -556,7 +563,7 @@ void approvals::expire_now() {
 
 // ---- persistence ------------------------------------------------------------------------------
 
-std::optional<std::string> approvals::persist_to(std::filesystem::path file) {
+std::optional<std::string> approval_service::persist_to(std::filesystem::path file) {
     persist_file_ = file;
     // Only a file of ours that nobody else could have written is trusted with grants.
     const config::private_file_read r = config::read_private_file(file);
@@ -619,7 +626,7 @@ std::optional<std::string> approvals::persist_to(std::filesystem::path file) {
     return std::nullopt;
 }
 
-void approvals::save() {
+void approval_service::save() {
     if (!persist_file_ || save_pending_) return;
     save_pending_ = true;
     asio::post(ex_, [this, alive = std::weak_ptr<bool>(alive_)] {
@@ -628,7 +635,7 @@ void approvals::save() {
     });
 }
 
-void approvals::write_grants() {
+void approval_service::write_grants() {
     save_pending_ = false;
     if (!persist_file_) return;
     std::string out = R"({"version":1,"grants":[)";
@@ -673,4 +680,4 @@ void approvals::write_grants() {
         spdlog::warn("cannot save grants to {}: {}", persist_file_->string(), std::strerror(errno));
 }
 
-} // namespace meith::registry
+} // namespace meith::approvals

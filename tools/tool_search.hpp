@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace meith::registry {
+namespace meith::tools {
 
 struct tool;
 
@@ -53,4 +53,4 @@ class tool_index {
     mutable std::vector<std::uint32_t> touched_;
 };
 
-} // namespace meith::registry
+} // namespace meith::tools

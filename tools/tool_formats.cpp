@@ -1,10 +1,10 @@
-#include "registry/tool_formats.hpp"
+#include "tools/tool_formats.hpp"
 
 #include "protocol/json_writer.hpp"
 
 #include <simdjson.h>
 
-namespace meith::registry {
+namespace meith::tools {
 
 using protocol::append_json_string;
 
@@ -148,4 +148,4 @@ void append_provider_tool(std::string& out, const tool& t, list_format f) {
     }
 }
 
-} // namespace meith::registry
+} // namespace meith::tools

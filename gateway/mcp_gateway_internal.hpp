@@ -1,5 +1,5 @@
-// mcp_gateway_internal: what registry/mcp_gateway.cpp (lists, routing, requests) and
-// registry/mcp_subscribers.cpp (subscribers, notifications, subscriptions, log levels) share.
+// mcp_gateway_internal: what gateway/mcp_gateway.cpp (lists, routing, requests) and
+// gateway/mcp_subscribers.cpp (subscribers, notifications, subscriptions, log levels) share.
 // Not a public header.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace meith::registry::gateway_detail {
+namespace meith::gateway::gateway_detail {
 
 // JSON-RPC / MCP error codes (JSON-RPC 2.0 §5.1; MCP server/resources "Error Handling").
 constexpr int method_not_found = -32601;
@@ -37,4 +37,4 @@ inline std::string json_string(std::string_view s) {
     return out;
 }
 
-} // namespace meith::registry::gateway_detail
+} // namespace meith::gateway::gateway_detail

@@ -11,7 +11,6 @@
 #include "config/config.hpp"
 #include "egress/proxy.hpp"
 #include "permissions/policy.hpp"
-#include "process/supervisor.hpp"
 #include "sandbox/sandbox.hpp"
 
 #include <memory>
@@ -19,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace meith::registry {
+namespace meith::sandbox {
 
 struct confinement {
     /// Null: unconfined (sandbox = "off", unknown capabilities, or nothing to confine with).
@@ -38,8 +37,8 @@ struct confinement {
     std::vector<std::string> withheld;
     std::filesystem::path cwd; ///< the program's cwd, for sandbox_hint
     /// The source's `network` rules when its process runs behind meithd's egress proxy
-    /// (docs/protocol.md §19); null otherwise. The source sets the callbacks; confined_spec
-    /// gives it to every start.
+    /// (docs/protocol.md §19); null otherwise. The source sets the callbacks;
+    /// process::confined_spec gives it to every start.
     std::shared_ptr<egress::proxy_options> egress;
 };
 
@@ -68,14 +67,6 @@ const std::filesystem::path& confinement_home();
 
 /// Puts `c`'s TMPDIR into `env` ("NAME=value" items), replacing one inherited from the daemon.
 void apply_env(const confinement& c, std::vector<std::string>& env);
-
-/// The spawn spec of `argv` in `cwd`, labelled `label` in log lines: the daemon's values of
-/// `env_allow` plus `env` (which wins, `child_environment`), run under `conf`'s sandbox plan
-/// with its TMPDIR; `conf` null: unconfined. One builder for every source kind and hook.
-process_spec confined_spec(std::string label, const std::vector<std::string>& argv,
-                           const std::filesystem::path& cwd,
-                           const std::vector<std::string>& env_allow,
-                           const std::map<std::string, std::string>& env, const confinement* conf);
 
 /// Works out the confinement of `name` (a source or hook) running `argv` in `cwd` with
 /// `capabilities`; `config_json` is the source's host config (its `root` is writable with
@@ -106,4 +97,4 @@ permissions::capability_set started_with(const config::source_config& cfg);
 /// changes. Failures are logged, never thrown.
 void remember_settled(const config::source_config& cfg, permissions::capability_set settled);
 
-} // namespace meith::registry
+} // namespace meith::sandbox

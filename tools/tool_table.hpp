@@ -8,9 +8,9 @@
 
 #include "permissions/client_profile.hpp"
 #include "permissions/policy.hpp"
-#include "registry/tool_formats.hpp"
-#include "registry/tool_search.hpp"
-#include "registry/tool_source.hpp"
+#include "tools/tool_formats.hpp"
+#include "tools/tool_search.hpp"
+#include "tools/tool_source.hpp"
 
 #include <array>
 #include <functional>
@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace meith::registry {
+namespace meith::tools {
 
 /// The most tools one source may list (docs/protocol.md §7): a longer listing is refused whole
 /// with an error saying so, and the source fails. Bounds the memory and the I/O thread's time a
@@ -167,4 +167,4 @@ class tool_table {
     const profile_index& index_for(const permissions::client_profile& profile);
 };
 
-} // namespace meith::registry
+} // namespace meith::tools

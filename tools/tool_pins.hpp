@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace meith::registry {
+namespace meith::tools {
 
 struct tool;
 
@@ -74,4 +74,4 @@ class tool_pins {
     std::map<std::string, definition, std::less<>> pending_; ///< held in quarantine
 };
 
-} // namespace meith::registry
+} // namespace meith::tools

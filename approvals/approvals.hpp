@@ -16,7 +16,7 @@
 #include "audit/redactor.hpp"
 #include "egress/proxy.hpp"
 #include "permissions/grants.hpp"
-#include "registry/call.hpp"
+#include "tools/call.hpp"
 
 #include <asio/any_io_executor.hpp>
 #include <asio/steady_timer.hpp>
@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-namespace meith::registry {
+namespace meith::approvals {
 
 /// An approver's end of the socket: where approval requests and their outcomes go.
 class approver {
@@ -60,12 +60,13 @@ struct grant_request {
     std::optional<std::uint64_t> expires_in_ms;
 };
 
-class approvals {
+class approval_service {
   public:
-    approvals(asio::any_io_executor ex, audit::audit_trail& audit, const audit::redactor& redactor);
-    ~approvals();
-    approvals(const approvals&) = delete;
-    approvals& operator=(const approvals&) = delete;
+    approval_service(asio::any_io_executor ex, audit::audit_trail& audit,
+                     const audit::redactor& redactor);
+    ~approval_service();
+    approval_service(const approval_service&) = delete;
+    approval_service& operator=(const approval_service&) = delete;
 
     /// Keeps grants without a session in `file` (JSON, mode 0600): loads the ones still live
     /// now (expired ones are audited as such and dropped) and rewrites it on every change.
@@ -98,7 +99,7 @@ class approvals {
     /// with `preview`. Returns its approval id; `answered` runs once with the first answer,
     /// never when the call ends first (its cancel, timeout, or the client leaving: the request
     /// is then withdrawn, see `withdraw`).
-    std::string hold(const call_ptr& c, std::string_view preview, on_answer answered);
+    std::string hold(const tools::call_ptr& c, std::string_view preview, on_answer answered);
 
     /// Withdraws a held call that ended some other way: the approvers hear it, it is audited.
     void withdraw(const std::string& approval_id, std::string_view why);
@@ -114,14 +115,14 @@ class approvals {
     /// belongs to, may be null. `answered` runs exactly once: with the first answer, or with
     /// `deny` and "no approver answered within N s" after `timeout`.
     std::string hold_egress(std::string_view source, const egress::connection_record& r,
-                            const call_ptr& owner, std::chrono::milliseconds timeout,
+                            const tools::call_ptr& owner, std::chrono::milliseconds timeout,
                             on_answer answered);
 
     std::size_t held_count() const { return held_.size(); }
     /// Whether `approval_id` names a held call (not an egress request).
     bool is_held_call(std::string_view approval_id) const;
     /// The calls held now (still alive), oldest first.
-    std::vector<call_ptr> held_calls() const;
+    std::vector<tools::call_ptr> held_calls() const;
 
     // ---- grants --------------------------------------------------------------------------
 
@@ -135,7 +136,7 @@ class approvals {
     std::string grants_json(const std::string* session) const;
     /// A grant covering call `c` whose capabilities not allowed outright are `needed`: its
     /// use is counted and audited, and its id returned; nullopt when none covers the call.
-    std::optional<std::string> use_grant(const call& c, permissions::capability_set needed);
+    std::optional<std::string> use_grant(const tools::call& c, permissions::capability_set needed);
     /// Drops the grants bound to `session` (its connection closed).
     void end_session(std::string_view session);
 
@@ -147,7 +148,7 @@ class approvals {
   private:
     struct held_call {
         std::string id; ///< the approval id
-        std::weak_ptr<call> c;
+        std::weak_ptr<tools::call> c;
         std::string frame; ///< the approval_request frame, for approvers that join later
         on_answer answered;
         /// An egress request (hold_egress): no call of its own, a timer of its own.
@@ -180,4 +181,4 @@ class approvals {
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
-} // namespace meith::registry
+} // namespace meith::approvals

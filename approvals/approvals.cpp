@@ -3,6 +3,7 @@
 #include "config/private_file.hpp"
 #include "permissions/secret.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/server_frames.hpp"
 #include "tools/tool_table.hpp"
 
 #include <asio/post.hpp>
@@ -167,37 +168,28 @@ std::string approval_service::redacted_preview(std::string_view preview,
 std::string approval_service::hold(const tools::call_ptr& c, std::string_view preview,
                                    on_answer answered) {
     std::string id = "a_" + permissions::random_hex(8);
-    std::string frame = R"({"type":"approval_request","protocol":1,"approvalId":)";
-    append_json_string(frame, id);
-    frame += R"(,"requestId":)";
-    append_json_string(frame, c->request_id);
-    frame += R"(,"sessionId":)";
-    append_json_string(frame, c->session_id);
-    frame += R"(,"caller":)";
-    append_json_string(frame, permissions::to_string(c->caller));
-    frame += R"(,"agent":)";
-    if (c->agent.empty())
-        frame += "null";
-    else
-        append_json_string(frame, redactor_.redact_text(c->agent));
-    if (c->profile) {
-        // The person sees which client profile asks (docs/protocol.md §23).
-        frame += R"(,"client":)";
-        append_json_string(frame, c->profile->name());
-    }
-    frame += R"(,"toolName":)";
-    append_json_string(frame, c->tool_name);
-    frame += R"(,"capabilities":)";
-    permissions::append_capabilities(frame, c->target ? c->target->capabilities : 0);
-    frame += R"(,"reason":)";
-    append_json_string(frame, c->decision.reason);
-    frame += R"(,"args":)";
-    frame += c->args_summary.empty() ? redactor_.summarize_json(c->args_json) : c->args_summary;
-    frame += R"(,"preview":)";
-    append_json_string(frame, redacted_preview(preview, c->args_json));
-    frame += R"(,"timeoutMs":)";
-    protocol::append_uint(frame, c->timeout_ms);
-    frame += "}\n";
+    std::string capabilities;
+    permissions::append_capabilities(capabilities, c->target ? c->target->capabilities : 0);
+    const std::string agent = c->agent.empty() ? "" : redactor_.redact_text(c->agent);
+    const std::string args =
+        c->args_summary.empty() ? redactor_.summarize_json(c->args_json) : c->args_summary;
+    const std::string shown = redacted_preview(preview, c->args_json);
+    protocol::approval_request_frame f;
+    f.approval_id = id;
+    f.request_id = c->request_id;
+    f.session_id = c->session_id;
+    f.caller = permissions::to_string(c->caller);
+    if (!c->agent.empty()) f.agent = agent;
+    // The person sees which client profile asks (docs/protocol.md §23).
+    if (c->profile) f.client = c->profile->name();
+    f.tool_name = c->tool_name;
+    f.capabilities_json = capabilities;
+    f.reason = c->decision.reason;
+    f.args_json = args;
+    f.preview = shown;
+    f.timeout_ms = c->timeout_ms;
+    std::string frame;
+    protocol::append_approval_request(frame, f);
 
     std::string fields = R"("approvalId":)";
     append_json_string(fields, id);
@@ -226,42 +218,30 @@ std::string approval_service::hold_egress(std::string_view source,
     const std::string host = redactor_.redact_text(r.host);
     const std::string target = (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
                                ":" + std::to_string(r.port);
-    std::string frame = R"({"type":"approval_request","protocol":1,"approvalId":)";
-    append_json_string(frame, id);
-    frame += R"(,"kind":"egress","source":)";
-    append_json_string(frame, source);
-    frame += R"(,"host":)";
-    append_json_string(frame, host);
-    frame += R"(,"port":)";
-    protocol::append_uint(frame, r.port);
-    frame += R"(,"target":)";
-    append_json_string(frame, target);
-    frame += R"(,"via":)";
-    append_json_string(frame, r.protocol);
-    const auto str_or_null = [&](std::string& out, const std::string* s) {
-        if (s == nullptr)
-            out += "null";
-        else
-            append_json_string(out, redactor_.redact_text(*s));
-    };
-    frame += R"(,"requestId":)";
-    str_or_null(frame, owner ? &owner->request_id : nullptr);
-    frame += R"(,"sessionId":)";
-    str_or_null(frame, owner ? &owner->session_id : nullptr);
-    frame += R"(,"caller":)";
-    if (owner)
-        append_json_string(frame, permissions::to_string(owner->caller));
-    else
-        frame += "null";
-    frame += R"(,"toolName":)";
-    str_or_null(frame, owner ? &owner->tool_name : nullptr);
     const std::string reason = "source '" + std::string(source) + "' connects to " + target +
                                ", which no rule of its network.allow or network.deny names";
-    frame += R"(,"reason":)";
-    append_json_string(frame, reason);
-    frame += R"(,"decisions":["allow_once","allow_session","allow_always","deny"],"timeoutMs":)";
-    protocol::append_uint(frame, static_cast<std::uint64_t>(timeout.count()));
-    frame += "}\n";
+    // What the call it belongs to says, redacted as every tool- or client-supplied string is.
+    std::string request_id, session_id, tool_name;
+    protocol::egress_request_frame f;
+    f.approval_id = id;
+    f.source = source;
+    f.host = host;
+    f.port = r.port;
+    f.target = target;
+    f.via = r.protocol;
+    if (owner) {
+        request_id = redactor_.redact_text(owner->request_id);
+        session_id = redactor_.redact_text(owner->session_id);
+        tool_name = redactor_.redact_text(owner->tool_name);
+        f.request_id = request_id;
+        f.session_id = session_id;
+        f.caller = permissions::to_string(owner->caller);
+        f.tool_name = tool_name;
+    }
+    f.reason = reason;
+    f.timeout_ms = static_cast<std::uint64_t>(timeout.count());
+    std::string frame;
+    protocol::append_egress_request(frame, f);
 
     std::string fields = R"("approvalId":)";
     append_json_string(fields, id);
@@ -320,11 +300,8 @@ void approval_service::withdraw(const std::string& approval_id, std::string_view
                            [&](const held_call& h) { return h.id == approval_id; });
     if (it == held_.end()) return;
     held_.erase(it);
-    std::string frame = R"({"type":"approval_resolved","protocol":1,"approvalId":)";
-    append_json_string(frame, approval_id);
-    frame += R"(,"decision":"withdrawn","reason":)";
-    append_json_string(frame, why);
-    frame += "}\n";
+    std::string frame;
+    protocol::append_approval_resolved(frame, approval_id, "withdrawn", why);
     broadcast(frame);
     std::string fields = R"("approvalId":)";
     append_json_string(fields, approval_id);
@@ -360,13 +337,8 @@ std::optional<std::string> approval_service::answer(std::string_view approval_id
     append_json_string(fields, by.approver_session());
     audit_.event("approval_decision", fields);
 
-    std::string frame = R"({"type":"approval_resolved","protocol":1,"approvalId":)";
-    append_json_string(frame, h.id);
-    frame += R"(,"decision":)";
-    append_json_string(frame, to_string(a));
-    frame += R"(,"reason":)";
-    append_json_string(frame, reason);
-    frame += "}\n";
+    std::string frame;
+    protocol::append_approval_resolved(frame, h.id, to_string(a), reason);
     broadcast(frame);
 
     if (h.egress_timer) {

@@ -4,6 +4,7 @@
 #include "daemon/instance.hpp"
 #include "permissions/secret.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/server_frames.hpp"
 
 #include <asio/co_spawn.hpp>
 #include <asio/experimental/as_tuple.hpp>
@@ -199,10 +200,10 @@ void connection::on_tool_event(std::string_view request_id, std::string_view eve
 void connection::report_dropped_events(std::string_view request_id) {
     for (auto it = dropped_events_.begin(); it != dropped_events_.end(); ++it) {
         if (it->first != request_id) continue;
-        std::string event = R"({"type":"events_dropped","count":)";
-        protocol::append_uint(event, it->second);
-        event.append(",\"reason\":\"the client read slower than the tool wrote its events "
-                     "(over limits.max_outbound_bytes)\"}");
+        std::string event;
+        protocol::append_events_dropped_event(event, it->second,
+                                              "the client read slower than the tool wrote its "
+                                              "events (over limits.max_outbound_bytes)");
         protocol::append_tool_event(outbound_, request_id, event);
         dropped_events_.erase(it);
         return;

@@ -25,6 +25,7 @@
 #include "gateway/mcp_gateway.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/framing.hpp"
+#include "protocol/server_frames.hpp"
 #include "registry/registry.hpp"
 
 #include <asio/awaitable.hpp>

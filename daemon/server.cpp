@@ -14,6 +14,7 @@
 #include "process/subprocess.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/server_frames.hpp"
 #include "registry/registry.hpp"
 #include "sandbox/confinement.hpp"
 #include "sources/factory.hpp"

@@ -6,6 +6,7 @@
 #include "gateway/mcp_gateway_internal.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/server_frames.hpp"
 #include "registry/registry.hpp"
 
 #include <algorithm>

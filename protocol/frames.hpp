@@ -1,4 +1,5 @@
-// frames: decoding client frames and encoding server frames (docs/protocol.md §2, §3).
+// frames: decoding client frames (docs/protocol.md §2, §3); the server's frames are encoded in
+// server_frames.hpp.
 //
 // `frame_decoder` uses one reused simdjson DOM parser per thread (thread_local: the daemon's one
 // I/O thread shares it between connections, which decode one frame at a time): `decode` parses
@@ -6,7 +7,6 @@
 // `line_framer` guarantees) and validates the frame's envelope. Views in the returned
 // `client_frame` point into the parser or the line and stay valid until the next `decode` on
 // this thread. A frame the parser refuses still names its top-level requestId and type.
-// The encoders append one complete frame, "\n" included, to an output buffer.
 #pragma once
 
 #include "protocol/tool_result.hpp"
@@ -150,97 +150,5 @@ std::optional<std::string_view> usable_request_id(std::string_view id);
 
 /// Number of characters (Unicode code points) in UTF-8 text.
 std::size_t utf8_length(std::string_view s);
-
-/// The `code` of an error frame (docs/protocol.md §3): PROTOCOL_ERROR for a frame that is
-/// malformed; the others name the refusal of a well-formed request, so a client can tell them
-/// apart without reading the message.
-enum class refusal : std::uint8_t {
-    protocol_error,   ///< PROTOCOL_ERROR: malformed, or of the wrong shape
-    frame_too_large,  ///< FRAME_TOO_LARGE: over limits.max_frame_bytes
-    not_allowed,      ///< NOT_ALLOWED: an operator's frame from a caller other than cli, or
-                      ///< a preview of a tool the client profile hides
-    not_an_approver,  ///< NOT_AN_APPROVER: grant, revoke or approve before approver_hello
-    approver_refused, ///< APPROVER_REFUSED: approver_hello without the secret or a terminal
-    no_such_grant,    ///< NO_SUCH_GRANT: revoke of a grant revoked, used up or expired
-    no_such_approval, ///< NO_SUCH_APPROVAL: approve of a call decided, withdrawn or unknown
-    no_such_source,   ///< NO_SUCH_SOURCE: restart_source naming no source
-    unknown_tool,     ///< UNKNOWN_TOOL: preview_tool_call naming no tool
-    limit_reached,    ///< LIMIT_REACHED: max_connections, max_calls_in_flight_per_connection
-    tool_process,     ///< TOOL_PROCESS: a connection from a process of a tool meithd runs
-};
-
-/// Wire name, e.g. "FRAME_TOO_LARGE".
-std::string_view to_string(refusal code);
-
-/// `{"type":"error","protocol":1,"requestId"?,"code":CODE,"message"}`
-void append_error_frame(std::string& out, std::optional<std::string_view> request_id,
-                        std::string_view message, refusal code = refusal::protocol_error);
-
-/// `{"type":"hello_result","protocol":1,"requestId"?,"sessionId","caller","server":{...}}`
-/// `client_json`, when not empty, is the `"client"` member's value (the profile in use).
-void append_hello_result(std::string& out, std::optional<std::string_view> request_id,
-                         std::string_view session_id, std::string_view caller,
-                         std::string_view server_version, std::string_view client_json = {});
-
-/// `{"type":"tool_event","protocol":1,"requestId","event":<event_json>}`
-void append_tool_event(std::string& out, std::string_view request_id, std::string_view event_json);
-
-/// `{"type":"tool_result","protocol":1,"requestId","result":<ToolResult>}`
-void append_tool_result_frame(std::string& out, std::string_view request_id,
-                              const tool_result& result);
-
-/// `{"type":"sources_list","protocol":1,"requestId"?,"sources":<sources_json>}`
-void append_sources_list(std::string& out, std::optional<std::string_view> request_id,
-                         std::string_view sources_json);
-
-/// `{"type":"config_reloaded","protocol":1,"requestId"?,` + members_json + `}` (members:
-/// `"ok"`, and `"error"` or what changed; docs/configuration.md "Reloading").
-void append_config_reloaded(std::string& out, std::optional<std::string_view> request_id,
-                            std::string_view members_json);
-
-/// `{"type":"source_restarted","protocol":1,"requestId"?,"name"}`
-void append_source_restarted(std::string& out, std::optional<std::string_view> request_id,
-                             std::string_view name);
-
-/// `{"type":<type>,"protocol":1,"requestId"?,` + `members_json` + `}`: a reply whose members
-/// the caller rendered (grant_result, grants_list, approver_hello_result, ...).
-void append_reply(std::string& out, std::string_view type,
-                  std::optional<std::string_view> request_id, std::string_view members_json);
-
-/// `{"type":"policy_decision","protocol":1,"requestId"?,` + `members_json` + `}`
-void append_policy_decision(std::string& out, std::optional<std::string_view> request_id,
-                            std::string_view members_json);
-
-/// Opening of a tools_list frame up to and including `"tools":[`; the caller appends the
-/// descriptors separated by commas and then `]}\n`.
-void append_tools_list_head(std::string& out, std::optional<std::string_view> request_id);
-
-/// `{"type":"tool_preview","protocol":1,"requestId","toolName","text","permission"}`
-/// (docs/protocol.md §13).
-void append_tool_preview(std::string& out, std::string_view request_id, std::string_view tool_name,
-                         std::string_view text, std::string_view permission);
-
-/// `{"type":"tools_changed","protocol":1}`: sent on connections whose hello subscribed to
-/// `tools_changed` whenever the set of tools or their descriptors changed (docs/protocol.md
-/// §3). Coalesced: one per I/O turn at most.
-void append_tools_changed(std::string& out);
-
-/// `{"type":"mcp_result","protocol":1,"requestId"?,"result":<object>}` when `ok`, else
-/// `…,"error":<JSON-RPC error object>}` (docs/protocol.md §17).
-void append_mcp_result(std::string& out, std::optional<std::string_view> request_id, bool ok,
-                       std::string_view json);
-
-/// `{"type":"client_request","protocol":1,"requestId":<the call's>,"clientRequestId",
-/// "method","params":<object>}`: a server's request to the client that made call
-/// `request_id` (sampling, elicitation, roots; docs/protocol.md §17).
-void append_client_request(std::string& out, std::string_view request_id,
-                           std::string_view client_request_id, std::string_view method,
-                           std::string_view params_json);
-
-/// `{"type":"mcp_notification","protocol":1,"source","method","params":<object>}` plus
-/// `"requestId"` when it belongs to a call (docs/protocol.md §17).
-void append_mcp_notification(std::string& out, std::string_view source, std::string_view method,
-                             std::string_view params_json,
-                             std::optional<std::string_view> request_id = std::nullopt);
 
 } // namespace meith::protocol

@@ -10,6 +10,7 @@
 #include "hooks/hooks.hpp"
 #include "protocol/json_minify.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/server_frames.hpp"
 #include "schema/validator.hpp"
 
 #include <fmt/format.h>
@@ -360,15 +361,11 @@ void registry::hold_for_approval(const tools::call_ptr& c) {
         c->approval_id = *approval_id; // its line names the approval however the call ends
         // The caller hears that a person is being asked (meith call prints it, meith mcp sends
         // it as progress).
-        std::string event = R"({"type":"approval_pending","approvalId":)";
-        append_json_string(event, *approval_id);
-        event += R"(,"timeoutMs":)";
-        protocol::append_uint(event, c->timeout_ms);
-        event += R"(,"message":)";
-        append_json_string(event, "waiting for a person to approve it in `meith approve` (up "
-                                  "to " +
-                                      seconds_text(c->timeout_ms) + ")");
-        event += '}';
+        std::string event;
+        protocol::append_approval_pending_event(
+            event, *approval_id, c->timeout_ms,
+            "waiting for a person to approve it in `meith approve` (up to " +
+                seconds_text(c->timeout_ms) + ")");
         c->emit(event);
     });
 }

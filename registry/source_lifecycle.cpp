@@ -10,6 +10,7 @@
 
 #include "hooks/hooks.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/server_frames.hpp"
 
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -103,12 +104,8 @@ void registry::check_pins(tools::tool_source& src) {
         fields += v.new_tool ? R"(,"new":true)" : R"(,"new":false)";
         audit_.event("tool_definition_changed", fields);
         // Approvers (`meith approve`) show the diff and take the person's answer (§22).
-        std::string frame = R"({"type":"tool_quarantined","protocol":1,"toolName":)";
-        append_json_string(frame, t->name);
-        frame += R"(,"source":)";
-        append_json_string(frame, src.name());
-        frame += v.new_tool ? R"(,"new":true})" : R"(,"new":false})";
-        frame += '\n';
+        std::string frame;
+        protocol::append_tool_quarantined(frame, t->name, src.name(), v.new_tool);
         approvals_.notify_approvers(frame);
         spdlog::warn("source '{}': tool '{}' {}; it is quarantined until a person accepts it: "
                      "meith tools accept {}",

@@ -3,6 +3,7 @@
 
 #include "audit/redactor.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/server_frames.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -65,21 +66,14 @@ std::string audit_members(const egress::connection_record& r) {
 }
 
 std::string violation_event(const egress::connection_record& r, std::string_view source) {
-    std::string e = R"({"type":"sandbox_violation","kind":"network","host":)";
-    append_json_string(e, r.host);
-    e += fmt::format(R"(,"port":{},"message":)", r.port);
     std::string message =
         fmt::format("meith's egress proxy refused {}:{}: {}", r.host, r.port, r.reason);
     if (!r.suggestion.empty())
         message +=
             fmt::format(" ({} of source '{}')",
                         r.suggestion.starts_with("add") ? r.suggestion : r.suggestion, source);
-    append_json_string(e, message);
-    if (!r.suggestion.empty()) {
-        e += R"(,"rule":)";
-        append_json_string(e, r.suggestion);
-    }
-    e += '}';
+    std::string e;
+    protocol::append_network_violation_event(e, r.host, r.port, message, r.suggestion);
     return e;
 }
 

@@ -4,6 +4,8 @@
 // 2026-07-28 listen and input rounds. The class is in sources/mcp_source.hpp.
 #include "sources/mcp_source.hpp"
 
+#include "protocol/server_frames.hpp"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -333,15 +335,16 @@ void mcp_source::on_task_status(simdjson::dom::object params) {
     if (params["taskId"].get_string().get(task_id) != simdjson::SUCCESS) return;
     auto it = tasks_.find(std::string(task_id));
     if (it == tasks_.end()) return;
-    std::string event = R"({"type":"task_status","status":)";
-    append_json_string(event, params["status"].get_string().get(status) == simdjson::SUCCESS
-                                  ? status
-                                  : std::string_view("unknown"));
-    if (params["statusMessage"].get_string().get(message) == simdjson::SUCCESS) {
-        event += R"(,"message":)";
-        append_json_string(event, mcp::cut_utf8(message, 1024));
-    }
-    event += '}';
+    std::optional<std::string_view> shown;
+    if (params["statusMessage"].get_string().get(message) == simdjson::SUCCESS)
+        shown = mcp::cut_utf8(message, 1024);
+    std::string event;
+    protocol::append_task_status_event(event,
+                                       params["status"].get_string().get(status) ==
+                                               simdjson::SUCCESS
+                                           ? status
+                                           : std::string_view("unknown"),
+                                       shown);
     it->second->emit(event);
 }
 

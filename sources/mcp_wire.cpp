@@ -3,6 +3,7 @@
 
 #include "process/rpc_peer.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/server_frames.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -315,21 +316,21 @@ std::string progress_event(simdjson::dom::object params) {
     if (params["progress"].get(progress) != simdjson::SUCCESS || !progress.is_number() ||
         progress.get_double().get(p) != simdjson::SUCCESS)
         return {};
-    std::string out = R"({"type":"progress","progress":)";
-    out += simdjson::minify(progress);
-    if (params["total"].get(total) == simdjson::SUCCESS && total.is_number() &&
-        total.get_double().get(t) == simdjson::SUCCESS) {
-        out += R"(,"total":)";
-        out += simdjson::minify(total);
-        const double fraction = p / t;
-        if (t > 0 && std::isfinite(fraction)) out += fmt::format(R"(,"fraction":{})", fraction);
+    const std::string progress_json = simdjson::minify(progress);
+    std::string total_json;
+    std::optional<double> fraction;
+    const bool has_total = params["total"].get(total) == simdjson::SUCCESS && total.is_number() &&
+                           total.get_double().get(t) == simdjson::SUCCESS;
+    if (has_total) {
+        total_json = simdjson::minify(total);
+        if (t > 0 && std::isfinite(p / t)) fraction = p / t;
     }
-    std::string_view message;
-    if (params["message"].get_string().get(message) == simdjson::SUCCESS) {
-        out += R"(,"message":)";
-        append_json_string(out, message);
-    }
-    out += '}';
+    std::optional<std::string_view> message;
+    if (std::string_view m; params["message"].get_string().get(m) == simdjson::SUCCESS) message = m;
+    std::string out;
+    protocol::append_progress_event(
+        out, progress_json, has_total ? std::optional<std::string_view>(total_json) : std::nullopt,
+        fraction, message);
     return out;
 }
 

@@ -11,6 +11,7 @@
 #include "protocol/frames.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/server_frames.hpp"
 #include "protocol/tool_result.hpp"
 
 #include <fuzzer/FuzzedDataProvider.h>

@@ -7,6 +7,7 @@
 #include "fuzz_common.hpp"
 
 #include "protocol/frames.hpp"
+#include "protocol/server_frames.hpp"
 #include "protocol/tool_result.hpp"
 
 #include <string>

@@ -4,6 +4,7 @@
 #include "protocol/frames.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/server_frames.hpp"
 #include "protocol/suggest.hpp"
 #include "protocol/tool_result.hpp"
 

@@ -138,13 +138,14 @@ void connection::deliver(std::string_view frame) {
     flush();
 }
 
-void connection::on_approver_hello(const protocol::client_frame& f, std::string&) {
+void connection::on_approver_hello(const protocol::frame_head& f,
+                                   const protocol::approver_hello_frame& body, std::string&) {
     std::string fields = R"("sessionId":)";
     append_json_string(fields, session_id_);
     fields += fmt::format(R"(,"pid":{},"uid":{})", peer_.pid, peer_.uid);
     auto& desk = registry_.approvals();
     std::optional<std::string> problem;
-    if (!desk.approver_secret_matches(f.secret))
+    if (!desk.approver_secret_matches(body.secret))
         problem = "the secret is not the one in approver.secret";
     else
         problem = controlling_terminal_problem(peer_.pid, accepted_ticks_);
@@ -174,7 +175,7 @@ void connection::audit_approver_rejected(std::string_view reason) {
     registry_.audit_trail().event("approver_rejected", fields);
 }
 
-bool connection::refuse_unless_approver(const protocol::client_frame& f) {
+bool connection::refuse_unless_approver(const protocol::frame_head& f) {
     if (approver_) return false;
     const std::string why = std::string("only an approver may send ") + std::string(f.type_name) +
                             " (approver_hello with the secret, from a terminal)";
@@ -189,9 +190,10 @@ bool connection::refuse_unless_approver(const protocol::client_frame& f) {
     return true;
 }
 
-void connection::on_approve(const protocol::client_frame& f, std::string&) {
+void connection::on_approve(const protocol::frame_head& f, const protocol::approve_frame& body,
+                            std::string&) {
     if (refuse_unless_approver(f)) return;
-    const auto answer = approvals::approval_answer_from(f.decision);
+    const auto answer = approvals::approval_answer_from(body.decision);
     if (!answer) {
         protocol::append_error_frame(
             outbound_, f.request_id,
@@ -200,22 +202,23 @@ void connection::on_approve(const protocol::client_frame& f, std::string&) {
         return;
     }
     if (*answer == approvals::approval_answer::allow_always &&
-        registry_.approvals().is_held_call(f.approval_id)) {
+        registry_.approvals().is_held_call(body.approval_id)) {
         protocol::append_error_frame(
             outbound_, f.request_id,
             R"(approve: "allow_always" answers egress requests only; answer a held call with )"
             R"("allow_once", "allow_session" or "deny")");
         return;
     }
-    if (auto err =
-            registry_.approvals().answer(f.approval_id, *answer, std::string(f.reason), *this))
+    if (auto err = registry_.approvals().answer(body.approval_id, *answer, std::string(body.reason),
+                                                *this))
         protocol::append_error_frame(outbound_, f.request_id, *err,
                                      protocol::refusal::no_such_approval);
 }
 
-void connection::on_grant(const protocol::client_frame& f, std::string&) {
+void connection::on_grant(const protocol::frame_head& f, const protocol::grant_frame& body,
+                          std::string&) {
     if (refuse_unless_approver(f)) return;
-    auto parsed = parse_grant(f.grant);
+    auto parsed = parse_grant(body.grant);
     if (auto* err = std::get_if<std::string>(&parsed)) {
         protocol::append_error_frame(outbound_, f.request_id, *err);
         return;
@@ -227,24 +230,26 @@ void connection::on_grant(const protocol::client_frame& f, std::string&) {
     protocol::append_reply(outbound_, "grant_result", f.request_id, members);
 }
 
-void connection::on_revoke(const protocol::client_frame& f, std::string&) {
+void connection::on_revoke(const protocol::frame_head& f, const protocol::revoke_frame& body,
+                           std::string&) {
     if (refuse_unless_approver(f)) return;
-    if (!registry_.approvals().revoke(f.grant_id, session_id_)) {
+    if (!registry_.approvals().revoke(body.grant_id, session_id_)) {
         protocol::append_error_frame(outbound_, f.request_id,
-                                     "no grant '" + std::string(f.grant_id) +
+                                     "no grant '" + std::string(body.grant_id) +
                                          "' (revoked, used up or expired already?)",
                                      protocol::refusal::no_such_grant);
         return;
     }
     std::string members = R"("grantId":)";
-    append_json_string(members, f.grant_id);
+    append_json_string(members, body.grant_id);
     protocol::append_reply(outbound_, "revoke_result", f.request_id, members);
 }
 
-void connection::on_accept_tool(const protocol::client_frame& f, std::string&) {
+void connection::on_accept_tool(const protocol::frame_head& f,
+                                const protocol::accept_tool_frame& body, std::string&) {
     // A tool's changed definition is trusted again only by a person (docs/protocol.md §22).
     if (refuse_unless_approver(f)) return;
-    if (f.accept_preview) {
+    if (body.accept_preview) {
         std::string members;
         if (auto err = registry_.append_held_definition(members, f.tool_name)) {
             protocol::append_error_frame(outbound_, f.request_id, *err);
@@ -262,7 +267,7 @@ void connection::on_accept_tool(const protocol::client_frame& f, std::string&) {
     protocol::append_reply(outbound_, "tool_accepted", f.request_id, members);
 }
 
-void connection::on_list_grants(const protocol::client_frame& f, std::string&) {
+void connection::on_list_grants(const protocol::frame_head& f, std::string&) {
     // An approver sees every grant; anyone else those that apply to its own session.
     std::string members = R"("grants":)";
     members += registry_.approvals().grants_json(approver_ ? nullptr : &session_id_);

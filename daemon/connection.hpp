@@ -96,36 +96,52 @@ class connection final : public tools::call_sink,
     asio::awaitable<void> write_loop();
     void handle_frame(std::string_view line);
     void handle_oversized();
-    void audit_rejected_call(const protocol::client_frame& f, std::string_view reason);
-    permissions::caller caller_for(const protocol::client_frame& f) const;
-    std::string_view claim_for(const protocol::client_frame& f) const;
+    /// The tool_call_rejected line of a tool_call frame refused before it became a call.
+    void audit_rejected_call(const protocol::frame_head& f, std::string_view reason,
+                             std::optional<std::uint64_t> timeout_ms = std::nullopt);
+    permissions::caller caller_for(const protocol::frame_head& f) const;
+    std::string_view claim_for(const protocol::frame_head& f) const;
 
-    // Routes: each appends its reply to outbound_ and, for an audited route, the audit
+    // Routes: each takes its frame's own type (the head, and the type's members when it has
+    // any; frames.hpp), appends its reply to outbound_ and, for an audited route, the audit
     // event's members (after "sessionId") to `audit_fields`.
-    void on_hello(const protocol::client_frame& f, std::string& audit_fields);
-    void on_list_tools(const protocol::client_frame& f, std::string& audit_fields);
-    void on_tool_call(const protocol::client_frame& f, std::string& audit_fields);
-    void on_cancel_tool_call(const protocol::client_frame& f, std::string& audit_fields);
-    void on_list_sources(const protocol::client_frame& f, std::string& audit_fields);
-    void on_check_policy(const protocol::client_frame& f, std::string& audit_fields);
-    void on_restart_source(const protocol::client_frame& f, std::string& audit_fields);
-    void on_reload_config(const protocol::client_frame& f, std::string& audit_fields);
-    void on_preview_tool_call(const protocol::client_frame& f, std::string& audit_fields);
+    template <auto Handler>
+    static void route_to(connection& c, const protocol::client_frame& f, std::string& audit);
+    void on_hello(const protocol::frame_head& f, const protocol::hello_frame& body,
+                  std::string& audit_fields);
+    void on_list_tools(const protocol::frame_head& f, const protocol::list_tools_frame& body,
+                       std::string& audit_fields);
+    void on_tool_call(const protocol::frame_head& f, const protocol::tool_call_frame& body,
+                      std::string& audit_fields);
+    void on_cancel_tool_call(const protocol::frame_head& f, std::string& audit_fields);
+    void on_list_sources(const protocol::frame_head& f, std::string& audit_fields);
+    void on_check_policy(const protocol::frame_head& f, std::string& audit_fields);
+    void on_restart_source(const protocol::frame_head& f,
+                           const protocol::restart_source_frame& body, std::string& audit_fields);
+    void on_reload_config(const protocol::frame_head& f, std::string& audit_fields);
+    void on_preview_tool_call(const protocol::frame_head& f, std::string& audit_fields);
     // grants and approvals (approval_routes.cpp)
-    void on_approver_hello(const protocol::client_frame& f, std::string& audit_fields);
-    void on_approve(const protocol::client_frame& f, std::string& audit_fields);
-    void on_grant(const protocol::client_frame& f, std::string& audit_fields);
-    void on_revoke(const protocol::client_frame& f, std::string& audit_fields);
-    void on_accept_tool(const protocol::client_frame& f, std::string& audit_fields);
-    void on_list_grants(const protocol::client_frame& f, std::string& audit_fields);
+    void on_approver_hello(const protocol::frame_head& f,
+                           const protocol::approver_hello_frame& body, std::string& audit_fields);
+    void on_approve(const protocol::frame_head& f, const protocol::approve_frame& body,
+                    std::string& audit_fields);
+    void on_grant(const protocol::frame_head& f, const protocol::grant_frame& body,
+                  std::string& audit_fields);
+    void on_revoke(const protocol::frame_head& f, const protocol::revoke_frame& body,
+                   std::string& audit_fields);
+    void on_accept_tool(const protocol::frame_head& f, const protocol::accept_tool_frame& body,
+                        std::string& audit_fields);
+    void on_list_grants(const protocol::frame_head& f, std::string& audit_fields);
     /// Refuses an approver's frame from a connection that is not one: error frame + audit.
-    bool refuse_unless_approver(const protocol::client_frame& f);
+    bool refuse_unless_approver(const protocol::frame_head& f);
     /// The `approver_rejected` audit line (PROTOCOL.md §12: every refusal is on file).
     void audit_approver_rejected(std::string_view reason);
-    void on_other(const protocol::client_frame& f, std::string& audit_fields);
+    void on_other(const protocol::frame_head& f, std::string& audit_fields);
     // MCP families beyond tools (mcp_routes.cpp, docs/protocol.md §17)
-    void on_mcp_request(const protocol::client_frame& f, std::string& audit_fields);
-    void on_client_response(const protocol::client_frame& f, std::string& audit_fields);
+    void on_mcp_request(const protocol::frame_head& f, const protocol::mcp_request_frame& body,
+                        std::string& audit_fields);
+    void on_client_response(const protocol::frame_head& f,
+                            const protocol::client_response_frame& body, std::string& audit_fields);
     static client_capabilities read_client_capabilities(simdjson::dom::object caps);
     /// The connection's gateway subscriber, made on first use; `broadcast`: it also gets
     /// list_changed and log messages (hello `mcp_notifications`).
@@ -167,7 +183,7 @@ class connection final : public tools::call_sink,
     std::string client_name_;
     /// The profile `f` is under: the one the hello named (a removed one hides every tool),
     /// else the one whose `agents` list the frame's agent, else null.
-    registry::registry::profile_ptr profile_for(const protocol::client_frame& f) const;
+    registry::registry::profile_ptr profile_for(const protocol::frame_head& f) const;
     bool approver_ = false; ///< proven by approver_hello: receives approval requests
     /// When the connection was accepted, in clock ticks since boot (the unit of
     /// /proc/<pid>/stat's starttime): a peer pid whose process started later is not the one
@@ -175,7 +191,7 @@ class connection final : public tools::call_sink,
     std::uint64_t accepted_ticks_ = 0;
     /// The registry's tools_changed subscription (hello `subscribe`), 0 when none.
     std::uint64_t tools_changed_token_ = 0;
-    std::string_view agent_for(const protocol::client_frame& f) const;
+    std::string_view agent_for(const protocol::frame_head& f) const;
     client_capabilities client_caps_;
     std::uint64_t mcp_subscriber_ = 0; ///< the gateway's token for this connection, 0: none
     /// client_request frames sent and not answered, by clientRequestId.

@@ -19,40 +19,73 @@ namespace meith::daemon {
 using protocol::append_json_string;
 using protocol::frame_type;
 
+namespace {
+
+/// The frame type a route's handler takes: its second parameter, when it has one.
+template <class Handler>
+struct body_of {
+    using type = void; // the handler takes the head only
+};
+template <class Body>
+struct body_of<void (connection::*)(const protocol::frame_head&, const Body&, std::string&)> {
+    using type = Body;
+};
+
+} // namespace
+
 struct connection::frame_route {
     frame_type type;
     bool operator_only;       ///< only the cli caller may send it
     bool audited;             ///< the connection writes an event named after the frame type
     std::string_view refusal; ///< the error frame's text when refused
-    void (connection::*handle)(const protocol::client_frame&, std::string& audit_fields);
+    void (*handle)(connection& c, const protocol::client_frame& f, std::string& audit_fields);
 };
+
+/// Calls `Handler` with the frame as its own type: the head, and the type's members when the
+/// handler takes them (the decoder made them for this type, so `as` cannot fail).
+template <auto Handler>
+void connection::route_to(connection& c, const protocol::client_frame& f, std::string& audit) {
+    using body = typename body_of<decltype(Handler)>::type;
+    if constexpr (std::is_void_v<body>)
+        (c.*Handler)(f, audit);
+    else
+        (c.*Handler)(f, f.as<body>(), audit);
+}
 
 const connection::frame_route& connection::route_of(frame_type type) {
     // In frame_type order (checked below), so a route is found by index.
     static constexpr std::array<frame_route, 18> routes{{
-        {frame_type::hello, false, false, {}, &connection::on_hello},
-        {frame_type::list_tools, false, true, {}, &connection::on_list_tools},
-        {frame_type::tool_call, false, false, {}, &connection::on_tool_call},
-        {frame_type::cancel_tool_call, false, true, {}, &connection::on_cancel_tool_call},
-        {frame_type::list_sources, false, false, {}, &connection::on_list_sources},
+        {frame_type::hello, false, false, {}, &route_to<&connection::on_hello>},
+        {frame_type::list_tools, false, true, {}, &route_to<&connection::on_list_tools>},
+        {frame_type::tool_call, false, false, {}, &route_to<&connection::on_tool_call>},
+        {frame_type::cancel_tool_call,
+         false,
+         true,
+         {},
+         &route_to<&connection::on_cancel_tool_call>},
+        {frame_type::list_sources, false, false, {}, &route_to<&connection::on_list_sources>},
         {frame_type::restart_source, true, false, "only the cli caller may restart sources",
-         &connection::on_restart_source},
-        {frame_type::check_policy, false, false, {}, &connection::on_check_policy},
+         &route_to<&connection::on_restart_source>},
+        {frame_type::check_policy, false, false, {}, &route_to<&connection::on_check_policy>},
         {frame_type::reload_config, true, false, "only the cli caller may reload the config",
-         &connection::on_reload_config},
+         &route_to<&connection::on_reload_config>},
         // Audited when the preview is made (it may wait for the tool host).
-        {frame_type::preview_tool_call, false, false, {}, &connection::on_preview_tool_call},
+        {frame_type::preview_tool_call,
+         false,
+         false,
+         {},
+         &route_to<&connection::on_preview_tool_call>},
         // Grants and approvals (approval_routes.cpp): each audits what it decides itself.
-        {frame_type::approver_hello, false, false, {}, &connection::on_approver_hello},
-        {frame_type::approve, false, false, {}, &connection::on_approve},
-        {frame_type::grant, false, false, {}, &connection::on_grant},
-        {frame_type::revoke, false, false, {}, &connection::on_revoke},
-        {frame_type::list_grants, false, false, {}, &connection::on_list_grants},
-        {frame_type::accept_tool, false, false, {}, &connection::on_accept_tool},
+        {frame_type::approver_hello, false, false, {}, &route_to<&connection::on_approver_hello>},
+        {frame_type::approve, false, false, {}, &route_to<&connection::on_approve>},
+        {frame_type::grant, false, false, {}, &route_to<&connection::on_grant>},
+        {frame_type::revoke, false, false, {}, &route_to<&connection::on_revoke>},
+        {frame_type::list_grants, false, false, {}, &route_to<&connection::on_list_grants>},
+        {frame_type::accept_tool, false, false, {}, &route_to<&connection::on_accept_tool>},
         // MCP families beyond tools (mcp_routes.cpp): the gateway audits each request.
-        {frame_type::mcp_request, false, false, {}, &connection::on_mcp_request},
-        {frame_type::client_response, false, false, {}, &connection::on_client_response},
-        {frame_type::other, false, false, {}, &connection::on_other},
+        {frame_type::mcp_request, false, false, {}, &route_to<&connection::on_mcp_request>},
+        {frame_type::client_response, false, false, {}, &route_to<&connection::on_client_response>},
+        {frame_type::other, false, false, {}, &route_to<&connection::on_other>},
     }};
     static_assert([] {
         for (std::size_t i = 0; i < routes.size(); ++i)
@@ -92,11 +125,12 @@ void connection::handle_frame(std::string_view line) {
         fields = R"("sessionId":)";
         append_json_string(fields, session_id_);
     }
-    (this->*r.handle)(f, fields);
+    r.handle(*this, f, fields);
     if (r.audited) registry_.audit_trail().event(f.type_name, fields);
 }
 
-void connection::on_hello(const protocol::client_frame& f, std::string&) {
+void connection::on_hello(const protocol::frame_head& f, const protocol::hello_frame& body,
+                          std::string&) {
     if (f.client && *f.client != client_name_) {
         // docs/protocol.md §23: a profile narrows what a connection reaches, so it is chosen
         // once; a later hello may repeat it, never swap it for a wider one.
@@ -123,9 +157,10 @@ void connection::on_hello(const protocol::client_frame& f, std::string&) {
         has_hello_claim_ = true;
     }
     if (f.agent) hello_agent_ = std::string(*f.agent);
-    if (f.client_capabilities) client_caps_ = read_client_capabilities(*f.client_capabilities);
-    if (f.subscribe_mcp) mcp_.set_profile(mcp_subscriber(true), profile_for(f));
-    if (f.subscribe_tools_changed && tools_changed_token_ == 0)
+    if (body.client_capabilities)
+        client_caps_ = read_client_capabilities(*body.client_capabilities);
+    if (body.subscribe_mcp) mcp_.set_profile(mcp_subscriber(true), profile_for(f));
+    if (body.subscribe_tools_changed && tools_changed_token_ == 0)
         tools_changed_token_ = registry_.subscribe_tools_changed([weak = weak_from_this()] {
             auto self = weak.lock();
             if (!self || self->closed_) return;
@@ -149,33 +184,35 @@ void connection::on_hello(const protocol::client_frame& f, std::string&) {
                                   permissions::to_string(caller_for(f)), MEITH_VERSION, client);
 }
 
-void connection::on_list_tools(const protocol::client_frame& f, std::string& audit_fields) {
+void connection::on_list_tools(const protocol::frame_head& f,
+                               const protocol::list_tools_frame& body, std::string& audit_fields) {
     const auto who = caller_for(f);
     const auto profile = profile_for(f);
     auto format = tools::list_format::meith;
-    if (!f.list_format.empty()) {
-        const auto parsed = tools::list_format_from_string(f.list_format);
+    if (!body.list_format.empty()) {
+        const auto parsed = tools::list_format_from_string(body.list_format);
         if (!parsed) {
             protocol::append_error_frame(outbound_, f.request_id,
                                          fmt::format("unknown list_tools format \"{}\"; one of {}",
-                                                     f.list_format, tools::list_format_names()));
+                                                     body.list_format, tools::list_format_names()));
             return;
         }
         format = *parsed;
     }
-    if (f.has_query) {
+    if (body.has_query) {
         protocol::append_tools_list_head(outbound_, f.request_id);
-        const std::size_t n = registry_.append_tool_search(outbound_, f.list_query, f.list_limit,
-                                                           who, format, profile.get());
+        const std::size_t n = registry_.append_tool_search(
+            outbound_, body.list_query, body.list_limit, who, format, profile.get());
         outbound_.append("]}\n");
         audit_fields += R"(,"query":)";
-        registry_.append_redacted(audit_fields, f.list_query);
+        registry_.append_redacted(audit_fields, body.list_query);
         audit_fields += R"(,"matches":)" + std::to_string(n);
-    } else if (f.has_page) {
+    } else if (body.has_page) {
         // docs/protocol.md §5 "Pages": a slice of the listing, and how many it holds in all.
         protocol::append_tools_list_head(outbound_, f.request_id);
-        const std::size_t total = registry_.append_tool_page(
-            outbound_, who, format, profile.get(), f.list_offset, f.list_limit, f.list_permitted);
+        const std::size_t total =
+            registry_.append_tool_page(outbound_, who, format, profile.get(), body.list_offset,
+                                       body.list_limit, body.list_permitted);
         outbound_.append(R"(],"total":)");
         outbound_.append(std::to_string(total));
         if (profile) {
@@ -183,16 +220,16 @@ void connection::on_list_tools(const protocol::client_frame& f, std::string& aud
             append_json_string(outbound_, profile->name());
         }
         outbound_.append("}\n");
-        audit_fields += R"(,"offset":)" + std::to_string(f.list_offset);
-    } else if (f.has_tags || f.has_models) {
+        audit_fields += R"(,"offset":)" + std::to_string(body.list_offset);
+    } else if (body.has_tags || body.has_models) {
         // Tag filtering, maybe asking hosts' get_tags: rendered afresh, answered when done.
         std::optional<std::vector<std::string>> tags;
-        if (f.has_tags) {
+        if (body.has_tags) {
             tags.emplace();
-            for (auto t : f.tags)
+            for (auto t : body.tags)
                 tags->emplace_back(t.get_string().value_unsafe());
         }
-        std::string models = f.has_models ? simdjson::minify(f.models) : std::string();
+        std::string models = body.has_models ? simdjson::minify(body.models) : std::string();
         std::optional<std::string> id;
         if (f.request_id) id = std::string(*f.request_id);
         ++async_replies_;
@@ -230,36 +267,37 @@ void connection::on_list_tools(const protocol::client_frame& f, std::string& aud
         append_json_string(audit_fields, profile->name());
     }
     audit_fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
-    if (f.has_tags)
+    if (body.has_tags)
         audit_fields +=
-            R"(,"tags":)" + registry_.redactor().summarize_json(simdjson::minify(f.tags));
+            R"(,"tags":)" + registry_.redactor().summarize_json(simdjson::minify(body.tags));
     if (format != tools::list_format::meith) {
         audit_fields += R"(,"format":)";
         append_json_string(audit_fields, tools::to_string(format));
     }
 }
 
-void connection::on_list_sources(const protocol::client_frame& f, std::string&) {
+void connection::on_list_sources(const protocol::frame_head& f, std::string&) {
     protocol::append_sources_list(outbound_, f.request_id, registry_.sources_json());
 }
 
-void connection::on_check_policy(const protocol::client_frame& f, std::string&) {
+void connection::on_check_policy(const protocol::frame_head& f, std::string&) {
     const auto profile = profile_for(f);
     protocol::append_policy_decision(
         outbound_, f.request_id,
         registry_.explain_policy(f.tool_name, caller_for(f), profile.get()));
 }
 
-void connection::on_restart_source(const protocol::client_frame& f, std::string&) {
-    if (!registry_.restart_source(f.source_name))
+void connection::on_restart_source(const protocol::frame_head& f,
+                                   const protocol::restart_source_frame& body, std::string&) {
+    if (!registry_.restart_source(body.source_name))
         protocol::append_error_frame(outbound_, f.request_id,
-                                     "no source named '" + std::string(f.source_name) + "'",
+                                     "no source named '" + std::string(body.source_name) + "'",
                                      protocol::refusal::no_such_source);
     else
-        protocol::append_source_restarted(outbound_, f.request_id, f.source_name);
+        protocol::append_source_restarted(outbound_, f.request_id, body.source_name);
 }
 
-void connection::on_reload_config(const protocol::client_frame& f, std::string&) {
+void connection::on_reload_config(const protocol::frame_head& f, std::string&) {
     if (auto result = registry_.reload_config())
         protocol::append_config_reloaded(outbound_, f.request_id, *result);
     else
@@ -267,7 +305,7 @@ void connection::on_reload_config(const protocol::client_frame& f, std::string&)
                                      "this daemon cannot reload its config");
 }
 
-void connection::on_cancel_tool_call(const protocol::client_frame& f, std::string& audit_fields) {
+void connection::on_cancel_tool_call(const protocol::frame_head& f, std::string& audit_fields) {
     auto it = calls_.find(std::string(*f.request_id));
     audit_fields += R"(,"requestId":)";
     registry_.append_redacted(audit_fields, *f.request_id);
@@ -279,7 +317,7 @@ void connection::on_cancel_tool_call(const protocol::client_frame& f, std::strin
                tools::call_end::cancel);
 }
 
-void connection::on_other(const protocol::client_frame&, std::string&) {
+void connection::on_other(const protocol::frame_head&, std::string&) {
     // Unknown types are ignored (§3: forward compatibility); the decoder answered bad ones.
 }
 
@@ -298,14 +336,14 @@ void connection::handle_oversized() {
         "less (a text-payload tool reads a file by path)";
     protocol::append_error_frame(outbound_, id, why, protocol::refusal::frame_too_large);
     if (type.k == kind::string && type.text == "tool_call") {
-        protocol::client_frame f;
+        protocol::frame_head f;
         f.type = frame_type::tool_call;
         f.request_id = id;
         audit_rejected_call(f, why);
     }
 }
 
-registry::registry::profile_ptr connection::profile_for(const protocol::client_frame& f) const {
+registry::registry::profile_ptr connection::profile_for(const protocol::frame_head& f) const {
     if (!client_name_.empty()) {
         if (auto p = registry_.client_profile(client_name_)) return p;
         return std::make_shared<const permissions::client_profile>(
@@ -314,7 +352,7 @@ registry::registry::profile_ptr connection::profile_for(const protocol::client_f
     return registry_.profile_for_agent(agent_for(f));
 }
 
-permissions::caller connection::caller_for(const protocol::client_frame& f) const {
+permissions::caller connection::caller_for(const protocol::frame_head& f) const {
     if (!client_name_.empty() || f.agent || !hello_agent_.empty())
         if (const auto p = profile_for(f); p && p->mapped_caller()) return *p->mapped_caller();
     if (f.caller_claim) return permissions::caller_from_claim(*f.caller_claim);
@@ -322,17 +360,17 @@ permissions::caller connection::caller_for(const protocol::client_frame& f) cons
     return permissions::caller::plugin;
 }
 
-std::string_view connection::agent_for(const protocol::client_frame& f) const {
+std::string_view connection::agent_for(const protocol::frame_head& f) const {
     return f.agent ? *f.agent : std::string_view(hello_agent_);
 }
 
-std::string_view connection::claim_for(const protocol::client_frame& f) const {
+std::string_view connection::claim_for(const protocol::frame_head& f) const {
     if (f.caller_claim) return *f.caller_claim;
     if (has_hello_claim_) return hello_claim_;
     return {};
 }
 
-void connection::on_preview_tool_call(const protocol::client_frame& f, std::string&) {
+void connection::on_preview_tool_call(const protocol::frame_head& f, std::string&) {
     // docs/protocol.md §13: permission-checked like a call, never runs the tool, audited.
     const std::string request_id(*f.request_id);
     const auto profile = profile_for(f);
@@ -398,13 +436,14 @@ void connection::on_preview_tool_call(const protocol::client_frame& f, std::stri
                            });
 }
 
-void connection::on_tool_call(const protocol::client_frame& f, std::string&) {
+void connection::on_tool_call(const protocol::frame_head& f, const protocol::tool_call_frame& body,
+                              std::string&) {
     const std::string_view id = *f.request_id;
     std::string key(id);
     if (calls_.count(key)) {
         const std::string why = "requestId '" + key + "' is already in flight on this connection";
         protocol::append_error_frame(outbound_, id, why);
-        audit_rejected_call(f, why);
+        audit_rejected_call(f, why, body.timeout_ms);
         return;
     }
     const auto limit = registry_.cfg().limits.max_calls_in_flight_per_connection;
@@ -413,7 +452,7 @@ void connection::on_tool_call(const protocol::client_frame& f, std::string&) {
                                 std::to_string(limit) +
                                 ", limits.max_calls_in_flight_per_connection)";
         protocol::append_error_frame(outbound_, id, why, protocol::refusal::limit_reached);
-        audit_rejected_call(f, why);
+        audit_rejected_call(f, why, body.timeout_ms);
         return;
     }
     auto c = std::make_shared<tools::call>(socket_.get_executor(), shared_from_this());
@@ -423,20 +462,21 @@ void connection::on_tool_call(const protocol::client_frame& f, std::string&) {
     c->claimed_caller = std::string(claim_for(f));
     c->agent = std::string(agent_for(f));
     c->profile = profile_for(f);
-    c->traceparent = std::string(f.traceparent);
+    c->traceparent = std::string(body.traceparent);
     c->tool_name = std::string(f.tool_name);
-    c->timeout_ms = f.timeout_ms.value_or(0);
-    c->result_model = f.result_model;
-    c->result_display = f.display;
+    c->timeout_ms = body.timeout_ms.value_or(0);
+    c->result_model = body.result_model;
+    c->result_display = body.display;
     calls_.emplace(std::move(key), c);
-    if (f.call_error)
-        registry_.reject(c, protocol::error_code::validation_error, *f.call_error,
+    if (body.call_error)
+        registry_.reject(c, protocol::error_code::validation_error, *body.call_error,
                          f.has_arguments ? &f.arguments : nullptr);
     else
         registry_.dispatch(c, f.arguments);
 }
 
-void connection::audit_rejected_call(const protocol::client_frame& f, std::string_view reason) {
+void connection::audit_rejected_call(const protocol::frame_head& f, std::string_view reason,
+                                     std::optional<std::uint64_t> timeout_ms) {
     // The same record as a tool_call line, written by the registry (registry/call_audit.hpp).
     registry::rejected_call r;
     r.request_id = f.request_id;
@@ -448,7 +488,7 @@ void connection::audit_rejected_call(const protocol::client_frame& f, std::strin
     if (profile) r.client = profile->name();
     r.tool_name = f.tool_name;
     r.reason = reason;
-    r.timeout_ms = f.timeout_ms;
+    r.timeout_ms = timeout_ms;
     r.arguments = f.has_arguments ? &f.arguments : nullptr;
     registry_.audit_rejected_call(r);
 }

@@ -73,7 +73,8 @@ std::uint64_t connection::mcp_subscriber(bool broadcast) {
     return mcp_subscriber_;
 }
 
-void connection::on_mcp_request(const protocol::client_frame& f, std::string&) {
+void connection::on_mcp_request(const protocol::frame_head& f,
+                                const protocol::mcp_request_frame& body, std::string&) {
     const auto limit = registry_.cfg().limits.max_calls_in_flight_per_connection;
     if (mcp_in_flight_ >= limit) {
         protocol::append_error_frame(
@@ -90,10 +91,10 @@ void connection::on_mcp_request(const protocol::client_frame& f, std::string&) {
     r.subscriber = mcp_subscriber(false);
     r.profile = profile_for(f);
     mcp_.set_profile(r.subscriber, r.profile);
-    std::string params = f.mcp_params ? simdjson::minify(*f.mcp_params) : std::string("{}");
+    std::string params = body.mcp_params ? simdjson::minify(*body.mcp_params) : std::string("{}");
     ++async_replies_;
     ++mcp_in_flight_;
-    mcp_.request(std::move(r), std::string(f.mcp_method), std::move(params),
+    mcp_.request(std::move(r), std::string(body.mcp_method), std::move(params),
                  [weak = weak_from_this(), id = std::string(*f.request_id)](tools::mcp_answer a) {
                      auto self = weak.lock();
                      if (!self) return;
@@ -139,22 +140,23 @@ void connection::notify_client(std::string_view request_id, std::string_view sou
     flush();
 }
 
-void connection::on_client_response(const protocol::client_frame& f, std::string&) {
-    auto it = client_requests_.find(f.client_request_id);
+void connection::on_client_response(const protocol::frame_head& f,
+                                    const protocol::client_response_frame& body, std::string&) {
+    auto it = client_requests_.find(body.client_request_id);
     if (it == client_requests_.end()) {
         protocol::append_error_frame(
             outbound_, f.request_id,
             fmt::format("no client_request \"{}\" is waiting for an answer (answered already, "
                         "or its call ended)",
-                        f.client_request_id));
+                        body.client_request_id));
         return;
     }
     auto done = std::move(it->second);
     client_requests_.erase(it);
-    if (f.response_result)
-        done(tools::mcp_answer{true, simdjson::minify(*f.response_result)});
+    if (body.response_result)
+        done(tools::mcp_answer{true, simdjson::minify(*body.response_result)});
     else
-        done(tools::mcp_answer{false, simdjson::minify(*f.response_error)});
+        done(tools::mcp_answer{false, simdjson::minify(*body.response_error)});
 }
 
 void connection::end_mcp() {

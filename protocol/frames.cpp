@@ -50,26 +50,29 @@ void decode_grant_frame(simdjson::dom::object obj, client_frame& f) {
     };
     switch (f.type) {
     case frame_type::approver_hello:
-        string_member("secret", f.secret, false);
+        string_member("secret", f.body.emplace<approver_hello_frame>().secret, false);
         break;
-    case frame_type::approve:
-        string_member("approvalId", f.approval_id, false);
-        if (!f.error) string_member("decision", f.decision, false);
-        if (!f.error) string_member("reason", f.reason, true);
+    case frame_type::approve: {
+        auto& b = f.body.emplace<approve_frame>();
+        string_member("approvalId", b.approval_id, false);
+        if (!f.error) string_member("decision", b.decision, false);
+        if (!f.error) string_member("reason", b.reason, true);
         break;
+    }
     case frame_type::revoke:
-        string_member("grantId", f.grant_id, false);
+        string_member("grantId", f.body.emplace<revoke_frame>().grant_id, false);
         break;
     case frame_type::accept_tool: {
+        auto& b = f.body.emplace<accept_tool_frame>();
         string_member("toolName", f.tool_name, false);
         simdjson::dom::element preview;
         if (!f.error && obj["preview"].get(preview) == simdjson::SUCCESS &&
-            preview.get_bool().get(f.accept_preview) != simdjson::SUCCESS)
+            preview.get_bool().get(b.accept_preview) != simdjson::SUCCESS)
             f.error = "accept_tool: \"preview\" must be true or false";
         break;
     }
     case frame_type::grant:
-        if (obj["grant"].get_object().get(f.grant) != simdjson::SUCCESS)
+        if (obj["grant"].get_object().get(f.body.emplace<grant_frame>().grant) != simdjson::SUCCESS)
             f.error = "grant needs an object \"grant\" ({\"capabilities\":[...], ...})";
         break;
     default:
@@ -188,7 +191,7 @@ void check_optional_request_id(const frame_members& m, client_frame& f) {
 
 /// hello's `subscribe`: an array of topic names; unknown topics are ignored (a newer client
 /// may ask for more).
-void decode_subscribe(const frame_members& m, client_frame& f) {
+void decode_subscribe(const frame_members& m, client_frame& f, hello_frame& b) {
     if (!m.subscribe) return;
     simdjson::dom::array topics;
     if (m.subscribe->get_array().get(topics) != simdjson::SUCCESS) {
@@ -201,30 +204,31 @@ void decode_subscribe(const frame_members& m, client_frame& f) {
             f.error = "subscribe must be an array of strings";
             return;
         }
-        if (name == "tools_changed") f.subscribe_tools_changed = true;
-        if (name == "mcp_notifications") f.subscribe_mcp = true;
+        if (name == "tools_changed") b.subscribe_tools_changed = true;
+        if (name == "mcp_notifications") b.subscribe_mcp = true;
     }
 }
 
 /// hello's `capabilities`: the MCP ClientCapabilities the client answers client_request for.
-void decode_capabilities(const frame_members& m, client_frame& f) {
+void decode_capabilities(const frame_members& m, client_frame& f, hello_frame& b) {
     if (absent(m.capabilities)) return;
     simdjson::dom::object caps;
     if (m.capabilities->get_object().get(caps) != simdjson::SUCCESS)
         f.error = "capabilities must be an MCP ClientCapabilities object, e.g. "
                   "{\"sampling\":{},\"elicitation\":{},\"roots\":{}}";
     else
-        f.client_capabilities = caps;
+        b.client_capabilities = caps;
 }
 
 /// mcp_request (docs/protocol.md §17): a requestId, a string method, params an object.
 void decode_mcp_request(const frame_members& m, client_frame& f) {
+    auto& b = f.body.emplace<mcp_request_frame>();
     if (!f.request_id) {
         f.error = "mcp_request needs a requestId string of 1-128 characters";
         return;
     }
-    if (!m.method || m.method->get_string().get(f.mcp_method) != simdjson::SUCCESS ||
-        f.mcp_method.empty()) {
+    if (!m.method || m.method->get_string().get(b.mcp_method) != simdjson::SUCCESS ||
+        b.mcp_method.empty()) {
         f.error = "mcp_request needs a non-empty string \"method\", e.g. \"resources/list\"";
         return;
     }
@@ -233,62 +237,64 @@ void decode_mcp_request(const frame_members& m, client_frame& f) {
     if (m.params->get_object().get(params) != simdjson::SUCCESS)
         f.error = "mcp_request: \"params\" must be an object";
     else
-        f.mcp_params = params;
+        b.mcp_params = params;
 }
 
 /// client_response (docs/protocol.md §17): the clientRequestId of a client_request and one of
 /// `result` or `error`, each an object.
 void decode_client_response(const frame_members& m, client_frame& f) {
+    auto& b = f.body.emplace<client_response_frame>();
     if (!m.client_request_id ||
-        m.client_request_id->get_string().get(f.client_request_id) != simdjson::SUCCESS ||
-        f.client_request_id.empty()) {
+        m.client_request_id->get_string().get(b.client_request_id) != simdjson::SUCCESS ||
+        b.client_request_id.empty()) {
         f.error = "client_response needs the non-empty string \"clientRequestId\" of the "
                   "client_request it answers";
         return;
     }
     simdjson::dom::object obj;
     if (!absent(m.result) && m.result->get_object().get(obj) == simdjson::SUCCESS)
-        f.response_result = obj;
+        b.response_result = obj;
     if (!absent(m.error) && m.error->get_object().get(obj) == simdjson::SUCCESS)
-        f.response_error = obj;
-    if (f.response_result.has_value() == f.response_error.has_value())
+        b.response_error = obj;
+    if (b.response_result.has_value() == b.response_error.has_value())
         f.error = "client_response needs exactly one of \"result\" (an object) or \"error\" "
                   "(a JSON-RPC error object)";
 }
 
 /// list_tools' `format`, `tags` and `models` (docs/protocol.md §5, §8).
 void decode_list_options(const frame_members& m, client_frame& f) {
+    auto& b = f.body.emplace<list_tools_frame>();
     if (m.format &&
-        (m.format->get_string().get(f.list_format) != simdjson::SUCCESS || f.list_format.empty())) {
+        (m.format->get_string().get(b.list_format) != simdjson::SUCCESS || b.list_format.empty())) {
         f.error = "format must be a string: meith, openai, openai.responses, anthropic or mcp";
         return;
     }
     if (!absent(m.tags)) {
-        bool strings = m.tags->get_array().get(f.tags) == simdjson::SUCCESS;
+        bool strings = m.tags->get_array().get(b.tags) == simdjson::SUCCESS;
         if (strings)
-            for (auto t : f.tags)
+            for (auto t : b.tags)
                 strings = strings && t.is_string();
         if (!strings) {
             f.error = "tags must be an array of strings";
             return;
         }
-        f.has_tags = true;
+        b.has_tags = true;
     }
     if (!absent(m.models)) {
-        if (m.models->get_array().get(f.models) != simdjson::SUCCESS) {
+        if (m.models->get_array().get(b.models) != simdjson::SUCCESS) {
             f.error = "models must be an array";
             return;
         }
-        f.has_models = true;
+        b.has_models = true;
     }
     // Tool search (docs/protocol.md §20).
     if (!absent(m.query)) {
-        if (m.query->get_string().get(f.list_query) != simdjson::SUCCESS || f.list_query.empty() ||
-            f.list_query.size() > max_query_bytes) {
+        if (m.query->get_string().get(b.list_query) != simdjson::SUCCESS || b.list_query.empty() ||
+            b.list_query.size() > max_query_bytes) {
             f.error = "query must be a non-empty string of words (at most 1024 bytes)";
             return;
         }
-        f.has_query = true;
+        b.has_query = true;
     }
     if (!absent(m.limit)) {
         std::uint64_t n = 0;
@@ -296,9 +302,9 @@ void decode_list_options(const frame_members& m, client_frame& f) {
             f.error = "limit must be an integer from 1 to 1000";
             return;
         }
-        f.list_limit = static_cast<std::size_t>(n);
+        b.list_limit = static_cast<std::size_t>(n);
     }
-    if (f.has_query && (f.has_tags || f.has_models)) {
+    if (b.has_query && (b.has_tags || b.has_models)) {
         f.error = "query cannot be combined with tags or models";
         return;
     }
@@ -309,24 +315,24 @@ void decode_list_options(const frame_members& m, client_frame& f) {
             f.error = "offset must be an integer from 0 to 1000000";
             return;
         }
-        f.list_offset = static_cast<std::size_t>(n);
-        f.has_page = true;
+        b.list_offset = static_cast<std::size_t>(n);
+        b.has_page = true;
     }
     if (!absent(m.permitted)) {
-        if (m.permitted->get_bool().get(f.list_permitted) != simdjson::SUCCESS) {
+        if (m.permitted->get_bool().get(b.list_permitted) != simdjson::SUCCESS) {
             f.error = "permitted must be true or false";
             return;
         }
-        f.has_page = true;
+        b.has_page = true;
     }
-    if (!f.has_query && !absent(m.limit)) f.has_page = true;
-    if (f.has_page && (f.has_query || f.has_tags || f.has_models)) {
-        f.error = f.has_query
+    if (!b.has_query && !absent(m.limit)) b.has_page = true;
+    if (b.has_page && (b.has_query || b.has_tags || b.has_models)) {
+        f.error = b.has_query
                       ? "offset and permitted cannot be combined with query"
                       : "offset, limit and permitted cannot be combined with tags or models";
         return;
     }
-    if (f.has_page && absent(m.limit)) f.list_limit = std::numeric_limits<std::size_t>::max();
+    if (b.has_page && absent(m.limit)) b.list_limit = std::numeric_limits<std::size_t>::max();
 }
 
 /// W3C Trace Context §3.2: `version-traceid-parentid-flags`, lowercase hex, 2-32-16-2.
@@ -347,48 +353,49 @@ bool arguments_shape_ok(const frame_members& m) {
 /// A tool_call's own members (docs/protocol.md §3). A missing requestId is a frame error; the
 /// rest are call errors, answered with a tool_result (`call_error`).
 void decode_tool_call(const frame_members& m, client_frame& f) {
+    auto& b = f.body.emplace<tool_call_frame>();
     if (!f.request_id) {
         f.error = "tool_call needs a requestId string of 1-128 characters";
         return;
     }
     if (f.tool_name.empty()) {
-        f.call_error = "toolName must be a non-empty string";
+        b.call_error = "toolName must be a non-empty string";
         return;
     }
     if (!m.arguments) {
-        f.call_error = "arguments is missing (send {} for none)";
+        b.call_error = "arguments is missing (send {} for none)";
         return;
     }
     if (!arguments_shape_ok(m)) {
         // A string is for text-payload tools; the registry checks it against the tool.
-        f.call_error = "arguments must be a JSON object (or a string for a text-payload tool)";
+        b.call_error = "arguments must be a JSON object (or a string for a text-payload tool)";
         return;
     }
     if (!absent(m.timeout)) {
         uint64_t ms = 0;
         if (m.timeout->get_uint64().get(ms) != simdjson::SUCCESS || ms == 0) {
-            f.call_error = "timeoutMs must be a positive integer (milliseconds)";
+            b.call_error = "timeoutMs must be a positive integer (milliseconds)";
             return;
         }
-        f.timeout_ms = ms;
+        b.timeout_ms = ms;
     }
     if (!absent(m.result_format)) {
         std::string_view rf;
         if (m.result_format->get_string().get(rf) != simdjson::SUCCESS ||
             (rf != "model" && rf != "meith")) {
-            f.call_error = R"(resultFormat must be "model" (or "meith", the default))";
+            b.call_error = R"(resultFormat must be "model" (or "meith", the default))";
             return;
         }
-        f.result_model = rf == "model";
+        b.result_model = rf == "model";
     }
-    if (!absent(m.display) && m.display->get_bool().get(f.display) != simdjson::SUCCESS) {
-        f.call_error = "display must be a boolean";
+    if (!absent(m.display) && m.display->get_bool().get(b.display) != simdjson::SUCCESS) {
+        b.call_error = "display must be a boolean";
         return;
     }
     if (!absent(m.traceparent) &&
-        (m.traceparent->get_string().get(f.traceparent) != simdjson::SUCCESS ||
-         !is_traceparent(f.traceparent)))
-        f.call_error = "traceparent must be a W3C trace context: "
+        (m.traceparent->get_string().get(b.traceparent) != simdjson::SUCCESS ||
+         !is_traceparent(b.traceparent)))
+        b.call_error = "traceparent must be a W3C trace context: "
                        "00-<32 hex digits>-<16 hex digits>-<2 hex digits>";
 }
 
@@ -399,9 +406,10 @@ void decode_by_type(simdjson::dom::object obj, const frame_members& m, client_fr
         f.error = "unknown frame type \"" + std::string(f.type_name) + "\"";
         return;
     case frame_type::restart_source: {
+        auto& b = f.body.emplace<restart_source_frame>();
         simdjson::dom::element name_el;
         if (obj["name"].get(name_el) != simdjson::SUCCESS ||
-            name_el.get_string().get(f.source_name) != simdjson::SUCCESS || f.source_name.empty())
+            name_el.get_string().get(b.source_name) != simdjson::SUCCESS || b.source_name.empty())
             f.error = "restart_source needs a non-empty string \"name\"";
         else
             check_optional_request_id(m, f);
@@ -413,11 +421,13 @@ void decode_by_type(simdjson::dom::object obj, const frame_members& m, client_fr
         else
             check_optional_request_id(m, f);
         return;
-    case frame_type::hello:
-        decode_subscribe(m, f);
-        if (!f.error) decode_capabilities(m, f);
+    case frame_type::hello: {
+        auto& b = f.body.emplace<hello_frame>();
+        decode_subscribe(m, f, b);
+        if (!f.error) decode_capabilities(m, f, b);
         if (!f.error) check_optional_request_id(m, f);
         return;
+    }
     case frame_type::list_tools:
         decode_list_options(m, f);
         if (!f.error) check_optional_request_id(m, f);

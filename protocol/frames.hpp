@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include <simdjson.h>
 
@@ -56,11 +57,11 @@ inline constexpr std::size_t default_query_limit = 10;
 /// The largest `offset` a page of list_tools takes (docs/protocol.md §5).
 inline constexpr std::size_t max_page_offset = 1000000;
 
-/// A decoded client frame. `error` set means the frame is answered with a PROTOCOL_ERROR
-/// error frame (carrying `request_id` when it is usable) and not processed further.
-/// For tool_call, `call_error` set means "resolve with VALIDATION_ERROR" (§3: usable requestId,
-/// bad toolName/arguments/timeoutMs).
-struct client_frame {
+/// What every client frame may carry, read before its type's checks so that a refused
+/// frame's error and audit line can still name them (docs/protocol.md §3). `error` set means
+/// the frame is answered with a PROTOCOL_ERROR error frame (carrying `request_id` when it is
+/// usable) and not processed further.
+struct frame_head {
     frame_type type = frame_type::other;
     std::string_view type_name;
     std::optional<std::string_view> request_id;   ///< a usable requestId (string, 1-128 chars)
@@ -71,23 +72,30 @@ struct client_frame {
     /// clientInfo.client when a non-empty string: the client profile (`[clients.NAME]`,
     /// docs/protocol.md §23) the connection asks for; read from a hello.
     std::optional<std::string_view> client;
-    /// hello: `"subscribe"` names `"tools_changed"` (docs/protocol.md §3).
+    /// `toolName` when a string (tool_call, preview_tool_call, check_policy, accept_tool; also
+    /// on refused frames, for the audit).
+    std::string_view tool_name;
+    bool has_arguments = false; ///< `arguments` was present, of any type
+    /// tool_call without `call_error`, preview_tool_call: an object, or a string (text-payload
+    /// tools, §13).
+    simdjson::dom::element arguments;
+    std::optional<std::string> error; ///< PROTOCOL_ERROR message
+};
+
+/// hello: what the client subscribes to and answers (docs/protocol.md §3, §17).
+struct hello_frame {
+    /// `"subscribe"` names `"tools_changed"` (docs/protocol.md §3).
     bool subscribe_tools_changed = false;
-    /// hello: `"subscribe"` names `"mcp_notifications"`: resources and prompts list_changed,
+    /// `"subscribe"` names `"mcp_notifications"`: resources and prompts list_changed,
     /// resources/updated of subscribed URIs and servers' log messages (docs/protocol.md §17).
     bool subscribe_mcp = false;
-    /// hello: `"capabilities"`, an MCP ClientCapabilities object (sampling, elicitation, roots)
-    /// the client answers client_request frames for (docs/protocol.md §17).
+    /// `"capabilities"`, an MCP ClientCapabilities object (sampling, elicitation, roots) the
+    /// client answers client_request frames for (docs/protocol.md §17).
     std::optional<simdjson::dom::object> client_capabilities;
-    // mcp_request: `method` and `params` (an object; {} when absent)
-    std::string_view mcp_method;
-    std::optional<simdjson::dom::object> mcp_params;
-    // client_response: `clientRequestId` and exactly one of `result` (object) / `error` (object)
-    std::string_view client_request_id;
-    std::optional<simdjson::dom::object> response_result;
-    std::optional<simdjson::dom::object> response_error;
-    std::optional<std::string> error; ///< PROTOCOL_ERROR message
-    // list_tools only
+};
+
+/// list_tools: format, filters, search and pages (docs/protocol.md §5, §13, §20).
+struct list_tools_frame {
     std::string_view list_format; ///< `format` when given (a string; checked by the router)
     bool has_tags = false;        ///< `tags` given: an array of strings (docs/protocol.md §13)
     simdjson::dom::array tags;
@@ -105,27 +113,74 @@ struct client_frame {
     bool has_page = false;
     std::size_t list_offset = 0;
     bool list_permitted = false;
-    // tool_call (and preview_tool_call)
-    std::string_view tool_name; ///< when a string (also on refused frames, for the audit)
-    /// tool_call: `traceparent`, a W3C trace context (version-traceid-parentid-flags, lowercase
-    /// hex, 55 characters; W3C Trace Context §3.2); "" when absent.
+};
+
+/// tool_call's own members (docs/protocol.md §3); its name and arguments are in the head.
+/// `call_error` set means "resolve with VALIDATION_ERROR" (a usable requestId, but a bad
+/// toolName, arguments, timeoutMs, resultFormat, display or traceparent).
+struct tool_call_frame {
+    /// `traceparent`, a W3C trace context (version-traceid-parentid-flags, lowercase hex, 55
+    /// characters; W3C Trace Context §3.2); "" when absent.
     std::string_view traceparent;
-    std::string_view source_name; ///< restart_source: the source's `name`
-    bool has_arguments = false;   ///< `arguments` was present, of any type
-    /// When `call_error` is empty: an object, or a string (text-payload tools, §13).
-    simdjson::dom::element arguments;
     std::optional<std::uint64_t> timeout_ms;
     bool result_model = false;             ///< `"resultFormat":"model"` (docs/protocol.md §13)
     bool display = false;                  ///< `"display":true`: result.meta.display
     std::optional<std::string> call_error; ///< VALIDATION_ERROR message
-    // grants and approvals (docs/protocol.md §14); checked to be strings when present
-    std::string_view secret;      ///< approver_hello
-    std::string_view approval_id; ///< approve
-    std::string_view decision;    ///< approve: allow_once | allow_session | deny
-    std::string_view reason;      ///< approve (optional)
-    std::string_view grant_id;    ///< revoke
-    bool accept_preview = false;  ///< accept_tool `"preview":true`: show the diff, accept nothing
-    simdjson::dom::object grant;  ///< grant: the `grant` object
+};
+
+/// restart_source (docs/protocol.md "meith sources").
+struct restart_source_frame {
+    std::string_view source_name; ///< its `name`
+};
+
+/// mcp_request (docs/protocol.md §17): `method`, and `params` (an object; {} when absent).
+struct mcp_request_frame {
+    std::string_view mcp_method;
+    std::optional<simdjson::dom::object> mcp_params;
+};
+
+/// client_response (docs/protocol.md §17): `clientRequestId` and exactly one of `result`
+/// (object) / `error` (object).
+struct client_response_frame {
+    std::string_view client_request_id;
+    std::optional<simdjson::dom::object> response_result;
+    std::optional<simdjson::dom::object> response_error;
+};
+
+// Grants and approvals (docs/protocol.md §14, §22): strings checked when present.
+struct approver_hello_frame {
+    std::string_view secret;
+};
+struct approve_frame {
+    std::string_view approval_id;
+    std::string_view decision; ///< allow_once | allow_session | allow_always | deny
+    std::string_view reason;   ///< optional
+};
+struct grant_frame {
+    simdjson::dom::object grant; ///< the `grant` object
+};
+struct revoke_frame {
+    std::string_view grant_id;
+};
+struct accept_tool_frame {
+    bool accept_preview = false; ///< `"preview":true`: show the diff, accept nothing
+};
+
+/// A decoded client frame: the head every frame has, and the members of its type (none for
+/// list_sources, cancel_tool_call, reload_config, list_grants and an unknown type; check_policy
+/// and preview_tool_call need only the head). A route takes its own type (`as<T>()`).
+struct client_frame : frame_head {
+    std::variant<std::monostate, hello_frame, list_tools_frame, tool_call_frame,
+                 restart_source_frame, mcp_request_frame, client_response_frame,
+                 approver_hello_frame, approve_frame, grant_frame, revoke_frame, accept_tool_frame>
+        body;
+
+    /// The members of type T; the frame must be of that type (std::bad_variant_access
+    /// otherwise: a routing mistake).
+    template <class T>
+    const T& as() const {
+        return std::get<T>(body);
+    }
 };
 
 /// Decodes frames with one simdjson parser per thread, shared by every connection served on

@@ -62,16 +62,23 @@ void check_decoded(const proto::client_frame& f, std::string_view line) {
     if (f.error) check(!f.error->empty(), "empty PROTOCOL_ERROR message", line);
     if (!f.error && f.type == proto::frame_type::tool_call) {
         check(f.request_id.has_value(), "tool_call accepted without requestId", line);
-        if (!f.call_error) {
+        check(std::holds_alternative<proto::tool_call_frame>(f.body),
+              "tool_call accepted without its members", line);
+        if (!f.as<proto::tool_call_frame>().call_error) {
             check(!f.tool_name.empty(), "tool_call accepted without toolName", line);
             // An object, or a string for a text-payload tool (docs/protocol.md §13).
             check(f.has_arguments && (f.arguments.is_object() || f.arguments.is_string()),
                   "tool_call accepted without an arguments object or string", line);
-            if (f.timeout_ms) check(*f.timeout_ms > 0, "tool_call accepted timeoutMs 0", line);
+            if (f.as<proto::tool_call_frame>().timeout_ms)
+                check(*f.as<proto::tool_call_frame>().timeout_ms > 0,
+                      "tool_call accepted timeoutMs 0", line);
         }
     }
-    if (!f.error && f.type == proto::frame_type::restart_source)
-        check(!f.source_name.empty(), "restart_source accepted without a name", line);
+    if (!f.error && f.type == proto::frame_type::restart_source) {
+        const auto* restart = std::get_if<proto::restart_source_frame>(&f.body);
+        check(restart && !restart->source_name.empty(), "restart_source accepted without a name",
+              line);
+    }
     if (!f.error && f.type == proto::frame_type::check_policy)
         check(!f.tool_name.empty(), "check_policy accepted without toolName", line);
 }
@@ -83,11 +90,12 @@ void encode_replies(const proto::client_frame& f) {
         proto::append_error_frame(out, f.request_id, *f.error);
         must_be_frame(out, "error frame for a decoded frame");
     }
-    if (f.call_error && f.request_id) {
+    const auto* call = std::get_if<proto::tool_call_frame>(&f.body);
+    if (call && call->call_error && f.request_id) {
         out.clear();
         proto::append_tool_result_frame(
             out, *f.request_id,
-            proto::tool_result::failure(proto::error_code::validation_error, *f.call_error));
+            proto::tool_result::failure(proto::error_code::validation_error, *call->call_error));
         must_be_frame(out, "VALIDATION_ERROR tool_result for a decoded frame");
     }
     if (f.has_arguments && f.request_id) {
@@ -105,9 +113,10 @@ void encode_replies(const proto::client_frame& f) {
         proto::append_hello_result(out, f.request_id, "s_0123", *f.caller_claim, "0.1.0");
         must_be_frame(out, "hello_result for a decoded frame");
     }
-    if (!f.source_name.empty()) {
+    const auto* restart = std::get_if<proto::restart_source_frame>(&f.body);
+    if (restart && !restart->source_name.empty()) {
         out.clear();
-        proto::append_source_restarted(out, f.request_id, f.source_name);
+        proto::append_source_restarted(out, f.request_id, restart->source_name);
         must_be_frame(out, "source_restarted for a decoded frame");
     }
 }

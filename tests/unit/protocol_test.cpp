@@ -367,29 +367,29 @@ TEST_CASE("frame_decoder: tool_call", "[frames]") {
                     R"("toolName":"open_browser_tab","arguments":{"url":"http://localhost:3000",)"
                     R"("n":[1,2]},"clientInfo":{"caller":"plugin","cwd":"/w"},"timeoutMs":30000})");
     CHECK_FALSE(f.error);
-    CHECK_FALSE(f.call_error);
+    CHECK_FALSE(f.as<tool_call_frame>().call_error);
     CHECK(f.type == frame_type::tool_call);
     REQUIRE(f.request_id);
     CHECK(*f.request_id == "req_ab12cd34");
     CHECK(f.tool_name == "open_browser_tab");
     REQUIRE(f.arguments.is_object());
     CHECK(simdjson::minify(f.arguments) == R"({"url":"http://localhost:3000","n":[1,2]})");
-    REQUIRE(f.timeout_ms);
-    CHECK(*f.timeout_ms == 30000);
+    REQUIRE(f.as<tool_call_frame>().timeout_ms);
+    CHECK(*f.as<tool_call_frame>().timeout_ms == 30000);
     REQUIRE(f.caller_claim);
     CHECK(*f.caller_claim == "plugin");
 
     SECTION("timeoutMs absent or null") {
         f = decode(d, buf, R"({"type":"tool_call","requestId":"a","toolName":"t","arguments":{}})");
         CHECK_FALSE(f.error);
-        CHECK_FALSE(f.call_error);
-        CHECK_FALSE(f.timeout_ms);
+        CHECK_FALSE(f.as<tool_call_frame>().call_error);
+        CHECK_FALSE(f.as<tool_call_frame>().timeout_ms);
         f = decode(d, buf,
                    R"({"type":"tool_call","requestId":"a","toolName":"t","arguments":{},)"
                    R"("timeoutMs":null})");
         CHECK_FALSE(f.error);
-        CHECK_FALSE(f.call_error);
-        CHECK_FALSE(f.timeout_ms);
+        CHECK_FALSE(f.as<tool_call_frame>().call_error);
+        CHECK_FALSE(f.as<tool_call_frame>().timeout_ms);
     }
 }
 
@@ -430,7 +430,7 @@ TEST_CASE("frame_decoder: requestId rules", "[frames]") {
                             R"({"type":"tool_call","requestId":)" + id +
                                 R"(,"toolName":"echo","arguments":{}})");
             CHECK(f.error);
-            CHECK_FALSE(f.call_error);
+            CHECK_FALSE(f.as<tool_call_frame>().call_error);
             CHECK_FALSE(f.request_id);
         }
         auto f = decode(d, buf, R"({"type":"tool_call","toolName":"echo","arguments":{}})");
@@ -486,7 +486,7 @@ TEST_CASE("frame_decoder: protocol field", "[frames]") {
                     R"({"type":"tool_call","protocol":2,"requestId":"c","toolName":"echo",)"
                     R"("arguments":{}})");
     CHECK(f.error);
-    CHECK_FALSE(f.call_error);
+    CHECK_FALSE(std::holds_alternative<tool_call_frame>(f.body)); // its members not read
     REQUIRE(f.request_id);
     CHECK(*f.request_id == "c");
 }
@@ -525,7 +525,7 @@ TEST_CASE("frame_decoder: a string argument is decoded for a text-payload tool, 
     auto f = decode(
         d, buf, R"({"type":"tool_call","requestId":"s","toolName":"patch","arguments":"x\ny"})");
     CHECK_FALSE(f.error);
-    CHECK_FALSE(f.call_error);
+    CHECK_FALSE(f.as<tool_call_frame>().call_error);
     REQUIRE(f.arguments.is_string());
     CHECK(std::string_view(f.arguments.get_string().value_unsafe()) == "x\ny");
 }
@@ -553,7 +553,7 @@ TEST_CASE("frame_decoder: tool_call validation errors with a usable requestId", 
         CAPTURE(body);
         auto f = decode(d, buf, R"({"type":"tool_call","requestId":"v1",)" + body + "}");
         CHECK_FALSE(f.error);
-        CHECK(f.call_error);
+        CHECK(f.as<tool_call_frame>().call_error);
         CHECK(f.type == frame_type::tool_call);
         REQUIRE(f.request_id);
         CHECK(*f.request_id == "v1");
@@ -576,7 +576,7 @@ TEST_CASE("frame_decoder: refused tool_calls keep toolName and arguments", "[fra
     std::string buf;
     auto f =
         decode(d, buf, R"({"type":"tool_call","requestId":"a","toolName":"t","arguments":[1]})");
-    REQUIRE(f.call_error);
+    REQUIRE(f.as<tool_call_frame>().call_error);
     CHECK(f.tool_name == "t");
     REQUIRE(f.has_arguments);
     CHECK(simdjson::minify(f.arguments) == "[1]");
@@ -771,7 +771,7 @@ TEST_CASE("frame_decoder: strings with escapes and unicode decode correctly", "[
                R"("toolName":"t\"o\\o\/l\n\t","arguments":{"k":"caf\u00e9 \u2603 \ud83d\ude00"},)"
                R"("clientInfo":{"caller":"\u0063li"}})");
     CHECK_FALSE(f.error);
-    CHECK_FALSE(f.call_error);
+    CHECK_FALSE(f.as<tool_call_frame>().call_error);
     REQUIRE(f.request_id);
     CHECK(*f.request_id == "r\xC3\xA9q\xF0\x9F\x98\x80");
     CHECK(f.tool_name == "t\"o\\o/l\n\t");
@@ -819,7 +819,7 @@ TEST_CASE("frame_decoder: decodes lines taken straight from the framer", "[frame
     REQUIRE(framer.next() == line_framer::status::frame);
     f = d.decode(framer.line());
     CHECK_FALSE(f.error);
-    CHECK_FALSE(f.call_error);
+    CHECK_FALSE(f.as<tool_call_frame>().call_error);
     CHECK(f.type == frame_type::tool_call);
     CHECK(simdjson::minify(f.arguments) == R"({"a":1})");
 }

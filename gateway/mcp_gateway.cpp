@@ -439,16 +439,17 @@ void mcp_gateway::forward(const requester& r, const std::shared_ptr<tools::tool_
                           std::function<void(tools::mcp_answer)> done) {
     const auto started = std::chrono::steady_clock::now();
     auto* peer = src->mcp();
-    // A client profile reaches the families of its sources only (§23), as it reaches its
-    // tools only: decided before the policy, as a hidden tool is.
-    if (const auto why = out_of_profile(r.profile.get(), *src)) {
+    // The registry's one decision (§17, §23): a client profile reaches the families of its
+    // sources only, decided before the policy, as a hidden tool is.
+    const auto verdict = reg_.decide_family_request(*src, target, r.who, r.profile.get());
+    if (verdict.hidden) {
         auto a = tools::mcp_error(
             permission_denied, fmt::format("PERMISSION_DENIED: {} of '{}' from MCP source '{}': {}",
-                                           method, target, src->name(), *why));
+                                           method, target, src->name(), verdict.decision.reason));
         audit(r, method, src.get(), target, "deny", a, started);
         return done(std::move(a));
     }
-    const auto d = reg_.policy().decide(target, peer->resource_capabilities(), r.who);
+    const auto& d = verdict.decision;
     if (!d.allow) {
         auto a =
             tools::mcp_error(permission_denied,

@@ -119,6 +119,24 @@ registry::call_decision registry::decide_call(const tool& t, permissions::caller
     return out;
 }
 
+registry::call_decision
+registry::decide_family_request(tools::tool_source& src, std::string_view target,
+                                permissions::caller who,
+                                const permissions::client_profile* profile) const {
+    call_decision out;
+    if (profile) {
+        if (auto why = source_hidden(*profile, src)) {
+            // As a hidden tool: refused before the policy, nothing of the source reachable.
+            out.hidden = true;
+            out.decision.reason = std::move(*why);
+            return out;
+        }
+    }
+    const auto* peer = src.mcp();
+    out.decision = policy_.decide(target, peer ? peer->resource_capabilities() : 0, who);
+    return out;
+}
+
 void registry::redecide_held_calls() {
     // `deny` holds against everything the socket accepts (docs/security.md), a call held under
     // the old policy included: each is decided again, on its tool as it is now, and what no

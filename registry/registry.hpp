@@ -171,6 +171,13 @@ class registry final : public tools::call_owner {
     /// not consulted (dispatch looks for one after a decision that does not allow).
     call_decision decide_call(const tool& t, permissions::caller who,
                               const permissions::client_profile* profile = nullptr) const;
+    /// The same decision on a request of MCP's other families (docs/protocol.md §17, §23): a
+    /// source whose families `profile` does not reach is hidden (denied, saying why), else the
+    /// policy decides `target` (a URI or prompt name) with the source's resource_capabilities.
+    /// The gateway refuses `ask` itself (a person approves tool calls only).
+    call_decision decide_family_request(tools::tool_source& src, std::string_view target,
+                                        permissions::caller who,
+                                        const permissions::client_profile* profile) const;
 
     /// Restarts the source (or server-mode hook) named `name`; false when there is none.
     bool restart_source(std::string_view name);

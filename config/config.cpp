@@ -252,27 +252,113 @@ bool valid_source_name(std::string_view name) {
            });
 }
 
+/// A source's `name`: letters, digits, '_', '.' and '-', unique in the file; names the scope
+/// `s` in later messages.
+void parse_source_name(checker& c, const toml::table& t, scope& s,
+                       std::map<std::string, std::string>& first_seen, source_config& src) {
+    if (c.require(s, "name")) {
+        if (auto name = c.read_string(s, "name", true)) {
+            const auto& where = t.get("name")->source();
+            if (!valid_source_name(*name)) {
+                c.fail(where, fmt::format("source name \"{}\" may only use letters, digits, "
+                                          "'_', '.' and '-' (and is not . or ..)",
+                                          *name));
+            } else if (auto [it, fresh] = first_seen.emplace(*name, c.where(where)); !fresh) {
+                c.fail(where, fmt::format("duplicate source name \"{}\" (first defined at {})",
+                                          *name, it->second));
+            } else {
+                s.name = fmt::format("source '{}'", *name);
+            }
+            src.name = std::move(*name);
+        }
+    }
+}
+
+/// The keys of MCP sources only (an error naming the key on any other kind), a remote
+/// server's `url` and what goes with it, and the `network` table of a source meithd runs.
+void parse_mcp_keys(checker& c, const toml::table& t, const scope& s,
+                    std::optional<source_kind> kind, source_config& src) {
+    // Keys of MCP sources only: an error naming the key on any other kind.
+    auto mcp_only = [&](const char* key) {
+        const auto* node = t.get(key);
+        if (node == nullptr || !kind || *kind == source_kind::mcp) return true;
+        c.fail(node->source(),
+               fmt::format("'{}' in {} is only for MCP sources (kind = \"mcp\")", key, s.name));
+        return false;
+    };
+    if (mcp_only("trust_annotations"))
+        assign(src.trust_annotations, c.read_bool(s, "trust_annotations"));
+    if (mcp_only("resource_capabilities"))
+        assign(src.resource_capabilities, c.read_capabilities(s, "resource_capabilities"));
+    if (mcp_only("forward_roots")) assign(src.forward_roots, c.read_bool(s, "forward_roots"));
+    if (mcp_only("url")) detail::parse_remote(c, s, t, src);
+    if (const auto* net = c.read_table(s, "network")) {
+        if (t.get("url") != nullptr)
+            c.fail(t.get("network")->source(),
+                   fmt::format("'network' in {} is for sources meithd runs; a remote MCP "
+                               "server's requests are checked by `allow_private_network`",
+                               s.name));
+        else
+            src.sandbox_paths.network =
+                parse_network(c, scope{*net, fmt::format("the network table of {}", s.name)});
+    }
+}
+
+/// A host's or MCP server's per-tool tables: `capabilities` and `timeout_ms`, keyed by tool.
+void parse_tool_tables(checker& c, const toml::table& t, const scope& s,
+                       std::optional<source_kind> kind, source_config& src) {
+    // An exec source has one tool, described in its `tool` table: per-tool tables keyed by
+    // name are a host's or MCP server's. Taken silently, they left the tool `unknown`.
+    auto not_exec = [&](const char* key, const char* example) {
+        const auto* node = t.get(key);
+        if (node == nullptr || kind != source_kind::exec) return true;
+        c.fail(node->source(),
+               fmt::format("'{}' in {} is a host's or MCP server's per-tool table; an exec "
+                           "source's one tool takes it in its `tool` table: `tool = {{ {} }}` "
+                           "(or a `tool.{} = …` line)",
+                           key, s.name, example, key));
+        return false;
+    };
+    if (const auto* caps = not_exec("capabilities", "capabilities = [...]")
+                               ? c.read_table(s, "capabilities")
+                               : nullptr) {
+        for (auto&& [k, v] : *caps) {
+            auto names = c.capabilities_of(
+                v, fmt::format("the capabilities of tool '{}' in {}", k.str(), s.name));
+            if (names) src.capabilities.emplace(std::string(k.str()), std::move(*names));
+        }
+    }
+    if (const auto* timeouts =
+            not_exec("timeout_ms", "timeout_ms = 5000") ? c.read_table(s, "timeout_ms") : nullptr) {
+        for (auto&& [k, v] : *timeouts) {
+            auto ms =
+                c.uint_of(v, fmt::format("the timeout_ms of tool '{}' in {}", k.str(), s.name), 1,
+                          max_call_timeout_ms);
+            if (ms) src.timeout_ms.emplace(std::string(k.str()), *ms);
+        }
+    }
+}
+
+/// An exec source's one tool (`tool`), which no other kind takes.
+void parse_exec_tool_table(checker& c, const toml::table& t, const scope& s,
+                           std::optional<source_kind> kind, source_config& src) {
+    const auto* tool = t.get("tool");
+    if (tool != nullptr && kind && *kind != source_kind::exec) {
+        c.fail(tool->source(),
+               fmt::format("'tool' in {} is only for exec sources; {} lists its own tools", s.name,
+                           *kind == source_kind::mcp ? "an MCP server" : "a host"));
+    } else if (kind == source_kind::exec && c.require(s, "tool")) {
+        if (const auto* tt = c.read_table(s, "tool"))
+            src.tool = parse_exec_tool(c, scope{*tt, fmt::format("the tool of {}", s.name)});
+    }
+}
+
 void parse_sources(checker& c, const scope& root, std::vector<source_config>& out) {
     std::map<std::string, std::string> first_seen; // name -> where
     for (const auto* t : c.read_table_array(root, "sources")) {
         source_config src;
         scope s{*t, "[[sources]]"};
-        if (c.require(s, "name")) {
-            if (auto name = c.read_string(s, "name", true)) {
-                const auto& where = t->get("name")->source();
-                if (!valid_source_name(*name)) {
-                    c.fail(where, fmt::format("source name \"{}\" may only use letters, digits, "
-                                              "'_', '.' and '-' (and is not . or ..)",
-                                              *name));
-                } else if (auto [it, fresh] = first_seen.emplace(*name, c.where(where)); !fresh) {
-                    c.fail(where, fmt::format("duplicate source name \"{}\" (first defined at {})",
-                                              *name, it->second));
-                } else {
-                    s.name = fmt::format("source '{}'", *name);
-                }
-                src.name = std::move(*name);
-            }
-        }
+        parse_source_name(c, *t, s, first_seen, src);
         c.check_keys(s, {"name",
                          "kind",
                          "mode",
@@ -322,74 +408,12 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
                                s.name));
         else
             assign(src.config_json, c.read_json_table(s, "config"));
-        // Keys of MCP sources only: an error naming the key on any other kind.
-        auto mcp_only = [&](const char* key) {
-            const auto* node = t->get(key);
-            if (node == nullptr || !kind || *kind == source_kind::mcp) return true;
-            c.fail(node->source(),
-                   fmt::format("'{}' in {} is only for MCP sources (kind = \"mcp\")", key, s.name));
-            return false;
-        };
-        if (mcp_only("trust_annotations"))
-            assign(src.trust_annotations, c.read_bool(s, "trust_annotations"));
-        if (mcp_only("resource_capabilities"))
-            assign(src.resource_capabilities, c.read_capabilities(s, "resource_capabilities"));
-        if (mcp_only("forward_roots")) assign(src.forward_roots, c.read_bool(s, "forward_roots"));
-        if (mcp_only("url")) detail::parse_remote(c, s, *t, src);
-        if (const auto* net = c.read_table(s, "network")) {
-            if (t->get("url") != nullptr)
-                c.fail(t->get("network")->source(),
-                       fmt::format("'network' in {} is for sources meithd runs; a remote MCP "
-                                   "server's requests are checked by `allow_private_network`",
-                                   s.name));
-            else
-                src.sandbox_paths.network =
-                    parse_network(c, scope{*net, fmt::format("the network table of {}", s.name)});
-        }
-
-        // An exec source has one tool, described in its `tool` table: per-tool tables keyed by
-        // name are a host's or MCP server's. Taken silently, they left the tool `unknown`.
-        auto not_exec = [&](const char* key, const char* example) {
-            const auto* node = t->get(key);
-            if (node == nullptr || kind != source_kind::exec) return true;
-            c.fail(node->source(),
-                   fmt::format("'{}' in {} is a host's or MCP server's per-tool table; an exec "
-                               "source's one tool takes it in its `tool` table: `tool = {{ {} }}` "
-                               "(or a `tool.{} = …` line)",
-                               key, s.name, example, key));
-            return false;
-        };
-        if (const auto* caps = not_exec("capabilities", "capabilities = [...]")
-                                   ? c.read_table(s, "capabilities")
-                                   : nullptr) {
-            for (auto&& [k, v] : *caps) {
-                auto names = c.capabilities_of(
-                    v, fmt::format("the capabilities of tool '{}' in {}", k.str(), s.name));
-                if (names) src.capabilities.emplace(std::string(k.str()), std::move(*names));
-            }
-        }
-        if (const auto* timeouts = not_exec("timeout_ms", "timeout_ms = 5000")
-                                       ? c.read_table(s, "timeout_ms")
-                                       : nullptr) {
-            for (auto&& [k, v] : *timeouts) {
-                auto ms =
-                    c.uint_of(v, fmt::format("the timeout_ms of tool '{}' in {}", k.str(), s.name),
-                              1, max_call_timeout_ms);
-                if (ms) src.timeout_ms.emplace(std::string(k.str()), *ms);
-            }
-        }
+        parse_mcp_keys(c, *t, s, kind, src);
+        parse_tool_tables(c, *t, s, kind, src);
         assign(src.prefix, c.read_string(s, "prefix", false));
         assign(src.start_timeout_ms, c.read_uint(s, "start_timeout_ms", 1, max_grace_ms));
 
-        const auto* tool = t->get("tool");
-        if (tool != nullptr && kind && *kind != source_kind::exec) {
-            c.fail(tool->source(),
-                   fmt::format("'tool' in {} is only for exec sources; {} lists its own tools",
-                               s.name, *kind == source_kind::mcp ? "an MCP server" : "a host"));
-        } else if (kind == source_kind::exec && c.require(s, "tool")) {
-            if (const auto* tt = c.read_table(s, "tool"))
-                src.tool = parse_exec_tool(c, scope{*tt, fmt::format("the tool of {}", s.name)});
-        }
+        parse_exec_tool_table(c, *t, s, kind, src);
         out.push_back(std::move(src));
     }
 }

@@ -339,92 +339,13 @@ void mcp_gateway::request(requester r, std::string method, std::string params_js
     simdjson::dom::element params;
     if (parser_.parse(params_json).get(params) != simdjson::SUCCESS || !params.is_object())
         return done(tools::mcp_error(invalid_params, "params must be an object"));
-    std::string_view text;
     if (method == "resources/read" || method == "resources/subscribe" ||
-        method == "resources/unsubscribe") {
-        if (params["uri"].get_string().get(text) != simdjson::SUCCESS)
-            return done(tools::mcp_error(invalid_params, method + " needs a string \"uri\""));
-        if (method != "resources/read")
-            return subscription(r, method == "resources/subscribe", std::string(text),
-                                std::move(params_json), std::move(done));
-        route_uri(std::string(text), [this, r, method, params_json = std::move(params_json),
-                                      uri = std::string(text),
-                                      done = std::move(done)](auto src) mutable {
-            if (!src)
-                return done(tools::mcp_error(
-                    resource_not_found, "no MCP source lists resource " + uri +
-                                            " (resources/list and resources/templates/list show "
-                                            "what there is)"));
-            forward(r, src, method, std::move(params_json), uri, std::move(done));
-        });
-        return;
-    }
-    if (method == "prompts/get") {
-        if (params["name"].get_string().get(text) != simdjson::SUCCESS)
-            return done(tools::mcp_error(invalid_params, "prompts/get needs a string \"name\""));
-        route_prompt(std::string(text), [this, r, method, obj_json = std::string(params_json),
-                                         name = std::string(text), done = std::move(done)](
-                                            auto src, std::string remote) mutable {
-            if (!src)
-                return done(
-                    tools::mcp_error(invalid_params, "no MCP source offers prompt '" + name +
-                                                         "' (prompts/list shows what there is)"));
-            simdjson::dom::object o;
-            if (parser_.parse(obj_json).get_object().get(o) != simdjson::SUCCESS)
-                return done(tools::mcp_error(invalid_params, "params must be an object"));
-            forward(r, src, method, with_member(o, "name", json_string(remote)), name,
-                    std::move(done));
-        });
-        return;
-    }
-    if (method == "completion/complete") {
-        simdjson::dom::object ref;
-        std::string_view type;
-        if (params["ref"].get_object().get(ref) != simdjson::SUCCESS ||
-            ref["type"].get_string().get(type) != simdjson::SUCCESS)
-            return done(tools::mcp_error(
-                invalid_params, "completion/complete needs a \"ref\" of type ref/prompt or "
-                                "ref/resource"));
-        if (type == "ref/prompt") {
-            if (ref["name"].get_string().get(text) != simdjson::SUCCESS)
-                return done(
-                    tools::mcp_error(invalid_params, "a ref/prompt needs a string \"name\""));
-            route_prompt(std::string(text), [this, r, method, params_json = std::move(params_json),
-                                             name = std::string(text), done = std::move(done)](
-                                                auto src, std::string remote) mutable {
-                if (!src)
-                    return done(
-                        tools::mcp_error(invalid_params, "no MCP source offers prompt '" + name +
-                                                             "' (prompts/list shows what there "
-                                                             "is)"));
-                simdjson::dom::object p, rf;
-                if (parser_.parse(params_json).get_object().get(p) != simdjson::SUCCESS ||
-                    p["ref"].get_object().get(rf) != simdjson::SUCCESS)
-                    return done(tools::mcp_error(invalid_params, "params must be an object"));
-                std::string new_ref = with_member(rf, "name", json_string(remote));
-                if (parser_.parse(params_json).get_object().get(p) != simdjson::SUCCESS)
-                    return done(tools::mcp_error(invalid_params, "params must be an object"));
-                forward(r, src, method, with_member(p, "ref", new_ref), name, std::move(done));
-            });
-            return;
-        }
-        if (type == "ref/resource") {
-            if (ref["uri"].get_string().get(text) != simdjson::SUCCESS)
-                return done(
-                    tools::mcp_error(invalid_params, "a ref/resource needs a string \"uri\""));
-            route_uri(std::string(text), [this, r, method, params_json = std::move(params_json),
-                                          uri = std::string(text),
-                                          done = std::move(done)](auto src) mutable {
-                if (!src)
-                    return done(tools::mcp_error(resource_not_found,
-                                                 "no MCP source lists resource template " + uri));
-                forward(r, src, method, std::move(params_json), uri, std::move(done));
-            });
-            return;
-        }
-        return done(
-            tools::mcp_error(invalid_params, "ref.type must be ref/prompt or ref/resource"));
-    }
+        method == "resources/unsubscribe")
+        return request_resource(r, method, std::move(params_json), params, std::move(done));
+    if (method == "prompts/get")
+        return request_prompt(r, method, std::move(params_json), params, std::move(done));
+    if (method == "completion/complete")
+        return request_completion(r, method, std::move(params_json), params, std::move(done));
     done(tools::mcp_error(
         method_not_found,
         "method not found: " + method +
@@ -432,6 +353,96 @@ void mcp_gateway::request(requester r, std::string method, std::string params_js
             "resources/read, resources/subscribe, resources/unsubscribe, prompts/list, "
             "prompts/get, completion/complete and logging/setLevel; tools through "
             "list_tools and tool_call)"));
+}
+
+void mcp_gateway::request_resource(const requester& r, const std::string& method,
+                                   std::string params_json, simdjson::dom::element params,
+                                   std::function<void(tools::mcp_answer)> done) {
+    std::string_view text;
+    if (params["uri"].get_string().get(text) != simdjson::SUCCESS)
+        return done(tools::mcp_error(invalid_params, method + " needs a string \"uri\""));
+    if (method != "resources/read")
+        return subscription(r, method == "resources/subscribe", std::string(text),
+                            std::move(params_json), std::move(done));
+    route_uri(std::string(text), [this, r, method, params_json = std::move(params_json),
+                                  uri = std::string(text),
+                                  done = std::move(done)](auto src) mutable {
+        if (!src)
+            return done(tools::mcp_error(resource_not_found,
+                                         "no MCP source lists resource " + uri +
+                                             " (resources/list and resources/templates/list show "
+                                             "what there is)"));
+        forward(r, src, method, std::move(params_json), uri, std::move(done));
+    });
+}
+
+void mcp_gateway::request_prompt(const requester& r, const std::string& method,
+                                 std::string params_json, simdjson::dom::element params,
+                                 std::function<void(tools::mcp_answer)> done) {
+    std::string_view text;
+    if (params["name"].get_string().get(text) != simdjson::SUCCESS)
+        return done(tools::mcp_error(invalid_params, "prompts/get needs a string \"name\""));
+    route_prompt(std::string(text), [this, r, method, obj_json = std::string(params_json),
+                                     name = std::string(text),
+                                     done = std::move(done)](auto src, std::string remote) mutable {
+        if (!src)
+            return done(
+                tools::mcp_error(invalid_params, "no MCP source offers prompt '" + name +
+                                                     "' (prompts/list shows what there is)"));
+        simdjson::dom::object o;
+        if (parser_.parse(obj_json).get_object().get(o) != simdjson::SUCCESS)
+            return done(tools::mcp_error(invalid_params, "params must be an object"));
+        forward(r, src, method, with_member(o, "name", json_string(remote)), name, std::move(done));
+    });
+}
+
+void mcp_gateway::request_completion(const requester& r, const std::string& method,
+                                     std::string params_json, simdjson::dom::element params,
+                                     std::function<void(tools::mcp_answer)> done) {
+    std::string_view text;
+    simdjson::dom::object ref;
+    std::string_view type;
+    if (params["ref"].get_object().get(ref) != simdjson::SUCCESS ||
+        ref["type"].get_string().get(type) != simdjson::SUCCESS)
+        return done(tools::mcp_error(invalid_params,
+                                     "completion/complete needs a \"ref\" of type ref/prompt or "
+                                     "ref/resource"));
+    if (type == "ref/prompt") {
+        if (ref["name"].get_string().get(text) != simdjson::SUCCESS)
+            return done(tools::mcp_error(invalid_params, "a ref/prompt needs a string \"name\""));
+        route_prompt(std::string(text), [this, r, method, params_json = std::move(params_json),
+                                         name = std::string(text), done = std::move(done)](
+                                            auto src, std::string remote) mutable {
+            if (!src)
+                return done(tools::mcp_error(invalid_params, "no MCP source offers prompt '" +
+                                                                 name +
+                                                                 "' (prompts/list shows what there "
+                                                                 "is)"));
+            simdjson::dom::object p, rf;
+            if (parser_.parse(params_json).get_object().get(p) != simdjson::SUCCESS ||
+                p["ref"].get_object().get(rf) != simdjson::SUCCESS)
+                return done(tools::mcp_error(invalid_params, "params must be an object"));
+            std::string new_ref = with_member(rf, "name", json_string(remote));
+            if (parser_.parse(params_json).get_object().get(p) != simdjson::SUCCESS)
+                return done(tools::mcp_error(invalid_params, "params must be an object"));
+            forward(r, src, method, with_member(p, "ref", new_ref), name, std::move(done));
+        });
+        return;
+    }
+    if (type == "ref/resource") {
+        if (ref["uri"].get_string().get(text) != simdjson::SUCCESS)
+            return done(tools::mcp_error(invalid_params, "a ref/resource needs a string \"uri\""));
+        route_uri(std::string(text), [this, r, method, params_json = std::move(params_json),
+                                      uri = std::string(text),
+                                      done = std::move(done)](auto src) mutable {
+            if (!src)
+                return done(tools::mcp_error(resource_not_found,
+                                             "no MCP source lists resource template " + uri));
+            forward(r, src, method, std::move(params_json), uri, std::move(done));
+        });
+        return;
+    }
+    return done(tools::mcp_error(invalid_params, "ref.type must be ref/prompt or ref/resource"));
 }
 
 void mcp_gateway::forward(const requester& r, const std::shared_ptr<tools::tool_source>& src,

@@ -132,6 +132,18 @@ class mcp_gateway final : public registry::source_observer {
     void route_prompt(std::string name,
                       std::function<void(std::shared_ptr<tools::tool_source>, std::string)> then);
 
+    // The routed families of `request`: `params` is `params_json` parsed (an object).
+    /// resources/read, resources/subscribe and resources/unsubscribe: routed by `uri`.
+    void request_resource(const requester& r, const std::string& method, std::string params_json,
+                          simdjson::dom::element params,
+                          std::function<void(tools::mcp_answer)> done);
+    /// prompts/get: routed by the (prefixed) prompt name, asked by the source's own name.
+    void request_prompt(const requester& r, const std::string& method, std::string params_json,
+                        simdjson::dom::element params, std::function<void(tools::mcp_answer)> done);
+    /// completion/complete: routed by its `ref`, as prompts/get or by URI template.
+    void request_completion(const requester& r, const std::string& method, std::string params_json,
+                            simdjson::dom::element params,
+                            std::function<void(tools::mcp_answer)> done);
     /// Decides, forwards and audits one routed request.
     void forward(const requester& r, const std::shared_ptr<tools::tool_source>& src,
                  std::string_view method, std::string params_json, std::string target,

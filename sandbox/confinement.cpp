@@ -482,6 +482,86 @@ void append_plan_status(std::string& m, const sandbox::plan& plan,
     }
 }
 
+/// Where the confined program may be: its cwd, its host's root, its temporary folder and the
+/// `sandbox_paths` folders (writable, readable, executable, sockets), what stays hidden and,
+/// with namespaces, what stays read-only in its writable roots. Sets `c`'s cwd and TMPDIR.
+/// Returns the writable folders left out because they hold meithd's home: such a folder is
+/// writable only where a mount namespace hides the home inside it (and pins the folders down
+/// to it); without one, or for the home itself, the rule is left out and the status says so.
+std::vector<std::string> place(request& r, confinement& c, const std::string& name,
+                               const config::sandbox_paths_config& paths, const fs::path& cwd,
+                               const std::string& config_json, const kernel_support& kernel) {
+    std::vector<std::string> withheld;
+    const fs::path home = home_dir().empty() ? fs::path() : canonical_or_normal(home_dir());
+    const auto writable = [&](const fs::path& p) -> std::optional<fs::path> {
+        if (!holds_home(p) || (kernel.namespaces && canonical_or_normal(p) != home)) return p;
+        withheld.push_back(p.string());
+        return std::nullopt;
+    };
+    c.cwd = cwd;
+    r.start_dir = cwd;
+    if (auto w = writable(cwd)) r.cwd = *w;
+    r.root = root_of(config_json);
+    if (r.root && r.root->is_relative())
+        r.root = (cwd / *r.root).lexically_normal(); // as the host sees it
+    if (r.root) r.root = writable(*r.root);
+    // Its own temporary folder; without one it is still confined, only with nowhere to write.
+    if (auto tmp = private_tmp(name)) {
+        r.tmp_dir = *tmp;
+        c.tmpdir_env = "TMPDIR=" + tmp->string();
+        // With namespaces, a size-bounded tmpfs of its own at tmp/tmp is its TMPDIR.
+        if (kernel.namespaces && private_dir(*tmp / "tmp")) {
+            r.tmp_mount = *tmp / "tmp";
+            c.tmpdir_env = "TMPDIR=" + r.tmp_mount.string();
+        }
+    } else {
+        spdlog::warn(
+            "'{}': no private temporary folder could be made; it runs confined without one", name);
+        r.tmp_dir = "/nonexistent";
+    }
+    r.extra.read = paths.read;
+    r.hidden = hidden_paths(paths);
+    r.empty_file = empty_file();
+    for (const auto& p : paths.write)
+        if (auto w = writable(p)) r.extra.write.push_back(*w);
+    r.extra.exec = paths.exec;
+    r.extra.sockets = paths.sockets;
+    // The daemon's own socket places, private like /tmp and /run (a session bus, ssh-agent or
+    // tmux socket may sit there when meithd's environment names another place).
+    for (const char* var : {"XDG_RUNTIME_DIR", "TMPDIR", "TMUX_TMPDIR"})
+        if (const char* v = std::getenv(var); v && fs::path(v).is_absolute() &&
+                                              fs::path(v).lexically_normal() != "/tmp" &&
+                                              fs::path(v).lexically_normal() != "/tmp/")
+            r.private_places.emplace_back(v);
+    if (kernel.namespaces) {
+        std::vector<fs::path> roots;
+        if (!r.cwd.empty()) roots.push_back(r.cwd);
+        if (r.root) roots.push_back(*r.root);
+        roots.insert(roots.end(), r.extra.write.begin(), r.extra.write.end());
+        auto kept = protected_in_roots(roots, paths, home_dir(), config_file_path());
+        r.read_only = std::move(kept.read_only);
+        r.pinned = std::move(kept.pinned);
+    }
+    return withheld;
+}
+
+/// The egress proxy's rules for a source's `network` table (docs/protocol.md §19); rules
+/// config refused at load do not reach here.
+std::shared_ptr<egress::proxy_options> egress_options(const config::network_config& net) {
+    auto opts = std::make_shared<egress::proxy_options>();
+    for (const auto& text : net.allow) {
+        std::string why;
+        if (auto rule = egress::parse_rule(text, why)) opts->rules.allow.push_back(*rule);
+    }
+    for (const auto& text : net.deny) {
+        std::string why;
+        if (auto rule = egress::parse_rule(text, why)) opts->rules.deny.push_back(*rule);
+    }
+    opts->rules.allow_private = net.allow_private;
+    opts->rules.ask = net.ask;
+    return opts;
+}
+
 } // namespace
 
 confinement confine(const std::string& name, config::sandbox_mode mode,
@@ -551,76 +631,10 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     r.program = *program;
     for (std::size_t i = 1; i < argv.size(); ++i)
         if (!argv[i].empty() && argv[i][0] == '/') r.given.emplace_back(argv[i]);
-    // Writable folders. One that holds meithd's home (its config, audit log and secrets) is
-    // writable only where a mount namespace hides the home inside it (and pins the folders
-    // down to it); without one, or for the home itself, the rule is left out and the status
-    // says so.
-    std::vector<std::string> withheld;
-    const fs::path home = home_dir().empty() ? fs::path() : canonical_or_normal(home_dir());
-    const auto writable = [&](const fs::path& p) -> std::optional<fs::path> {
-        if (!holds_home(p) || (kernel.namespaces && canonical_or_normal(p) != home)) return p;
-        withheld.push_back(p.string());
-        return std::nullopt;
-    };
-    c.cwd = cwd;
-    r.start_dir = cwd;
-    if (auto w = writable(cwd)) r.cwd = *w;
-    r.root = root_of(config_json);
-    if (r.root && r.root->is_relative())
-        r.root = (cwd / *r.root).lexically_normal(); // as the host sees it
-    if (r.root) r.root = writable(*r.root);
-    // Its own temporary folder; without one it is still confined, only with nowhere to write.
-    if (auto tmp = private_tmp(name)) {
-        r.tmp_dir = *tmp;
-        c.tmpdir_env = "TMPDIR=" + tmp->string();
-        // With namespaces, a size-bounded tmpfs of its own at tmp/tmp is its TMPDIR.
-        if (kernel.namespaces && private_dir(*tmp / "tmp")) {
-            r.tmp_mount = *tmp / "tmp";
-            c.tmpdir_env = "TMPDIR=" + r.tmp_mount.string();
-        }
-    } else {
-        spdlog::warn(
-            "'{}': no private temporary folder could be made; it runs confined without one", name);
-        r.tmp_dir = "/nonexistent";
-    }
-    r.extra.read = paths.read;
-    r.hidden = hidden_paths(paths);
-    r.empty_file = empty_file();
-    for (const auto& p : paths.write)
-        if (auto w = writable(p)) r.extra.write.push_back(*w);
-    r.extra.exec = paths.exec;
-    r.extra.sockets = paths.sockets;
-    // The daemon's own socket places, private like /tmp and /run (a session bus, ssh-agent or
-    // tmux socket may sit there when meithd's environment names another place).
-    for (const char* var : {"XDG_RUNTIME_DIR", "TMPDIR", "TMUX_TMPDIR"})
-        if (const char* v = std::getenv(var); v && fs::path(v).is_absolute() &&
-                                              fs::path(v).lexically_normal() != "/tmp" &&
-                                              fs::path(v).lexically_normal() != "/tmp/")
-            r.private_places.emplace_back(v);
-    if (kernel.namespaces) {
-        std::vector<fs::path> roots;
-        if (!r.cwd.empty()) roots.push_back(r.cwd);
-        if (r.root) roots.push_back(*r.root);
-        roots.insert(roots.end(), r.extra.write.begin(), r.extra.write.end());
-        auto kept = protected_in_roots(roots, paths, home_dir(), config_file_path());
-        r.read_only = std::move(kept.read_only);
-        r.pinned = std::move(kept.pinned);
-    }
+    const std::vector<std::string> withheld = place(r, c, name, paths, cwd, config_json, kernel);
     r.egress_proxy = egress_proxy;
     r.egress_port = egress::proxy_port;
-    if (egress_proxy) {
-        c.egress = std::make_shared<egress::proxy_options>();
-        for (const auto& text : paths.network->allow) {
-            std::string why;
-            if (auto rule = egress::parse_rule(text, why)) c.egress->rules.allow.push_back(*rule);
-        }
-        for (const auto& text : paths.network->deny) {
-            std::string why;
-            if (auto rule = egress::parse_rule(text, why)) c.egress->rules.deny.push_back(*rule);
-        }
-        c.egress->rules.allow_private = paths.network->allow_private;
-        c.egress->rules.ask = paths.network->ask;
-    }
+    if (egress_proxy) c.egress = egress_options(*paths.network);
     try {
         c.plan = sandbox::prepare(r, kernel);
     } catch (const std::exception& e) {

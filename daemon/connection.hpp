@@ -107,6 +107,10 @@ class connection final : public tools::call_sink,
     // event's members (after "sessionId") to `audit_fields`.
     template <auto Handler>
     static void route_to(connection& c, const protocol::client_frame& f, std::string& audit);
+    /// list_tools with `tags` or `models`: answered when the hosts' get_tags have answered.
+    void list_tools_tagged(const protocol::frame_head& f, const protocol::list_tools_frame& body,
+                           permissions::caller who, tools::list_format format,
+                           registry::registry::profile_ptr profile);
     void on_hello(const protocol::frame_head& f, const protocol::hello_frame& body,
                   std::string& audit_fields);
     void on_list_tools(const protocol::frame_head& f, const protocol::list_tools_frame& body,

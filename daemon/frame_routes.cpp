@@ -203,7 +203,7 @@ void connection::on_list_tools(const protocol::frame_head& f,
         protocol::append_tools_list_head(outbound_, f.request_id);
         const std::size_t n = registry_.append_tool_search(
             outbound_, body.list_query, body.list_limit, who, format, profile.get());
-        outbound_.append("]}\n");
+        protocol::append_tools_list_tail(outbound_);
         audit_fields += R"(,"query":)";
         registry_.append_redacted(audit_fields, body.list_query);
         audit_fields += R"(,"matches":)" + std::to_string(n);
@@ -213,52 +213,20 @@ void connection::on_list_tools(const protocol::frame_head& f,
         const std::size_t total =
             registry_.append_tool_page(outbound_, who, format, profile.get(), body.list_offset,
                                        body.list_limit, body.list_permitted);
-        outbound_.append(R"(],"total":)");
-        outbound_.append(std::to_string(total));
-        if (profile) {
-            outbound_.append(R"(,"client":)");
-            append_json_string(outbound_, profile->name());
-        }
-        outbound_.append("}\n");
+        protocol::append_tools_list_tail(outbound_, total,
+                                         profile ? std::optional<std::string_view>(profile->name())
+                                                 : std::nullopt);
         audit_fields += R"(,"offset":)" + std::to_string(body.list_offset);
     } else if (body.has_tags || body.has_models) {
-        // Tag filtering, maybe asking hosts' get_tags: rendered afresh, answered when done.
-        std::optional<std::vector<std::string>> tags;
-        if (body.has_tags) {
-            tags.emplace();
-            for (auto t : body.tags)
-                tags->emplace_back(t.get_string().value_unsafe());
-        }
-        std::string models = body.has_models ? simdjson::minify(body.models) : std::string();
-        std::optional<std::string> id;
-        if (f.request_id) id = std::string(*f.request_id);
-        ++async_replies_;
-        registry_.list_tools_filtered(
-            who, format, std::move(tags), std::move(models),
-            [weak = weak_from_this(), id](std::string tools) {
-                auto self = weak.lock();
-                if (!self) return;
-                --self->async_replies_;
-                if (self->closed_) return;
-                protocol::append_tools_list_head(self->outbound_, id);
-                self->outbound_.append(tools);
-                self->outbound_.append("]}\n");
-                self->flush();
-            },
-            profile);
+        list_tools_tagged(f, body, who, format, profile);
     } else {
         protocol::append_tools_list_head(outbound_, f.request_id);
         registry_.append_tool_descriptors(outbound_, who, format, profile.get());
-        if (profile) {
-            // docs/protocol.md §23: how many it hides (check_policy says why, per tool).
-            outbound_.append(R"(],"client":)");
-            append_json_string(outbound_, profile->name());
-            outbound_.append(R"(,"hidden":)");
-            outbound_.append(std::to_string(registry_.count_hidden(*profile)));
-            outbound_.append("}\n");
-        } else {
-            outbound_.append("]}\n");
-        }
+        if (profile) // docs/protocol.md §23: how many it hides (check_policy says why, per tool)
+            protocol::append_tools_list_tail(outbound_, std::nullopt, profile->name(),
+                                             registry_.count_hidden(*profile));
+        else
+            protocol::append_tools_list_tail(outbound_);
     }
     audit_fields += R"(,"caller":)";
     append_json_string(audit_fields, permissions::to_string(who));
@@ -274,6 +242,36 @@ void connection::on_list_tools(const protocol::frame_head& f,
         audit_fields += R"(,"format":)";
         append_json_string(audit_fields, tools::to_string(format));
     }
+}
+
+void connection::list_tools_tagged(const protocol::frame_head& f,
+                                   const protocol::list_tools_frame& body, permissions::caller who,
+                                   tools::list_format format,
+                                   registry::registry::profile_ptr profile) {
+    // Tag filtering, maybe asking hosts' get_tags: rendered afresh, answered when done.
+    std::optional<std::vector<std::string>> tags;
+    if (body.has_tags) {
+        tags.emplace();
+        for (auto t : body.tags)
+            tags->emplace_back(t.get_string().value_unsafe());
+    }
+    std::string models = body.has_models ? simdjson::minify(body.models) : std::string();
+    std::optional<std::string> id;
+    if (f.request_id) id = std::string(*f.request_id);
+    ++async_replies_;
+    registry_.list_tools_filtered(
+        who, format, std::move(tags), std::move(models),
+        [weak = weak_from_this(), id](std::string tools) {
+            auto self = weak.lock();
+            if (!self) return;
+            --self->async_replies_;
+            if (self->closed_) return;
+            protocol::append_tools_list_head(self->outbound_, id);
+            self->outbound_.append(tools);
+            protocol::append_tools_list_tail(self->outbound_);
+            self->flush();
+        },
+        std::move(profile));
 }
 
 void connection::on_list_sources(const protocol::frame_head& f, std::string&) {

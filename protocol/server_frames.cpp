@@ -199,6 +199,25 @@ void append_mcp_notification(std::string& out, std::string_view source, std::str
     out.append("}\n");
 }
 
+void append_tools_list_tail(std::string& out, std::optional<std::size_t> total,
+                            std::optional<std::string_view> client,
+                            std::optional<std::size_t> hidden) {
+    out.push_back(']');
+    if (total) {
+        out.append(R"(,"total":)");
+        append_uint(out, *total);
+    }
+    if (client) {
+        out.append(R"(,"client":)");
+        append_json_string(out, *client);
+    }
+    if (hidden) {
+        out.append(R"(,"hidden":)");
+        append_uint(out, *hidden);
+    }
+    out.append("}\n");
+}
+
 void append_approval_request(std::string& out, const approval_request_frame& f) {
     append_head(out, "approval_request");
     out.append(R"(,"approvalId":)");

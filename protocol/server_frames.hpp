@@ -74,8 +74,15 @@ void append_policy_decision(std::string& out, std::optional<std::string_view> re
                             std::string_view members_json);
 
 /// Opening of a tools_list frame up to and including `"tools":[`; the caller appends the
-/// descriptors separated by commas and then `]}\n`.
+/// descriptors separated by commas and then the tail.
 void append_tools_list_head(std::string& out, std::optional<std::string_view> request_id);
+
+/// The end of a tools_list frame after its descriptors: `]`, then `"total"` (a page's count
+/// of the whole listing, docs/protocol.md §5), `"client"` (the client profile, §23) and
+/// `"hidden"` (how many tools it hides), each when given, then `}\n`.
+void append_tools_list_tail(std::string& out, std::optional<std::size_t> total = std::nullopt,
+                            std::optional<std::string_view> client = std::nullopt,
+                            std::optional<std::size_t> hidden = std::nullopt);
 
 /// `{"type":"tool_preview","protocol":1,"requestId","toolName","text","permission"}`
 /// (docs/protocol.md §13).

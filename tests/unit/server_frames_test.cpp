@@ -116,3 +116,20 @@ TEST_CASE("tool events: a network sandbox_violation names the rule when there is
     CHECK(out == R"({"type":"sandbox_violation","kind":"network","host":"example.com",)"
                  R"("port":80,"message":"refused","rule":"add example.com"})");
 }
+
+TEST_CASE("server frames: a tools_list frame's tail, with a page's total and a profile",
+          "[encode]") {
+    std::string out;
+    append_tools_list_head(out, std::string_view("l1"));
+    append_tools_list_tail(out);
+    CHECK(out == R"({"type":"tools_list","protocol":1,"requestId":"l1","tools":[]})"
+                 "\n");
+    out.clear();
+    append_tools_list_tail(out, 42, std::string_view("work"));
+    CHECK(out == R"(],"total":42,"client":"work"})"
+                 "\n");
+    out.clear();
+    append_tools_list_tail(out, std::nullopt, std::string_view("work"), 3);
+    CHECK(out == R"(],"client":"work","hidden":3})"
+                 "\n");
+}

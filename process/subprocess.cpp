@@ -259,6 +259,8 @@ int confined_child_main(void* arg) {
 /// sandbox's init program when the plan has one, which writes the program's own wait status
 /// to `status_read`'s pipe. Returns the pid; throws std::system_error naming the command when
 /// it cannot start (its errno comes back through a close-on-exec pipe).
+/// Stays whole (~105 lines): the descriptors and pipes it sets up are used on both sides of
+/// clone, in an order the child relies on.
 pid_t spawn_confined(const child_process::options& opts, int in, int out, int err, int& status_read,
                      int& egress_listener) {
     const auto program =

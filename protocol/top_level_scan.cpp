@@ -88,6 +88,8 @@ void top_level_scanner::nested_char(char ch) {
     }
 }
 
+// Stays whole (~90 lines): one byte-at-a-time state machine; a state per function would add a
+// call per byte on the hot path of an oversized frame.
 void top_level_scanner::feed(std::string_view bytes) {
     for (const char ch : bytes) {
         switch (state_) {

@@ -50,6 +50,8 @@ void append_redacted_or_null(std::string& out, std::optional<std::string_view> s
         out.append("null"sv);
 }
 
+// Stays whole (~95 lines): the one writer of the call record's layout, key after key in the
+// order the line has (docs/protocol.md §6).
 void write_record(audit::audit_trail& trail, const record& r) {
     audit::audit_log& log = trail.log();
     std::string& l = log.begin_line();

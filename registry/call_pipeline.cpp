@@ -60,6 +60,21 @@ std::uint64_t effective_timeout(const call& c, const tool& t, const config::conf
     return std::min(timeout, max_representable_ms);
 }
 
+/// The arguments against the tool (docs/protocol.md §13): a text-payload tool takes one string,
+/// every other tool an object; then its schema. The failure to answer with, or nullopt.
+std::optional<tool_result> check_arguments(const tool& t, simdjson::dom::element args) {
+    if (const bool text = t.payload_kind == "text"; text != args.is_string())
+        return tool_result::failure(
+            error_code::validation_error,
+            text ? "'" + t.name + "' is a text-payload tool: arguments must be a string"
+                 : "arguments must be a JSON object");
+    if (t.validator) {
+        if (auto err = t.validator->validate(args))
+            return tool_result::failure(error_code::validation_error, std::move(*err));
+    }
+    return std::nullopt;
+}
+
 /// An `ask` call with nobody to ask: denied at once, saying so (PROTOCOL.md §12).
 void deny_without_approver(call& c) {
     c.decision.reason += "; no approver is connected (run `meith approve` in a terminal)";
@@ -80,23 +95,25 @@ void registry::reject(const tools::call_ptr& c, error_code code, std::string mes
     c->resolve(tool_result::failure(code, std::move(message)), tools::call_end::refused);
 }
 
+std::optional<tool_result> registry::closed_to_calls() const {
+    if (shutting_down_)
+        return tool_result::failure(error_code::runtime_shutting_down,
+                                    "meithd is shutting down and accepts no new calls");
+    if (audit_refuses_calls())
+        return tool_result::failure(error_code::tool_failed,
+                                    "the audit log cannot be written, so calls are refused "
+                                    "(audit.on_failure = \"fail_closed\")");
+    return std::nullopt;
+}
+
 void registry::dispatch(const tools::call_ptr& c, simdjson::dom::element args) {
     c->adopt(this);
     c->args_json = protocol::minified(args);
     if (audit_.enabled()) record_args(redactor_, *c, args);
     calls_.add(*c);
 
-    if (shutting_down_) {
-        c->resolve(tool_result::failure(error_code::runtime_shutting_down,
-                                        "meithd is shutting down and accepts no new calls"),
-                   tools::call_end::refused);
-        return;
-    }
-    if (audit_refuses_calls()) {
-        c->resolve(tool_result::failure(error_code::tool_failed,
-                                        "the audit log cannot be written, so calls are refused "
-                                        "(audit.on_failure = \"fail_closed\")"),
-                   tools::call_end::refused);
+    if (auto closed = closed_to_calls()) {
+        c->resolve(std::move(*closed), tools::call_end::refused);
         return;
     }
     if (c->profile) {
@@ -123,21 +140,9 @@ void registry::dispatch(const tools::call_ptr& c, simdjson::dom::element args) {
         refuse(c);
         return;
     }
-    // Text-payload tools take one string, every other tool an object (docs/protocol.md §13).
-    if (const bool text = t.payload_kind == "text"; text != args.is_string()) {
-        c->resolve(tool_result::failure(
-                       error_code::validation_error,
-                       text ? "'" + t.name + "' is a text-payload tool: arguments must be a string"
-                            : "arguments must be a JSON object"),
-                   tools::call_end::refused);
+    if (auto invalid = check_arguments(t, args)) {
+        c->resolve(std::move(*invalid), tools::call_end::refused);
         return;
-    }
-    if (t.validator) {
-        if (auto err = t.validator->validate(args)) {
-            c->resolve(tool_result::failure(error_code::validation_error, std::move(*err)),
-                       tools::call_end::refused);
-            return;
-        }
     }
     if (verdict.quarantined) {
         // docs/protocol.md §22: no grant or approval reaches a tool held in quarantine.
@@ -148,6 +153,10 @@ void registry::dispatch(const tools::call_ptr& c, simdjson::dom::element args) {
     c->decision = std::move(verdict.decision);
     c->decided = true;
     c->timeout_ms = effective_timeout(*c, t, cfg_);
+    settle(c);
+}
+
+void registry::settle(const tools::call_ptr& c) {
     // PROTOCOL.md §12 order: deny -> a matching grant -> ask -> allow. A grant is looked for
     // only when the policy does not allow outright, so an allowed call spends no use.
     if (!c->decision.allow && c->decision.grantable) {
@@ -330,33 +339,7 @@ void registry::hold_for_approval(const tools::call_ptr& c) {
             [this, weak, approval_id, alive](approvals::approval_answer a, std::string reason) {
                 auto c = weak.lock();
                 if (!c || c->resolved() || alive.expired()) return;
-                c->on_abandon(nullptr);
-                c->awaiting_approval = false;
-                if (a != approvals::approval_answer::deny) {
-                    // A person said yes to the tool as it was: it may be gone, replaced or
-                    // quarantined since (§22), or denied by a reload not yet applied to it.
-                    if (auto r = recheck_held(*c);
-                        r.failure || (!r.decision.allow && !r.decision.ask)) {
-                        settle_redecided(c, std::move(r),
-                                         "the tool or the config changed "
-                                         "while the call was held");
-                        return;
-                    }
-                }
-                if (a == approvals::approval_answer::deny) {
-                    c->decision.ask = false;
-                    c->decision.grantable = false; // a person said no: no grant hint
-                    c->decision.reason = reason.empty() ? "denied by an approver"
-                                                        : "denied by an approver: " + reason;
-                    refuse(c);
-                    return;
-                }
-                c->decision.allow = true;
-                c->decision.ask = false;
-                c->decision.reason = a == approvals::approval_answer::allow_once
-                                         ? "approved once by an approver"
-                                         : "approved for the session by an approver";
-                proceed(c);
+                on_approval_answer(c, a, std::move(reason));
             });
         c->approval_id = *approval_id; // its line names the approval however the call ends
         // The caller hears that a person is being asked (meith call prints it, meith mcp sends
@@ -368,6 +351,36 @@ void registry::hold_for_approval(const tools::call_ptr& c) {
                 seconds_text(c->timeout_ms) + ")");
         c->emit(event);
     });
+}
+
+void registry::on_approval_answer(const tools::call_ptr& c, approvals::approval_answer a,
+                                  std::string reason) {
+    c->on_abandon(nullptr);
+    c->awaiting_approval = false;
+    if (a != approvals::approval_answer::deny) {
+        // A person said yes to the tool as it was: it may be gone, replaced or
+        // quarantined since (§22), or denied by a reload not yet applied to it.
+        if (auto r = recheck_held(*c); r.failure || (!r.decision.allow && !r.decision.ask)) {
+            settle_redecided(c, std::move(r),
+                             "the tool or the config changed "
+                             "while the call was held");
+            return;
+        }
+    }
+    if (a == approvals::approval_answer::deny) {
+        c->decision.ask = false;
+        c->decision.grantable = false; // a person said no: no grant hint
+        c->decision.reason =
+            reason.empty() ? "denied by an approver" : "denied by an approver: " + reason;
+        refuse(c);
+        return;
+    }
+    c->decision.allow = true;
+    c->decision.ask = false;
+    c->decision.reason = a == approvals::approval_answer::allow_once
+                             ? "approved once by an approver"
+                             : "approved for the session by an approver";
+    proceed(c);
 }
 
 void registry::begin_shutdown() {

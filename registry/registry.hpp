@@ -308,12 +308,21 @@ class registry final : public tools::call_owner {
 
   private:
     // ---- call pipeline (call_pipeline.cpp) ----
+    /// Why no call is taken now (shutting down, or the audit failing under fail_closed).
+    std::optional<protocol::tool_result> closed_to_calls() const;
+    /// After the decision: a covering grant, then the hold for `ask`, a refusal, or the run
+    /// (PROTOCOL.md §12 order: deny -> a matching grant -> ask -> allow).
+    void settle(const tools::call_ptr& c);
     /// After the permission: the deadline, before_execution hooks, then the source.
     void proceed(const tools::call_ptr& c);
     /// Arms the call's timeout, measured from its arrival.
     void arm_deadline(const tools::call_ptr& c);
     /// An `ask` decision: held for the approvers, or denied at once when there are none.
     void hold_for_approval(const tools::call_ptr& c);
+    /// A person's answer `a` (with their `reason`) to held call `c`: run, refused, or failed as
+    /// a fresh call would be when the tool or the config changed while it was held.
+    void on_approval_answer(const tools::call_ptr& c, approvals::approval_answer a,
+                            std::string reason);
     /// Fails `c` PERMISSION_DENIED, saying its decision's reason.
     void refuse(const tools::call_ptr& c);
     /// A held call decided again on its tool as it is now (looked up afresh: a reload or a

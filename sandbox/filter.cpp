@@ -28,6 +28,7 @@ constexpr int fchmodat2_nr = -1;
 
 namespace detail {
 
+// Stays whole (~85 lines): the seccomp rule list read top to bottom, as the kernel applies it.
 std::vector<unsigned char> tool_filter(bool network, bool unix_sockets, bool writes,
                                        bool namespaces) {
     scmp_filter_ctx ctx = ::seccomp_init(SCMP_ACT_ALLOW);

@@ -81,6 +81,8 @@ void answer_exec(int listener, pid_t tool, bool& started) {
 
 } // namespace
 
+// Stays whole (~105 lines): the init program's life in order (subreaper, fork the tool, seccomp
+// notifications, reap, exit with the tool's status); each step uses the state of the last.
 int main(int argc, char** argv) {
     bool exec_once = false;
     int status_fd = -1;

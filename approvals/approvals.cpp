@@ -1,4 +1,5 @@
 #include "approvals/approvals.hpp"
+#include "approvals/approvals_internal.hpp"
 
 #include "config/private_file.hpp"
 #include "permissions/secret.hpp"
@@ -22,6 +23,9 @@
 
 namespace meith::approvals {
 
+using detail::append_optional_uint;
+using detail::epoch_ms;
+
 using permissions::grant;
 using permissions::grant_end;
 using permissions::wall_clock;
@@ -32,10 +36,6 @@ namespace {
 /// Appends `s` as a JSON string with secrets redacted (as every audit line does).
 void append_redacted_json_string(std::string& out, std::string_view s) {
     audit::default_redactor().append_redacted_json_string(out, s);
-}
-
-std::int64_t epoch_ms(wall_clock::time_point t) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
 /// `t` as a JSON string "2026-11-24T10:00:00.123Z".
@@ -49,13 +49,6 @@ void append_rfc3339(std::string& out, wall_clock::time_point t) {
                                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
                                 tm.tm_sec, static_cast<int>(ms % 1000));
     out.append(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
-}
-
-void append_optional_uint(std::string& out, const std::optional<std::uint64_t>& v) {
-    if (v)
-        protocol::append_uint(out, *v);
-    else
-        out += "null";
 }
 
 } // namespace
@@ -531,125 +524,6 @@ void approval_service::expire_now() {
         audit_grant_end(g, grant_end::expired, {});
     if (!gone.empty()) save();
     schedule_expiry();
-}
-
-// ---- persistence ------------------------------------------------------------------------------
-
-std::optional<std::string> approval_service::persist_to(std::filesystem::path file) {
-    persist_file_ = file;
-    // Only a file of ours that nobody else could have written is trusted with grants.
-    const config::private_file_read r = config::read_private_file(file);
-    switch (r.st) {
-    case config::private_file_read::status::ok:
-        break;
-    case config::private_file_read::status::missing:
-        return std::nullopt; // none yet
-    case config::private_file_read::status::unreadable:
-        return file.string() + ": cannot be read (" + std::strerror(r.error) +
-               "); no grants loaded";
-    case config::private_file_read::status::untrusted:
-        return file.string() +
-               ": not a regular file of this user, or writable by group or others; no grants "
-               "loaded (it is rewritten 0600 at the next grant)";
-    }
-    const std::string& text = r.text;
-    simdjson::dom::parser parser;
-    simdjson::dom::element root;
-    simdjson::dom::array list;
-    if (parser.parse(text).get(root) != simdjson::SUCCESS ||
-        root["grants"].get_array().get(list) != simdjson::SUCCESS)
-        return file.string() + ": not a grants file (expected {\"grants\":[...]}); left as is";
-    const auto now = wall_clock::now();
-    std::vector<grant> expired;
-    for (auto el : list) {
-        grant g;
-        std::string_view s;
-        if (el["grantId"].get_string().get(s) != simdjson::SUCCESS) continue;
-        g.id = std::string(s);
-        if (el["caller"].get_string().get(s) == simdjson::SUCCESS)
-            g.who = permissions::caller_from_claim(s);
-        if (el["tool"].get_string().get(s) == simdjson::SUCCESS) g.tool = std::string(s);
-        simdjson::dom::array caps;
-        if (el["capabilities"].get_array().get(caps) == simdjson::SUCCESS)
-            for (auto cap : caps)
-                if (cap.get_string().get(s) == simdjson::SUCCESS)
-                    if (auto c = permissions::capability_from_string(s))
-                        g.capabilities |= static_cast<permissions::capability_set>(
-                            1u << static_cast<unsigned>(*c));
-        std::uint64_t n = 0;
-        if (el["usesLeft"].get_uint64().get(n) == simdjson::SUCCESS) g.uses_left = n;
-        std::int64_t ms = 0;
-        if (el["expiresAtMs"].get_int64().get(ms) == simdjson::SUCCESS)
-            g.expires_at = wall_clock::time_point(std::chrono::milliseconds(ms));
-        if (el["createdAtMs"].get_int64().get(ms) == simdjson::SUCCESS)
-            g.created_at = wall_clock::time_point(std::chrono::milliseconds(ms));
-        if (el["approvalId"].get_string().get(s) == simdjson::SUCCESS)
-            g.approval_id = std::string(s);
-        if (g.capabilities == 0 || (g.uses_left && *g.uses_left == 0)) continue;
-        if (g.expires_at && *g.expires_at <= now)
-            expired.push_back(std::move(g));
-        else
-            grants_.add(std::move(g));
-    }
-    for (const auto& g : expired)
-        audit_grant_end(g, grant_end::expired, {});
-    if (!expired.empty()) save();
-    schedule_expiry();
-    return std::nullopt;
-}
-
-void approval_service::save() {
-    if (!persist_file_ || save_pending_) return;
-    save_pending_ = true;
-    asio::post(ex_, [this, alive = std::weak_ptr<bool>(alive_)] {
-        if (alive.expired() || !save_pending_) return;
-        write_grants();
-    });
-}
-
-void approval_service::write_grants() {
-    save_pending_ = false;
-    if (!persist_file_) return;
-    std::string out = R"({"version":1,"grants":[)";
-    bool first = true;
-    for (const auto& g : grants_.all()) {
-        if (g.session_id) continue; // a session does not outlive the daemon
-        if (!first) out += ',';
-        first = false;
-        out += R"({"grantId":)";
-        append_json_string(out, g.id);
-        out += R"(,"caller":)";
-        if (g.who)
-            append_json_string(out, permissions::to_string(*g.who));
-        else
-            out += "null";
-        out += R"(,"tool":)";
-        if (g.tool)
-            append_json_string(out, *g.tool);
-        else
-            out += "null";
-        out += R"(,"capabilities":)";
-        permissions::append_capabilities(out, g.capabilities);
-        out += R"(,"usesLeft":)";
-        append_optional_uint(out, g.uses_left);
-        out += R"(,"expiresAtMs":)";
-        if (g.expires_at)
-            out += std::to_string(epoch_ms(*g.expires_at));
-        else
-            out += "null";
-        out += R"(,"createdAtMs":)";
-        out += std::to_string(epoch_ms(g.created_at));
-        out += R"(,"approvalId":)";
-        if (g.approval_id.empty())
-            out += "null";
-        else
-            append_json_string(out, g.approval_id);
-        out += '}';
-    }
-    out += "]}\n";
-    // Written whole to a temporary file (0600) and renamed over: a crash leaves either file.
-    if (!config::write_private_file(*persist_file_, out))
-        spdlog::warn("cannot save grants to {}: {}", persist_file_->string(), std::strerror(errno));
 }
 
 } // namespace meith::approvals

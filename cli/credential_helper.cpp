@@ -2,6 +2,7 @@
 #include "cli/credential_helper.hpp"
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
+#include "platform/self.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -58,13 +59,7 @@ void use_credential_commands(const credential_commands& commands) {
 fs::path credential_helper_path() {
     if (const char* p = std::getenv("MEITH_CREDENTIALS"); p != nullptr && *p != '\0')
         return executable_file(p) ? fs::path(p) : fs::path();
-    std::error_code ec;
-    const fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-    if (ec) return {};
-    for (const fs::path& p : {dir / "meith-credentials", dir / "../libexec/meith/meith-credentials",
-                              dir / "../lib/meith/meith-credentials"})
-        if (executable_file(p)) return p.lexically_normal();
-    return {};
+    return platform::installed_program("meith-credentials");
 }
 
 int run_login(const options& opts) {

@@ -1,4 +1,5 @@
 #include "cli/process.hpp"
+#include "platform/self.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -126,8 +127,8 @@ std::optional<fs::path> which(const std::string& name) {
 fs::path sibling_meithd() {
     std::error_code ec;
 #if defined(__linux__)
-    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) {
+    const fs::path self = platform::executable_path();
+    if (!self.empty()) {
         const fs::path next = self.parent_path() / "meithd";
         if (::access(next.c_str(), X_OK) == 0) return next;
     }

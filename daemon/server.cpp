@@ -1,4 +1,5 @@
 #include "daemon/server.hpp"
+#include "platform/self.hpp"
 
 #include "audit/audit_log.hpp"
 #include "config/config.hpp"
@@ -7,10 +8,10 @@
 #include "daemon/connection.hpp"
 #include "daemon/coroutine_root.hpp"
 #include "daemon/instance.hpp"
-#include "daemon/peer.hpp"
 #include "daemon/reload.hpp"
-#include "daemon/service_manager.hpp"
 #include "hooks/hooks.hpp"
+#include "platform/peer.hpp"
+#include "platform/service_manager.hpp"
 #include "process/subprocess.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/json_writer.hpp"
@@ -71,7 +72,7 @@ class server {
     /// binding `socket`. `ready_fd`, `log_file`: see daemon_options.
     server(asio::io_context& ioc, config::config& cfg, std::optional<fs::path> config_arg,
            fs::path home, fs::path socket, audit::audit_log& audit,
-           std::optional<activated_listener> activated, int ready_fd, fs::path log_file)
+           std::optional<platform::activated_listener> activated, int ready_fd, fs::path log_file)
         : ioc_(ioc), cfg_(cfg), config_arg_(std::move(config_arg)), home_(std::move(home)),
           socket_path_(std::move(socket)), audit_(audit), signals_(ioc, SIGINT, SIGTERM, SIGHUP),
           reaper_(ioc.get_executor()),
@@ -90,7 +91,7 @@ class server {
         registry_.approvals().set_approver_secret(load_approver_secret(home_));
         // No tool sandbox lets a tool write the home; tools' temporary folders live in it.
         // A tool's orphans stay meithd's descendants, so they are known at the socket.
-        become_subreaper();
+        platform::become_subreaper();
         if (auto err = registry_.pin_tools_in(home_ / "tool-pins.json")) spdlog::warn("{}", *err);
         if (cfg_.permissions.persist_grants)
             if (auto err = registry_.approvals().persist_to(home_ / "grants.json"))
@@ -446,7 +447,7 @@ class server {
             close_when_on_file(std::move(sock));
             return;
         }
-        if (auto why = tool_peer_problem(sock.native_handle(), peer->pid)) {
+        if (auto why = platform::tool_peer_problem(sock.native_handle(), peer->pid)) {
             // A tool (or a process of a tool's) is never a client: not cli, not an approver,
             // not an operator (docs/security.md). Refused before a frame is read, audited.
             std::string frame;
@@ -637,8 +638,8 @@ class server {
     asio::steady_timer home_timer_; ///< watch_home_tick
     bool home_gone_said_ = false;
     std::unordered_map<connection*, std::shared_ptr<connection>> connections_;
-    std::optional<activated_listener> activated_;
-    service_notifier notifier_;
+    std::optional<platform::activated_listener> activated_;
+    platform::service_notifier notifier_;
     int ready_fd_ = -1;
     std::uint64_t tools_token_ = 0;
     bool status_pending_ = false;
@@ -660,8 +661,8 @@ std::string cli_hint(const fs::path& home) {
     std::string prefix;
     if (home != config::resolve_home(std::nullopt)) prefix = "MEITH_HOME=" + home.string() + " ";
     std::error_code ec;
-    const auto self = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec && fs::exists(self.parent_path() / "meith")) {
+    const auto self = platform::executable_path();
+    if (!self.empty() && fs::exists(self.parent_path() / "meith")) {
         auto rel = fs::relative(self.parent_path() / "meith", fs::current_path(ec), ec);
         if (!ec && !rel.empty() && rel.native().rfind("..", 0) != 0) return prefix + rel.string();
         return prefix + (self.parent_path() / "meith").string();

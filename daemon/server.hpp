@@ -14,7 +14,7 @@
 
 #include "audit/audit_log.hpp"
 #include "config/config.hpp"
-#include "daemon/service_manager.hpp"
+#include "platform/service_manager.hpp"
 
 #include <filesystem>
 #include <optional>
@@ -47,7 +47,7 @@ struct served_daemon {
     std::filesystem::path home;
     std::filesystem::path socket;
     audit::audit_log& audit;
-    std::optional<activated_listener> activated;
+    std::optional<platform::activated_listener> activated;
     int ready_fd = -1;
     std::filesystem::path log_file;
 };

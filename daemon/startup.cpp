@@ -9,7 +9,7 @@
 #include "config/config.hpp"
 #include "config/paths.hpp"
 #include "daemon/instance.hpp"
-#include "daemon/service_manager.hpp"
+#include "platform/service_manager.hpp"
 
 #include <csignal>
 
@@ -39,9 +39,9 @@ int run_daemon(const daemon_options& opts) {
     std::signal(SIGPIPE, SIG_IGN); // a vanished peer is an error code, not a signal
 
     // First, before any child exists: takes the listener and unsets LISTEN_* (§10).
-    std::optional<activated_listener> activated;
+    std::optional<platform::activated_listener> activated;
     try {
-        activated = take_activated_listener();
+        activated = platform::take_activated_listener();
     } catch (const std::exception& e) {
         fmt::print(stderr, "meithd: error: {}\n", e.what());
         return 1;

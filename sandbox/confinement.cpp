@@ -1,4 +1,5 @@
 #include "sandbox/confinement.hpp"
+#include "platform/self.hpp"
 #include "sandbox/protected_paths.hpp"
 
 #include "audit/redactor.hpp"
@@ -232,12 +233,11 @@ void log_kernel_once(const sandbox::kernel_support& kernel) {
         else
             spdlog::warn("tool sandbox: {}; sources with sandbox = \"require\" will not start",
                          sandbox::describe(kernel));
-        std::error_code ignored;
         if (sandbox::init_program().empty())
             spdlog::warn("tool sandbox: meith-sandbox-init not found beside {} (or in "
                          "../libexec/meith): tools run without a PID namespace and may run "
                          "programs through the ELF loader; reinstall meith",
-                         fs::read_symlink("/proc/self/exe", ignored).string());
+                         platform::executable_path().string());
     });
 }
 

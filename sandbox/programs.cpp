@@ -1,4 +1,5 @@
 // programs: the programs a confined child executes (init program, PATH lookup, interpreters).
+#include "platform/self.hpp"
 #include "sandbox/sandbox.hpp"
 
 #include <cstdlib>
@@ -26,15 +27,7 @@ bool executable_file(const fs::path& p) {
 const fs::path& init_program() {
     static const fs::path found = [] {
         if (const char* p = std::getenv("MEITH_SANDBOX_INIT"); p && *p) return fs::path(p);
-        std::error_code ec;
-        const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-        if (ec) return fs::path();
-        const fs::path dir = self.parent_path();
-        for (const fs::path& p :
-             {dir / "meith-sandbox-init", dir / "../libexec/meith/meith-sandbox-init",
-              dir / "../lib/meith/meith-sandbox-init"})
-            if (executable_file(p)) return p.lexically_normal();
-        return fs::path();
+        return platform::installed_program("meith-sandbox-init");
     }();
     return found;
 }

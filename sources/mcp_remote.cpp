@@ -5,6 +5,7 @@
 // and hands back a refreshed grant (`meith/credentials_refreshed`), which meithd stores where
 // secrets/grants.hpp says (the desktop Secret Service, else 0600 in HOME/credentials/NAME.json);
 // every secret value goes to the redactor's exact values first.
+#include "platform/self.hpp"
 #include "sources/mcp_source.hpp"
 
 #include "secrets/grants.hpp"
@@ -28,23 +29,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool executable_file(const fs::path& p) {
-    struct stat st {};
-    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
-}
-
 /// meith-remote beside meithd, or in ../libexec/meith (the .deb), or $MEITH_REMOTE.
 const fs::path& remote_program() {
     static const fs::path found = [] {
         if (const char* p = std::getenv("MEITH_REMOTE"); p != nullptr && *p != '\0')
             return fs::path(p);
-        std::error_code ec;
-        const fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-        if (ec) return fs::path();
-        for (const fs::path& p : {dir / "meith-remote", dir / "../libexec/meith/meith-remote",
-                                  dir / "../lib/meith/meith-remote"})
-            if (executable_file(p)) return p.lexically_normal();
-        return fs::path();
+        return platform::installed_program("meith-remote");
     }();
     return found;
 }

@@ -3,6 +3,7 @@
 // service) and copying examples/meithd.toml — whose paths are relative to examples/ — is never
 // needed (docs/configuration.md, "meith init").
 #include "cli/commands.hpp"
+#include "platform/self.hpp"
 
 #include "cli/discovery.hpp"
 #include "cli/errors.hpp"
@@ -38,8 +39,8 @@ std::string toml_str(const std::string& s) {
 /// else the installed share/doc/meith/examples. nullopt when neither has the example host.
 std::optional<fs::path> find_examples() {
     std::error_code ec;
-    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) return std::nullopt;
+    const fs::path self = platform::executable_path();
+    if (self.empty()) return std::nullopt;
     const fs::path bin = self.parent_path();
     for (const fs::path& candidate : {bin.parent_path().parent_path() / "examples",
                                       bin.parent_path() / "share" / "doc" / "meith" / "examples"}) {

@@ -9,7 +9,7 @@ import sys
 
 # Lowest first; a folder may include the folders of the layers before its own.
 LAYERS = [
-    ["protocol", "egress", "schema"],
+    ["platform", "protocol", "egress", "schema"],
     ["config"],
     ["permissions", "audit", "secrets"],
     ["sandbox", "remote"],

@@ -45,7 +45,7 @@ TEST_CASE("describe names non-standard exceptions too", "[daemon]") {
 
 // ---- peer: a tool's process is known at the socket (docs/security.md, attack 1) ------------
 
-#include "daemon/peer.hpp"
+#include "platform/peer.hpp"
 
 #include <csignal>
 #include <sys/socket.h>
@@ -87,18 +87,18 @@ std::pair<int, pid_t> grandchild_peer() {
 TEST_CASE("tool_peer_problem: a descendant (an orphan too, under a subreaper) is a tool's, "
           "init and a gone pid are told apart",
           "[daemon][peer]") {
-    meith::daemon::become_subreaper();
+    meith::platform::become_subreaper();
     auto [fd, grandchild] = grandchild_peer();
     // The orphaned grandchild was re-parented to us (the subreaper): still our descendant.
-    const auto why = meith::daemon::tool_peer_problem(fd, grandchild);
+    const auto why = meith::platform::tool_peer_problem(fd, grandchild);
     REQUIRE(why);
     CHECK_THAT(*why, Catch::Contains("is a process meithd started"));
     // init(1) does not descend from us (the walk stops there).
-    CHECK_FALSE(meith::daemon::tool_peer_problem(fd, 1));
+    CHECK_FALSE(meith::platform::tool_peer_problem(fd, 1));
     ::kill(grandchild, SIGKILL);
     ::waitpid(grandchild, nullptr, 0);
     // A pid that names no process: its ancestry cannot be read, which is refused.
-    const auto gone = meith::daemon::tool_peer_problem(fd, grandchild);
+    const auto gone = meith::platform::tool_peer_problem(fd, grandchild);
     REQUIRE(gone);
     CHECK_THAT(*gone, Catch::Contains("cannot be read"));
     ::close(fd);

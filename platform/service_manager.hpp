@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace meith::daemon {
+namespace meith::platform {
 
 /// The listening socket systemd passed in, when this process was socket-activated.
 struct activated_listener {
@@ -57,4 +57,4 @@ class service_notifier {
     std::optional<std::chrono::microseconds> watchdog_;
 };
 
-} // namespace meith::daemon
+} // namespace meith::platform

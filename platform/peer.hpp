@@ -11,7 +11,7 @@
 #include <string>
 #include <sys/types.h>
 
-namespace meith::daemon {
+namespace meith::platform {
 
 /// Makes this process a child subreaper (prctl(2) PR_SET_CHILD_SUBREAPER), logging on failure,
 /// and keeps two descriptors in reserve for tool_peer_problem.
@@ -25,4 +25,4 @@ void become_subreaper();
 /// reserve descriptors, so it works when the daemon is otherwise out of them.
 std::optional<std::string> tool_peer_problem(int socket, pid_t pid);
 
-} // namespace meith::daemon
+} // namespace meith::platform

@@ -1,4 +1,4 @@
-#include "daemon/service_manager.hpp"
+#include "platform/service_manager.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +16,7 @@
 #include <systemd/sd-daemon.h>
 #endif
 
-namespace meith::daemon {
+namespace meith::platform {
 
 #if MEITH_HAVE_SYSTEMD
 
@@ -102,4 +102,4 @@ void service_notifier::watchdog() const {
     send("WATCHDOG=1");
 }
 
-} // namespace meith::daemon
+} // namespace meith::platform

@@ -1,4 +1,4 @@
-#include "daemon/peer.hpp"
+#include "platform/peer.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-namespace meith::daemon {
+namespace meith::platform {
 
 namespace {
 
@@ -124,4 +124,4 @@ std::optional<std::string> lineage_problem(pid_t pid, int pidfd) {
 
 } // namespace
 
-} // namespace meith::daemon
+} // namespace meith::platform

@@ -1,0 +1,1 @@
+// Compiles cmake/precompiled.hpp into the precompiled header every meith target reuses.

@@ -2,6 +2,7 @@
 
 #include "audit/redactor.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/pipe_writer.hpp"
 #include "sandbox/sandbox.hpp"
 
 #include <cerrno>
@@ -28,12 +29,6 @@ bool starts_with_shebang(const std::filesystem::path& p) {
 }
 constexpr std::size_t stderr_tail_lines = 20;
 constexpr std::size_t stderr_tail_line_bytes = 1024; ///< per kept line, cut on a character
-
-std::string json_str(std::string_view s) {
-    std::string out;
-    protocol::append_json_string(out, s);
-    return out;
-}
 } // namespace
 
 // ---- supervised_process ------------------------------------------------------------------
@@ -42,16 +37,15 @@ std::string json_str(std::string_view s) {
 /// when the launch is retired, so callbacks of a dead child never reach a newer one.
 struct supervised_process::instance {
     instance(asio::any_io_executor ex, const child_process::options& opts, std::size_t max_line)
-        : child(ex, opts), out_framer(max_line), err_framer(max_log_line) {
+        : child(ex, opts), stdin_writer(child.stdin_pipe(), max_pending_input),
+          out_framer(max_line), err_framer(max_log_line) {
         out_framer.scan_oversized({"id"});
     }
     child_process child;
+    /// A failed write (EPIPE) needs no report: the exit handler fails the work in flight.
+    protocol::pipe_writer stdin_writer;
     protocol::line_framer out_framer;
     protocol::line_framer err_framer;
-    std::string outbound;
-    std::string writing;
-    bool write_active = false;
-    bool flush_posted = false; ///< a flush of `outbound` runs after this I/O turn
     supervised_process* owner = nullptr;
     audit::pem_block_filter err_pem; ///< a key's body lines on stderr are redacted too
 };
@@ -109,7 +103,9 @@ void supervised_process::spawn() {
         inst_.reset();
         last_error_ = e.what();
         spdlog::error("{}: {}", spec_.name, last_error_);
-        lifecycle("source_exit", fmt::format(R"("pid":null,"status":{})", json_str(last_error_)));
+        std::string fields;
+        protocol::json_members(fields).null("pid").string("status", last_error_);
+        lifecycle("source_exit", fields);
         if (h_.on_exit) h_.on_exit(last_error_);
         if (cannot_start(e)) {
             // No such program, or not executable: trying again changes nothing. Said once;
@@ -125,7 +121,9 @@ void supervised_process::spawn() {
     inst_->owner = this;
     const pid_t pid = inst_->child.pid();
     spdlog::info("{}: started (pid {})", spec_.name, pid);
-    lifecycle("source_start", fmt::format(R"("pid":{})", pid));
+    std::string fields;
+    protocol::json_members(fields).number("pid", static_cast<std::uint64_t>(pid));
+    lifecycle("source_start", fields);
     reaper_.watch(pid, [inst = inst_](int wait_status) {
         const int status = inst->child.exit_status(wait_status);
         inst->child.mark_exited();
@@ -168,7 +166,9 @@ void supervised_process::fail_permanently(std::string why) {
     restart_timer_.cancel();
     start_timer_.cancel();
     spdlog::error("{}: marked failed: {}", spec_.name, last_error_);
-    lifecycle("source_failed", fmt::format(R"("reason":{})", json_str(last_error_)));
+    std::string fields;
+    protocol::json_members(fields).string("reason", last_error_);
+    lifecycle("source_failed", fields);
     if (inst_) inst_->child.signal_group(SIGKILL);
 }
 
@@ -203,8 +203,11 @@ void supervised_process::on_child_exit(const std::shared_ptr<instance>& inst, in
     const bool expected = state_ == process_state::stopped || state_ == process_state::failed;
     spdlog::log(expected ? spdlog::level::info : spdlog::level::warn, "{} (pid {}) {}", spec_.name,
                 inst->child.pid(), how);
-    lifecycle("source_exit",
-              fmt::format(R"("pid":{},"status":{})", inst->child.pid(), json_str(how)));
+    std::string fields;
+    protocol::json_members(fields)
+        .number("pid", static_cast<std::uint64_t>(inst->child.pid()))
+        .string("status", how);
+    lifecycle("source_exit", fields);
     inst->owner = nullptr;
     inst_.reset();
     const bool was_ready = std::exchange(ready_, false);
@@ -262,8 +265,11 @@ void supervised_process::after_exit() {
     if (delay > policy_.max_backoff) delay = policy_.max_backoff;
     ++consecutive_failures_;
     ++restarts_;
-    lifecycle("source_restart",
-              fmt::format(R"("attempt":{},"delayMs":{})", restarts_, delay.count()));
+    std::string fields;
+    protocol::json_members(fields)
+        .number("attempt", restarts_)
+        .number("delayMs", static_cast<std::uint64_t>(delay.count()));
+    lifecycle("source_restart", fields);
     restart_timer_.expires_after(delay);
     restart_timer_.async_wait([this](const std::error_code& ec) {
         if (!ec && state_ == process_state::restarting) spawn();
@@ -296,15 +302,9 @@ void supervised_process::stop(std::chrono::milliseconds grace, std::function<voi
         return;
     }
     stop_done_ = std::move(done);
-    if (!inst_->write_active && !inst_->outbound.empty()) {
-        // What this turn queued (e.g. a cancel before the stop) still goes out, if the pipe
-        // takes it now.
-        std::error_code ec;
-        auto& pipe = inst_->child.stdin_pipe();
-        pipe.non_blocking(true, ec);
-        if (!ec) pipe.write_some(asio::buffer(inst_->outbound), ec);
-        inst_->outbound.clear();
-    }
+    // What this turn queued (e.g. a cancel before the stop) still goes out, if the pipe takes
+    // it now.
+    inst_->stdin_writer.write_now();
     inst_->child.close_stdin(); // a well-behaved child exits on EOF
     if (policy_.stdin_first) {
         // MCP's stdio shutdown (spec 2025-11-25, basic/lifecycle "Shutdown"): EOF first, then
@@ -329,36 +329,9 @@ void supervised_process::stop(std::chrono::milliseconds grace, std::function<voi
 }
 
 bool supervised_process::send(std::string_view bytes) {
-    if (!inst_) return false;
-    if (inst_->outbound.size() + inst_->writing.size() > max_pending_input) return false;
-    inst_->outbound.append(bytes);
     // Written after this I/O turn: the requests a turn queues (a client's pipelined calls, or
     // several clients' at once) go to the child in one write(2) and wake it once.
-    if (!inst_->flush_posted && !inst_->write_active) {
-        inst_->flush_posted = true;
-        asio::post(ex_, [inst = inst_] {
-            inst->flush_posted = false;
-            if (inst->owner) inst->owner->flush(inst);
-        });
-    }
-    return true;
-}
-
-void supervised_process::flush(const std::shared_ptr<instance>& inst) {
-    if (inst->write_active || inst->outbound.empty()) return;
-    inst->write_active = true;
-    inst->writing.swap(inst->outbound);
-    asio::async_write(inst->child.stdin_pipe(), asio::buffer(inst->writing),
-                      [inst](const std::error_code& ec, std::size_t) {
-                          inst->write_active = false;
-                          inst->writing.clear();
-                          if (!inst->owner) return;
-                          if (ec) { // EPIPE: the exit handler fails the work in flight
-                              inst->outbound.clear();
-                              return;
-                          }
-                          inst->owner->flush(inst);
-                      });
+    return inst_ && inst_->stdin_writer.write(bytes);
 }
 
 void supervised_process::read_stdout(const std::shared_ptr<instance>& inst) {

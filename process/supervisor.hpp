@@ -157,7 +157,6 @@ class supervised_process {
     void after_exit();
     void read_stdout(const std::shared_ptr<instance>& inst);
     void read_stderr(const std::shared_ptr<instance>& inst);
-    void flush(const std::shared_ptr<instance>& inst);
     void lifecycle(std::string_view event, const std::string& details);
     /// Logs one stderr line and keeps it in stderr_tail_.
     void keep_stderr(std::string_view line);

@@ -29,7 +29,8 @@ constexpr std::string_view credentials_request_id = "\"meith:credentials\"";
 bridge::bridge(asio::io_context& io, bridge_options opts)
     : io_(io), opts_(std::move(opts)), in_(io, ::dup(STDIN_FILENO)), out_(io, ::dup(STDOUT_FILENO)),
       http_(io.get_executor(), opts_.egress), in_framer_(opts_.max_message_bytes),
-      refresh_timer_(io), stream_timer_(io) {
+      out_writer_(out_, max_unread, [this](const std::error_code&) { end(0); }), refresh_timer_(io),
+      stream_timer_(io) {
 }
 
 void bridge::start() {
@@ -173,10 +174,11 @@ void bridge::fail_message(const outgoing& m, const std::string& why) {
     // server/discover is meithd's probe: a server of an older revision refuses it by design.
     if (m.method != "server/discover") log("meith-remote: " + why);
     if (m.id_json.empty() || m.method.empty()) return; // a notification or our own answer
-    std::string line = R"({"jsonrpc":"2.0","id":)";
-    line += m.id_json;
-    line += R"(,"error":{"code":-32603,"message":)";
-    append_json_string(line, why);
+    std::string line = "{";
+    protocol::json_members m_(line);
+    m_.string("jsonrpc", "2.0").raw("id", m.id_json);
+    m_.key("error").push_back('{');
+    m_.raw("code", "-32603").string("message", why);
     line += "}}";
     write_line(std::move(line));
 }
@@ -233,26 +235,22 @@ void bridge::emit(std::string_view json) {
     write_line(std::move(line));
 }
 
-void bridge::write_line(std::string line) {
-    line += '\n';
-    out_queue_.push_back(std::move(line));
-    flush();
+void bridge::notify_daemon(std::string_view method, std::string_view params_json) {
+    std::string line = "{";
+    protocol::json_members(line)
+        .string("jsonrpc", "2.0")
+        .string("method", method)
+        .raw("params", params_json);
+    write_line(line + "}");
 }
 
-void bridge::flush() {
-    if (writing_ || out_queue_.empty()) return;
-    writing_ = true;
-    // One write per turn: every queued line in one buffer.
-    auto batch = std::make_shared<std::string>();
-    for (auto& l : out_queue_)
-        *batch += l;
-    out_queue_.clear();
-    asio::async_write(out_, asio::buffer(*batch),
-                      [this, batch](const std::error_code& ec, std::size_t) {
-                          writing_ = false;
-                          if (ec) return end(0); // meithd is gone
-                          flush();
-                      });
+void bridge::write_line(std::string line) {
+    line += '\n';
+    if (out_writer_.write(line)) return;
+    log(fmt::format("meith-remote: meithd has not read {} bytes of this bridge's output; "
+                    "leaving",
+                    out_writer_.pending()));
+    end(1);
 }
 
 // ---- the grant ------------------------------------------------------------------------------
@@ -273,11 +271,10 @@ void bridge::refresh(std::function<void(bool)> then) {
         const bool ok = r.creds.has_value();
         if (ok) {
             creds_ = std::move(r.creds);
-            std::string line =
-                R"({"jsonrpc":"2.0","method":"meith/credentials_refreshed","params":{"grant":)";
-            line += to_json(*creds_);
-            line += "}}";
-            write_line(std::move(line)); // meithd stores it and logs the refresh
+            std::string params = "{";
+            protocol::json_members(params).raw("grant", to_json(*creds_));
+            // meithd stores it and logs the refresh
+            notify_daemon("meith/credentials_refreshed", params + "}");
             schedule_refresh();
         } else if (r.invalid_grant) {
             login_required("the grant was revoked or has expired (" + r.why + ")", {});
@@ -306,19 +303,19 @@ void bridge::schedule_refresh() {
 std::string bridge::refused(const http_outcome& out) {
     // Not transient: a restart would be refused again.
     const auto why = fmt::format("{} ({}); {}", out.error, opts_.url, out.remedy);
-    std::string line = R"({"jsonrpc":"2.0","method":"meith/egress_refused","params":{"reason":)";
-    append_json_string(line, why);
-    write_line(line + "}}");
+    std::string params = "{";
+    protocol::json_members(params).string("reason", why);
+    notify_daemon("meith/egress_refused", params + "}");
     return why;
 }
 
 namespace {
 /// `{"reason":…,"challenge":{…}}`: what meithd keeps for `meith login` (docs/protocol.md §18).
 std::string challenge_params(const std::string& why, const bearer_challenge& c) {
-    std::string p = R"({"reason":)";
-    append_json_string(p, why);
-    p += R"(,"challenge":)";
-    append_json(p, c);
+    std::string p = "{";
+    protocol::json_members m(p);
+    m.string("reason", why);
+    append_json(m.key("challenge"), c);
     return p + "}";
 }
 } // namespace
@@ -326,13 +323,11 @@ std::string challenge_params(const std::string& why, const bearer_challenge& c) 
 void bridge::login_required(const std::string& why, const bearer_challenge& challenge) {
     if (login_required_sent_) return;
     login_required_sent_ = true;
-    write_line(R"({"jsonrpc":"2.0","method":"meith/login_required","params":)" +
-               challenge_params(why, challenge) + "}");
+    notify_daemon("meith/login_required", challenge_params(why, challenge));
 }
 
 void bridge::step_up_required(const std::string& why, const bearer_challenge& challenge) {
-    write_line(R"({"jsonrpc":"2.0","method":"meith/step_up_required","params":)" +
-               challenge_params(why, challenge) + "}");
+    notify_daemon("meith/step_up_required", challenge_params(why, challenge));
 }
 
 // ---- the end ----------------------------------------------------------------------------------

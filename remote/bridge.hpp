@@ -21,6 +21,7 @@
 #include "remote/sse.hpp"
 
 #include "protocol/framing.hpp"
+#include "protocol/pipe_writer.hpp"
 
 #include <asio/io_context.hpp>
 #include <asio/posix/stream_descriptor.hpp>
@@ -77,6 +78,11 @@ class bridge {
     void post(std::shared_ptr<outgoing> m);
     void on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
                    std::shared_ptr<std::string> body, std::shared_ptr<sse_parser> parser);
+    /// HTTP 401: the token refreshed once and the message sent again, else a login asked for.
+    void on_unauthorized(const std::shared_ptr<outgoing>& m, const http_outcome& out);
+    /// HTTP 403 insufficient_scope: the message fails with the step-up to take; false for
+    /// another 403.
+    bool on_forbidden(const outgoing& m, const http_outcome& out);
     void retry_later(std::shared_ptr<outgoing> m, std::chrono::milliseconds delay);
     void fail_message(const outgoing& m, const std::string& why);
     /// A server's error body as the caller may see it: its first 200 bytes on one line, with
@@ -85,7 +91,8 @@ class bridge {
     /// A message from the server: checked, one line to meithd.
     void emit(std::string_view json);
     void write_line(std::string line);
-    void flush();
+    /// A JSON-RPC notification to meithd (`meith/...`, docs/protocol.md §18).
+    void notify_daemon(std::string_view method, std::string_view params_json);
 
     /// The request headers: static ones, the bearer token, the session id and the revision's
     /// (MCP-Protocol-Version; in 2026-07-28 also Mcp-Method and Mcp-Name, MCP spec transports).
@@ -115,8 +122,10 @@ class bridge {
     http_client http_;
     simdjson::dom::parser parser_;
     protocol::line_framer in_framer_; ///< meithd's lines (protocol/framing.hpp)
-    std::deque<std::string> out_queue_;
-    bool writing_ = false;
+    /// Lines to meithd (protocol/pipe_writer.hpp); a failed write means meithd is gone.
+    protocol::pipe_writer out_writer_;
+    /// More than this waiting for meithd to read ends the bridge: meithd always reads.
+    static constexpr std::size_t max_unread = 64 * 1024 * 1024;
     bool closing_ = false;
 
     bool configured_ = false;

@@ -184,18 +184,13 @@ std::string approval_service::hold(const tools::call_ptr& c, std::string_view pr
     std::string frame;
     protocol::append_approval_request(frame, f);
 
-    std::string fields = R"("approvalId":)";
-    append_json_string(fields, id);
-    fields += R"(,"requestId":)";
-    append_redacted_json_string(fields, c->request_id);
-    fields += R"(,"sessionId":)";
-    append_json_string(fields, c->session_id);
-    fields += R"(,"caller":)";
-    append_json_string(fields, permissions::to_string(c->caller));
-    fields += R"(,"toolName":)";
-    append_redacted_json_string(fields, c->tool_name);
-    fields += R"(,"approvers":)";
-    protocol::append_uint(fields, approvers_.size());
+    std::string fields;
+    protocol::json_members m(fields);
+    m.string("approvalId", id);
+    append_redacted_json_string(m.key("requestId"), c->request_id);
+    m.string("sessionId", c->session_id).string("caller", permissions::to_string(c->caller));
+    append_redacted_json_string(m.key("toolName"), c->tool_name);
+    m.number("approvers", approvers_.size());
     audit_.event("approval_request", fields);
 
     broadcast(frame);
@@ -236,26 +231,17 @@ std::string approval_service::hold_egress(std::string_view source,
     std::string frame;
     protocol::append_egress_request(frame, f);
 
-    std::string fields = R"("approvalId":)";
-    append_json_string(fields, id);
-    fields += R"(,"kind":"egress","source":)";
-    append_json_string(fields, source);
-    fields += R"(,"host":)";
-    append_json_string(fields, host);
-    fields += R"(,"port":)";
-    protocol::append_uint(fields, r.port);
+    std::string fields;
+    protocol::json_members m(fields);
+    m.string("approvalId", id).string("kind", "egress").string("source", source);
+    m.string("host", host).number("port", r.port);
     if (owner) {
-        fields += R"(,"requestId":)";
-        append_redacted_json_string(fields, owner->request_id);
-        fields += R"(,"sessionId":)";
-        append_json_string(fields, owner->session_id);
-        fields += R"(,"caller":)";
-        append_json_string(fields, permissions::to_string(owner->caller));
-        fields += R"(,"toolName":)";
-        append_redacted_json_string(fields, owner->tool_name);
+        append_redacted_json_string(m.key("requestId"), owner->request_id);
+        m.string("sessionId", owner->session_id)
+            .string("caller", permissions::to_string(owner->caller));
+        append_redacted_json_string(m.key("toolName"), owner->tool_name);
     }
-    fields += R"(,"approvers":)";
-    protocol::append_uint(fields, approvers_.size());
+    m.number("approvers", approvers_.size());
     audit_.event("approval_request", fields);
 
     broadcast(frame);
@@ -296,11 +282,12 @@ void approval_service::withdraw(const std::string& approval_id, std::string_view
     std::string frame;
     protocol::append_approval_resolved(frame, approval_id, "withdrawn", why);
     broadcast(frame);
-    std::string fields = R"("approvalId":)";
-    append_json_string(fields, approval_id);
-    fields += R"(,"decision":"withdrawn","reason":)";
-    append_json_string(fields, why);
-    fields += R"(,"approverSession":null)";
+    std::string fields;
+    protocol::json_members(fields)
+        .string("approvalId", approval_id)
+        .string("decision", "withdrawn")
+        .string("reason", why)
+        .null("approverSession");
     audit_.event("approval_decision", fields);
 }
 
@@ -317,17 +304,14 @@ std::optional<std::string> approval_service::answer(std::string_view approval_id
     held_call h = std::move(*it);
     held_.erase(it);
 
-    std::string fields = R"("approvalId":)";
-    append_json_string(fields, h.id);
-    fields += R"(,"decision":)";
-    append_json_string(fields, to_string(a));
-    fields += R"(,"reason":)";
+    std::string fields;
+    protocol::json_members m(fields);
+    m.string("approvalId", h.id).string("decision", to_string(a));
     if (reason.empty())
-        fields += "null";
+        m.null("reason");
     else
-        append_redacted_json_string(fields, reason);
-    fields += R"(,"approverSession":)";
-    append_json_string(fields, by.approver_session());
+        append_redacted_json_string(m.key("reason"), reason);
+    m.string("approverSession", by.approver_session());
     audit_.event("approval_decision", fields);
 
     std::string frame;
@@ -366,41 +350,31 @@ std::optional<std::string> approval_service::answer(std::string_view approval_id
 // ---- grants -----------------------------------------------------------------------------------
 
 void approval_service::append_grant_json(std::string& out, const grant& g, bool redacted) const {
-    auto str = [&](const std::optional<std::string>& s) {
+    out += '{';
+    protocol::json_members m(out);
+    const auto str = [&](std::string_view name, const std::optional<std::string>& s) {
         if (!s)
-            out += "null";
+            m.null(name);
         else if (redacted)
-            append_redacted_json_string(out, *s);
+            append_redacted_json_string(m.key(name), *s);
         else
-            append_json_string(out, *s);
+            m.string(name, *s);
     };
-    out += R"({"grantId":)";
-    append_json_string(out, g.id);
-    out += R"(,"caller":)";
-    if (g.who)
-        append_json_string(out, permissions::to_string(*g.who));
-    else
-        out += "null";
-    out += R"(,"sessionId":)";
-    str(g.session_id);
-    out += R"(,"tool":)";
-    str(g.tool);
-    out += R"(,"capabilities":)";
-    permissions::append_capabilities(out, g.capabilities);
-    out += R"(,"usesLeft":)";
-    append_optional_uint(out, g.uses_left);
-    out += R"(,"expiresAt":)";
+    m.string("grantId", g.id);
+    m.string_or_null("caller",
+                     g.who ? std::optional(permissions::to_string(*g.who)) : std::nullopt);
+    str("sessionId", g.session_id);
+    str("tool", g.tool);
+    permissions::append_capabilities(m.key("capabilities"), g.capabilities);
+    append_optional_uint(m.key("usesLeft"), g.uses_left);
     if (g.expires_at)
-        append_rfc3339(out, *g.expires_at);
+        append_rfc3339(m.key("expiresAt"), *g.expires_at);
     else
-        out += "null";
-    out += R"(,"createdAt":)";
-    append_rfc3339(out, g.created_at);
-    out += R"(,"approvalId":)";
-    if (g.approval_id.empty())
-        out += "null";
-    else
-        append_json_string(out, g.approval_id);
+        m.null("expiresAt");
+    append_rfc3339(m.key("createdAt"), g.created_at);
+    m.string_or_null("approvalId", g.approval_id.empty()
+                                       ? std::nullopt
+                                       : std::optional<std::string_view>(g.approval_id));
     out += '}';
 }
 
@@ -417,10 +391,10 @@ std::string approval_service::add_grant(const grant_request& r, std::string_view
     g.approval_id = std::string(approval_id);
     const grant& added = grants_.add(std::move(g));
 
-    std::string fields = R"("grant":)";
-    append_grant_json(fields, added, true);
-    fields += R"(,"by":)";
-    append_json_string(fields, by);
+    std::string fields;
+    protocol::json_members m(fields);
+    append_grant_json(m.key("grant"), added, true);
+    m.string("by", by);
     audit_.event("grant_created", fields);
     std::string id = added.id;
     schedule_expiry();
@@ -438,15 +412,11 @@ bool approval_service::revoke(std::string_view id, std::string_view by) {
 }
 
 void approval_service::audit_grant_end(const grant& g, grant_end why, std::string_view by) {
-    std::string fields = R"("grantId":)";
-    append_json_string(fields, g.id);
-    fields += R"(,"why":)";
-    append_json_string(fields, permissions::to_string(why));
-    fields += R"(,"by":)";
-    if (by.empty())
-        fields += "null";
-    else
-        append_json_string(fields, by);
+    std::string fields;
+    protocol::json_members(fields)
+        .string("grantId", g.id)
+        .string("why", permissions::to_string(why))
+        .string_or_null("by", by.empty() ? std::nullopt : std::optional(by));
     audit_.event(why == grant_end::revoked ? "grant_revoked" : "grant_expired", fields);
 }
 
@@ -474,16 +444,13 @@ std::optional<std::string> approval_service::use_grant(const tools::call& c,
     std::string id = g->id;
     std::optional<std::uint64_t> left;
     if (g->uses_left) left = *g->uses_left - 1;
-    std::string fields = R"("grantId":)";
-    append_json_string(fields, id);
-    fields += R"(,"requestId":)";
-    append_redacted_json_string(fields, c.request_id);
-    fields += R"(,"sessionId":)";
-    append_json_string(fields, c.session_id);
-    fields += R"(,"toolName":)";
-    append_redacted_json_string(fields, c.tool_name);
-    fields += R"(,"usesLeft":)";
-    append_optional_uint(fields, left);
+    std::string fields;
+    protocol::json_members m(fields);
+    m.string("grantId", id);
+    append_redacted_json_string(m.key("requestId"), c.request_id);
+    m.string("sessionId", c.session_id);
+    append_redacted_json_string(m.key("toolName"), c.tool_name);
+    append_optional_uint(m.key("usesLeft"), left);
     audit_.event("grant_used", fields);
     if (auto used_up = grants_.use(id)) {
         audit_grant_end(*used_up, grant_end::used_up, {});

@@ -98,40 +98,28 @@ void approval_service::save() {
 void approval_service::write_grants() {
     save_pending_ = false;
     if (!persist_file_) return;
-    std::string out = R"({"version":1,"grants":[)";
-    bool first = true;
+    std::string out = "{";
+    protocol::json_members file(out);
+    file.number("version", 1).key("grants").push_back('[');
     for (const auto& g : grants_.all()) {
         if (g.session_id) continue; // a session does not outlive the daemon
-        if (!first) out += ',';
-        first = false;
-        out += R"({"grantId":)";
-        append_json_string(out, g.id);
-        out += R"(,"caller":)";
-        if (g.who)
-            append_json_string(out, permissions::to_string(*g.who));
-        else
-            out += "null";
-        out += R"(,"tool":)";
-        if (g.tool)
-            append_json_string(out, *g.tool);
-        else
-            out += "null";
-        out += R"(,"capabilities":)";
-        permissions::append_capabilities(out, g.capabilities);
-        out += R"(,"usesLeft":)";
-        append_optional_uint(out, g.uses_left);
-        out += R"(,"expiresAtMs":)";
+        if (out.back() != '[') out += ',';
+        out += '{';
+        protocol::json_members m(out);
+        m.string("grantId", g.id);
+        m.string_or_null("caller",
+                         g.who ? std::optional(permissions::to_string(*g.who)) : std::nullopt);
+        m.string_or_null("tool", g.tool ? std::optional<std::string_view>(*g.tool) : std::nullopt);
+        permissions::append_capabilities(m.key("capabilities"), g.capabilities);
+        append_optional_uint(m.key("usesLeft"), g.uses_left);
         if (g.expires_at)
-            out += std::to_string(epoch_ms(*g.expires_at));
+            m.number("expiresAtMs", static_cast<std::uint64_t>(epoch_ms(*g.expires_at)));
         else
-            out += "null";
-        out += R"(,"createdAtMs":)";
-        out += std::to_string(epoch_ms(g.created_at));
-        out += R"(,"approvalId":)";
-        if (g.approval_id.empty())
-            out += "null";
-        else
-            append_json_string(out, g.approval_id);
+            m.null("expiresAtMs");
+        m.number("createdAtMs", static_cast<std::uint64_t>(epoch_ms(g.created_at)));
+        m.string_or_null("approvalId", g.approval_id.empty()
+                                           ? std::nullopt
+                                           : std::optional<std::string_view>(g.approval_id));
         out += '}';
     }
     out += "]}\n";

@@ -126,13 +126,11 @@ std::optional<fs::path> which(const std::string& name) {
 
 fs::path sibling_meithd() {
     std::error_code ec;
-#if defined(__linux__)
     const fs::path self = platform::executable_path();
     if (!self.empty()) {
         const fs::path next = self.parent_path() / "meithd";
         if (::access(next.c_str(), X_OK) == 0) return next;
     }
-#endif
     if (auto found = which("meithd")) return *found;
     return "meithd";
 }

@@ -22,57 +22,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#if defined(__APPLE__)
-#include <sys/sysctl.h>
-#endif
-
 namespace meith::daemon {
 
 using protocol::append_json_string;
 
 namespace {
-
-/// Whether process `pid`, which connected at `accepted_ticks` (clock ticks since boot), has a
-/// controlling terminal; an error text when it has none or it cannot be told.
-std::optional<std::string> controlling_terminal_problem(pid_t pid, std::uint64_t accepted_ticks) {
-    if (pid <= 0) return "the peer's process id is unknown";
-#if defined(__linux__)
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string stat = ss.str();
-    // "pid (comm) state ppid pgrp session tty_nr ...": comm may hold spaces and parentheses,
-    // so fields are counted after the last ')'.
-    const auto close = stat.rfind(')');
-    if (!in || close == std::string::npos) return "the peer process is gone";
-    std::istringstream fields(stat.substr(close + 1));
-    std::string field;
-    std::vector<std::string> f; // f[0] = field 3 (state) ... f[19] = field 22 (starttime)
-    while (f.size() < 20 && fields >> field)
-        f.push_back(field);
-    if (f.size() < 20) return "the peer process's status cannot be read";
-    // The pid SO_PEERCRED gave names the process that connected only if that process started
-    // before the connection was accepted (1 s of slack for rounding between the clocks).
-    const auto hz = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
-    if (std::strtoull(f[19].c_str(), nullptr, 10) > accepted_ticks + hz)
-        return "the process that connected is gone (its pid names a newer process)";
-    if (std::strtol(f[4].c_str(), nullptr, 10) == 0)
-        return "the peer process has no controlling terminal";
-    return std::nullopt;
-#elif defined(__APPLE__)
-    (void)accepted_ticks;
-    int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(pid)};
-    struct kinfo_proc info {};
-    size_t size = sizeof info;
-    if (::sysctl(mib, 4, &info, &size, nullptr, 0) != 0 || size == 0)
-        return "the peer process is gone";
-    if (info.kp_eproc.e_tdev == NODEV) return "the peer process has no controlling terminal";
-    return std::nullopt;
-#else
-    (void)accepted_ticks;
-    return "this platform cannot tell whether the peer has a controlling terminal";
-#endif
-}
 
 /// The grant frame's `grant` object as a request, or an error text.
 std::variant<approvals::grant_request, std::string> parse_grant(simdjson::dom::object g) {
@@ -140,15 +94,17 @@ void connection::deliver(std::string_view frame) {
 
 void connection::on_approver_hello(const protocol::frame_head& f,
                                    const protocol::approver_hello_frame& body, std::string&) {
-    std::string fields = R"("sessionId":)";
-    append_json_string(fields, session_id_);
-    fields += fmt::format(R"(,"pid":{},"uid":{})", peer_.pid, peer_.uid);
+    std::string fields;
+    protocol::json_members(fields)
+        .string("sessionId", session_id_)
+        .number("pid", static_cast<std::uint64_t>(peer_.pid))
+        .number("uid", peer_.uid);
     auto& desk = registry_.approvals();
     std::optional<std::string> problem;
     if (!desk.approver_secret_matches(body.secret))
         problem = "the secret is not the one in approver.secret";
     else
-        problem = controlling_terminal_problem(peer_.pid, accepted_ticks_);
+        problem = platform::controlling_terminal_problem(peer_.pid, accepted_ticks_);
     if (problem) {
         protocol::append_error_frame(outbound_, f.request_id,
                                      "not accepted as an approver: " + *problem,
@@ -157,10 +113,7 @@ void connection::on_approver_hello(const protocol::frame_head& f,
         return;
     }
     registry_.audit_trail().event("approver_connected", fields);
-    std::string members = R"("sessionId":)";
-    append_json_string(members, session_id_);
-    members += R"(,"held":)" + std::to_string(desk.held_count());
-    protocol::append_reply(outbound_, "approver_hello_result", f.request_id, members);
+    protocol::append_approver_hello_result(outbound_, f.request_id, session_id_, desk.held_count());
     if (!approver_) {
         approver_ = true;
         desk.add_approver(*this); // the calls held so far follow the reply
@@ -168,10 +121,12 @@ void connection::on_approver_hello(const protocol::frame_head& f,
 }
 
 void connection::audit_approver_rejected(std::string_view reason) {
-    std::string fields = R"("sessionId":)";
-    append_json_string(fields, session_id_);
-    fields += fmt::format(R"(,"pid":{},"uid":{},"reason":)", peer_.pid, peer_.uid);
-    append_json_string(fields, reason);
+    std::string fields;
+    protocol::json_members(fields)
+        .string("sessionId", session_id_)
+        .number("pid", static_cast<std::uint64_t>(peer_.pid))
+        .number("uid", peer_.uid)
+        .string("reason", reason);
     registry_.audit_trail().event("approver_rejected", fields);
 }
 
@@ -180,12 +135,11 @@ bool connection::refuse_unless_approver(const protocol::frame_head& f) {
     const std::string why = std::string("only an approver may send ") + std::string(f.type_name) +
                             " (approver_hello with the secret, from a terminal)";
     protocol::append_error_frame(outbound_, f.request_id, why, protocol::refusal::not_an_approver);
-    std::string fields = R"("sessionId":)";
-    append_json_string(fields, session_id_);
-    fields += R"(,"frame":)";
-    append_json_string(fields, f.type_name);
-    fields += R"(,"reason":)";
-    append_json_string(fields, why);
+    std::string fields;
+    protocol::json_members(fields)
+        .string("sessionId", session_id_)
+        .string("frame", f.type_name)
+        .string("reason", why);
     registry_.audit_trail().event("frame_refused", fields);
     return true;
 }
@@ -225,9 +179,7 @@ void connection::on_grant(const protocol::frame_head& f, const protocol::grant_f
     }
     const std::string id =
         registry_.approvals().add_grant(std::get<approvals::grant_request>(parsed), session_id_);
-    std::string members = R"("grantId":)";
-    append_json_string(members, id);
-    protocol::append_reply(outbound_, "grant_result", f.request_id, members);
+    protocol::append_grant_result(outbound_, "grant_result", f.request_id, id);
 }
 
 void connection::on_revoke(const protocol::frame_head& f, const protocol::revoke_frame& body,
@@ -240,9 +192,7 @@ void connection::on_revoke(const protocol::frame_head& f, const protocol::revoke
                                      protocol::refusal::no_such_grant);
         return;
     }
-    std::string members = R"("grantId":)";
-    append_json_string(members, body.grant_id);
-    protocol::append_reply(outbound_, "revoke_result", f.request_id, members);
+    protocol::append_grant_result(outbound_, "revoke_result", f.request_id, body.grant_id);
 }
 
 void connection::on_accept_tool(const protocol::frame_head& f,
@@ -262,16 +212,14 @@ void connection::on_accept_tool(const protocol::frame_head& f,
         protocol::append_error_frame(outbound_, f.request_id, *err);
         return;
     }
-    std::string members = R"("toolName":)";
-    append_json_string(members, f.tool_name);
-    protocol::append_reply(outbound_, "tool_accepted", f.request_id, members);
+    protocol::append_tool_accepted(outbound_, f.request_id, f.tool_name);
 }
 
 void connection::on_list_grants(const protocol::frame_head& f, std::string&) {
     // An approver sees every grant; anyone else those that apply to its own session.
-    std::string members = R"("grants":)";
-    members += registry_.approvals().grants_json(approver_ ? nullptr : &session_id_);
-    protocol::append_reply(outbound_, "grants_list", f.request_id, members);
+    protocol::append_grants_list(
+        outbound_, f.request_id,
+        registry_.approvals().grants_json(approver_ ? nullptr : &session_id_));
 }
 
 } // namespace meith::daemon

@@ -40,11 +40,7 @@ connection::connection(asio::local::stream_protocol::socket socket, registry::re
       framer_(reg.cfg().limits.max_frame_bytes, read_chunk), writer_wake_(socket_.get_executor()),
       idle_timer_(socket_.get_executor()), resume_timer_(socket_.get_executor()),
       stall_timer_(socket_.get_executor()) {
-    timespec now{};
-    ::clock_gettime(CLOCK_BOOTTIME, &now);
-    const auto hz = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
-    accepted_ticks_ = static_cast<std::uint64_t>(now.tv_sec) * hz +
-                      static_cast<std::uint64_t>(now.tv_nsec) * hz / 1'000'000'000;
+    accepted_ticks_ = platform::accept_time();
     // A frame too large to parse is still answered under its requestId, and audited when it
     // is a tool_call (handle_oversized): members 0 and 1.
     // As frame_decoder reads fields in order, the last of duplicate keys counts.
@@ -55,9 +51,11 @@ connection::connection(asio::local::stream_protocol::socket socket, registry::re
 connection::~connection() = default;
 
 void connection::start() {
-    std::string fields = R"("sessionId":)";
-    append_json_string(fields, session_id_);
-    fields += R"(,"pid":)" + std::to_string(peer_.pid) + R"(,"uid":)" + std::to_string(peer_.uid);
+    std::string fields;
+    protocol::json_members(fields)
+        .string("sessionId", session_id_)
+        .number("pid", static_cast<std::uint64_t>(peer_.pid))
+        .number("uid", peer_.uid);
     audit_.event("connection_open", fields);
     registry_.observe_session("session_start", session_id_, peer_.pid, peer_.uid);
     arm_idle_timer();
@@ -378,12 +376,13 @@ void connection::close(std::string_view reason) {
         c->resolve(protocol::tool_result::failure(protocol::error_code::cancelled,
                                                   "the client disconnected"),
                    tools::call_end::disconnect);
-    std::string fields = R"("sessionId":)";
-    append_json_string(fields, session_id_);
-    fields += R"(,"reason":)";
-    append_json_string(fields, reason);
-    fields += R"(,"callsCancelled":)" + std::to_string(cancelled);
-    fields += R"(,"pid":)" + std::to_string(peer_.pid) + R"(,"uid":)" + std::to_string(peer_.uid);
+    std::string fields;
+    protocol::json_members(fields)
+        .string("sessionId", session_id_)
+        .string("reason", reason)
+        .number("callsCancelled", cancelled)
+        .number("pid", static_cast<std::uint64_t>(peer_.pid))
+        .number("uid", peer_.uid);
     audit_.event("connection_close", fields);
     // The lines of the cancelled calls and of the close are on file before the peer sees
     // the connection end (closing is rare: the I/O thread waits for the write).

@@ -23,6 +23,7 @@
 
 #include "audit/audit_trail.hpp"
 #include "gateway/mcp_gateway.hpp"
+#include "platform/peer.hpp"
 #include "protocol/frames.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/server_frames.hpp"
@@ -41,11 +42,8 @@
 
 namespace meith::daemon {
 
-/// Peer credentials from SO_PEERCRED (Linux) / getpeereid (macOS); pid is 0 when unknown.
-struct peer_identity {
-    pid_t pid = 0;
-    uid_t uid = 0;
-};
+/// Peer credentials (platform/peer.hpp); pid is 0 when unknown.
+using peer_identity = platform::peer_identity;
 
 class connection final : public tools::call_sink,
                          public approvals::approver,

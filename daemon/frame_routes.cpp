@@ -110,21 +110,15 @@ void connection::handle_frame(std::string_view line) {
         // An operator's act asked for by a plugin: refused, and on file.
         protocol::append_error_frame(outbound_, f.request_id, std::string(r.refusal),
                                      protocol::refusal::not_allowed);
-        fields = R"("sessionId":)";
-        append_json_string(fields, session_id_);
-        fields += R"(,"frame":)";
-        append_json_string(fields, f.type_name);
-        fields += R"(,"caller":)";
-        append_json_string(fields, permissions::to_string(caller_for(f)));
-        fields += R"(,"reason":)";
-        append_json_string(fields, r.refusal);
+        protocol::json_members(fields)
+            .string("sessionId", session_id_)
+            .string("frame", f.type_name)
+            .string("caller", permissions::to_string(caller_for(f)))
+            .string("reason", r.refusal);
         registry_.audit_trail().event("frame_refused", fields);
         return;
     }
-    if (r.audited) {
-        fields = R"("sessionId":)";
-        append_json_string(fields, session_id_);
-    }
+    if (r.audited) protocol::json_members(fields).string("sessionId", session_id_);
     r.handle(*this, f, fields);
     if (r.audited) registry_.audit_trail().event(f.type_name, fields);
 }
@@ -169,14 +163,13 @@ void connection::on_hello(const protocol::frame_head& f, const protocol::hello_f
         });
     std::string client;
     if (const auto p = profile_for(f)) {
-        client = R"({"name":)";
-        append_json_string(client, p->name());
-        client += R"(,"search":)";
-        client += p->search() ? "true" : "false";
-        client += R"(,"pinned":[)";
-        for (std::size_t i = 0; i < p->pinned().size(); ++i) {
-            if (i) client += ',';
-            append_json_string(client, p->shown_name(p->pinned()[i]));
+        client = "{";
+        protocol::json_members m(client);
+        m.string("name", p->name()).boolean("search", p->search());
+        m.key("pinned").push_back('[');
+        for (const auto& name : p->pinned()) {
+            if (client.back() != '[') client += ',';
+            append_json_string(client, p->shown_name(name));
         }
         client += "]}";
     }
@@ -204,9 +197,9 @@ void connection::on_list_tools(const protocol::frame_head& f,
         const std::size_t n = registry_.append_tool_search(
             outbound_, body.list_query, body.list_limit, who, format, profile.get());
         protocol::append_tools_list_tail(outbound_);
-        audit_fields += R"(,"query":)";
-        registry_.append_redacted(audit_fields, body.list_query);
-        audit_fields += R"(,"matches":)" + std::to_string(n);
+        protocol::json_members m(audit_fields);
+        registry_.append_redacted(m.key("query"), body.list_query);
+        m.number("matches", n);
     } else if (body.has_page) {
         // docs/protocol.md §5 "Pages": a slice of the listing, and how many it holds in all.
         protocol::append_tools_list_head(outbound_, f.request_id);
@@ -216,7 +209,7 @@ void connection::on_list_tools(const protocol::frame_head& f,
         protocol::append_tools_list_tail(outbound_, total,
                                          profile ? std::optional<std::string_view>(profile->name())
                                                  : std::nullopt);
-        audit_fields += R"(,"offset":)" + std::to_string(body.list_offset);
+        protocol::json_members(audit_fields).number("offset", body.list_offset);
     } else if (body.has_tags || body.has_models) {
         list_tools_tagged(f, body, who, format, profile);
     } else {
@@ -228,20 +221,13 @@ void connection::on_list_tools(const protocol::frame_head& f,
         else
             protocol::append_tools_list_tail(outbound_);
     }
-    audit_fields += R"(,"caller":)";
-    append_json_string(audit_fields, permissions::to_string(who));
-    if (profile) {
-        audit_fields += R"(,"client":)";
-        append_json_string(audit_fields, profile->name());
-    }
-    audit_fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
+    protocol::json_members m(audit_fields);
+    m.string("caller", permissions::to_string(who));
+    if (profile) m.string("client", profile->name());
+    m.number("tools", registry_.tool_count());
     if (body.has_tags)
-        audit_fields +=
-            R"(,"tags":)" + registry_.redactor().summarize_json(simdjson::minify(body.tags));
-    if (format != tools::list_format::meith) {
-        audit_fields += R"(,"format":)";
-        append_json_string(audit_fields, tools::to_string(format));
-    }
+        m.raw("tags", registry_.redactor().summarize_json(simdjson::minify(body.tags)));
+    if (format != tools::list_format::meith) m.string("format", tools::to_string(format));
 }
 
 void connection::list_tools_tagged(const protocol::frame_head& f,
@@ -305,9 +291,9 @@ void connection::on_reload_config(const protocol::frame_head& f, std::string&) {
 
 void connection::on_cancel_tool_call(const protocol::frame_head& f, std::string& audit_fields) {
     auto it = calls_.find(std::string(*f.request_id));
-    audit_fields += R"(,"requestId":)";
-    registry_.append_redacted(audit_fields, *f.request_id);
-    audit_fields += it == calls_.end() ? R"(,"inFlight":false)" : R"(,"inFlight":true)";
+    protocol::json_members m(audit_fields);
+    registry_.append_redacted(m.key("requestId"), *f.request_id);
+    m.boolean("inFlight", it != calls_.end());
     if (it == calls_.end()) return; // naming no call in flight changes nothing (§3)
     auto c = it->second;
     c->resolve(protocol::tool_result::failure(protocol::error_code::cancelled,
@@ -400,38 +386,29 @@ void connection::on_preview_tool_call(const protocol::frame_head& f, std::string
                                                   : std::string("{}");
     const auto who = caller_for(f);
     const auto permission = verdict->decision.outcome();
-    std::string fields = R"("sessionId":)";
-    append_json_string(fields, session_id_);
-    fields += R"(,"requestId":)";
-    registry_.append_redacted(fields, request_id);
-    fields += R"(,"toolName":)";
-    append_json_string(fields, t->name);
-    fields += R"(,"caller":)";
-    append_json_string(fields, permissions::to_string(who));
-    if (profile) {
-        fields += R"(,"client":)";
-        append_json_string(fields, profile->name());
-    }
-    fields += R"(,"permission":)";
-    append_json_string(fields, permissions::to_string(permission));
-    fields += R"(,"args":)";
-    fields += registry_.redactor().summarize_json(args_json);
+    std::string fields;
+    protocol::json_members m(fields);
+    m.string("sessionId", session_id_);
+    registry_.append_redacted(m.key("requestId"), request_id);
+    m.string("toolName", t->name).string("caller", permissions::to_string(who));
+    if (profile) m.string("client", profile->name());
+    m.string("permission", permissions::to_string(permission))
+        .raw("args", registry_.redactor().summarize_json(args_json));
     ++async_replies_;
-    registry_.preview_call(t, args_json,
-                           [weak = weak_from_this(), request_id, name = t->name, permission,
-                            fields = std::move(fields)](registry::registry::preview p) mutable {
-                               auto self = weak.lock();
-                               if (!self) return;
-                               --self->async_replies_;
-                               fields += R"(,"previewBy":)";
-                               fields += p.from_host ? R"("host")" : R"("default")";
-                               self->registry_.audit_trail().event("tool_preview", fields);
-                               if (self->closed_) return;
-                               protocol::append_tool_preview(self->outbound_, request_id, name,
-                                                             p.text,
-                                                             permissions::to_string(permission));
-                               self->flush();
-                           });
+    registry_.preview_call(
+        t, args_json,
+        [weak = weak_from_this(), request_id, name = t->name, permission,
+         fields = std::move(fields)](registry::registry::preview p) mutable {
+            auto self = weak.lock();
+            if (!self) return;
+            --self->async_replies_;
+            protocol::json_members(fields).string("previewBy", p.from_host ? "host" : "default");
+            self->registry_.audit_trail().event("tool_preview", fields);
+            if (self->closed_) return;
+            protocol::append_tool_preview(self->outbound_, request_id, name, p.text,
+                                          permissions::to_string(permission));
+            self->flush();
+        });
 }
 
 void connection::on_tool_call(const protocol::frame_head& f, const protocol::tool_call_frame& body,

@@ -121,12 +121,11 @@ bool connection::ask_client(std::string_view request_id, std::string_view method
     }
     std::string id = fmt::format("cr{}", ++next_client_request_);
     protocol::append_client_request(outbound_, request_id, id, method, params_json);
-    std::string fields = R"("sessionId":)";
-    append_json_string(fields, session_id_);
-    fields += R"(,"requestId":)";
-    registry_.append_redacted(fields, request_id);
-    fields += R"(,"method":)";
-    append_json_string(fields, method);
+    std::string fields;
+    protocol::json_members m(fields);
+    m.string("sessionId", session_id_);
+    registry_.append_redacted(m.key("requestId"), request_id);
+    m.string("method", method);
     audit_.event("client_request", fields);
     client_requests_.emplace(std::move(id), std::move(done));
     flush();

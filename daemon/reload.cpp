@@ -1,6 +1,9 @@
 #include "daemon/reload.hpp"
 
+#include "config/config_edit.hpp"
 #include "protocol/json_writer.hpp"
+
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -12,16 +15,6 @@ const config::source_config* named(const std::vector<config::source_config>& v,
                                    const std::string& name) {
     auto it = std::find_if(v.begin(), v.end(), [&](const auto& s) { return s.name == name; });
     return it == v.end() ? nullptr : &*it;
-}
-
-void append_list(std::string& out, std::string_view key, const std::vector<std::string>& v) {
-    protocol::append_json_string(out, key);
-    out += ":[";
-    for (std::size_t i = 0; i < v.size(); ++i) {
-        if (i) out += ',';
-        protocol::append_json_string(out, v[i]);
-    }
-    out += ']';
 }
 
 } // namespace
@@ -66,23 +59,80 @@ reload_plan plan_reload(const config::config& running, const config::config& nex
 
 void append_reload_reply(std::string& out, const std::optional<std::filesystem::path>& file,
                          const reload_plan& plan, const std::vector<std::string>& restarted) {
-    out += R"(true,"file":)";
-    if (file)
-        protocol::append_json_string(out, file->string());
-    else
-        out += "null";
-    out += ',';
-    append_list(out, "changed", plan.changed());
-    out += R"(,"sources":{)";
-    append_list(out, "added", plan.added);
-    out += ',';
-    append_list(out, "removed", plan.removed);
-    out += ',';
-    append_list(out, "replaced", plan.replaced);
-    out += ',';
-    append_list(out, "restarted", restarted);
-    out += "},";
-    append_list(out, "needsRestart", plan.needs_restart);
+    protocol::json_members m(out);
+    m.boolean("ok", true);
+    m.string_or_null("file", file ? std::optional<std::string_view>(file->string()) : std::nullopt);
+    protocol::append_json_string_array(m.key("changed"), plan.changed());
+    m.key("sources").push_back('{');
+    protocol::append_json_string_array(m.key("added"), plan.added);
+    protocol::append_json_string_array(m.key("removed"), plan.removed);
+    protocol::append_json_string_array(m.key("replaced"), plan.replaced);
+    protocol::append_json_string_array(m.key("restarted"), restarted);
+    out += '}';
+    protocol::append_json_string_array(m.key("needsRestart"), plan.needs_restart);
+}
+
+std::vector<std::string> apply_reload(const reload_plan& plan, config::config& cfg,
+                                      config::config&& next, registry::registry& reg,
+                                      const source_maker& make_source) {
+    if (plan.limits) {
+        cfg.limits = next.limits;
+        reg.set_rate_limits(cfg.limits.rates);
+    }
+    if (plan.tools) cfg.tools = next.tools;
+    if (plan.permissions) {
+        const bool persist = cfg.permissions.persist_grants; // applies at the next start
+        cfg.permissions = next.permissions;
+        cfg.permissions.persist_grants = persist;
+        reg.set_permissions(cfg.permissions);
+    }
+    if (plan.clients) {
+        cfg.clients = next.clients;
+        reg.set_clients(cfg.clients);
+    }
+    const auto has = [](const std::vector<std::string>& v, const std::string& name) {
+        return std::find(v.begin(), v.end(), name) != v.end();
+    };
+    for (const auto& name : plan.removed)
+        reg.remove_source(name);
+    std::vector<std::string> restarted;
+    for (const auto& src : next.sources) {
+        if (has(plan.kept, src.name)) {
+            // Unchanged; a source marked failed gets a fresh start (docs/protocol.md §7).
+            if (reg.source_state_of(src.name) == tools::source_state::failed) {
+                reg.restart_source(src.name);
+                restarted.push_back(src.name);
+            }
+            continue;
+        }
+        if (has(plan.replaced, src.name)) reg.remove_source(src.name);
+        reg.add_live_source(make_source(src));
+    }
+    cfg.sources = std::move(next.sources); // every source owns a copy of its table
+    return restarted;
+}
+
+std::optional<std::string> keep_egress_rule(const std::optional<std::filesystem::path>& file,
+                                            config::config& cfg, registry::registry& reg,
+                                            std::string_view source, std::string_view rule) {
+    if (!file) return "meithd runs on its built-in defaults (no config file)";
+    if (auto error = config::add_network_allow_rule(*file, source, rule)) return error;
+    for (auto& s : cfg.sources)
+        if (s.name == source && s.sandbox_paths.network) {
+            auto& allow = s.sandbox_paths.network->allow;
+            if (std::find(allow.begin(), allow.end(), rule) == allow.end())
+                allow.emplace_back(rule);
+        }
+    std::string m;
+    protocol::json_members(m)
+        .string("source", source)
+        .string("rule", rule)
+        .string("file", file->string());
+    reg.audit_trail().event("egress_rule_added", m);
+    spdlog::info("source '{}': \"{}\" added to network.allow in {} (allowed always at "
+                 "`meith approve`)",
+                 source, rule, file->string());
+    return std::nullopt;
 }
 
 } // namespace meith::daemon

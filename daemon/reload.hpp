@@ -8,8 +8,11 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "registry/registry.hpp"
 
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,10 +39,30 @@ struct reload_plan {
 /// Compares `running` with `next`. Pure: nothing is applied.
 reload_plan plan_reload(const config::config& running, const config::config& next);
 
-/// The members of a successful `config_reloaded` reply (after `"ok":`):
-/// `true,"file":…,"changed":[…],"sources":{"added","removed","replaced","restarted"},
+/// The members of a successful `config_reloaded` reply:
+/// `"ok":true,"file":…,"changed":[…],"sources":{"added","removed","replaced","restarted"},
 /// "needsRestart":[…]`; `restarted` are the kept sources that were failed and restarted.
 void append_reload_reply(std::string& out, const std::optional<std::filesystem::path>& file,
                          const reload_plan& plan, const std::vector<std::string>& restarted);
+
+/// Makes a source from its table (sources/factory.hpp, with the daemon's context).
+using source_maker =
+    std::function<std::shared_ptr<tools::tool_source>(const config::source_config&)>;
+
+/// Applies `plan` to the running config `cfg` and to `reg`: the sections replaced in place are
+/// assigned (persist_grants excepted: it applies at the next start), removed sources stopped,
+/// added and replaced ones started from `next`'s tables, kept ones that had failed restarted.
+/// `cfg.sources` becomes `next.sources`. Returns the restarted sources' names.
+std::vector<std::string> apply_reload(const reload_plan& plan, config::config& cfg,
+                                      config::config&& next, registry::registry& reg,
+                                      const source_maker& make_source);
+
+/// A person's "allow always" for an egress target (docs/protocol.md §19): `rule` joins source
+/// `source`'s network.allow in the config `file` and in the running config `cfg` (so a reload
+/// of the unchanged file keeps the source running). Audited as egress_rule_added. Returns why
+/// it could not be kept.
+std::optional<std::string> keep_egress_rule(const std::optional<std::filesystem::path>& file,
+                                            config::config& cfg, registry::registry& reg,
+                                            std::string_view source, std::string_view rule);
 
 } // namespace meith::daemon

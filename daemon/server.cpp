@@ -49,21 +49,6 @@ namespace {
 
 std::string cli_hint(const fs::path& home);
 
-std::optional<peer_identity> peer_of(stream_protocol::socket& sock) {
-#if defined(SO_PEERCRED)
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    if (::getsockopt(sock.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
-        return std::nullopt;
-    return peer_identity{cred.pid, cred.uid};
-#else
-    uid_t uid;
-    gid_t gid;
-    if (::getpeereid(sock.native_handle(), &uid, &gid) != 0) return std::nullopt;
-    return peer_identity{0, uid};
-#endif
-}
-
 class server {
   public:
     /// `cfg` is the daemon's live config: a reload assigns the parts it applies in place.
@@ -109,8 +94,8 @@ class server {
         if (!cfg_.hooks.empty()) {
             hooks_.on_lifecycle(
                 [this](std::string_view hook, std::string_view event, const std::string& details) {
-                    std::string fields = R"("hook":)";
-                    protocol::append_json_string(fields, hook);
+                    std::string fields;
+                    protocol::json_members(fields).string("hook", hook);
                     if (!details.empty()) fields += "," + details;
                     registry_.audit_trail().event(event, fields);
                 });
@@ -201,19 +186,19 @@ class server {
 
     std::string reload_config() {
         std::optional<fs::path> file = config_file();
-        std::string m = R"("ok":)";
+        std::string m;
+        protocol::json_members members(m);
         if (shutting_down_) {
             // Sources started now would never be stopped: the shutdown already began stopping.
-            m +=
-                R"(false,"file":null,"error":"meithd is shutting down; the config is not reloaded")";
+            members.boolean("ok", false)
+                .null("file")
+                .string("error", "meithd is shutting down; the config is not reloaded");
             return m;
         }
         const auto refuse = [&](const fs::path& named, const std::string& why) {
             spdlog::error("config reload failed, keeping the running config: {}", why);
-            m += R"(false,"file":)";
-            protocol::append_json_string(m, named.string());
-            m += R"(,"error":)";
-            registry_.append_redacted(m, why); // may quote a value of the file
+            members.boolean("ok", false).string("file", named.string());
+            registry_.append_redacted(members.key("error"), why); // may quote a value of the file
             registry_.audit_trail().event("config_reload", m);
             return m;
         };
@@ -235,40 +220,9 @@ class server {
         }
 
         const reload_plan plan = plan_reload(cfg_, next);
-        if (plan.limits) {
-            cfg_.limits = next.limits;
-            registry_.set_rate_limits(cfg_.limits.rates);
-        }
-        if (plan.tools) cfg_.tools = next.tools;
-        if (plan.permissions) {
-            const bool persist = cfg_.permissions.persist_grants; // applies at the next start
-            cfg_.permissions = next.permissions;
-            cfg_.permissions.persist_grants = persist;
-            registry_.set_permissions(cfg_.permissions);
-        }
-        if (plan.clients) {
-            cfg_.clients = next.clients;
-            registry_.set_clients(cfg_.clients);
-        }
-        const auto has = [](const std::vector<std::string>& v, const std::string& name) {
-            return std::find(v.begin(), v.end(), name) != v.end();
-        };
-        for (const auto& name : plan.removed)
-            registry_.remove_source(name);
-        std::vector<std::string> restarted;
-        for (const auto& src : next.sources) {
-            if (has(plan.kept, src.name)) {
-                // Unchanged; a source marked failed gets a fresh start (docs/protocol.md §7).
-                if (registry_.source_state_of(src.name) == tools::source_state::failed) {
-                    registry_.restart_source(src.name);
-                    restarted.push_back(src.name);
-                }
-                continue;
-            }
-            if (has(plan.replaced, src.name)) registry_.remove_source(src.name);
-            registry_.add_live_source(make_source(src));
-        }
-        cfg_.sources = std::move(next.sources); // every source owns a copy of its table
+        const auto restarted =
+            apply_reload(plan, cfg_, std::move(next), registry_,
+                         [this](const config::source_config& src) { return make_source(src); });
         cfg_.source_file = file;
 
         append_reload_reply(m, file, plan, restarted);
@@ -283,30 +237,9 @@ class server {
         return m;
     }
 
-    /// A person's "allow always" for an egress target (docs/protocol.md §19): `rule` joins
-    /// source `source`'s network.allow in the config file, and in the running config (so a
-    /// reload of the unchanged file keeps the source running). Audited as egress_rule_added.
+    /// A person's "allow always" for an egress target (daemon/reload.hpp).
     std::optional<std::string> keep_egress_rule(std::string_view source, std::string_view rule) {
-        const std::optional<fs::path> file = config_file();
-        if (!file) return "meithd runs on its built-in defaults (no config file)";
-        if (auto error = config::add_network_allow_rule(*file, source, rule)) return error;
-        for (auto& s : cfg_.sources)
-            if (s.name == source && s.sandbox_paths.network) {
-                auto& allow = s.sandbox_paths.network->allow;
-                if (std::find(allow.begin(), allow.end(), rule) == allow.end())
-                    allow.emplace_back(rule);
-            }
-        std::string m = R"("source":)";
-        protocol::append_json_string(m, source);
-        m += R"(,"rule":)";
-        protocol::append_json_string(m, rule);
-        m += R"(,"file":)";
-        protocol::append_json_string(m, file->string());
-        registry_.audit_trail().event("egress_rule_added", m);
-        spdlog::info("source '{}': \"{}\" added to network.allow in {} (allowed always at "
-                     "`meith approve`)",
-                     source, rule, file->string());
-        return std::nullopt;
+        return daemon::keep_egress_rule(config_file(), cfg_, registry_, source, rule);
     }
 
     /// What the registry's source factories are given (sources/factory.hpp).
@@ -360,11 +293,12 @@ class server {
         instance_record_ = write_instance_record(home_, socket_path_);
         write_runtime_record(home_, socket_path_, audit_.path(), log_file_,
                              config_arg_ ? *config_arg_ : home_ / "meithd.toml");
-        std::string fields = R"("pid":)" + std::to_string(::getpid()) + R"(,"socketPath":)";
-        protocol::append_json_string(fields, socket_path_.string());
-        fields += R"(,"tools":)" + std::to_string(registry_.tool_count());
-        fields += R"(,"socketActivated":)";
-        fields += activated_ ? "true" : "false";
+        std::string fields;
+        protocol::json_members(fields)
+            .number("pid", static_cast<std::uint64_t>(::getpid()))
+            .string("socketPath", socket_path_.string())
+            .number("tools", registry_.tool_count())
+            .boolean("socketActivated", activated_.has_value());
         registry_.audit_trail().event("daemon_start", fields);
         asio::co_spawn(ioc_, accept_loop(),
                        coroutine_root("accept loop", [this](const std::string&) {
@@ -436,13 +370,16 @@ class server {
 
     void admit(stream_protocol::socket sock) {
         ::fcntl(sock.native_handle(), F_SETFD, FD_CLOEXEC);
-        const auto peer = peer_of(sock);
+        const auto peer = platform::peer_identity_of(sock.native_handle());
         if (!peer || peer->uid != ::geteuid()) {
             // Closed before any frame is read or sent (§5).
-            std::string fields = R"("reason":"peer uid differs from the daemon's","pid":)";
-            fields += peer ? std::to_string(peer->pid) : "null";
-            fields += R"(,"uid":)";
-            fields += peer ? std::to_string(peer->uid) : "null";
+            std::string fields;
+            protocol::json_members m(fields);
+            m.string("reason", "peer uid differs from the daemon's");
+            if (peer)
+                m.number("pid", static_cast<std::uint64_t>(peer->pid)).number("uid", peer->uid);
+            else
+                m.null("pid").null("uid");
             registry_.audit_trail().event("connection_rejected", fields);
             close_when_on_file(std::move(sock));
             return;
@@ -460,9 +397,11 @@ class server {
             std::error_code ignored;
             sock.non_blocking(true, ignored);
             sock.write_some(asio::buffer(frame), ignored); // best effort, never blocks
-            std::string fields = R"("reason":)";
-            protocol::append_json_string(fields, "a tool's process: " + *why);
-            fields += fmt::format(R"(,"pid":{},"uid":{})", peer->pid, peer->uid);
+            std::string fields;
+            protocol::json_members(fields)
+                .string("reason", "a tool's process: " + *why)
+                .number("pid", static_cast<std::uint64_t>(peer->pid))
+                .number("uid", peer->uid);
             registry_.audit_trail().event("connection_rejected", fields);
             close_when_on_file(std::move(sock));
             return;
@@ -477,9 +416,12 @@ class server {
             std::error_code ignored;
             sock.non_blocking(true, ignored);
             sock.write_some(asio::buffer(frame), ignored); // best effort, never blocks
-            std::string fields =
-                fmt::format(R"x("reason":"over limits.max_connections ({})","pid":{},"uid":{})x",
-                            cfg_.limits.max_connections, peer->pid, peer->uid);
+            std::string fields;
+            protocol::json_members(fields)
+                .string("reason", fmt::format("over limits.max_connections ({})",
+                                              cfg_.limits.max_connections))
+                .number("pid", static_cast<std::uint64_t>(peer->pid))
+                .number("uid", peer->uid);
             registry_.audit_trail().event("connection_rejected", fields);
             close_when_on_file(std::move(sock));
             return;
@@ -610,7 +552,9 @@ class server {
         close_timer_.cancel();
         grace_timer_.cancel();
         watchdog_timer_.cancel();
-        registry_.audit_trail().event("daemon_stop", R"("pid":)" + std::to_string(::getpid()));
+        std::string fields;
+        protocol::json_members(fields).number("pid", static_cast<std::uint64_t>(::getpid()));
+        registry_.audit_trail().event("daemon_stop", fields);
         audit_.flush();
         std::error_code ignored;
         if (!instance_record_.empty()) fs::remove(instance_record_, ignored);

@@ -101,6 +101,7 @@ mcp_gateway::offering(std::string_view capability) const {
 }
 
 struct mcp_gateway::list_job {
+    std::string method;
     std::vector<std::string> parts; ///< per source, its items' JSON joined by commas
     std::size_t pending = 0;
     std::function<void(std::string)> done;
@@ -113,85 +114,87 @@ void mcp_gateway::list_all(std::string_view method, std::string_view capability,
     std::erase_if(sources, [&](const auto& src) { return out_of_profile(profile, *src); });
     if (sources.empty()) return done("[]");
     auto job = std::make_shared<list_job>();
+    job->method = std::string(method);
     job->parts.resize(sources.size());
     job->pending = sources.size();
     job->done = std::move(done);
-    const bool prompts = method == "prompts/list";
-    auto finish_one = [this, job, prompts] {
-        if (--job->pending > 0) return;
-        std::string merged = "[";
-        std::set<std::string, std::less<>> names; // prompts: the first in config order stays
-        for (const auto& p : job->parts) {
-            if (p.empty()) continue;
-            if (!prompts) {
-                if (merged.size() > 1) merged += ',';
-                merged += p;
-                continue;
-            }
-            simdjson::dom::array items;
-            if (parser_.parse("[" + p + "]").get_array().get(items) != simdjson::SUCCESS) continue;
-            for (auto item : items) {
-                std::string_view name;
-                if (item["name"].get_string().get(name) != simdjson::SUCCESS) continue;
-                if (!names.emplace(name).second) {
-                    spdlog::warn("prompt '{}' is listed once: another MCP source earlier in the "
-                                 "config offers one of that name (give one of them a `prefix`)",
-                                 name);
-                    continue;
-                }
-                if (merged.size() > 1) merged += ',';
-                merged += simdjson::minify(item);
-            }
-        }
-        job->done(merged + "]");
-    };
     for (std::size_t i = 0; i < sources.size(); ++i) {
-        // One walk per source: the page handler asks for the next page until no cursor.
-        auto walk = std::make_shared<std::function<void(std::string, std::size_t)>>();
         if (method == "resources/templates/list")
             std::erase_if(templates_, [&](const auto& kv) {
                 auto p = kv.second.lock();
                 return !p || p == sources[i];
             });
-        *walk = [this, job, i, src = sources[i], m = std::string(method), walk,
-                 finish_one](std::string cursor, std::size_t page) {
-            std::string params = "{}";
-            if (!cursor.empty()) params = R"({"cursor":)" + json_string(cursor) + "}";
-            src->mcp()->forward(m, std::move(params), [=, this](tools::mcp_answer a) {
-                std::string next;
-                simdjson::dom::element result;
-                simdjson::dom::array items;
-                if (!a.ok || parser_.parse(a.json).get(result) != simdjson::SUCCESS ||
-                    result[items_key(m)].get_array().get(items) != simdjson::SUCCESS) {
-                    spdlog::warn("MCP source '{}': {} failed; its items are left out: {}",
-                                 src->name(), m,
-                                 reg_.redactor().redact_text(a.json.substr(0, 300)));
-                } else {
-                    learn(src, m, items, job->parts[i]);
-                    std::string_view c;
-                    if (result["nextCursor"].get_string().get(c) == simdjson::SUCCESS)
-                        next = std::string(c);
-                }
-                if (job->parts[i].size() > reg_.cfg().limits.max_result_bytes) {
-                    spdlog::warn("MCP source '{}': {} is cut at {} bytes "
-                                 "(limits.max_result_bytes)",
-                                 src->name(), m, reg_.cfg().limits.max_result_bytes);
-                    next.clear();
-                }
-                if (!next.empty() && page + 1 < max_pages) {
-                    (*walk)(std::move(next), page + 1);
-                    return;
-                }
-                *walk = nullptr; // breaks the walk's reference to itself
-                if (m == "resources/templates/list" &&
-                    std::none_of(templates_walked_.begin(), templates_walked_.end(),
-                                 [&](const source_ref& r) { return r.lock() == src; }))
-                    templates_walked_.push_back(src);
-                finish_one();
-            });
-        };
-        (*walk)(std::string(), 0);
+        list_pages(job, i, sources[i], std::string(), 0);
     }
+}
+
+void mcp_gateway::list_pages(const std::shared_ptr<list_job>& job, std::size_t i,
+                             const std::shared_ptr<tools::tool_source>& src, std::string cursor,
+                             std::size_t page) {
+    // One walk per source: each page's answer asks for the next page until no cursor.
+    std::string params = "{}";
+    if (!cursor.empty()) {
+        params = "{";
+        protocol::json_members(params).string("cursor", cursor);
+        params += '}';
+    }
+    src->mcp()->forward(job->method, std::move(params), [=, this](tools::mcp_answer a) {
+        const std::string& m = job->method;
+        std::string next;
+        simdjson::dom::element result;
+        simdjson::dom::array items;
+        if (!a.ok || parser_.parse(a.json).get(result) != simdjson::SUCCESS ||
+            result[items_key(m)].get_array().get(items) != simdjson::SUCCESS) {
+            spdlog::warn("MCP source '{}': {} failed; its items are left out: {}", src->name(), m,
+                         reg_.redactor().redact_text(a.json.substr(0, 300)));
+        } else {
+            learn(src, m, items, job->parts[i]);
+            std::string_view c;
+            if (result["nextCursor"].get_string().get(c) == simdjson::SUCCESS)
+                next = std::string(c);
+        }
+        if (job->parts[i].size() > reg_.cfg().limits.max_result_bytes) {
+            spdlog::warn("MCP source '{}': {} is cut at {} bytes (limits.max_result_bytes)",
+                         src->name(), m, reg_.cfg().limits.max_result_bytes);
+            next.clear();
+        }
+        if (!next.empty() && page + 1 < max_pages)
+            return list_pages(job, i, src, std::move(next), page + 1);
+        if (m == "resources/templates/list" &&
+            std::none_of(templates_walked_.begin(), templates_walked_.end(),
+                         [&](const source_ref& r) { return r.lock() == src; }))
+            templates_walked_.push_back(src);
+        if (--job->pending == 0) job->done(merge_listing(*job));
+    });
+}
+
+std::string mcp_gateway::merge_listing(const list_job& job) {
+    std::string merged = "[";
+    const bool prompts = job.method == "prompts/list";
+    std::set<std::string, std::less<>> names; // prompts: the first in config order stays
+    for (const auto& p : job.parts) {
+        if (p.empty()) continue;
+        if (!prompts) {
+            if (merged.size() > 1) merged += ',';
+            merged += p;
+            continue;
+        }
+        simdjson::dom::array items;
+        if (parser_.parse("[" + p + "]").get_array().get(items) != simdjson::SUCCESS) continue;
+        for (auto item : items) {
+            std::string_view name;
+            if (item["name"].get_string().get(name) != simdjson::SUCCESS) continue;
+            if (!names.emplace(name).second) {
+                spdlog::warn("prompt '{}' is listed once: another MCP source earlier in the "
+                             "config offers one of that name (give one of them a `prefix`)",
+                             name);
+                continue;
+            }
+            if (merged.size() > 1) merged += ',';
+            merged += simdjson::minify(item);
+        }
+    }
+    return merged + "]";
 }
 
 void mcp_gateway::learn(const std::shared_ptr<tools::tool_source>& src, std::string_view method,
@@ -325,9 +328,7 @@ void mcp_gateway::request(requester r, std::string method, std::string params_js
         list_all(method, capability, r.profile.get(),
                  [this, r, method, started, done = std::move(done)](std::string items) {
                      tools::mcp_answer a{true, "{"};
-                     append_json_string(a.json, items_key(method));
-                     a.json += ':';
-                     a.json += items;
+                     protocol::json_members(a.json).raw(items_key(method), items);
                      a.json += '}';
                      audit(r, method, nullptr, {}, "allow", a, started);
                      done(std::move(a));
@@ -485,41 +486,25 @@ void mcp_gateway::forward(const requester& r, const std::shared_ptr<tools::tool_
 void mcp_gateway::audit(const requester& r, std::string_view method, const tools::tool_source* src,
                         std::string_view target, std::string_view decision,
                         const tools::mcp_answer& a, std::chrono::steady_clock::time_point started) {
-    std::string f = R"("sessionId":)";
-    append_json_string(f, r.session_id);
-    f += R"(,"caller":)";
-    append_json_string(f, permissions::to_string(r.who));
-    if (r.profile) { // as on tool_call lines (§23)
-        f += R"(,"client":)";
-        append_json_string(f, r.profile->name());
-    }
-    f += R"(,"method":)";
-    append_json_string(f, method);
-    if (src) {
-        f += R"(,"source":)";
-        append_json_string(f, src->name());
-    }
-    if (!target.empty()) {
-        f += R"(,"target":)";
-        reg_.append_redacted(f, target);
-    }
-    f += R"(,"decision":)";
-    append_json_string(f, decision);
-    f += R"(,"outcome":)";
-    f += a.ok ? R"("ok")" : R"("error")";
+    std::string f;
+    protocol::json_members m(f);
+    m.string("sessionId", r.session_id).string("caller", permissions::to_string(r.who));
+    if (r.profile) m.string("client", r.profile->name()); // as on tool_call lines (§23)
+    m.string("method", method);
+    if (src) m.string("source", src->name());
+    if (!target.empty()) reg_.append_redacted(m.key("target"), target);
+    m.string("decision", decision).string("outcome", a.ok ? "ok" : "error");
     if (!a.ok) {
         simdjson::dom::element e;
         std::string_view message;
         if (parser_.parse(a.json).get(e) == simdjson::SUCCESS &&
-            e["message"].get_string().get(message) == simdjson::SUCCESS) {
-            f += R"(,"error":)";
-            reg_.append_redacted(f, message.substr(0, 1024));
-        }
+            e["message"].get_string().get(message) == simdjson::SUCCESS)
+            reg_.append_redacted(m.key("error"), message.substr(0, 1024));
     }
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                         std::chrono::steady_clock::now() - started)
                         .count();
-    f += fmt::format(R"(,"durationMs":{:.3f})", static_cast<double>(us) / 1000.0);
+    m.key("durationMs") += fmt::format("{:.3f}", static_cast<double>(us) / 1000.0);
     reg_.audit_trail().event("mcp_request", f);
 }
 

@@ -115,6 +115,14 @@ class mcp_gateway final : public registry::source_observer {
     /// Why `src`'s families are out of `profile` (null: in), or nullopt.
     std::optional<std::string> out_of_profile(const permissions::client_profile* profile,
                                               const tools::tool_source& src) const;
+    /// Asks `src` for page `page` of `job`'s list at `cursor`; its answer asks for the next
+    /// page (at most max_pages) and, the last source done, answers the job.
+    void list_pages(const std::shared_ptr<list_job>& job, std::size_t i,
+                    const std::shared_ptr<tools::tool_source>& src, std::string cursor,
+                    std::size_t page);
+    /// The sources' items as one JSON array, in config order; a prompt name listed by an
+    /// earlier source hides a later one's.
+    std::string merge_listing(const list_job& job);
     void learn(const std::shared_ptr<tools::tool_source>& src, std::string_view method,
                simdjson::dom::array items, std::string& merged);
     /// The source first in the config that serves `uri` as learned: by listing it, or by a

@@ -54,7 +54,9 @@ void mcp_gateway::unsubscribe(std::uint64_t token) {
         auto s = subscribed_.find(uri);
         if (s == subscribed_.end() || --s->second.second > 0) continue;
         if (auto src = s->second.first.lock(); src && src->mcp()) {
-            std::string params = R"({"uri":)" + json_string(uri) + "}";
+            std::string params = "{";
+            protocol::json_members(params).string("uri", uri);
+            params += '}';
             src->mcp()->forward("resources/unsubscribe", std::move(params),
                                 [](tools::mcp_answer) {});
         }
@@ -170,7 +172,9 @@ void mcp_gateway::set_level(const requester& r, std::string_view params_json,
     int least = level_index(level);
     for (const auto& [token, s] : subscribers_)
         if (s.broadcast) least = std::min(least, s.level);
-    const std::string forwarded = R"({"level":)" + json_string(log_levels[least]) + "}";
+    std::string forwarded = "{";
+    protocol::json_members(forwarded).string("level", log_levels[least]);
+    forwarded += '}';
     for (const auto& src : offering("logging"))
         src->mcp()->forward("logging/setLevel", forwarded, [](tools::mcp_answer) {});
     tools::mcp_answer ok{true, "{}"};

@@ -161,21 +161,22 @@ class hook_runner {
     }
 
     void append_status(std::string& out) const {
-        out += R"({"name":)";
-        protocol::append_json_string(out, cfg_.name);
-        out += R"(,"kind":"hook","state":")";
-        out += to_string(proc_->state());
-        out += R"(","pid":)";
-        const auto pid = proc_->pid();
-        out += pid ? std::to_string(*pid) : "null";
-        out += R"(,"restarts":)" + std::to_string(proc_->restarts()) + R"(,"lastError":)";
-        if (proc_->last_error().empty())
-            out += "null";
+        out += '{';
+        protocol::json_members m(out);
+        m.string("name", cfg_.name)
+            .string("kind", "hook")
+            .string("state", to_string(proc_->state()));
+        if (const auto pid = proc_->pid())
+            m.number("pid", static_cast<std::uint64_t>(*pid));
         else
-            protocol::append_json_string(out, proc_->last_error());
-        out += R"(,"tools":0,"unanswered":)" + std::to_string(observing_.size());
-        out += R"(,"stderr":)";
-        protocol::append_json_string_array(out, proc_->stderr_tail());
+            m.null("pid");
+        m.number("restarts", proc_->restarts());
+        if (proc_->last_error().empty())
+            m.null("lastError");
+        else
+            m.string("lastError", proc_->last_error());
+        m.number("tools", 0).number("unanswered", observing_.size());
+        protocol::append_json_string_array(m.key("stderr"), proc_->stderr_tail());
         out += '}';
     }
     bool is_server() const { return proc_ != nullptr; }

@@ -7,11 +7,32 @@
 // its ancestors, which /proc/<pid>/stat tells, parent by parent.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <sys/types.h>
 
 namespace meith::platform {
+
+/// Who is on the other end of a Unix socket: SO_PEERCRED on Linux (unix(7)); pid is 0 when
+/// the system does not tell it.
+struct peer_identity {
+    pid_t pid = 0;
+    uid_t uid = 0;
+};
+
+/// The peer of the connected Unix socket `socket`; nullopt when the system cannot tell.
+std::optional<peer_identity> peer_identity_of(int socket);
+
+/// The time a connection is accepted, in the unit the process table gives a process's start
+/// (Linux: clock ticks since boot, proc(5) starttime), for controlling_terminal_problem.
+std::uint64_t accept_time();
+
+/// Why process `pid`, which connected at `accepted_ticks` (accept_time()), cannot be taken for
+/// a person at a terminal: it has no controlling terminal, it is gone, or its pid names a
+/// newer process than the one that connected. nullopt: it has one (PROTOCOL.md §12, an
+/// approver proves itself from a terminal).
+std::optional<std::string> controlling_terminal_problem(pid_t pid, std::uint64_t accepted_ticks);
 
 /// Makes this process a child subreaper (prctl(2) PR_SET_CHILD_SUBREAPER), logging on failure,
 /// and keeps two descriptors in reserve for tool_peer_problem.

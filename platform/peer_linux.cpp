@@ -5,7 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -74,6 +79,47 @@ lineage walk(pid_t pid) {
 }
 
 } // namespace
+
+std::optional<peer_identity> peer_identity_of(int socket) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return std::nullopt;
+    return peer_identity{cred.pid, cred.uid};
+}
+
+std::uint64_t accept_time() {
+    timespec now{};
+    ::clock_gettime(CLOCK_BOOTTIME, &now);
+    const auto hz = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
+    return static_cast<std::uint64_t>(now.tv_sec) * hz +
+           static_cast<std::uint64_t>(now.tv_nsec) * hz / 1'000'000'000;
+}
+
+std::optional<std::string> controlling_terminal_problem(pid_t pid, std::uint64_t accepted_ticks) {
+    if (pid <= 0) return "the peer's process id is unknown";
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string stat = ss.str();
+    // "pid (comm) state ppid pgrp session tty_nr ...": comm may hold spaces and parentheses,
+    // so fields are counted after the last ')'.
+    const auto close = stat.rfind(')');
+    if (!in || close == std::string::npos) return "the peer process is gone";
+    std::istringstream fields(stat.substr(close + 1));
+    std::string field;
+    std::vector<std::string> f; // f[0] = field 3 (state) ... f[19] = field 22 (starttime)
+    while (f.size() < 20 && fields >> field)
+        f.push_back(field);
+    if (f.size() < 20) return "the peer process's status cannot be read";
+    // The pid SO_PEERCRED gave names the process that connected only if that process started
+    // before the connection was accepted (1 s of slack for rounding between the clocks).
+    const auto hz = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
+    if (std::strtoull(f[19].c_str(), nullptr, 10) > accepted_ticks + hz)
+        return "the process that connected is gone (its pid names a newer process)";
+    if (std::strtol(f[4].c_str(), nullptr, 10) == 0)
+        return "the peer process has no controlling terminal";
+    return std::nullopt;
+}
 
 void become_subreaper() {
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)

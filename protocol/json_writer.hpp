@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -45,5 +46,58 @@ bool is_valid_utf8(std::string_view s);
 
 /// The longest prefix of `text` of at most `max` bytes that does not split a UTF-8 character.
 std::string_view cut_utf8(std::string_view text, std::size_t max);
+
+/// The members of a JSON object (`"key":value,...`, no braces) appended to a string: how code
+/// outside the frame encoders writes JSON (audit events' members, hook payloads), so none of
+/// it places keys, commas or quotes by hand. A comma goes before each member unless the string
+/// is empty or ends with '{' or '[' (so the string must not end with a comma). Keys are meith's own
+/// names, written as given (not escaped); string values are escaped (append_json_string). For a
+/// value written another way (redacted, a pre-encoded JSON fragment, a capability list), key()
+/// returns the string to append it to.
+class json_members {
+  public:
+    explicit json_members(std::string& out) : out_(out) {}
+
+    /// Writes `"key":` (with the comma before it when needed); append exactly one value next.
+    std::string& key(std::string_view name) {
+        if (!out_.empty() && out_.back() != '{' && out_.back() != '[') out_.push_back(',');
+        out_.push_back('"');
+        out_.append(name);
+        out_.append("\":");
+        return out_;
+    }
+    json_members& string(std::string_view name, std::string_view value) {
+        append_json_string(key(name), value);
+        return *this;
+    }
+    /// The string, or null when absent.
+    json_members& string_or_null(std::string_view name, std::optional<std::string_view> value) {
+        if (value)
+            append_json_string(key(name), *value);
+        else
+            key(name).append("null");
+        return *this;
+    }
+    json_members& number(std::string_view name, std::uint64_t value) {
+        append_uint(key(name), value);
+        return *this;
+    }
+    json_members& boolean(std::string_view name, bool value) {
+        key(name).append(value ? "true" : "false");
+        return *this;
+    }
+    json_members& null(std::string_view name) {
+        key(name).append("null");
+        return *this;
+    }
+    /// `json` is a complete JSON value already (an object, array, number or literal).
+    json_members& raw(std::string_view name, std::string_view json) {
+        key(name).append(json);
+        return *this;
+    }
+
+  private:
+    std::string& out_;
+};
 
 } // namespace meith::protocol

@@ -133,9 +133,68 @@ void append_reply(std::string& out, std::string_view type,
     out.append("}\n");
 }
 
+void append_approver_hello_result(std::string& out, std::optional<std::string_view> request_id,
+                                  std::string_view session_id, std::uint64_t held) {
+    std::string members;
+    json_members(members).string("sessionId", session_id).number("held", held);
+    append_reply(out, "approver_hello_result", request_id, members);
+}
+
+void append_grant_result(std::string& out, std::string_view type,
+                         std::optional<std::string_view> request_id, std::string_view grant_id) {
+    std::string members;
+    json_members(members).string("grantId", grant_id);
+    append_reply(out, type, request_id, members);
+}
+
+void append_grants_list(std::string& out, std::optional<std::string_view> request_id,
+                        std::string_view grants_json) {
+    std::string members;
+    json_members(members).raw("grants", grants_json);
+    append_reply(out, "grants_list", request_id, members);
+}
+
+void append_tool_accepted(std::string& out, std::optional<std::string_view> request_id,
+                          std::string_view tool_name) {
+    std::string members;
+    json_members(members).string("toolName", tool_name);
+    append_reply(out, "tool_accepted", request_id, members);
+}
+
 void append_policy_decision(std::string& out, std::optional<std::string_view> request_id,
                             std::string_view members_json) {
     append_reply(out, "policy_decision", request_id, members_json);
+}
+
+void append_policy_explanation(std::string& out, const policy_explanation& e) {
+    out.append(R"("toolName":)");
+    append_json_string(out, e.tool_name);
+    out.append(R"(,"caller":)");
+    append_json_string(out, e.caller);
+    if (e.client) {
+        out.append(R"(,"client":)");
+        append_json_string(out, *e.client);
+    }
+    if (e.original_name) {
+        out.append(R"(,"originalName":)");
+        append_json_string(out, *e.original_name);
+    }
+    out.append(e.known ? R"(,"known":true)" : R"(,"known":false)");
+    if (e.hidden) out.append(R"(,"hidden":true)");
+    if (e.quarantined) out.append(R"(,"quarantined":true)");
+    out.append(R"(,"capabilities":)");
+    out.append(e.capabilities_json);
+    out.append(R"(,"decision":)");
+    append_json_string(out, e.decision);
+    out.append(R"(,"reason":)");
+    append_json_string(out, e.reason);
+    if (e.known) out.append(e.grantable ? R"(,"grantable":true)" : R"(,"grantable":false)");
+    out.append(R"(,"filterHooks":[)");
+    for (std::size_t i = 0; i < e.filter_hooks.size(); ++i) {
+        if (i > 0) out.push_back(',');
+        append_json_string(out, e.filter_hooks[i]);
+    }
+    out.push_back(']');
 }
 
 void append_tools_list_head(std::string& out, std::optional<std::string_view> request_id) {

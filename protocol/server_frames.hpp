@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace meith::protocol {
 
@@ -69,9 +70,48 @@ void append_source_restarted(std::string& out, std::optional<std::string_view> r
 void append_reply(std::string& out, std::string_view type,
                   std::optional<std::string_view> request_id, std::string_view members_json);
 
+/// approver_hello_result (docs/protocol.md §14): `"sessionId":…,"held":N` (calls waiting).
+void append_approver_hello_result(std::string& out, std::optional<std::string_view> request_id,
+                                  std::string_view session_id, std::uint64_t held);
+
+/// grant_result and revoke_result (§14): `"grantId":…`. `type` is one of the two.
+void append_grant_result(std::string& out, std::string_view type,
+                         std::optional<std::string_view> request_id, std::string_view grant_id);
+
+/// grants_list (§14): `"grants":` + `grants_json` (a JSON array of grant objects).
+void append_grants_list(std::string& out, std::optional<std::string_view> request_id,
+                        std::string_view grants_json);
+
+/// tool_accepted (§22): `"toolName":…`.
+void append_tool_accepted(std::string& out, std::optional<std::string_view> request_id,
+                          std::string_view tool_name);
+
 /// `{"type":"policy_decision","protocol":1,"requestId"?,` + `members_json` + `}`
 void append_policy_decision(std::string& out, std::optional<std::string_view> request_id,
                             std::string_view members_json);
+
+/// What a call of a tool would meet now (docs/protocol.md §11, check_policy): the members of
+/// a policy_decision reply. Every view must outlive the append.
+struct policy_explanation {
+    std::string_view tool_name;             ///< as the caller named it
+    std::string_view caller;                ///< "agent", "cli", ...
+    std::optional<std::string_view> client; ///< the client profile's name
+    std::optional<std::string_view>
+        original_name;        ///< the tool's own name, when a profile renames it
+    bool known = false;       ///< false: no such tool (nothing below but the reason)
+    bool hidden = false;      ///< the client profile hides it
+    bool quarantined = false; ///< §22: its definition changed
+    std::string_view capabilities_json = "null"; ///< a JSON array, or null when unknown
+    std::string_view decision;                   ///< allow, deny or ask
+    std::string_view reason;
+    bool grantable = false;                     ///< written only for a known tool
+    std::vector<std::string_view> filter_hooks; ///< the phases whose filter hooks still ask
+};
+
+/// `"toolName":…,"caller":…[,"client"][,"originalName"],"known":…[,"hidden":true]
+/// [,"quarantined":true],"capabilities":…,"decision":…,"reason":…[,"grantable":…],
+/// "filterHooks":[…]` (no braces: append_policy_decision wraps them).
+void append_policy_explanation(std::string& out, const policy_explanation& e);
 
 /// Opening of a tools_list frame up to and including `"tools":[`; the caller appends the
 /// descriptors separated by commas and then the tail.

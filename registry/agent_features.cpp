@@ -71,10 +71,8 @@ void registry::preview_call(const std::shared_ptr<const tool>& t, const std::str
     std::string fallback = t->name + "(";
     fallback += cut_chars(redactor_.summarize_json(args_json), 200);
     fallback += ')';
-    std::string params = R"("tool_name":)";
-    protocol::append_json_string(params, t->remote_name);
-    params += R"(,"arguments":)";
-    params += args_json;
+    std::string params;
+    protocol::json_members(params).string("tool_name", t->remote_name).raw("arguments", args_json);
     t->source->call_optional(
         "format_tool_call_preview", std::move(params),
         [fallback = std::move(fallback), done = std::move(done)](std::optional<std::string> v) {
@@ -103,11 +101,13 @@ namespace {
 /// The tool-host protocol's own result object for `r`: what format_tool_result and
 /// to_display_format get as `result`.
 std::string host_result_object(const protocol::tool_result& r) {
+    std::string out = "{";
+    protocol::json_members m(out);
     if (r.ok)
-        return R"({"success":true,"result":)" +
-               (r.content_json.empty() ? std::string("null") : r.content_json) + "}";
-    std::string out = R"({"success":false,"error":)";
-    protocol::append_json_string(out, r.error ? r.error->message : std::string("the tool failed"));
+        m.boolean("success", true).raw("result", r.content_json.empty() ? "null" : r.content_json);
+    else
+        m.boolean("success", false)
+            .string("error", r.error ? std::string_view(r.error->message) : "the tool failed");
     return out + "}";
 }
 
@@ -160,8 +160,10 @@ std::string text_of(const std::string& model_content) {
 
 /// `meta` with `"display":<display>` added first.
 std::string with_display(const std::string& meta_json, const std::string& display) {
-    if (meta_json.empty() || meta_json == "{}") return R"({"display":)" + display + "}";
-    return R"({"display":)" + display + "," + meta_json.substr(1);
+    std::string out = "{";
+    protocol::json_members(out).raw("display", display);
+    if (meta_json.empty() || meta_json == "{}") return out + "}";
+    return out + "," + meta_json.substr(1);
 }
 
 } // namespace
@@ -175,9 +177,8 @@ void registry::shape_result(const tools::call_ptr& c, protocol::tool_result r) {
     auto source = c->target->source;
     // tool_name (the host's own name for it) lets a host of several plugins pick the one that
     // owns the tool; the tool-host protocol's params are `result` and `state`.
-    std::string params = R"("tool_name":)";
-    protocol::append_json_string(params, c->target->remote_name);
-    params += R"(,"result":)" + raw;
+    std::string params;
+    protocol::json_members(params).string("tool_name", c->target->remote_name).raw("result", raw);
     source->call_optional(
         "format_tool_result", std::move(params),
         [weak = std::weak_ptr<call>(c), source, raw,
@@ -194,11 +195,11 @@ void registry::shape_result(const tools::call_ptr& c, protocol::tool_result r) {
                 c->finalize(std::move(r), tools::call_end::tool);
                 return;
             }
-            std::string params = R"("tool_name":)";
-            protocol::append_json_string(params, c->target->remote_name);
-            params += R"(,"text":)";
-            protocol::append_json_string(params, text_of(model));
-            params += R"(,"result":)" + raw;
+            std::string params;
+            protocol::json_members(params)
+                .string("tool_name", c->target->remote_name)
+                .string("text", text_of(model))
+                .raw("result", raw);
             source->call_optional(
                 "to_display_format", std::move(params),
                 [weak, model, r = std::move(r)](std::optional<std::string> d) mutable {
@@ -208,7 +209,11 @@ void registry::shape_result(const tools::call_ptr& c, protocol::tool_result r) {
                     if (d && *d != "null") {
                         display = *d;
                     } else {
-                        display = R"({"type":"text","content":)" + model + "}";
+                        display = "{";
+                        protocol::json_members(display)
+                            .string("type", "text")
+                            .raw("content", model);
+                        display += '}';
                     }
                     audit::redact_exact_secrets(display);
                     r.meta_json = with_display(r.meta_json, display);

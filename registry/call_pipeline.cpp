@@ -27,23 +27,17 @@ namespace {
 /// request.args, beside the metadata, never merged (§7). One per phase, shared by the observe
 /// and the filter hooks.
 std::string hook_payload(std::string_view phase, const call& c, const tool_result* response) {
-    std::string p = R"({"hook":"tool","phase":)";
-    append_json_string(p, phase);
-    p += R"(,"request":{"name":)";
-    append_json_string(p, c.tool_name);
-    p += R"(,"args":)";
-    p += c.args_json;
-    p += R"(,"call_id":)";
-    append_json_string(p, c.request_id);
-    p += R"(,"session_id":)";
-    append_json_string(p, c.session_id);
-    p += R"(,"caller":)";
-    append_json_string(p, permissions::to_string(c.caller));
+    std::string p = "{";
+    protocol::json_members m(p);
+    m.string("hook", "tool").string("phase", phase);
+    m.key("request").push_back('{');
+    m.string("name", c.tool_name)
+        .raw("args", c.args_json)
+        .string("call_id", c.request_id)
+        .string("session_id", c.session_id)
+        .string("caller", permissions::to_string(c.caller));
     p += '}';
-    if (response) {
-        p += R"(,"response":)";
-        protocol::append_tool_result(p, *response);
-    }
+    if (response) protocol::append_tool_result(m.key("response"), *response);
     p += '}';
     return p;
 }
@@ -398,10 +392,13 @@ void registry::proceed(const tools::call_ptr& c) {
     if (!rates_.empty()) {
         if (auto limited = rates_.take(c->caller, c->session_id, t.name, t.capabilities,
                                        std::chrono::steady_clock::now())) {
-            c->finalize(tool_result::failure(
-                            error_code::rate_limited, std::move(limited->message),
-                            R"({"retryAfterMs":)" + std::to_string(limited->retry_after_ms) +
-                                R"(,"rule":)" + std::to_string(limited->rule + 1) + "}"),
+            std::string details = "{";
+            protocol::json_members(details)
+                .number("retryAfterMs", limited->retry_after_ms)
+                .number("rule", limited->rule + 1);
+            details += '}';
+            c->finalize(tool_result::failure(error_code::rate_limited, std::move(limited->message),
+                                             std::move(details)),
                         tools::call_end::refused);
             return;
         }

@@ -4,6 +4,7 @@
 
 #include "hooks/hooks.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/server_frames.hpp"
 
 #include <asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -175,59 +176,46 @@ void registry::post_held_recheck() {
 
 std::string registry::explain_policy(std::string_view tool_name, permissions::caller who,
                                      const permissions::client_profile* profile) const {
-    std::string m = R"("toolName":)";
-    append_json_string(m, tool_name);
-    m += R"(,"caller":)";
-    append_json_string(m, permissions::to_string(who));
+    protocol::policy_explanation e;
+    e.tool_name = tool_name;
+    e.caller = permissions::to_string(who);
     if (profile) {
-        m += R"(,"client":)";
-        append_json_string(m, profile->name());
+        e.client = profile->name();
         tool_name = profile->real_name(tool_name);
     }
+    std::string m;
     const auto found = tools_.find(tool_name);
     if (!found) {
-        m += R"(,"known":false,"capabilities":null,"decision":"deny","reason":)";
-        append_json_string(m, "no tool named '" + std::string(tool_name) +
-                                  "' (calls resolve UNKNOWN_TOOL)");
-        m += R"(,"filterHooks":[])";
+        const std::string reason =
+            "no tool named '" + std::string(tool_name) + "' (calls resolve UNKNOWN_TOOL)";
+        e.decision = "deny";
+        e.reason = reason;
+        protocol::append_policy_explanation(m, e);
         return m;
     }
     const auto& t = *found;
     // The decision a call would meet now: hidden, quarantined, else the policy's.
     const auto verdict = decide_call(t, who, profile);
+    std::string capabilities;
+    permissions::append_capabilities(capabilities, t.capabilities);
+    e.known = true;
+    e.capabilities_json = capabilities;
+    e.reason = verdict.decision.reason;
     if (verdict.hidden) {
-        m += R"(,"known":true,"hidden":true,"capabilities":)";
-        permissions::append_capabilities(m, t.capabilities);
-        m += R"(,"decision":"deny","reason":)";
-        append_json_string(m, verdict.decision.reason);
-        m += R"(,"grantable":false,"filterHooks":[])";
+        e.hidden = true;
+        e.decision = "deny";
+        protocol::append_policy_explanation(m, e);
         return m;
     }
-    if (profile && profile->shown_name(t.name) != t.name) {
-        m += R"(,"originalName":)";
-        append_json_string(m, t.name);
-    }
+    if (profile && profile->shown_name(t.name) != t.name) e.original_name = t.name;
     const auto& d = verdict.decision;
-    m += R"(,"known":true,)";
-    if (verdict.quarantined) m += R"("quarantined":true,)";
-    m += R"("capabilities":)";
-    permissions::append_capabilities(m, t.capabilities);
-    m += R"(,"decision":)";
-    append_json_string(m, permissions::to_string(d.outcome()));
-    m += R"(,"reason":)";
-    append_json_string(m, d.reason);
-    m += R"(,"grantable":)";
-    m += d.grantable ? "true" : "false";
-    m += R"(,"filterHooks":[)";
-    bool first = true;
+    e.quarantined = verdict.quarantined;
+    e.decision = permissions::to_string(d.outcome());
+    e.grantable = d.grantable;
     if (hooks_)
         for (const char* phase : {"before_execution", "after_execution"})
-            if (hooks_->has_filters(phase, t.name)) {
-                if (!first) m += ',';
-                first = false;
-                append_json_string(m, phase);
-            }
-    m += ']';
+            if (hooks_->has_filters(phase, t.name)) e.filter_hooks.emplace_back(phase);
+    protocol::append_policy_explanation(m, e);
     return m;
 }
 
@@ -275,11 +263,15 @@ std::string registry::sources_json() const {
 void registry::observe_session(std::string_view phase, std::string_view session_id, pid_t pid,
                                uid_t uid) {
     if (!hooks_) return;
-    std::string p = R"({"hook":"session","phase":)";
-    append_json_string(p, phase);
-    p += R"(,"event":{"session_id":)";
-    append_json_string(p, session_id);
-    p += R"(,"pid":)" + std::to_string(pid) + R"(,"uid":)" + std::to_string(uid) + "}}";
+    // The hook's event (docs/protocol.md §7 "hooks").
+    std::string p = "{";
+    protocol::json_members m(p);
+    m.string("hook", "session").string("phase", phase);
+    m.key("event").push_back('{');
+    m.string("session_id", session_id)
+        .number("pid", static_cast<std::uint64_t>(pid))
+        .number("uid", uid);
+    p += "}}";
     hooks_->observe(phase, "", p);
 }
 
@@ -310,14 +302,11 @@ std::optional<std::string> registry::accept_tool(std::string_view name, std::str
     if (!t->quarantined || !pins_.accept(t->source->name(), t->remote_name))
         return "tool '" + std::string(name) + "' is not quarantined: nothing to accept";
     tools_.set_quarantined(name, false);
-    std::string fields = R"("source":)";
-    append_json_string(fields, t->source->name());
-    fields += R"(,"toolName":)";
-    append_redacted(fields, name);
-    fields += R"(,"hash":)";
-    append_json_string(fields, tools::tool_pins::definition_of(*t).hash);
-    fields += R"(,"approverSession":)";
-    append_json_string(fields, by);
+    std::string fields;
+    protocol::json_members m(fields);
+    m.string("source", t->source->name());
+    append_redacted(m.key("toolName"), name);
+    m.string("hash", tools::tool_pins::definition_of(*t).hash).string("approverSession", by);
     audit_.event("tool_definition_accepted", fields);
     spdlog::info("source '{}': tool '{}' accepted by a person; callable again", t->source->name(),
                  name);
@@ -331,33 +320,27 @@ std::optional<std::string> registry::append_held_definition(std::string& out,
     const auto held = t->quarantined ? pins_.held(t->source->name(), t->remote_name) : std::nullopt;
     if (!held) return "tool '" + std::string(name) + "' is not quarantined: nothing to accept";
     const auto append_definition = [&](const tools::tool_pins::definition& d) {
-        out += R"({"hash":)";
-        append_json_string(out, d.hash);
-        out += R"(,"description":)";
-        append_json_string(out, d.description);
-        out += R"(,"inputSchema":)";
-        append_json_string(out, d.input_schema_json);
-        out += R"(,"extra":)";
-        append_json_string(out, d.extra_json);
-        out += R"(,"capabilities":)";
-        out += d.capabilities.empty() ? "[]" : d.capabilities;
-        out += R"(,"acceptedAt":)";
-        if (d.accepted_at.empty())
-            out += "null";
-        else
-            append_json_string(out, d.accepted_at);
+        out += '{';
+        protocol::json_members(out)
+            .string("hash", d.hash)
+            .string("description", d.description)
+            .string("inputSchema", d.input_schema_json)
+            .string("extra", d.extra_json)
+            .raw("capabilities", d.capabilities.empty() ? "[]" : d.capabilities)
+            .string_or_null("acceptedAt", d.accepted_at.empty()
+                                              ? std::nullopt
+                                              : std::optional<std::string_view>(d.accepted_at));
         out += '}';
     };
-    out += R"("toolName":)";
-    append_json_string(out, name);
-    out += R"(,"source":)";
-    append_json_string(out, t->source->name());
-    out += R"(,"pinned":)";
-    if (held->first)
+    protocol::json_members m(out);
+    m.string("toolName", name).string("source", t->source->name());
+    if (held->first) {
+        m.key("pinned");
         append_definition(*held->first);
-    else
-        out += "null";
-    out += R"(,"held":)";
+    } else {
+        m.null("pinned");
+    }
+    m.key("held");
     append_definition(held->second);
     return std::nullopt;
 }

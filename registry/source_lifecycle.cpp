@@ -90,18 +90,15 @@ void registry::check_pins(tools::tool_source& src) {
         const auto v = pins_.check(src.name(), *t, cfg_.tools.quarantine_new);
         if (!v.quarantined) continue;
         tools_.set_quarantined(t->name, true);
-        std::string fields = R"("source":)";
-        append_json_string(fields, src.name());
-        fields += R"(,"toolName":)";
-        append_redacted(fields, t->name);
-        fields += R"(,"oldHash":)";
-        if (v.old_hash.empty())
-            fields += "null";
-        else
-            append_json_string(fields, v.old_hash);
-        fields += R"(,"newHash":)";
-        append_json_string(fields, v.new_hash);
-        fields += v.new_tool ? R"(,"new":true)" : R"(,"new":false)";
+        std::string fields;
+        protocol::json_members m(fields);
+        m.string("source", src.name());
+        append_redacted(m.key("toolName"), t->name);
+        m.string_or_null("oldHash", v.old_hash.empty()
+                                        ? std::nullopt
+                                        : std::optional<std::string_view>(v.old_hash))
+            .string("newHash", v.new_hash)
+            .boolean("new", v.new_tool);
         audit_.event("tool_definition_changed", fields);
         // Approvers (`meith approve`) show the diff and take the person's answer (§22).
         std::string frame;
@@ -128,8 +125,8 @@ void registry::on_settled() {
 void registry::on_lifecycle(tools::tool_source& src, std::string_view event,
                             std::string_view details) {
     tools_.invalidate(); // "available" follows the source's state
-    std::string fields = R"("source":)";
-    append_json_string(fields, src.name());
+    std::string fields;
+    protocol::json_members(fields).string("source", src.name());
     if (!details.empty()) {
         fields += ',';
         fields += details;
@@ -142,14 +139,14 @@ bool registry::restart_source(std::string_view name) {
         if (s->name() == name) {
             s->restart();
             tools_.invalidate();
-            std::string fields = R"("source":)";
-            append_json_string(fields, name);
+            std::string fields;
+            protocol::json_members(fields).string("source", name);
             audit_.event("source_restart_requested", fields);
             return true;
         }
     if (hooks_ && hooks_->restart(name)) {
-        std::string fields = R"("hook":)";
-        append_json_string(fields, name);
+        std::string fields;
+        protocol::json_members(fields).string("hook", name);
         audit_.event("source_restart_requested", fields);
         return true;
     }

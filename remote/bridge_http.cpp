@@ -94,48 +94,8 @@ void bridge::on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
             return retry_later(m, backoff(m->attempt));
         return fail_message(*m, fmt::format("{}: {}", opts_.url, out.error));
     }
-    if (status == 401) {
-        if (creds_ && renewable(*creds_) && !m->reauthorized) {
-            m->reauthorized = true;
-            return refresh([this, m](bool ok) {
-                if (ok) return post(m);
-                fail_message(*m, fmt::format("{} refused the token (HTTP 401) and it could not "
-                                             "be refreshed; run `meith login {}`",
-                                             opts_.url, opts_.source));
-            });
-        }
-        const auto challenge = parse_bearer_challenge(out.head.header("www-authenticate"));
-        const auto error = error_detail(challenge.error); // the server's words
-        const std::string why =
-            creds_ ? fmt::format("{} refused the token (HTTP 401{}{})", opts_.url,
-                                 error.empty() ? "" : ", ", error)
-                   : fmt::format("{} asks for authorization (HTTP 401) and meith holds no login "
-                                 "for it",
-                                 opts_.url);
-        login_required(why, challenge);
-        return fail_message(*m, why + fmt::format("; run `meith login {}`", opts_.source));
-    }
-    if (status == 403) {
-        // A step-up (MCP spec, "Scope challenge handling"; RFC 6750 §3.1): the token is good
-        // but lacks a scope this request needs. Only a person can grant it, with a new login
-        // that asks for it: this request fails saying so, the source keeps running.
-        const auto challenge = parse_bearer_challenge(out.head.header("www-authenticate"));
-        if (challenge.error == "insufficient_scope") {
-            const auto scope = error_detail(challenge.scope);
-            const bool held = creds_ && covers(creds_->scope, challenge.scope);
-            std::string why =
-                held ? fmt::format("{} refuses this request for want of the scope \"{}\" "
-                                   "(HTTP 403 insufficient_scope), although the grant holds it; "
-                                   "another login will not help: the account behind it may "
-                                   "lack the permission (ask the server's administrator)",
-                                   opts_.url, scope)
-                     : fmt::format("{} needs the scope \"{}\" for this request (HTTP 403 "
-                                   "insufficient_scope); run `meith login {}` to grant it",
-                                   opts_.url, scope, opts_.source);
-            step_up_required(why, challenge);
-            return fail_message(*m, why);
-        }
-    }
+    if (status == 401) return on_unauthorized(m, out);
+    if (status == 403 && on_forbidden(*m, out)) return;
     if (status == 404 && !session_id_.empty()) {
         // The server ended the session (MCP transports: start a new one): meithd restarts us,
         // and the restart initializes afresh.
@@ -165,6 +125,52 @@ void bridge::on_posted(std::shared_ptr<outgoing> m, http_outcome out, bool sse,
         return resume(m->id_json, parser->last_event_id(), 0, parser->reconnection_ms());
     if (!m->id_json.empty()) answered_.erase(m->id_json);
     if (m->method == "notifications/initialized" && !stream_) open_stream("");
+}
+
+void bridge::on_unauthorized(const std::shared_ptr<outgoing>& m, const http_outcome& out) {
+    if (creds_ && renewable(*creds_) && !m->reauthorized) {
+        m->reauthorized = true;
+        return refresh([this, m](bool ok) {
+            if (ok) return post(m);
+            fail_message(*m, fmt::format("{} refused the token (HTTP 401) and it could not "
+                                         "be refreshed; run `meith login {}`",
+                                         opts_.url, opts_.source));
+        });
+    }
+    const auto challenge = parse_bearer_challenge(out.head.header("www-authenticate"));
+    const auto error = error_detail(challenge.error); // the server's words
+    const std::string why =
+        creds_ ? fmt::format("{} refused the token (HTTP 401{}{})", opts_.url,
+                             error.empty() ? "" : ", ", error)
+               : fmt::format("{} asks for authorization (HTTP 401) and meith holds no login "
+                             "for it",
+                             opts_.url);
+    login_required(why, challenge);
+    return fail_message(*m, why + fmt::format("; run `meith login {}`", opts_.source));
+}
+
+bool bridge::on_forbidden(const outgoing& m, const http_outcome& out) {
+    // A step-up (MCP spec, "Scope challenge handling"; RFC 6750 §3.1): the token is good
+    // but lacks a scope this request needs. Only a person can grant it, with a new login
+    // that asks for it: this request fails saying so, the source keeps running.
+    const auto challenge = parse_bearer_challenge(out.head.header("www-authenticate"));
+    if (challenge.error == "insufficient_scope") {
+        const auto scope = error_detail(challenge.scope);
+        const bool held = creds_ && covers(creds_->scope, challenge.scope);
+        std::string why =
+            held ? fmt::format("{} refuses this request for want of the scope \"{}\" "
+                               "(HTTP 403 insufficient_scope), although the grant holds it; "
+                               "another login will not help: the account behind it may "
+                               "lack the permission (ask the server's administrator)",
+                               opts_.url, scope)
+                 : fmt::format("{} needs the scope \"{}\" for this request (HTTP 403 "
+                               "insufficient_scope); run `meith login {}` to grant it",
+                               opts_.url, scope, opts_.source);
+        step_up_required(why, challenge);
+        fail_message(m, why);
+        return true;
+    }
+    return false;
 }
 
 void bridge::retry_later(std::shared_ptr<outgoing> m, std::chrono::milliseconds delay) {

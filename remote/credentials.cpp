@@ -81,12 +81,11 @@ std::optional<credentials> credentials_from_json(std::string_view json, std::str
 }
 
 void append_json(std::string& out, const bearer_challenge& c) {
-    out += R"({"error":)";
-    append_json_string(out, c.error);
-    out += R"(,"scope":)";
-    append_json_string(out, c.scope);
-    out += R"(,"resourceMetadata":)";
-    append_json_string(out, c.resource_metadata);
+    out += '{';
+    protocol::json_members(out)
+        .string("error", c.error)
+        .string("scope", c.scope)
+        .string("resourceMetadata", c.resource_metadata);
     out += '}';
 }
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <ctime>
 #include <memory>
 #include <openssl/evp.h>
@@ -326,6 +327,46 @@ void legacy_discovery(http_client& http, const std::string& mcp_url,
                });
 }
 
+/// RFC 9728 protected-resource metadata in `body`: its first authorization server (RFC 8414
+/// metadata fetched next) and the resource, which must be `mcp_url`'s (§3.3).
+void read_resource_metadata(http_client& http, std::shared_ptr<server_auth> auth,
+                            const std::string& mcp_url, const std::string& body, auth_done done) {
+    simdjson::dom::parser p;
+    simdjson::dom::object o;
+    parse_object(p, body, o);
+    simdjson::dom::array servers;
+    std::string_view first;
+    if (o["authorization_servers"].get_array().get(servers) != simdjson::SUCCESS ||
+        servers.size() == 0 || servers.at(0).get_string().get(first) != simdjson::SUCCESS)
+        return done(std::nullopt, "the protected-resource metadata names no authorization_servers");
+    if (auto r = string_member(o, "resource"); !r.empty()) {
+        // A token is asked for this resource and sent to this server: metadata that
+        // names another one would have the user log in for it (RFC 9728 §3.3, §7.3).
+        if (!resource_allowed(mcp_url, r))
+            return done(std::nullopt,
+                        fmt::format("the server's protected-resource metadata names "
+                                    "the resource {}, which is not {} (RFC 9728 §3.3): "
+                                    "meith asks for no token for another resource; the "
+                                    "server is misconfigured, or is not the one you "
+                                    "meant",
+                                    protocol::cut_utf8(r, 200), mcp_url));
+        auth->resource = r;
+    }
+    if (auth->scope.empty())
+        for (const auto& v : string_list(o, "scopes_supported"))
+            auth->scope += (auth->scope.empty() ? "" : " ") + v;
+    auth->issuer = std::string(first);
+    auto as_urls = std::make_shared<std::vector<std::string>>(
+        authorization_server_metadata_urls(auth->issuer));
+    first_json(
+        http, as_urls, 0, "", [auth, done = std::move(done)](std::string body, std::string why) {
+            if (body.empty())
+                return done(std::nullopt, "no authorization-server metadata (RFC 8414): " + why);
+            if (!read_as_metadata(body, *auth, why)) return done(std::nullopt, why);
+            done(*auth, "");
+        });
+}
+
 } // namespace
 
 void discover_authorization(http_client& http, const std::string& mcp_url,
@@ -368,59 +409,22 @@ void discover_authorization(http_client& http, const std::string& mcp_url,
             challenge.resource_metadata.empty()
                 ? protected_resource_metadata_urls(mcp_url)
                 : std::vector<std::string>{challenge.resource_metadata});
-        first_json(
-            http, prm_urls, 0, "",
-            [&http, auth, mcp_url, challenged, status,
-             done = std::move(done)](std::string body, std::string why) mutable {
-                if (body.empty()) {
-                    if (challenged) return legacy_discovery(http, mcp_url, auth, std::move(done));
-                    return done(std::nullopt,
-                                fmt::format("{} answered HTTP {} without a token and publishes no "
-                                            "protected-resource metadata (RFC 9728; {}): it asks "
-                                            "for no OAuth login (static `headers` may be what it "
-                                            "wants)",
-                                            mcp_url, status, why));
-                }
-                simdjson::dom::parser p;
-                simdjson::dom::object o;
-                parse_object(p, body, o);
-                simdjson::dom::array servers;
-                std::string_view first;
-                if (o["authorization_servers"].get_array().get(servers) != simdjson::SUCCESS ||
-                    servers.size() == 0 ||
-                    servers.at(0).get_string().get(first) != simdjson::SUCCESS)
-                    return done(std::nullopt,
-                                "the protected-resource metadata names no authorization_servers");
-                if (auto r = string_member(o, "resource"); !r.empty()) {
-                    // A token is asked for this resource and sent to this server: metadata that
-                    // names another one would have the user log in for it (RFC 9728 §3.3, §7.3).
-                    if (!resource_allowed(mcp_url, r))
-                        return done(std::nullopt,
-                                    fmt::format("the server's protected-resource metadata names "
-                                                "the resource {}, which is not {} (RFC 9728 §3.3): "
-                                                "meith asks for no token for another resource; the "
-                                                "server is misconfigured, or is not the one you "
-                                                "meant",
-                                                protocol::cut_utf8(r, 200), mcp_url));
-                    auth->resource = r;
-                }
-                if (auth->scope.empty())
-                    for (const auto& v : string_list(o, "scopes_supported"))
-                        auth->scope += (auth->scope.empty() ? "" : " ") + v;
-                auth->issuer = std::string(first);
-                auto as_urls = std::make_shared<std::vector<std::string>>(
-                    authorization_server_metadata_urls(auth->issuer));
-                first_json(http, as_urls, 0, "",
-                           [auth, done = std::move(done)](std::string body, std::string why) {
-                               if (body.empty())
-                                   return done(std::nullopt,
-                                               "no authorization-server metadata (RFC 8414): " +
-                                                   why);
-                               if (!read_as_metadata(body, *auth, why))
-                                   return done(std::nullopt, why);
-                               done(*auth, "");
-                           });
-            });
+        first_json(http, prm_urls, 0, "",
+                   [&http, auth, mcp_url, challenged, status,
+                    done = std::move(done)](std::string body, std::string why) mutable {
+                       if (body.empty()) {
+                           if (challenged)
+                               return legacy_discovery(http, mcp_url, auth, std::move(done));
+                           return done(
+                               std::nullopt,
+                               fmt::format("{} answered HTTP {} without a token and publishes no "
+                                           "protected-resource metadata (RFC 9728; {}): it asks "
+                                           "for no OAuth login (static `headers` may be what it "
+                                           "wants)",
+                                           mcp_url, status, why));
+                       }
+                       read_resource_metadata(http, auth, mcp_url, body, std::move(done));
+                   });
     };
     http.start(std::move(probe), std::move(h));
 }
@@ -431,14 +435,16 @@ void register_client(http_client& http, const server_auth& as, const std::string
     req.method = "POST";
     req.url = as.registration_endpoint;
     req.headers = {json_accept, "Content-Type: application/json"};
-    req.body = R"({"client_name":"meith","redirect_uris":[)";
-    append_json_string(req.body, redirect_uri);
-    req.body +=
-        R"(],"grant_types":["authorization_code","refresh_token"],"response_types":["code"],"token_endpoint_auth_method":"none")";
-    if (!as.scope.empty()) {
-        req.body += R"(,"scope":)";
-        append_json_string(req.body, as.scope);
-    }
+    // RFC 7591 §2: a public client (no secret) of the authorization code grant.
+    req.body = "{";
+    protocol::json_members m(req.body);
+    m.string("client_name", "meith");
+    protocol::append_json_string_array(m.key("redirect_uris"), std::array{redirect_uri});
+    protocol::append_json_string_array(m.key("grant_types"),
+                                       std::array{"authorization_code", "refresh_token"});
+    protocol::append_json_string_array(m.key("response_types"), std::array{"code"});
+    m.string("token_endpoint_auth_method", "none");
+    if (!as.scope.empty()) m.string("scope", as.scope);
     req.body += '}';
     req.timeout = std::chrono::milliseconds(30000);
     req.max_body_bytes = 1u << 20;

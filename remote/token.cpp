@@ -162,60 +162,45 @@ void token_request(http_client& http, credentials c,
         std::move(headers));
 }
 
-} // namespace
-
-std::string make_client_assertion(const std::string& client_id, const std::string& audience,
-                                  const std::string& pem, std::string& why) {
-    std::unique_ptr<BIO, void (*)(BIO*)> bio(
-        BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free_all);
-    std::unique_ptr<EVP_PKEY, void (*)(EVP_PKEY*)> key(
-        bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr,
-        EVP_PKEY_free);
-    if (!key) {
-        why = "the client's private_key is not a PEM private key (an EC P-256/P-384 or RSA key, "
-              "unencrypted)";
-        return {};
-    }
-    std::string alg;
+/// The JWS algorithm for a client's key (RFC 7518 §3): RS256, ES256 or ES384; `name` empty
+/// for another key.
+struct jws_algorithm {
+    std::string name;
     const EVP_MD* md = EVP_sha256();
-    std::size_t ec_half = 0; // bytes of r and of s in a JOSE ECDSA signature (RFC 7518 §3.4)
-    switch (EVP_PKEY_get_base_id(key.get())) {
+    std::size_t ec_half = 0; ///< bytes of r and of s in a JOSE ECDSA signature (RFC 7518 §3.4)
+};
+
+jws_algorithm jws_algorithm_of(EVP_PKEY* key) {
+    jws_algorithm a;
+    switch (EVP_PKEY_get_base_id(key)) {
     case EVP_PKEY_RSA:
-        alg = "RS256";
+        a.name = "RS256";
         break;
     case EVP_PKEY_EC:
-        if (EVP_PKEY_get_bits(key.get()) == 256) {
-            alg = "ES256";
-            ec_half = 32;
-        } else if (EVP_PKEY_get_bits(key.get()) == 384) {
-            alg = "ES384";
-            md = EVP_sha384();
-            ec_half = 48;
+        if (EVP_PKEY_get_bits(key) == 256) {
+            a.name = "ES256";
+            a.ec_half = 32;
+        } else if (EVP_PKEY_get_bits(key) == 384) {
+            a.name = "ES384";
+            a.md = EVP_sha384();
+            a.ec_half = 48;
         }
         break;
     default:
         break;
     }
-    if (alg.empty()) {
-        why = "the client's private_key is neither an RSA key nor an EC P-256 or P-384 key";
-        return {};
-    }
-    const auto now = unix_now();
-    std::string header = R"({"alg":")" + alg + R"(","typ":"JWT"})";
-    std::string claims = R"({"iss":)";
-    append_json_string(claims, client_id);
-    claims += R"(,"sub":)";
-    append_json_string(claims, client_id);
-    claims += R"(,"aud":)";
-    append_json_string(claims, audience);
-    claims += fmt::format(R"(,"iat":{},"exp":{},"jti":")", now, now + 300) + random_token() + "\"}";
-    auto b64 = [](const std::string& t) {
-        return base64url(reinterpret_cast<const unsigned char*>(t.data()), t.size());
-    };
-    const std::string input = b64(header) + "." + b64(claims);
+    return a;
+}
+
+/// `input` signed with `key`, base64url-encoded as a JWS signature (an ECDSA one as R || S);
+/// empty with `why` set when the key cannot sign.
+std::string jws_signature(EVP_PKEY* key, const jws_algorithm& alg, const std::string& input,
+                          std::string& why) {
+    const EVP_MD* md = alg.md;
+    const std::size_t ec_half = alg.ec_half;
     std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
     std::size_t n = 0;
-    if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, md, nullptr, key.get()) != 1 ||
+    if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, md, nullptr, key) != 1 ||
         EVP_DigestSign(ctx.get(), nullptr, &n, reinterpret_cast<const unsigned char*>(input.data()),
                        input.size()) != 1) {
         why = "the client's private_key cannot sign";
@@ -245,7 +230,49 @@ std::string make_client_assertion(const std::string& client_id, const std::strin
         }
         sig = std::move(raw);
     }
-    return input + "." + base64url(sig.data(), sig.size());
+    return base64url(sig.data(), sig.size());
+}
+
+} // namespace
+
+std::string make_client_assertion(const std::string& client_id, const std::string& audience,
+                                  const std::string& pem, std::string& why) {
+    std::unique_ptr<BIO, void (*)(BIO*)> bio(
+        BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free_all);
+    std::unique_ptr<EVP_PKEY, void (*)(EVP_PKEY*)> key(
+        bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr,
+        EVP_PKEY_free);
+    if (!key) {
+        why = "the client's private_key is not a PEM private key (an EC P-256/P-384 or RSA key, "
+              "unencrypted)";
+        return {};
+    }
+    const jws_algorithm alg = jws_algorithm_of(key.get());
+    if (alg.name.empty()) {
+        why = "the client's private_key is neither an RSA key nor an EC P-256 or P-384 key";
+        return {};
+    }
+    const auto now = unix_now();
+    // RFC 7523 §3: the client's own assertion, valid for five minutes.
+    std::string header = "{";
+    protocol::json_members(header).string("alg", alg.name).string("typ", "JWT");
+    header += '}';
+    std::string claims = "{";
+    protocol::json_members(claims)
+        .string("iss", client_id)
+        .string("sub", client_id)
+        .string("aud", audience)
+        .number("iat", static_cast<std::uint64_t>(now))
+        .number("exp", static_cast<std::uint64_t>(now + 300))
+        .string("jti", random_token());
+    claims += '}';
+    auto b64 = [](const std::string& t) {
+        return base64url(reinterpret_cast<const unsigned char*>(t.data()), t.size());
+    };
+    const std::string input = b64(header) + "." + b64(claims);
+    const std::string sig = jws_signature(key.get(), alg, input, why);
+    if (sig.empty()) return {};
+    return input + "." + sig;
 }
 
 void exchange_code(http_client& http, credentials base, const std::string& code,

@@ -30,7 +30,6 @@ namespace meith::sandbox {
 namespace fs = std::filesystem;
 using permissions::capability;
 using permissions::capability_set;
-using protocol::append_json_string;
 
 namespace {
 
@@ -275,38 +274,15 @@ void warn_withheld(const std::string& name, const std::vector<std::string>& with
 /// The plan's members of list_sources' "sandbox" object: fs, net, exec, ns, home, and the
 /// writable folders left out because they hold meithd's home (`withheld`, shown when
 /// non-empty).
-void append_plan_status(std::string& m, const sandbox::plan& plan,
+void append_plan_status(std::string& out, const sandbox::plan& plan,
                         const std::vector<std::string>& withheld) {
-    m += R"(,"fs":)";
-    append_json_string(m, plan.fs);
-    m += R"(,"net":)";
-    append_json_string(m, plan.net);
-    m += R"(,"exec":)";
-    append_json_string(m, plan.exec);
-    m += R"(,"ns":)";
-    append_json_string(m, plan.ns);
-    m += R"(,"home":)";
-    append_json_string(m, plan.home);
-    m += R"(,"unix":)";
-    append_json_string(m, plan.unix);
-    m += R"(,"limits":)";
-    append_json_string(m, plan.limits);
-    if (!plan.read_only.empty()) {
-        m += R"(,"protected":[)";
-        for (std::size_t i = 0; i < plan.read_only.size(); ++i) {
-            if (i) m += ',';
-            append_json_string(m, plan.read_only[i]);
-        }
-        m += ']';
-    }
-    if (!withheld.empty()) {
-        m += R"(,"writeWithheld":[)";
-        for (std::size_t i = 0; i < withheld.size(); ++i) {
-            if (i) m += ',';
-            append_json_string(m, withheld[i]);
-        }
-        m += ']';
-    }
+    protocol::json_members m(out);
+    m.string("fs", plan.fs).string("net", plan.net).string("exec", plan.exec);
+    m.string("ns", plan.ns).string("home", plan.home).string("unix", plan.unix);
+    m.string("limits", plan.limits);
+    if (!plan.read_only.empty())
+        protocol::append_json_string_array(m.key("protected"), plan.read_only);
+    if (!withheld.empty()) protocol::append_json_string_array(m.key("writeWithheld"), withheld);
 }
 
 /// Where the confined program may be: its cwd, its host's root, its temporary folder and the
@@ -391,6 +367,9 @@ std::shared_ptr<egress::proxy_options> egress_options(const config::network_conf
 
 } // namespace
 
+// Stays whole (~85 lines): the order of its checks is the rule (off, unknown capabilities, a
+// cwd inside meithd's home, the program, the plan), each one ending the confinement with the
+// status members it leaves; a cut would pass `c` and both closures to every piece.
 confinement confine(const std::string& name, config::sandbox_mode mode,
                     const config::sandbox_paths_config& paths, capability_set capabilities,
                     const std::vector<std::string>& argv, const fs::path& cwd,
@@ -399,17 +378,14 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     log_kernel_once(kernel);
     confinement c;
     c.capabilities = capabilities;
-    std::string& m = c.status_members;
-    m = R"("mode":)";
-    m += mode == config::sandbox_mode::off       ? R"("off")"
-         : mode == config::sandbox_mode::require ? R"("require")"
-                                                 : R"("enforce")";
-    m += R"(,"capabilities":)";
-    permissions::append_capabilities(m, capabilities);
+    protocol::json_members status(c.status_members);
+    status.string("mode", mode == config::sandbox_mode::off       ? "off"
+                          : mode == config::sandbox_mode::require ? "require"
+                                                                  : "enforce");
+    permissions::append_capabilities(status.key("capabilities"), capabilities);
     const auto unconfined = [&](std::string_view why) {
-        m += R"(,"fs":"none","net":"none","exec":"none","ns":"none","home":"readable",)"
-             R"("unconfined":)";
-        append_json_string(m, why);
+        status.string("fs", "none").string("net", "none").string("exec", "none");
+        status.string("ns", "none").string("home", "readable").string("unconfined", why);
     };
     const bool egress_proxy =
         paths.network.has_value() && (capabilities & bit(capability::accesses_network)) != 0;
@@ -472,7 +448,7 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     if ((capabilities & (bit(capability::writes_files) | bit(capability::destructive))) != 0)
         c.withheld = withheld;
     warn_withheld(name, c.withheld);
-    append_plan_status(m, *c.plan, c.withheld);
+    append_plan_status(c.status_members, *c.plan, c.withheld);
     if (!c.plan->complete && mode == config::sandbox_mode::require)
         c.refusal = "sandbox = \"require\", but this kernel offers " + sandbox::describe(kernel);
     return c;

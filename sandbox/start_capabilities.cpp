@@ -70,16 +70,15 @@ memory read_memory() {
 
 void write_memory(const memory& m) {
     const fs::path file = memory_file();
-    std::string out = R"({"sources":{)";
+    std::string out = "{";
+    protocol::json_members(out).key("sources").push_back('{');
     bool first = true;
     for (const auto& [name, entry] : m) {
         if (!first) out.push_back(',');
         first = false;
-        protocol::append_json_string(out, name);
-        out += R"(:{"key":)";
-        protocol::append_json_string(out, entry.first);
-        out += R"(,"capabilities":)";
-        out += std::to_string(entry.second);
+        protocol::append_json_string(out, name); // a source's name: a key of its own, escaped
+        out += ":{";
+        protocol::json_members(out).string("key", entry.first).number("capabilities", entry.second);
         out.push_back('}');
     }
     out += "}}\n";

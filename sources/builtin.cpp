@@ -1,5 +1,7 @@
 #include "sources/factory.hpp"
 
+#include "protocol/json_writer.hpp"
+
 namespace meith::sources {
 
 namespace {
@@ -42,9 +44,17 @@ class builtin_source final : public tools::tool_source {
     }
 
     std::string status_json() const override {
-        return std::string(R"({"name":"builtin","kind":"builtin","state":")") +
-               std::string(to_string(state_)) +
-               R"(","pid":null,"restarts":0,"lastError":null,"tools":1})";
+        std::string out = "{";
+        protocol::json_members(out)
+            .string("name", "builtin")
+            .string("kind", "builtin")
+            .string("state", to_string(state_))
+            .null("pid")
+            .number("restarts", 0)
+            .null("lastError")
+            .number("tools", 1);
+        out += '}';
+        return out;
     }
 
   private:

@@ -10,7 +10,6 @@
 
 namespace meith::sources {
 
-using protocol::append_json_string;
 using protocol::error_code;
 using protocol::tool_result;
 
@@ -131,28 +130,23 @@ void child_source::stop(std::chrono::milliseconds kill_grace, std::function<void
 }
 
 std::string child_source::status_json() const {
-    std::string out = R"({"name":)";
-    append_json_string(out, cfg_.name);
-    out += R"(,"kind":")";
-    out += kind_;
-    out += R"(","state":")";
-    out += to_string(state());
-    out += R"(","pid":)";
-    const auto pid = proc_.pid();
-    out += pid ? std::to_string(*pid) : "null";
-    out += R"(,"restarts":)";
-    out += std::to_string(proc_.restarts());
-    out += R"(,"lastError":)";
-    if (proc_.last_error().empty())
-        out += "null";
+    std::string out = "{";
+    protocol::json_members m(out);
+    m.string("name", cfg_.name).string("kind", kind_).string("state", to_string(state()));
+    if (const auto pid = proc_.pid())
+        m.number("pid", static_cast<std::uint64_t>(*pid));
     else
-        append_json_string(out, proc_.last_error());
-    out += R"(,"tools":)";
-    out += std::to_string(tool_count());
-    out += R"(,"sandbox":{)";
+        m.null("pid");
+    m.number("restarts", proc_.restarts());
+    if (proc_.last_error().empty())
+        m.null("lastError");
+    else
+        m.string("lastError", proc_.last_error());
+    m.number("tools", tool_count());
+    m.key("sandbox").push_back('{');
     out += conf_.status_members;
-    out += R"(},"stderr":)";
-    protocol::append_json_string_array(out, proc_.stderr_tail());
+    out += '}';
+    protocol::append_json_string_array(m.key("stderr"), proc_.stderr_tail());
     append_status(out);
     out += '}';
     return out;

@@ -12,8 +12,6 @@ namespace meith::sources {
 
 namespace {
 
-using protocol::append_json_string;
-
 /// Whose a connection is, taken as it is accepted: the call (weakly: a connection may outlive
 /// it) and what its audit line says of it.
 struct connection_owner {
@@ -33,36 +31,19 @@ tools::call_ptr running_owner(const egress::connection_record& r) {
 }
 
 std::string audit_members(const egress::connection_record& r) {
-    std::string m;
-    if (const auto* o = owner_of(r)) {
-        m += R"("tool":)";
-        append_json_string(m, o->tool);
-        m += R"(,"caller":)";
-        append_json_string(m, o->caller);
-        m += R"(,"requestId":)";
-        append_json_string(m, o->request_id);
-        m += ',';
-    }
-    m += R"("protocol":)";
-    append_json_string(m, r.protocol);
-    m += R"(,"host":)";
-    append_json_string(m, audit::default_redactor().redact_text(r.host));
-    m += fmt::format(R"(,"port":{},"decision":"{}")", r.port, r.allowed ? "allow" : "deny");
-    if (!r.address.empty()) {
-        m += R"(,"address":)";
-        append_json_string(m, r.address);
-    }
-    if (!r.rule.empty()) {
-        m += R"(,"rule":)";
-        append_json_string(m, r.rule);
-    }
-    if (!r.reason.empty()) {
-        m += R"(,"reason":)";
-        append_json_string(m, audit::default_redactor().redact_text(r.reason));
-    }
-    m += fmt::format(R"(,"bytesSent":{},"bytesReceived":{},"durationMs":{})", r.bytes_sent,
-                     r.bytes_received, r.duration.count());
-    return m;
+    std::string out;
+    protocol::json_members m(out);
+    if (const auto* o = owner_of(r))
+        m.string("tool", o->tool).string("caller", o->caller).string("requestId", o->request_id);
+    m.string("protocol", r.protocol);
+    m.string("host", audit::default_redactor().redact_text(r.host));
+    m.number("port", r.port).string("decision", r.allowed ? "allow" : "deny");
+    if (!r.address.empty()) m.string("address", r.address);
+    if (!r.rule.empty()) m.string("rule", r.rule);
+    if (!r.reason.empty()) m.string("reason", audit::default_redactor().redact_text(r.reason));
+    m.number("bytesSent", r.bytes_sent).number("bytesReceived", r.bytes_received);
+    m.key("durationMs") += std::to_string(r.duration.count());
+    return out;
 }
 
 std::string violation_event(const egress::connection_record& r, std::string_view source) {

@@ -51,25 +51,33 @@ tool_result read_oneshot_answer(simdjson::dom::element answer) {
         std::string_view message = "the tool needs an external step before it can finish";
         if (v["message"].get_string().get(message) != simdjson::SUCCESS)
             message = "the tool needs an external step before it can finish";
+        std::string details = "{";
+        protocol::json_members(details).raw("pending", simdjson::minify(v));
+        details += '}';
         return tool_result::failure(error_code::tool_failed, std::string(message),
-                                    R"({"pending":)" + simdjson::minify(v) + "}");
+                                    std::move(details));
     }
     return tool_result::failure(error_code::tool_failed,
                                 "the tool's answer has none of result, error, pending");
 }
 
+/// A failed run's details: its wait status, its last stderr lines (redacted) and, when it
+/// printed something that is not an answer, the start of it (`stdout_excerpt`, a JSON string)
+/// and how many bytes it printed.
 std::string stderr_details(int wait_status, const std::vector<std::string>& tail,
-                           std::string_view more_members = {}) {
+                           std::string_view stdout_excerpt = {}, std::size_t stdout_bytes = 0) {
     const auto& redactor = audit::default_redactor();
-    std::string d = R"({"status":)";
-    append_json_string(d, process::describe_wait_status(wait_status));
-    d += R"(,"stderr":[)";
+    std::string d = "{";
+    protocol::json_members m(d);
+    m.string("status", process::describe_wait_status(wait_status));
+    m.key("stderr").push_back('[');
     for (std::size_t i = 0; i < tail.size(); ++i) {
         if (i) d += ',';
         append_json_string(d, redactor.redact_text(tail[i]));
     }
     d += ']';
-    d += more_members;
+    if (!stdout_excerpt.empty())
+        m.raw("stdout", stdout_excerpt).number("stdoutBytes", stdout_bytes);
     d += '}';
     return d;
 }
@@ -162,8 +170,8 @@ class exec_oneshot_source final : public tools::tool_source {
                 fmt::format("exec tool '{}' is not run: {}", cfg_.name, *conf_.refusal)));
             return;
         }
-        std::string input = R"({"args":)";
-        input += c->args_json;
+        std::string input = "{";
+        protocol::json_members(input).raw("args", c->args_json);
         input += "}\n";
         const std::size_t cap = whole_.limits.max_result_bytes + 64 * 1024; // answer envelope
         auto self = std::static_pointer_cast<exec_oneshot_source>(shared_from_this());
@@ -235,19 +243,21 @@ class exec_oneshot_source final : public tools::tool_source {
     }
 
     std::string status_json() const override {
-        std::string out = R"({"name":)";
-        append_json_string(out, cfg_.name);
-        out += R"(,"kind":"exec-oneshot","state":")";
-        out += to_string(state());
-        out += R"(","pid":null,"restarts":0,"lastError":)";
+        std::string out = "{";
+        protocol::json_members m(out);
+        m.string("name", cfg_.name)
+            .string("kind", "exec-oneshot")
+            .string("state", to_string(state()));
+        m.null("pid").number("restarts", 0);
         if (last_error_.empty())
-            out += "null";
+            m.null("lastError");
         else
-            append_json_string(out, last_error_);
-        out += R"(,"tools":1,"sandbox":{)";
+            m.string("lastError", last_error_);
+        m.number("tools", 1);
+        m.key("sandbox").push_back('{');
         out += conf_.status_members;
-        out += R"(},"stderr":)";
-        protocol::append_json_string_array(out, last_stderr_);
+        out += '}';
+        protocol::append_json_string_array(m.key("stderr"), last_stderr_);
         out += '}';
         return out;
     }
@@ -295,9 +305,7 @@ class exec_oneshot_source final : public tools::tool_source {
                 error_code::tool_failed,
                 fmt::format("the tool's answer is not one JSON object; it printed: {} ({} bytes)",
                             excerpt, out.out.size()),
-                stderr_details(out.wait_status, out.stderr_tail,
-                               R"(,"stdout":)" + excerpt + R"(,"stdoutBytes":)" +
-                                   std::to_string(out.out.size())));
+                stderr_details(out.wait_status, out.stderr_tail, excerpt, out.out.size()));
         }
         return read_oneshot_answer(answer);
     }
@@ -339,8 +347,8 @@ class exec_server_source final : public child_source {
     std::size_t tool_count() const override { return 1; }
 
     void send_execute(const tools::call_ptr& c, const tools::tool&) override {
-        std::string params = R"({"args":)";
-        params += c->args_json;
+        std::string params = "{";
+        protocol::json_members(params).raw("args", c->args_json);
         params += '}';
         process::rpc_peer::callbacks cb;
         cb.on_message = [c](simdjson::dom::object msg, bool) { on_reply(c, msg); };

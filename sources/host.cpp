@@ -24,7 +24,6 @@ namespace meith::sources {
 
 namespace {
 
-using protocol::append_json_string;
 using protocol::error_code;
 using protocol::tool_result;
 
@@ -55,7 +54,8 @@ class host_source final : public child_source {
 
     void tags_for_models(std::string models_json,
                          std::function<void(std::vector<std::string>)> done) override {
-        std::string params = R"("config":)" + cfg_.config_json + R"(,"models":)" + models_json;
+        std::string params;
+        protocol::json_members(params).raw("config", cfg_.config_json).raw("models", models_json);
         call_optional(
             "get_tags", std::move(params),
             [this, alive = weak_from_this(), done = std::move(done)](std::optional<std::string> v) {
@@ -92,8 +92,11 @@ class host_source final : public child_source {
         // Optional methods the running host has; null until probed (docs/protocol.md §13).
         methods_.append_status(out);
         // Whether it answered a cancel with ok:true; null until one was sent (§16).
-        out += R"(,"cancel":)";
-        out += !cancel_answered_ ? "null" : *cancel_answered_ ? "true" : "false";
+        protocol::json_members m(out);
+        if (cancel_answered_)
+            m.boolean("cancel", *cancel_answered_);
+        else
+            m.null("cancel");
     }
 
     // ---- requests ---------------------------------------------------------------------------
@@ -120,20 +123,15 @@ class host_source final : public child_source {
     }
 
     void send_execute(const tools::call_ptr& c, const tools::tool& t) override {
-        params_.clear();
-        params_.append(R"({"tool_name":)");
-        append_json_string(params_, t.remote_name);
-        if (t.payload_kind == "text") {
+        params_.assign("{");
+        protocol::json_members m(params_);
+        m.string("tool_name", t.remote_name);
+        if (t.payload_kind == "text")
             // A text-payload tool: the string goes as `payload` (docs/protocol.md §13).
-            params_.append(R"(,"payload":)");
-            params_.append(c->args_json);
-            params_.append(R"(,"payload_kind":"text")");
-        } else {
-            params_.append(R"(,"arguments":)");
-            params_.append(c->args_json);
-        }
-        params_.append(R"(,"state":)");
-        params_.append(state_json_);
+            m.raw("payload", c->args_json).string("payload_kind", "text");
+        else
+            m.raw("arguments", c->args_json);
+        m.raw("state", state_json_);
         params_.push_back('}');
         const auto id = send_request(request_kind::execute, "execute_tool", params_, c);
         // A call that ends without the tool's answer (cancel, timeout, disconnect, shutdown)
@@ -150,10 +148,8 @@ class host_source final : public child_source {
     /// ok:true (it knows the method) or ok:false (MethodNotFound, or it could not), shown in
     /// list_sources as "cancel"; nothing else follows from it.
     void send_cancel(std::uint64_t id, std::string_view reason) {
-        std::string params = R"({"id":")";
-        protocol::append_uint(params, id);
-        params += R"(","reason":)";
-        append_json_string(params, reason);
+        std::string params = "{";
+        protocol::json_members(params).string("id", std::to_string(id)).string("reason", reason);
         params += '}';
         process::rpc_peer::callbacks cb;
         cb.on_message = [this, generation = spawns_](simdjson::dom::object msg, bool final) {
@@ -197,10 +193,13 @@ class host_source final : public child_source {
         switch (kind) {
         case request_kind::config_schema:
             return; // handled above
-        case request_kind::init:
-            send_request(request_kind::schemas, "get_tool_schemas",
-                         R"({"state":)" + state_json_ + "}", nullptr);
+        case request_kind::init: {
+            std::string params = "{";
+            protocol::json_members(params).raw("state", state_json_);
+            params += '}';
+            send_request(request_kind::schemas, "get_tool_schemas", params, nullptr);
             return;
+        }
         case request_kind::schemas:
             on_schemas(has_value ? value : simdjson::dom::element{}, has_value);
             return;
@@ -254,10 +253,8 @@ class host_source final : public child_source {
                          audit::default_redactor().redact_text(stack));
         if (kind == request_kind::execute) {
             if (!c) return;
-            std::string details = R"({"type":)";
-            append_json_string(details, type);
-            details += R"(,"detail":)";
-            append_json_string(details, detail);
+            std::string details = "{";
+            protocol::json_members(details).string("type", type).string("detail", detail);
             details += '}';
             c->resolve(tool_result::failure(error_code::tool_failed,
                                             fmt::format("{}: {}", type, detail), details));
@@ -292,8 +289,8 @@ class host_source final : public child_source {
                 }
             }
         }
-        std::string params = R"({"config":)";
-        params += cfg_.config_json;
+        std::string params = "{";
+        protocol::json_members(params).raw("config", cfg_.config_json);
         params += '}';
         send_request(request_kind::init, "init", params, nullptr);
     }

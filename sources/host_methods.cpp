@@ -50,12 +50,12 @@ void host_methods::reset() {
 }
 
 void host_methods::append_status(std::string& out) const {
-    out += R"(,"methods":)";
+    protocol::json_members m(out);
     if (probes_pending_ > 0 || !probed_) {
-        out += "null";
+        m.null("methods");
         return;
     }
-    out += '[';
+    m.key("methods").push_back('[');
     bool first = true;
     for (std::size_t i = 0; i < optional_methods.size(); ++i) {
         if (methods_[i] != presence::present) continue;
@@ -74,9 +74,7 @@ void host_methods::call(std::string_view method, std::string params_members,
         return;
     }
     std::string params = "{" + params_members;
-    if (!params_members.empty()) params += ',';
-    params += R"("state":)";
-    params += state_json_;
+    protocol::json_members(params).raw("state", state_json_);
     params += '}';
     ask(*i, params, std::move(done));
 }
@@ -145,13 +143,22 @@ void host_methods::probe(const std::string& config_json, std::function<void()> t
     probed_ = true;
     const std::string s = state_json_;
     const std::string result = R"({"success":true,"result":null})";
+    // `{members,"state":s}`, the members written by `fill`.
+    const auto with_state = [&s](auto fill) {
+        std::string o = "{";
+        protocol::json_members m(o);
+        fill(m);
+        m.raw("state", s);
+        o += '}';
+        return o;
+    };
     const std::array<std::string, 7> params = {
-        R"({"tool_name":"","arguments":{},"state":)" + s + "}",
-        R"({"result":)" + result + R"(,"state":)" + s + "}",
-        R"({"text":"","result":)" + result + R"(,"state":)" + s + "}",
+        with_state([](auto& m) { m.string("tool_name", "").raw("arguments", "{}"); }),
+        with_state([&](auto& m) { m.raw("result", result); }),
+        with_state([&](auto& m) { m.string("text", "").raw("result", result); }),
         "{}",
         "{}",
-        R"({"config":)" + config_json + R"(,"models":[],"state":)" + s + "}",
+        with_state([&](auto& m) { m.raw("config", config_json).raw("models", "[]"); }),
         "{}"};
     probes_pending_ = optional_methods.size();
     for (std::size_t i = 0; i < optional_methods.size(); ++i)

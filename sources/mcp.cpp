@@ -12,6 +12,7 @@
 // stdin first and signals only after `tools.kill_grace_ms` (MCP spec 2025-11-25, lifecycle).
 #include "sources/mcp_source.hpp"
 
+#include "protocol/json_writer.hpp"
 #include "sources/factory.hpp"
 
 #include <fmt/format.h>
@@ -59,11 +60,11 @@ void mcp_source::on_spawn() {
 }
 
 void mcp_source::append_status(std::string& out) const {
-    out += R"(,"protocolVersion":)";
+    protocol::json_members m(out);
     if (revision_.empty())
-        out += "null";
+        m.null("protocolVersion");
     else
-        append_json_string(out, revision_);
+        m.string("protocolVersion", revision_);
     if (remote()) append_remote_status(out);
 }
 
@@ -147,8 +148,8 @@ void mcp_source::start_listing() {
 void mcp_source::request_page(std::optional<std::string> cursor) {
     std::string params = "{}";
     if (cursor) {
-        params = R"({"cursor":)";
-        append_json_string(params, *cursor);
+        params = "{";
+        protocol::json_members(params).string("cursor", *cursor);
         params += '}';
     }
     process::rpc_peer::callbacks cb;
@@ -238,8 +239,12 @@ std::string mcp_source::tools_changed_details(const std::set<std::string>& befor
         }
         return out + "]";
     };
-    return fmt::format(R"("tools":{},"added":{},"removed":{})", tool_names_.size(),
-                       list(tool_names_, before), list(before, tool_names_));
+    std::string out;
+    protocol::json_members(out)
+        .number("tools", tool_names_.size())
+        .raw("added", list(tool_names_, before))
+        .raw("removed", list(before, tool_names_));
+    return out;
 }
 
 void mcp_source::became_ready() {
@@ -265,7 +270,12 @@ void mcp_source::send_execute(const tools::call_ptr& c, const tools::tool& t) {
         // A tool that runs only as a task (2025-11-25 basic/utilities/tasks): the call is
         // task-augmented, and its result fetched with tasks/result (docs/protocol.md §17).
         const std::uint64_t ttl = c->timeout_ms != 0 ? c->timeout_ms : 300000;
-        return send_call(c, t.remote_name, fmt::format(R"("task":{{"ttl":{}}})", ttl), 0);
+        std::string members;
+        protocol::json_members m(members);
+        m.key("task").push_back('{');
+        m.number("ttl", ttl);
+        members += '}';
+        return send_call(c, t.remote_name, members, 0);
     }
     send_call(c, t.remote_name, {}, 0);
 }

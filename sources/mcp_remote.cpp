@@ -13,6 +13,7 @@
 
 #include "audit/redactor.hpp"
 #include "config/private_file.hpp"
+#include "protocol/json_writer.hpp"
 #include "remote/credentials.hpp"
 
 #include <fmt/format.h>
@@ -75,7 +76,9 @@ std::optional<std::string> mcp_source::before_start() {
 }
 
 void mcp_source::answer_credentials(const std::string& id_json) {
-    std::string out = R"({"headers":[)";
+    std::string out = "{";
+    protocol::json_members m(out);
+    m.key("headers").push_back('[');
     bool first = true;
     std::vector<std::string> used; // the ${secret:…} values, which the bridge never echoes
     for (const auto& [name, value] : cfg_.headers) {
@@ -92,12 +95,8 @@ void mcp_source::answer_credentials(const std::string& id_json) {
         first = false;
         append_json_string(out, name + ": " + *resolved);
     }
-    out += R"(],"secrets":[)";
-    for (std::size_t i = 0; i < used.size(); ++i) {
-        if (i > 0) out += ',';
-        append_json_string(out, used[i]);
-    }
-    out += R"(],"grant":)";
+    out += ']';
+    protocol::append_json_string_array(m.key("secrets"), used);
     std::string why;
     std::optional<remote::credentials> grant;
     std::optional<secrets::stored_grant> stored;
@@ -114,12 +113,12 @@ void mcp_source::answer_credentials(const std::string& id_json) {
     if (grant) {
         for (const auto& v : remote::secret_values(*grant))
             audit::add_exact_secret(v);
-        out += remote::to_json(*grant);
+        m.raw("grant", remote::to_json(*grant));
     } else {
         if (!why.empty())
             spdlog::warn("{}: no usable OAuth grant: {}; run `meith login {}`", label_, why,
                          cfg_.name);
-        out += "null";
+        m.null("grant");
     }
     out += '}';
     peer_.reply(id_json, out);
@@ -176,18 +175,11 @@ void mcp_source::on_bridge_notification(std::string_view method, simdjson::dom::
 }
 
 void mcp_source::append_remote_status(std::string& out) const {
-    out += R"(,"remote":{"url":)";
-    append_json_string(out, cfg_.url);
-    out += R"(,"allowPrivateNetwork":)";
-    out += cfg_.allow_private_network ? "true" : "false";
-    if (!cfg_.ca_file.empty()) {
-        out += R"(,"caFile":)";
-        append_json_string(out, cfg_.ca_file.string());
-    }
-    if (!cfg_.oauth_client_id.empty()) {
-        out += R"(,"oauthClientId":)";
-        append_json_string(out, cfg_.oauth_client_id);
-    }
+    protocol::json_members m(out);
+    m.key("remote").push_back('{');
+    m.string("url", cfg_.url).boolean("allowPrivateNetwork", cfg_.allow_private_network);
+    if (!cfg_.ca_file.empty()) m.string("caFile", cfg_.ca_file.string());
+    if (!cfg_.oauth_client_id.empty()) m.string("oauthClientId", cfg_.oauth_client_id);
     // The client's secret and key by the name of the secret that holds them, never a value:
     // `meith login` reads the secret store itself.
     for (const auto& [key, value] :
@@ -199,25 +191,18 @@ void mcp_source::append_remote_status(std::string& out) const {
           std::pair{"oauthIdpTokenEndpoint", &cfg_.oauth_idp_token_endpoint},
           std::pair{"oauthIdpClientId", &cfg_.oauth_idp_client_id}}) {
         if (value->empty()) continue;
-        out += fmt::format(R"(,"{}":)", key);
-        append_json_string(out, *value);
+        m.string(key, *value);
     }
-    if (!challenge_.empty()) {
-        out += R"(,"challenge":)";
-        remote::append_json(out, challenge_);
-    }
+    if (!challenge_.empty()) remote::append_json(m.key("challenge"), challenge_);
     // Where the grant is (or would be) kept, meithd's home for `meith login`, and the expiry of
     // the grant last read or refreshed (never a token): when `meith sources` says "logged in".
-    out += R"(,"credentials":)";
-    append_json_string(out, grant_held_ && !grant_where_.empty()
+    m.string("credentials", grant_held_ && !grant_where_.empty()
                                 ? grant_where_
                                 : secrets::grant_store(sandbox::confinement_home(), cfg_.name));
-    out += R"(,"home":)";
-    append_json_string(out, sandbox::confinement_home().string());
-    out += R"(,"loggedIn":)";
-    out += grant_held_ ? "true" : "false";
+    m.string("home", sandbox::confinement_home().string());
+    m.boolean("loggedIn", grant_held_);
     if (grant_held_ && grant_expires_at_ > 0)
-        out += fmt::format(R"(,"expiresAt":{})", grant_expires_at_);
+        m.number("expiresAt", static_cast<std::uint64_t>(grant_expires_at_));
     out += '}';
 }
 

@@ -4,6 +4,7 @@
 // 2026-07-28 listen and input rounds. The class is in sources/mcp_source.hpp.
 #include "sources/mcp_source.hpp"
 
+#include "protocol/json_writer.hpp"
 #include "protocol/server_frames.hpp"
 
 #include <fmt/format.h>
@@ -66,8 +67,8 @@ void mcp_source::follow_task(const tools::call_ptr& c, std::string task_id) {
     const std::uint64_t token = ++next_token_;
     progress_.emplace(token, c);
     tasks_[task_id] = c;
-    std::string params = R"({"taskId":)";
-    append_json_string(params, task_id);
+    std::string params = "{";
+    protocol::json_members(params).string("taskId", task_id);
     params += '}';
     process::rpc_peer::callbacks cb;
     cb.on_message = [this, c, token, task_id](simdjson::dom::object msg, bool) {
@@ -109,23 +110,20 @@ void mcp_source::follow_task(const tools::call_ptr& c, std::string task_id) {
 void mcp_source::relisten() {
     if (listen_id_) {
         peer_.abandon(*listen_id_);
-        peer_.notify("notifications/cancelled",
-                     params_for(R"({"requestId":)" + std::to_string(*listen_id_) + "}"));
+        std::string cancelled = "{";
+        protocol::json_members(cancelled).number("requestId", *listen_id_);
+        cancelled += '}';
+        peer_.notify("notifications/cancelled", params_for(cancelled));
         listen_id_.reset();
     }
-    std::string n = R"({"notifications":{"toolsListChanged":true)";
-    if (server_caps_.prompts) n += R"(,"promptsListChanged":true)";
-    if (server_caps_.resources) n += R"(,"resourcesListChanged":true)";
-    if (!listen_uris_.empty()) {
-        n += R"(,"resourceSubscriptions":[)";
-        bool first = true;
-        for (const auto& uri : listen_uris_) {
-            if (!first) n += ',';
-            first = false;
-            append_json_string(n, uri);
-        }
-        n += ']';
-    }
+    std::string n = "{";
+    protocol::json_members m(n);
+    m.key("notifications").push_back('{');
+    m.boolean("toolsListChanged", true);
+    if (server_caps_.prompts) m.boolean("promptsListChanged", true);
+    if (server_caps_.resources) m.boolean("resourcesListChanged", true);
+    if (!listen_uris_.empty())
+        protocol::append_json_string_array(m.key("resourceSubscriptions"), listen_uris_);
     n += "}}";
     process::rpc_peer::callbacks cb; // answered only when the server ends the listen
     cb.on_message = [](simdjson::dom::object, bool) {};
@@ -181,11 +179,12 @@ void mcp_source::ask_inputs(const tools::call_ptr& c, simdjson::dom::element res
     auto alive = std::weak_ptr<bool>(alive_);
     auto finish = [this, c, remote, round, g, alive] {
         if (!alive.lock() || c->resolved()) return;
-        std::string members = R"("inputResponses":{)" + g->responses + "}";
-        if (!g->state.empty()) {
-            members += R"(,"requestState":)";
-            append_json_string(members, g->state);
-        }
+        std::string members;
+        protocol::json_members m(members);
+        m.key("inputResponses").push_back('{');
+        members += g->responses;
+        members += '}';
+        if (!g->state.empty()) m.string("requestState", g->state);
         send_call(c, remote, members, round + 1);
     };
     if (asks.empty()) return finish();

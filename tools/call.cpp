@@ -10,8 +10,10 @@ using protocol::tool_result;
 
 mcp_answer mcp_error(int code, std::string_view message) {
     mcp_answer a;
-    a.json = R"({"code":)" + std::to_string(code) + R"(,"message":)";
-    protocol::append_json_string(a.json, message);
+    a.json = "{";
+    protocol::json_members m(a.json);
+    m.key("code") += std::to_string(code); // a JSON-RPC error code is negative
+    m.string("message", message);
     a.json += '}';
     return a;
 }

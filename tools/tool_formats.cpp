@@ -6,8 +6,6 @@
 
 namespace meith::tools {
 
-using protocol::append_json_string;
-
 namespace {
 
 constexpr std::string_view empty_object_schema = R"({"type":"object","properties":{}})";
@@ -34,28 +32,19 @@ void append_mcp_extras(std::string& out, const tool& t, bool title) {
     if (parser.parse(doc).get(obj) != simdjson::SUCCESS) return;
     simdjson::dom::element v;
     if (title) {
-        if (obj["title"].get(v) == simdjson::SUCCESS && v.is_string()) {
-            out += R"(,"title":)";
-            out += simdjson::minify(v);
-        }
+        if (obj["title"].get(v) == simdjson::SUCCESS && v.is_string())
+            protocol::json_members(out).raw("title", simdjson::minify(v));
     } else if (obj["outputSchema"].get(v) == simdjson::SUCCESS && v.is_object()) {
-        out += R"(,"outputSchema":)";
-        out += simdjson::minify(v);
+        protocol::json_members(out).raw("outputSchema", simdjson::minify(v));
     }
 }
 
 /// `"name":…,"description":…` and, when `schema_key` is given, `,"<schema_key>":<parameters>`:
 /// the members every format shares.
 void append_common(std::string& out, const tool& t, std::string_view schema_key = {}) {
-    out += R"("name":)";
-    append_json_string(out, t.name);
-    out += R"(,"description":)";
-    append_json_string(out, t.description);
-    if (schema_key.empty()) return;
-    out += ",\"";
-    out += schema_key;
-    out += "\":";
-    out += parameters_of(t);
+    protocol::json_members m(out);
+    m.string("name", t.name).string("description", t.description);
+    if (!schema_key.empty()) m.raw(schema_key, parameters_of(t));
 }
 
 bool has(const tool& t, permissions::capability c) {
@@ -98,24 +87,25 @@ void append_provider_tool(std::string& out, const tool& t, list_format f) {
     case list_format::meith:
         return;
     case list_format::openai:
-        out += R"({"type":"function","function":{)";
+        out += '{';
+        protocol::json_members(out).string("type", "function").key("function").push_back('{');
         append_common(out, t, "parameters");
         out += "}}";
         return;
     case list_format::openai_responses:
+        out += '{';
         if (is_text_payload(t)) {
-            out += R"({"type":"custom",)";
+            protocol::json_members(out).string("type", "custom");
             append_common(out, t);
-            if (!t.payload_format_json.empty()) {
-                out += R"(,"format":)";
-                out += t.payload_format_json;
-            }
+            if (!t.payload_format_json.empty())
+                protocol::json_members(out).raw("format", t.payload_format_json);
             out += '}';
             return;
         }
-        out += R"({"type":"function",)";
+        protocol::json_members(out).string("type", "function");
         append_common(out, t, "parameters");
-        out += R"(,"strict":false})";
+        protocol::json_members(out).boolean("strict", false);
+        out += '}';
         return;
     case list_format::anthropic:
         out += '{';
@@ -124,22 +114,18 @@ void append_provider_tool(std::string& out, const tool& t, list_format f) {
         return;
     case list_format::mcp: {
         using permissions::capability;
-        out += R"({"name":)";
-        append_json_string(out, t.name);
+        out += '{';
+        protocol::json_members m(out);
+        m.string("name", t.name);
         append_mcp_extras(out, t, true);
-        out += R"(,"description":)";
-        append_json_string(out, t.description);
-        out += R"(,"inputSchema":)";
-        out += parameters_of(t);
+        m.string("description", t.description).raw("inputSchema", parameters_of(t));
         // As `meith mcp` derives them (docs/protocol.md §10): from the capabilities.
         const bool read_only =
             t.capabilities == (1u << static_cast<unsigned>(capability::read_only));
-        out += R"(,"annotations":{"readOnlyHint":)";
-        out += read_only ? "true" : "false";
-        out += R"(,"destructiveHint":)";
-        out += has(t, capability::destructive) ? "true" : "false";
-        out += R"(,"openWorldHint":)";
-        out += has(t, capability::accesses_network) ? "true" : "false";
+        m.key("annotations").push_back('{');
+        m.boolean("readOnlyHint", read_only)
+            .boolean("destructiveHint", has(t, capability::destructive))
+            .boolean("openWorldHint", has(t, capability::accesses_network));
         out += '}';
         append_mcp_extras(out, t, false);
         out += '}';

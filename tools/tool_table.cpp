@@ -11,8 +11,6 @@
 
 namespace meith::tools {
 
-using protocol::append_json_string;
-
 namespace {
 tool_table::registration refused(std::string why, bool clash) {
     tool_table::registration r;
@@ -200,56 +198,36 @@ void tool_table::append_descriptor(std::string& out, const tool& tool_ref,
                                    const permissions::client_profile* profile) {
     const tool* t = &tool_ref;
     const config::tool_override_config* ov = profile ? profile->override_of(t->name) : nullptr;
-    out.append(R"({"name":)");
-    append_json_string(out, ov && ov->name ? *ov->name : t->name);
-    if (ov && ov->name) {
-        out.append(R"(,"originalName":)");
-        append_json_string(out, t->name);
-    }
-    out.append(R"(,"description":)");
-    append_json_string(out, ov && ov->description ? *ov->description : t->description);
-    if (!t->input_schema_json.empty()) {
-        out.append(R"(,"inputSchema":)");
-        out.append(t->input_schema_json);
-    }
+    out.push_back('{');
+    protocol::json_members m(out);
+    m.string("name", ov && ov->name ? *ov->name : t->name);
+    if (ov && ov->name) m.string("originalName", t->name);
+    m.string("description", ov && ov->description ? *ov->description : t->description);
+    if (!t->input_schema_json.empty()) m.raw("inputSchema", t->input_schema_json);
     if (!t->extra_descriptor_json.empty()) {
         out.push_back(',');
         out.append(t->extra_descriptor_json);
     }
     if (t->payload_kind == "text") {
-        out.append(R"(,"payloadKind":"text")");
-        if (!t->payload_format_json.empty()) {
-            out.append(R"(,"format":)");
-            out.append(t->payload_format_json);
-        }
+        m.string("payloadKind", "text");
+        if (!t->payload_format_json.empty()) m.raw("format", t->payload_format_json);
     }
-    out.append(R"(,"tags":[)");
-    for (std::size_t i = 0; i < tags.size(); ++i) {
-        if (i) out.push_back(',');
-        append_json_string(out, tags[i]);
-    }
-    out.push_back(']');
-    out.append(R"(,"capabilities":)");
-    permissions::append_capabilities(out, t->capabilities);
-    out.append(R"(,"timeoutMs":)");
+    protocol::append_json_string_array(m.key("tags"), tags);
+    permissions::append_capabilities(m.key("capabilities"), t->capabilities);
     if (t->timeout_ms)
-        protocol::append_uint(out, *t->timeout_ms);
+        m.number("timeoutMs", *t->timeout_ms);
     else
-        out.append("null");
-    out.append(R"(,"source":)");
-    append_json_string(out, t->source->name());
-    out.append(R"(,"sourceKind":")");
-    out.append(t->source->kind());
-    out.push_back('"');
-    out.append(R"(,"available":)");
-    out.append(t->source->state() == source_state::failed ? "false" : "true");
-    out.append(R"(,"permission":")");
+        m.null("timeoutMs");
+    m.string("source", t->source->name()).string("sourceKind", t->source->kind());
+    m.boolean("available", t->source->state() != source_state::failed);
     if (t->quarantined) {
-        out.append(R"(deny","quarantined":true})");
+        m.string("permission", "deny").boolean("quarantined", true);
+        out.push_back('}');
         return;
     }
-    out.append(permissions::to_string(policy.decide(t->name, t->capabilities, who).outcome()));
-    out.append(R"("})");
+    m.string("permission",
+             permissions::to_string(policy.decide(t->name, t->capabilities, who).outcome()));
+    out.push_back('}');
 }
 
 void tool_table::append_provider(std::string& out, const tool& t, list_format format,

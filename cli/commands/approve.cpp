@@ -1,6 +1,7 @@
-// approve: `meith approve`, `meith grant`, `meith grants`, `meith revoke` (PROTOCOL.md §12,
-// docs/protocol.md §14). Each proves itself an approver first: approver_hello with the secret
-// from HOME/approver.secret, from this terminal (meithd checks the process has one).
+// approve: `meith approve` and `meith tools accept` (PROTOCOL.md §12, docs/protocol.md §14;
+// `meith grant`, `grants` and `revoke` are in grants.cpp). Each proves itself an approver first:
+// approver_hello with the secret from HOME/approver.secret, from this terminal (meithd checks the
+// process has one).
 //
 // `meith approve` is line-based, so it works in any terminal and under tmux: each held call is
 // shown with its preview and redacted arguments, then "y" allows it once, "s" for the caller's
@@ -13,6 +14,7 @@
 // A quarantined tool (docs/protocol.md §22: its definition changed, or it is new) waits in the
 // same queue: its diff is shown, "y" accepts it, "n" leaves it quarantined.
 #include "cli/commands.hpp"
+#include "cli/commands/approver.hpp"
 #include "cli/commands/definitions.hpp"
 
 #include "cli/errors.hpp"
@@ -50,8 +52,8 @@ std::string read_secret(const std::filesystem::path& home) {
     return secret;
 }
 
-/// Sends approver_hello; returns the approver_hello_result. Throws cli_error with meithd's
-/// reason when refused.
+} // namespace
+
 json become_approver(session& s) {
     const std::string id = s.ids.next();
     s.conn.send_frame(compact(json{{"type", "approver_hello"},
@@ -61,7 +63,7 @@ json become_approver(session& s) {
     return await_reply(s.conn, id, "approver_hello_result");
 }
 
-std::string text_of(const json& obj, std::string_view key, std::string fallback = "-") {
+std::string text_of(const json& obj, std::string_view key, std::string fallback) {
     const json* v = get_field(obj, key);
     if (v == nullptr || v->is_null()) return fallback;
     if (v->is_string()) return sanitize(v->get<std::string>(), false);
@@ -78,6 +80,17 @@ std::string list_text(const json& obj, std::string_view key) {
     }
     return out;
 }
+
+std::string trim(std::string s) {
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t'))
+        s.pop_back();
+    std::size_t i = 0;
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t'))
+        ++i;
+    return s.substr(i);
+}
+
+namespace {
 
 bool is_egress(const json& req) {
     return get_string(req, "kind").value_or("") == "egress";
@@ -141,15 +154,6 @@ void show_request(const json& req, std::size_t waiting) {
     if (waiting > 0) fmt::print("  ({} more held after this one)\n", waiting);
     fmt::print("Allow? y = once, s = for this session, n = deny, q = quit: ");
     std::fflush(stdout);
-}
-
-std::string trim(std::string s) {
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t'))
-        s.pop_back();
-    std::size_t i = 0;
-    while (i < s.size() && (s[i] == ' ' || s[i] == '\t'))
-        ++i;
-    return s.substr(i);
 }
 
 /// The terminal while `meith approve` runs: single keys (no Enter: ICANON off) for y/s/n/q,
@@ -517,82 +521,6 @@ int run_approve(const options& opts) {
     }
 }
 
-int run_grant(const options& opts) {
-    json caps = json::array();
-    const std::string& list = opts.words.at(1);
-    std::size_t start = 0;
-    while (start <= list.size()) {
-        const std::size_t comma = list.find(',', start);
-        const std::string cap = trim(list.substr(start, comma - start));
-        if (!cap.empty()) caps.push_back(cap);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-    }
-    if (caps.empty()) throw usage_error("grant needs capabilities, e.g. writes-files");
-    json g = {{"capabilities", caps}};
-    if (opts.tool) g["tool"] = *opts.tool;
-    if (opts.caller_given) g["caller"] = opts.caller;
-    if (opts.grant_session) g["sessionId"] = *opts.grant_session;
-    if (opts.uses) g["uses"] = *opts.uses;
-    if (opts.expires) g["expiresInMs"] = static_cast<std::uint64_t>(opts.expires->count()) * 1000;
-
-    options as_cli = opts;
-    as_cli.caller = "cli";
-    session s = open_session(as_cli);
-    become_approver(s);
-    const std::string id = s.ids.next();
-    s.conn.send_frame(
-        compact(json{{"type", "grant"}, {"protocol", 1}, {"requestId", id}, {"grant", g}}));
-    const json reply = await_reply(s.conn, id, "grant_result");
-    if (opts.json) {
-        fmt::print("{}\n", pretty(reply));
-        return exit_ok;
-    }
-    fmt::print("granted {}: {} to {} for {}{}{}{}\n", text_of(reply, "grantId"),
-               list_text(g, "capabilities"), opts.caller_given ? opts.caller : "every caller",
-               opts.tool ? "tools " + sanitize(*opts.tool, false) : "every tool",
-               opts.grant_session ? ", session " + sanitize(*opts.grant_session, false) : "",
-               opts.uses ? fmt::format(", {} use(s)", *opts.uses) : "",
-               opts.expires ? fmt::format(", {} s", opts.expires->count()) : "");
-    return exit_ok;
-}
-
-int run_grants(const options& opts) {
-    options as_cli = opts;
-    as_cli.caller = "cli";
-    session s = open_session(as_cli);
-    bool approver = true;
-    try {
-        become_approver(s);
-    } catch (const cli_error&) {
-        approver = false; // not from a terminal, or no secret: this session's grants only
-    }
-    const std::string id = s.ids.next();
-    s.conn.send_frame(compact(json{{"type", "list_grants"}, {"protocol", 1}, {"requestId", id}}));
-    const json reply = await_reply(s.conn, id, "grants_list");
-    if (opts.json) {
-        fmt::print("{}\n", pretty(reply));
-        return exit_ok;
-    }
-    if (!approver)
-        fmt::print(stderr, "meith: not an approver here (no terminal, or approver.secret "
-                           "unreadable): showing only grants for every session\n");
-    const json* grants = get_field(reply, "grants");
-    if (grants == nullptr || !grants->is_array() || grants->empty()) {
-        fmt::print("no grants\n");
-        return exit_ok;
-    }
-    std::vector<std::vector<std::string>> rows{
-        {"GRANT", "CALLER", "SESSION", "TOOL", "USES", "EXPIRES", "CAPABILITIES"}};
-    for (const json& g : *grants)
-        rows.push_back({text_of(g, "grantId"), text_of(g, "caller", "any"),
-                        text_of(g, "sessionId", "any"), text_of(g, "tool", "*"),
-                        text_of(g, "usesLeft", "∞"), text_of(g, "expiresAt", "never"),
-                        list_text(g, "capabilities")});
-    print_table(rows);
-    return exit_ok;
-}
-
 int run_tools_accept(const options& opts) {
     options as_cli = opts;
     as_cli.caller = "cli";
@@ -624,19 +552,6 @@ int run_tools_accept(const options& opts) {
         {"type", "accept_tool"}, {"protocol", 1}, {"requestId", accept_id}, {"toolName", name}}));
     await_reply(s.conn, accept_id, "tool_accepted");
     fmt::print("accepted: {} is callable again\n", sanitize(name, false));
-    return exit_ok;
-}
-
-int run_revoke(const options& opts) {
-    options as_cli = opts;
-    as_cli.caller = "cli";
-    session s = open_session(as_cli);
-    become_approver(s);
-    const std::string id = s.ids.next();
-    s.conn.send_frame(compact(json{
-        {"type", "revoke"}, {"protocol", 1}, {"requestId", id}, {"grantId", opts.words.at(1)}}));
-    const json reply = await_reply(s.conn, id, "revoke_result", reply_timeout, exit_tool_failed);
-    fmt::print("revoked {}\n", text_of(reply, "grantId"));
     return exit_ok;
 }
 

@@ -260,15 +260,57 @@ int print_result(const json& result, const options& opts) {
 
 } // namespace
 
-int run_call(const options& opts) {
-    const std::string& tool = opts.words.at(1);
-    // Before connecting: bad input is never sent. --text: a text payload (docs/protocol.md §13).
+namespace {
+
+/// The call's arguments as compact JSON, checked before connecting: bad input is never sent.
+/// --text: a text payload (docs/protocol.md §13).
+std::string call_arguments(const options& opts) {
     if (opts.text && opts.words.size() > 2)
         throw usage_error("give the arguments as JSON or as --text, not both");
     if (opts.words.size() > 2 && opts.words[2] == "-" && opts.text && *opts.text == "-")
         throw usage_error("standard input can be read once: not both - and --text -");
-    const std::string args_text =
-        opts.text ? compact(json(read_text_payload(*opts.text))) : compact(parse_arguments(opts));
+    return opts.text ? compact(json(read_text_payload(*opts.text)))
+                     : compact(parse_arguments(opts));
+}
+
+/// Prints a call's tool_result as the options ask; returns the exit status.
+int show_result(const json& result, const options& opts, session& s, const std::string& tool,
+                bool cancelled) {
+    const auto ok_status = [&] {
+        const json* ok = get_field(result, "ok");
+        return ok && ok->is_boolean() && ok->get<bool>() ? exit_ok : exit_tool_failed;
+    };
+    if (opts.display && !opts.json) {
+        // What a UI would render (docs/protocol.md §13): meta.display.
+        const json* meta = get_field(result, "meta");
+        const json* display = meta ? get_field(*meta, "display") : nullptr;
+        if (display != nullptr) fmt::print("{}\n", pretty(*display));
+        return ok_status();
+    }
+    if (opts.model && !opts.json) {
+        // What the model would be given (docs/protocol.md §13): modelContent.
+        const json* model = get_field(result, "modelContent");
+        if (model != nullptr && model->is_string())
+            fmt::print("{}\n", sanitize(model->get<std::string>(), true));
+        else if (model != nullptr)
+            fmt::print("{}\n", pretty(*model));
+        return ok_status();
+    }
+    int status = print_result(result, opts);
+    // Ctrl-C ended it: the shell's convention for a command stopped by SIGINT.
+    if (cancelled) status = exit_interrupted;
+    const json* error = get_field(result, "error");
+    if (!opts.json && error != nullptr && get_string(*error, "code") == "UNKNOWN_TOOL")
+        if (auto hint = suggest_tool(s, tool); !hint.empty())
+            fmt::print(stderr, "meith: no tool '{}'{}\n", sanitize(tool, false), hint);
+    return status;
+}
+
+} // namespace
+
+int run_call(const options& opts) {
+    const std::string& tool = opts.words.at(1);
+    const std::string args_text = call_arguments(opts);
 
     session s = open_session(opts);
     sigint_pipe interrupts;
@@ -313,32 +355,7 @@ int run_call(const options& opts) {
             if (result == nullptr || !result->is_object()) {
                 throw cli_error(exit_error, "protocol error: tool_result without a \"result\"");
             }
-            if (opts.display && !opts.json) {
-                // What a UI would render (docs/protocol.md §13): meta.display.
-                const json* meta = get_field(*result, "meta");
-                const json* display = meta ? get_field(*meta, "display") : nullptr;
-                if (display != nullptr) fmt::print("{}\n", pretty(*display));
-                const json* ok = get_field(*result, "ok");
-                return ok && ok->is_boolean() && ok->get<bool>() ? exit_ok : exit_tool_failed;
-            }
-            if (opts.model && !opts.json) {
-                // What the model would be given (docs/protocol.md §13): modelContent.
-                const json* model = get_field(*result, "modelContent");
-                if (model != nullptr && model->is_string())
-                    fmt::print("{}\n", sanitize(model->get<std::string>(), true));
-                else if (model != nullptr)
-                    fmt::print("{}\n", pretty(*model));
-                const json* ok = get_field(*result, "ok");
-                return ok && ok->is_boolean() && ok->get<bool>() ? exit_ok : exit_tool_failed;
-            }
-            int status = print_result(*result, opts);
-            // Ctrl-C ended it: the shell's convention for a command stopped by SIGINT.
-            if (cancel_sent) status = exit_interrupted;
-            const json* error = get_field(*result, "error");
-            if (!opts.json && error != nullptr && get_string(*error, "code") == "UNKNOWN_TOOL")
-                if (auto hint = suggest_tool(s, tool); !hint.empty())
-                    fmt::print(stderr, "meith: no tool '{}'{}\n", sanitize(tool, false), hint);
-            return status;
+            return show_result(*result, opts, s, tool, cancel_sent);
         }
     }
 }

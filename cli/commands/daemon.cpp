@@ -226,49 +226,32 @@ int search_tools(const options& opts, session& s) {
     return exit_ok;
 }
 
-int run_tools(const options& opts) {
-    session s = open_session(opts);
-    if (opts.search) {
-        if (opts.search->empty())
-            throw usage_error("--search needs WORDS, e.g. --search 'read a file'");
-        if (opts.words.size() > 1 || opts.format || !opts.tags.empty())
-            throw usage_error("--search takes no NAME, --format or --tag");
-        return search_tools(opts, s);
+namespace {
+
+/// `meith tools --format F --tag T`: the listing in a provider's format and/or only what the
+/// tags enable (docs/protocol.md §13). Null when it was printed as meithd sent it (a provider's
+/// format, for handing to its API).
+std::optional<json> list_tools_filtered(const options& opts, session& s) {
+    const std::string id = s.ids.next();
+    json frame{{"type", "list_tools"}, {"protocol", 1}, {"requestId", id}};
+    if (opts.format) frame["format"] = *opts.format;
+    if (!opts.tags.empty()) frame["tags"] = opts.tags;
+    s.conn.send_frame(compact(frame));
+    json reply = await_reply(s.conn, id, "tools_list");
+    const json* listed = get_field(reply, "tools");
+    if (listed == nullptr || !listed->is_array())
+        throw cli_error(exit_error, "protocol error: tools_list without a \"tools\" array");
+    if (opts.format && *opts.format != "meith") {
+        fmt::print("{}\n", pretty(*listed));
+        return std::nullopt;
     }
-    if (opts.words.size() > 1) {
-        if (opts.format || !opts.tags.empty())
-            throw usage_error("describe one tool without --format or --tag");
-        return describe_tool(opts, s, list_tools(s), opts.words[1]);
-    }
-    json tools;
-    std::uint64_t hidden = 0;
-    if (opts.format || !opts.tags.empty()) {
-        // docs/protocol.md §13: a provider's format, and/or only what these tags enable.
-        const std::string id = s.ids.next();
-        json frame{{"type", "list_tools"}, {"protocol", 1}, {"requestId", id}};
-        if (opts.format) frame["format"] = *opts.format;
-        if (!opts.tags.empty()) frame["tags"] = opts.tags;
-        s.conn.send_frame(compact(frame));
-        json reply = await_reply(s.conn, id, "tools_list");
-        const json* listed = get_field(reply, "tools");
-        if (listed == nullptr || !listed->is_array())
-            throw cli_error(exit_error, "protocol error: tools_list without a \"tools\" array");
-        if (opts.format && *opts.format != "meith") {
-            // For handing to the provider's API: the JSON array as meithd sent it.
-            fmt::print("{}\n", pretty(*listed));
-            return exit_ok;
-        }
-        tools = *listed;
-    } else {
-        tools = list_tools(s, &hidden);
-    }
-    if (opts.json) {
-        fmt::print("{}\n", pretty(tools));
-        return exit_ok;
-    }
-    // A source that is down: its tools keep their rows, marked with why (calls to them fail at
-    // once); one that never listed any is named below the table.
-    const json sources = list_sources(s);
+    return *listed;
+}
+
+/// The tools as a table. A source that is down: its tools keep their rows, marked with why
+/// (calls to them fail at once); one that never listed any is named below the table.
+void print_tools_table(const json& tools, const json& sources, std::uint64_t hidden,
+                       const options& opts) {
     const auto down = sources_down(sources);
     const auto why_down = [&](const std::string& source) -> std::optional<std::string> {
         for (const json* src : down)
@@ -321,6 +304,38 @@ int run_tools(const options& opts) {
                  output_width(), "  "),
             sanitize(name, false));
     }
+}
+
+} // namespace
+
+int run_tools(const options& opts) {
+    session s = open_session(opts);
+    if (opts.search) {
+        if (opts.search->empty())
+            throw usage_error("--search needs WORDS, e.g. --search 'read a file'");
+        if (opts.words.size() > 1 || opts.format || !opts.tags.empty())
+            throw usage_error("--search takes no NAME, --format or --tag");
+        return search_tools(opts, s);
+    }
+    if (opts.words.size() > 1) {
+        if (opts.format || !opts.tags.empty())
+            throw usage_error("describe one tool without --format or --tag");
+        return describe_tool(opts, s, list_tools(s), opts.words[1]);
+    }
+    json tools;
+    std::uint64_t hidden = 0;
+    if (opts.format || !opts.tags.empty()) {
+        auto listed = list_tools_filtered(opts, s);
+        if (!listed) return exit_ok;
+        tools = std::move(*listed);
+    } else {
+        tools = list_tools(s, &hidden);
+    }
+    if (opts.json) {
+        fmt::print("{}\n", pretty(tools));
+        return exit_ok;
+    }
+    print_tools_table(tools, list_sources(s), hidden, opts);
     return exit_ok;
 }
 

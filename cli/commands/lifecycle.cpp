@@ -11,6 +11,7 @@
 #include "cli/discovery.hpp"
 #include "cli/errors.hpp"
 #include "cli/process.hpp"
+#include "platform/peer.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -55,14 +56,7 @@ std::string process_name(pid_t pid) {
 
 /// The pid of the process that listens on the connected socket `fd` (SO_PEERCRED), if known.
 std::optional<pid_t> peer_pid(int fd) {
-#if defined(SO_PEERCRED)
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0)
-        return cred.pid;
-#else
-    (void)fd;
-#endif
+    if (auto peer = platform::peer_identity_of(fd); peer && peer->pid > 0) return peer->pid;
     return std::nullopt;
 }
 

@@ -98,6 +98,26 @@ class bridge {
 
     void on_daemon_frame(const std::string& line);
 
+    /// What a frame from meithd answers: a result, or a JSON-RPC error's members.
+    struct daemon_answer {
+        json result;
+        bool failed = false;
+        int code = internal_error;
+        std::string message;
+        json error_data;
+        json error() const; ///< {code, message[, data]}
+    };
+    /// The answer in a tools_list, tool_result, mcp_result or error frame for `p`; nullopt for
+    /// another frame type.
+    std::optional<daemon_answer> answer_of(const json& f, const std::string& type,
+                                           const pending& p);
+    /// tools/list in search mode: the meta-tools and the client profile's pinned tools.
+    json pinned_listing(const json& tools);
+    /// Sends `a` to whoever waits for `it`: the MCP request, a task's waiters, or a 2026-07-28
+    /// call's retry; forgets `it`.
+    void deliver(std::map<std::string, pending>::iterator it,
+                 const std::optional<std::string>& task, daemon_answer a);
+
     /// A list_changed for the client: as is (2025-11-25), or on each listen that asked for it.
     void list_changed(std::string_view method);
 

@@ -174,7 +174,7 @@ TEST_CASE("plan_reload: the config diff of a reload, as data", "[daemon][reload]
         std::string reply;
         meith::daemon::append_reload_reply(reply, std::filesystem::path("/etc/meith/m.toml"), p,
                                            {"keep"});
-        const auto j = nlohmann::json::parse("{\"ok\":" + reply + "}");
+        const auto j = nlohmann::json::parse("{" + reply + "}");
         CHECK(j["file"] == "/etc/meith/m.toml");
         CHECK(j["changed"] == nlohmann::json({"limits", "sources"}));
         CHECK(j["sources"]["added"] == nlohmann::json({"new"}));

@@ -1247,3 +1247,25 @@ TEST_CASE("suggest: edit distance and the closest names for did-you-mean", "[sug
     CHECK(closest_names("zzzzzzzz", names).empty());
     CHECK(closest_names("sto", names, 1) == std::vector<std::string>{"stop"});
 }
+
+TEST_CASE("json_members writes an object's members with commas, escapes and nesting") {
+    using meith::protocol::json_members;
+    std::string out = "{";
+    json_members m(out);
+    m.string("a", "x\"y").number("n", 42).boolean("t", true).null("z");
+    m.string_or_null("s", std::nullopt).string_or_null("s2", std::string_view("v"));
+    m.key("nested").push_back('{');
+    m.raw("raw", "[1,2]").string("tab", "\t");
+    out += "}}";
+    CHECK(out == R"({"a":"x\"y","n":42,"t":true,"z":null,"s":null,"s2":"v",)"
+                 R"("nested":{"raw":[1,2],"tab":"\t"}})");
+    CHECK(nlohmann::json::parse(out)["nested"]["raw"].size() == 2);
+
+    // Members appended to a string that already ends with a value get their comma.
+    std::string fields = R"("sessionId":"s_1")";
+    json_members(fields).number("offset", 5);
+    CHECK(fields == R"("sessionId":"s_1","offset":5)");
+    std::string empty;
+    json_members(empty).string("only", "one");
+    CHECK(empty == R"("only":"one")");
+}

@@ -5,6 +5,7 @@
 #include "config/config.hpp"
 #include "config/config_edit.hpp"
 #include "config/paths.hpp"
+#include "daemon/admission.hpp"
 #include "daemon/connection.hpp"
 #include "daemon/coroutine_root.hpp"
 #include "daemon/instance.hpp"
@@ -371,58 +372,17 @@ class server {
     void admit(stream_protocol::socket sock) {
         ::fcntl(sock.native_handle(), F_SETFD, FD_CLOEXEC);
         const auto peer = platform::peer_identity_of(sock.native_handle());
-        if (!peer || peer->uid != ::geteuid()) {
-            // Closed before any frame is read or sent (§5).
-            std::string fields;
-            protocol::json_members m(fields);
-            m.string("reason", "peer uid differs from the daemon's");
-            if (peer)
-                m.number("pid", static_cast<std::uint64_t>(peer->pid)).number("uid", peer->uid);
-            else
-                m.null("pid").null("uid");
-            registry_.audit_trail().event("connection_rejected", fields);
-            close_when_on_file(std::move(sock));
-            return;
-        }
-        if (auto why = platform::tool_peer_problem(sock.native_handle(), peer->pid)) {
-            // A tool (or a process of a tool's) is never a client: not cli, not an approver,
-            // not an operator (docs/security.md). Refused before a frame is read, audited.
-            std::string frame;
-            protocol::append_error_frame(
-                frame, std::nullopt,
-                "meithd does not take connections from the tools it runs (" + *why +
-                    "); a tool cannot call meithd, approve or change its config "
-                    "(docs/security.md)",
-                protocol::refusal::tool_process);
-            std::error_code ignored;
-            sock.non_blocking(true, ignored);
-            sock.write_some(asio::buffer(frame), ignored); // best effort, never blocks
-            std::string fields;
-            protocol::json_members(fields)
-                .string("reason", "a tool's process: " + *why)
-                .number("pid", static_cast<std::uint64_t>(peer->pid))
-                .number("uid", peer->uid);
-            registry_.audit_trail().event("connection_rejected", fields);
-            close_when_on_file(std::move(sock));
-            return;
-        }
-        if (connections_.size() >= cfg_.limits.max_connections) {
-            std::string frame;
-            protocol::append_error_frame(
-                frame, std::nullopt,
-                fmt::format("too many connections (limit {}, limits.max_connections)",
-                            cfg_.limits.max_connections),
-                protocol::refusal::limit_reached);
-            std::error_code ignored;
-            sock.non_blocking(true, ignored);
-            sock.write_some(asio::buffer(frame), ignored); // best effort, never blocks
-            std::string fields;
-            protocol::json_members(fields)
-                .string("reason", fmt::format("over limits.max_connections ({})",
-                                              cfg_.limits.max_connections))
-                .number("pid", static_cast<std::uint64_t>(peer->pid))
-                .number("uid", peer->uid);
-            registry_.audit_trail().event("connection_rejected", fields);
+        std::optional<std::string> tool;
+        if (peer && peer->uid == ::geteuid())
+            tool = platform::tool_peer_problem(sock.native_handle(), peer->pid);
+        if (auto refused = refuse_connection(peer, ::geteuid(), tool, connections_.size(),
+                                             cfg_.limits.max_connections)) {
+            if (!refused->frame.empty()) {
+                std::error_code ignored;
+                sock.non_blocking(true, ignored);
+                sock.write_some(asio::buffer(refused->frame), ignored); // best effort, never blocks
+            }
+            registry_.audit_trail().event("connection_rejected", refused->audit_fields);
             close_when_on_file(std::move(sock));
             return;
         }

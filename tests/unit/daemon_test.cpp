@@ -184,3 +184,42 @@ TEST_CASE("plan_reload: the config diff of a reload, as data", "[daemon][reload]
         CHECK(j["needsRestart"] == nlohmann::json({"audit", "permissions.persist_grants"}));
     }
 }
+
+#include "daemon/admission.hpp"
+
+TEST_CASE("admission: a connection is refused for its uid, as a tool's, or over the limit") {
+    using meith::daemon::refuse_connection;
+    using meith::platform::peer_identity;
+    // Taken: the daemon's uid, not a tool's, under the limit.
+    CHECK_FALSE(refuse_connection(peer_identity{42, 1000}, 1000, std::nullopt, 3, 4));
+
+    // Another uid: closed without a frame; the audit line names the peer.
+    auto other = refuse_connection(peer_identity{42, 1001}, 1000, std::nullopt, 0, 4);
+    REQUIRE(other);
+    CHECK(other->frame.empty());
+    CHECK(other->audit_fields ==
+          R"("reason":"peer uid differs from the daemon's","pid":42,"uid":1001)");
+    auto unknown = refuse_connection(std::nullopt, 1000, std::nullopt, 0, 4);
+    REQUIRE(unknown);
+    CHECK(unknown->audit_fields ==
+          R"("reason":"peer uid differs from the daemon's","pid":null,"uid":null)");
+
+    // A tool's process: told why, in a frame with its refusal code.
+    auto tool = refuse_connection(peer_identity{7, 1000}, 1000,
+                                  std::string("pid 7 is a process meithd started"), 0, 4);
+    REQUIRE(tool);
+    const auto frame = nlohmann::json::parse(tool->frame);
+    CHECK(frame["type"] == "error");
+    CHECK(frame["code"] == "TOOL_PROCESS");
+    CHECK(frame["message"].get<std::string>().find("does not take connections from the tools") !=
+          std::string::npos);
+    CHECK(tool->audit_fields ==
+          R"("reason":"a tool's process: pid 7 is a process meithd started","pid":7,"uid":1000)");
+
+    // At the limit.
+    auto full = refuse_connection(peer_identity{9, 1000}, 1000, std::nullopt, 4, 4);
+    REQUIRE(full);
+    CHECK(nlohmann::json::parse(full->frame)["code"] == "LIMIT_REACHED");
+    CHECK(full->audit_fields ==
+          R"x("reason":"over limits.max_connections (4)","pid":9,"uid":1000)x");
+}

@@ -333,6 +333,10 @@ struct schema_validator::compiled {
     json document; // valijson's schema keeps references into it
     valijson::Schema schema;
     extras x;
+    /// The top-level `properties` that have a `default`, with it: filled into the arguments
+    /// before they are validated when they are missing, as the servers' own validators do
+    /// (docs/protocol.md §3 "Defaults").
+    std::vector<std::pair<std::string, json>> defaults;
     /// The top-level compile only: every patternProperties subschema, owned here (they point
     /// at each other, possibly in a cycle).
     std::vector<std::unique_ptr<compiled>> subschemas;
@@ -491,6 +495,12 @@ schema_validator::compile_result schema_validator::compile(std::string_view sche
         const json original = c->document;
         compile_context ctx{original, c->subschemas, {}, 0};
         c->build(ctx);
+        if (const auto props = original.find("properties");
+            props != original.end() && props->is_object())
+            for (const auto& [name, sub] : props->items())
+                if (sub.is_object())
+                    if (const auto d = sub.find("default"); d != sub.end())
+                        c->defaults.emplace_back(name, *d);
     } catch (const std::exception& e) {
         out.error = std::string("invalid inputSchema: ") + e.what();
         return out;
@@ -502,7 +512,10 @@ schema_validator::compile_result schema_validator::compile(std::string_view sche
 std::optional<std::string> schema_validator::validate(simdjson::dom::element args,
                                                       std::string_view head) const {
     std::size_t nodes = 0;
-    const json target = to_nlohmann(args, nodes);
+    json target = to_nlohmann(args, nodes);
+    if (target.is_object())
+        for (const auto& [name, value] : compiled_->defaults)
+            if (!target.contains(name)) target[name] = value;
     valijson::ValidationResults results;
     valijson::adapters::NlohmannJsonAdapter adapter(target);
     // Bounded work and stack for this validation (the guard in every subschema checks both).

@@ -162,6 +162,23 @@ TEST_CASE("mcp: calls return MCP results and keep structured content and stream 
     CHECK(code_of(c.call("ev_echo", json::object())) == "VALIDATION_ERROR");
 }
 
+TEST_CASE("mcp: a required property with a default may be left out, as the server takes it",
+          "[e2e][mcp]") {
+    // Playwright's browser_take_screenshot declares `type` both required and defaulted, and
+    // accepts a call without it; meith must not refuse what the server takes (issue 43).
+    daemon_process d(fake_toml({"--shot"}));
+    client c(d.socket());
+    auto shot = c.call("fk_shot", {{"name", "page"}});
+    REQUIRE(shot["result"]["ok"] == true);
+    CHECK(first_text(shot) == "page.png"); // the server filled its own default
+    auto jpeg = c.call("fk_shot", {{"name", "page"}, {"format", "jpeg"}});
+    CHECK(first_text(jpeg) == "page.jpeg");
+    // What is given is still checked against the schema, and a property without a default is
+    // still required.
+    CHECK(code_of(c.call("fk_shot", {{"name", "page"}, {"format", "gif"}})) == "VALIDATION_ERROR");
+    CHECK(code_of(c.call("fk_shot", {{"format", "png"}})) == "VALIDATION_ERROR");
+}
+
 TEST_CASE("mcp: a cancelled long-running operation resolves at once and the server goes on",
           "[e2e][mcp]") {
     daemon_process d(everything_toml());

@@ -12,6 +12,7 @@
 //   --state=FILE         append every message received to FILE (one JSON line each)
 //   --ignore-eof         keep running when stdin closes (until a signal ends it)
 //   --silent-unknown     never answer a request it does not know (server/discover included)
+//   --shot               also offer `shot` (below)
 //   --resources=NAME     offer resources: resources/list names fake://shared and fake://NAME
 //                        (after --list-delay=MS), resources/read answers 'read from NAME'
 //
@@ -34,6 +35,9 @@
 //   add_tool             adds the tool `added` (annotated destructive), sends list_changed
 //   write_thing          annotated readOnlyHint false, destructiveHint false, openWorldHint false
 //   wipe                 no annotations at all (the spec's defaults apply)
+//   shot {format, name}  (--shot) `format` is required and has a default, as Playwright's
+//                        browser_take_screenshot `type`: the server fills it when it is left
+//                        out, so it accepts {name} alone; it answers the format it used
 import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
@@ -64,6 +68,10 @@ const tools = [
     annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false }, inputSchema: obj() },
   { name: 'wipe', description: 'No annotations', inputSchema: obj() },
 ];
+if (flags.has('shot'))
+  tools.push({ name: 'shot', description: 'Takes a shot', annotations: readOnly,
+    inputSchema: obj({ format: { type: 'string', enum: ['png', 'jpeg'], default: 'png' }, name: { type: 'string' } },
+      ['format', 'name']) });
 
 let revision = null;
 const cancelled = [];
@@ -145,6 +153,12 @@ async function call(id, name, args, token) {
     case 'write_thing':
     case 'wipe':
       return { content: [text(name)] };
+    case 'shot': {
+      const format = args.format ?? 'png'; // the server's own default
+      if (!['png', 'jpeg'].includes(format) || typeof args.name !== 'string')
+        throw { code: -32602, message: 'Invalid arguments for tool shot' };
+      return { content: [text(`${args.name}.${format}`)] };
+    }
     default:
       throw { code: -32602, message: `Unknown tool: ${name}` };
   }

@@ -1191,6 +1191,32 @@ TEST_CASE("schema_validator: schemas accepting every object compile to no valida
     }
 }
 
+TEST_CASE("schema_validator: a required property with a default may be left out, as the "
+          "server's own validator fills it",
+          "[schema][validate]") {
+    // Playwright's browser_take_screenshot: `type` is required and defaults to "png"; the
+    // server accepts a call without it (issue 43).
+    auto res = schema_validator::compile(
+        R"({"type":"object","properties":{"type":{"type":"string","enum":["png","jpeg"],)"
+        R"("default":"png"},"name":{"type":"string"}},"required":["type","name"]})");
+    REQUIRE(res.validator);
+    simdjson::dom::parser parser;
+    auto check = [&](std::string_view args) {
+        simdjson::padded_string padded(args);
+        simdjson::dom::element el;
+        REQUIRE(parser.parse(padded).get(el) == simdjson::SUCCESS);
+        return res.validator->validate(el);
+    };
+    CHECK_FALSE(check(R"({"name":"a"})"));
+    // What is given is still checked, and a required property without a default still missed.
+    const auto bad = check(R"({"name":"a","type":"gif"})");
+    REQUIRE(bad);
+    CHECK(bad->find("/type must be one of") != std::string::npos);
+    const auto missing = check(R"({"type":"png"})");
+    REQUIRE(missing);
+    CHECK(missing->find("missing required property 'name'") != std::string::npos);
+}
+
 TEST_CASE("schema_validator: validate", "[schema][validate]") {
     auto res = schema_validator::compile(counter_schema);
     REQUIRE_FALSE(res.error);

@@ -192,8 +192,16 @@ void parse_process(checker& c, const scope& s, std::vector<std::string>& command
                 c.fail(s.table.get("command")->source(),
                        fmt::format("the program in {} must not be empty",
                                    checker::label(s, "command")));
+            else if ((*cmd)[0].find("${secret:") != std::string::npos)
+                c.fail(s.table.get("command")->source(),
+                       fmt::format("the program in {} names a secret: a secret may stand for "
+                                   "an argument (\"${{secret:NAME}}\"), not for the program",
+                                   checker::label(s, "command")));
             else
                 command = std::move(*cmd);
+            // "~/bin/server", "$HOME/.local/bin/x": as a shell, or a client's config, would.
+            for (auto& word : command)
+                word = expand_home_in_word(word);
         }
     }
     cwd = c.base_dir();

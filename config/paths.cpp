@@ -1,5 +1,7 @@
 #include "config/paths.hpp"
 
+#include <cctype>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -72,6 +74,40 @@ fs::path expand_tilde(const fs::path& p) {
     if (!home) return p;
     if (s.size() <= 2) return *home; // "~" or "~/"
     return *home / s.substr(2);
+}
+
+std::string expand_home_in_word(const std::string& word) {
+    const auto home = user_home();
+    if (!home) return word;
+    const std::string h = home->string();
+    std::string out;
+    std::size_t i = 0;
+    if (word == "~" || word.starts_with("~/")) {
+        out = h;
+        i = 1;
+    }
+    while (i < word.size()) {
+        const auto at = word.find('$', i);
+        if (at == std::string::npos) break;
+        out.append(word, i, at - i);
+        if (word.compare(at, 7, "${HOME}") == 0) {
+            out += h;
+            i = at + 7;
+            continue;
+        }
+        const bool name_ends = at + 5 >= word.size() ||
+                               !(std::isalnum(static_cast<unsigned char>(word[at + 5])) ||
+                                 word[at + 5] == '_');
+        if (word.compare(at, 5, "$HOME") == 0 && name_ends) {
+            out += h;
+            i = at + 5;
+            continue;
+        }
+        out += '$';
+        i = at + 1;
+    }
+    if (i < word.size()) out.append(word, i, std::string::npos);
+    return out;
 }
 
 fs::path resolve_home(const std::optional<fs::path>& flag) {

@@ -24,6 +24,11 @@ std::filesystem::path resolve_socket_path(const std::optional<std::filesystem::p
 /// Expands a leading "~" or "~/" to $HOME; other paths are returned unchanged.
 std::filesystem::path expand_tilde(const std::filesystem::path& p);
 
+/// A `command` word with the user's home filled in, as a shell would: a leading "~" or "~/",
+/// and each `$HOME` or `${HOME}` (not `$HOMEDIR`). Unchanged when $HOME is not set
+/// (docs/configuration.md "Sources": command).
+std::string expand_home_in_word(const std::string& word);
+
 /// Creates `dir` with mode 0700 if missing (parents too, each 0700), then checks it is owned by
 /// the current user and not writable by group or others, unless `allow_sticky` and the folder
 /// has the sticky bit (e.g. /tmp). Returns an error message naming the chmod/chown to run, or

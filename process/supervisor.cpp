@@ -88,8 +88,8 @@ void supervised_process::start() {
 void supervised_process::spawn() {
     ready_ = false;
     child_process::options opts{spec_.argv, spec_.cwd, spec_.env, spec_.sandbox, spec_.egress};
-    if (spec_.resolve_env) {
-        if (auto why = spec_.resolve_env(opts.env)) {
+    if (spec_.resolve_secrets) {
+        if (auto why = spec_.resolve_secrets(opts.argv, opts.env)) {
             // A missing secret: a restart would miss it again. `meith secret set` then a
             // restart (or a reload) mends it; the reason says which command.
             spdlog::error("{}: {}", spec_.name, *why);
@@ -413,8 +413,9 @@ std::shared_ptr<oneshot_run> oneshot_run::start(asio::any_io_executor ex, child_
     run->max_stdout_ = max_stdout;
     try {
         child_process::options opts{spec.argv, spec.cwd, spec.env, spec.sandbox, spec.egress};
-        if (spec.resolve_env)
-            if (auto why = spec.resolve_env(opts.env)) throw std::runtime_error(*why);
+        if (spec.resolve_secrets)
+            if (auto why = spec.resolve_secrets(opts.argv, opts.env))
+                throw std::runtime_error(*why);
         run->child_ = std::make_unique<child_process>(ex, std::move(opts));
     } catch (const std::exception& e) {
         run->outcome_.spawn_error = e.what();

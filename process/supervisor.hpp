@@ -72,11 +72,13 @@ struct process_spec {
     std::shared_ptr<const sandbox::plan> sandbox;
     /// The egress proxy each start's listener gets when the plan has one (§19).
     std::shared_ptr<const egress::proxy_options> egress;
-    /// Fills `${secret:NAME}` references into a copy of `env` at each start (a one-shot
-    /// tool: each run), so a secret set later is used at the next start. Returns the reason
-    /// in words when one cannot be filled: the start is refused (a supervised process is
-    /// marked failed, a one-shot run fails). Null: `env` as it is.
-    std::function<std::optional<std::string>(std::vector<std::string>& env)> resolve_env;
+    /// Fills `${secret:NAME}` references into copies of `argv` (its arguments) and `env` at
+    /// each start (a one-shot tool: each run), so a secret set later is used at the next
+    /// start. Returns the reason in words when one cannot be filled: the start is refused (a
+    /// supervised process is marked failed, a one-shot run fails). Null: both as they are.
+    std::function<std::optional<std::string>(std::vector<std::string>& argv,
+                                             std::vector<std::string>& env)>
+        resolve_secrets;
 };
 
 class supervised_process {

@@ -108,6 +108,50 @@ TEST_CASE("secrets: meith secret set seals a value apart from its key, a source'
                                "API_TOKEN` in a terminal"));
 }
 
+TEST_CASE("secrets: ${secret:NAME} in a command's argument is filled in at each run and "
+          "redacted, and never stands for the program",
+          "[e2e][secrets]") {
+    // A database URL with its password, as server-postgres takes it on its command line.
+    temp_dir keys, tools;
+    env_override key("MEITH_SECRETS_KEY", (keys.path / "k" / "secrets.key").string());
+    env_override own("MEITH_SECRET_SERVICE", "off");
+    const fs::path script = tools.path / "arg.sh";
+    std::ofstream(script) << "read -r _\nprintf '{\"result\":{\"url\":\"%s\",\"tail\":\"%s\"}}' "
+                             "\"$1\" \"${1#postgresql://app:}\"\n";
+    const std::string url = "postgresql://app:s3cret-pa55word@127.0.0.1/db";
+    daemon_process d("[[sources]]\nname = \"db\"\nkind = \"exec\"\ncommand = [\"sh\", " +
+                     json(script.string()).dump() +
+                     ", \"${secret:DB_URL}\"]\n"
+                     "tool = { name = \"show_url\", description = \"prints its argument\", "
+                     "capabilities = [\"read-only\"] }\n");
+    REQUIRE(secret_set(d.home(), "DB_URL", url).status == 0);
+    client c(d.socket());
+    const json r = c.call("show_url", json::object());
+    INFO(r.dump());
+    REQUIRE(r["result"]["ok"] == true);
+    CHECK(r["result"]["content"]["tail"] == "s3cret-pa55word@127.0.0.1/db"); // it got the value
+    CHECK(r["result"]["content"]["url"] == "[REDACTED]");
+    d.wait_audit([&](const json& l) {
+        return l["event"] == "tool_call" && l["requestId"] == r["requestId"];
+    });
+    const std::string everything = slurp(d.home() / "audit.jsonl") + d.log();
+    CHECK(everything.find(url) == std::string::npos);
+    // `meith sources` shows the reference, not the value.
+    const auto sources = run_cli({"sources", "db", "--json"}, d.home());
+    CHECK(sources.out.find("s3cret") == std::string::npos);
+
+    // The program itself is never a secret: the config says so.
+    temp_dir home;
+    const fs::path toml = home.path / "meithd.toml";
+    std::ofstream(toml) << "[[sources]]\nname = \"x\"\nkind = \"exec\"\n"
+                           "command = [\"${secret:PROG}\"]\n"
+                           "tool = { name = \"x\", description = \"x\" }\n";
+    const auto refused = run_program(
+        {MEITH_MEITHD}, {"--home", (home.path / "h").string(), "--config", toml.string()}, {});
+    CHECK(refused.status == 1);
+    CHECK_THAT(refused.err, Catch::Contains("names a secret: a secret may stand for an argument"));
+}
+
 TEST_CASE("secrets: meith secret set before meithd ever ran makes the home (0700) first",
           "[e2e][secrets]") {
     temp_dir tmp;

@@ -852,6 +852,25 @@ TEST_CASE("every duration has a maximum, and past it is an error naming key and 
     CHECK(parse_ok("[limits]\nidle_timeout_ms = 604800000\n").limits.idle_timeout_ms == 604800000);
 }
 
+TEST_CASE("~ and $HOME are filled in in a command, as a shell would", "[config]") {
+    const char* old = std::getenv("HOME");
+    const std::string saved = old ? old : "";
+    ::setenv("HOME", "/home/tester", 1);
+    const config cfg = parse_ok(R"([[sources]]
+name = "srv"
+kind = "mcp"
+command = ["~/bin/server", "--data=$HOME/data", "${HOME}/x", "$HOMEDIR", "~user", "a~/b", "$", "~"]
+)");
+    if (old)
+        ::setenv("HOME", saved.c_str(), 1);
+    else
+        ::unsetenv("HOME");
+    CHECK(cfg.sources.at(0).command ==
+          std::vector<std::string>{"/home/tester/bin/server", "--data=/home/tester/data",
+                                   "/home/tester/x", "$HOMEDIR", "~user", "a~/b", "$",
+                                   "/home/tester"});
+}
+
 TEST_CASE("an MCP source takes trust_annotations and a capabilities table", "[config]") {
     const config cfg = parse_ok(R"([[sources]]
 name = "fs"

@@ -18,6 +18,7 @@ int run_login(const options& opts);
 int run_secret_set(const options& opts);
 int run_secret_list(const options& opts);
 int run_secret_rm(const options& opts);
+int run_import(const options& opts);
 int run_reload(const options& opts);
 /// `meith stop` / `meith restart` (lifecycle.cpp).
 int run_stop(const options& opts);

@@ -82,4 +82,9 @@ int run_secret_rm(const options& opts) {
     return installed.secret_rm(opts);
 }
 
+int run_import(const options& opts) {
+    if (installed.import_servers == nullptr) exec_helper(opts);
+    return installed.import_servers(opts);
+}
+
 } // namespace meith::cli

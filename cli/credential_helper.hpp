@@ -16,6 +16,7 @@ struct credential_commands {
     int (*secret_set)(const options&);
     int (*secret_list)(const options&);
     int (*secret_rm)(const options&);
+    int (*import_servers)(const options&); ///< `meith import`: it keeps the secrets it finds
 };
 
 /// Called once by meith-credentials' main, before main_entry.

@@ -119,6 +119,24 @@ constexpr command table[] = {
      "  meith secret set GITHUB_TOKEN\n"
      "  printf %s \"$TOKEN\" | meith secret set GITHUB_TOKEN\n",
      run_secret_set},
+    {"import", "", "[PATH] [--client NAME] [--dry-run] [--yes]",
+     "bring the MCP servers of another client's config under meith (shows the change first)", 0,
+     1, opt::client | opt::dry_run | opt::yes, false,
+     "  PATH              a config with \"mcpServers\" (Claude Desktop, Claude Code's .mcp.json,\n"
+     "                    Cursor, Gemini CLI, Windsurf), VS Code's mcp.json (\"servers\") or\n"
+     "                    Codex's config.toml ([mcp_servers])\n"
+     "  --client NAME     read that client's own files instead: claude-code, claude-desktop,\n"
+     "                    cursor, vscode, codex, gemini, windsurf (user and project scope)\n"
+     "  --dry-run         print the change to meithd.toml; change nothing\n"
+     "  --yes, -y         apply without asking (else asked at the terminal)\n"
+     "Each server becomes a source named after it, its tools prefixed NAME_; values that look\n"
+     "like credentials go to the secret store as ${secret:NAME.KEY}; `npx -y PACKAGE` is\n"
+     "installed once, pinned (npm, no install scripts), and run with node directly. Importing\n"
+     "again changes only what changed. docs/bring-your-servers.md.\n"
+     "\nExamples:\n"
+     "  meith import .mcp.json --dry-run\n"
+     "  meith import --client claude-desktop\n",
+     run_import},
     {"secret", "list", "", "list the secrets' names (never their values)", 0, 0, 0, false, "",
      run_secret_list},
     {"secret", "rm", "NAME", "remove a secret", 1, 1, 0, false, "", run_secret_rm},
@@ -204,18 +222,18 @@ constexpr command table[] = {
      run_mcp},
     {"service", "install", "[--socket-activated] [--dry-run]",
      "run meithd as a user service (systemd user unit / launchd agent), now and at login", 0, 0,
-     opt::service, false,
+     opt::service | opt::dry_run, false,
      "  --socket-activated  systemd starts meithd on the first connection\n"
      "  --dry-run         print the files and commands, change nothing\n"
      "  --manager M       systemd or launchd (default: this system's)\n",
      run_service_install},
     {"service", "uninstall", "[--dry-run]", "stop the user service and remove its files", 0, 0,
-     opt::service, false,
+     opt::service | opt::dry_run, false,
      "  --dry-run         print the commands, change nothing\n"
      "  --manager M       systemd or launchd (default: this system's)\n",
      run_service_uninstall},
     {"service", "status", "[--dry-run]", "show the user service's files and state", 0, 0,
-     opt::service, false,
+     opt::service | opt::dry_run, false,
      "  --dry-run         print the commands, change nothing\n"
      "  --manager M       systemd or launchd (default: this system's)\n",
      run_service_status},
@@ -306,7 +324,9 @@ void check_options(const command& c, const options& opts) {
         {opts.format.has_value(), opt::format, "--format"},
         {opts.search.has_value(), opt::search, "--search"},
         {opts.client.has_value(), opt::client, "--client"},
-        {opts.has_service_options(), opt::service, "--socket-activated, --dry-run or --manager"},
+        {opts.has_service_options(), opt::service, "--socket-activated or --manager"},
+        {opts.dry_run, opt::dry_run, "--dry-run"},
+        {opts.yes, opt::yes, "--yes"},
         {opts.has_grant_options(), opt::grant, "--session, --uses or --expires"},
         {opts.tool.has_value(), opt::tool, "--tool"},
         {opts.since || opts.denied || opts.event || opts.limit || opts.file || opts.follow,

@@ -32,10 +32,12 @@ enum : std::uint32_t {
     model_display = 1u << 8, ///< --model, --display
     tag = 1u << 9,           ///< --tag
     format = 1u << 10,       ///< --format
-    service = 1u << 11,      ///< --socket-activated, --dry-run, --manager
+    service = 1u << 11,      ///< --socket-activated, --manager
     grant = 1u << 12,        ///< --session, --uses, --expires
     search = 1u << 13,       ///< --search
     client = 1u << 14,       ///< --client (a client profile, docs/protocol.md §23)
+    dry_run = 1u << 15,      ///< --dry-run
+    yes = 1u << 16,          ///< --yes
 };
 } // namespace opt
 

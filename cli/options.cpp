@@ -158,6 +158,7 @@ constexpr option_row option_table[] = {
     {"--display", {}, &options::display, nullptr},
     {"--raw", {}, &options::raw, nullptr},
     {"--force", {}, &options::force, nullptr},
+    {"--yes", "-y", &options::yes, nullptr},
     {"--model", {}, &options::model, nullptr},
     {"--no-autostart", {}, &options::no_autostart, nullptr},
     {"--socket-activated", {}, &options::socket_activated, nullptr},

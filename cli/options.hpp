@@ -34,10 +34,11 @@ struct options {
     bool display = false;                        ///< --display (call: print meta.display)
     bool raw = false;                            ///< --raw (call: the result's text as is)
     bool force = false;                          ///< --force (init: replace an existing config)
+    bool yes = false;                            ///< --yes, -y (import: apply without asking)
 
     // service only:
     bool socket_activated = false;      ///< --socket-activated (install)
-    bool dry_run = false;               ///< --dry-run: print, change nothing
+    bool dry_run = false;               ///< --dry-run: print, change nothing (service, import)
     std::optional<std::string> manager; ///< --manager systemd|launchd (default: this OS's)
 
     // grant only (main refuses them elsewhere); --tool and --caller scope the grant too:
@@ -61,7 +62,7 @@ struct options {
     /// True when any of the grant-only options above was given.
     bool has_grant_options() const { return grant_session || uses || expires; }
     /// True when any of the service-only options above was given.
-    bool has_service_options() const { return socket_activated || dry_run || manager; }
+    bool has_service_options() const { return socket_activated || manager; }
 };
 
 /// Parses the arguments after argv[0]. Accepts `--opt VALUE` and `--opt=VALUE`; everything

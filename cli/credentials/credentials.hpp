@@ -8,6 +8,9 @@
 
 #include "cli/options.hpp"
 
+#include <filesystem>
+#include <string>
+
 namespace meith::cli::credentials {
 
 /// `meith login SOURCE`: login.cpp (docs/protocol.md §18).
@@ -18,5 +21,13 @@ int secret_set(const options& opts);
 int secret_list(const options& opts);
 /// `meith secret rm NAME`.
 int secret_rm(const options& opts);
+/// `meith import PATH | --client NAME`: import.cpp (docs/bring-your-servers.md).
+int import_servers(const options& opts);
+
+/// Keeps `value` as the secret `name` of `home`, where `meith secret set` would (the desktop's
+/// Secret Service when one runs, else the home's sealed store); returns where, in words.
+/// Throws cli_error when it cannot.
+std::string store_secret(const std::filesystem::path& home, const std::string& name,
+                         const std::string& value);
 
 } // namespace meith::cli::credentials

@@ -97,11 +97,9 @@ secrets::secret_map load_or_fail(const std::filesystem::path& home) {
 
 } // namespace
 
-int secret_set(const options& opts) {
-    const std::string name = checked_name(opts);
-    const auto home = resolve_home(opts.home);
+std::string store_secret(const std::filesystem::path& home, const std::string& name,
+                         const std::string& value) {
     auto all = load_or_fail(home);
-    const std::string value = read_value(name);
     std::string why;
     std::string where;
     if (secrets::secret_service::available()) {
@@ -117,6 +115,15 @@ int secret_set(const options& opts) {
         where = fmt::format("{} (sealed with the key {})", secrets::store_path(home).string(),
                             secrets::key_path().string());
     }
+    return where;
+}
+
+int secret_set(const options& opts) {
+    const std::string name = checked_name(opts);
+    const auto home = resolve_home(opts.home);
+    load_or_fail(home); // a store the key does not open: said before a value is typed
+    const std::string value = read_value(name);
+    const std::string where = store_secret(home, name, value);
     fmt::print("secret '{}' saved in {}\n"
                "A source names it as \"${{secret:{}}}\" in its env or headers and gets it at its "
                "next start: meith sources restart SOURCE\n",

@@ -6,9 +6,9 @@
 # daemon, silent and empty when none runs). Checked by tests/packaging/completion_test.sh.
 
 # Options that take a value in the next word (or after '=').
-_meith_value_opts=" --socket --home --caller --timeout-ms --since --tool --event --limit --file --manager --format --text --tag --session --uses --expires "
+_meith_value_opts=" --socket --home --caller --timeout-ms --since --tool --event --limit --file --manager --format --text --tag --client --session --uses --expires "
 _meith_global_opts="--socket --home --caller --no-autostart --help"
-_meith_commands="status tools call preview sources login secret reload stop restart policy approve grant grants revoke mcp service audit init help version"
+_meith_commands="status tools call preview sources login secret import reload stop restart policy approve grant grants revoke mcp service audit init help version"
 _meith_audit_events="tool_call tool_call_rejected list_tools cancel_tool_call connection_open
 connection_close connection_rejected frame_refused source_start source_exit source_restart
 source_failed source_restart_requested source_tools_changed tool_preview mcp_request client_request approval_request
@@ -109,6 +109,13 @@ _meith() {
         _meith_reply "cli plugin" "$cur"
         return 0
         ;;
+    --client)
+        # import: a client whose config it reads; elsewhere a client profile's name.
+        if [[ ${pos[0]-} == import ]]; then
+            _meith_reply "claude-code claude-desktop cursor vscode codex gemini windsurf" "$cur"
+        fi
+        return 0
+        ;;
     --manager)
         _meith_reply "systemd launchd" "$cur"
         return 0
@@ -182,6 +189,9 @@ _meith() {
     secret)
         opts=""
         if [[ $n == 1 ]]; then args="set list rm"; fi
+        ;;
+    import)
+        opts="--client --dry-run --yes"
         ;;
     policy)
         if [[ $sub == check ]]; then

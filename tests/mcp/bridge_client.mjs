@@ -20,6 +20,8 @@
 //       `meith mcp ARGS...` (a client profile, docs/protocol.md §23): tools/list, a call of each
 //       tool named in $CALLS (comma-separated, arguments {"text":"one two"}), and in search mode
 //       search_tools for $QUERY and call_tool of each name in $VIA_CALL_TOOL.
+//   node bridge_client.mjs calls MEITH HOME             the SDK's Client over `meith mcp`: tools/list,
+//       then each call of $CALLS_JSON ([{name, arguments}]) in turn: isError and its text.
 //   node bridge_client.mjs pages MEITH HOME ARGS...     the SDK's Client over `meith mcp ARGS...`
 //       lists every tool page by page (nextCursor); the names go one a line to $NAMES_FILE.
 //
@@ -225,6 +227,24 @@ async function profile(home, name, args) {
     return out;
 }
 
+async function calls(home) {
+    const transport = new StdioClientTransport({ command: meith, args: ['mcp', '--home', home], stderr: 'inherit' });
+    const client = new Client({ name: 'import-agent', version: '1.0.0' });
+    await client.connect(transport);
+    const out = { listed: (await client.listTools()).tools.map((t) => t.name), calls: [] };
+    const text = (r) => (r.content ?? []).map((c) => c.text ?? '').join('');
+    for (const { name, arguments: args } of JSON.parse(process.env.CALLS_JSON ?? '[]')) {
+        try {
+            const r = await withTimeout(client.callTool({ name, arguments: args }), 60000, name);
+            out.calls.push({ name, isError: r.isError ?? false, text: text(r) });
+        } catch (e) {
+            out.calls.push({ name, isError: true, text: `threw: ${e.message}` });
+        }
+    }
+    await client.close();
+    return out;
+}
+
 async function pages(home, args) {
     const transport = new StdioClientTransport({ command: meith, args: ['mcp', '--home', home, ...args], stderr: 'inherit' });
     const client = new Client({ name: 'pages-agent', version: '1.0.0' });
@@ -263,7 +283,8 @@ async function oversized(args) {
 const modes = { sdk: () => sdk(rest[0], rest[1]), raw: () => raw(rest), typed: () => typed(rest),
     oversized: () => oversized(rest),
     held: () => held(rest[0]), search: () => search(rest[0]),
-    profile: () => profile(rest[0], rest[1], rest.slice(2)), pages: () => pages(rest[0], rest.slice(1)) };
+    profile: () => profile(rest[0], rest[1], rest.slice(2)), pages: () => pages(rest[0], rest.slice(1)),
+    calls: () => calls(rest[0]) };
 const result = await modes[mode]();
 process.stdout.write(JSON.stringify(result) + '\n');
 process.exit(0);

@@ -122,7 +122,7 @@ words_exactly() {
     [[ $got == "$want" ]] || fail "[$*] should offer exactly '$(flat "$want")'; got: '$(flat "$got")'"
 }
 
-commands=(status tools call preview sources login secret reload stop restart policy approve grant grants revoke mcp service audit init help version)
+commands=(status tools call preview sources login secret import reload stop restart policy approve grant grants revoke mcp service audit init help version)
 service_opts=(--socket-activated --dry-run --manager)
 audit_opts=(--since --tool --caller --denied --event --limit --json --file --follow)
 
@@ -169,9 +169,12 @@ lacks _meith "meith reload --" --format
 exactly _meith "meith tools --format openai" openai openai.responses
 has _meith "meith reload --" --json
 has _meith "meith restart --" --timeout-ms
+has _meith "meith import --" --client --dry-run --yes
+lacks _meith "meith import --" --json --timeout-ms
 
 # Option values.
 exactly _meith "meith --caller " cli plugin
+exactly _meith "meith import --client c" claude-code claude-desktop codex cursor
 exactly _meith "meith audit --caller p" plugin
 words_exactly _meith "plugin" meith mcp --caller = p
 words_exactly _meith "cli plugin" meith mcp --caller =

@@ -72,7 +72,10 @@ TEST_CASE("cli check_options: each command takes only its own options, from its 
           "'grant' does not take --since, --denied, --event, --limit, --file or --follow");
     CHECK(usage_message({"tools", "--tool", "t"}) == "'tools' does not take --tool");
     CHECK(usage_message({"call", "echo", "--dry-run"}) ==
-          "'call' does not take --socket-activated, --dry-run or --manager");
+          "'call' does not take --dry-run");
+    CHECK(usage_message({"call", "echo", "--manager", "systemd"}) ==
+          "'call' does not take --socket-activated or --manager");
+    CHECK(usage_message({"status", "--yes"}) == "'status' does not take --yes");
     CHECK(usage_message({"init", "--all"}) == "'init' does not take --all");
     // Global options go with every command.
     CHECK(usage_message({"status", "--home", "/h", "--caller", "plugin", "--no-autostart"}) == "");

@@ -1,0 +1,375 @@
+// `meith import PATH | --client NAME`: the MCP servers another client runs, brought under meith
+// (docs/bring-your-servers.md). Runs in meith-credentials: the credentials it finds go to the
+// secret store (cli/credentials/secret.cpp), never to meithd.toml.
+//
+// For each entry: a source named after the server, its tools prefixed with that name (so two
+// servers' tools never clash: Claude Code does the same, `mcp__NAME__TOOL`), its credentials
+// replaced by `${secret:SOURCE.KEY}`, a state folder as its cwd (not meithd's home), and an
+// `npx -y PACKAGE` launch pinned: the package installed once into meith's server store with npm
+// (a lock file, integrity hashes, no install scripts) and run with node directly. The change is
+// shown as a diff of meithd.toml and applied on "y" at a terminal, or with --yes.
+#include "cli/credentials/credentials.hpp"
+
+#include "cli/discovery.hpp"
+#include "cli/errors.hpp"
+#include "cli/process.hpp"
+#include "config/import.hpp"
+#include "config/paths.hpp"
+#include "config/private_file.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+namespace meith::cli::credentials {
+
+namespace fs = std::filesystem;
+namespace im = config::import;
+
+namespace {
+
+std::optional<std::string> read_text(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+fs::path user_home() {
+    const char* h = std::getenv("HOME");
+    return h && *h ? fs::path(h) : fs::path("/");
+}
+
+/// $XDG_<KIND>_HOME, else ~/<fallback>.
+fs::path xdg(const char* var, const char* fallback) {
+    if (const char* v = std::getenv(var); v && *v == '/') return v;
+    return user_home() / fallback;
+}
+
+/// The config files a client keeps its MCP servers in, user scope then project scope (the
+/// current folder), as each client documents them. Cited in docs/bring-your-servers.md.
+std::vector<fs::path> client_files(const std::string& client) {
+    const fs::path home = user_home();
+    const fs::path here = fs::current_path();
+    const fs::path config = xdg("XDG_CONFIG_HOME", ".config");
+    if (client == "claude-code") return {home / ".claude.json", here / ".mcp.json"};
+    if (client == "claude-desktop") return {config / "Claude" / "claude_desktop_config.json"};
+    if (client == "cursor") return {home / ".cursor" / "mcp.json", here / ".cursor" / "mcp.json"};
+    if (client == "vscode")
+        return {config / "Code" / "User" / "mcp.json", here / ".vscode" / "mcp.json"};
+    if (client == "codex") {
+        const char* ch = std::getenv("CODEX_HOME");
+        return {(ch && *ch ? fs::path(ch) : home / ".codex") / "config.toml"};
+    }
+    if (client == "gemini")
+        return {home / ".gemini" / "settings.json", here / ".gemini" / "settings.json"};
+    if (client == "windsurf") return {home / ".codeium" / "windsurf" / "mcp_config.json"};
+    throw usage_error(fmt::format("unknown client '{}': one of claude-code, claude-desktop, "
+                                  "cursor, vscode, codex, gemini, windsurf",
+                                  client));
+}
+
+/// The meithd.toml `meith import` changes: the running daemon's (config.json's configPath),
+/// else HOME/meithd.toml.
+fs::path target_config(const options& opts) {
+    const auto where = locate_daemon(opts.socket, opts.home);
+    if (where.config) return *where.config;
+    return where.home / "meithd.toml";
+}
+
+/// What npm says of `spec` (a version and its bin map), from its cache when it can.
+struct package_info {
+    std::string version;
+    std::string bin; ///< the bin to run, relative to the package's folder
+};
+
+std::string capture_stdout(const std::vector<std::string>& argv, std::string& err) {
+    // run_program discards stdout; npm's JSON is wanted here.
+    std::string cmd;
+    for (const auto& a : argv) {
+        cmd += "'";
+        for (char c : a)
+            cmd += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        cmd += "' ";
+    }
+    cmd += "2>/dev/null";
+    std::string out;
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+        char buf[4096];
+        std::size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+            out.append(buf, n);
+        const int status = ::pclose(p);
+        if (status != 0) err = fmt::format("`{}` failed (status {})", fmt::join(argv, " "), status);
+    } else {
+        err = "cannot run npm";
+    }
+    return out;
+}
+
+std::optional<package_info> npm_view(const std::string& spec, std::string& why) {
+    if (!in_path("npm")) {
+        why = "npm is not installed (Debian: apt install npm)";
+        return std::nullopt;
+    }
+    std::string err;
+    const std::string out = capture_stdout(
+        {"npm", "view", "--json", "--prefer-offline", spec, "name", "version", "bin"}, err);
+    auto j = nlohmann::json::parse(out, nullptr, false);
+    if (j.is_array() && !j.empty()) j = j.back(); // a range: the newest version matching
+    if (!err.empty() || !j.is_object() || !j.contains("version")) {
+        why = fmt::format("npm knows no package {}{}", spec, err.empty() ? "" : ": " + err);
+        return std::nullopt;
+    }
+    package_info info;
+    info.version = j["version"].get<std::string>();
+    const std::string name = j.value("name", im::package_name(spec));
+    const auto& bin = j.contains("bin") ? j["bin"] : nlohmann::json();
+    if (bin.is_string()) {
+        info.bin = bin.get<std::string>();
+    } else if (bin.is_object() && !bin.empty()) {
+        // The bin named after the package (its last part), else the only one, else the first.
+        const std::string last = name.substr(name.rfind('/') + 1);
+        info.bin = bin.contains(last) ? bin[last].get<std::string>()
+                                      : bin.begin().value().get<std::string>();
+    } else {
+        why = fmt::format("{} has no program to run (no \"bin\" in its package.json)", spec);
+        return std::nullopt;
+    }
+    return info;
+}
+
+/// One imported entry: its plan, the secrets it needs kept, the package it pins.
+struct planned {
+    im::source_plan plan;
+    std::vector<std::pair<std::string, std::string>> secrets; ///< name, value
+    std::optional<std::string> package;                       ///< "PKG@VERSION" to install
+    fs::path package_dir;                                     ///< where it is installed
+    std::string problem; ///< why the entry was not turned into a source
+};
+
+std::string secret_ref(const std::string& name) {
+    return "${secret:" + name + "}";
+}
+
+planned plan_entry(const im::server_entry& e, const std::string& origin) {
+    planned out;
+    auto& p = out.plan;
+    p.name = im::source_name(e.name);
+    p.prefix = p.name + "_";
+    p.off_reason = e.off_reason;
+    p.comments.push_back(
+        fmt::format("Imported by `meith import` from {} (\"{}\").", display_path(origin), e.name));
+    const auto keep = [&](const std::string& key, const std::string& value) {
+        const std::string name = (p.name + "." + key).substr(0, 64); // secrets::valid_name
+        out.secrets.emplace_back(name, value);
+        return secret_ref(name);
+    };
+    if (!e.url.empty()) {
+        p.url = e.url;
+        if (p.url.starts_with("http://")) {
+            // Plain http only to a server of this machine or its network (docs/configuration.md
+            // "Remote MCP servers"); meith sends no token over it elsewhere.
+            const std::string host = p.url.substr(7, p.url.find_first_of(":/", 7) - 7);
+            if (host == "localhost" || host.starts_with("127.") || host == "[::1]" ||
+                host.starts_with("10.") || host.starts_with("192.168."))
+                p.allow_private_network = true;
+            else if (p.off_reason.empty())
+                p.off_reason = "its url is plain http:// to another machine; meith sends "
+                               "tokens only over https://";
+        }
+        for (const auto& [k, v] : e.headers)
+            p.headers[k] = im::holds_credential(k, v) ? keep(k, v) : v;
+        return out;
+    }
+    p.command = e.command;
+    for (const auto& [k, v] : e.env)
+        p.env[k] = im::holds_credential(k, v) ? keep(k, v) : v;
+    // A state folder of its own: not meithd's home, which the sandbox hides, nor wherever
+    // meithd happened to start.
+    p.cwd = e.cwd ? *e.cwd
+                  : (xdg("XDG_STATE_HOME", ".local/state") / "meith" / "sources" / p.name).string();
+    if (p.off_reason.empty())
+        if (auto run = im::launcher_of(e.command)) {
+            std::string why;
+            const auto info = npm_view(run->package, why);
+            if (!info) {
+                out.problem = why;
+                return out;
+            }
+            const std::string name = im::package_name(run->package);
+            out.package = name + "@" + info->version;
+            out.package_dir = xdg("XDG_DATA_HOME", ".local/share") / "meith" / "servers" / p.name;
+            const fs::path bin = out.package_dir / "node_modules" / name / info->bin;
+            p.command = {"node", bin.lexically_normal().string()};
+            p.command.insert(p.command.end(), run->args.begin(), run->args.end());
+            p.comments.push_back(fmt::format("Pinned: {} from npm, installed in {} (was: {}).",
+                                             *out.package, display_path(out.package_dir),
+                                             fmt::join(e.command, " ")));
+        }
+    // A database URL with its password, a token on the command line: kept as secrets too.
+    for (std::size_t i = 1; i < p.command.size(); ++i)
+        if (im::argument_holds_credential(p.command[i]))
+            p.command[i] = keep("arg" + std::to_string(i), p.command[i]);
+    return out;
+}
+
+/// `npm install` of `package` into `dir`: exact version, a lock file with integrity hashes, no
+/// install scripts (a server's postinstall runs nothing on this machine).
+void install_package(const std::string& package, const fs::path& dir) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (!fs::exists(dir / "package.json"))
+        std::ofstream(dir / "package.json") << "{\"private\":true}\n";
+    const int status =
+        run_program({"npm", "install", "--prefix", dir.string(), "--save-exact", "--ignore-scripts",
+                     "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error", package},
+                    output::to_stderr);
+    if (status != 0)
+        throw cli_error(exit_error, fmt::format("npm could not install {} into {} (status {}); "
+                                                "nothing was changed",
+                                                package, display_path(dir), status));
+}
+
+/// A unified diff of `before` and `after` (diff(1)), labelled with `file`.
+std::string diff_of(const std::string& before, const std::string& after, const fs::path& file) {
+    char a[] = "/tmp/meith-import-a-XXXXXX";
+    char b[] = "/tmp/meith-import-b-XXXXXX";
+    const int fa = ::mkstemp(a), fb = ::mkstemp(b);
+    if (fa < 0 || fb < 0) return after;
+    (void)!::write(fa, before.data(), before.size());
+    (void)!::write(fb, after.data(), after.size());
+    ::close(fa);
+    ::close(fb);
+    std::string err;
+    const std::string out = capture_stdout(
+        {"diff", "-u", "--label", file.string(), "--label", file.string(), a, b}, err);
+    ::unlink(a);
+    ::unlink(b);
+    return out;
+}
+
+std::string paths_text(const std::vector<fs::path>& paths) {
+    std::string out;
+    for (const auto& p : paths)
+        out += (out.empty() ? "" : ", ") + display_path(p);
+    return out;
+}
+
+bool confirm(const std::string& question) {
+    if (!::isatty(STDIN_FILENO)) return false;
+    fmt::print("{} [y/N] ", question);
+    std::fflush(stdout);
+    std::string line;
+    char c = 0;
+    while (::read(STDIN_FILENO, &c, 1) == 1 && c != '\n')
+        line += c;
+    return line == "y" || line == "Y" || line == "yes";
+}
+
+} // namespace
+
+int import_servers(const options& opts) {
+    std::vector<fs::path> files;
+    if (opts.client) {
+        for (const auto& f : client_files(*opts.client))
+            if (fs::exists(f)) files.push_back(f);
+        if (files.empty())
+            throw cli_error(exit_error,
+                            fmt::format("no config of {} found (looked at {})", *opts.client,
+                                        paths_text(client_files(*opts.client))));
+    } else if (opts.words.size() > 1) {
+        files.push_back(opts.words[1]);
+    } else {
+        throw usage_error("name a config file (meith import .mcp.json) or a client "
+                          "(meith import --client claude-code)");
+    }
+
+    const fs::path target = target_config(opts);
+    const std::string before = read_text(target).value_or("");
+    std::string after = before;
+    std::vector<planned> plans;
+    std::set<std::string> names;
+    for (const auto& file : files) {
+        const auto text = read_text(file);
+        if (!text) throw cli_error(exit_error, fmt::format("cannot read {}", file.string()));
+        std::string why;
+        const bool toml = file.extension() == ".toml";
+        const auto entries = im::read_client_config(*text, toml, why);
+        if (entries.empty() && !why.empty())
+            throw cli_error(exit_error, fmt::format("{}: {}", file.string(), why));
+        for (const auto& e : entries) {
+            planned p = plan_entry(e, fs::absolute(file).string());
+            if (!names.insert(p.plan.name).second) continue; // one per name
+            if (!p.problem.empty()) {
+                fmt::print(stderr, "meith import: {} not imported: {}\n", e.name, p.problem);
+                continue;
+            }
+            const std::string entry = im::source_toml(p.plan);
+            // Imported before as it is now: nothing to change.
+            if (im::source_entry_text(after, p.plan.name) == entry ||
+                after.find(entry) != std::string::npos)
+                continue;
+            bool replaced = false;
+            after = im::with_source_entry(after, p.plan.name, entry, replaced);
+            plans.push_back(std::move(p));
+        }
+    }
+
+    if (plans.empty()) {
+        fmt::print("{} already has every server of {}: nothing to change\n", display_path(target),
+                   paths_text(files));
+        return exit_ok;
+    }
+    fmt::print("{}", diff_of(before, after, target));
+    std::size_t kept = 0;
+    for (const auto& p : plans)
+        kept += p.secrets.size();
+    if (kept > 0)
+        fmt::print("{} value{} that look{} like credentials go{} to the secret store (meith "
+                   "secret list), not to {}.\n",
+                   kept, kept == 1 ? "" : "s", kept == 1 ? "s" : "", kept == 1 ? "es" : "",
+                   display_path(target));
+    if (opts.dry_run) return exit_ok;
+    if (!opts.yes && !confirm(fmt::format("Write this to {}?", display_path(target)))) {
+        if (!::isatty(STDIN_FILENO))
+            throw cli_error(exit_error, "not a terminal to ask at: give --yes to apply, or "
+                                        "--dry-run to only print");
+        fmt::print("nothing changed\n");
+        return exit_ok;
+    }
+
+    // Secrets and packages first: the config then never names what is not there.
+    const auto home = resolve_home(opts.home);
+    if (auto err = config::ensure_private_dir(target.parent_path(), false))
+        throw cli_error(exit_error, *err);
+    for (const auto& p : plans) {
+        for (const auto& [name, value] : p.secrets)
+            store_secret(home, name, value);
+        if (p.package) install_package(*p.package, p.package_dir);
+        std::error_code ec;
+        if (!p.plan.cwd.empty()) fs::create_directories(p.plan.cwd, ec);
+    }
+    if (!config::write_private_file(target, after))
+        throw cli_error(exit_error, fmt::format("cannot write {}", target.string()));
+    const auto off = static_cast<std::size_t>(std::count_if(
+        plans.begin(), plans.end(), [](const planned& p) { return !p.plan.off_reason.empty(); }));
+    const std::size_t on = plans.size() - off;
+    fmt::print("{} written: {} source{} imported{}. `meith reload` (or the next start of meithd) "
+               "runs them.\n",
+               display_path(target), on, on == 1 ? "" : "s",
+               off == 0 ? std::string()
+                        : fmt::format(", {} written switched off (see the comments)", off));
+    return exit_ok;
+}
+
+} // namespace meith::cli::credentials

@@ -137,6 +137,23 @@ constexpr command table[] = {
      "  meith import .mcp.json --dry-run\n"
      "  meith import --client claude-desktop\n",
      run_import},
+    {"connect", "", "CLIENT [--client PROFILE] [--dry-run] [--yes] [--undo]",
+     "point an MCP client at meith mcp in place of its own servers (shows the change first)", 1,
+     1, opt::client | opt::dry_run | opt::yes | opt::undo, false,
+     "  CLIENT            claude-code, claude-desktop, cursor, vscode, codex, gemini or\n"
+     "                    windsurf: its user config gets one server, meith (this meith, mcp)\n"
+     "  --client PROFILE  serve it through client profile PROFILE ([clients.PROFILE])\n"
+     "  --dry-run         print the change, change nothing\n"
+     "  --yes, -y         apply without asking (else asked at the terminal)\n"
+     "  --undo            put the config back exactly as it was before `meith connect`\n"
+     "The file as it was is kept in $XDG_STATE_HOME/meith/connect/CLIENT/. Import the\n"
+     "client's servers first (meith import --client CLIENT) so that meith runs them.\n"
+     "\nExamples:\n"
+     "  meith import --client cursor && meith connect cursor\n"
+     "  meith connect cursor --undo\n",
+     run_connect},
+    {"clients", "", "[--json]", "the MCP clients on this machine: config, servers, connected?",
+     0, 0, opt::json, false, "  --json            the same as JSON\n", run_clients},
     {"secret", "list", "", "list the secrets' names (never their values)", 0, 0, 0, false, "",
      run_secret_list},
     {"secret", "rm", "NAME", "remove a secret", 1, 1, 0, false, "", run_secret_rm},
@@ -327,6 +344,7 @@ void check_options(const command& c, const options& opts) {
         {opts.has_service_options(), opt::service, "--socket-activated or --manager"},
         {opts.dry_run, opt::dry_run, "--dry-run"},
         {opts.yes, opt::yes, "--yes"},
+        {opts.undo, opt::undo, "--undo"},
         {opts.has_grant_options(), opt::grant, "--session, --uses or --expires"},
         {opts.tool.has_value(), opt::tool, "--tool"},
         {opts.since || opts.denied || opts.event || opts.limit || opts.file || opts.follow,

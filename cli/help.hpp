@@ -38,6 +38,7 @@ enum : std::uint32_t {
     client = 1u << 14,       ///< --client (a client profile, docs/protocol.md §23)
     dry_run = 1u << 15,      ///< --dry-run
     yes = 1u << 16,          ///< --yes
+    undo = 1u << 17,         ///< --undo
 };
 } // namespace opt
 

@@ -159,6 +159,7 @@ constexpr option_row option_table[] = {
     {"--raw", {}, &options::raw, nullptr},
     {"--force", {}, &options::force, nullptr},
     {"--yes", "-y", &options::yes, nullptr},
+    {"--undo", {}, &options::undo, nullptr},
     {"--model", {}, &options::model, nullptr},
     {"--no-autostart", {}, &options::no_autostart, nullptr},
     {"--socket-activated", {}, &options::socket_activated, nullptr},

@@ -10,6 +10,8 @@
 // shown as a diff of meithd.toml and applied on "y" at a terminal, or with --yes.
 #include "cli/credentials/credentials.hpp"
 
+#include "cli/changes.hpp"
+#include "cli/clients.hpp"
 #include "cli/discovery.hpp"
 #include "cli/errors.hpp"
 #include "cli/process.hpp"
@@ -27,6 +29,7 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace meith::cli::credentials {
@@ -55,29 +58,6 @@ fs::path xdg(const char* var, const char* fallback) {
     return user_home() / fallback;
 }
 
-/// The config files a client keeps its MCP servers in, user scope then project scope (the
-/// current folder), as each client documents them. Cited in docs/bring-your-servers.md.
-std::vector<fs::path> client_files(const std::string& client) {
-    const fs::path home = user_home();
-    const fs::path here = fs::current_path();
-    const fs::path config = xdg("XDG_CONFIG_HOME", ".config");
-    if (client == "claude-code") return {home / ".claude.json", here / ".mcp.json"};
-    if (client == "claude-desktop") return {config / "Claude" / "claude_desktop_config.json"};
-    if (client == "cursor") return {home / ".cursor" / "mcp.json", here / ".cursor" / "mcp.json"};
-    if (client == "vscode")
-        return {config / "Code" / "User" / "mcp.json", here / ".vscode" / "mcp.json"};
-    if (client == "codex") {
-        const char* ch = std::getenv("CODEX_HOME");
-        return {(ch && *ch ? fs::path(ch) : home / ".codex") / "config.toml"};
-    }
-    if (client == "gemini")
-        return {home / ".gemini" / "settings.json", here / ".gemini" / "settings.json"};
-    if (client == "windsurf") return {home / ".codeium" / "windsurf" / "mcp_config.json"};
-    throw usage_error(fmt::format("unknown client '{}': one of claude-code, claude-desktop, "
-                                  "cursor, vscode, codex, gemini, windsurf",
-                                  client));
-}
-
 /// The meithd.toml `meith import` changes: the running daemon's (config.json's configPath),
 /// else HOME/meithd.toml.
 fs::path target_config(const options& opts) {
@@ -91,30 +71,6 @@ struct package_info {
     std::string version;
     std::string bin; ///< the bin to run, relative to the package's folder
 };
-
-std::string capture_stdout(const std::vector<std::string>& argv, std::string& err) {
-    // run_program discards stdout; npm's JSON is wanted here.
-    std::string cmd;
-    for (const auto& a : argv) {
-        cmd += "'";
-        for (char c : a)
-            cmd += c == '\'' ? std::string("'\\''") : std::string(1, c);
-        cmd += "' ";
-    }
-    cmd += "2>/dev/null";
-    std::string out;
-    if (FILE* p = ::popen(cmd.c_str(), "r")) {
-        char buf[4096];
-        std::size_t n;
-        while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-            out.append(buf, n);
-        const int status = ::pclose(p);
-        if (status != 0) err = fmt::format("`{}` failed (status {})", fmt::join(argv, " "), status);
-    } else {
-        err = "cannot run npm";
-    }
-    return out;
-}
 
 std::optional<package_info> npm_view(const std::string& spec, std::string& why) {
     if (!in_path("npm")) {
@@ -223,39 +179,17 @@ planned plan_entry(const im::server_entry& e, const std::string& origin) {
     return out;
 }
 
-/// `npm install` of `package` into `dir`: exact version, a lock file with integrity hashes, no
-/// install scripts (a server's postinstall runs nothing on this machine).
-void install_package(const std::string& package, const fs::path& dir) {
+/// Starts `npm install` of `package` into `dir`: exact version, a lock file with integrity
+/// hashes, no install scripts (a server's postinstall runs nothing on this machine). Its pid.
+pid_t start_install(const std::string& package, const fs::path& dir) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (!fs::exists(dir / "package.json"))
         std::ofstream(dir / "package.json") << "{\"private\":true}\n";
-    const int status =
-        run_program({"npm", "install", "--prefix", dir.string(), "--save-exact", "--ignore-scripts",
-                     "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error", package},
-                    output::to_stderr);
-    if (status != 0)
-        throw cli_error(exit_error, fmt::format("npm could not install {} into {} (status {}); "
-                                                "nothing was changed",
-                                                package, display_path(dir), status));
-}
-
-/// A unified diff of `before` and `after` (diff(1)), labelled with `file`.
-std::string diff_of(const std::string& before, const std::string& after, const fs::path& file) {
-    char a[] = "/tmp/meith-import-a-XXXXXX";
-    char b[] = "/tmp/meith-import-b-XXXXXX";
-    const int fa = ::mkstemp(a), fb = ::mkstemp(b);
-    if (fa < 0 || fb < 0) return after;
-    (void)!::write(fa, before.data(), before.size());
-    (void)!::write(fb, after.data(), after.size());
-    ::close(fa);
-    ::close(fb);
-    std::string err;
-    const std::string out = capture_stdout(
-        {"diff", "-u", "--label", file.string(), "--label", file.string(), a, b}, err);
-    ::unlink(a);
-    ::unlink(b);
-    return out;
+    return start_program({"npm", "install", "--prefix", dir.string(), "--save-exact",
+                          "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline",
+                          "--loglevel=error", package},
+                         output::to_stderr);
 }
 
 std::string paths_text(const std::vector<fs::path>& paths) {
@@ -265,28 +199,18 @@ std::string paths_text(const std::vector<fs::path>& paths) {
     return out;
 }
 
-bool confirm(const std::string& question) {
-    if (!::isatty(STDIN_FILENO)) return false;
-    fmt::print("{} [y/N] ", question);
-    std::fflush(stdout);
-    std::string line;
-    char c = 0;
-    while (::read(STDIN_FILENO, &c, 1) == 1 && c != '\n')
-        line += c;
-    return line == "y" || line == "Y" || line == "yes";
-}
-
 } // namespace
 
 int import_servers(const options& opts) {
     std::vector<fs::path> files;
     if (opts.client) {
-        for (const auto& f : client_files(*opts.client))
+        const auto& client = client_named(*opts.client);
+        for (const auto& f : client_files(client))
             if (fs::exists(f)) files.push_back(f);
         if (files.empty())
             throw cli_error(exit_error,
-                            fmt::format("no config of {} found (looked at {})", *opts.client,
-                                        paths_text(client_files(*opts.client))));
+                            fmt::format("no config of {} found (looked at {})", client.display,
+                                        paths_text(client_files(client))));
     } else if (opts.words.size() > 1) {
         files.push_back(opts.words[1]);
     } else {
@@ -330,7 +254,7 @@ int import_servers(const options& opts) {
                    paths_text(files));
         return exit_ok;
     }
-    fmt::print("{}", diff_of(before, after, target));
+    fmt::print("{}", unified_diff(before, after, target));
     std::size_t kept = 0;
     for (const auto& p : plans)
         kept += p.secrets.size();
@@ -352,10 +276,23 @@ int import_servers(const options& opts) {
     const auto home = resolve_home(opts.home);
     if (auto err = config::ensure_private_dir(target.parent_path(), false))
         throw cli_error(exit_error, *err);
+    // The packages install side by side (npm waits on the network more than on the CPU).
+    std::vector<std::pair<pid_t, const planned*>> installs;
+    for (const auto& p : plans)
+        if (p.package) installs.emplace_back(start_install(*p.package, p.package_dir), &p);
+    std::string failed;
+    for (const auto& [pid, p] : installs) {
+        int status = 0;
+        const bool ok = pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+                        WEXITSTATUS(status) == 0;
+        if (!ok) failed += fmt::format("\n  {} into {}", *p->package, display_path(p->package_dir));
+    }
+    if (!failed.empty())
+        throw cli_error(exit_error, "npm could not install" + failed +
+                                        "\n(its messages are above); nothing was changed");
     for (const auto& p : plans) {
         for (const auto& [name, value] : p.secrets)
             store_secret(home, name, value);
-        if (p.package) install_package(*p.package, p.package_dir);
         std::error_code ec;
         if (!p.plan.cwd.empty()) fs::create_directories(p.plan.cwd, ec);
     }

@@ -8,7 +8,7 @@
 # Options that take a value in the next word (or after '=').
 _meith_value_opts=" --socket --home --caller --timeout-ms --since --tool --event --limit --file --manager --format --text --tag --client --session --uses --expires "
 _meith_global_opts="--socket --home --caller --no-autostart --help"
-_meith_commands="status tools call preview sources login secret import reload stop restart policy approve grant grants revoke mcp service audit init help version"
+_meith_commands="status tools call preview sources login secret import connect clients reload stop restart policy approve grant grants revoke mcp service audit init help version"
 _meith_audit_events="tool_call tool_call_rejected list_tools cancel_tool_call connection_open
 connection_close connection_rejected frame_refused source_start source_exit source_restart
 source_failed source_restart_requested source_tools_changed tool_preview mcp_request client_request approval_request
@@ -193,6 +193,11 @@ _meith() {
     import)
         opts="--client --dry-run --yes"
         ;;
+    connect)
+        opts="--client --dry-run --yes --undo"
+        if [[ $n == 1 ]]; then args="claude-code claude-desktop cursor vscode codex gemini windsurf"; fi
+        ;;
+    clients) opts="--json" ;;
     policy)
         if [[ $sub == check ]]; then
             opts="--json --client"

@@ -509,18 +509,20 @@ autostarted_daemon::~autostarted_daemon() {
     if (process_running(pid)) ::kill(pid, SIGKILL);
 }
 
-cli_result run_cli(const std::vector<std::string>& args, const fs::path& home) {
-    return run_program({MEITH_CLI}, args, {{"MEITH_HOME", home.string()}});
+cli_result run_cli(const std::vector<std::string>& args, const fs::path& home,
+                   std::chrono::seconds within) {
+    return run_program({MEITH_CLI}, args, {{"MEITH_HOME", home.string()}}, within);
 }
 
 cli_result run_program(std::vector<std::string> argv, const std::vector<std::string>& args,
-                       const std::vector<std::pair<std::string, std::string>>& env) {
+                       const std::vector<std::pair<std::string, std::string>>& env,
+                       std::chrono::seconds within) {
     temp_dir out;
     argv.insert(argv.end(), args.begin(), args.end());
     const pid_t pid = spawn(argv, out.path / "out", out.path / "err", env);
     bool exited = false;
     int status = 0;
-    int code = wait_pid(pid, 30s, exited, status);
+    int code = wait_pid(pid, within, exited, status);
     if (!exited) {
         ::kill(pid, SIGKILL);
         ::waitpid(pid, &status, 0);

@@ -199,12 +199,15 @@ struct cli_result {
     std::string out;
     std::string err;
 };
-cli_result run_cli(const std::vector<std::string>& args, const fs::path& home);
+cli_result run_cli(const std::vector<std::string>& args, const fs::path& home,
+                   std::chrono::seconds within = std::chrono::seconds(30));
 
 /// Runs `argv` + `args` (argv[0] a path) with XDG_RUNTIME_DIR and MEITH_HOME unset,
-/// MEITH_NO_AUTOSTART=1, then `env` applied (a value of "" sets it empty); waits up to 30 s.
+/// MEITH_NO_AUTOSTART=1, then `env` applied (a value of "" sets it empty); waits up to `within`
+/// (then kills it: status -1).
 cli_result run_program(std::vector<std::string> argv, const std::vector<std::string>& args,
-                       const std::vector<std::pair<std::string, std::string>>& env);
+                       const std::vector<std::pair<std::string, std::string>>& env,
+                       std::chrono::seconds within = std::chrono::seconds(30));
 
 /// A program running beside the test (`meith audit --follow`, `meith login`, a test server):
 /// `argv[0]` looked up in PATH, XDG_RUNTIME_DIR unset, MEITH_NO_AUTOSTART=1, then `env`; its

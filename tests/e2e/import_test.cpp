@@ -13,6 +13,7 @@
 #include <fstream>
 
 using namespace meith::test;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -73,7 +74,7 @@ TEST_CASE("import: a .mcp.json of npx servers comes in with one command, its sec
         "", {},
         [&](const fs::path& home) {
             // What it would write, first: nothing is written.
-            const auto dry = run_cli({"import", config.string(), "--dry-run"}, home);
+            const auto dry = run_cli({"import", config.string(), "--dry-run"}, home, 120s);
             INFO(dry.out << dry.err);
             REQUIRE(dry.status == 0);
             CHECK_THAT(dry.out, Catch::Contains("+name = \"memory\""));
@@ -85,13 +86,13 @@ TEST_CASE("import: a .mcp.json of npx servers comes in with one command, its sec
             CHECK(asked.status == 2);
             CHECK_THAT(asked.err, Catch::Contains("--yes"));
 
-            const auto r = run_cli({"import", config.string(), "--yes"}, home);
+            const auto r = run_cli({"import", config.string(), "--yes"}, home, 240s);
             INFO(r.out << r.err);
             REQUIRE(r.status == 0);
             CHECK_THAT(r.out, Catch::Contains("4 sources imported, 1 written switched off"));
             imported = slurp(home / "meithd.toml");
             // Importing again is no change, byte for byte.
-            const auto again = run_cli({"import", config.string(), "--yes"}, home);
+            const auto again = run_cli({"import", config.string(), "--yes"}, home, 120s);
             CHECK(again.status == 0);
             CHECK_THAT(again.out, Catch::Contains("nothing to change"));
             CHECK(slurp(home / "meithd.toml") == imported);

@@ -122,7 +122,7 @@ words_exactly() {
     [[ $got == "$want" ]] || fail "[$*] should offer exactly '$(flat "$want")'; got: '$(flat "$got")'"
 }
 
-commands=(status tools call preview sources login secret import reload stop restart policy approve grant grants revoke mcp service audit init help version)
+commands=(status tools call preview sources login secret import connect clients reload stop restart policy approve grant grants revoke mcp service audit init help version)
 service_opts=(--socket-activated --dry-run --manager)
 audit_opts=(--since --tool --caller --denied --event --limit --json --file --follow)
 
@@ -170,6 +170,9 @@ exactly _meith "meith tools --format openai" openai openai.responses
 has _meith "meith reload --" --json
 has _meith "meith restart --" --timeout-ms
 has _meith "meith import --" --client --dry-run --yes
+has _meith "meith connect --" --client --dry-run --yes --undo
+exactly _meith "meith connect cl" claude-code claude-desktop
+has _meith "meith clients --" --json
 lacks _meith "meith import --" --json --timeout-ms
 
 # Option values.

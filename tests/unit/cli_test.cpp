@@ -71,8 +71,7 @@ TEST_CASE("cli check_options: each command takes only its own options, from its 
     CHECK(usage_message({"grant", "writes-files", "--since", "1h"}) ==
           "'grant' does not take --since, --denied, --event, --limit, --file or --follow");
     CHECK(usage_message({"tools", "--tool", "t"}) == "'tools' does not take --tool");
-    CHECK(usage_message({"call", "echo", "--dry-run"}) ==
-          "'call' does not take --dry-run");
+    CHECK(usage_message({"call", "echo", "--dry-run"}) == "'call' does not take --dry-run");
     CHECK(usage_message({"call", "echo", "--manager", "systemd"}) ==
           "'call' does not take --socket-activated or --manager");
     CHECK(usage_message({"status", "--yes"}) == "'status' does not take --yes");
@@ -104,4 +103,60 @@ TEST_CASE("cli audit view: timestamps, call reasons and event summaries", "[cli]
     CHECK(call_reason(json::parse(R"({"event":"tool_call","decision":"allow","ok":true})")) == "");
     const auto exited = json::parse(R"({"event":"source_exit","source":"fs","pid":7})");
     CHECK(summarize_event(exited).subject == "fs");
+}
+
+// ==== meith connect: a client's config pointed at `meith mcp` ================================
+
+#include "cli/commands/connect_edit.hpp"
+
+TEST_CASE("connect: each client's servers become one entry running meith mcp", "[cli][connect]") {
+    using namespace meith::cli;
+    std::string why;
+    const std::vector<std::string> cmd{"/usr/bin/meith", "mcp", "--client", "cursor"};
+
+    // Claude Code's ~/.claude.json: everything else in the file kept, servers replaced.
+    const std::string claude = R"({"numStartups":3,"mcpServers":{"memory":{"command":"npx",)"
+                               R"("args":["-y","@modelcontextprotocol/server-memory"]}},"x":[1]})";
+    CHECK(server_names(claude, client_format::mcp_servers) == std::vector<std::string>{"memory"});
+    CHECK_FALSE(is_connected(claude, client_format::mcp_servers));
+    const auto connected = connected_config(claude, client_format::mcp_servers, true, cmd, why);
+    REQUIRE(connected);
+    const auto j = nlohmann::ordered_json::parse(*connected);
+    CHECK(j["numStartups"] == 3);
+    CHECK(j["x"] == nlohmann::ordered_json::array({1}));
+    CHECK(j["mcpServers"].size() == 1);
+    CHECK(j["mcpServers"]["meith"]["type"] == "stdio");
+    CHECK(j["mcpServers"]["meith"]["command"] == "/usr/bin/meith");
+    CHECK(j["mcpServers"]["meith"]["args"] ==
+          nlohmann::ordered_json::array({"mcp", "--client", "cursor"}));
+    CHECK(is_connected(*connected, client_format::mcp_servers));
+
+    // No file yet: one is made.
+    const auto fresh = connected_config("", client_format::mcp_servers, false, cmd, why);
+    REQUIRE(fresh);
+    CHECK_FALSE(nlohmann::ordered_json::parse(*fresh)["mcpServers"]["meith"].contains("type"));
+
+    // VS Code: `servers`, comments allowed in what is read.
+    const auto vscode = connected_config("// mine\n{\"servers\":{\"a\":{\"type\":\"stdio\","
+                                         "\"command\":\"a\"}},\"inputs\":[]}",
+                                         client_format::vscode, true, cmd, why);
+    REQUIRE(vscode);
+    CHECK(nlohmann::ordered_json::parse(*vscode)["servers"].size() == 1);
+    CHECK(nlohmann::ordered_json::parse(*vscode).contains("inputs"));
+
+    // Codex: only the [mcp_servers.*] tables change, the rest of the file byte for byte.
+    const std::string codex = "model = \"o3\"\n# my servers\n[mcp_servers.docs]\ncommand = "
+                              "\"npx\"\nargs = [\"-y\", \"ctx\"]\n\n[mcp_servers.docs.env]\nK = "
+                              "\"v\"\n\n[profiles.fast]\nmodel = \"o4\"\n";
+    CHECK(server_names(codex, client_format::codex) == std::vector<std::string>{"docs"});
+    const auto toml = connected_config(codex, client_format::codex, false, cmd, why);
+    REQUIRE(toml);
+    CHECK(*toml == "model = \"o3\"\n# my servers\n[profiles.fast]\nmodel = \"o4\"\n\n"
+                   "[mcp_servers.meith]\ncommand = \"/usr/bin/meith\"\n"
+                   "args = [\"mcp\", \"--client\", \"cursor\"]\n");
+    CHECK(is_connected(*toml, client_format::codex));
+
+    // Not a config: refused, saying so.
+    CHECK_FALSE(connected_config("[1,2]", client_format::mcp_servers, false, cmd, why));
+    CHECK_THAT(why, Catch::Contains("not a JSON object"));
 }

@@ -1,0 +1,23 @@
+// changes: how `meith import` and `meith connect` show a change to a file before they make it
+// (a unified diff), ask for it at a terminal, and run the programs whose output they read.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace meith::cli {
+
+/// Runs argv[0] (a shell-quoted command line, stderr discarded) and returns its stdout; `err`
+/// says how it failed when it exits non-zero (the output is returned then too).
+std::string capture_stdout(const std::vector<std::string>& argv, std::string& err);
+
+/// A unified diff (diff(1) -u) of `before` and `after`, both labelled `file`; empty when equal.
+std::string unified_diff(const std::string& before, const std::string& after,
+                         const std::filesystem::path& file);
+
+/// Asks `question` with " [y/N] " at the terminal on standard input; true on y or yes. False
+/// without asking when standard input is not a terminal.
+bool confirm(const std::string& question);
+
+} // namespace meith::cli

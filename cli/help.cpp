@@ -120,8 +120,8 @@ constexpr command table[] = {
      "  printf %s \"$TOKEN\" | meith secret set GITHUB_TOKEN\n",
      run_secret_set},
     {"import", "", "[PATH] [--client NAME] [--dry-run] [--yes]",
-     "bring the MCP servers of another client's config under meith (shows the change first)", 0,
-     1, opt::client | opt::dry_run | opt::yes, false,
+     "bring the MCP servers of another client's config under meith (shows the change first)", 0, 1,
+     opt::client | opt::dry_run | opt::yes, false,
      "  PATH              a config with \"mcpServers\" (Claude Desktop, Claude Code's .mcp.json,\n"
      "                    Cursor, Gemini CLI, Windsurf), VS Code's mcp.json (\"servers\") or\n"
      "                    Codex's config.toml ([mcp_servers])\n"
@@ -138,8 +138,8 @@ constexpr command table[] = {
      "  meith import --client claude-desktop\n",
      run_import},
     {"connect", "", "CLIENT [--client PROFILE] [--dry-run] [--yes] [--undo]",
-     "point an MCP client at meith mcp in place of its own servers (shows the change first)", 1,
-     1, opt::client | opt::dry_run | opt::yes | opt::undo, false,
+     "point an MCP client at meith mcp in place of its own servers (shows the change first)", 1, 1,
+     opt::client | opt::dry_run | opt::yes | opt::undo, false,
      "  CLIENT            claude-code, claude-desktop, cursor, vscode, codex, gemini or\n"
      "                    windsurf: its user config gets one server, meith (this meith, mcp)\n"
      "  --client PROFILE  serve it through client profile PROFILE ([clients.PROFILE])\n"
@@ -152,8 +152,8 @@ constexpr command table[] = {
      "  meith import --client cursor && meith connect cursor\n"
      "  meith connect cursor --undo\n",
      run_connect},
-    {"clients", "", "[--json]", "the MCP clients on this machine: config, servers, connected?",
-     0, 0, opt::json, false, "  --json            the same as JSON\n", run_clients},
+    {"clients", "", "[--json]", "the MCP clients on this machine: config, servers, connected?", 0,
+     0, opt::json, false, "  --json            the same as JSON\n", run_clients},
     {"secret", "list", "", "list the secrets' names (never their values)", 0, 0, 0, false, "",
      run_secret_list},
     {"secret", "rm", "NAME", "remove a secret", 1, 1, 0, false, "", run_secret_rm},

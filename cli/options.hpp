@@ -34,8 +34,8 @@ struct options {
     bool display = false;                        ///< --display (call: print meta.display)
     bool raw = false;                            ///< --raw (call: the result's text as is)
     bool force = false;                          ///< --force (init: replace an existing config)
-    bool yes = false;                            ///< --yes, -y (import, connect: apply without asking)
-    bool undo = false;                           ///< --undo (connect: put the old config back)
+    bool yes = false;  ///< --yes, -y (import, connect: apply without asking)
+    bool undo = false; ///< --undo (connect: put the old config back)
 
     // service only:
     bool socket_activated = false;      ///< --socket-activated (install)

@@ -95,9 +95,9 @@ std::string expand_home_in_word(const std::string& word) {
             i = at + 7;
             continue;
         }
-        const bool name_ends = at + 5 >= word.size() ||
-                               !(std::isalnum(static_cast<unsigned char>(word[at + 5])) ||
-                                 word[at + 5] == '_');
+        const bool name_ends =
+            at + 5 >= word.size() ||
+            !(std::isalnum(static_cast<unsigned char>(word[at + 5])) || word[at + 5] == '_');
         if (word.compare(at, 5, "$HOME") == 0 && name_ends) {
             out += h;
             i = at + 5;

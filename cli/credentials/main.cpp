@@ -1,6 +1,6 @@
-// meith-credentials: `meith login`, `meith secret …` and `meith import` (cli/credentials/credentials.hpp).
-// `meith` executes it with its own command line; it parses that line as `meith` does and runs
-// the command here, with the libraries only these commands need.
+// meith-credentials: `meith login`, `meith secret …` and `meith import`
+// (cli/credentials/credentials.hpp). `meith` executes it with its own command line; it parses that
+// line as `meith` does and runs the command here, with the libraries only these commands need.
 #include "cli/credential_helper.hpp"
 #include "cli/credentials/credentials.hpp"
 #include "cli/entry.hpp"

@@ -2,12 +2,22 @@
 #include "cli/changes.hpp"
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
 
 namespace meith::cli {
+
+std::optional<std::string> read_whole_file(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
 
 std::string capture_stdout(const std::vector<std::string>& argv, std::string& err) {
     std::string cmd;

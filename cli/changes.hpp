@@ -3,10 +3,14 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace meith::cli {
+
+/// The whole of file `p`, byte for byte; nullopt when it cannot be read (or does not exist).
+std::optional<std::string> read_whole_file(const std::filesystem::path& p);
 
 /// Runs argv[0] (a shell-quoted command line, stderr discarded) and returns its stdout; `err`
 /// says how it failed when it exits non-zero (the output is returned then too).

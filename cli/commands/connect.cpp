@@ -30,14 +30,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::optional<std::string> read_bytes(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 void write_bytes(const fs::path& p, const std::string& bytes) {
     std::error_code ec;
     fs::create_directories(p.parent_path(), ec);
@@ -82,14 +74,14 @@ std::vector<std::string> meith_command(const options& opts) {
 
 int undo(const options& opts, const client_info& client, const fs::path& file) {
     const fs::path dir = state_dir(client);
-    const auto record_text = read_bytes(dir / "record.json");
+    const auto record_text = read_whole_file(dir / "record.json");
     if (!record_text)
         throw cli_error(exit_error, fmt::format("{} was not connected by meith (no record in {})",
                                                 client.display, display_path(dir)));
     const auto record = nlohmann::json::parse(*record_text, nullptr, false);
     if (!record.is_object() || !record.contains("existed") || !record.contains("connected"))
         throw cli_error(exit_error, fmt::format("{}/record.json is damaged", display_path(dir)));
-    const auto now = read_bytes(file);
+    const auto now = read_whole_file(file);
     const std::string connected = record["connected"].get<std::string>();
     if (now.value_or("") != connected && !opts.yes)
         throw cli_error(exit_error,
@@ -100,7 +92,7 @@ int undo(const options& opts, const client_info& client, const fs::path& file) {
     if (now && *now != connected) write_bytes(file.string() + ".meith-undone", *now);
     std::error_code ec;
     if (record["existed"] == true) {
-        const auto original = read_bytes(dir / "original");
+        const auto original = read_whole_file(dir / "original");
         if (!original)
             throw cli_error(exit_error,
                             fmt::format("the backup {}/original is missing", display_path(dir)));
@@ -134,7 +126,7 @@ int run_connect(const options& opts) {
                         fmt::format("{} is connected already (meith connect {} --undo first to "
                                     "connect it again)",
                                     client.display, client.name));
-    const auto before = read_bytes(file);
+    const auto before = read_whole_file(file);
     std::string why;
     const auto after = connected_config(before.value_or(""), client.format, client.typed_entries,
                                         meith_command(opts), why);
@@ -172,7 +164,7 @@ int run_clients(const options& opts) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const auto& c : known_clients()) {
         const fs::path file = client_user_file(c);
-        const auto text = read_bytes(file);
+        const auto text = read_whole_file(file);
         const auto names = text ? server_names(*text, c.format) : std::vector<std::string>{};
         const bool connected =
             fs::exists(state_dir(c) / "record.json") || (text && is_connected(*text, c.format));

@@ -39,14 +39,6 @@ namespace im = config::import;
 
 namespace {
 
-std::optional<std::string> read_text(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 fs::path user_home() {
     const char* h = std::getenv("HOME");
     return h && *h ? fs::path(h) : fs::path("/");
@@ -219,12 +211,12 @@ int import_servers(const options& opts) {
     }
 
     const fs::path target = target_config(opts);
-    const std::string before = read_text(target).value_or("");
+    const std::string before = read_whole_file(target).value_or("");
     std::string after = before;
     std::vector<planned> plans;
     std::set<std::string> names;
     for (const auto& file : files) {
-        const auto text = read_text(file);
+        const auto text = read_whole_file(file);
         if (!text) throw cli_error(exit_error, fmt::format("cannot read {}", file.string()));
         std::string why;
         const bool toml = file.extension() == ".toml";

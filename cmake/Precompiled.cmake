@@ -1,6 +1,6 @@
 # Precompiled headers. Asio, spdlog, fmt and nlohmann/json take 1-5 s to parse in
 # every file that includes them (measured with g++ 12: spdlog.h alone 4.6 s); parsed once per
-# build folder, they take a quarter to a third off each build (CI builds three).
+# build folder, they take 2-5 s off each file (daemon/server.cpp: 18.9 -> 13.4 s).
 #
 # One precompiled header per build folder (meith_pch), reused by every library and program:
 # they share the global compile flags, which a reused header needs. -Winvalid-pch turns a

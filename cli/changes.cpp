@@ -1,6 +1,8 @@
 // changes: diffs, confirmation and captured output (cli/changes.hpp).
 #include "cli/changes.hpp"
 
+#include "cli/errors.hpp"
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -69,6 +71,15 @@ bool confirm(const std::string& question) {
     while (::read(STDIN_FILENO, &c, 1) == 1 && c != '\n')
         line += c;
     return line == "y" || line == "Y" || line == "yes";
+}
+
+bool change_approved(bool yes, const std::string& question) {
+    if (yes || confirm(question)) return true;
+    if (!::isatty(STDIN_FILENO))
+        throw cli_error(exit_error, "not a terminal to ask at: give --yes to apply, or "
+                                    "--dry-run to only print");
+    fmt::print("nothing changed\n");
+    return false;
 }
 
 } // namespace meith::cli

@@ -24,4 +24,9 @@ std::string unified_diff(const std::string& before, const std::string& after,
 /// without asking when standard input is not a terminal.
 bool confirm(const std::string& question);
 
+/// Whether to make a change that was just shown: at once with `yes` (--yes), else as the
+/// person answers `question` at the terminal ("nothing changed" printed on no). Throws
+/// cli_error naming --yes and --dry-run when there is no terminal to ask at.
+bool change_approved(bool yes, const std::string& question);
+
 } // namespace meith::cli

@@ -138,13 +138,7 @@ int run_connect(const options& opts) {
                    "--client {}) if meith does not run them yet.\n",
                    client.display, fmt::format("{}", fmt::join(servers, ", ")), client.name);
     if (opts.dry_run) return exit_ok;
-    if (!opts.yes && !confirm(fmt::format("Rewrite {}?", display_path(file)))) {
-        if (!::isatty(STDIN_FILENO))
-            throw cli_error(exit_error, "not a terminal to ask at: give --yes to apply, or "
-                                        "--dry-run to only print");
-        fmt::print("nothing changed\n");
-        return exit_ok;
-    }
+    if (!change_approved(opts.yes, fmt::format("Rewrite {}?", display_path(file)))) return exit_ok;
     // The backup first: an interrupted connect leaves the old file and its copy.
     std::error_code ec;
     fs::create_directories(dir, ec);

@@ -256,13 +256,8 @@ int import_servers(const options& opts) {
                    kept, kept == 1 ? "" : "s", kept == 1 ? "s" : "", kept == 1 ? "es" : "",
                    display_path(target));
     if (opts.dry_run) return exit_ok;
-    if (!opts.yes && !confirm(fmt::format("Write this to {}?", display_path(target)))) {
-        if (!::isatty(STDIN_FILENO))
-            throw cli_error(exit_error, "not a terminal to ask at: give --yes to apply, or "
-                                        "--dry-run to only print");
-        fmt::print("nothing changed\n");
+    if (!change_approved(opts.yes, fmt::format("Write this to {}?", display_path(target))))
         return exit_ok;
-    }
 
     // Secrets and packages first: the config then never names what is not there.
     const auto home = resolve_home(opts.home);

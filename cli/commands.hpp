@@ -19,6 +19,7 @@ int run_secret_set(const options& opts);
 int run_secret_list(const options& opts);
 int run_secret_rm(const options& opts);
 int run_import(const options& opts);
+int run_source_update(const options& opts);
 int run_connect(const options& opts);
 int run_clients(const options& opts);
 int run_reload(const options& opts);

@@ -87,4 +87,9 @@ int run_import(const options& opts) {
     return installed.import_servers(opts);
 }
 
+int run_source_update(const options& opts) {
+    if (installed.update_source == nullptr) exec_helper(opts);
+    return installed.update_source(opts);
+}
+
 } // namespace meith::cli

@@ -94,6 +94,16 @@ constexpr command table[] = {
      true,
      "  --timeout-ms N    wait at most N ms for the source to be ready or fail (default 60 s)\n",
      run_source_restart},
+    {"sources", "update", "NAME [--dry-run] [--yes]",
+     "move a source `meith import` pinned to its package's newest version (shows the change first)",
+     1, 1, opt::dry_run | opt::yes, false,
+     "  NAME              a source whose entry says \"# Pinned: PACKAGE@VERSION from npm\"\n"
+     "  --dry-run         print the version change and the diff of meithd.toml; change nothing\n"
+     "  --yes, -y         apply without asking (else asked at the terminal)\n"
+     "Installs the new version into the source's folder of the server store (npm, a lock file,\n"
+     "no install scripts). After `meith reload`, a tool whose definition changed is held until\n"
+     "you accept it: `meith tools accept TOOL` shows the change.\n",
+     run_source_update},
     {"login", "", "SOURCE [--timeout-ms N]",
      "log in to a remote MCP server (OAuth): prints the URL to authorize, stores the grant", 1, 1,
      opt::timeout, true,

@@ -48,6 +48,8 @@ using detail::quoted_list;
 using detail::scope;
 
 using detail::assign;
+using detail::parse_profile;
+using detail::parse_sandbox;
 
 void parse_socket(checker& c, const scope& s, config& cfg) {
     c.check_keys(s, {"path"});
@@ -153,28 +155,6 @@ void parse_permissions(checker& c, const scope& s, permissions_config& p) {
             }
         }
         p.rules.push_back(std::move(rule));
-    }
-}
-
-/// `sandbox` and `sandbox_paths`, shared by sources and hooks (PROTOCOL.md §13).
-void parse_sandbox(checker& c, const scope& s, sandbox_mode& mode, sandbox_paths_config& paths) {
-    static constexpr std::array modes{"enforce"sv, "require"sv, "off"sv};
-    if (auto i = c.read_enum(s, "sandbox", modes))
-        mode = std::array{sandbox_mode::enforce, sandbox_mode::require, sandbox_mode::off}[*i];
-    if (const auto* t = c.read_table(s, "sandbox_paths")) {
-        const scope p{*t, fmt::format("the sandbox_paths of {}", s.name)};
-        c.check_keys(p, {"read", "write", "exec", "sockets"});
-        for (auto [key, list] :
-             {std::pair{"read"sv, &paths.read}, std::pair{"write"sv, &paths.write},
-              std::pair{"exec"sv, &paths.exec}, std::pair{"sockets"sv, &paths.sockets}}) {
-            if (auto names = c.read_string_array(p, key, false, true)) {
-                for (const auto& n : *names) {
-                    fs::path path = expand_tilde(fs::path(n));
-                    if (path.is_relative()) path = c.base_dir() / path;
-                    list->push_back(path.lexically_normal());
-                }
-            }
-        }
     }
 }
 
@@ -389,8 +369,11 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
                          "oauth",
                          "network",
                          "sandbox",
-                         "sandbox_paths"});
+                         "sandbox_paths",
+                         "profile"});
         parse_sandbox(c, s, src.sandbox, src.sandbox_paths);
+        parse_profile(c, s, src.sandbox_paths);
+        src.sandbox_paths.state_dir = source_state_dir(src.name);
 
         std::optional<source_kind> kind;
         if (c.require(s, "kind")) {

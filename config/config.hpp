@@ -185,6 +185,12 @@ struct sandbox_paths_config {
     std::vector<std::string> protect = default_protected_paths();
     /// The source's `network` table, when it has one (sources only; not a remote source).
     std::optional<network_config> network;
+    /// The source's `profile` (config/profiles.hpp, docs/protocol.md §15 "Profiles"): the names
+    /// it gave, checked. Empty: none, and its process is confined as its tools declare.
+    std::vector<std::string> profile;
+    /// The source's own folder (source_state_dir): writable in every profile, its caches sent
+    /// there. Empty for hooks.
+    std::filesystem::path state_dir;
 
     bool operator==(const sandbox_paths_config&) const = default;
 };

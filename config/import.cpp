@@ -382,6 +382,16 @@ std::string package_name(std::string_view spec) {
     return std::string(at == std::string_view::npos ? spec : spec.substr(0, at));
 }
 
+std::vector<std::string> profile_for_package(std::string_view name) {
+    // Each starts Chromium (or Chrome, Firefox) as its child and keeps the browser's profile
+    // under the user's cache: more than any of its tools' declarations says.
+    static constexpr std::array<std::string_view, 5> browsers{
+        "@playwright/mcp", "chrome-devtools-mcp", "@modelcontextprotocol/server-puppeteer",
+        "puppeteer-mcp-server", "@browsermcp/mcp"};
+    if (std::find(browsers.begin(), browsers.end(), name) != browsers.end()) return {"browser"};
+    return {};
+}
+
 std::string source_toml(const source_plan& p) {
     std::string out;
     for (const auto& c : p.comments)
@@ -401,6 +411,12 @@ std::string source_toml(const source_plan& p) {
     }
     if (!p.prefix.empty()) body += "prefix = " + toml_string(p.prefix) + "\n";
     if (p.trust_annotations) body += "trust_annotations = true\n";
+    if (!p.profile.empty()) {
+        body += "profile = [";
+        for (std::size_t i = 0; i < p.profile.size(); ++i)
+            body += (i ? ", " : "") + toml_string(p.profile[i]);
+        body += "]\n";
+    }
     if (p.off_reason.empty()) return out + body;
     out += "# Not imported to run: " + p.off_reason + "\n";
     for (std::size_t i = 0; i < body.size();) {

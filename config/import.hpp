@@ -69,6 +69,11 @@ std::optional<launcher_run> launcher_of(const std::vector<std::string>& command)
 /// A package spec without its version: "@scope/name@1.2" → "@scope/name".
 std::string package_name(std::string_view spec);
 
+/// The sandbox profile a server's package needs beyond what its tools declare: ["browser"]
+/// for the packages that drive a browser as their child (Playwright's, chrome-devtools',
+/// Puppeteer's), empty for the rest, whose tools' declarations decide.
+std::vector<std::string> profile_for_package(std::string_view name);
+
 /// One `[[sources]]` entry to write.
 struct source_plan {
     std::string name;
@@ -80,8 +85,11 @@ struct source_plan {
     std::string prefix;                 ///< tool names' prefix ("NAME_")
     bool allow_private_network = false; ///< a url of plain http:// to this machine
     bool trust_annotations = true;      ///< the server's annotations give its capabilities
-    std::vector<std::string> comments;  ///< lines above the entry (where it came from, pins)
-    std::string off_reason;             ///< non-empty: written commented out, with the reason
+    /// The sandbox profile its process needs (docs/protocol.md §15 "Profiles"), when its
+    /// package is one known to need more than its tools declare (profile_for_package).
+    std::vector<std::string> profile;
+    std::vector<std::string> comments; ///< lines above the entry (where it came from, pins)
+    std::string off_reason;            ///< non-empty: written commented out, with the reason
 };
 
 /// `p` as TOML text: comment lines, then `[[sources]]` with its keys in a fixed order (name,

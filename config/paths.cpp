@@ -76,6 +76,17 @@ fs::path expand_tilde(const fs::path& p) {
     return *home / s.substr(2);
 }
 
+fs::path source_state_dir(const std::string& name) {
+    fs::path base;
+    if (const char* v = std::getenv("XDG_STATE_HOME"); v && *v == '/')
+        base = v;
+    else if (const auto home = user_home())
+        base = *home / ".local" / "state";
+    else
+        return {};
+    return base / "meith" / "sources" / name;
+}
+
 std::string expand_home_in_word(const std::string& word) {
     const auto home = user_home();
     if (!home) return word;

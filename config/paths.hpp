@@ -29,6 +29,12 @@ std::filesystem::path expand_tilde(const std::filesystem::path& p);
 /// (docs/configuration.md "Sources": command).
 std::string expand_home_in_word(const std::string& word);
 
+/// A source's own folder: `$XDG_STATE_HOME/meith/sources/NAME`, else
+/// `~/.local/state/meith/sources/NAME` (XDG Base Directory Specification). Outside meithd's home,
+/// which the sandbox hides; `meith import` makes it the imported sources' cwd, and every sandbox
+/// profile lets the source write there (docs/protocol.md §15 "Profiles").
+std::filesystem::path source_state_dir(const std::string& name);
+
 /// Creates `dir` with mode 0700 if missing (parents too, each 0700), then checks it is owned by
 /// the current user and not writable by group or others, unless `allow_sticky` and the folder
 /// has the sticky bit (e.g. /tmp). Returns an error message naming the chmod/chown to run, or

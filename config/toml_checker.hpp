@@ -415,6 +415,12 @@ void assign(T& field, std::optional<T> v) {
 /// — of the `[[sources]]` table `t` (config/remote_config.cpp, docs/protocol.md §18).
 void parse_remote(checker& c, const scope& s, const toml::table& t, source_config& src);
 
+/// `sandbox` and `sandbox_paths`, shared by sources and hooks (config/sandbox_config.cpp).
+void parse_sandbox(checker& c, const scope& s, sandbox_mode& mode, sandbox_paths_config& paths);
+
+/// A source's `profile`: one name or an array of names of config/profiles.hpp, each checked.
+void parse_profile(checker& c, const scope& s, sandbox_paths_config& paths);
+
 /// `[clients.NAME]` tables (config/clients_config.cpp, docs/protocol.md §23).
 void parse_clients(checker& c, const scope& root, std::vector<client_config>& out);
 

@@ -16,7 +16,7 @@ process_spec confined_spec(std::string label, const std::vector<std::string>& ar
                       nullptr,          nullptr, {}};
     if (conf) {
         spec.sandbox = conf->plan;
-        sandbox::apply_env(*conf, spec.env);
+        sandbox::apply_env(*conf, spec.env, env);
         if (conf->plan && conf->plan->egress_port != 0) spec.egress = conf->egress;
     }
     const bool env_refs = std::any_of(env.begin(), env.end(),

@@ -155,9 +155,16 @@ void supervised_process::mark_ready() {
 }
 
 void supervised_process::fail_start(std::string why) {
-    last_error_ = std::move(why);
+    last_error_ = with_last_stderr(std::move(why));
     spdlog::error("{}: {}", spec_.name, last_error_);
     if (inst_) inst_->child.signal_group(SIGKILL); // the exit handler decides what next
+}
+
+std::string supervised_process::with_last_stderr(std::string why) const {
+    if (!stderr_tail_.empty())
+        why +=
+            fmt::format("; its last stderr line: {}", protocol::cut_utf8(stderr_tail_.back(), 300));
+    return why;
 }
 
 void supervised_process::fail_permanently(std::string why) {

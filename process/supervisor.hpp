@@ -160,6 +160,10 @@ class supervised_process {
     void read_stdout(const std::shared_ptr<instance>& inst);
     void read_stderr(const std::shared_ptr<instance>& inst);
     void lifecycle(std::string_view event, const std::string& details);
+    /// `why` and, when it wrote any, its last stderr line (at most 300 bytes): why a start that
+    /// timed out hung (a launcher waiting on the network says so on stderr first). Not for an
+    /// exit: its last lines may still be in the pipe when the exit is handled.
+    std::string with_last_stderr(std::string why) const;
     /// Logs one stderr line and keeps it in stderr_tail_.
     void keep_stderr(std::string_view line);
 

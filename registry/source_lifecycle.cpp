@@ -86,8 +86,23 @@ std::optional<std::string> registry::on_registered(tools::tool_source& src,
 
 void registry::check_pins(tools::tool_source& src) {
     if (src.kind() == "builtin") return; // meith's own tools change only with meith
+    // A tool host declares its tools' capabilities itself; an MCP server's and an exec tool's
+    // come from the user's config (and the annotations, pinned as the server's).
+    const bool config_caps = src.kind() != "host";
     for (const auto& t : tools_.tools_of(src)) {
-        const auto v = pins_.check(src.name(), *t, cfg_.tools.quarantine_new);
+        const auto v = pins_.check(src.name(), *t, cfg_.tools.quarantine_new, config_caps);
+        if (v.capabilities_changed) {
+            std::string fields;
+            protocol::json_members m(fields);
+            m.string("source", src.name());
+            append_redacted(m.key("toolName"), t->name);
+            m.key("oldCapabilities") += v.old_capabilities; // JSON arrays, as pinned
+            m.key("newCapabilities") += v.new_capabilities;
+            audit_.event("tool_capabilities_changed", fields);
+            spdlog::info("source '{}': tool '{}' now has the capabilities {} the config gives it "
+                         "(was {})",
+                         src.name(), t->name, v.new_capabilities, v.old_capabilities);
+        }
         if (!v.quarantined) continue;
         tools_.set_quarantined(t->name, true);
         std::string fields;

@@ -3,7 +3,9 @@
 #include "sandbox/protected_paths.hpp"
 
 #include "audit/redactor.hpp"
+#include "config/paths.hpp"
 #include "config/private_file.hpp"
+#include "config/profiles.hpp"
 #include "protocol/json_writer.hpp"
 #include "secrets/store.hpp"
 
@@ -56,36 +58,38 @@ bool private_dir(const fs::path& dir) {
            (st.st_mode & 077) == 0;
 }
 
-/// Where the tools' temporary folders live: $XDG_RUNTIME_DIR/meith-tools (a tmpfs the user
-/// owns) when it is set and ours, else /tmp/meith-tools-<uid>; then one folder per home
-/// (a hash of its path), so two daemons never share one. Never in meithd's home: a tool that
-/// fills its folder must not fill the disk the audit trail is written to. Empty when none
-/// can be made.
+/// Where the tools' temporary folders live: $XDG_RUNTIME_DIR/mt (a tmpfs the user owns) when
+/// it is set and ours, else /tmp/mt-<uid>; then one folder per home (8 hex digits of a hash of
+/// its path), so two daemons never share one. Never in meithd's home: a tool that fills its
+/// folder must not fill the disk the audit trail is written to. Short on purpose: a Unix
+/// socket's path is at most 107 bytes (unix(7) sun_path), and programs put theirs in TMPDIR
+/// (Chromium's SingletonSocket). Empty when none can be made.
 fs::path tools_tmp_base() {
     fs::path base;
     const char* xdg = std::getenv("XDG_RUNTIME_DIR");
     struct stat st {};
     if (xdg != nullptr && fs::path(xdg).is_absolute() && ::stat(xdg, &st) == 0 &&
         S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) == 0)
-        base = fs::path(xdg) / "meith-tools";
+        base = fs::path(xdg) / "mt";
     else
-        base = fs::temp_directory_path() / ("meith-tools-" + std::to_string(::geteuid()));
-    char id[17];
-    std::snprintf(id, sizeof id, "%016zx", std::hash<std::string>{}(home_dir().string()));
+        base = fs::temp_directory_path() / ("mt-" + std::to_string(::geteuid()));
+    char id[9];
+    std::snprintf(id, sizeof id, "%08x",
+                  static_cast<unsigned>(std::hash<std::string>{}(home_dir().string())));
     for (const fs::path& dir : {base, base / id})
         if (!private_dir(dir)) return {};
     return base / id;
 }
 
-/// The child's temporary folder: <tools_tmp_base>/<name>, 0700, ours (not a symlink).
+/// The child's temporary folder: <tools_tmp_base>/<8 hex digits of a hash of name>, 0700,
+/// ours (not a symlink): as short whatever the source's name (a hook's is free text).
 std::optional<fs::path> private_tmp(const std::string& name) {
-    // Source names are checked by the config; a hook's is free text: keep a safe file name.
-    if (name.empty() || name == "." || name == ".." ||
-        name.find_first_of(std::string_view("/\0", 2)) != std::string::npos)
-        return std::nullopt;
+    if (name.empty()) return std::nullopt;
     const fs::path base = tools_tmp_base();
-    if (base.empty() || !private_dir(base / name)) return std::nullopt;
-    return base / name;
+    char id[9];
+    std::snprintf(id, sizeof id, "%08x", static_cast<unsigned>(std::hash<std::string>{}(name)));
+    if (base.empty() || !private_dir(base / id)) return std::nullopt;
+    return base / id;
 }
 
 /// An empty file of ours (0400) to bind over hidden files; empty path when none.
@@ -193,7 +197,8 @@ const fs::path& confinement_home() {
     return home_dir();
 }
 
-void apply_env(const confinement& c, std::vector<std::string>& env) {
+void apply_env(const confinement& c, std::vector<std::string>& env,
+               const std::map<std::string, std::string>& own) {
     if (c.plan && c.plan->egress_port != 0) {
         // Behind the egress proxy: its address, whatever proxy meithd's environment named.
         std::erase_if(env, [](const std::string& e) {
@@ -205,6 +210,15 @@ void apply_env(const confinement& c, std::vector<std::string>& env) {
         });
         for (auto& e : egress::proxy_environment(c.plan->egress_port))
             env.push_back(std::move(e));
+    }
+    // The profile's values replace what the daemon's environment passed on, never the
+    // source's own `env`.
+    for (const auto& [name, value] : c.profile_env) {
+        if (own.contains(name)) continue;
+        std::erase_if(env, [&](const std::string& e) {
+            return e.size() > name.size() && e[name.size()] == '=' && e.starts_with(name);
+        });
+        env.push_back(name + "=" + value);
     }
     if (c.tmpdir_env.empty()) return;
     std::erase_if(env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
@@ -322,6 +336,16 @@ std::vector<std::string> place(request& r, confinement& c, const std::string& na
             "'{}': no private temporary folder could be made; it runs confined without one", name);
         r.tmp_dir = "/nonexistent";
     }
+    // The folders its profile lets it write (its state folder), made owner-only when missing:
+    // a write rule on a folder that does not exist would grant nothing, and the program's
+    // first mkdir under a read-only parent would fail with ENOENT.
+    for (const auto& p : c.profile_write) {
+        if (auto why = config::ensure_private_dir(p, false)) {
+            spdlog::warn("'{}': its profile's folder cannot be made: {}", name, *why);
+            continue;
+        }
+        if (auto w = writable(p)) r.own.push_back(*w);
+    }
     r.extra.read = paths.read;
     r.hidden = hidden_paths(paths);
     r.empty_file = empty_file();
@@ -329,6 +353,9 @@ std::vector<std::string> place(request& r, confinement& c, const std::string& na
         if (auto w = writable(p)) r.extra.write.push_back(*w);
     r.extra.exec = paths.exec;
     r.extra.sockets = paths.sockets;
+    for (const auto& s : c.profile_sockets)
+        r.extra.sockets.emplace_back(s == "{tmp}" ? (r.tmp_mount.empty() ? r.tmp_dir : r.tmp_mount)
+                                                  : fs::path(s));
     // The daemon's own socket places, private like /tmp and /run (a session bus, ssh-agent or
     // tmux socket may sit there when meithd's environment names another place).
     for (const char* var : {"XDG_RUNTIME_DIR", "TMPDIR", "TMUX_TMPDIR"})
@@ -341,6 +368,7 @@ std::vector<std::string> place(request& r, confinement& c, const std::string& na
         if (!r.cwd.empty()) roots.push_back(r.cwd);
         if (r.root) roots.push_back(*r.root);
         roots.insert(roots.end(), r.extra.write.begin(), r.extra.write.end());
+        roots.insert(roots.end(), r.own.begin(), r.own.end());
         auto kept = protected_in_roots(roots, paths, home_dir(), config_file_path());
         r.read_only = std::move(kept.read_only);
         r.pinned = std::move(kept.pinned);
@@ -365,6 +393,47 @@ std::shared_ptr<egress::proxy_options> egress_options(const config::network_conf
     return opts;
 }
 
+/// The sandbox profile `name`'s process runs in (docs/protocol.md §15 "Profiles"): the
+/// source's `profile`, else `default` when a tool of it declares nothing (`unknown`): it runs
+/// confined, its tools stay `unknown` for the policy. None (its tools' union, the rule before
+/// profiles) for a source whose tools all declare capabilities, and for hooks.
+void apply_profile(confinement& c, const config::sandbox_paths_config& paths,
+                   capability_set requested) {
+    std::vector<std::string> names = paths.profile;
+    if (names.empty()) {
+        if ((requested & bit(capability::unknown)) == 0 || paths.state_dir.empty()) return;
+        names = {"default"};
+    }
+    const std::string state = paths.state_dir.string();
+    const auto fill = [&](std::string_view text) {
+        std::string out(text);
+        for (auto at = out.find("{state}"); at != std::string::npos; at = out.find("{state}", at))
+            out.replace(at, 7, state);
+        return out;
+    };
+    capability_set caps = 0;
+    for (const auto& name : names) {
+        const auto* p = config::find_sandbox_profile(name);
+        if (p == nullptr) continue; // the config checked the names
+        c.profile += (c.profile.empty() ? "" : ",") + name;
+        for (const auto cap : p->capabilities) {
+            const std::string one(cap);
+            caps |= permissions::capability_set_from(std::span(&one, 1));
+        }
+        for (const auto w : p->write) {
+            const fs::path path = fs::path(fill(w)).lexically_normal();
+            if (std::find(c.profile_write.begin(), c.profile_write.end(), path) ==
+                c.profile_write.end())
+                c.profile_write.push_back(path);
+        }
+        for (const auto s : p->sockets)
+            c.profile_sockets.push_back(fill(s)); // "{tmp}" is filled in by place()
+        for (const auto& [k, v] : p->env)
+            c.profile_env.emplace(std::string(k), fill(v)); // the first profile's value wins
+    }
+    c.process_capabilities = caps != 0 ? caps : bit(capability::read_only);
+}
+
 } // namespace
 
 // Stays whole (~85 lines): the order of its checks is the rule (off, unknown capabilities, a
@@ -378,10 +447,19 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     log_kernel_once(kernel);
     confinement c;
     c.capabilities = capabilities;
+    if (mode != config::sandbox_mode::off) apply_profile(c, paths, capabilities);
+    if (!c.profile.empty()) capabilities = c.process_capabilities; // the process's, not its tools'
+    if (paths.profile.empty() && c.profile == "default")
+        spdlog::info("'{}': a tool of it declares no capabilities, so it runs in the sandbox "
+                     "profile \"default\": it reads, writes only {} and its TMPDIR, runs no "
+                     "other program and reaches no network; name a profile (`profile`) or "
+                     "declare its tools' capabilities to give it more (docs/protocol.md §15)",
+                     name, paths.state_dir.string());
     protocol::json_members status(c.status_members);
     status.string("mode", mode == config::sandbox_mode::off       ? "off"
                           : mode == config::sandbox_mode::require ? "require"
                                                                   : "enforce");
+    if (!c.profile.empty()) status.string("profile", c.profile);
     permissions::append_capabilities(status.key("capabilities"), capabilities);
     const auto unconfined = [&](std::string_view why) {
         status.string("fs", "none").string("net", "none").string("exec", "none");

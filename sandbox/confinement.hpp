@@ -5,7 +5,9 @@
 // reports its tools only once running, so it first starts confined to the capabilities its
 // config's `capabilities` table names (read-only when it names none), and when the tools it
 // lists need other ones it is restarted once under their union before they are registered.
-// Exec tools and hooks declare theirs in the config. `unknown` leaves a process unconfined.
+// Exec tools and hooks declare theirs in the config. A source that names a sandbox profile
+// (`profile`) runs confined to it whatever its tools say; one whose tools declare nothing
+// (`unknown`) runs in the `default` profile; a hook with `unknown` capabilities, unconfined.
 #pragma once
 
 #include "config/config.hpp"
@@ -13,6 +15,7 @@
 #include "permissions/policy.hpp"
 #include "sandbox/sandbox.hpp"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +39,14 @@ struct confinement {
     /// sandbox_paths.write entry): a tool that writes there meets EACCES.
     std::vector<std::string> withheld;
     std::filesystem::path cwd; ///< the program's cwd, for sandbox_hint
+    /// The sandbox profile its process runs in ("browser", "node,browser"; "default" for a
+    /// source whose tools declare nothing), empty for none (docs/protocol.md §15 "Profiles").
+    /// With one, the plan follows `process_capabilities`, not `capabilities` (its tools').
+    std::string profile;
+    permissions::capability_set process_capabilities = 0;
+    std::vector<std::filesystem::path> profile_write; ///< writable whatever its capabilities
+    std::map<std::string, std::string> profile_env;   ///< added by apply_env
+    std::vector<std::string> profile_sockets; ///< its own Unix socket folders ("{tmp}": TMPDIR)
     /// The source's `network` rules when its process runs behind meithd's egress proxy
     /// (docs/protocol.md §19); null otherwise. The source sets the callbacks;
     /// process::confined_spec gives it to every start.
@@ -65,8 +76,10 @@ void set_confinement_config(std::filesystem::path config_file);
 /// The home set_confinement_home was given (absolute), or an empty path (unit tests).
 const std::filesystem::path& confinement_home();
 
-/// Puts `c`'s TMPDIR into `env` ("NAME=value" items), replacing one inherited from the daemon.
-void apply_env(const confinement& c, std::vector<std::string>& env);
+/// Puts `c`'s TMPDIR and its profile's environment into `env` ("NAME=value" items), replacing
+/// values inherited from the daemon; a profile's name the source's own `env` sets is left.
+void apply_env(const confinement& c, std::vector<std::string>& env,
+               const std::map<std::string, std::string>& own = {});
 
 /// Works out the confinement of `name` (a source or hook) running `argv` in `cwd` with
 /// `capabilities`; `config_json` is the source's host config (its `root` is writable with

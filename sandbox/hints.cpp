@@ -56,7 +56,7 @@ std::string sandbox_hint(const confinement& c, std::string_view error_text) {
     if (!mentions(error_text, {"eacces", "eperm", "erofs", "permission denied",
                                "operation not permitted", "read-only file system"}))
         return {};
-    const auto has = [&](capability cap) { return (c.capabilities & bit(cap)) != 0; };
+    const auto has = [&](capability cap) { return (c.plan->capabilities & bit(cap)) != 0; };
     const bool writes = has(capability::writes_files) || has(capability::destructive);
     std::string hint = "meith's sandbox may have refused this: ";
     if (!has(capability::accesses_network) &&
@@ -89,6 +89,10 @@ std::string sandbox_hint(const confinement& c, std::string_view error_text) {
         hint += "the source may write only under its cwd " + c.cwd.string() +
                 ", its temporary folder and `sandbox_paths.write`; add the folder there";
     }
+    if (!c.profile.empty())
+        hint += "; it runs in the sandbox profile \"" + c.profile +
+                "\", which its tools' declarations do not widen: name a profile that allows it "
+                "(`profile = [...]`, \"Profiles\") or add the path to `sandbox_paths`";
     hint += " (docs/protocol.md §15)";
     return hint;
 }

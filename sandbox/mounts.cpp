@@ -76,6 +76,8 @@ void plan_mounts(plan& p, const request& r, const fs::path& init, bool writes) {
         if (what == mount_step::kind::bind_writable && !fs::is_directory(path, ec)) return;
         steps.push_back({what, path.string(), {}, {}});
     };
+    for (const auto& path : r.own)
+        add_bind(path, mount_step::kind::bind_writable);
     if (writes) {
         add_bind(r.cwd, mount_step::kind::bind_writable);
         if (r.root) add_bind(*r.root, mount_step::kind::bind_writable);

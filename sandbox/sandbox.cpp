@@ -202,6 +202,8 @@ bool plan_landlock(plan& p, const request& r, int abi, const fs::path& init, boo
     const std::uint64_t w = write_rights(abi);
     allow_path(p.ruleset_fd, r.tmp_dir, w, handled, abi);
     allow_path(p.ruleset_fd, "/dev/null", LANDLOCK_ACCESS_FS_WRITE_FILE, handled, abi);
+    for (const auto& path : r.own)
+        allow_path(p.ruleset_fd, path, w, handled, abi);
     if (writes) {
         if (!r.cwd.empty()) allow_path(p.ruleset_fd, r.cwd, w, handled, abi);
         if (r.root) allow_path(p.ruleset_fd, *r.root, w, handled, abi);

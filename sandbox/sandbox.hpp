@@ -107,6 +107,9 @@ struct request {
     std::vector<std::filesystem::path> given;
     std::optional<std::filesystem::path> root; ///< config.root: writable likewise
     std::filesystem::path tmp_dir;             ///< always writable (the child's TMPDIR)
+    /// Folders its profile lets it write whatever its capabilities (its state folder; docs/
+    /// protocol.md §15 "Profiles"); each exists (confine makes it).
+    std::vector<std::filesystem::path> own;
     extra_paths extra;
     /// Inside the writable roots (namespaces only): existing files and folders mounted
     /// read-only over themselves (protected paths: `.git/hooks`, `.mcp.json`, ...), and folders

@@ -132,7 +132,8 @@ bool tool_pins::save() {
     return true;
 }
 
-tool_pins::verdict tool_pins::check(std::string_view source, const tool& t, bool quarantine_new) {
+tool_pins::verdict tool_pins::check(std::string_view source, const tool& t, bool quarantine_new,
+                                    bool config_caps) {
     verdict v;
     definition d = definition_of(t);
     v.new_hash = d.hash;
@@ -153,6 +154,19 @@ tool_pins::verdict tool_pins::check(std::string_view source, const tool& t, bool
     v.old_hash = it->second.hash;
     if (it->second.hash == d.hash) {
         pending_.erase(k);
+        return v;
+    }
+    const definition& pinned = it->second;
+    if (config_caps && pinned.description == d.description &&
+        pinned.input_schema_json == d.input_schema_json && pinned.extra_json == d.extra_json) {
+        // The server changed nothing; the user's declaration did.
+        v.capabilities_changed = true;
+        v.old_capabilities = pinned.capabilities;
+        v.new_capabilities = d.capabilities;
+        d.accepted_at = now_rfc3339();
+        it->second = std::move(d);
+        pending_.erase(k);
+        dirty_ = true;
         return v;
     }
     v.changed = true;

@@ -34,6 +34,10 @@ class tool_pins {
         bool quarantined = false;
         bool changed = false;  ///< a pin existed and differs (audited as changed)
         bool new_tool = false; ///< no pin existed (pinned now, or held by quarantine_new)
+        /// Only its capabilities changed, and they come from the user's config (`config_caps`):
+        /// re-pinned, not held; audited as `tool_capabilities_changed`.
+        bool capabilities_changed = false;
+        std::string old_capabilities, new_capabilities; ///< when capabilities_changed
         std::string old_hash, new_hash;
     };
 
@@ -45,7 +49,12 @@ class tool_pins {
     /// `quarantine_new`, held); a differing definition is held, the pin unchanged. New pins
     /// are written by save_if_changed, once for a whole listing (10,000 tools rewrote the file
     /// 10,000 times, each longer, on the I/O thread).
-    verdict check(std::string_view source, const tool& t, bool quarantine_new);
+    /// `config_caps`: the tool's capabilities are the user's own declaration (an MCP source's
+    /// `capabilities` table or `trust_annotations`, whose annotations are pinned as the
+    /// server's; an exec tool's), not the source's: a change of them alone is applied, not held
+    /// (docs/protocol.md §22: quarantine is for what the server changes).
+    verdict check(std::string_view source, const tool& t, bool quarantine_new,
+                  bool config_caps = false);
     /// Writes the file when check pinned something since the last write (or a write failed:
     /// it stays to be written, the failure logged with the path and errno).
     void save_if_changed();

@@ -164,6 +164,8 @@ std::string sandbox_text(const json& src) {
     if (may.empty()) out += "read-only";
     for (std::size_t i = 0; i < may.size(); ++i)
         out += (i ? ", " : "") + may[i];
+    if (auto profile = get_string(*sb, "profile"))
+        out += " (profile " + sanitize(*profile, false) + ")";
     if (const json* w = get_field(*sb, "writeWithheld"); w && w->is_array() && !w->empty())
         out += "; not in " +
                sanitize(w->front().is_string() ? w->front().get<std::string>() : "?", false) +

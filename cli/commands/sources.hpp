@@ -18,7 +18,8 @@ json list_sources(session& s);
 
 /// A source's sandbox as a person reads it (docs/protocol.md §15): "off (sandbox = "off")",
 /// "none: WHY" (unconfined), else "confined: " and what it may do beyond reading —
-/// "read-only", or "writes", "network", "runs programs".
+/// "read-only", or "writes", "network", "runs programs" — and "(profile NAME)" when it runs
+/// in a sandbox profile.
 std::string sandbox_text(const json& src);
 
 /// The sources that are failed or restarting.

@@ -23,6 +23,8 @@ int secret_list(const options& opts);
 int secret_rm(const options& opts);
 /// `meith import PATH | --client NAME`: import.cpp (docs/bring-your-servers.md).
 int import_servers(const options& opts);
+/// `meith sources update NAME`: update.cpp (docs/bring-your-servers.md "Updating").
+int update_source(const options& opts);
 
 /// Keeps `value` as the secret `name` of `home`, where `meith secret set` would (the desktop's
 /// Secret Service when one runs, else the home's sealed store); returns where, in words.

@@ -9,6 +9,7 @@
 // (a lock file, integrity hashes, no install scripts) and run with node directly. The change is
 // shown as a diff of meithd.toml and applied on "y" at a terminal, or with --yes.
 #include "cli/credentials/credentials.hpp"
+#include "cli/credentials/server_store.hpp"
 
 #include "cli/changes.hpp"
 #include "cli/clients.hpp"
@@ -23,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -38,63 +40,6 @@ namespace fs = std::filesystem;
 namespace im = config::import;
 
 namespace {
-
-fs::path user_home() {
-    const char* h = std::getenv("HOME");
-    return h && *h ? fs::path(h) : fs::path("/");
-}
-
-/// $XDG_<KIND>_HOME, else ~/<fallback>.
-fs::path xdg(const char* var, const char* fallback) {
-    if (const char* v = std::getenv(var); v && *v == '/') return v;
-    return user_home() / fallback;
-}
-
-/// The meithd.toml `meith import` changes: the running daemon's (config.json's configPath),
-/// else HOME/meithd.toml.
-fs::path target_config(const options& opts) {
-    const auto where = locate_daemon(opts.socket, opts.home);
-    if (where.config) return *where.config;
-    return where.home / "meithd.toml";
-}
-
-/// What npm says of `spec` (a version and its bin map), from its cache when it can.
-struct package_info {
-    std::string version;
-    std::string bin; ///< the bin to run, relative to the package's folder
-};
-
-std::optional<package_info> npm_view(const std::string& spec, std::string& why) {
-    if (!in_path("npm")) {
-        why = "npm is not installed (Debian: apt install npm)";
-        return std::nullopt;
-    }
-    std::string err;
-    const std::string out = capture_stdout(
-        {"npm", "view", "--json", "--prefer-offline", spec, "name", "version", "bin"}, err);
-    auto j = nlohmann::json::parse(out, nullptr, false);
-    if (j.is_array() && !j.empty()) j = j.back(); // a range: the newest version matching
-    if (!err.empty() || !j.is_object() || !j.contains("version")) {
-        why = fmt::format("npm knows no package {}{}", spec, err.empty() ? "" : ": " + err);
-        return std::nullopt;
-    }
-    package_info info;
-    info.version = j["version"].get<std::string>();
-    const std::string name = j.value("name", im::package_name(spec));
-    const auto& bin = j.contains("bin") ? j["bin"] : nlohmann::json();
-    if (bin.is_string()) {
-        info.bin = bin.get<std::string>();
-    } else if (bin.is_object() && !bin.empty()) {
-        // The bin named after the package (its last part), else the only one, else the first.
-        const std::string last = name.substr(name.rfind('/') + 1);
-        info.bin = bin.contains(last) ? bin[last].get<std::string>()
-                                      : bin.begin().value().get<std::string>();
-    } else {
-        why = fmt::format("{} has no program to run (no \"bin\" in its package.json)", spec);
-        return std::nullopt;
-    }
-    return info;
-}
 
 /// One imported entry: its plan, the secrets it needs kept, the package it pins.
 struct planned {
@@ -144,8 +89,7 @@ planned plan_entry(const im::server_entry& e, const std::string& origin) {
         p.env[k] = im::holds_credential(k, v) ? keep(k, v) : v;
     // A state folder of its own: not meithd's home, which the sandbox hides, nor wherever
     // meithd happened to start.
-    p.cwd = e.cwd ? *e.cwd
-                  : (xdg("XDG_STATE_HOME", ".local/state") / "meith" / "sources" / p.name).string();
+    p.cwd = e.cwd ? *e.cwd : config::source_state_dir(p.name).string();
     if (p.off_reason.empty())
         if (auto run = im::launcher_of(e.command)) {
             std::string why;
@@ -155,33 +99,33 @@ planned plan_entry(const im::server_entry& e, const std::string& origin) {
                 return out;
             }
             const std::string name = im::package_name(run->package);
+            p.profile = im::profile_for_package(name);
             out.package = name + "@" + info->version;
-            out.package_dir = xdg("XDG_DATA_HOME", ".local/share") / "meith" / "servers" / p.name;
+            out.package_dir = package_dir(p.name);
             const fs::path bin = out.package_dir / "node_modules" / name / info->bin;
             p.command = {"node", bin.lexically_normal().string()};
             p.command.insert(p.command.end(), run->args.begin(), run->args.end());
-            p.comments.push_back(fmt::format("Pinned: {} from npm, installed in {} (was: {}).",
-                                             *out.package, display_path(out.package_dir),
-                                             fmt::join(e.command, " ")));
         }
     // A database URL with its password, a token on the command line: kept as secrets too.
+    std::map<std::string, std::string> kept_arguments; // value -> its ${secret:...}
     for (std::size_t i = 1; i < p.command.size(); ++i)
-        if (im::argument_holds_credential(p.command[i]))
-            p.command[i] = keep("arg" + std::to_string(i), p.command[i]);
+        if (im::argument_holds_credential(p.command[i])) {
+            const std::string value = p.command[i];
+            p.command[i] = keep("arg" + std::to_string(i), value);
+            kept_arguments.emplace(value, p.command[i]);
+        }
+    if (out.package) {
+        // The command as it was, with its secrets as the references that replace them: the
+        // comment must not be the one place the password is left in meithd.toml.
+        std::string was;
+        for (const auto& word : e.command) {
+            const auto kept = kept_arguments.find(word);
+            was += (was.empty() ? "" : " ") + (kept == kept_arguments.end() ? word : kept->second);
+        }
+        p.comments.push_back(fmt::format("Pinned: {} from npm, installed in {} (was: {}).",
+                                         *out.package, display_path(out.package_dir), was));
+    }
     return out;
-}
-
-/// Starts `npm install` of `package` into `dir`: exact version, a lock file with integrity
-/// hashes, no install scripts (a server's postinstall runs nothing on this machine). Its pid.
-pid_t start_install(const std::string& package, const fs::path& dir) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (!fs::exists(dir / "package.json"))
-        std::ofstream(dir / "package.json") << "{\"private\":true}\n";
-    return start_program({"npm", "install", "--prefix", dir.string(), "--save-exact",
-                          "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline",
-                          "--loglevel=error", package},
-                         output::to_stderr);
 }
 
 std::string paths_text(const std::vector<fs::path>& paths) {
@@ -269,10 +213,8 @@ int import_servers(const options& opts) {
         if (p.package) installs.emplace_back(start_install(*p.package, p.package_dir), &p);
     std::string failed;
     for (const auto& [pid, p] : installs) {
-        int status = 0;
-        const bool ok = pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-                        WEXITSTATUS(status) == 0;
-        if (!ok) failed += fmt::format("\n  {} into {}", *p->package, display_path(p->package_dir));
+        if (!install_succeeded(pid))
+            failed += fmt::format("\n  {} into {}", *p->package, display_path(p->package_dir));
     }
     if (!failed.empty())
         throw cli_error(exit_error, "npm could not install" + failed +

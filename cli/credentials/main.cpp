@@ -1,4 +1,4 @@
-// meith-credentials: `meith login`, `meith secret …` and `meith import`
+// meith-credentials: `meith login`, `meith secret …`, `meith import` and `meith sources update`
 // (cli/credentials/credentials.hpp). `meith` executes it with its own command line; it parses that
 // line as `meith` does and runs the command here, with the libraries only these commands need.
 #include "cli/credential_helper.hpp"
@@ -9,6 +9,6 @@ int main(int argc, char** argv) {
     meith::cli::use_credential_commands(
         {meith::cli::credentials::login, meith::cli::credentials::secret_set,
          meith::cli::credentials::secret_list, meith::cli::credentials::secret_rm,
-         meith::cli::credentials::import_servers});
+         meith::cli::credentials::import_servers, meith::cli::credentials::update_source});
     return meith::cli::main_entry(argc, argv);
 }

@@ -14,7 +14,7 @@ connection_close connection_rejected frame_refused source_start source_exit sour
 source_failed source_restart_requested source_tools_changed tool_preview mcp_request client_request approval_request
 approval_decision approver_connected approver_rejected grant_created grant_used grant_revoked
 grant_expired daemon_start daemon_stop config_reload audit_repaired egress egress_rule_added
-tool_definition_changed tool_definition_accepted all"
+tool_capabilities_changed tool_definition_changed tool_definition_accepted all"
 
 # Prints the names of the daemon's tools ($2 = tools) or sources ($2 = sources), one a line,
 # asking the meith binary $1 with the connection options that follow. Prints nothing, quickly,
@@ -177,9 +177,12 @@ _meith() {
         if [[ $sub == restart ]]; then
             opts="--timeout-ms"
             if [[ $n == 2 ]]; then args=sources; fi
+        elif [[ $sub == update ]]; then
+            opts="--dry-run --yes"
+            if [[ $n == 2 ]]; then args=sources; fi
         else
             opts="--json"
-            if [[ $n == 1 ]]; then args=restart; fi
+            if [[ $n == 1 ]]; then args="restart update"; fi
         fi
         ;;
     login)

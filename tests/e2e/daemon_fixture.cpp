@@ -116,6 +116,19 @@ std::string example_config(const fs::path& home, const fs::path& project) {
     return text;
 }
 
+int free_tcp_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+        throw std::runtime_error("cannot pick a free port");
+    ::close(fd);
+    return ntohs(a.sin_port);
+}
+
 temp_dir::temp_dir() {
     char tmpl[] = "/tmp/meith-e2e-XXXXXX";
     if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");

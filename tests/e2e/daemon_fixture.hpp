@@ -193,6 +193,10 @@ json run_json_command(const std::string& cmd);
 /// approver_hello_result.
 std::unique_ptr<client> connect_approver(const daemon_process& d);
 
+/// A TCP port on 127.0.0.1 nobody listens on now (the kernel's pick for port 0), for a test
+/// server started next.
+int free_tcp_port();
+
 /// Runs the meith CLI with `args`; returns {exit status, stdout, stderr}.
 struct cli_result {
     int status;

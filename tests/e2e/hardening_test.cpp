@@ -224,7 +224,10 @@ TEST_CASE("a private key a tool writes to stderr is redacted in the log and the 
 
 TEST_CASE("children a crashed tool host left in its group are killed and leak no fds",
           "[e2e][hardening][host]") {
-    daemon_process d(host_source_toml("h"));
+    // The process group, not the sandbox: confined, the host could not run `sleep` (its
+    // `t_nocaps` tool puts it in the default profile), and its PID namespace would end the
+    // orphans anyway (sandbox_test.cpp). Unconfined, the group kill is what ends them.
+    daemon_process d(host_source_toml("h", {}, "sandbox = \"off\"\n"));
     client c(d.socket());
     REQUIRE(c.call("t_echo", json::object())["result"]["ok"] == true);
     const auto pids = d.home() / "orphans.txt";

@@ -1,12 +1,16 @@
 // `meith import` as a user meets it (docs/bring-your-servers.md): a Claude Code `.mcp.json`
-// written as people write them — `npx -y` entries of the reference servers from npm, one with
-// an API key in its env, one with a database URL (a password) on its command line, a docker
-// entry — imported with one command into a fresh home, with no hand edit of meithd.toml; then
-// the official SDK client, through `meith mcp`, calls a tool of each server.
+// written as people write them — `npx` entries of popular servers from npm (memory,
+// everything with an API key in its env, filesystem, sequential-thinking, postgres with a
+// database URL and its password on its command line, against Debian's PostgreSQL, Playwright
+// with Debian's chromium), a node fixture, a docker entry — imported with one command into a
+// fresh home, with no hand edit of meithd.toml; then the official SDK client, through `meith
+// mcp`, calls a tool of each server, each confined by its sandbox, and Playwright navigates to
+// a page on 127.0.0.1 and reads its snapshot.
 //
 // The packages are the versions pinned in tests/mcp/package-lock.json; npm installs them from
 // its registry (or its cache) into the test's own server store, as it would on a user's machine.
 #include "e2e/daemon_fixture.hpp"
+#include "e2e/postgres_server.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -28,6 +32,13 @@ std::string pinned(const std::string& name) {
     return "@modelcontextprotocol/" + name + "@" + pkg["version"].get<std::string>();
 }
 
+/// The version of @playwright/mcp that tests/mcp's lock file pins, as "@playwright/mcp@V".
+std::string playwright_spec() {
+    const json pkg = json::parse(
+        slurp(fs::path(mcp_dir()) / "node_modules" / "@playwright" / "mcp" / "package.json"));
+    return "@playwright/mcp@" + pkg["version"].get<std::string>();
+}
+
 json run_bridge_calls(const fs::path& home, const json& calls) {
     const fs::path file = home / "calls.json";
     std::ofstream(file) << calls.dump();
@@ -41,7 +52,25 @@ json run_bridge_calls(const fs::path& home, const json& calls) {
 TEST_CASE("import: a .mcp.json of npx servers comes in with one command, its secrets kept "
           "apart, and the SDK client calls each server through meith mcp",
           "[e2e][import][slow]") {
-    temp_dir work, keys;
+    if (const auto why = postgres_server::missing(); !why.empty()) {
+        WARN("skipped: " << why);
+        return;
+    }
+    const std::string db_password = "pg-s3cret-9f1d7c";
+    postgres_server db("app", db_password);
+    if (!fs::exists("/usr/bin/chromium")) {
+        WARN("skipped: Debian's chromium is not installed (scripts/install-deps installs it)");
+        return;
+    }
+    temp_dir work, keys, site;
+    // The page Playwright is to read, served on 127.0.0.1 (python3's http.server).
+    std::ofstream(site.path / "index.html")
+        << "<html><head><title>Meith test page</title></head><body><h1>Hello from "
+           "loopback</h1><p>served for the import test</p></body></html>\n";
+    const int port = free_tcp_port();
+    background_process web({"python3", "-u", "-m", "http.server", std::to_string(port), "--bind",
+                            "127.0.0.1", "--directory", site.path.string()});
+    REQUIRE(web.wait_for("Serving HTTP", 15s));
     env_override key("MEITH_SECRETS_KEY", (keys.path / "secrets.key").string());
     env_override own("MEITH_SECRET_SERVICE", "off");
     env_override data("XDG_DATA_HOME", (work.path / "data").string());
@@ -63,6 +92,12 @@ TEST_CASE("import: a .mcp.json of npx servers comes in with one command, its sec
             {"env", {{"EVERYTHING_API_KEY", api_key}}}}},
           {"filesystem",
            {{"command", "npx"}, {"args", {"-y", pinned("server-filesystem"), files.string()}}}},
+          {"thinking",
+           {{"command", "npx"}, {"args", {"-y", pinned("server-sequential-thinking")}}}},
+          {"postgres", {{"command", "npx"}, {"args", {"-y", pinned("server-postgres"), db.url()}}}},
+          {"playwright",
+           {{"command", "npx"},
+            {"args", {playwright_spec(), "--headless", "--executable-path", "/usr/bin/chromium"}}}},
           {"shots",
            {{"command", "node"}, {"args", {mcp_dir() + "/fake_server.mjs", "--shot", db_url}}}},
           {"fetch", {{"command", "docker"}, {"args", {"run", "-i", "--rm", "mcp/fetch"}}}}}}};
@@ -89,7 +124,7 @@ TEST_CASE("import: a .mcp.json of npx servers comes in with one command, its sec
             const auto r = run_cli({"import", config.string(), "--yes"}, home, 240s);
             INFO(r.out << r.err);
             REQUIRE(r.status == 0);
-            CHECK_THAT(r.out, Catch::Contains("4 sources imported, 1 written switched off"));
+            CHECK_THAT(r.out, Catch::Contains("7 sources imported, 1 written switched off"));
             imported = slurp(home / "meithd.toml");
             // Importing again is no change, byte for byte.
             const auto again = run_cli({"import", config.string(), "--yes"}, home, 120s);
@@ -103,10 +138,14 @@ TEST_CASE("import: a .mcp.json of npx servers comes in with one command, its sec
     // The key and the password are in the secret store, not in the config.
     CHECK(imported.find(api_key) == std::string::npos);
     CHECK(imported.find("pa55-w0rd") == std::string::npos);
+    // Nor in the comment that says what the command was before it was pinned.
+    CHECK(imported.find(db_password) == std::string::npos);
+    CHECK_THAT(imported, Catch::Contains("(was: npx -y " + pinned("server-postgres") +
+                                         " ${secret:postgres.arg2})"));
     CHECK_THAT(imported, Catch::Contains("\"${secret:everything.EVERYTHING_API_KEY}\""));
     CHECK_THAT(imported, Catch::Contains("\"${secret:shots.arg3}\""));
     const auto secrets = run_cli({"secret", "list"}, d.home());
-    CHECK(secrets.out == "everything.EVERYTHING_API_KEY\nshots.arg3\n");
+    CHECK(secrets.out == "everything.EVERYTHING_API_KEY\npostgres.arg2\nshots.arg3\n");
     // npx is gone from the commands: each package pinned in the store, run with node.
     CHECK(imported.find("\"npx\"") == std::string::npos);
     CHECK_THAT(imported, Catch::Contains("# Pinned: " + pinned("server-memory")));
@@ -114,14 +153,59 @@ TEST_CASE("import: a .mcp.json of npx servers comes in with one command, its sec
     // The docker entry is there, switched off, with its reason.
     CHECK_THAT(imported, Catch::Contains("# Not imported to run: it runs in a container"));
 
+    // Every source runs confined: none of them says "unconfined".
+    const auto sources = run_cli({"sources"}, d.home());
+    INFO(sources.out);
+    for (const char* name :
+         {"memory", "everything", "filesystem", "thinking", "postgres", "shots", "playwright"})
+        CHECK_THAT(sources.out, Catch::Matches("(.|\n)*\n" + std::string(name) +
+                                               " +mcp +ready .* confined(.|\n)*"));
+    // Playwright's process runs Chromium: the import named the profile that lets it.
+    CHECK_THAT(imported, Catch::Contains("profile = [\"browser\"]"));
+    const auto detail = run_cli({"sources", "playwright"}, d.home());
+    CHECK_THAT(detail.out, Catch::Contains("confined: runs programs, network (profile browser)"));
+    // server-postgres declares nothing, so its `query` has MCP's default annotations (it may
+    // write, destructively): the default policy denies it to an agent until a person at a
+    // terminal grants it, as `meith grant` does.
+    auto person = connect_approver(d);
+    person->send({{"type", "grant"},
+                  {"protocol", 1},
+                  {"requestId", "g1"},
+                  {"grant",
+                   {{"tool", "postgres_query"},
+                    {"caller", "plugin"},
+                    {"capabilities", {"writes-files", "accesses-network", "destructive"}}}}});
+    const json granted = person->read();
+    CHECK(granted["type"] == "grant_result");
+    // Likewise Playwright's navigation (annotated destructive).
+    person->send({{"type", "grant"},
+                  {"protocol", 1},
+                  {"requestId", "g2"},
+                  {"grant",
+                   {{"tool", "playwright_browser_navigate"},
+                    {"caller", "plugin"},
+                    {"capabilities", {"writes-files", "accesses-network", "destructive"}}}}});
+    CHECK(person->read()["type"] == "grant_result");
+
     const json out = run_bridge_calls(
-        d.home(), json::array({{{"name", "memory_read_graph"}, {"arguments", json::object()}},
-                               {{"name", "everything_echo"}, {"arguments", {{"message", "hi"}}}},
-                               {{"name", "filesystem_list_directory"},
-                                {"arguments", {{"path", files.string()}}}},
-                               {{"name", "shots_shot"}, {"arguments", {{"name", "page"}}}}}));
+        d.home(),
+        json::array(
+            {{{"name", "memory_read_graph"}, {"arguments", json::object()}},
+             {{"name", "everything_echo"}, {"arguments", {{"message", "hi"}}}},
+             {{"name", "filesystem_list_directory"}, {"arguments", {{"path", files.string()}}}},
+             {{"name", "shots_shot"}, {"arguments", {{"name", "page"}}}},
+             {{"name", "thinking_sequentialthinking"},
+              {"arguments",
+               {{"thought", "one step"},
+                {"nextThoughtNeeded", false},
+                {"thoughtNumber", 1},
+                {"totalThoughts", 1}}}},
+             {{"name", "postgres_query"}, {"arguments", {{"sql", "SELECT 20 + 22 AS answer"}}}},
+             {{"name", "playwright_browser_navigate"},
+              {"arguments", {{"url", "http://127.0.0.1:" + std::to_string(port) + "/"}}}},
+             {{"name", "playwright_browser_snapshot"}, {"arguments", json::object()}}}));
     INFO(out.dump(2) << "\n" << d.log());
-    REQUIRE(out["calls"].size() == 4);
+    REQUIRE(out["calls"].size() == 8);
     for (const auto& c : out["calls"]) {
         CAPTURE(c);
         CHECK(c["isError"] == false);
@@ -129,9 +213,82 @@ TEST_CASE("import: a .mcp.json of npx servers comes in with one command, its sec
     CHECK_THAT(out["calls"][1]["text"].get<std::string>(), Catch::Contains("hi"));
     CHECK_THAT(out["calls"][2]["text"].get<std::string>(), Catch::Contains("hello.txt"));
     CHECK(out["calls"][3]["text"] == "page.png");
+    CHECK_THAT(out["calls"][4]["text"].get<std::string>(), Catch::Contains("\"thoughtNumber\": 1"));
+    CHECK_THAT(out["calls"][5]["text"].get<std::string>(), Catch::Contains("\"answer\": 42"));
+    CHECK_THAT(out["calls"][6]["text"].get<std::string>(), Catch::Contains("Meith test page"));
+    CHECK_THAT(out["calls"][7]["text"].get<std::string>(), Catch::Contains("Hello from loopback"));
 
     // Neither value in the audit log or meithd's log.
     const std::string everything = slurp(d.home() / "audit.jsonl") + d.log();
     CHECK(everything.find(api_key) == std::string::npos);
     CHECK(everything.find("pa55-w0rd") == std::string::npos);
+    CHECK(everything.find(db_password) == std::string::npos);
+}
+
+TEST_CASE("sources update: a source pinned to an older version moves to the newest one, shown "
+          "first, and its tools' definitions are checked when meithd lists them",
+          "[e2e][import][slow]") {
+    temp_dir work, keys;
+    env_override key("MEITH_SECRETS_KEY", (keys.path / "secrets.key").string());
+    env_override own("MEITH_SECRET_SERVICE", "off");
+    env_override data("XDG_DATA_HOME", (work.path / "data").string());
+    env_override state("XDG_STATE_HOME", (work.path / "state").string());
+    const std::string older = "2026.1.26";
+    const json mcp = {{"mcpServers",
+                       {{"memory",
+                         {{"command", "npx"},
+                          {"args", {"-y", "@modelcontextprotocol/server-memory@" + older}}}}}}};
+    const fs::path config = work.path / ".mcp.json";
+    std::ofstream(config) << mcp.dump(2);
+    // The newest version, as npm says now (what the update must move to).
+    const auto newest = run_program(
+        {"/bin/sh"}, {"-c", "npm view @modelcontextprotocol/server-memory version"}, {}, 60s);
+    REQUIRE(newest.status == 0);
+    const std::string version = newest.out.substr(0, newest.out.find('\n'));
+    REQUIRE(version != older);
+
+    daemon_process d(
+        "", {},
+        [&](const fs::path& home) {
+            REQUIRE(run_cli({"import", config.string(), "--yes"}, home, 240s).status == 0);
+            const std::string before = slurp(home / "meithd.toml");
+            CHECK_THAT(before,
+                       Catch::Contains("Pinned: @modelcontextprotocol/server-memory@" + older));
+
+            const auto dry = run_cli({"sources", "update", "memory", "--dry-run"}, home, 120s);
+            INFO(dry.out << dry.err);
+            REQUIRE(dry.status == 0);
+            CHECK_THAT(dry.out, Catch::Contains("memory: @modelcontextprotocol/server-memory " +
+                                                older + " -> " + version));
+            CHECK_THAT(dry.out, Catch::Contains("+# Pinned: @modelcontextprotocol/server-memory@" +
+                                                version));
+            CHECK(slurp(home / "meithd.toml") == before);
+            // Not a terminal, no --yes: refused, saying which flag to give.
+            CHECK(run_cli({"sources", "update", "memory"}, home, 120s).status == 2);
+
+            const auto r = run_cli({"sources", "update", "memory", "--yes"}, home, 240s);
+            INFO(r.out << r.err);
+            REQUIRE(r.status == 0);
+            CHECK_THAT(slurp(home / "meithd.toml"),
+                       Catch::Contains("Pinned: @modelcontextprotocol/server-memory@" + version));
+            const json lock = json::parse(
+                slurp(work.path / "data" / "meith" / "servers" / "memory" / "package-lock.json"));
+            CHECK(lock["packages"]["node_modules/@modelcontextprotocol/server-memory"]["version"] ==
+                  version);
+            // At the newest version already: nothing to change.
+            const auto again = run_cli({"sources", "update", "memory", "--yes"}, home, 120s);
+            CHECK(again.status == 0);
+            CHECK_THAT(again.out, Catch::Contains("is at its newest version"));
+            // A source import did not pin: said so.
+            const auto unpinned = run_cli({"sources", "update", "nosuch"}, home, 60s);
+            CHECK(unpinned.status != 0);
+            CHECK_THAT(unpinned.err, Catch::Contains("no source named 'nosuch'"));
+        },
+        std::chrono::seconds(120));
+    // The updated server runs: meithd lists its tools.
+    const json out = run_bridge_calls(
+        d.home(), json::array({{{"name", "memory_read_graph"}, {"arguments", json::object()}}}));
+    INFO(out.dump(2) << "\n" << d.log());
+    REQUIRE(out["calls"].size() == 1);
+    CHECK(out["calls"][0]["isError"] == false);
 }

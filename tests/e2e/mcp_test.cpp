@@ -576,8 +576,8 @@ TEST_CASE("mcp: shutdown closes stdin first and signals only after kill_grace_ms
     }
 }
 
-TEST_CASE("mcp: a tool refused for unknown capabilities says how to declare them, and the log "
-          "says the server runs unconfined",
+TEST_CASE("mcp: a tool refused for unknown capabilities says how to declare them, and the "
+          "server runs confined in the default profile, saying so",
           "[e2e][mcp][diagnosis]") {
     // No trust_annotations, no capabilities table: every tool of the server is `unknown`.
     daemon_process d(mcp_source_toml("fk", {mcp_dir() + "/fake_server.mjs"}, "prefix = \"fk_\"\n"));
@@ -589,8 +589,30 @@ TEST_CASE("mcp: a tool refused for unknown capabilities says how to declare them
     CHECK_THAT(m, Catch::Contains("MCP server 'fk' declares no capabilities for 'echo': add "
                                   "`trust_annotations = true` to its [[sources]] entry"));
     CHECK_THAT(m, Catch::Contains("`capabilities = { \"echo\" = [\"read-only\"] }`"));
-    CHECK_THAT(d.log(), Catch::Contains("'fk' runs unconfined: a tool of it has unknown "
-                                        "capabilities"));
+    CHECK_THAT(d.log(), Catch::Contains("'fk': a tool of it declares no capabilities, so it "
+                                        "runs in the sandbox profile \"default\""));
     const auto s = source_status(c, "fk");
-    CHECK(s["sandbox"]["unconfined"] == "a tool has unknown capabilities");
+    CHECK_FALSE(s["sandbox"].contains("unconfined"));
+    CHECK(s["sandbox"]["profile"] == "default");
+}
+
+TEST_CASE("mcp: a launcher that hangs at start says why at its first timeout: the reason "
+          "names its last stderr line",
+          "[e2e][mcp][diagnosis]") {
+    // npx without the network: it says so on stderr, then waits on its retries.
+    daemon_process d(mcp_source_toml(
+        "hung",
+        {"-e", "console.error('npm error network request to https://registry.npmjs.org/x failed'); "
+               "setInterval(() => {}, 1000)"},
+        "start_timeout_ms = 1500\n"));
+    client c(d.socket());
+    json s;
+    for (int i = 0; i < 200; ++i) {
+        s = source_status(c, "hung");
+        if (!s["lastError"].is_null()) break;
+        std::this_thread::sleep_for(50ms);
+    }
+    INFO(s.dump());
+    CHECK(s["lastError"] == "not ready within 1500 ms (start_timeout_ms); its last stderr line: "
+                            "npm error network request to https://registry.npmjs.org/x failed");
 }

@@ -211,3 +211,40 @@ TEST_CASE("pinned tool definitions: a call held for approval is refused once its
     CHECK_THAT(policy["reason"].get<std::string>(), Catch::Contains("is quarantined"));
     CHECK(policy["grantable"] == false);
 }
+
+TEST_CASE("pinned tool definitions: the user's own capabilities edit is applied and audited, "
+          "not quarantined",
+          "[e2e][pins]") {
+    temp_dir work;
+    const fs::path desc = work.path / "description.txt";
+    std::ofstream(desc) << "Looks a word up in the dictionary.\n";
+    daemon_process d(changing_source(desc));
+    client c(d.socket());
+    CHECK(c.call("lookup", {{"word", "cat"}})["result"]["ok"] == true);
+
+    // The user widens the tool in meithd.toml and reloads: their change, not the server's.
+    std::string toml = changing_source(desc);
+    const std::string from = "lookup = [\"read-only\"]";
+    toml.replace(toml.find(from), from.size(), "lookup = [\"read-only\", \"accesses-network\"]");
+    std::ofstream(d.home() / "meithd.toml", std::ios::trunc) << toml;
+    REQUIRE(reply_to(c, {{"type", "reload_config"},
+                         {"requestId", "rl"},
+                         {"clientInfo", {{"caller", "cli"}}}})["type"] == "config_reloaded");
+    // Listed with the new capabilities, callable: nothing held.
+    json t;
+    for (int i = 0; i < 300; ++i) {
+        t = descriptor(c, "lookup");
+        if (!t.is_null() && t["capabilities"].size() == 2) break;
+        std::this_thread::sleep_for(50ms);
+    }
+    INFO(t.dump());
+    CHECK(t["capabilities"] == json::array({"read-only", "accesses-network"}));
+    CHECK(t.value("quarantined", false) == false);
+    CHECK(c.call("lookup", {{"word", "dog"}})["result"]["ok"] == true);
+    CHECK(d.audit_events("tool_definition_changed").empty());
+    const auto changed = d.audit_events("tool_capabilities_changed");
+    REQUIRE(changed.size() == 1);
+    CHECK(changed[0]["toolName"] == "lookup");
+    CHECK(changed[0]["oldCapabilities"] == json::array({"read-only"}));
+    CHECK(changed[0]["newCapabilities"] == json::array({"read-only", "accesses-network"}));
+}

@@ -237,3 +237,69 @@ TEST_CASE("a tool host is started again in its tools' sandbox and writes only wh
     CHECK(ok["result"]["ok"] == true);
     CHECK(fs::exists(root.path / "note.txt"));
 }
+
+TEST_CASE("a tool that declares nothing runs confined in the default profile: it writes its "
+          "state folder and TMPDIR only, cannot connect or run a program, and says so",
+          "[e2e][sandbox][profiles]") {
+    REQUIRE_KERNEL_SANDBOX(false);
+    listener l;
+    temp_dir work, elsewhere;
+    env_override state("XDG_STATE_HOME", (work.path / "state").string());
+    const std::string readable =
+        "sandbox_paths = { read = [" + json(elsewhere.path.string()).dump() + "] }\n";
+    // `capabilities = []`: the tool declares nothing (`unknown`), which the policy may allow.
+    daemon_process d(probe_source("bare", "[]", readable) +
+                     "[permissions.callers.cli]\nallow = [\"read-only\", \"unknown\"]\n");
+    client c(d.socket());
+    const fs::path own = work.path / "state" / "meith" / "sources" / "bare";
+    CHECK(fs::is_directory(own)); // made for it, owner-only
+    CHECK((fs::status(own).permissions() & fs::perms::group_all) == fs::perms::none);
+
+    const json wrote = probe(c, "bare", {{"action", "write"}, {"path", (own / "n.txt").string()}});
+    CHECK(wrote["done"] == true);
+    CHECK(fs::exists(own / "n.txt"));
+    CHECK(probe(c, "bare", {{"action", "tmpdir"}})["done"] == true);
+    const auto outside = elsewhere.path / "escaped.txt";
+    const json refused = probe(c, "bare", {{"action", "write"}, {"path", outside.string()}});
+    CHECK(refused["done"] == false);
+    CHECK_FALSE(fs::exists(outside));
+    const json offline = probe(c, "bare", {{"action", "connect"}, {"port", l.port}});
+    CHECK(offline["code"] == "EACCES");
+    const json nospawn = probe(c, "bare", {{"action", "spawn"}});
+    CHECK(nospawn["code"] == "EACCES");
+
+    // Its status: confined, in the default profile, its process read-only.
+    const json s = sandbox_of(c, "bare");
+    CHECK_FALSE(s.contains("unconfined"));
+    CHECK(s["profile"] == "default");
+    CHECK(s["capabilities"] == json::array({"read-only"}));
+    CHECK(s["exec"] == "landlock,once");
+    const auto listed = run_cli({"sources"}, d.home());
+    CHECK_THAT(listed.out, Catch::Contains("confined: read-only (profile default)"));
+}
+
+TEST_CASE("a declared profile is the process's sandbox whatever its tool declares: npx may run "
+          "programs and connect, a read-only tool's process too",
+          "[e2e][sandbox][profiles]") {
+    REQUIRE_KERNEL_SANDBOX(false);
+    listener l;
+    temp_dir work;
+    env_override state("XDG_STATE_HOME", (work.path / "state").string());
+    daemon_process d(probe_source("launcher", "[\"read-only\"]", "profile = \"npx\"\n") +
+                     probe_source("plain", "[\"read-only\"]") + allow_all);
+    client c(d.socket());
+    CHECK(probe(c, "launcher", {{"action", "spawn"}})["done"] == true);
+    CHECK(probe(c, "launcher", {{"action", "connect"}, {"port", l.port}})["done"] == true);
+    // The same tool without the profile: its capabilities are its sandbox.
+    CHECK(probe(c, "plain", {{"action", "spawn"}})["code"] == "EACCES");
+    const json s = sandbox_of(c, "launcher");
+    CHECK(s["profile"] == "npx");
+    CHECK_FALSE(sandbox_of(c, "plain").contains("profile"));
+    // The profile's environment: npm's cache in the state folder, TMPDIR short enough for a
+    // Unix socket's path inside it (unix(7): 108 bytes with the NUL).
+    const json env = probe(c, "launcher", {{"action", "env"}});
+    INFO(env.dump());
+    CHECK(env["npm_config_cache"] ==
+          (work.path / "state" / "meith" / "sources" / "launcher" / "npm-cache").string());
+    CHECK(env["TMPDIR"].get<std::string>().size() <= 40);
+}

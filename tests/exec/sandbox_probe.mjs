@@ -5,6 +5,7 @@
 //   {"action":"connect","port":N}      TCP connect to 127.0.0.1:N
 //   {"action":"spawn"}                 runs /bin/sh -c true
 //   {"action":"tmpdir"}                writes a file in $TMPDIR
+//   {"action":"env"}                   its TMPDIR, XDG_CACHE_HOME, XDG_CONFIG_HOME, npm_config_cache
 //   {"action":"rename","path":P,"to":Q} renames P to Q (and back when it worked)
 //   {"action":"egress","via":"connect"|"socks5"|"direct","host":H,"port":N}
 //                                      reaches H:N through the proxy $HTTPS_PROXY names (HTTP
@@ -84,6 +85,13 @@ async function act(args, answer, refused) {
             const p = path.join(process.env.TMPDIR ?? '/tmp', 'probe.txt');
             fs.writeFileSync(p, 'x');
             answer({ done: true, path: p });
+            break;
+        }
+        case 'env': {
+            const out = { done: true };
+            for (const k of ['TMPDIR', 'XDG_CACHE_HOME', 'XDG_CONFIG_HOME', 'npm_config_cache'])
+                out[k] = process.env[k] ?? null;
+            answer(out);
             break;
         }
         case 'spawn': {

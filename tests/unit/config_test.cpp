@@ -354,7 +354,11 @@ TEST_CASE("sandbox and sandbox_paths on sources and hooks (PROTOCOL.md §13)", "
                                   "[\"node\"]\n[[hooks]]\nname = \"h\"\nphase = "
                                   "\"before_execution\"\ncommand = [\"x\"]\n");
     CHECK(plain.sources[0].sandbox == sandbox_mode::enforce);
-    CHECK(plain.sources[0].sandbox_paths == sandbox_paths_config{});
+    // Nothing extra but the source's own state folder, which every profile may write.
+    sandbox_paths_config nothing;
+    nothing.state_dir = source_state_dir("p");
+    CHECK(plain.sources[0].sandbox_paths == nothing);
+    CHECK(plain.hooks[0].sandbox_paths.state_dir.empty());
     CHECK_FALSE(plain.hooks[0].capabilities);
 
     CHECK_THAT(parse_err("[[sources]]\nname = \"s\"\nkind = \"host\"\ncommand = [\"n\"]\n"
@@ -365,6 +369,30 @@ TEST_CASE("sandbox and sandbox_paths on sources and hooks (PROTOCOL.md §13)", "
                          "sandbox_paths = { writ = [\"x\"] }\n")
                    .to_string(),
                Catch::Contains("writ"));
+}
+
+TEST_CASE("a source's sandbox profile: one name or several, each checked (docs/protocol.md "
+          "§15 Profiles)",
+          "[config][sandbox]") {
+    const std::string head = "[[sources]]\nname = \"pw\"\nkind = \"mcp\"\ncommand = [\"node\"]\n";
+    CHECK(parse_ok(head + "profile = \"browser\"\n").sources[0].sandbox_paths.profile ==
+          std::vector<std::string>{"browser"});
+    CHECK(parse_ok(head + "profile = [\"node\", \"browser\"]\n").sources[0].sandbox_paths.profile ==
+          std::vector<std::string>{"node", "browser"});
+    CHECK(parse_ok(head).sources[0].sandbox_paths.profile.empty());
+    // The state folder: $XDG_STATE_HOME's, by the source's name.
+    CHECK(source_state_dir("pw").filename() == "pw");
+    CHECK(source_state_dir("pw").parent_path().filename() == "sources");
+
+    const auto unknown = parse_err(head + "profile = \"chrome\"\n");
+    CHECK(unknown.where == "test.toml:5:11");
+    CHECK_THAT(unknown.to_string(),
+               Catch::Contains("'profile' in source 'pw' names an unknown sandbox profile "
+                               "\"chrome\"; known profiles: \"default\", \"node\", \"python\", "
+                               "\"npx\", \"browser\""));
+    CHECK_THAT(parse_err(head + "profile = 3\n").to_string(),
+               Catch::Contains("must be a profile's name or an array of them"));
+    CHECK_THAT(parse_err(head + "profile = []\n").to_string(), Catch::Contains("profile"));
 }
 
 TEST_CASE("unknown keys are errors naming the key and its place", "[config]") {

@@ -11,7 +11,7 @@
 //                                                            and a Markdown table)
 // Versions are tests/mcp's pinned ones. Not timed in CI: a measurement, not a test.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, readFileSync, readdirSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, writeFileSync, readFileSync, readdirSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,8 +70,12 @@ function treeRss(pid) {
 function directStart(cmd) {
     return new Promise((resolve, reject) => {
         const t0 = process.hrtime.bigint();
-        const child = spawn(cmd[0], cmd.slice(1), { stdio: ['pipe', 'pipe', 'ignore'], env, cwd: work, detached: true });
-        const timer = setTimeout(() => { process.kill(-child.pid, 'SIGKILL'); reject(new Error(`${cmd.join(' ')}: no answer in 60 s`)); }, 60000);
+        const child = spawn(cmd[0], cmd.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env, cwd: work, detached: true });
+        let err = '';
+        child.stderr.on('data', (d) => { err = (err + d).slice(-2000); });
+        const kill = () => { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } };
+        const timer = setTimeout(() => { kill(); reject(new Error(`${cmd.join(' ')}: no answer in 60 s\n${err}`)); }, 60000);
+        child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`${cmd.join(' ')}: exited ${code}\n${err}`)); });
         let buf = '';
         child.stdout.on('data', (d) => {
             buf += d;
@@ -85,7 +89,8 @@ function directStart(cmd) {
                     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
                     const kib = treeRss(child.pid);
                     clearTimeout(timer);
-                    process.kill(-child.pid, 'SIGKILL');
+                    child.removeAllListeners('exit');
+                    kill();
                     resolve({ ms, kib });
                 }
             }
@@ -103,6 +108,8 @@ async function meithStart(name) {
     const h = join(work, `h-${name}`);
     mkdirSync(h, { recursive: true });
     writeFileSync(join(h, 'meithd.toml'), imported.slice(entryStart, next < 0 ? undefined : entryStart + 1 + next) + '\n');
+    // The secrets import kept (postgres' URL) live in the home's sealed store.
+    try { copyFileSync(join(home, 'secrets.enc'), join(h, 'secrets.enc')); } catch { /* none */ }
     const once = () => new Promise((resolve, reject) => {
         const d = spawn(join(bin, 'meithd'), ['--home', h], { env, stdio: ['ignore', 'ignore', 'pipe'] });
         let log = '';
@@ -127,11 +134,15 @@ async function meithStart(name) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rows = [];
 for (const [name, args] of Object.entries(servers)) {
-    const pinnedCmd = JSON.parse(/command = (\[.*\])/.exec(imported.slice(imported.indexOf(`name = "${name}"`)))[1]);
+    // Run directly, a ${secret:…} argument is the value it stands for (here: the URL).
+    const pinnedCmd = JSON.parse(/command = (\[.*\])/.exec(imported.slice(imported.indexOf(`name = "${name}"`)))[1])
+        .map((a) => (a.startsWith('${secret:') ? args.at(-1) : a));
     const samples = { npx: [], pinned: [] };
-    await directStart(['npx', ...args]); // npm's cache warm
+    // Without a terminal, npm 11's npx cancels a package it must fetch unless told -y.
+    const npx = ['npx', ...(args[0] === '-y' ? [] : ['-y']), ...args];
+    await directStart(npx); // npm's cache warm
     for (let i = 0; i < runs; i++) {
-        samples.npx.push(await directStart(['npx', ...args]));
+        samples.npx.push(await directStart(npx));
         samples.pinned.push(await directStart(pinnedCmd));
     }
     samples.meith = await meithStart(name);

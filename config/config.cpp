@@ -48,6 +48,7 @@ using detail::quoted_list;
 using detail::scope;
 
 using detail::assign;
+using detail::check_tmpdir;
 using detail::parse_profile;
 using detail::parse_sandbox;
 
@@ -392,6 +393,7 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
 
         const bool remote = t->get("url") != nullptr && kind == source_kind::mcp;
         parse_process(c, s, src.command, src.cwd, src.env, !remote);
+        check_tmpdir(c, *t, s, src);
         if (const auto* init = t->get("config"); init != nullptr && kind == source_kind::mcp)
             c.fail(init->source(),
                    fmt::format("'config' in {} is only for tool hosts (kind = \"host\"); pass an "

@@ -64,4 +64,16 @@ void parse_profile(checker& c, const scope& s, sandbox_paths_config& paths) {
     paths.profile = std::move(names);
 }
 
+void check_tmpdir(checker& c, const toml::table& t, const scope& s, const source_config& src) {
+    if (src.sandbox == sandbox_mode::off || !src.env.contains("TMPDIR")) return;
+    const auto* env = t.get("env");
+    const auto* node = env && env->as_table() ? env->as_table()->get("TMPDIR") : nullptr;
+    c.fail(node ? node->source() : env->source(),
+           fmt::format("`TMPDIR` in the env of {} would be replaced: a confined source's TMPDIR is "
+                       "its own private, size-bounded temporary folder (docs/protocol.md §15); "
+                       "remove it from `env`, and name a folder it must write in "
+                       "`sandbox_paths.write` (or run it with sandbox = \"off\")",
+                       s.name));
+}
+
 } // namespace meith::config::detail

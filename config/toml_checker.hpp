@@ -421,6 +421,9 @@ void parse_sandbox(checker& c, const scope& s, sandbox_mode& mode, sandbox_paths
 /// A source's `profile`: one name or an array of names of config/profiles.hpp, each checked.
 void parse_profile(checker& c, const scope& s, sandbox_paths_config& paths);
 
+/// A source's `env` must not set TMPDIR while it is confined: its sandbox gives it its own.
+void check_tmpdir(checker& c, const toml::table& t, const scope& s, const source_config& src);
+
 /// `[clients.NAME]` tables (config/clients_config.cpp, docs/protocol.md §23).
 void parse_clients(checker& c, const scope& root, std::vector<client_config>& out);
 

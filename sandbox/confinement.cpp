@@ -349,8 +349,18 @@ std::vector<std::string> place(request& r, confinement& c, const std::string& na
     r.extra.read = paths.read;
     r.hidden = hidden_paths(paths);
     r.empty_file = empty_file();
-    for (const auto& p : paths.write)
+    const bool writes =
+        (r.capabilities & (bit(capability::writes_files) | bit(capability::destructive))) != 0;
+    for (const auto& p : paths.write) {
+        // A folder it is to write that is not there yet is made for it (owner-only): a rule on
+        // a missing path grants nothing, and the program's mkdir under its read-only parent
+        // would fail. A file it is to write must exist.
+        std::error_code ec;
+        if (writes && !fs::exists(p, ec))
+            if (auto why = config::ensure_private_dir(p, false))
+                spdlog::warn("'{}': its sandbox_paths.write folder cannot be made: {}", name, *why);
         if (auto w = writable(p)) r.extra.write.push_back(*w);
+    }
     r.extra.exec = paths.exec;
     r.extra.sockets = paths.sockets;
     for (const auto& s : c.profile_sockets)

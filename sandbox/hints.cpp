@@ -53,15 +53,18 @@ std::string shell_exec_refused(std::string_view text) {
 
 std::string sandbox_hint(const confinement& c, std::string_view error_text) {
     if (!c.plan) return {}; // unconfined: whatever refused it, it was not meith's sandbox
-    if (!mentions(error_text, {"eacces", "eperm", "erofs", "permission denied",
-                               "operation not permitted", "read-only file system"}))
+    const bool lookup = mentions(error_text, {"eai_again", "enotfound", "getaddrinfo"});
+    if (!lookup && !mentions(error_text, {"eacces", "eperm", "erofs", "permission denied",
+                                          "operation not permitted", "read-only file system"}))
         return {};
     const auto has = [&](capability cap) { return (c.plan->capabilities & bit(cap)) != 0; };
+    // A name that did not resolve is the sandbox's doing only where it cuts the network off.
+    if (lookup && has(capability::accesses_network)) return {};
     const bool writes = has(capability::writes_files) || has(capability::destructive);
     std::string hint = "meith's sandbox may have refused this: ";
     if (!has(capability::accesses_network) &&
-        mentions(error_text,
-                 {"connect", "socket", "getaddrinfo", "fetch failed", "econnrefused", "network"})) {
+        mentions(error_text, {"connect", "socket", "getaddrinfo", "eai_again", "enotfound",
+                              "fetch failed", "econnrefused", "network"})) {
         hint += "the source may not use the network; declare `accesses-network` on its tools "
                 "(or in the source's `capabilities` table) to allow it";
     } else if (!c.plan->unix_sockets &&

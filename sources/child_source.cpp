@@ -147,6 +147,15 @@ std::string child_source::status_json() const {
     out += conf_.status_members;
     out += '}';
     protocol::append_json_string_array(m.key("stderr"), proc_.stderr_tail());
+    // A start its sandbox may have refused (EROFS, EACCES, a name lookup without the network):
+    // the same hint a call's error gets, read off its last error and stderr (§15).
+    if (!proc_.last_error().empty() || state() != tools::source_state::ready) {
+        std::string said = proc_.last_error();
+        for (const auto& line : proc_.stderr_tail())
+            (said += '\n') += line;
+        if (const std::string hint = sandbox::sandbox_hint(conf_, said); !hint.empty())
+            m.string("sandboxHint", hint);
+    }
     append_status(out);
     out += '}';
     return out;

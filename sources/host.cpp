@@ -14,6 +14,7 @@
 #include "sandbox/confinement.hpp"
 #include "schema/validator.hpp"
 #include "sources/child_source.hpp"
+#include "sources/declared_capabilities.hpp"
 #include "sources/factory.hpp"
 #include "sources/host_methods.hpp"
 
@@ -356,8 +357,8 @@ class host_source final : public child_source {
             for (auto cap : caps)
                 if (cap.get_string().get(text) == simdjson::SUCCESS)
                     d.capabilities.emplace_back(text);
-        } else if (auto it = cfg_.capabilities.find(d.name); it != cfg_.capabilities.end()) {
-            d.capabilities = it->second;
+        } else if (const auto* declared = declared_capabilities(cfg_, d.name)) {
+            d.capabilities = *declared;
         }
         if (auto it = cfg_.timeout_ms.find(d.name); it != cfg_.timeout_ms.end()) {
             d.timeout_ms = it->second;

@@ -1,6 +1,8 @@
 // mcp_wire: requests to and answers from MCP servers, without I/O (see mcp_wire.hpp).
 #include "sources/mcp_wire.hpp"
 
+#include "sources/declared_capabilities.hpp"
+
 #include "process/rpc_peer.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/server_frames.hpp"
@@ -189,8 +191,7 @@ std::vector<std::string> capabilities_from_hints(const tool_hints& hints) {
 
 std::vector<std::string> tool_capabilities(const config::source_config& cfg, std::string_view name,
                                            simdjson::dom::element tool) {
-    if (auto it = cfg.capabilities.find(std::string(name)); it != cfg.capabilities.end())
-        return it->second;
+    if (const auto* declared = declared_capabilities(cfg, name)) return *declared;
     if (cfg.trust_annotations) return capabilities_from_hints(hints_of(tool));
     return {"unknown"};
 }

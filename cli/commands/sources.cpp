@@ -118,6 +118,10 @@ int describe_source(const options& opts, const json& sources, const std::string&
     if (auto err = get_string(*src, "lastError"))
         fmt::print("  last error:  {}\n",
                    wrap(sanitize(*err, false), width - 15, "               "));
+    // What its sandbox may have refused, read off its last error and stderr (§15).
+    if (auto hint = get_string(*src, "sandboxHint"))
+        fmt::print("  hint:        {}\n",
+                   wrap(sanitize(*hint, false), width - 15, "               "));
     const auto lines = stderr_lines(*src);
     if (lines.empty()) {
         fmt::print("  stderr:      nothing kept\n");

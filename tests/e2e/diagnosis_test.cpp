@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <thread>
 
 using namespace meith::test;
 using namespace std::chrono_literals;
@@ -338,4 +339,39 @@ TEST_CASE("a program a shell tool may not run is named, with the declaration tha
                Catch::Contains("the source may not run other programs (its shell could not run "
                                "`sed`); declare `starts-process`, or name the program in "
                                "`sandbox_paths.exec`"));
+}
+
+TEST_CASE("a start the sandbox may have refused is explained in meith sources: a name lookup "
+          "without the network",
+          "[e2e][diagnosis][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX(false);
+    // npx confined without the network: npm says EAI_AGAIN on stderr and exits.
+    daemon_process d("[[sources]]\nname = \"offline\"\nkind = \"mcp\"\ncommand = [\"node\", "
+                     "\"-e\", \"console.error('npm error code EAI_AGAIN getaddrinfo "
+                     "registry.npmjs.org'); process.exit(1)\"]\n");
+    std::string shown;
+    for (int i = 0; i < 100 && shown.find("hint:") == std::string::npos; ++i) {
+        shown = run_cli({"sources", "offline"}, d.home()).out;
+        if (shown.find("hint:") == std::string::npos) std::this_thread::sleep_for(50ms);
+    }
+    INFO(shown);
+    CHECK_THAT(shown, Catch::Contains("hint:        meith's sandbox may have refused this: the "
+                                      "source may not use"));
+    CHECK_THAT(shown, Catch::Contains("network; declare `accesses-network`"));
+}
+
+TEST_CASE("a start that failed for its own reasons gets no sandbox hint",
+          "[e2e][diagnosis][sandbox]") {
+    REQUIRE_KERNEL_SANDBOX(false);
+    daemon_process d("[[sources]]\nname = \"broken\"\nkind = \"mcp\"\ncommand = [\"node\", "
+                     "\"-e\", \"console.error('SyntaxError: Unexpected token'); "
+                     "process.exit(1)\"]\n");
+    std::string shown;
+    for (int i = 0; i < 100 && shown.find("Unexpected token") == std::string::npos; ++i) {
+        shown = run_cli({"sources", "broken"}, d.home()).out;
+        if (shown.find("Unexpected token") == std::string::npos) std::this_thread::sleep_for(50ms);
+    }
+    INFO(shown);
+    CHECK_THAT(shown, Catch::Contains("Unexpected token"));
+    CHECK(shown.find("hint:") == std::string::npos);
 }

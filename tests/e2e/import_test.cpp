@@ -292,3 +292,54 @@ TEST_CASE("sources update: a source pinned to an older version moves to the newe
     REQUIRE(out["calls"].size() == 1);
     CHECK(out["calls"][0]["isError"] == false);
 }
+
+TEST_CASE("profiles: Playwright runs in the browser profile, its tools declared controls-browser "
+          "by a glob, and an agent allowed controls-browser but not starts-process drives it",
+          "[e2e][profiles][slow]") {
+    if (!fs::exists("/usr/bin/chromium")) {
+        WARN("skipped: Debian's chromium is not installed (scripts/install-deps installs it)");
+        return;
+    }
+    temp_dir state, site;
+    env_override state_home("XDG_STATE_HOME", state.path.string());
+    std::ofstream(site.path / "index.html")
+        << "<html><head><title>Profile page</title></head><body><button>Press "
+           "me</button></body></html>\n";
+    const int port = free_tcp_port();
+    background_process web({"python3", "-u", "-m", "http.server", std::to_string(port), "--bind",
+                            "127.0.0.1", "--directory", site.path.string()});
+    REQUIRE(web.wait_for("Serving HTTP", 15s));
+    // As a person writes it by hand: the process's needs in `profile`, the tools' in a glob.
+    const std::string cli = mcp_dir() + "/node_modules/@playwright/mcp/cli.js";
+    daemon_process d("[[sources]]\nname = \"pw\"\nkind = \"mcp\"\ncommand = [\"node\", " +
+                         json(cli).dump() +
+                         ", \"--headless\", \"--executable-path\", \"/usr/bin/chromium\"]\n"
+                         "prefix = \"pw_\"\nprofile = \"browser\"\n"
+                         "capabilities = { \"browser_*\" = [\"controls-browser\"] }\n"
+                         "[permissions.callers.plugin]\nallow = [\"read-only\", "
+                         "\"controls-browser\"]\n",
+                     {}, {}, 60s);
+    client c(d.socket());
+    const json s = source_status(c, "pw");
+    CHECK(s["sandbox"]["profile"] == "browser");
+    CHECK(s["sandbox"]["capabilities"] == json::array({"starts-process", "accesses-network"}));
+    // The policy sees the tools' capability, the sandbox the process's.
+    const auto check =
+        run_cli({"policy", "check", "pw_browser_navigate", "--caller", "plugin"}, d.home());
+    CHECK(check.status == 0);
+    CHECK_THAT(check.out, Catch::Contains("capabilities: controls-browser"));
+
+    const json out = run_bridge_calls(
+        d.home(),
+        json::array({{{"name", "pw_browser_navigate"},
+                      {"arguments", {{"url", "http://127.0.0.1:" + std::to_string(port) + "/"}}}},
+                     {{"name", "pw_browser_snapshot"}, {"arguments", json::object()}}}));
+    INFO(out.dump(2) << "\n" << d.log());
+    REQUIRE(out["calls"].size() == 2);
+    CHECK(out["calls"][0]["isError"] == false);
+    CHECK_THAT(out["calls"][0]["text"].get<std::string>(), Catch::Contains("Profile page"));
+    CHECK(out["calls"][1]["isError"] == false);
+    CHECK_THAT(out["calls"][1]["text"].get<std::string>(), Catch::Contains("Press me"));
+    // Chromium kept its profile in the source's state folder, nowhere else it could write.
+    CHECK(fs::exists(state.path / "meith" / "sources" / "pw" / "cache" / "ms-playwright-mcp"));
+}

@@ -303,3 +303,21 @@ TEST_CASE("a declared profile is the process's sandbox whatever its tool declare
           (work.path / "state" / "meith" / "sources" / "launcher" / "npm-cache").string());
     CHECK(env["TMPDIR"].get<std::string>().size() <= 40);
 }
+
+TEST_CASE("a sandbox_paths.write folder that is not there yet is made for the source, "
+          "owner-only, and the tool writes in it",
+          "[e2e][sandbox][profiles]") {
+    REQUIRE_KERNEL_SANDBOX(false);
+    temp_dir base;
+    const fs::path cache = base.path / "cache" / "ms-playwright";
+    daemon_process d(
+        probe_source("w", "[\"writes-files\"]",
+                     "sandbox_paths = { write = [" + json(cache.string()).dump() + "] }\n") +
+        allow_all);
+    client c(d.socket());
+    CHECK(fs::is_directory(cache));
+    CHECK((fs::status(cache).permissions() & fs::perms::others_all) == fs::perms::none);
+    const json wrote = probe(c, "w", {{"action", "write"}, {"path", (cache / "x").string()}});
+    CHECK(wrote["done"] == true);
+    CHECK(fs::exists(cache / "x"));
+}

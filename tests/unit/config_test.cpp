@@ -395,6 +395,19 @@ TEST_CASE("a source's sandbox profile: one name or several, each checked (docs/p
     CHECK_THAT(parse_err(head + "profile = []\n").to_string(), Catch::Contains("profile"));
 }
 
+TEST_CASE("a confined source's env may not set TMPDIR, which its sandbox gives it", "[config]") {
+    const std::string head = "[[sources]]\nname = \"t\"\nkind = \"mcp\"\ncommand = [\"node\"]\n";
+    const auto e = parse_err(head + "env = { TMPDIR = \"/var/cache/t\" }\n");
+    CHECK(e.where == "test.toml:5:18");
+    CHECK_THAT(e.to_string(), Catch::Contains("`TMPDIR` in the env of source 't' would be "
+                                              "replaced") &&
+                                  Catch::Contains("sandbox_paths.write"));
+    // Unconfined, it is the source's to set.
+    CHECK(parse_ok(head + "sandbox = \"off\"\nenv = { TMPDIR = \"/var/cache/t\" }\n")
+              .sources[0]
+              .env.at("TMPDIR") == "/var/cache/t");
+}
+
 TEST_CASE("unknown keys are errors naming the key and its place", "[config]") {
     SECTION("a required key misspelt: the misspelling at its line, not 'missing'") {
         // Before: "test.toml:1:1: missing required key 'command' in source 'x'", at the table.

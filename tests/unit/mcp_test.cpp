@@ -98,6 +98,22 @@ TEST_CASE("mcp: capabilities come from the table, then trusted annotations, else
     CHECK(mcp::tool_capabilities(cfg, "other", tool) == names{"unknown"});
 }
 
+TEST_CASE("mcp: a capabilities key may be a glob; the tool's own name wins, then the longest "
+          "glob that matches",
+          "[mcp]") {
+    simdjson::dom::parser p;
+    const auto tool = parse(p, R"({"name":"browser_navigate"})");
+    meith::config::source_config cfg;
+    cfg.capabilities["browser_*"] = {"controls-browser"};
+    cfg.capabilities["*"] = {"read-only"};
+    CHECK(mcp::tool_capabilities(cfg, "browser_navigate", tool) == names{"controls-browser"});
+    CHECK(mcp::tool_capabilities(cfg, "install", tool) == names{"read-only"});
+    cfg.capabilities["browser_navigate"] = {"accesses-network"};
+    CHECK(mcp::tool_capabilities(cfg, "browser_navigate", tool) == names{"accesses-network"});
+    cfg.capabilities.erase("*");
+    CHECK(mcp::tool_capabilities(cfg, "install", tool) == names{"unknown"});
+}
+
 TEST_CASE("mcp: a tools/list item becomes a definition with title, annotations, outputSchema",
           "[mcp]") {
     simdjson::dom::parser p;

@@ -11,6 +11,7 @@
 // its registry (or its cache) into the test's own server store, as it would on a user's machine.
 #include "e2e/daemon_fixture.hpp"
 #include "e2e/postgres_server.hpp"
+#include "test_skip.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -52,16 +53,11 @@ json run_bridge_calls(const fs::path& home, const json& calls) {
 TEST_CASE("import: a .mcp.json of npx servers comes in with one command, its secrets kept "
           "apart, and the SDK client calls each server through meith mcp",
           "[e2e][import][slow]") {
-    if (const auto why = postgres_server::missing(); !why.empty()) {
-        WARN("skipped: " << why);
-        return;
-    }
+    if (const auto why = postgres_server::missing(); !why.empty()) SKIP_TEST(why);
     const std::string db_password = "pg-s3cret-9f1d7c";
     postgres_server db("app", db_password);
-    if (!fs::exists("/usr/bin/chromium")) {
-        WARN("skipped: Debian's chromium is not installed (scripts/install-deps installs it)");
-        return;
-    }
+    if (!fs::exists("/usr/bin/chromium"))
+        SKIP_TEST("Debian's chromium is not installed (scripts/install-deps installs it)");
     temp_dir work, keys, site;
     // The page Playwright is to read, served on 127.0.0.1 (python3's http.server).
     std::ofstream(site.path / "index.html")
@@ -296,10 +292,8 @@ TEST_CASE("sources update: a source pinned to an older version moves to the newe
 TEST_CASE("profiles: Playwright runs in the browser profile, its tools declared controls-browser "
           "by a glob, and an agent allowed controls-browser but not starts-process drives it",
           "[e2e][profiles][slow]") {
-    if (!fs::exists("/usr/bin/chromium")) {
-        WARN("skipped: Debian's chromium is not installed (scripts/install-deps installs it)");
-        return;
-    }
+    if (!fs::exists("/usr/bin/chromium"))
+        SKIP_TEST("Debian's chromium is not installed (scripts/install-deps installs it)");
     temp_dir state, site;
     env_override state_home("XDG_STATE_HOME", state.path.string());
     std::ofstream(site.path / "index.html")
@@ -342,4 +336,25 @@ TEST_CASE("profiles: Playwright runs in the browser profile, its tools declared 
     CHECK_THAT(out["calls"][1]["text"].get<std::string>(), Catch::Contains("Press me"));
     // Chromium kept its profile in the source's state folder, nowhere else it could write.
     CHECK(fs::exists(state.path / "meith" / "sources" / "pw" / "cache" / "ms-playwright-mcp"));
+}
+
+TEST_CASE("profiles: a command that still says npx runs in the npx profile: the launcher fetches "
+          "into the source's own folder, and the server answers",
+          "[e2e][profiles][slow]") {
+    temp_dir state;
+    env_override state_home("XDG_STATE_HOME", state.path.string());
+    // As a hand-written entry says it; npm's cache is the source's (cold): npx fetches.
+    daemon_process d("[[sources]]\nname = \"mem\"\nkind = \"mcp\"\ncommand = [\"npx\", \"-y\", " +
+                         json(pinned("server-memory")).dump() +
+                         "]\nprefix = \"mem_\"\ntrust_annotations = true\nprofile = \"npx\"\n"
+                         "start_timeout_ms = 180000\n",
+                     {}, {}, 200s);
+    client c(d.socket());
+    CHECK(source_status(c, "mem")["sandbox"]["profile"] == "npx");
+    const json out = run_bridge_calls(
+        d.home(), json::array({{{"name", "mem_read_graph"}, {"arguments", json::object()}}}));
+    INFO(out.dump(2) << "\n" << d.log());
+    REQUIRE(out["calls"].size() == 1);
+    CHECK(out["calls"][0]["isError"] == false);
+    CHECK(fs::is_directory(state.path / "meith" / "sources" / "mem" / "npm-cache"));
 }

@@ -81,15 +81,38 @@ fs::path tools_tmp_base() {
     return base / id;
 }
 
-/// The child's temporary folder: <tools_tmp_base>/<8 hex digits of a hash of name>, 0700,
-/// ours (not a symlink): as short whatever the source's name (a hook's is free text).
+/// The child's temporary folder: <tools_tmp_base>/<id>, 0700, ours (not a symlink). The id is
+/// the name itself when it is a short plain name (a source's: 1-16 of [a-z0-9_-]), else 16 hex
+/// digits of a hash of it (a hook's free-text name, a long one); a `.name` file inside says
+/// whose it is, and a folder that says another name is never shared (the start goes on without
+/// a temporary folder, warned). Short whatever the name: at most 47 bytes to tmp/.
 std::optional<fs::path> private_tmp(const std::string& name) {
     if (name.empty()) return std::nullopt;
     const fs::path base = tools_tmp_base();
-    char id[9];
-    std::snprintf(id, sizeof id, "%08x", static_cast<unsigned>(std::hash<std::string>{}(name)));
-    if (base.empty() || !private_dir(base / id)) return std::nullopt;
-    return base / id;
+    if (base.empty()) return std::nullopt;
+    const bool plain =
+        name.size() <= 16 && name != "." && name != ".." &&
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
+    std::string id = name;
+    if (!plain) {
+        char hex[17];
+        std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(name));
+        id = hex;
+    }
+    const fs::path dir = base / id;
+    if (!private_dir(dir)) return std::nullopt;
+    if (!plain) {
+        // Whose it is: a hash is not a name, and two names must never share one folder.
+        const fs::path marker = dir / ".name";
+        const auto r = config::read_private_file(marker);
+        if (r.st == config::private_file_read::status::ok && r.text != name) {
+            spdlog::warn("'{}': its temporary folder {} belongs to '{}'", name, dir.string(),
+                         r.text);
+            return std::nullopt;
+        }
+        if (r.st != config::private_file_read::status::ok) config::write_private_file(marker, name);
+    }
+    return dir;
 }
 
 /// An empty file of ours (0400) to bind over hidden files; empty path when none.
@@ -373,6 +396,12 @@ std::vector<std::string> place(request& r, confinement& c, const std::string& na
                                               fs::path(v).lexically_normal() != "/tmp" &&
                                               fs::path(v).lexically_normal() != "/tmp/")
             r.private_places.emplace_back(v);
+    // Every source's own folder lives under one root: private, so no source reads another's
+    // (a browser's cookies are there); its own is bound back.
+    if (!paths.state_dir.empty()) r.private_places.push_back(paths.state_dir.parent_path());
+    // With the right to open Unix sockets, /tmp is private too: the socket right is what keeps
+    // a tool off the sockets there (ssh-agent's, a session bus, X11's), and it has that right.
+    if (!r.extra.sockets.empty()) r.private_places.emplace_back("/tmp");
     if (kernel.namespaces) {
         std::vector<fs::path> roots;
         if (!r.cwd.empty()) roots.push_back(r.cwd);

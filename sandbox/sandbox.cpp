@@ -254,7 +254,9 @@ bool plan_namespaces(plan& p, const request& r, const kernel_support& k, const f
     p.gid_map = std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1";
     std::error_code ec;
     plan_mounts(p, r, init, writes);
-    if (writes) {
+    // Its own folders (a profile's) are writable whatever its capabilities: what must stay
+    // read-only or pinned inside them stays so too.
+    if (writes || !r.own.empty()) {
         for (const auto& path : r.pinned)
             if (fs::is_directory(path, ec)) p.pinned.push_back(path.string());
         for (const auto& path : r.read_only)

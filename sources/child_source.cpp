@@ -196,7 +196,9 @@ void child_source::fail_waiting(const std::string& why) {
 }
 
 bool child_source::reconfine(const std::vector<tools::tool_definition>& defs) {
-    if (cfg_.sandbox == config::sandbox_mode::off) return false;
+    // A declared profile is the process's sandbox whatever its tools say: nothing to move.
+    if (cfg_.sandbox == config::sandbox_mode::off || !cfg_.sandbox_paths.profile.empty())
+        return false;
     std::vector<std::vector<std::string>> caps;
     for (const auto& d : defs)
         caps.push_back(d.capabilities);
@@ -221,7 +223,7 @@ bool child_source::reconfine(const std::vector<tools::tool_definition>& defs) {
     }
     spdlog::info("{}: starting again in its tools' sandbox ({})", label_, conf_.status_members);
     auto env = proc_.spec().env;
-    sandbox::apply_env(conf_, env);
+    sandbox::apply_env(conf_, env, cfg_.env);
     bind_egress();
     proc_.respawn_confined(conf_.plan, std::move(env), conf_.egress);
     return true;

@@ -11,6 +11,7 @@
 #include "cli/discovery.hpp"
 #include "cli/errors.hpp"
 #include "config/import.hpp"
+#include "config/paths.hpp"
 #include "config/private_file.hpp"
 
 #include <regex>
@@ -28,13 +29,15 @@ namespace {
 /// "# Pinned: PACKAGE@VERSION from npm, installed in DIR (was: …)."
 struct pin {
     std::string package, version;
+    fs::path dir; ///< where it is installed, as the line says (the command runs from there)
 };
 
 std::optional<pin> pin_of(const std::string& entry) {
-    static const std::regex line(R"(# Pinned: (@?[^@\s]+)@(\S+) from npm, installed in )");
+    static const std::regex line(
+        R"(# Pinned: (@?[^@\s]+)@(\S+) from npm, installed in (.+?) \(was: )");
     std::smatch m;
     if (!std::regex_search(entry, m, line)) return std::nullopt;
-    return pin{m[1].str(), m[2].str()};
+    return pin{m[1].str(), m[2].str(), config::expand_tilde(fs::path(m[3].str()))};
 }
 
 /// `text` with every `from` replaced by `to`.
@@ -90,14 +93,33 @@ int update_source(const options& opts) {
     if (!change_approved(opts.yes, fmt::format("Install {} and write this to {}?", new_spec,
                                                display_path(target))))
         return exit_ok;
-    const fs::path dir = package_dir(name);
-    if (!install_succeeded(start_install(new_spec, dir)))
+    // Installed beside the live folder and swapped in just before the config is written: a
+    // running server that restarts meanwhile finds the version its entry names.
+    const fs::path dir = current->dir;
+    const fs::path staged = dir.string() + ".new";
+    const fs::path old = dir.string() + ".old";
+    std::error_code ec;
+    fs::remove_all(staged, ec);
+    if (!install_succeeded(start_install(new_spec, staged))) {
+        fs::remove_all(staged, ec);
         throw cli_error(exit_error,
-                        fmt::format("npm could not install {} into {} (its messages are above); "
-                                    "{} was not changed",
+                        fmt::format("npm could not install {} (its messages are above); {} and "
+                                    "{} were not changed",
                                     new_spec, display_path(dir), display_path(target)));
-    if (!config::write_private_file(target, after))
-        throw cli_error(exit_error, fmt::format("cannot write {}", target.string()));
+    }
+    fs::remove_all(old, ec);
+    fs::rename(dir, old, ec);
+    if (!ec) fs::rename(staged, dir, ec);
+    if (ec || !config::write_private_file(target, after)) {
+        // Put the old version back: the entry still names it.
+        std::error_code undo;
+        fs::remove_all(dir, undo);
+        fs::rename(old, dir, undo);
+        throw cli_error(exit_error,
+                        fmt::format("cannot switch {} to {}{}; nothing was changed",
+                                    display_path(dir), new_spec, ec ? ": " + ec.message() : ""));
+    }
+    fs::remove_all(old, ec);
     fmt::print("{} written: {} runs {}. `meith reload` starts it; a tool whose definition changed "
                "is held until you accept it (`meith tools` marks it quarantined, `meith tools "
                "accept TOOL` shows the change).\n",

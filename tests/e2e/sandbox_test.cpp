@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <netinet/in.h>
@@ -13,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 using namespace meith::test;
@@ -301,7 +303,7 @@ TEST_CASE("a declared profile is the process's sandbox whatever its tool declare
     INFO(env.dump());
     CHECK(env["npm_config_cache"] ==
           (work.path / "state" / "meith" / "sources" / "launcher" / "npm-cache").string());
-    CHECK(env["TMPDIR"].get<std::string>().size() <= 40);
+    CHECK(env["TMPDIR"].get<std::string>().size() <= 47);
 }
 
 TEST_CASE("a sandbox_paths.write folder that is not there yet is made for the source, "
@@ -320,4 +322,47 @@ TEST_CASE("a sandbox_paths.write folder that is not there yet is made for the so
     const json wrote = probe(c, "w", {{"action", "write"}, {"path", (cache / "x").string()}});
     CHECK(wrote["done"] == true);
     CHECK(fs::exists(cache / "x"));
+}
+
+TEST_CASE("a source's state folder is its own: another confined source does not see it",
+          "[e2e][sandbox][profiles]") {
+    REQUIRE_KERNEL_SANDBOX(true);
+    temp_dir work;
+    env_override state("XDG_STATE_HOME", (work.path / "state").string());
+    daemon_process d(probe_source("a", "[]") + probe_source("b", "[]") +
+                     "[permissions.callers.cli]\nallow = [\"read-only\", \"unknown\"]\n");
+    client c(d.socket());
+    const fs::path secret = work.path / "state" / "meith" / "sources" / "a" / "cookies";
+    CHECK(probe(c, "a", {{"action", "write"}, {"path", secret.string()}})["done"] == true);
+    CHECK(probe(c, "a", {{"action", "read"}, {"path", secret.string()}})["done"] == true);
+    const json other = probe(c, "b", {{"action", "read"}, {"path", secret.string()}});
+    INFO(other.dump());
+    CHECK(other["done"] == false);
+    CHECK(other["code"] == "ENOENT");
+}
+
+TEST_CASE("a browser-profile source may open Unix sockets of its own, and /tmp is private to it: "
+          "an agent's socket there is out of reach",
+          "[e2e][sandbox][profiles]") {
+    REQUIRE_KERNEL_SANDBOX(true);
+    temp_dir work, agent_dir;
+    env_override state("XDG_STATE_HOME", (work.path / "state").string());
+    // A socket in /tmp, as ssh-agent makes one (/tmp/ssh-XXXX/agent.N).
+    const fs::path sock = agent_dir.path / "agent.sock";
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", sock.c_str());
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(fd, 4) == 0);
+    daemon_process d(probe_source("br", "[\"read-only\"]", "profile = \"browser\"\n") +
+                     probe_source("plain", "[\"read-only\"]", "sandbox = \"off\"\n") + allow_all);
+    client c(d.socket());
+    const json refused = probe(c, "br", {{"action", "unix"}, {"path", sock.string()}});
+    INFO(refused.dump());
+    CHECK(refused["done"] == false);
+    CHECK(refused["code"] == "ENOENT");
+    // The control: unconfined, the same connect works.
+    CHECK(probe(c, "plain", {{"action", "unix"}, {"path", sock.string()}})["done"] == true);
+    ::close(fd);
 }

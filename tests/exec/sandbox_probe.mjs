@@ -5,6 +5,8 @@
 //   {"action":"connect","port":N}      TCP connect to 127.0.0.1:N
 //   {"action":"spawn"}                 runs /bin/sh -c true
 //   {"action":"tmpdir"}                writes a file in $TMPDIR
+//   {"action":"read","path":P}         reads P ("text": what it holds)
+//   {"action":"unix","path":P}         connects to the Unix socket P
 //   {"action":"env"}                   its TMPDIR, XDG_CACHE_HOME, XDG_CONFIG_HOME, npm_config_cache
 //   {"action":"rename","path":P,"to":Q} renames P to Q (and back when it worked)
 //   {"action":"egress","via":"connect"|"socks5"|"direct","host":H,"port":N}
@@ -85,6 +87,15 @@ async function act(args, answer, refused) {
             const p = path.join(process.env.TMPDIR ?? '/tmp', 'probe.txt');
             fs.writeFileSync(p, 'x');
             answer({ done: true, path: p });
+            break;
+        }
+        case 'read':
+            answer({ done: true, text: fs.readFileSync(args.path, 'utf8') });
+            break;
+        case 'unix': {
+            const s = net.connect({ path: args.path });
+            s.on('connect', () => { answer({ done: true }); s.destroy(); });
+            s.on('error', refused);
             break;
         }
         case 'env': {

@@ -98,7 +98,7 @@ TEST_CASE("mcp: capabilities come from the table, then trusted annotations, else
     CHECK(mcp::tool_capabilities(cfg, "other", tool) == names{"unknown"});
 }
 
-TEST_CASE("mcp: a capabilities key may be a glob; the tool's own name wins, then the longest "
+TEST_CASE("mcp: a capabilities key may be a glob: the tool's own name wins, then the longest "
           "glob that matches",
           "[mcp]") {
     simdjson::dom::parser p;

@@ -236,12 +236,13 @@ void apply_env(const confinement& c, std::vector<std::string>& env,
     }
     // The profile's values replace what the daemon's environment passed on, never the
     // source's own `env`.
-    for (const auto& [name, value] : c.profile_env) {
-        if (own.contains(name)) continue;
+    for (const auto& item : c.profile_env) {
+        const std::string& name = item.first; // a lambda may not capture a structured binding
+        if (own.contains(name)) continue;     // (clang 14, the fuzz build)
         std::erase_if(env, [&](const std::string& e) {
             return e.size() > name.size() && e[name.size()] == '=' && e.starts_with(name);
         });
-        env.push_back(name + "=" + value);
+        env.push_back(name + "=" + item.second);
     }
     if (c.tmpdir_env.empty()) return;
     std::erase_if(env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });

@@ -341,6 +341,23 @@ TEST_CASE("a program a shell tool may not run is named, with the declaration tha
                                "`sandbox_paths.exec`"));
 }
 
+namespace {
+
+/// `meith sources NAME` once it shows `text` (its stderr is read as it comes), else its last
+/// output after 5 s.
+std::string sources_once_showing(const daemon_process& d, const std::string& name,
+                                 const std::string& text) {
+    std::string shown;
+    for (int i = 0; i < 100; ++i) {
+        shown = run_cli({"sources", name}, d.home()).out;
+        if (shown.find(text) != std::string::npos) break;
+        std::this_thread::sleep_for(50ms);
+    }
+    return shown;
+}
+
+} // namespace
+
 TEST_CASE("a start the sandbox may have refused is explained in meith sources: a name lookup "
           "without the network",
           "[e2e][diagnosis][sandbox]") {
@@ -349,11 +366,7 @@ TEST_CASE("a start the sandbox may have refused is explained in meith sources: a
     daemon_process d("[[sources]]\nname = \"offline\"\nkind = \"mcp\"\ncommand = [\"node\", "
                      "\"-e\", \"console.error('npm error code EAI_AGAIN getaddrinfo "
                      "registry.npmjs.org'); process.exit(1)\"]\n");
-    std::string shown;
-    for (int i = 0; i < 100 && shown.find("hint:") == std::string::npos; ++i) {
-        shown = run_cli({"sources", "offline"}, d.home()).out;
-        if (shown.find("hint:") == std::string::npos) std::this_thread::sleep_for(50ms);
-    }
+    const std::string shown = sources_once_showing(d, "offline", "hint:");
     INFO(shown);
     CHECK_THAT(shown, Catch::Contains("hint:        meith's sandbox may have refused this: the "
                                       "source may not use"));
@@ -366,11 +379,7 @@ TEST_CASE("a start that failed for its own reasons gets no sandbox hint",
     daemon_process d("[[sources]]\nname = \"broken\"\nkind = \"mcp\"\ncommand = [\"node\", "
                      "\"-e\", \"console.error('SyntaxError: Unexpected token'); "
                      "process.exit(1)\"]\n");
-    std::string shown;
-    for (int i = 0; i < 100 && shown.find("Unexpected token") == std::string::npos; ++i) {
-        shown = run_cli({"sources", "broken"}, d.home()).out;
-        if (shown.find("Unexpected token") == std::string::npos) std::this_thread::sleep_for(50ms);
-    }
+    const std::string shown = sources_once_showing(d, "broken", "Unexpected token");
     INFO(shown);
     CHECK_THAT(shown, Catch::Contains("Unexpected token"));
     CHECK(shown.find("hint:") == std::string::npos);

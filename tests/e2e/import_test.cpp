@@ -16,6 +16,8 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <memory>
+#include <stdexcept>
 
 using namespace meith::test;
 using namespace std::chrono_literals;
@@ -40,6 +42,22 @@ std::string playwright_spec() {
     return "@playwright/mcp@" + pkg["version"].get<std::string>();
 }
 
+/// A page served on 127.0.0.1 (python3's http.server) for Playwright to read.
+struct served_page {
+    temp_dir site;
+    int port = free_tcp_port();
+    std::unique_ptr<background_process> web;
+    explicit served_page(const std::string& html) {
+        std::ofstream(site.path / "index.html") << html;
+        web = std::make_unique<background_process>(
+            std::vector<std::string>{"python3", "-u", "-m", "http.server", std::to_string(port),
+                                     "--bind", "127.0.0.1", "--directory", site.path.string()});
+        if (!web->wait_for("Serving HTTP", 15s))
+            throw std::runtime_error("python3 -m http.server did not start");
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port) + "/"; }
+};
+
 json run_bridge_calls(const fs::path& home, const json& calls) {
     const fs::path file = home / "calls.json";
     std::ofstream(file) << calls.dump();
@@ -58,15 +76,9 @@ TEST_CASE("import: a .mcp.json of npx servers comes in with one command, its sec
     postgres_server db("app", db_password);
     if (!fs::exists("/usr/bin/chromium"))
         SKIP_TEST("Debian's chromium is not installed (scripts/install-deps installs it)");
-    temp_dir work, keys, site;
-    // The page Playwright is to read, served on 127.0.0.1 (python3's http.server).
-    std::ofstream(site.path / "index.html")
-        << "<html><head><title>Meith test page</title></head><body><h1>Hello from "
-           "loopback</h1><p>served for the import test</p></body></html>\n";
-    const int port = free_tcp_port();
-    background_process web({"python3", "-u", "-m", "http.server", std::to_string(port), "--bind",
-                            "127.0.0.1", "--directory", site.path.string()});
-    REQUIRE(web.wait_for("Serving HTTP", 15s));
+    temp_dir work, keys;
+    const served_page page("<html><head><title>Meith test page</title></head><body><h1>Hello "
+                           "from loopback</h1><p>served for the import test</p></body></html>\n");
     env_override key("MEITH_SECRETS_KEY", (keys.path / "secrets.key").string());
     env_override own("MEITH_SECRET_SERVICE", "off");
     env_override data("XDG_DATA_HOME", (work.path / "data").string());
@@ -197,8 +209,7 @@ TEST_CASE("import: a .mcp.json of npx servers comes in with one command, its sec
                 {"thoughtNumber", 1},
                 {"totalThoughts", 1}}}},
              {{"name", "postgres_query"}, {"arguments", {{"sql", "SELECT 20 + 22 AS answer"}}}},
-             {{"name", "playwright_browser_navigate"},
-              {"arguments", {{"url", "http://127.0.0.1:" + std::to_string(port) + "/"}}}},
+             {{"name", "playwright_browser_navigate"}, {"arguments", {{"url", page.url()}}}},
              {{"name", "playwright_browser_snapshot"}, {"arguments", json::object()}}}));
     INFO(out.dump(2) << "\n" << d.log());
     REQUIRE(out["calls"].size() == 8);
@@ -294,15 +305,11 @@ TEST_CASE("profiles: Playwright runs in the browser profile, its tools declared 
           "[e2e][profiles][slow]") {
     if (!fs::exists("/usr/bin/chromium"))
         SKIP_TEST("Debian's chromium is not installed (scripts/install-deps installs it)");
-    temp_dir state, site;
+    temp_dir state;
     env_override state_home("XDG_STATE_HOME", state.path.string());
-    std::ofstream(site.path / "index.html")
-        << "<html><head><title>Profile page</title></head><body><button>Press "
-           "me</button></body></html>\n";
-    const int port = free_tcp_port();
-    background_process web({"python3", "-u", "-m", "http.server", std::to_string(port), "--bind",
-                            "127.0.0.1", "--directory", site.path.string()});
-    REQUIRE(web.wait_for("Serving HTTP", 15s));
+    const served_page page(
+        "<html><head><title>Profile page</title></head><body><button>Press me</button></body>"
+        "</html>\n");
     // As a person writes it by hand: the process's needs in `profile`, the tools' in a glob.
     const std::string cli = mcp_dir() + "/node_modules/@playwright/mcp/cli.js";
     daemon_process d("[[sources]]\nname = \"pw\"\nkind = \"mcp\"\ncommand = [\"node\", " +
@@ -325,8 +332,7 @@ TEST_CASE("profiles: Playwright runs in the browser profile, its tools declared 
 
     const json out = run_bridge_calls(
         d.home(),
-        json::array({{{"name", "pw_browser_navigate"},
-                      {"arguments", {{"url", "http://127.0.0.1:" + std::to_string(port) + "/"}}}},
+        json::array({{{"name", "pw_browser_navigate"}, {"arguments", {{"url", page.url()}}}},
                      {{"name", "pw_browser_snapshot"}, {"arguments", json::object()}}}));
     INFO(out.dump(2) << "\n" << d.log());
     REQUIRE(out["calls"].size() == 2);

@@ -13,6 +13,7 @@ int run_status(const options& opts);
 int run_tools(const options& opts);
 int run_call(const options& opts);
 int run_sources(const options& opts);
+int run_source_learn(const options& opts); ///< in meith-credentials (cli/credentials/learn.cpp)
 int run_source_restart(const options& opts);
 int run_login(const options& opts);
 int run_secret_set(const options& opts);

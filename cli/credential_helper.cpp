@@ -92,4 +92,9 @@ int run_source_update(const options& opts) {
     return installed.update_source(opts);
 }
 
+int run_source_learn(const options& opts) {
+    if (installed.learn_source == nullptr) exec_helper(opts);
+    return installed.learn_source(opts);
+}
+
 } // namespace meith::cli

@@ -18,6 +18,7 @@ struct credential_commands {
     int (*secret_rm)(const options&);
     int (*import_servers)(const options&); ///< `meith import`: it keeps the secrets it finds
     int (*update_source)(const options&);  ///< `meith sources update`: beside import
+    int (*learn_source)(const options&);   ///< `meith sources learn`: it edits the config too
 };
 
 /// Called once by meith-credentials' main, before main_entry.

@@ -104,6 +104,20 @@ constexpr command table[] = {
      "no install scripts). After `meith reload`, a tool whose definition changed is held until\n"
      "you accept it: `meith tools accept TOOL` shows the change.\n",
      run_source_update},
+    {"sources", "learn", "NAME [--start | --stop] [--write]",
+     "learn the smallest sandbox profile a source needs while you use it, then show it as a diff",
+     1, 1, opt::learn | opt::json, true,
+     "  NAME              a source meithd runs as a process (not a remote server)\n"
+     "  --start           start learning and return; `--stop` ends it later (for scripts)\n"
+     "  --stop            stop learning and show the profile that covers what it did\n"
+     "  --write           write the learned keys into meithd.toml without asking, and reload\n"
+     "Without --start or --stop: starts, waits for Enter, then stops. While it learns, the\n"
+     "source runs with writes under your home, programs and the network allowed, and every\n"
+     "path written, program run, socket connected and name looked up recorded (never\n"
+     "contents); meithd's home, the credential stores and other services' sockets stay out of\n"
+     "reach. The result is its `profile`, `sandbox_paths` and `network` keys, shown as a diff of\n"
+     "meithd.toml (docs/protocol.md §15 \"Learned profiles\").\n",
+     run_source_learn},
     {"login", "", "SOURCE [--timeout-ms N]",
      "log in to a remote MCP server (OAuth): prints the URL to authorize, stores the grant", 1, 1,
      opt::timeout, true,

@@ -39,6 +39,7 @@ enum : std::uint32_t {
     dry_run = 1u << 15,      ///< --dry-run
     yes = 1u << 16,          ///< --yes
     undo = 1u << 17,         ///< --undo
+    learn = 1u << 18,        ///< --start, --stop, --write (sources learn)
 };
 } // namespace opt
 

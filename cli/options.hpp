@@ -34,8 +34,11 @@ struct options {
     bool display = false;                        ///< --display (call: print meta.display)
     bool raw = false;                            ///< --raw (call: the result's text as is)
     bool force = false;                          ///< --force (init: replace an existing config)
-    bool yes = false;  ///< --yes, -y (import, connect: apply without asking)
-    bool undo = false; ///< --undo (connect: put the old config back)
+    bool yes = false;         ///< --yes, -y (import, connect: apply without asking)
+    bool undo = false;        ///< --undo (connect: put the old config back)
+    bool learn_start = false; ///< --start (sources learn: start and return)
+    bool learn_stop = false;  ///< --stop (sources learn: stop and propose)
+    bool write = false;       ///< --write (sources learn: write the learned keys)
 
     // service only:
     bool socket_activated = false;      ///< --socket-activated (install)

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <fcntl.h>
@@ -135,8 +136,13 @@ std::optional<std::string> with_network_allow_rule(std::string_view text, std::s
     return std::nullopt;
 }
 
-std::optional<std::string> add_network_allow_rule(const std::filesystem::path& file,
-                                                  std::string_view source, std::string_view rule) {
+namespace {
+
+/// `file`'s target with `edit` applied to its text: written to a temporary file beside it with
+/// its mode, fsynced and renamed over it. An error in words, or nullopt when done (or no change).
+std::optional<std::string>
+edit_file(const std::filesystem::path& file,
+          const std::function<std::optional<std::string>(const std::string&, std::string&)>& edit) {
     std::error_code ec;
     const std::filesystem::path target = std::filesystem::canonical(file, ec);
     if (ec) return fmt::format("cannot resolve {}: {}", file.string(), ec.message());
@@ -146,7 +152,7 @@ std::optional<std::string> add_network_allow_rule(const std::filesystem::path& f
     if (!in) return fmt::format("cannot read {}", target.string());
     const std::string text = ss.str();
     std::string why;
-    const auto next = with_network_allow_rule(text, source, rule, why);
+    const auto next = edit(text, why);
     if (!next) return fmt::format("{}: {}", target.string(), why);
     if (*next == text) return std::nullopt;
 
@@ -174,6 +180,99 @@ std::optional<std::string> add_network_allow_rule(const std::filesystem::path& f
         return fmt::format("cannot replace {}: {}", target.string(), std::strerror(e));
     }
     return std::nullopt;
+}
+
+/// `text` with one key of `source`'s entry set to `value` (TOML text): the key and its value
+/// replaced where it is, else a new line after the entry's last key.
+std::optional<std::string> with_source_key(std::string_view text, std::string_view source,
+                                           const std::string& key, const std::string& value,
+                                           std::string& why) {
+    toml::table root;
+    try {
+        root = toml::parse(text);
+    } catch (const toml::parse_error& e) {
+        why = fmt::format("the config does not parse: {}", e.description());
+        return std::nullopt;
+    }
+    const toml::table* src = source_table(root, source);
+    if (src == nullptr) {
+        why = fmt::format("the config has no [[sources]] entry named '{}'", source);
+        return std::nullopt;
+    }
+    std::string out(text);
+    std::size_t last_end = 0;
+    for (auto&& [k, v] : *src) {
+        const bool header = (v.is_table() && !v.as_table()->is_inline()) || v.is_array_of_tables();
+        if (k.str() == key) {
+            const std::size_t from = offset_of(text, k.source().begin);
+            const std::size_t to = offset_of(text, v.source().end);
+            if (header || from == std::string_view::npos || to == std::string_view::npos ||
+                to < from) {
+                why = fmt::format("its `{}` is written as a table of its own; set it by hand", key);
+                return std::nullopt;
+            }
+            out.replace(from, to - from, key + " = " + value);
+            return out;
+        }
+        if (header) continue;
+        const std::size_t end = offset_of(text, v.source().end);
+        if (end != std::string_view::npos) last_end = std::max(last_end, end);
+    }
+    const std::size_t eol = last_end == 0 ? std::string::npos : out.find('\n', last_end);
+    if (eol == std::string::npos) {
+        why = "its entry is not where this edit can find it";
+        return std::nullopt;
+    }
+    out.insert(eol + 1, key + " = " + value + "\n");
+    return out;
+}
+
+} // namespace
+
+std::optional<std::string> add_network_allow_rule(const std::filesystem::path& file,
+                                                  std::string_view source, std::string_view rule) {
+    return edit_file(file, [&](const std::string& text, std::string& why) {
+        return with_network_allow_rule(text, source, rule, why);
+    });
+}
+
+std::optional<std::string>
+with_source_keys(std::string_view text, std::string_view source,
+                 const std::vector<std::pair<std::string, std::string>>& keys, std::string& why) {
+    std::string out(text);
+    for (const auto& [key, value] : keys) {
+        auto next = with_source_key(out, source, key, value, why);
+        if (!next) return std::nullopt;
+        out = std::move(*next);
+    }
+    // What was written must read back as meant: each key of the entry equal to its value.
+    try {
+        const toml::table again = toml::parse(out);
+        const toml::table* src = source_table(again, source);
+        bool same = src != nullptr;
+        for (const auto& [key, value] : keys) {
+            if (!same) break;
+            const toml::table alone = toml::parse("v = " + value);
+            const toml::node* got = src->get(key);
+            std::ostringstream a, b; // printed alike when equal (both parsed, both inline)
+            if (got != nullptr) a << toml::node_view<const toml::node>(got);
+            b << alone["v"];
+            same = got != nullptr && a.str() == b.str();
+        }
+        if (same) return out;
+    } catch (const toml::parse_error&) {
+    }
+    why = "the edited config would not read back with the keys in place (an unusual layout); "
+          "set them by hand";
+    return std::nullopt;
+}
+
+std::optional<std::string>
+set_source_keys(const std::filesystem::path& file, std::string_view source,
+                const std::vector<std::pair<std::string, std::string>>& keys) {
+    return edit_file(file, [&](const std::string& text, std::string& why) {
+        return with_source_keys(text, source, keys, why);
+    });
 }
 
 } // namespace meith::config

@@ -120,6 +120,8 @@ class connection final : public tools::call_sink,
     void on_check_policy(const protocol::frame_head& f, std::string& audit_fields);
     void on_restart_source(const protocol::frame_head& f,
                            const protocol::restart_source_frame& body, std::string& audit_fields);
+    void on_learn_source(const protocol::frame_head& f, const protocol::learn_source_frame& body,
+                         std::string& audit_fields);
     void on_reload_config(const protocol::frame_head& f, std::string& audit_fields);
     void on_preview_tool_call(const protocol::frame_head& f, std::string& audit_fields);
     // grants and approvals (approval_routes.cpp)

@@ -54,7 +54,7 @@ void connection::route_to(connection& c, const protocol::client_frame& f, std::s
 
 const connection::frame_route& connection::route_of(frame_type type) {
     // In frame_type order (checked below), so a route is found by index.
-    static constexpr std::array<frame_route, 18> routes{{
+    static constexpr std::array<frame_route, 19> routes{{
         {frame_type::hello, false, false, {}, &route_to<&connection::on_hello>},
         {frame_type::list_tools, false, true, {}, &route_to<&connection::on_list_tools>},
         {frame_type::tool_call, false, false, {}, &route_to<&connection::on_tool_call>},
@@ -82,6 +82,8 @@ const connection::frame_route& connection::route_of(frame_type type) {
         {frame_type::revoke, false, false, {}, &route_to<&connection::on_revoke>},
         {frame_type::list_grants, false, false, {}, &route_to<&connection::on_list_grants>},
         {frame_type::accept_tool, false, false, {}, &route_to<&connection::on_accept_tool>},
+        {frame_type::learn_source, true, false, "only the cli caller may make a source learn",
+         &route_to<&connection::on_learn_source>},
         // MCP families beyond tools (mcp_routes.cpp): the gateway audits each request.
         {frame_type::mcp_request, false, false, {}, &route_to<&connection::on_mcp_request>},
         {frame_type::client_response, false, false, {}, &route_to<&connection::on_client_response>},
@@ -279,6 +281,19 @@ void connection::on_restart_source(const protocol::frame_head& f,
                                      protocol::refusal::no_such_source);
     else
         protocol::append_source_restarted(outbound_, f.request_id, body.source_name);
+}
+
+void connection::on_learn_source(const protocol::frame_head& f,
+                                 const protocol::learn_source_frame& body, std::string&) {
+    const auto outcome = registry_.learn_source(body.source_name, body.learn_stop);
+    if (outcome.error)
+        protocol::append_error_frame(outbound_, f.request_id, *outcome.error,
+                                     outcome.error->starts_with("no source named")
+                                         ? protocol::refusal::no_such_source
+                                         : protocol::refusal::protocol_error);
+    else
+        protocol::append_reply(outbound_, body.learn_stop ? "source_learned" : "source_learning",
+                               f.request_id, outcome.members);
 }
 
 void connection::on_reload_config(const protocol::frame_head& f, std::string&) {

@@ -194,6 +194,7 @@ struct confined_child {
     const sandbox::plan* plan;
     int in, out, err, report;
     int status; ///< the init program's --status-fd, -1 when none
+    int record; ///< the init program's --record-fd, -1 when none
     int egress; ///< where the egress listener goes (a socketpair end), -1 when none
 };
 
@@ -235,15 +236,22 @@ int confined_child_main(void* arg) {
     if (code == 0 && ::syscall(SYS_chdir, a.cwd != nullptr ? a.cwd : "/") != 0) code = errno;
     if (code == 0) code = sandbox::apply(*a.plan);
     if (code == 0) {
-        // Nothing of ours past stderr but the report pipe (close-on-exec) and the init
-        // program's status pipe.
-        unsigned keep[2] = {static_cast<unsigned>(a.report), static_cast<unsigned>(a.status)};
-        if (a.status < 0) keep[1] = keep[0];
-        if (keep[1] < keep[0]) std::swap(keep[0], keep[1]);
-        ::syscall(SYS_close_range, 3, keep[0] - 1, 0);
-        if (keep[1] > keep[0] + 1) ::syscall(SYS_close_range, keep[0] + 1, keep[1] - 1, 0);
-        ::syscall(SYS_close_range, keep[1] + 1, ~0U, 0);
+        // Nothing of ours past stderr but the report pipe (close-on-exec), the init
+        // program's status pipe and its record file: the gaps between them are closed.
+        unsigned keep[3] = {static_cast<unsigned>(a.report),
+                            static_cast<unsigned>(a.status < 0 ? a.report : a.status),
+                            static_cast<unsigned>(a.record < 0 ? a.report : a.record)};
+        for (int i = 0; i < 2; ++i) // sorted, without syscalls' help
+            for (int j = 0; j < 2 - i; ++j)
+                if (keep[j] > keep[j + 1]) std::swap(keep[j], keep[j + 1]);
+        unsigned from = 3;
+        for (const unsigned k : keep) {
+            if (k > from) ::syscall(SYS_close_range, from, k - 1, 0);
+            if (k + 1 > from) from = k + 1;
+        }
+        ::syscall(SYS_close_range, from, ~0U, 0);
         if (a.status >= 0) ::syscall(SYS_fcntl, a.status, F_SETFD, 0);
+        if (a.record >= 0) ::syscall(SYS_fcntl, a.record, F_SETFD, 0);
         ::syscall(SYS_execve, a.program, a.argv, a.envp);
         code = errno;
     }
@@ -259,7 +267,7 @@ int confined_child_main(void* arg) {
 /// sandbox's init program when the plan has one, which writes the program's own wait status
 /// to `status_read`'s pipe. Returns the pid; throws std::system_error naming the command when
 /// it cannot start (its errno comes back through a close-on-exec pipe).
-/// Stays whole (~105 lines): the descriptors and pipes it sets up are used on both sides of
+/// Stays whole (~120 lines): the descriptors and pipes it sets up are used on both sides of
 /// clone, in an order the child relies on.
 pid_t spawn_confined(const child_process::options& opts, int in, int out, int err, int& status_read,
                      int& egress_listener) {
@@ -274,11 +282,31 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
         for (int fd : status)
             if (fd >= 0) ::close(fd);
     };
-    // meith-sandbox-init [--exec-once] --status-fd=N -- PROGRAM ARGV...
+    // A learning run's record (docs/protocol.md §15 "Learned profiles"): appended to by every
+    // start, closed here once the child has it.
+    struct owned_fd {
+        int fd = -1;
+        ~owned_fd() {
+            if (fd >= 0) ::close(fd);
+        }
+    } record;
+    if (!plan.init.empty() && !plan.record.empty()) {
+        record.fd = ::open(plan.record.c_str(),
+                           O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (record.fd < 0) {
+            const int e = errno;
+            close_status();
+            throw fail(e);
+        }
+    }
+    // meith-sandbox-init [--exec-once | --record-fd=N] --status-fd=N -- PROGRAM ARGV...
     std::vector<std::string> items;
     if (!plan.init.empty()) {
         items.push_back(plan.init);
-        if (plan.exec_once) items.emplace_back("--exec-once");
+        if (record.fd >= 0)
+            items.push_back("--record-fd=" + std::to_string(record.fd));
+        else if (plan.exec_once)
+            items.emplace_back("--exec-once");
         items.push_back("--status-fd=" + std::to_string(status[1]));
         items.emplace_back("--");
         items.push_back(program->string());
@@ -316,6 +344,7 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
                         err,
                         report[1],
                         status[1],
+                        record.fd,
                         egress[1]};
     constexpr std::size_t stack_size = 64 * 1024;
     void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,

@@ -100,6 +100,14 @@ std::string encode_restart_source(std::string_view request_id, std::string_view 
     return close_frame(std::move(out), caller);
 }
 
+std::string encode_learn_source(std::string_view request_id, std::string_view name, bool stop,
+                                caller_claim caller) {
+    std::string out = open_frame("learn_source", request_id);
+    append_member(out, "name", name);
+    append_member(out, "action", stop ? "stop" : "start");
+    return close_frame(std::move(out), caller);
+}
+
 std::string encode_check_policy(std::string_view request_id, std::string_view tool_name,
                                 caller_claim caller) {
     std::string out = open_frame("check_policy", request_id);

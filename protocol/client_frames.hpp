@@ -66,6 +66,12 @@ std::string encode_list_sources(std::string_view request_id, caller_claim caller
 std::string encode_restart_source(std::string_view request_id, std::string_view name,
                                   caller_claim caller = std::nullopt);
 
+/// `{"type":"learn_source","protocol":1,"requestId","name","action","clientInfo"?}`
+/// → source_learning (start) or source_learned (stop), or an error frame (docs/protocol.md
+/// §15 "Learned profiles"; only the `cli` caller may).
+std::string encode_learn_source(std::string_view request_id, std::string_view name, bool stop,
+                                caller_claim caller = std::nullopt);
+
 /// `{"type":"check_policy","protocol":1,"requestId","toolName","clientInfo"?}` →
 /// policy_decision.
 std::string encode_check_policy(std::string_view request_id, std::string_view tool_name,

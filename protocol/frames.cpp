@@ -18,6 +18,7 @@ frame_type type_from_name(std::string_view name) {
     if (name == "hello") return frame_type::hello;
     if (name == "list_sources") return frame_type::list_sources;
     if (name == "restart_source") return frame_type::restart_source;
+    if (name == "learn_source") return frame_type::learn_source;
     if (name == "reload_config") return frame_type::reload_config;
     if (name == "check_policy") return frame_type::check_policy;
     if (name == "preview_tool_call") return frame_type::preview_tool_call;
@@ -413,6 +414,22 @@ void decode_by_type(simdjson::dom::object obj, const frame_members& m, client_fr
             f.error = "restart_source needs a non-empty string \"name\"";
         else
             check_optional_request_id(m, f);
+        return;
+    }
+    case frame_type::learn_source: {
+        auto& b = f.body.emplace<learn_source_frame>();
+        simdjson::dom::element el;
+        std::string_view action;
+        if (obj["name"].get(el) != simdjson::SUCCESS ||
+            el.get_string().get(b.source_name) != simdjson::SUCCESS || b.source_name.empty())
+            f.error = "learn_source needs a non-empty string \"name\"";
+        else if (obj["action"].get(el) != simdjson::SUCCESS ||
+                 el.get_string().get(action) != simdjson::SUCCESS ||
+                 (action != "start" && action != "stop"))
+            f.error = "learn_source needs \"action\": \"start\" or \"stop\"";
+        else
+            check_optional_request_id(m, f);
+        b.learn_stop = action == "stop";
         return;
     }
     case frame_type::check_policy:

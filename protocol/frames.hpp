@@ -42,7 +42,8 @@ enum class frame_type {
     grant,
     revoke,
     list_grants,
-    accept_tool, ///< docs/protocol.md §22: a person accepts a quarantined tool's definition
+    accept_tool,  ///< docs/protocol.md §22: a person accepts a quarantined tool's definition
+    learn_source, ///< docs/protocol.md §15 "Learned profiles": start or stop a learning run
     // MCP families beyond tools (docs/protocol.md §17)
     mcp_request,
     client_response,
@@ -133,6 +134,13 @@ struct restart_source_frame {
     std::string_view source_name; ///< its `name`
 };
 
+/// learn_source (docs/protocol.md §15 "Learned profiles"): `name`, `action` ("start" |
+/// "stop").
+struct learn_source_frame {
+    std::string_view source_name;
+    bool learn_stop = false;
+};
+
 /// mcp_request (docs/protocol.md §17): `method`, and `params` (an object; {} when absent).
 struct mcp_request_frame {
     std::string_view mcp_method;
@@ -171,7 +179,7 @@ struct accept_tool_frame {
 /// and preview_tool_call need only the head). A route takes its own type (`as<T>()`).
 struct client_frame : frame_head {
     std::variant<std::monostate, hello_frame, list_tools_frame, tool_call_frame,
-                 restart_source_frame, mcp_request_frame, client_response_frame,
+                 restart_source_frame, learn_source_frame, mcp_request_frame, client_response_frame,
                  approver_hello_frame, approve_frame, grant_frame, revoke_frame, accept_tool_frame>
         body;
 

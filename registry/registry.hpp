@@ -182,6 +182,17 @@ class registry final : public tools::call_owner {
     /// Restarts the source (or server-mode hook) named `name`; false when there is none.
     bool restart_source(std::string_view name);
 
+    /// learn_source (learning.cpp, docs/protocol.md §15 "Learned profiles"). Start: the source
+    /// `name` restarts in the learning confinement, recording to HOME/learn/NAME.record (made
+    /// anew). Stop: it restarts as configured, and the reply's members say the profile that
+    /// covers the record (`"name","learned":{…},"keys":[[KEY,TOML],…],"config"`: the keys to
+    /// set in its entry of that config file). `error` in words when it cannot.
+    struct learn_outcome {
+        std::string members;
+        std::optional<std::string> error;
+    };
+    learn_outcome learn_source(std::string_view name, bool stop);
+
     // ---- Config reload (docs/configuration.md "Reloading") --------------------------------
 
     /// Adds `source` after start() and starts it; its tools appear when it registers them.

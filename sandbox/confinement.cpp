@@ -1,5 +1,6 @@
 #include "sandbox/confinement.hpp"
 #include "platform/self.hpp"
+#include "sandbox/learn.hpp"
 #include "sandbox/protected_paths.hpp"
 
 #include "audit/redactor.hpp"
@@ -216,6 +217,10 @@ void set_confinement_home(fs::path home, fs::path socket) {
     socket_path() = socket.empty() ? socket : fs::absolute(socket).lexically_normal();
 }
 
+fs::path tools_tmp_root() {
+    return tools_tmp_base();
+}
+
 const fs::path& confinement_home() {
     return home_dir();
 }
@@ -373,7 +378,11 @@ std::vector<std::string> place(request& r, confinement& c, const std::string& na
     r.extra.read = paths.read;
     r.hidden = hidden_paths(paths);
     r.empty_file = empty_file();
+    // In a sandbox profile its `sandbox_paths.write` folders are its own, writable whatever
+    // its capabilities (the profile names the process's needs; the paths add to them).
+    const bool profiled = !c.profile.empty();
     const bool writes =
+        profiled ||
         (r.capabilities & (bit(capability::writes_files) | bit(capability::destructive))) != 0;
     for (const auto& p : paths.write) {
         // A folder it is to write that is not there yet is made for it (owner-only): a rule on
@@ -383,7 +392,7 @@ std::vector<std::string> place(request& r, confinement& c, const std::string& na
         if (writes && !fs::exists(p, ec))
             if (auto why = config::ensure_private_dir(p, false))
                 spdlog::warn("'{}': its sandbox_paths.write folder cannot be made: {}", name, *why);
-        if (auto w = writable(p)) r.extra.write.push_back(*w);
+        if (auto w = writable(p)) (profiled ? r.own : r.extra.write).push_back(*w);
     }
     r.extra.exec = paths.exec;
     r.extra.sockets = paths.sockets;
@@ -471,7 +480,24 @@ void apply_profile(confinement& c, const config::sandbox_paths_config& paths,
         for (const auto& [k, v] : p->env)
             c.profile_env.emplace(std::string(k), fill(v)); // the first profile's value wins
     }
+    // A `network` table names where the process may connect: it reaches them through the
+    // egress proxy whatever the profiles say (docs/protocol.md §19).
+    if (paths.network) caps |= bit(capability::accesses_network);
     c.process_capabilities = caps != 0 ? caps : bit(capability::read_only);
+}
+
+/// A learning run (`meith sources learn`, docs/protocol.md §15 "Learned profiles"): the
+/// process may write under the user's home, run programs and reach the network, while every
+/// fact is recorded; it still never sees meithd's home, its socket, the credential stores or
+/// the socket places (a socket it connects to is recorded, not reached), and protected paths
+/// stay read-only. Its profile's environment is kept, so it learns what it will run as.
+void apply_learning(confinement& c) {
+    c.profile = "learning";
+    c.process_capabilities = bit(capability::writes_files) | bit(capability::starts_process) |
+                             bit(capability::accesses_network);
+    if (const char* home = std::getenv("HOME"); home != nullptr && fs::path(home).is_absolute())
+        c.profile_write.emplace_back(home);
+    c.profile_sockets.emplace_back("{tmp}"); // socket(AF_UNIX), with the places private
 }
 
 } // namespace
@@ -488,6 +514,8 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     confinement c;
     c.capabilities = capabilities;
     if (mode != config::sandbox_mode::off) apply_profile(c, paths, capabilities);
+    const auto record = mode != config::sandbox_mode::off ? learning_record(name) : std::nullopt;
+    if (record) apply_learning(c);
     if (!c.profile.empty()) capabilities = c.process_capabilities; // the process's, not its tools'
     if (paths.profile.empty() && c.profile == "default")
         spdlog::info("'{}': a tool of it declares no capabilities, so it runs in the sandbox "
@@ -505,8 +533,8 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
         status.string("fs", "none").string("net", "none").string("exec", "none");
         status.string("ns", "none").string("home", "readable").string("unconfined", why);
     };
-    const bool egress_proxy =
-        paths.network.has_value() && (capabilities & bit(capability::accesses_network)) != 0;
+    const bool egress_proxy = paths.network.has_value() && !record &&
+                              (capabilities & bit(capability::accesses_network)) != 0;
     // A `network` table is a promise about where the process can connect: never kept by
     // running it unconfined (docs/protocol.md §19).
     const auto refuse_unconfined_network = [&](std::string_view why) {
@@ -555,6 +583,7 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     const std::vector<std::string> withheld = place(r, c, name, paths, cwd, config_json, kernel);
     r.egress_proxy = egress_proxy;
     r.egress_port = egress::proxy_port;
+    if (record) r.record = *record;
     if (egress_proxy) c.egress = egress_options(*paths.network);
     try {
         c.plan = sandbox::prepare(r, kernel);

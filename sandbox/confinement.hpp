@@ -73,6 +73,10 @@ void set_confinement_home(std::filesystem::path home, std::filesystem::path sock
 /// that no `sandbox_paths.write` lifts (docs/protocol.md §15). Set once by the daemon.
 void set_confinement_config(std::filesystem::path config_file);
 
+/// Where the tools' temporary folders are made (each confined child's TMPDIR is a folder
+/// inside): $XDG_RUNTIME_DIR/mt/<8 hex digits> or /tmp/mt-<uid>/<…>; empty when none can be.
+std::filesystem::path tools_tmp_root();
+
 /// The home set_confinement_home was given (absolute), or an empty path (unit tests).
 const std::filesystem::path& confinement_home();
 

@@ -2,7 +2,7 @@
 // sandbox/sandbox.hpp). meithd starts it, already confined, as PID 1 of the tool's PID
 // namespace:
 //
-//   meith-sandbox-init [--exec-once] [--status-fd=N] -- PROGRAM ARGV0 ARGS...
+//   meith-sandbox-init [--exec-once | --record-fd=N] [--status-fd=N] -- PROGRAM ARGV0 ARGS...
 //
 // It runs PROGRAM (the environment passed through), reaps every process of the namespace,
 // and when PROGRAM's process ends, writes its wait status (an int, native byte order) to fd N
@@ -16,8 +16,11 @@
 // into user notifications for this process, which lets exactly the first one (the tool's own
 // start, made here) through and refuses every later one with EACCES: without starts-process,
 // neither the ELF loader run as a program nor a memfd executed with fexecve runs anything.
+// --record-fd=N: a learning run (`meith sources learn`, sandbox/init_record.hpp): the tool's
+// writes, programs, connections and name lookups are let through and recorded to fd N.
 // Errors go to stderr (meithd logs a tool's stderr), prefixed "meith-sandbox-init: ".
 #include "sandbox/fd_passing.hpp"
+#include "sandbox/init_record.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -86,6 +89,7 @@ void answer_exec(int listener, pid_t tool, bool& started) {
 int main(int argc, char** argv) {
     bool exec_once = false;
     int status_fd = -1;
+    int record_fd = -1;
     int i = 1;
     for (; i < argc; ++i) {
         const std::string_view a = argv[i];
@@ -97,19 +101,27 @@ int main(int argc, char** argv) {
             exec_once = true;
         else if (a.starts_with("--status-fd="))
             status_fd = std::atoi(argv[i] + 12);
+        else if (a.starts_with("--record-fd="))
+            record_fd = std::atoi(argv[i] + 12);
         else {
             std::fprintf(stderr, "meith-sandbox-init: unknown option '%s'\n", argv[i]);
             return 127;
         }
     }
     if (argc - i < 2) {
-        std::fprintf(stderr, "usage: meith-sandbox-init [--exec-once] [--status-fd=N] -- "
+        std::fprintf(stderr, "usage: meith-sandbox-init [--exec-once | --record-fd=N] "
+                             "[--status-fd=N] -- "
                              "PROGRAM ARGV0 [ARGS...]\n");
         return 127;
     }
     const char* program = argv[i];
     char** tool_argv = argv + i + 1;
     if (status_fd >= 0) ::fcntl(status_fd, F_SETFD, FD_CLOEXEC);
+    if (record_fd >= 0) {
+        ::fcntl(record_fd, F_SETFD, FD_CLOEXEC);
+        exec_once = false; // a learning run lets every program through, and records it
+    }
+    const bool filtered = exec_once || record_fd >= 0;
 
     // Outside a PID namespace (the kernel had none), orphans come here rather than to meithd.
     if (::getpid() != 1) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -123,7 +135,7 @@ int main(int argc, char** argv) {
         ::signal(sig, SIG_IGN);
 
     int pair[2] = {-1, -1};
-    if (exec_once && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+    if (filtered && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
         die("socketpair");
     const pid_t tool = ::fork();
     if (tool < 0) die("fork");
@@ -136,6 +148,7 @@ int main(int argc, char** argv) {
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
         if (::getpid() != 1) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (exec_once) install_exec_filter(pair[1]);
+        if (record_fd >= 0) meith::sandbox::install_record_filter(pair[1]);
         ::execve(program, tool_argv, environ);
         const int e = errno;
         std::fprintf(stderr, "meith-sandbox-init: cannot run %s: %s\n", program, std::strerror(e));
@@ -154,7 +167,7 @@ int main(int argc, char** argv) {
     }
     int listener = -1;
     bool started = !exec_once;
-    if (exec_once) {
+    if (filtered) {
         ::close(pair[1]);
         listener = meith::sandbox::receive_fd(pair[0]); // -1 when the tool failed before its filter
         ::close(pair[0]);
@@ -166,7 +179,12 @@ int main(int argc, char** argv) {
             if (errno == EINTR) continue;
             die("poll");
         }
-        if (listener >= 0 && (fds[1].revents & POLLIN) != 0) answer_exec(listener, tool, started);
+        if (listener >= 0 && (fds[1].revents & POLLIN) != 0) {
+            if (record_fd >= 0)
+                meith::sandbox::answer_recorded(listener, record_fd);
+            else
+                answer_exec(listener, tool, started);
+        }
         if (listener >= 0 && (fds[1].revents & (POLLHUP | POLLERR)) != 0) {
             ::close(listener); // every filtered process is gone
             listener = -1;

@@ -335,6 +335,7 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
     const fs::path& init = init_program();
     if (!init.empty()) {
         p->init = init.string();
+        p->record = r.record.string();
         // A source that names programs in sandbox_paths.exec runs them: Landlock alone decides.
         p->exec_once = !spawns && k.seccomp && r.extra.exec.empty();
     }

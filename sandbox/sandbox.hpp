@@ -124,6 +124,9 @@ struct request {
     std::uint16_t egress_port = 3128;
     /// What the process tree may take of the machine (limits.hpp).
     resource_limits limits;
+    /// A learning run (docs/protocol.md §15 "Learned profiles"): the file the init program
+    /// records the tool's writes, programs, connections and name lookups to; empty: none.
+    std::filesystem::path record;
     /// Besides default_private_places(): folders whose contents the child does not see
     /// (namespaces only), but for the paths it needs (the program and its interpreters, the
     /// init program, cwd, root, tmp_dir, every extra path, /etc/resolv.conf's target), bound
@@ -183,6 +186,9 @@ struct plan {
     std::string init;
     /// The init program lets the tool's first execve through and refuses the rest.
     bool exec_once = false;
+    /// A learning run: each start appends what the tool does to this file (opened by the
+    /// spawn, 0600, and given to the init program as --record-fd); empty: none.
+    std::string record;
     /// For list_sources: "landlock-abi-N" | "none"; "seccomp" | "none" | "allowed";
     /// "landlock" | "none" | "allowed"; namespaces "user,mount,pid[,net]" | "none";
     /// home: "hidden" | "readable" (meithd's home, its socket and the credential stores);

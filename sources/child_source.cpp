@@ -195,6 +195,22 @@ void child_source::fail_waiting(const std::string& why) {
             tool_result::failure(error_code::tool_failed, fmt::format("{}: {}", label_, why)));
 }
 
+bool child_source::confine_again() {
+    conf_ = sandbox::confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, conf_.capabilities,
+                             cfg_.command, cfg_.cwd, confine_config_json_);
+    if (conf_.refusal) {
+        proc_.fail_permanently(*conf_.refusal);
+        return true;
+    }
+    auto env = proc_.spec().env;
+    sandbox::apply_env(conf_, env, cfg_.env);
+    bind_egress();
+    const bool running = proc_.pid().has_value();
+    proc_.respawn_confined(conf_.plan, std::move(env), conf_.egress); // replaces a running one
+    if (!running) proc_.restart();
+    return true;
+}
+
 bool child_source::reconfine(const std::vector<tools::tool_definition>& defs) {
     // A declared profile is the process's sandbox whatever its tools say: nothing to move.
     if (cfg_.sandbox == config::sandbox_mode::off || !cfg_.sandbox_paths.profile.empty())

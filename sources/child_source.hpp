@@ -35,6 +35,7 @@ class child_source : public tools::tool_source {
     void execute(const tools::call_ptr& c, const tools::tool& t) override;
     void stop(std::chrono::milliseconds kill_grace, std::function<void()> done) override;
     void restart() override { proc_.restart(); }
+    bool confine_again() override;
     std::string_view kind() const override { return kind_; }
     void fail(std::string why) override { proc_.fail_permanently(std::move(why)); }
     /// {"name","kind","state","pid","restarts","lastError","tools","sandbox"} and the kind's

@@ -226,6 +226,15 @@ class exec_oneshot_source final : public tools::tool_source {
             run->kill();
     }
 
+    bool confine_again() override {
+        // The next run starts in it; runs in flight finish as they began.
+        conf_ = sandbox::confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, declared_caps(cfg_),
+                                 cfg_.command, cfg_.cwd);
+        spec_ = process::confined_spec("exec tool '" + cfg_.name + "'", cfg_.command, cfg_.cwd,
+                                       whole_.tools.env_allow, cfg_.env, &conf_);
+        return true;
+    }
+
     void restart() override {
         if (!failed_) return;
         failed_ = false; // its tool was taken back: offer it again

@@ -140,6 +140,9 @@ class tool_source : public std::enable_shared_from_this<tool_source> {
 
     /// Manual restart (`meith sources restart`): clears a failed state and starts again.
     virtual void restart() {}
+    /// Works out its sandbox again (a learning run began or ended: docs/protocol.md §15
+    /// "Learned profiles") and restarts in it. False for a source that runs no process.
+    virtual bool confine_again() { return false; }
 
     /// The registry took the source's tools back (a source earlier in the config lists one of
     /// their names): stop it and stay `failed` with `why` as its last error until restart().

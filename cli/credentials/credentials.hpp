@@ -25,6 +25,8 @@ int secret_rm(const options& opts);
 int import_servers(const options& opts);
 /// `meith sources update NAME`: update.cpp (docs/bring-your-servers.md "Updating").
 int update_source(const options& opts);
+/// `meith sources learn NAME`: learn.cpp (docs/protocol.md §15 "Learned profiles").
+int learn_source(const options& opts);
 
 /// Keeps `value` as the secret `name` of `home`, where `meith secret set` would (the desktop's
 /// Secret Service when one runs, else the home's sealed store); returns where, in words.

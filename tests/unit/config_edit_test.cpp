@@ -147,3 +147,28 @@ TEST_CASE("config edit: the file is replaced whole with its mode, through a syml
     CHECK_THAT(*error, Catch::Contains("no [[sources]] entry named 'nope'"));
     fs::remove_all(dir);
 }
+
+TEST_CASE("with_source_keys replaces a key where it stands, adds a new one after the entry's "
+          "last plain key (before dotted and table keys), and refuses a key written as a table "
+          "of its own",
+          "[config][learn]") {
+    const std::string text = "# mine\n[[sources]]\nname = \"a\"\ncommand = [\"x\"]\n"
+                             "sandbox_paths = { write = [\"/old\"] }  # kept?\n"
+                             "tool.name = \"t\"\n\n[[sources]]\nname = \"b\"\ncommand = [\"y\"]\n";
+    std::string why;
+    const auto out = with_source_keys(
+        text, "a",
+        {{"sandbox_paths", "{ write = [\"/new\"] }"}, {"network", "{ allow = [\"x.test\"] }"}},
+        why);
+    REQUIRE(out);
+    CHECK(*out == "# mine\n[[sources]]\nname = \"a\"\ncommand = [\"x\"]\n"
+                  "sandbox_paths = { write = [\"/new\"] }  # kept?\n"
+                  "network = { allow = [\"x.test\"] }\ntool.name = \"t\"\n\n[[sources]]\n"
+                  "name = \"b\"\ncommand = [\"y\"]\n");
+    CHECK_FALSE(with_source_keys(text, "c", {{"profile", "[\"default\"]"}}, why));
+    CHECK_THAT(why, Catch::Contains("no [[sources]] entry named 'c'"));
+    const std::string headed =
+        "[[sources]]\nname = \"a\"\ncommand = [\"x\"]\n[sources.network]\nallow = [\"y\"]\n";
+    CHECK_FALSE(with_source_keys(headed, "a", {{"network", "{ allow = [\"z\"] }"}}, why));
+    CHECK_THAT(why, Catch::Contains("table of its own"));
+}

@@ -1,6 +1,7 @@
 // Unit tests of the sandbox library (sandbox/sandbox.hpp): program lookup, interpreters, and
 // what a plan confines with what a kernel offers. The confinement itself is tested end to end
 // (tests/e2e/sandbox_test.cpp) with real processes.
+#include "sandbox/learn.hpp"
 #include "sandbox/sandbox.hpp"
 
 #include <catch2/catch.hpp>
@@ -234,4 +235,44 @@ TEST_CASE("the network filter compares the socket family as the kernel reads it 
     ::waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("a learned profile covers the record with the fewest entries and keeps the entry's own",
+          "[sandbox][learn]") {
+    namespace sb = meith::sandbox;
+    const fs::path tmp = fs::temp_directory_path() / ("meith-learn-" + std::to_string(::getpid()));
+    fs::create_directories(tmp / "home" / "existing" / "deep");
+    sb::learn_context ctx;
+    ctx.home = tmp / "home";
+    ctx.state_dir = tmp / "state";
+    ctx.tmp_root = tmp / "mt";
+    ctx.programs = {"/usr/bin/sh"};
+    ctx.write = {"/srv/kept"};
+    const std::string h = ctx.home.string();
+    const std::string record = "x /usr/bin/sh\nx /usr/bin/date\nw /dev/null\n"
+                               "w " +
+                               h + "\nw " + h + "/existing\nw " + h + "/existing/deep\n" + "w " +
+                               h + "/existing/deep/f.txt\nw " + h + "/existing/deep/g.txt\n" +
+                               "w " + h + "/.history\nw " + (tmp / "state" / "x").string() + "\n" +
+                               "w " + (tmp / "mt" / "s" / "tmp" / "y").string() + "\n" +
+                               "u /run/user/0/bus\nu @/tmp/.X11-unix/X0\nn 127.0.0.1:5432\n" +
+                               "n 203.0.113.7:443\nd api.example.com\nd localhost\n! truncated\n";
+    const auto p = sb::summarize(record, ctx);
+    CHECK(p.profile == std::vector<std::string>{"default"});
+    CHECK(p.new_profile);
+    // mkdir -p's existing ancestors left out; a file straight in the home stays that file.
+    CHECK(p.write == std::vector<std::string>{"/srv/kept", h + "/.history", h + "/existing/deep"});
+    CHECK(p.exec == std::vector<std::string>{"/usr/bin/date"});
+    CHECK(p.sockets == std::vector<std::string>{"/run/user/0/bus"});
+    CHECK(p.network == std::vector<std::string>{"127.0.0.1:5432", "api.example.com"});
+    CHECK(p.allow_private);
+    CHECK(p.truncated);
+    REQUIRE(p.notes.size() == 1);
+    CHECK_THAT(p.notes[0], Catch::Contains("abstract socket @/tmp/.X11-unix/X0"));
+    const auto keys = p.toml_keys();
+    REQUIRE(keys.size() == 3);
+    CHECK(keys[0] == std::pair<std::string, std::string>{"profile", "[\"default\"]"});
+    CHECK(keys[2].second ==
+          "{ allow = [\"127.0.0.1:5432\", \"api.example.com\"], allow_private = true }");
+    fs::remove_all(tmp);
 }

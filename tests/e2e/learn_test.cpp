@@ -1,0 +1,113 @@
+// End-to-end: learned sandbox profiles (`meith sources learn`, docs/protocol.md §15 "Learned
+// profiles"). A one-shot exec tool in the `default` profile that makes a folder under the home,
+// writes a file there and runs programs fails as configured; learning it runs it with those
+// allowed and recorded by meith-sandbox-init; `--stop --write` sets the keys that cover what it
+// did in meithd.toml, reloads, and the tool then works, still confined.
+#include "daemon_fixture.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+using namespace meith::test;
+
+namespace {
+
+/// A tool that writes the date into $HOME/learned-data/cache/out.txt with mkdir and date.
+std::string stamp_source(const fs::path& script) {
+    return "[[sources]]\nname = \"stamp\"\nkind = \"exec\"\nmode = \"oneshot\"\n"
+           "command = [\"sh\", " +
+           json(script.string()).dump() + "]\nprofile = \"default\"\n" +
+           "tool = { name = \"stamp\", description = \"dates a file\", capabilities = "
+           "[\"read-only\"], input_schema = { type = \"object\" } }\n";
+}
+
+} // namespace
+
+TEST_CASE("meith sources learn: what a tool wrote and ran becomes its profile, written to "
+          "meithd.toml, and the tool then works confined to it",
+          "[e2e][sandbox][learn]") {
+    REQUIRE_KERNEL_SANDBOX(true);
+    temp_dir work;
+    const fs::path user_home = work.path / "home";
+    fs::create_directories(user_home);
+    env_override home_var("HOME", user_home.string());
+    const fs::path script = work.path / "stamp.sh";
+    std::ofstream(script) << "#!/bin/sh\ncat >/dev/null\n"
+                             "mkdir -p \"$HOME/learned-data/cache\" || "
+                             "{ echo '{\"error\":\"mkdir failed\"}'; exit 0; }\n"
+                             "date > \"$HOME/learned-data/cache/out.txt\" || "
+                             "{ echo '{\"error\":\"write failed\"}'; exit 0; }\n"
+                             "echo '{\"result\":{\"ok\":true}}'\n";
+    daemon_process d(stamp_source(script));
+    const fs::path data = user_home / "learned-data";
+
+    // As configured (`default`: its state folder and TMPDIR only, no other program): refused.
+    const auto before = run_cli({"call", "stamp", "{}"}, d.home());
+    CHECK(before.status != 0);
+    CHECK_THAT(before.err, Catch::Contains("mkdir failed"));
+    CHECK_FALSE(fs::exists(data));
+
+    // Learning: allowed, and recorded.
+    const auto start = run_cli({"sources", "learn", "stamp", "--start"}, d.home());
+    REQUIRE(start.status == 0);
+    CHECK_THAT(start.out, Catch::Contains("'stamp' is learning"));
+    const auto learning = run_cli({"sources", "stamp", "--json"}, d.home());
+    CHECK_THAT(learning.out, Catch::Contains("\"profile\":\"learning\""));
+    const auto during = run_cli({"call", "stamp", "{}"}, d.home());
+    CHECK(during.status == 0);
+    REQUIRE(fs::exists(data / "cache" / "out.txt"));
+    const std::string stamped = slurp(data / "cache" / "out.txt");
+    // Paths and programs only: never what was written.
+    const std::string record = slurp(d.home() / "learn" / "stamp.record");
+    for (const auto& line : lines_of(record))
+        CHECK(std::string("wxund!").find(line.substr(0, 1)) != std::string::npos);
+    CHECK(record.find(stamped.substr(0, 10)) == std::string::npos);
+    CHECK_THAT(record, Catch::Contains("w " + (data / "cache" / "out.txt").string()));
+    fs::remove_all(data); // the next start finds it missing, as a fresh machine would
+
+    // Stopped: the keys that cover it, as a diff, written, reloaded.
+    const auto stop = run_cli({"sources", "learn", "stamp", "--stop", "--write"}, d.home());
+    REQUIRE(stop.status == 0);
+    const std::string mkdir = fs::canonical("/bin/mkdir").string();
+    const std::string date = fs::canonical("/bin/date").string();
+    const std::string cat = fs::canonical("/bin/cat").string();
+    CHECK_THAT(stop.out, Catch::Contains("wrote in:\n    " + data.string() + "\n"));
+    CHECK_THAT(stop.out, Catch::Contains("reloaded"));
+    const std::string toml = slurp(d.home() / "meithd.toml");
+    CHECK_THAT(toml, Catch::Contains("sandbox_paths = { write = [" + json(data.string()).dump() +
+                                     "], exec = [" + json(cat).dump() + ", " + json(date).dump() +
+                                     ", " + json(mkdir).dump() + "] }"));
+    CHECK_THAT(stop.out, Catch::Contains("+sandbox_paths = { write = ["));
+    CHECK_THAT(toml, Catch::Contains("profile = \"default\"")); // kept as it was
+
+    // Now it works, confined to what it learned.
+    const auto after = run_cli({"call", "stamp", "{}"}, d.home());
+    CHECK(after.status == 0);
+    CHECK(fs::exists(data / "cache" / "out.txt"));
+    const auto status = run_cli({"sources", "stamp", "--json"}, d.home());
+    CHECK_THAT(status.out, Catch::Contains("\"profile\":\"default\""));
+    CHECK(d.audit_events("source_learning_started").size() == 1);
+    const auto stopped = d.audit_events("source_learning_stopped");
+    REQUIRE(stopped.size() == 1);
+    CHECK(stopped[0]["facts"].get<int>() >= 5);
+}
+
+TEST_CASE("meith sources learn refuses what it cannot learn, saying why", "[e2e][sandbox][learn]") {
+    temp_dir work;
+    const fs::path script = work.path / "t.sh";
+    std::ofstream(script) << "#!/bin/sh\necho '{\"result\":{}}'\n";
+    daemon_process d(stamp_source(script) + "sandbox = \"off\"\n");
+    const auto off = run_cli({"sources", "learn", "stamp", "--start"}, d.home());
+    CHECK(off.status != 0);
+    CHECK_THAT(off.err, Catch::Contains("runs with sandbox = \"off\""));
+    const auto unknown = run_cli({"sources", "learn", "nope", "--start"}, d.home());
+    CHECK(unknown.status != 0);
+    CHECK_THAT(unknown.err, Catch::Contains("no source named 'nope'"));
+    const auto idle = run_cli({"sources", "learn", "stamp", "--stop"}, d.home());
+    CHECK(idle.status != 0);
+    CHECK_THAT(idle.err, Catch::Contains("is not learning"));
+    const auto both = run_cli({"sources", "learn", "stamp", "--start", "--stop"}, d.home());
+    CHECK(both.status != 0);
+    CHECK_THAT(both.err, Catch::Contains("--start takes neither"));
+}

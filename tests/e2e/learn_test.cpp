@@ -2,7 +2,8 @@
 // profiles"). A one-shot exec tool in the `default` profile that makes a folder under the home,
 // writes a file there and runs programs fails as configured; learning it runs it with those
 // allowed and recorded by meith-sandbox-init; `--stop --write` sets the keys that cover what it
-// did in meithd.toml, reloads, and the tool then works, still confined.
+// did in meithd.toml, reloads, and the tool then works, still confined: what it did not do
+// while learning stays refused.
 #include "daemon_fixture.hpp"
 
 #include <catch2/catch.hpp>
@@ -33,7 +34,11 @@ TEST_CASE("meith sources learn: what a tool wrote and ran becomes its profile, w
     fs::create_directories(user_home);
     env_override home_var("HOME", user_home.string());
     const fs::path script = work.path / "stamp.sh";
-    std::ofstream(script) << "#!/bin/sh\ncat >/dev/null\n"
+    // Asked with {"other":…}, it writes elsewhere instead: what it never did while learning.
+    std::ofstream(script) << "#!/bin/sh\nargs=$(cat)\n"
+                             "case \"$args\" in *other*) touch \"$HOME/unlearned.txt\" && "
+                             "echo '{\"result\":{}}' || echo '{\"error\":\"unlearned refused\"}'; "
+                             "exit 0;; esac\n"
                              "mkdir -p \"$HOME/learned-data/cache\" || "
                              "{ echo '{\"error\":\"mkdir failed\"}'; exit 0; }\n"
                              "date > \"$HOME/learned-data/cache/out.txt\" || "
@@ -85,6 +90,11 @@ TEST_CASE("meith sources learn: what a tool wrote and ran becomes its profile, w
     const auto after = run_cli({"call", "stamp", "{}"}, d.home());
     CHECK(after.status == 0);
     CHECK(fs::exists(data / "cache" / "out.txt"));
+    // What it did not do while learning stays refused.
+    const auto unlearned = run_cli({"call", "stamp", "{\"other\":true}"}, d.home());
+    CHECK(unlearned.status != 0);
+    CHECK_THAT(unlearned.err, Catch::Contains("unlearned refused"));
+    CHECK_FALSE(fs::exists(user_home / "unlearned.txt"));
     const auto status = run_cli({"sources", "stamp", "--json"}, d.home());
     CHECK_THAT(status.out, Catch::Contains("\"profile\":\"default\""));
     CHECK(d.audit_events("source_learning_started").size() == 1);

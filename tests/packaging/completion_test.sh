@@ -133,7 +133,7 @@ exactly _meith "meith s" status sources service secret stop
 exactly _meith "meith secret " set list rm
 exactly _meith "meith service " install uninstall status
 exactly _meith "meith service un" uninstall
-exactly _meith "meith sources " restart update
+exactly _meith "meith sources " learn restart update
 has _meith "meith sources update --" --dry-run --yes
 exactly _meith "meith policy " check
 exactly _meith "meith --home /some/where service " install uninstall status

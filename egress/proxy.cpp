@@ -217,6 +217,13 @@ class proxy_impl final : public proxy {
     }
 
     awaitable<void> handle(conn& c) {
+        if (opts_.forward_port != 0) { // a loopback forward: its target is fixed
+            c.rec.protocol = "forward";
+            c.rec.host = "127.0.0.1";
+            c.rec.port = opts_.forward_port;
+            if (co_await open_upstream(c)) co_await relay(c, 0);
+            co_return;
+        }
         auto [ec, n] = co_await c.client.async_read_some(asio::buffer(c.buf), nothrow);
         if (ec || n == 0) co_return;
         c.have = n;

@@ -59,6 +59,11 @@ struct proxy_options {
     /// these options: one source's processes (an exec tool's runs each get a copy) share
     /// `max_connections` and `max_lookups`. Null: a budget of this proxy's own.
     std::shared_ptr<source_budget> budget = std::make_shared<source_budget>();
+    /// Non-zero: a loopback forward (docs/protocol.md §19 "Loopback ports"), not a proxy.
+    /// Every connection is to 127.0.0.1:`forward_port` outside the namespace, read no request
+    /// from, decided by the same rules (a rule naming 127.0.0.1:PORT and allow_private) and
+    /// audited with protocol "forward".
+    std::uint16_t forward_port = 0;
 };
 
 class proxy : public std::enable_shared_from_this<proxy> {

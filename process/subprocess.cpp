@@ -270,7 +270,7 @@ int confined_child_main(void* arg) {
 /// Stays whole (~120 lines): the descriptors and pipes it sets up are used on both sides of
 /// clone, in an order the child relies on.
 pid_t spawn_confined(const child_process::options& opts, int in, int out, int err, int& status_read,
-                     int& egress_listener) {
+                     int& egress_listener, std::vector<int>& forward_listeners) {
     const auto program =
         sandbox::resolve_program(opts.argv[0], sandbox::program_search_path(), opts.cwd);
     const auto fail = [&](int code) { return start_error(opts, code); };
@@ -391,6 +391,8 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
     if (egress[0] >= 0) {
         // Sent before the exec, which the vfork-style clone waited for: already here.
         egress_listener = sandbox::receive_fd(egress[0], MSG_DONTWAIT);
+        for (std::size_t i = 0; egress_listener >= 0 && i < plan.forward_ports.size(); ++i)
+            forward_listeners.push_back(sandbox::receive_fd(egress[0], MSG_DONTWAIT));
         close_egress();
     }
     return pid;
@@ -413,12 +415,25 @@ child_process::child_process(asio::any_io_executor ex, const options& opts)
     };
     if (opts.sandbox) {
         int listener = -1;
-        pid_ = spawn_confined(opts, in.read, out.write, err.write, status_fd_, listener);
+        std::vector<int> forwards;
+        pid_ = spawn_confined(opts, in.read, out.write, err.write, status_fd_, listener, forwards);
         if (listener >= 0) {
             if (opts.egress)
                 egress_ = egress::proxy::start(ex, listener, *opts.egress);
             else
                 ::close(listener);
+        }
+        // Its loopback forwards (docs/protocol.md §19 "Loopback ports"): the same rules and
+        // audit, one fixed target each.
+        for (std::size_t i = 0; i < forwards.size(); ++i) {
+            if (forwards[i] < 0) continue;
+            if (!opts.egress) {
+                ::close(forwards[i]);
+                continue;
+            }
+            auto fwd = *opts.egress;
+            fwd.forward_port = opts.sandbox->forward_ports[i];
+            forwards_.push_back(egress::proxy::start(ex, forwards[i], std::move(fwd)));
         }
         adopt_pipes();
         return;

@@ -94,6 +94,8 @@ class child_process {
     void mark_exited() {
         exited_ = true;
         if (egress_) egress_->stop();
+        for (auto& f : forwards_)
+            f->stop();
     }
     bool exited() const { return exited_; }
     /// Closes our end of its stdin (the child sees EOF).
@@ -110,6 +112,7 @@ class child_process {
     pid_t pid_ = -1;
     int status_fd_ = -1; ///< the sandbox init program's status pipe (read end), -1 when none
     std::shared_ptr<egress::proxy> egress_; ///< serving the child's egress listener, if any
+    std::vector<std::shared_ptr<egress::proxy>> forwards_; ///< its loopback forwards
     bool exited_ = false;
     asio::posix::stream_descriptor stdin_;
     asio::posix::stream_descriptor stdout_;

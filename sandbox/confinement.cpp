@@ -442,6 +442,19 @@ std::shared_ptr<egress::proxy_options> egress_options(const config::network_conf
     return opts;
 }
 
+/// The port of a `network.allow` rule for 127.0.0.1:PORT; nullopt for any other rule.
+std::optional<std::uint16_t> loopback_port(std::string_view rule) {
+    constexpr std::string_view prefix = "127.0.0.1:";
+    if (!rule.starts_with(prefix)) return std::nullopt;
+    const std::string_view digits = rule.substr(prefix.size());
+    if (digits.empty() || digits.size() > 5 ||
+        digits.find_first_not_of("0123456789") != std::string_view::npos)
+        return std::nullopt;
+    const unsigned long port = std::stoul(std::string(digits));
+    if (port == 0 || port > 65535) return std::nullopt;
+    return static_cast<std::uint16_t>(port);
+}
+
 /// The sandbox profile `name`'s process runs in (docs/protocol.md §15 "Profiles"): the
 /// source's `profile`, else `default` when a tool of it declares nothing (`unknown`): it runs
 /// confined, its tools stay `unknown` for the policy. None (its tools' union, the rule before
@@ -583,6 +596,11 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     const std::vector<std::string> withheld = place(r, c, name, paths, cwd, config_json, kernel);
     r.egress_proxy = egress_proxy;
     r.egress_port = egress::proxy_port;
+    // A rule for a port on 127.0.0.1 is a loopback forward too: the process connects to it
+    // directly, not through the proxy (docs/protocol.md §19 "Loopback ports").
+    if (egress_proxy)
+        for (const auto& rule : paths.network->allow)
+            if (auto port = loopback_port(rule)) r.loopback_forwards.push_back(*port);
     if (record) r.record = *record;
     if (egress_proxy) c.egress = egress_options(*paths.network);
     try {

@@ -129,8 +129,11 @@ learned_profile summarize(std::string_view record, const learn_context& ctx) {
             break;
         }
         case 'x': {
+            // A lookup along PATH tries execve in every folder: only what is there ran.
+            std::error_code ec;
             const fs::path p = canonical_or_same(value);
-            if (!known_programs.contains(p) && p.filename() != "meith-sandbox-init")
+            if (fs::is_regular_file(p, ec) && !known_programs.contains(p) &&
+                p.filename() != "meith-sandbox-init")
                 programs.insert(p.string());
             break;
         }

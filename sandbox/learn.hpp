@@ -65,7 +65,8 @@ struct learned_profile {
 /// is an ancestor of another written path left out (`mkdir -p` names every folder down to its
 /// own, and most of them existed), then reduced to those not inside another one; writes inside
 /// its state folder, the tools' temporary folders, /proc, /dev, /sys and /run are not
-/// proposed. Programs other than `ctx.programs` and the init program become exec entries.
+/// proposed. Programs that exist, other than `ctx.programs` and the init program, become exec
+/// entries (a PATH lookup tries execve in every folder on it).
 /// Names looked up become network rules; without any, the addresses connected to do.
 learned_profile summarize(std::string_view record, const learn_context& ctx);
 

@@ -374,6 +374,8 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k) {
         p->clone_flags |= CLONE_NEWNET;
         if (p->ns.find(",net") == std::string::npos) p->ns += ",net";
         p->egress_port = r.egress_port;
+        for (const auto port : r.loopback_forwards)
+            if (port != r.egress_port) p->forward_ports.push_back(port);
     }
     if (k.seccomp) {
         p->seccomp_bpf = tool_filter(network, p->unix_sockets, writes, k.namespaces);
@@ -399,19 +401,24 @@ int open_egress_listener(const plan& p, int channel) noexcept {
     if (code == 0 && ::syscall(SYS_ioctl, probe, SIOCSIFFLAGS, &lo) != 0) code = errno;
     ::syscall(SYS_close, probe);
     if (code != 0) return code;
-    const long s = ::syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0) return errno;
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(p.egress_port); // pure byte swaps: safe here
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::syscall(SYS_bind, s, &addr, sizeof addr) != 0 || ::syscall(SYS_listen, s, 128) != 0) {
-        code = errno;
+    const auto listen_and_send = [channel](std::uint16_t port) {
+        const long s = ::syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (s < 0) return errno;
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(port); // pure byte swaps: safe here
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int err = 0;
+        if (::syscall(SYS_bind, s, &addr, sizeof addr) != 0 || ::syscall(SYS_listen, s, 128) != 0)
+            err = errno;
+        else
+            err = send_fd(channel, static_cast<int>(s));
         ::syscall(SYS_close, s);
-        return code;
-    }
-    code = send_fd(channel, static_cast<int>(s));
-    ::syscall(SYS_close, s);
+        return err;
+    };
+    code = listen_and_send(p.egress_port);
+    for (std::size_t i = 0; code == 0 && i < p.forward_ports.size(); ++i)
+        code = listen_and_send(p.forward_ports[i]);
     return code;
 }
 

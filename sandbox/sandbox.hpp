@@ -122,6 +122,10 @@ struct request {
     /// proxy serves. Needs namespaces: prepare() throws without them (fail closed).
     bool egress_proxy = false;
     std::uint16_t egress_port = 3128;
+    /// With egress_proxy: loopback ports forwarded to the host's (docs/protocol.md §19
+    /// "Loopback ports"): a listener on 127.0.0.1:PORT in the namespace for each, served by
+    /// meithd, which connects to 127.0.0.1:PORT outside.
+    std::vector<std::uint16_t> loopback_forwards;
     /// What the process tree may take of the machine (limits.hpp).
     resource_limits limits;
     /// A learning run (docs/protocol.md §15 "Learned profiles"): the file the init program
@@ -182,6 +186,9 @@ struct plan {
     /// Non-zero: the child opens 127.0.0.1:egress_port in its own network namespace and hands
     /// the listening socket over (open_egress_listener).
     std::uint16_t egress_port = 0;
+    /// With an egress port: loopback ports the child also listens on and hands over, in this
+    /// order after the proxy's listener (request::loopback_forwards).
+    std::vector<std::uint16_t> forward_ports;
     /// The init program to execute (with the program after it); empty: the program itself.
     std::string init;
     /// The init program lets the tool's first execve through and refuses the rest.
@@ -210,8 +217,9 @@ std::shared_ptr<const plan> prepare(const request& r, const kernel_support& k = 
 /// and the tmpfs (`p.steps` ... `p.tmp_dir`). Async-signal-safe. Returns 0, or the errno of
 /// the step that failed. Nothing to do without namespaces.
 /// In the child after `enter`, for a plan with an egress port: brings loopback up in its
-/// network namespace, listens on 127.0.0.1:`p.egress_port` and sends that socket over the Unix
-/// socket `channel` (SCM_RIGHTS) to meithd. Async-signal-safe. 0, or the errno.
+/// network namespace, listens on 127.0.0.1:`p.egress_port` and then on each of
+/// `p.forward_ports`, and sends each socket over the Unix socket `channel` (SCM_RIGHTS, one
+/// message each, in that order) to meithd. Async-signal-safe. 0, or the errno.
 int open_egress_listener(const plan& p, int channel) noexcept;
 
 int enter(const plan& p) noexcept;

@@ -249,7 +249,8 @@ TEST_CASE("a learned profile covers the record with the fewest entries and keeps
     ctx.programs = {"/usr/bin/sh"};
     ctx.write = {"/srv/kept"};
     const std::string h = ctx.home.string();
-    const std::string record = "x /usr/bin/sh\nx /usr/bin/date\nw /dev/null\n"
+    const std::string record = "x /usr/bin/sh\nx /usr/bin/date\nx /nonexistent/bin/date\n"
+                               "w /dev/null\n"
                                "w " +
                                h + "\nw " + h + "/existing\nw " + h + "/existing/deep\n" + "w " +
                                h + "/existing/deep/f.txt\nw " + h + "/existing/deep/g.txt\n" +
@@ -262,7 +263,7 @@ TEST_CASE("a learned profile covers the record with the fewest entries and keeps
     CHECK(p.new_profile);
     // mkdir -p's existing ancestors left out; a file straight in the home stays that file.
     CHECK(p.write == std::vector<std::string>{"/srv/kept", h + "/.history", h + "/existing/deep"});
-    CHECK(p.exec == std::vector<std::string>{"/usr/bin/date"});
+    CHECK(p.exec == std::vector<std::string>{fs::canonical("/usr/bin/date").string()});
     CHECK(p.sockets == std::vector<std::string>{"/run/user/0/bus"});
     CHECK(p.network == std::vector<std::string>{"127.0.0.1:5432", "api.example.com"});
     CHECK(p.allow_private);

@@ -392,6 +392,11 @@ std::vector<std::string> profile_for_package(std::string_view name) {
     return {};
 }
 
+std::vector<std::string> browser_args_for_package(std::string_view name) {
+    if (name == "chrome-devtools-mcp") return {"--chrome-arg=--no-sandbox"};
+    return {};
+}
+
 std::string source_toml(const source_plan& p) {
     std::string out;
     for (const auto& c : p.comments)

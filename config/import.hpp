@@ -74,6 +74,12 @@ std::string package_name(std::string_view spec);
 /// Puppeteer's), empty for the rest, whose tools' declarations decide.
 std::vector<std::string> profile_for_package(std::string_view name);
 
+/// The arguments a browser-driving package needs to start its browser inside meith's sandbox,
+/// which refuses the nested user namespace Chromium's own sandbox makes (docs/protocol.md §15
+/// "Profiles"): `--chrome-arg=--no-sandbox` for chrome-devtools-mcp; empty for the rest
+/// (Playwright's takes PLAYWRIGHT_MCP_SANDBOX=false from the profile's environment).
+std::vector<std::string> browser_args_for_package(std::string_view name);
+
 /// One `[[sources]]` entry to write.
 struct source_plan {
     std::string name;

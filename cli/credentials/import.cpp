@@ -105,6 +105,9 @@ planned plan_entry(const im::server_entry& e, const std::string& origin) {
             const fs::path bin = out.package_dir / "node_modules" / name / info->bin;
             p.command = {"node", bin.lexically_normal().string()};
             p.command.insert(p.command.end(), run->args.begin(), run->args.end());
+            for (const auto& arg : im::browser_args_for_package(name))
+                if (std::find(p.command.begin(), p.command.end(), arg) == p.command.end())
+                    p.command.push_back(arg);
         }
     // A database URL with its password, a token on the command line: kept as secrets too.
     std::map<std::string, std::string> kept_arguments; // value -> its ${secret:...}

@@ -344,6 +344,49 @@ TEST_CASE("profiles: Playwright runs in the browser profile, its tools declared 
     CHECK(fs::exists(state.path / "meith" / "sources" / "pw" / "cache" / "ms-playwright-mcp"));
 }
 
+TEST_CASE("profiles: chrome-devtools-mcp, named as its package, starts Debian's chromium in the "
+          "browser profile on a runtime folder longer than /run/user/1000",
+          "[e2e][profiles][slow]") {
+    if (!fs::exists("/usr/bin/chromium"))
+        SKIP_TEST("Debian's chromium is not installed (scripts/install-deps installs it)");
+    temp_dir state, runtime;
+    env_override state_home("XDG_STATE_HOME", state.path.string());
+    fs::permissions(runtime.path, fs::perms::owner_all); // a runtime folder is the user's alone
+    const served_page page(
+        "<html><head><title>Devtools page</title></head><body><button>Hit me</button></body>"
+        "</html>\n");
+    // Its TMPDIR (Chromium's SingletonSocket goes there) under a runtime folder of 21
+    // characters, longer than /run/user/1000; the Unix socket must still fit in sun_path.
+    std::unique_ptr<daemon_process> d;
+    {
+        env_override xdg("XDG_RUNTIME_DIR", runtime.path.string());
+        const std::string bin =
+            mcp_dir() + "/node_modules/chrome-devtools-mcp/build/src/bin/chrome-devtools-mcp.js";
+        d = std::make_unique<daemon_process>(
+            "[[sources]]\nname = \"chrome-devtools-mcp\"\nkind = \"mcp\"\ncommand = [\"node\", " +
+                json(bin).dump() +
+                ", \"--headless\", \"--isolated\", \"--executablePath\", \"/usr/bin/chromium\", "
+                "\"--chrome-arg=--no-sandbox\", \"--no-usage-statistics\"]\n"
+                "prefix = \"cd_\"\nprofile = \"browser\"\n"
+                "capabilities = { \"*\" = [\"controls-browser\"] }\n"
+                "[permissions.callers.plugin]\nallow = [\"read-only\", \"controls-browser\"]\n",
+            std::vector<std::string>{}, std::function<void(const fs::path&)>{}, 60s);
+    }
+    client c(d->socket());
+    const json s = source_status(c, "chrome-devtools-mcp");
+    CHECK(s["sandbox"]["profile"] == "browser");
+    CHECK_FALSE(s["sandbox"].contains("unconfined"));
+    const json out = run_bridge_calls(
+        d->home(), json::array({{{"name", "cd_new_page"}, {"arguments", {{"url", page.url()}}}},
+                                {{"name", "cd_take_snapshot"}, {"arguments", {{"pageId", 2}}}}}));
+    INFO(out.dump(2) << "\n" << d->log());
+    REQUIRE(out["calls"].size() == 2);
+    CHECK(out["calls"][0]["isError"] == false);
+    CHECK_THAT(out["calls"][0]["text"].get<std::string>(), Catch::Contains("Devtools page"));
+    CHECK(out["calls"][1]["isError"] == false);
+    CHECK_THAT(out["calls"][1]["text"].get<std::string>(), Catch::Contains("Hit me"));
+}
+
 TEST_CASE("profiles: a command that still says npx runs in the npx profile: the launcher fetches "
           "into the source's own folder, and the server answers",
           "[e2e][profiles][slow]") {

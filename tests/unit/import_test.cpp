@@ -158,3 +158,15 @@ TEST_CASE("import: an entry is written as TOML meith reads, and replaced in plac
     REQUIRE(none.value);
     CHECK(none.value->sources.empty());
 }
+
+TEST_CASE("import: a package that drives a browser gets the browser profile, and "
+          "chrome-devtools-mcp the flag that starts Chromium without its own sandbox",
+          "[config][import]") {
+    using namespace meith::config::import;
+    CHECK(profile_for_package("@playwright/mcp") == std::vector<std::string>{"browser"});
+    CHECK(profile_for_package("chrome-devtools-mcp") == std::vector<std::string>{"browser"});
+    CHECK(profile_for_package("@modelcontextprotocol/server-memory").empty());
+    CHECK(browser_args_for_package("chrome-devtools-mcp") ==
+          std::vector<std::string>{"--chrome-arg=--no-sandbox"});
+    CHECK(browser_args_for_package("@playwright/mcp").empty());
+}

@@ -453,9 +453,13 @@ void registry::run_on_source(const tools::call_ptr& c) {
 
 void registry::after_tool(const tools::call_ptr& c, tool_result r) {
     // A refusal by the tool's sandbox says so, and what would allow it (docs/protocol.md §15).
+    // A connection the egress proxy refused is the precise reason (§19), which "fetch failed"
+    // or ECONNREFUSED in the tool's own words does not give.
     if (!r.ok && r.error && r.error->code == error_code::tool_failed && c->target) {
         const auto hint =
-            c->target->source->sandbox_hint(r.error->message + '\n' + r.error->details_json);
+            !c->egress_refusal.empty()
+                ? c->egress_refusal
+                : c->target->source->sandbox_hint(r.error->message + '\n' + r.error->details_json);
         if (!hint.empty()) r.error->message += " — " + hint;
     }
     if (!hooks_ || !c->target) {

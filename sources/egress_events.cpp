@@ -46,13 +46,16 @@ std::string audit_members(const egress::connection_record& r) {
     return out;
 }
 
-std::string violation_event(const egress::connection_record& r, std::string_view source) {
+/// The refusal in words, with the rule that would allow it.
+std::string refusal_text(const egress::connection_record& r, std::string_view source) {
     std::string message =
         fmt::format("meith's egress proxy refused {}:{}: {}", r.host, r.port, r.reason);
-    if (!r.suggestion.empty())
-        message +=
-            fmt::format(" ({} of source '{}')",
-                        r.suggestion.starts_with("add") ? r.suggestion : r.suggestion, source);
+    if (!r.suggestion.empty()) message += fmt::format(" ({} of source '{}')", r.suggestion, source);
+    return message;
+}
+
+std::string violation_event(const egress::connection_record& r, std::string_view source) {
+    const std::string message = refusal_text(r, source);
     std::string e;
     protocol::append_network_violation_event(e, r.host, r.port, message, r.suggestion);
     return e;
@@ -85,7 +88,10 @@ void bind_egress_events(egress::proxy_options& opts, const std::shared_ptr<tools
         spdlog::info("source '{}': egress refused {}:{}: {}", s->name(),
                      audit::default_redactor().redact_text(r.host), r.port,
                      audit::default_redactor().redact_text(r.reason));
-        if (auto c = running_owner(r)) c->emit(violation_event(r, s->name()));
+        if (auto c = running_owner(r)) {
+            c->emit(violation_event(r, s->name()));
+            c->egress_refusal = audit::default_redactor().redact_text(refusal_text(r, s->name()));
+        }
     };
 }
 

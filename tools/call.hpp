@@ -143,8 +143,11 @@ class call : public std::enable_shared_from_this<call> {
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     bool decided = false;           ///< the permission decision was reached
     permissions::decision decision; ///< valid when `decided`
-    std::string grant_id;           ///< the grant that let the call through, if one did
-    std::string approval_id;        ///< the approval that decided the call, if it was held
+    /// The egress proxy's last refusal of a connection this call made, in words (docs/
+    /// protocol.md §19): a failed result says it, since "fetch failed" does not.
+    std::string egress_refusal;
+    std::string grant_id;    ///< the grant that let the call through, if one did
+    std::string approval_id; ///< the approval that decided the call, if it was held
     /// Held for a person's answer (from the ask decision until the answer): a timeout then
     /// says no approver answered, not that the tool did not finish.
     bool awaiting_approval = false;

@@ -104,6 +104,19 @@ TEST_CASE("egress: an allowed name's bytes arrive through the proxy, other names
     CHECK(unlisted.result["done"] == false);
     CHECK(unlisted.result.value("code", "") == "HTTP 403");
     CHECK(violation_rule(unlisted) == "add \"unlisted.test:443\" to the source's network.allow");
+    // A tool that fails on it says only what its runtime says ("fetch failed", a 403): the
+    // failed result carries the proxy's refusal and the rule that would allow it.
+    const json failed = c.call("net",
+                               {{"action", "egress"},
+                                {"via", "connect"},
+                                {"host", "unlisted.test"},
+                                {"port", 443},
+                                {"fail", true}},
+                               {{"callerClaim", "cli"}}, nullptr, 30s);
+    CHECK(failed["result"]["ok"] == false);
+    CHECK_THAT(failed["result"]["error"]["message"].get<std::string>(),
+               Catch::Contains("meith's egress proxy refused unlisted.test:443") &&
+                   Catch::Contains("add \"unlisted.test:443\" to the source's network.allow"));
     // A denied name.
     auto denied = reach(c, "connect", "other.test", port);
     CHECK(denied.result["done"] == false);
@@ -125,10 +138,10 @@ TEST_CASE("egress: an allowed name's bytes arrive through the proxy, other names
     CHECK(direct.result.value("code", "") == "ENETUNREACH");
 
     // One audit line per proxied connection, with the decision and the bytes.
-    // (A line is written when its connection closes: wait for the seventh.)
-    d.wait_audit([&](const json&) { return d.audit_events("egress").size() >= 7; }, 10s);
+    // (A line is written when its connection closes: wait for the eighth.)
+    d.wait_audit([&](const json&) { return d.audit_events("egress").size() >= 8; }, 10s);
     const auto lines = d.audit_events("egress");
-    REQUIRE(lines.size() == 7); // the direct attempt never reached the proxy
+    REQUIRE(lines.size() == 8); // the direct attempt never reached the proxy
     CHECK(lines[0]["host"] == "allowed.test");
     CHECK(lines[0]["decision"] == "allow");
     CHECK(lines[0]["address"] == "203.0.113.5");

@@ -25,7 +25,7 @@ import { spawnSync } from 'node:child_process';
 
 /// Connects to host:port through the proxy (or directly), sends "ping\n", reads what comes
 /// back for 500 ms or until the peer closes.
-async function egress({ via, host, port }, { answer, refused }) {
+async function egress({ via, host, port, fail }, { answer, refused }) {
     const proxy = new URL(process.env.HTTPS_PROXY ?? 'http://127.0.0.1:1');
     const target = via === 'direct' ? { host, port } : { host: proxy.hostname, port: Number(proxy.port) };
     const s = net.connect(target);
@@ -46,7 +46,13 @@ async function egress({ via, host, port }, { answer, refused }) {
         while (!buf.includes('\r\n\r\n') && !s.readableEnded) await next();
         const head = buf.toString('latin1');
         const status = head.split(' ')[1];
-        if (status !== '200') { s.destroy(); return answer({ done: false, code: `HTTP ${status}`, body: head.slice(head.indexOf('\r\n\r\n') + 4).trim() }); }
+        if (status !== '200') {
+            s.destroy();
+            const body = head.slice(head.indexOf('\r\n\r\n') + 4).trim();
+            // As a runtime reports it (undici: "fetch failed"), with "fail":true.
+            if (fail) return refused(new Error(`fetch failed (HTTP ${status} from the proxy)`));
+            return answer({ done: false, code: `HTTP ${status}`, body });
+        }
         buf = buf.subarray(head.indexOf('\r\n\r\n') + 4);
     } else if (via === 'socks5') {
         s.write(Buffer.from([5, 1, 0]));

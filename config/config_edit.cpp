@@ -63,6 +63,21 @@ const toml::table* source_table(const toml::table& root, std::string_view source
     return nullptr;
 }
 
+/// `text` parsed into `root`, and its `[[sources]]` entry named `source`; null with `why`
+/// when the text does not parse or has no such entry.
+const toml::table* parse_source(std::string_view text, std::string_view source, toml::table& root,
+                                std::string& why) {
+    try {
+        root = toml::parse(text);
+    } catch (const toml::parse_error& e) {
+        why = fmt::format("the config does not parse: {}", e.description());
+        return nullptr;
+    }
+    const toml::table* src = source_table(root, source);
+    if (src == nullptr) why = fmt::format("the config has no [[sources]] entry named '{}'", source);
+    return src;
+}
+
 bool lists_rule(const toml::table& root, std::string_view source, std::string_view rule) {
     const toml::table* src = source_table(root, source);
     if (src == nullptr) return false;
@@ -78,17 +93,8 @@ bool lists_rule(const toml::table& root, std::string_view source, std::string_vi
 std::optional<std::string> with_network_allow_rule(std::string_view text, std::string_view source,
                                                    std::string_view rule, std::string& why) {
     toml::table root;
-    try {
-        root = toml::parse(text);
-    } catch (const toml::parse_error& e) {
-        why = fmt::format("the config does not parse: {}", e.description());
-        return std::nullopt;
-    }
-    const toml::table* src = source_table(root, source);
-    if (src == nullptr) {
-        why = fmt::format("the config has no [[sources]] entry named '{}'", source);
-        return std::nullopt;
-    }
+    const toml::table* src = parse_source(text, source, root, why);
+    if (src == nullptr) return std::nullopt;
     if (lists_rule(root, source, rule)) return std::string(text);
     const toml::node* network = src->get("network");
     if (network == nullptr || !network->is_table()) {
@@ -188,17 +194,8 @@ std::optional<std::string> with_source_key(std::string_view text, std::string_vi
                                            const std::string& key, const std::string& value,
                                            std::string& why) {
     toml::table root;
-    try {
-        root = toml::parse(text);
-    } catch (const toml::parse_error& e) {
-        why = fmt::format("the config does not parse: {}", e.description());
-        return std::nullopt;
-    }
-    const toml::table* src = source_table(root, source);
-    if (src == nullptr) {
-        why = fmt::format("the config has no [[sources]] entry named '{}'", source);
-        return std::nullopt;
-    }
+    const toml::table* src = parse_source(text, source, root, why);
+    if (src == nullptr) return std::nullopt;
     std::string out(text);
     std::size_t last_end = 0;
     for (auto&& [k, v] : *src) {

@@ -39,6 +39,13 @@ sandbox::learn_context context_of(const config::source_config& cfg) {
             out.push_back(p.string());
         return out;
     };
+    for (const auto& root : {ctx.home, cfg.cwd}) {
+        if (root.empty()) continue;
+        for (const auto& rel : cfg.sandbox_paths.protect)
+            ctx.protected_paths.push_back(root / rel);
+        for (const auto& rel : sandbox::learning_protected_paths())
+            ctx.protected_paths.push_back(root / rel);
+    }
     ctx.read = strings(cfg.sandbox_paths.read);
     ctx.write = strings(cfg.sandbox_paths.write);
     ctx.exec = strings(cfg.sandbox_paths.exec);

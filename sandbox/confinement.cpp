@@ -593,7 +593,16 @@ confinement confine(const std::string& name, config::sandbox_mode mode,
     r.program = *program;
     for (std::size_t i = 1; i < argv.size(); ++i)
         if (!argv[i].empty() && argv[i][0] == '/') r.given.emplace_back(argv[i]);
-    const std::vector<std::string> withheld = place(r, c, name, paths, cwd, config_json, kernel);
+    // While learning the home is writable: the places that start programs at the next login
+    // or commit stay read-only there, as the protected paths do (those that exist).
+    config::sandbox_paths_config learning_paths;
+    if (record) {
+        learning_paths = paths;
+        for (const auto& rel : learning_protected_paths())
+            learning_paths.protect.emplace_back(rel);
+    }
+    const std::vector<std::string> withheld =
+        place(r, c, name, record ? learning_paths : paths, cwd, config_json, kernel);
     r.egress_proxy = egress_proxy;
     r.egress_port = egress::proxy_port;
     // A rule for a port on 127.0.0.1 is a loopback forward too: the process connects to it

@@ -170,6 +170,7 @@ std::string dns_question(const unsigned char* msg, std::size_t len) {
 /// The distinct lines recorded so far, and whether the bound was reached.
 struct record_state {
     std::unordered_set<std::string> seen;
+    std::size_t bytes = 0;
     bool truncated = false;
 };
 
@@ -184,10 +185,11 @@ void record(int fd, char what, const std::string& value) {
     if (s.truncated) return;
     std::string line = std::string(1, what) + " " + value + "\n";
     if (s.seen.contains(line)) return;
-    if (s.seen.size() >= record_max_lines) {
+    if (s.seen.size() >= record_max_lines || s.bytes + line.size() > record_max_bytes) {
         s.truncated = true;
         line = "! truncated\n";
     } else {
+        s.bytes += line.size();
         s.seen.insert(line);
     }
     while (::write(fd, line.data(), line.size()) < 0 && errno == EINTR) {

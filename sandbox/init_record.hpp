@@ -11,7 +11,8 @@
 //   u PATH       a Unix socket connected to (`@NAME` for an abstract one)
 //   n ADDR:PORT  an IPv4 or IPv6 (`[…]:PORT`) address connected to
 //   d NAME       a name looked up (a DNS query sent)
-// Bounded: at most record_max_lines distinct lines, then one `! truncated` line.
+// Bounded: at most record_max_lines distinct lines and record_max_bytes of them, then one
+// `! truncated` line.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,7 @@
 namespace meith::sandbox {
 
 inline constexpr std::size_t record_max_lines = 4096;
+inline constexpr std::size_t record_max_bytes = 1 << 20;
 
 /// In the tool's process, before its execve: the recording filter; its listener goes to the
 /// init program over `sock` (SCM_RIGHTS). Exits 127 saying why when it cannot.

@@ -85,6 +85,16 @@ bool loopback(std::string_view address) {
 
 } // namespace
 
+const std::vector<std::string>& learning_protected_paths() {
+    static const std::vector<std::string> paths{".config/systemd",   ".local/share/systemd",
+                                                ".config/autostart", ".config/environment.d",
+                                                ".pam_environment",  ".xprofile",
+                                                ".xsessionrc",       ".xinitrc",
+                                                ".gitconfig",        ".config/git",
+                                                ".local/bin",        "bin"};
+    return paths;
+}
+
 void start_learning(const std::string& source, fs::path record) {
     learning()[source] = std::move(record);
 }
@@ -125,6 +135,14 @@ learned_profile summarize(std::string_view record, const learn_context& ctx) {
         case 'w': {
             const fs::path p = fs::path(value).lexically_normal();
             if (!p.is_absolute() || not_proposed(p, ctx)) continue;
+            if (const auto it =
+                    std::find_if(ctx.protected_paths.begin(), ctx.protected_paths.end(),
+                                 [&](const fs::path& guarded) { return within(p, guarded); });
+                it != ctx.protected_paths.end()) {
+                notes.insert("it tried to write in " + it->string() +
+                             ", which stays read-only (a protected path)");
+                continue;
+            }
             written.insert(p);
             break;
         }

@@ -21,6 +21,11 @@ void start_learning(const std::string& source, std::filesystem::path record);
 void stop_learning(const std::string& source);
 std::optional<std::filesystem::path> learning_record(const std::string& source);
 
+/// What else stays read-only in the writable roots while a source learns, relative to each
+/// (the home among them): where programs are started from at login, by the session or by git.
+/// The protected paths cover the shells' files.
+const std::vector<std::string>& learning_protected_paths();
+
 /// What the summary leaves out or starts from, for one source.
 struct learn_context {
     std::filesystem::path home;      ///< the user's home ($HOME)
@@ -29,6 +34,10 @@ struct learn_context {
     /// Its command and what running it takes (script interpreter, ELF loader): not proposed.
     std::vector<std::filesystem::path> programs;
     std::vector<std::string> profile; ///< its `profile` now; empty: none
+    /// Paths that stay read-only whatever it learns (protected paths and learning's own, under
+    /// the home and its cwd): a write there is a note, never a proposal, since naming one in
+    /// `sandbox_paths.write` would lift its protection.
+    std::vector<std::filesystem::path> protected_paths;
     /// What its entry allows now (kept: the learned keys add to them, never drop one).
     std::vector<std::string> read, write, exec, sockets, network_allow, network_deny;
     bool allow_private = false, ask = false;

@@ -371,7 +371,8 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
                          "network",
                          "sandbox",
                          "sandbox_paths",
-                         "profile"});
+                         "profile",
+                         "enabled"});
         parse_sandbox(c, s, src.sandbox, src.sandbox_paths);
         parse_profile(c, s, src.sandbox_paths);
         src.sandbox_paths.state_dir = source_state_dir(src.name);
@@ -405,6 +406,7 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
         parse_tool_tables(c, *t, s, kind, src);
         assign(src.prefix, c.read_string(s, "prefix", false));
         assign(src.start_timeout_ms, c.read_uint(s, "start_timeout_ms", 1, max_grace_ms));
+        assign(src.enabled, c.read_bool(s, "enabled"));
 
         parse_exec_tool_table(c, *t, s, kind, src);
         out.push_back(std::move(src));

@@ -219,6 +219,9 @@ struct source_config {
     /// client of the call in flight (its cwd otherwise). Off by default: a server told of roots
     /// may trade the folders its command names for them (docs/protocol.md §17).
     bool forward_roots = false;
+    /// `enabled = false`: configured but not run — no process, no tools, listed by list_sources
+    /// as "disabled" (docs/configuration.md); a reload that flips it starts or stops it.
+    bool enabled = true;
     /// mcp only: a remote server's Streamable HTTP endpoint (docs/protocol.md §18); such a
     /// source has no `command` (meithd runs its bridge, meith-remote).
     std::string url;

@@ -43,10 +43,17 @@ reload_plan plan_reload(const config::config& running, const config::config& nex
     }
     p.permissions = !(permissions == running.permissions);
     p.clients = !(next.clients == running.clients);
+    // A source with `enabled = false` is configured but not run: as if absent.
+    const auto running_one = [](const std::vector<config::source_config>& v,
+                                const std::string& name) -> const config::source_config* {
+        const auto* s = named(v, name);
+        return s != nullptr && s->enabled ? s : nullptr;
+    };
     for (const auto& old : running.sources)
-        if (!named(next.sources, old.name)) p.removed.push_back(old.name);
+        if (old.enabled && !running_one(next.sources, old.name)) p.removed.push_back(old.name);
     for (const auto& src : next.sources) {
-        const auto* old = named(running.sources, src.name);
+        if (!src.enabled) continue;
+        const auto* old = running_one(running.sources, src.name);
         if (!old)
             p.added.push_back(src.name);
         else if (*old == src)
@@ -97,6 +104,7 @@ std::vector<std::string> apply_reload(const reload_plan& plan, config::config& c
         reg.remove_source(name);
     std::vector<std::string> restarted;
     for (const auto& src : next.sources) {
+        if (!src.enabled) continue;
         if (has(plan.kept, src.name)) {
             // Unchanged; a source marked failed gets a fresh start (docs/protocol.md §7).
             if (reg.source_state_of(src.name) == tools::source_state::failed) {

@@ -91,7 +91,7 @@ class server {
         });
         registry_.add_source(sources::make_source("builtin", factory_context()));
         for (const auto& src : cfg_.sources)
-            registry_.add_source(make_source(src));
+            if (src.enabled) registry_.add_source(make_source(src));
         if (!cfg_.hooks.empty()) {
             hooks_.on_lifecycle(
                 [this](std::string_view hook, std::string_view event, const std::string& details) {

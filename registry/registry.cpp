@@ -253,6 +253,18 @@ std::string registry::sources_json() const {
         first = false;
         out += s->status_json();
     }
+    // Configured but off (`enabled = false`): listed, so a person sees why it has no tools.
+    for (const auto& src : cfg_.sources) {
+        if (src.enabled) continue;
+        if (!first) out.push_back(',');
+        first = false;
+        out.push_back('{');
+        protocol::json_members m(out);
+        m.string("name", src.name).string("kind", config::to_string(src.kind));
+        m.null("pid").string("state", "disabled").number("restarts", 0).number("tools", 0);
+        m.string("lastError", "");
+        out.push_back('}');
+    }
     if (hooks_) hooks_->append_status(out, first);
     out.push_back(']');
     return out;

@@ -277,3 +277,41 @@ TEST_CASE("a call waiting for a restarting source ends saying the source was sto
           "tool host 'held': was stopped (the daemon is shutting down, or a reload removed it)");
     std::filesystem::remove(hold);
 }
+
+TEST_CASE("enabled = false keeps a source configured but off: no process, no tools, listed as "
+          "disabled; a reload that flips it starts and stops it",
+          "[e2e][reload]") {
+    const std::string off = host_source_toml("a", {"--name-prefix=a_"}) + "enabled = false\n" +
+                            host_source_toml("b", {"--name-prefix=b_"});
+    daemon_process d(off);
+    client c(d.socket());
+    CHECK_FALSE(has_tool(c, "a_t_echo"));
+    CHECK(error_code(c.call("a_t_echo", json::object())) == "UNKNOWN_TOOL");
+    const json a = source_status(c, "a");
+    CHECK(a["state"] == "disabled");
+    CHECK(a["pid"].is_null());
+    CHECK(a["tools"] == 0);
+    for (const auto& line : d.audit_events("source_start"))
+        CHECK(line["source"] == "b"); // a never ran
+    const auto listed = run_cli({"sources", "a"}, d.home());
+    CHECK(listed.status == 0);
+    CHECK_THAT(listed.out, Catch::Contains("a: host, disabled"));
+
+    // On: it starts, with its tools; off again: they go and its process is stopped.
+    write_config(d, host_source_toml("a", {"--name-prefix=a_"}) +
+                        host_source_toml("b", {"--name-prefix=b_"}));
+    json r = reload(c);
+    CHECK(strings(r["sources"]["added"]) == std::vector<std::string>{"a"});
+    CHECK(r["sources"]["replaced"].empty()); // b goes on untouched
+    CHECK(wait_tool(c, "a_t_echo"));
+    CHECK(c.call("a_t_echo", json::object())["result"]["ok"] == true);
+    write_config(d, off);
+    r = reload(c);
+    CHECK(strings(r["sources"]["removed"]) == std::vector<std::string>{"a"});
+    CHECK(error_code(c.call("a_t_echo", json::object())) == "UNKNOWN_TOOL");
+    CHECK(source_status(c, "a")["state"] == "disabled");
+    d.wait_audit([](const json& l) {
+        return l.value("event", "") == "source_exit" && l.value("source", "") == "a";
+    });
+    CHECK(c.call("b_t_echo", json::object())["result"]["ok"] == true);
+}

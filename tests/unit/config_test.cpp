@@ -1217,3 +1217,10 @@ TEST_CASE("[clients.NAME] refusals say what to write instead", "[config][clients
     CHECK_THAT(parse_err("[clients.a]\nserach = true\n").message,
                Catch::Contains("did you mean 'search'?"));
 }
+
+TEST_CASE("a source's `enabled` is a bool, true unless it says false", "[config]") {
+    const std::string source = "[[sources]]\nname = \"h\"\nkind = \"host\"\ncommand = [\"x\"]\n";
+    CHECK(parse_ok(source).sources.at(0).enabled);
+    CHECK_FALSE(parse_ok(source + "enabled = false\n").sources.at(0).enabled);
+    CHECK_THAT(parse_err(source + "enabled = \"no\"\n").message, Catch::Contains("enabled"));
+}

@@ -11,6 +11,7 @@
 // else. Supervision (restart with backoff, `failed`) is the shared supervisor's; shutdown closes
 // stdin first and signals only after `tools.kill_grace_ms` (MCP spec 2025-11-25, lifecycle).
 #include "sources/mcp_source.hpp"
+#include "sources/revision_memory.hpp"
 
 #include "protocol/json_writer.hpp"
 #include "sources/factory.hpp"
@@ -56,6 +57,14 @@ void mcp_source::on_spawn() {
     server_caps_ = {};
     modern_ = false;
     listen_id_.reset();
+    // A server that answered server/discover with nothing usable last time is opened with
+    // initialize at once: the probe, and its wait when the server ignores it, only once.
+    if (!remote())
+        if (const auto known = remembered_revision(cfg_); known && *known != mcp::modern_revision) {
+            spdlog::info("{}: opening with initialize, as it negotiated {} when it last started",
+                         label_, *known);
+            return send_initialize();
+        }
     send_discover();
 }
 
@@ -100,6 +109,7 @@ void mcp_source::on_discovered(simdjson::dom::object msg) {
     revision_ = std::string(mcp::modern_revision);
     server_caps_ = read_capabilities(result);
     spdlog::info("{}: discovered, protocol revision {}", label_, revision_);
+    if (!remote()) remember_revision(cfg_, revision_);
     start_listing();
 }
 
@@ -133,6 +143,7 @@ void mcp_source::on_initialized(simdjson::dom::object msg) {
     revision_ = std::move(n.revision);
     server_caps_ = read_capabilities(result);
     spdlog::info("{}: initialized, protocol revision {}", label_, revision_);
+    if (!remote()) remember_revision(cfg_, revision_);
     peer_.notify("notifications/initialized", "{}");
     start_listing();
 }

@@ -226,7 +226,7 @@ TEST_CASE("mcp families: a 2.x SDK server (serveStdio) is spoken to in 2026-07-2
 }
 
 TEST_CASE("mcp families: a server that never answers server/discover is spoken to with "
-          "initialize after the probe's deadline",
+          "initialize after the probe's deadline, and at meithd's next start at once",
           "[e2e][mcp][families]") {
     daemon_process d("[[sources]]\nname = \"fk\"\nkind = \"mcp\"\ncommand = [\"node\", " +
                      json(mcp_dir() + "/fake_server.mjs").dump() +
@@ -237,6 +237,21 @@ TEST_CASE("mcp families: a server that never answers server/discover is spoken t
     CHECK(status["protocolVersion"] == "2025-11-25");
     CHECK_THAT(d.log(), Catch::Contains("no answer to server/discover within 3000 ms"));
     CHECK(c.call("fk_echo", {{"text", "hi"}})["result"]["ok"] == true);
+
+    // The revision it negotiated is remembered (HOME/mcp-revisions.json, owner-only): the next
+    // start opens with initialize, without the probe or its wait.
+    const fs::path memory = d.home() / "mcp-revisions.json";
+    REQUIRE(fs::exists(memory));
+    CHECK((fs::status(memory).permissions() & (fs::perms::group_all | fs::perms::others_all)) ==
+          fs::perms::none);
+    CHECK(json::parse(slurp(memory))["sources"]["fk"]["revision"] == "2025-11-25");
+    REQUIRE(d.stop() == 0);
+    d.restart();
+    client again(d.socket());
+    CHECK(source_status(again, "fk")["protocolVersion"] == "2025-11-25");
+    CHECK_THAT(d.log(), Catch::Contains("fk': opening with initialize, as it negotiated "
+                                        "2025-11-25 when it last started"));
+    CHECK(again.call("fk_echo", {{"text", "hi"}})["result"]["ok"] == true);
 }
 
 TEST_CASE("mcp families: a URI two sources list is read from the one first in the config, "

@@ -279,7 +279,7 @@ TEST_CASE("a call waiting for a restarting source ends saying the source was sto
 }
 
 TEST_CASE("enabled = false keeps a source configured but off: no process, no tools, listed as "
-          "disabled; a reload that flips it starts and stops it",
+          "disabled, and a reload that flips it starts and stops it",
           "[e2e][reload]") {
     const std::string off = host_source_toml("a", {"--name-prefix=a_"}) + "enabled = false\n" +
                             host_source_toml("b", {"--name-prefix=b_"});

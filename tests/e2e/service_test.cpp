@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <poll.h>
 #include <sstream>
 #include <sys/socket.h>
@@ -84,6 +85,22 @@ bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeo
         std::this_thread::sleep_for(10ms);
     }
     return pred();
+}
+
+/// Connects to `path` once something listens there: systemd-socket-activate makes the socket
+/// file at bind(2) and listens a moment later, and a connection in between is refused (under
+/// load the moment is long). Retries until `timeout`; throws the last error then.
+std::unique_ptr<client> connect_when_listening(const fs::path& path,
+                                               std::chrono::milliseconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        try {
+            return std::make_unique<client>(path);
+        } catch (const std::exception&) {
+            if (std::chrono::steady_clock::now() >= until) throw;
+        }
+        std::this_thread::sleep_for(20ms);
+    }
 }
 
 bool alive(pid_t pid) {
@@ -177,7 +194,8 @@ TEST_CASE("socket activation: meithd serves the socket it is passed, holds early
     REQUIRE(wait_for([&] { return fs::exists(sock); }, 10s));
 
     // The first connection starts meithd; its frames arrive before the slow source registered.
-    client c(sock);
+    const auto first = connect_when_listening(sock, 10s);
+    client& c = *first;
     c.send(
         {{"type", "hello"}, {"protocol", 1}, {"requestId", "h"}, {"clientInfo", {{"name", "t"}}}});
     c.send({{"type", "list_tools"}, {"protocol", 1}, {"requestId", "l"}});
@@ -221,10 +239,7 @@ TEST_CASE("socket activation: more than one passed socket is a clear startup err
                             {}, home.path / "log");
     child_guard guard{pid};
     REQUIRE(wait_for([&] { return fs::exists(a); }, 10s));
-    try {
-        client c(a); // wakes it; meithd refuses before accepting
-    } catch (const std::exception&) {
-    }
+    connect_when_listening(a, 10s); // wakes it; meithd refuses before accepting
     CHECK(wait_child(pid, 15s) == 1);
     guard.pid = -1;
     CHECK_THAT(slurp(home.path / "log"), Catch::Contains("systemd passed 2 sockets"));

@@ -129,6 +129,9 @@ std::string source_text(std::string_view event, const json& line) {
     if (event == "source_restart_requested") return "restart requested";
     if (event == "source_learning_started") return "learning started";
     if (event == "source_learning_stopped") return "learning stopped";
+    if (event == "source_waking") return "starting on demand";
+    if (event == "source_idle_stopped")
+        return "stopped after " + field_or(line, "idleStopMs", "?") + " ms without calls";
     if (event == "source_tools_changed") {
         std::string out = fmt::format("{} tools", field_or(line, "tools", "?"));
         if (auto added = field(line, "added"); added && !added->empty()) out += "; added " + *added;

@@ -34,6 +34,7 @@ using namespace std::string_view_literals;
 
 constexpr std::array source_kind_names{"host"sv, "exec"sv, "mcp"sv};
 constexpr std::array exec_mode_names{"oneshot"sv, "server"sv};
+constexpr std::array start_mode_names{"eager"sv, "on-demand"sv};
 constexpr std::array hook_kind_names{"filter"sv, "observe"sv};
 constexpr std::array filter_phases{"before_execution"sv, "after_execution"sv};
 constexpr std::array observe_phases{"session_start"sv, "session_end"sv, "before_execution"sv,
@@ -342,6 +343,19 @@ void parse_exec_tool_table(checker& c, const toml::table& t, const scope& s,
     }
 }
 
+/// `start` and `idle_stop_ms` (docs/configuration.md "Starting on demand").
+void parse_start(checker& c, const toml::table& t, const scope& s, source_config& src) {
+    if (auto i = c.read_enum(s, "start", start_mode_names)) src.on_demand = *i == 1;
+    if (const auto* idle = t.get("idle_stop_ms"); idle != nullptr && !src.on_demand) {
+        c.fail(idle->source(),
+               fmt::format("'idle_stop_ms' in {} applies to sources that start on demand; add "
+                           "start = \"on-demand\" or remove it",
+                           s.name));
+        return;
+    }
+    assign(src.idle_stop_ms, c.read_uint(s, "idle_stop_ms", 1, 24 * max_grace_ms)); // a day
+}
+
 void parse_sources(checker& c, const scope& root, std::vector<source_config>& out) {
     std::map<std::string, std::string> first_seen; // name -> where
     for (const auto* t : c.read_table_array(root, "sources")) {
@@ -372,7 +386,9 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
                          "sandbox",
                          "sandbox_paths",
                          "profile",
-                         "enabled"});
+                         "enabled",
+                         "start",
+                         "idle_stop_ms"});
         parse_sandbox(c, s, src.sandbox, src.sandbox_paths);
         parse_profile(c, s, src.sandbox_paths);
         src.sandbox_paths.state_dir = source_state_dir(src.name);
@@ -407,6 +423,7 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
         assign(src.prefix, c.read_string(s, "prefix", false));
         assign(src.start_timeout_ms, c.read_uint(s, "start_timeout_ms", 1, max_grace_ms));
         assign(src.enabled, c.read_bool(s, "enabled"));
+        parse_start(c, *t, s, src);
 
         parse_exec_tool_table(c, *t, s, kind, src);
         out.push_back(std::move(src));

@@ -222,6 +222,12 @@ struct source_config {
     /// `enabled = false`: configured but not run — no process, no tools, listed by list_sources
     /// as "disabled" (docs/configuration.md); a reload that flips it starts or stops it.
     bool enabled = true;
+    /// `start = "on-demand"` (docs/configuration.md "Starting on demand"): not run until a
+    /// call needs it; listed from its pinned definitions (docs/protocol.md §22), and stopped
+    /// again after `idle_stop_ms` without calls. `eager` (the default): run from meithd's start.
+    bool on_demand = false;
+    /// on-demand only: milliseconds without a call in flight after which its process stops.
+    std::uint64_t idle_stop_ms = 300000;
     /// mcp only: a remote server's Streamable HTTP endpoint (docs/protocol.md §18); such a
     /// source has no `command` (meithd runs its bridge, meith-remote).
     std::string url;

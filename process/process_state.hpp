@@ -7,9 +7,11 @@
 
 namespace meith::process {
 
-enum class process_state { starting, ready, restarting, failed, stopped };
+/// `idle` is a source's alone (a child never is): it starts on demand and is not running now,
+/// its tools listed from their pins (docs/configuration.md "Starting on demand").
+enum class process_state { starting, ready, restarting, failed, stopped, idle };
 
-/// "starting", "ready", "restarting", "failed", "stopped".
+/// "starting", "ready", "restarting", "failed", "stopped", "idle".
 constexpr std::string_view to_string(process_state s) {
     switch (s) {
     case process_state::starting:
@@ -22,6 +24,8 @@ constexpr std::string_view to_string(process_state s) {
         return "failed";
     case process_state::stopped:
         return "stopped";
+    case process_state::idle:
+        return "idle";
     }
     return "unknown";
 }

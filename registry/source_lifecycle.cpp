@@ -44,6 +44,13 @@ void registry::start(std::function<void()> on_ready) {
                                tools::call_ptr owner, egress::ask_reply reply) {
         on_egress_ask(src, r, std::move(owner), std::move(reply));
     };
+    events.pinned = [this](tools::tool_source& src) {
+        return pinning_ ? pins_.definitions_of(src.name()) : std::vector<tools::tool_definition>{};
+    };
+    events.current = [this](const tool& t) -> std::shared_ptr<const tool> {
+        auto now = tools_.find(t.name);
+        return now && now->source == t.source ? now : nullptr;
+    };
     events_ = events;
     if (sources_.empty()) {
         started_ = true;

@@ -22,11 +22,11 @@ child_source::child_source(asio::any_io_executor ex, process::child_reaper& reap
       confine_config_json_(std::move(confine_config_json)),
       conf_(sandbox::confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, start_caps, cfg.command,
                              cfg.cwd, confine_config_json_)),
-      peer_(std::move(ex), reaper,
+      peer_(ex, reaper,
             process::confined_spec(label_, cfg.command, cfg.cwd, whole.tools.env_allow, cfg.env,
                                    &conf_),
             pol, dialect, label_, make_handlers()),
-      proc_(peer_.process()) {
+      proc_(peer_.process()), idle_timer_(ex) {
 }
 
 process::supervised_process::policy child_source::default_policy(const config::source_config& cfg,
@@ -57,6 +57,8 @@ process::rpc_peer::handlers child_source::make_handlers() {
 
 tools::source_state child_source::state() const {
     if (!started_) return tools::source_state::starting;
+    if (idle_) return tools::source_state::idle;
+    if (wake_pending_) return tools::source_state::starting;
     return proc_.state();
 }
 
@@ -75,7 +77,108 @@ void child_source::start(tools::source_events events) {
         return;
     }
     bind_egress();
+    if (cfg_.on_demand) {
+        std::size_t listed = listed_before_start() ? tool_count() : 0;
+        if (listed == 0 && events_.pinned) {
+            auto defs = events_.pinned(*this);
+            for (auto& d : defs)
+                if (auto it = cfg_.timeout_ms.find(d.name); it != cfg_.timeout_ms.end())
+                    d.timeout_ms = it->second;
+            listed = defs.size();
+            if (listed > 0 && events_.registered) {
+                if (auto err = events_.registered(*this, std::move(defs))) {
+                    proc_.fail_permanently(std::move(*err));
+                    settle();
+                    return;
+                }
+            }
+        }
+        if (listed > 0) {
+            // Nothing runs until a call needs it (docs/configuration.md "Starting on demand").
+            idle_ = true;
+            listed_tools_ = listed;
+            spdlog::info("{} starts on demand: {} tool(s) listed from {}", label_, listed,
+                         listed_before_start() ? "its config" : "their pinned definitions");
+            settle();
+            return;
+        }
+        spdlog::info("{} starts on demand, but no listing of it is pinned yet: it starts now to "
+                     "list its tools, and stops after {} ms without calls",
+                     label_, cfg_.idle_stop_ms);
+    }
     proc_.start();
+}
+
+void child_source::restart() {
+    if (idle_) {
+        wake();
+        return;
+    }
+    proc_.restart();
+}
+
+void child_source::touch() {
+    last_use_ = std::chrono::steady_clock::now();
+    if (idle_) wake();
+}
+
+void child_source::wake() {
+    idle_ = false;
+    waking_ = true;
+    idle_timer_.cancel();
+    if (events_.lifecycle) {
+        std::string fields;
+        protocol::json_members(fields).string("reason", "on_demand");
+        events_.lifecycle(*this, "source_waking", fields);
+    }
+    if (idle_stopping_) {
+        wake_pending_ = true; // started when the idle stop ends
+        return;
+    }
+    proc_.start();
+}
+
+void child_source::arm_idle() {
+    if (!cfg_.on_demand) return;
+    idle_timer_.expires_at(last_use_ + std::chrono::milliseconds(cfg_.idle_stop_ms));
+    std::weak_ptr<tools::tool_source> weak = weak_from_this();
+    idle_timer_.async_wait([weak](const std::error_code& ec) {
+        if (ec) return;
+        if (auto self = std::static_pointer_cast<child_source>(weak.lock())) self->on_idle_timer();
+    });
+}
+
+void child_source::on_idle_timer() {
+    if (idle_ || proc_.state() != tools::source_state::ready) return; // re-armed when ready
+    const auto now = std::chrono::steady_clock::now();
+    if (peer_.in_flight() > 0 || !waiting_.empty() || holds_work()) {
+        last_use_ = now; // busy: a full idle period from now
+        arm_idle();
+        return;
+    }
+    if (now < last_use_ + std::chrono::milliseconds(cfg_.idle_stop_ms)) {
+        arm_idle(); // used since the timer was armed
+        return;
+    }
+    idle_ = true;
+    idle_stopping_ = true;
+    spdlog::info("{}: stopped after {} ms without calls; the next call starts it again", label_,
+                 cfg_.idle_stop_ms);
+    if (events_.lifecycle) {
+        std::string fields;
+        protocol::json_members(fields).number("idleStopMs", cfg_.idle_stop_ms);
+        events_.lifecycle(*this, "source_idle_stopped", fields);
+    }
+    std::weak_ptr<tools::tool_source> weak = weak_from_this();
+    proc_.stop(std::chrono::milliseconds(whole_.tools.kill_grace_ms), [weak] {
+        auto self = std::static_pointer_cast<child_source>(weak.lock());
+        if (!self) return;
+        self->idle_stopping_ = false;
+        if (self->wake_pending_) {
+            self->wake_pending_ = false;
+            self->proc_.start();
+        }
+    });
 }
 
 void child_source::bind_egress() {
@@ -102,13 +205,28 @@ void child_source::execute(const tools::call_ptr& c, const tools::tool& t) {
         (void)sole_call_in_flight(); // prunes the finished
         egress_calls_.push_back(c);
     }
+    touch(); // an idle on-demand source starts now
     switch (state()) {
     case tools::source_state::ready:
         send_execute(c, t);
         return;
+    case tools::source_state::idle: // not after touch()
     case tools::source_state::starting:
     case tools::source_state::restarting:
         // Wait for the child within the call's own timeout (§7).
+        if (waking_) {
+            // The caller hears why it waits (meith mcp sends it as progress).
+            std::string event;
+            protocol::json_members m(event.append("{"));
+            m.string("type", "progress")
+                .number("progress", 0)
+                .string("message",
+                        fmt::format("starting {} on demand (its first call since it was idle; "
+                                    "up to {} ms)",
+                                    label_, cfg_.start_timeout_ms));
+            event += '}';
+            c->emit(event);
+        }
         waiting_.emplace_back(c, &t);
         c->on_abandon([this, raw = c.get()] {
             std::erase_if(waiting_, [raw](const auto& w) { return w.first.get() == raw; });
@@ -125,6 +243,9 @@ void child_source::execute(const tools::call_ptr& c, const tools::tool& t) {
 }
 
 void child_source::stop(std::chrono::milliseconds kill_grace, std::function<void()> done) {
+    idle_ = false; // stopped for good: a late call is refused, not a reason to start
+    wake_pending_ = false;
+    idle_timer_.cancel();
     fail_waiting("was stopped (the daemon is shutting down, or a reload removed it)");
     proc_.stop(kill_grace, std::move(done));
 }
@@ -142,7 +263,8 @@ std::string child_source::status_json() const {
         m.null("lastError");
     else
         m.string("lastError", proc_.last_error());
-    m.number("tools", tool_count());
+    m.number("tools", idle_ ? listed_tools_ : tool_count());
+    if (cfg_.on_demand) m.string("start", "on-demand").number("idleStopMs", cfg_.idle_stop_ms);
     m.key("sandbox").push_back('{');
     out += conf_.status_members;
     out += '}';
@@ -164,10 +286,36 @@ std::string child_source::status_json() const {
 void child_source::became_ready() {
     proc_.mark_ready();
     settle();
+    waking_ = false;
+    last_use_ = std::chrono::steady_clock::now();
+    arm_idle();
     auto waiting = std::move(waiting_);
     waiting_.clear();
-    for (auto& [c, t] : waiting)
-        if (!c->resolved()) send_execute(c, *t);
+    for (auto& [c, t] : waiting) {
+        if (c->resolved()) continue;
+        if (!events_.current) {
+            send_execute(c, *t);
+            continue;
+        }
+        // The tool as the process lists it now: a call that waited on a listing from the pins
+        // (or on a restart) gets what the server offers, or the refusal a fresh call would.
+        auto now = events_.current(*t);
+        if (!now) {
+            c->resolve(tool_result::failure(
+                error_code::unknown_tool,
+                fmt::format("{} no longer lists tool '{}' since it started", label_,
+                            t->remote_name)));
+        } else if (now->quarantined) {
+            c->resolve(tool_result::failure(
+                error_code::permission_denied,
+                fmt::format("tool '{}' changed its definition when {} started; it is "
+                            "quarantined until a person accepts it: meith tools accept {}",
+                            now->name, label_, now->name)));
+        } else {
+            c->target = now;
+            send_execute(c, *now);
+        }
+    }
 }
 
 void child_source::settle() {
@@ -196,6 +344,8 @@ void child_source::fail_waiting(const std::string& why) {
 }
 
 bool child_source::confine_again() {
+    idle_ = false; // it starts in its new sandbox now
+    idle_timer_.cancel();
     conf_ = sandbox::confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, conf_.capabilities,
                              cfg_.command, cfg_.cwd, confine_config_json_);
     if (conf_.refusal) {

@@ -15,6 +15,9 @@
 #include "sandbox/confinement.hpp"
 #include "tools/tool_source.hpp"
 
+#include <asio/steady_timer.hpp>
+
+#include <chrono>
 #include <deque>
 #include <optional>
 #include <string>
@@ -34,10 +37,14 @@ class child_source : public tools::tool_source {
     /// (within the call's own timeout); fails it at once when the child is failed or stopped.
     void execute(const tools::call_ptr& c, const tools::tool& t) override;
     void stop(std::chrono::milliseconds kill_grace, std::function<void()> done) override;
-    void restart() override { proc_.restart(); }
+    /// An idle on-demand source starts now; any other restarts (`meith sources restart`).
+    void restart() override;
     bool confine_again() override;
     std::string_view kind() const override { return kind_; }
-    void fail(std::string why) override { proc_.fail_permanently(std::move(why)); }
+    void fail(std::string why) override {
+        idle_ = false;
+        proc_.fail_permanently(std::move(why));
+    }
     /// {"name","kind","state","pid","restarts","lastError","tools","sandbox"} and the kind's
     /// own members (append_status).
     std::string status_json() const final;
@@ -79,6 +86,12 @@ class child_source : public tools::tool_source {
     virtual std::size_t tool_count() const = 0;
     /// Appends the kind's own status members (",\"name\":value…") after "sandbox".
     virtual void append_status(std::string& out) const { (void)out; }
+    /// Its tools come from its config and were registered by before_start (an exec server):
+    /// an on-demand start needs no pins to list them.
+    virtual bool listed_before_start() const { return false; }
+    /// Work in the child that a stop would lose although no request is in flight (an MCP
+    /// task followed, a subscription open): an idle stop waits for it to end.
+    virtual bool holds_work() const { return false; }
 
     // ---- what a kind calls ------------------------------------------------------------------
 
@@ -93,6 +106,9 @@ class child_source : public tools::tool_source {
                                          const std::string& how) const;
     /// Fails every waiting call: "LABEL: why".
     void fail_waiting(const std::string& why);
+    /// The source is used now (a call, an MCP request): an on-demand source's idle period
+    /// starts again. An idle one is started (the caller waits for it as for any start).
+    void touch();
     /// When `defs` need another sandbox than the one the child runs in, starts it again in
     /// theirs (once; a second change fails the source) and returns true: the listing is then
     /// not registered. False when the sandbox fits (and is remembered for the next start).
@@ -121,8 +137,25 @@ class child_source : public tools::tool_source {
     /// Binds the proxy's callbacks to this source (after each confine).
     void bind_egress();
 
+    // ---- start on demand (docs/configuration.md "Starting on demand") -----------------
+    /// Starts the idle on-demand source's child (after an idle stop still under way, when
+    /// that ends).
+    void wake();
+    /// Arms the idle timer for `last_use_ + idle_stop_ms`.
+    void arm_idle();
+    /// The idle timer fired: stops the child when nothing ran for idle_stop_ms.
+    void on_idle_timer();
+
     bool started_ = false;
     bool settled_ = false;
+    /// On demand and not running: its tools listed (from the pins, or its config), state idle.
+    bool idle_ = false;
+    bool idle_stopping_ = false; ///< an idle stop waits for the child's exit
+    bool wake_pending_ = false;  ///< a call came during that stop: start when it ends
+    bool waking_ = false;        ///< started by a call: its callers hear so until ready
+    std::size_t listed_tools_ = 0; ///< what it listed while idle, for its status
+    std::chrono::steady_clock::time_point last_use_ = std::chrono::steady_clock::now();
+    asio::steady_timer idle_timer_;
     std::deque<std::pair<tools::call_ptr, const tools::tool*>> waiting_;
     /// Calls given to a source behind the egress proxy, to tell whose a connection is; pruned
     /// of finished ones at each call. Empty without a `network` table.

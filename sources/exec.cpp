@@ -352,6 +352,7 @@ class exec_server_source final : public child_source {
         return events_.registered(*this, std::move(defs));
     }
 
+    bool listed_before_start() const override { return true; } // its one declared tool
     void on_spawn() override { became_ready(); } // JSON-RPC exec has no handshake
     std::size_t tool_count() const override { return 1; }
 

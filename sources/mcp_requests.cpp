@@ -32,6 +32,7 @@ spdlog::level::level_enum log_level_of(std::string_view level) {
 
 void mcp_source::forward(std::string_view method, std::string params_json,
                          std::function<void(tools::mcp_answer)> done) {
+    touch(); // a request keeps an on-demand server running, as a call does
     if (!ready_)
         return done(tools::mcp_error(
             -32603, fmt::format("{} is not running ({})", label_, to_string(state()))));

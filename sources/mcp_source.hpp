@@ -88,6 +88,8 @@ class mcp_source final : public child_source, public tools::mcp_peer {
 
     void on_spawn() override;
     std::size_t tool_count() const override { return tool_names_.size(); }
+    /// A task followed or a subscription open on the listen keeps it from an idle stop.
+    bool holds_work() const override { return !tasks_.empty() || !listen_uris_.empty(); }
 
     void append_status(std::string& out) const override;
 

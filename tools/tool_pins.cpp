@@ -55,6 +55,8 @@ tool_pins::definition tool_pins::definition_of(const tool& t) {
     d.input_schema_json = t.input_schema_json;
     d.extra_json = t.extra_descriptor_json;
     permissions::append_capabilities(d.capabilities, t.capabilities);
+    d.payload_kind = t.payload_kind;
+    d.payload_format_json = t.payload_format_json;
     // Each member with its length, so no two definitions join to the same text.
     std::string text;
     for (const std::string_view part :
@@ -96,6 +98,8 @@ std::optional<std::string> tool_pins::load(std::filesystem::path file) {
         d.extra_json = v.value("extra", "");
         d.capabilities = v.value("capabilities", "");
         d.accepted_at = v.value("acceptedAt", "");
+        d.payload_kind = v.value("payload", "");
+        d.payload_format_json = v.value("payloadFormat", "");
         if (!d.hash.empty()) pins_.emplace(k, std::move(d));
     }
     return std::nullopt;
@@ -111,13 +115,16 @@ bool tool_pins::save() {
         return true;
     }
     nlohmann::json pins = nlohmann::json::object();
-    for (const auto& [k, d] : pins_)
-        pins[k] = {{"hash", d.hash},
-                   {"description", d.description},
-                   {"inputSchema", d.input_schema_json},
-                   {"extra", d.extra_json},
-                   {"capabilities", d.capabilities},
-                   {"acceptedAt", d.accepted_at}};
+    for (const auto& [k, d] : pins_) {
+        auto& pin = pins[k] = {{"hash", d.hash},
+                               {"description", d.description},
+                               {"inputSchema", d.input_schema_json},
+                               {"extra", d.extra_json},
+                               {"capabilities", d.capabilities},
+                               {"acceptedAt", d.accepted_at}};
+        if (!d.payload_kind.empty()) pin["payload"] = d.payload_kind;
+        if (!d.payload_format_json.empty()) pin["payloadFormat"] = d.payload_format_json;
+    }
     if (!config::write_private_file(*file_, nlohmann::json{{"pins", pins}}.dump(1) + "\n")) {
         // Kept dirty: the next listing (or accept) writes them again. Until then the pins live
         // only in memory and a restart of meithd would pin every tool anew.
@@ -154,6 +161,13 @@ tool_pins::verdict tool_pins::check(std::string_view source, const tool& t, bool
     v.old_hash = it->second.hash;
     if (it->second.hash == d.hash) {
         pending_.erase(k);
+        if (it->second.payload_kind != d.payload_kind ||
+            it->second.payload_format_json != d.payload_format_json) {
+            // A pin of an older meith: what it lacks to be listed without its source.
+            it->second.payload_kind = std::move(d.payload_kind);
+            it->second.payload_format_json = std::move(d.payload_format_json);
+            dirty_ = true;
+        }
         return v;
     }
     const definition& pinned = it->second;
@@ -173,6 +187,35 @@ tool_pins::verdict tool_pins::check(std::string_view source, const tool& t, bool
     v.quarantined = true;
     pending_[k] = std::move(d);
     return v;
+}
+
+std::vector<tool_definition> tool_pins::definitions_of(std::string_view source) const {
+    std::vector<tool_definition> out;
+    std::string prefix(source);
+    prefix += '/';
+    for (auto it = pins_.lower_bound(prefix); it != pins_.end() && it->first.starts_with(prefix);
+         ++it) {
+        const definition& d = it->second;
+        tool_definition t;
+        t.name = it->first.substr(prefix.size());
+        t.description = d.description;
+        t.input_schema_json = d.input_schema_json;
+        t.extra_descriptor_json = d.extra_json;
+        t.payload_kind = d.payload_kind;
+        t.payload_format_json = d.payload_format_json;
+        const auto caps = nlohmann::json::parse(d.capabilities, nullptr, false);
+        if (caps.is_array())
+            for (const auto& c : caps)
+                if (c.is_string()) t.capabilities.push_back(c.get<std::string>());
+        if (!d.extra_json.empty()) {
+            const auto extra = nlohmann::json::parse("{" + d.extra_json + "}", nullptr, false);
+            if (extra.is_object() && extra.contains("execution") &&
+                extra["execution"].is_object())
+                t.task_required = extra["execution"].value("taskSupport", "") == "required";
+        }
+        out.push_back(std::move(t));
+    }
+    return out;
 }
 
 bool tool_pins::accept(std::string_view source, std::string_view remote_name) {

@@ -12,10 +12,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace meith::tools {
 
 struct tool;
+struct tool_definition;
 
 class tool_pins {
   public:
@@ -27,6 +29,11 @@ class tool_pins {
         std::string extra_json; ///< the descriptor's other members (title, annotations, …)
         std::string capabilities;
         std::string accepted_at; ///< RFC 3339; empty for a pending definition
+        /// How its arguments are passed (`tool::payload_kind`, `payload_format_json`): kept
+        /// to list it without its source (definitions_of), outside the hash (a pin of an older
+        /// meith has none and matches as before).
+        std::string payload_kind;
+        std::string payload_format_json;
     };
 
     /// What the store says about a tool just listed by its source.
@@ -68,6 +75,12 @@ class tool_pins {
     /// The accepted definition and the one held, for a diff; nullopt when not held.
     std::optional<std::pair<std::optional<definition>, definition>>
     held(std::string_view source, std::string_view remote_name) const;
+
+    /// The accepted definitions of `source`'s tools, as the source would list them (names as
+    /// it knows them, capabilities as pinned, `execution.taskSupport` read off the descriptor's
+    /// other members), in name order: what an on-demand source offers before it runs
+    /// (docs/configuration.md "Starting on demand"). Empty when none is pinned.
+    std::vector<tool_definition> definitions_of(std::string_view source) const;
 
     /// SHA-256 (hex) of a tool's pinned members.
     static definition definition_of(const tool& t);

@@ -96,6 +96,13 @@ struct source_events {
     std::function<void(tool_source&, const egress::connection_record&, call_ptr owner,
                        egress::ask_reply reply)>
         egress_ask;
+    /// The source's accepted definitions from the pins (tool_pins::definitions_of): what an
+    /// on-demand source lists before it runs. Empty when none are pinned (or no pins kept).
+    std::function<std::vector<tool_definition>(tool_source&)> pinned;
+    /// The tool registered now under `t`'s name when it is still this source's (a listing
+    /// since may have replaced, quarantined or dropped it), else null: a call that waited for
+    /// an on-demand source's start goes to the tool as its process lists it.
+    std::function<std::shared_ptr<const tool>(const tool& t)> current;
 };
 
 /// What an MCP source offers beyond tools (docs/protocol.md §17): requests forwarded to its

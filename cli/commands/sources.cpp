@@ -43,7 +43,7 @@ std::vector<std::string> stderr_lines(const json& src) {
 }
 
 bool settled(const std::string& state) {
-    return state == "ready" || state == "failed" || state == "stopped";
+    return state == "ready" || state == "failed" || state == "stopped" || state == "idle";
 }
 
 /// The full error of a source that is not ready, wrapped, with where to read more.

@@ -1224,3 +1224,21 @@ TEST_CASE("a source's `enabled` is a bool, true unless it says false", "[config]
     CHECK_FALSE(parse_ok(source + "enabled = false\n").sources.at(0).enabled);
     CHECK_THAT(parse_err(source + "enabled = \"no\"\n").message, Catch::Contains("enabled"));
 }
+
+TEST_CASE("a source's `start` is eager or on-demand, and `idle_stop_ms` belongs to on-demand",
+          "[config]") {
+    const std::string source = "[[sources]]\nname = \"h\"\nkind = \"host\"\ncommand = [\"x\"]\n";
+    CHECK_FALSE(parse_ok(source).sources.at(0).on_demand);
+    CHECK_FALSE(parse_ok(source + "start = \"eager\"\n").sources.at(0).on_demand);
+    const auto c = parse_ok(source + "start = \"on-demand\"\nidle_stop_ms = 1500\n");
+    CHECK(c.sources.at(0).on_demand);
+    CHECK(c.sources.at(0).idle_stop_ms == 1500);
+    CHECK(parse_ok(source + "start = \"on-demand\"\n").sources.at(0).idle_stop_ms == 300000);
+    CHECK_THAT(parse_err(source + "start = \"lazy\"\n").message,
+               Catch::Contains("'start'") && Catch::Contains("on-demand"));
+    CHECK_THAT(parse_err(source + "idle_stop_ms = 1000\n").message,
+               Catch::Contains("'idle_stop_ms' in source 'h' applies to sources that start on "
+                               "demand; add start = \"on-demand\""));
+    CHECK_THAT(parse_err(source + "start = \"on-demand\"\nidle_stop_ms = 0\n").message,
+               Catch::Contains("idle_stop_ms"));
+}

@@ -1,0 +1,177 @@
+// End-to-end: sources that start on demand (`start = "on-demand"`, `idle_stop_ms`;
+// docs/configuration.md "Starting on demand"): listed from their pinned definitions without
+// running, started by the call that needs them (which hears why it waits), stopped again after
+// idle_stop_ms without calls, and nothing of them running before a call.
+#include "e2e/daemon_fixture.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+
+#include <fstream>
+#include <set>
+#include <thread>
+
+using namespace meith::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string mcp_fixture_toml(const std::string& name, const std::string& extra) {
+    const std::string server = std::string(MEITH_SOURCE_DIR) + "/tests/mcp/fake_server.mjs";
+    return "[[sources]]\nname = \"" + name + "\"\nkind = \"mcp\"\ncommand = [\"node\", \"" +
+           server + "\"]\nprefix = \"" + name + "_\"\ntrust_annotations = true\n" + extra + "\n";
+}
+
+/// Eight on-demand sources: four tool hosts, three MCP servers, one exec server.
+std::string eight_sources(std::uint64_t idle_stop_ms) {
+    const std::string on_demand =
+        "start = \"on-demand\"\nidle_stop_ms = " + std::to_string(idle_stop_ms) + "\n";
+    std::string toml;
+    for (int i = 1; i <= 4; ++i) {
+        const std::string name = "h" + std::to_string(i);
+        toml += host_source_toml(name, {"--name-prefix=" + name + "_"}, on_demand);
+    }
+    for (int i = 1; i <= 3; ++i)
+        toml += mcp_fixture_toml("m" + std::to_string(i), on_demand);
+    toml += exec_source_toml("x1", "server", "server.mjs", "x1_echo", {}, on_demand);
+    return toml;
+}
+
+const std::vector<std::string> names{"h1", "h2", "h3", "h4", "m1", "m2", "m3", "x1"};
+
+/// The processes whose parent is `pid` (from /proc/N/stat).
+std::set<pid_t> children_of(pid_t pid) {
+    std::set<pid_t> out;
+    DIR* proc = ::opendir("/proc");
+    if (proc == nullptr) return out;
+    while (const dirent* e = ::readdir(proc)) {
+        const pid_t child = static_cast<pid_t>(std::atoi(e->d_name));
+        if (child <= 0) continue;
+        std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+        std::string line;
+        std::getline(stat, line);
+        const auto close = line.rfind(')');
+        if (close == std::string::npos || close + 4 >= line.size()) continue;
+        if (line[close + 2] == 'Z') continue; // exited, not yet reaped
+        const pid_t parent = static_cast<pid_t>(std::atoi(line.c_str() + close + 4));
+        if (parent == pid) out.insert(child);
+    }
+    ::closedir(proc);
+    return out;
+}
+
+std::string state_of(client& c, const std::string& name) {
+    return source_status(c, name).value("state", "");
+}
+
+/// Polls until `pred` holds (false after `timeout`).
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 15s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(50ms);
+    }
+    return pred();
+}
+
+bool has_tool(client& c, const std::string& name) {
+    c.send({{"type", "list_tools"}, {"requestId", "lt"}, {"clientInfo", {{"caller", "cli"}}}});
+    for (;;) {
+        json f = c.read();
+        if (f.value("requestId", "") != "lt") continue;
+        for (const auto& t : f["tools"])
+            if (t["name"] == name) return true;
+        return false;
+    }
+}
+
+bool all_idle(client& c) {
+    for (const auto& n : names)
+        if (state_of(c, n) != "idle") return false;
+    return true;
+}
+
+} // namespace
+
+TEST_CASE("start = on-demand: eight sources listed from their pins with nothing running, a call "
+          "starts only its source and idle_stop_ms stops it again",
+          "[e2e][on-demand]") {
+    daemon_process d(eight_sources(1500));
+    client c(d.socket());
+    // Never seen: each (but the exec server, whose one tool its config declares) starts to
+    // list its tools, is pinned, and stops after idle_stop_ms without calls.
+    REQUIRE(eventually([&] { return all_idle(c); }));
+    CHECK(d.audit_events("source_idle_stopped").size() == 7);
+    CHECK(eventually([&] { return children_of(d.pid()).empty(); }, 5s));
+
+    // meithd's next start: nothing runs, every tool is listed from the pins.
+    d.stop();
+    d.restart();
+    client c2(d.socket());
+    CHECK(all_idle(c2));
+    CHECK(children_of(d.pid()).empty());
+    for (const auto& tool : {"h1_t_echo", "h4_t_echo", "m1_echo", "m3_echo", "x1_echo"})
+        CHECK(has_tool(c2, tool));
+    const json h2 = source_status(c2, "h2");
+    CHECK(h2["pid"].is_null());
+    CHECK(h2["start"] == "on-demand");
+    CHECK(h2["idleStopMs"] == 1500);
+    CHECK(h2["tools"].get<int>() > 0);
+    const auto listed = run_cli({"sources"}, d.home());
+    CHECK_THAT(listed.out, Catch::Contains("idle"));
+
+    // A call starts its source alone; the caller hears why it waits.
+    std::vector<json> events;
+    const json r = c2.call("m2_echo", {{"text", "wake"}}, json::object(), &events);
+    CHECK(r["result"]["ok"] == true);
+    REQUIRE_FALSE(events.empty());
+    CHECK(events.front()["type"] == "progress");
+    CHECK_THAT(events.front().value("message", ""),
+               Catch::Contains("starting MCP server 'm2' on demand"));
+    const json m2 = source_status(c2, "m2");
+    CHECK(m2["state"] == "ready");
+    REQUIRE(m2["pid"].is_number());
+    for (const auto& n : names)
+        if (n != "m2") CHECK(state_of(c2, n) == "idle");
+    CHECK(children_of(d.pid()).size() == 1);
+    CHECK(d.audit_events("source_waking").size() == 1);
+
+    // Calls keep it running; idle_stop_ms after the last one it stops, and its process is gone.
+    CHECK(c2.call("m2_echo", {{"text", "again"}})["result"]["ok"] == true);
+    const pid_t pid = m2["pid"].get<pid_t>();
+    REQUIRE(eventually([&] { return state_of(c2, "m2") == "idle"; }));
+    // Its pid stays listed until the process has exited.
+    CHECK(eventually([&] { return source_status(c2, "m2")["pid"].is_null(); }, 5s));
+    CHECK(eventually([&] { return ::kill(pid, 0) != 0; }, 5s));
+    CHECK(eventually([&] { return children_of(d.pid()).empty(); }, 5s));
+
+    // The next call starts it again; an exec server too.
+    CHECK(c2.call("m2_echo", {{"text", "back"}})["result"]["ok"] == true);
+    CHECK(c2.call("x1_echo", {{"mode", "echo"}})["result"]["ok"] == true);
+    CHECK(state_of(c2, "x1") == "ready");
+    const auto waking = run_cli({"audit", "--event", "source_waking"}, d.home());
+    CHECK_THAT(waking.out, Catch::Contains("starting on demand"));
+    const auto stopped = run_cli({"audit", "--event", "source_idle_stopped"}, d.home());
+    CHECK_THAT(stopped.out, Catch::Contains("stopped after 1500 ms without calls"));
+}
+
+TEST_CASE("start = on-demand: a call that arrives while its source stops for idleness waits and "
+          "runs, and a source stopped by a reload is not started by a late call",
+          "[e2e][on-demand]") {
+    daemon_process d(host_source_toml("h", {"--name-prefix=h_"},
+                                      "start = \"on-demand\"\nidle_stop_ms = 200\n"));
+    client c(d.socket());
+    REQUIRE(eventually([&] { return state_of(c, "h") == "idle"; }));
+    // Many short calls across several idle stops: every one is answered.
+    for (int i = 0; i < 20; ++i) {
+        CHECK(c.call("h_t_echo", {{"i", i}})["result"]["ok"] == true);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20 * (i % 15)));
+    }
+    // Removed by a reload: its tools go, nothing starts it again.
+    std::ofstream(d.home() / "meithd.toml") << "";
+    c.send({{"type", "reload_config"}, {"requestId", "r"}, {"clientInfo", {{"caller", "cli"}}}});
+    CHECK(c.read()["type"] == "config_reloaded");
+    CHECK(c.call("h_t_echo", json::object())["result"]["error"]["code"] == "UNKNOWN_TOOL");
+    CHECK(eventually([&] { return children_of(d.pid()).empty(); }, 5s));
+}

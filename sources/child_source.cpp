@@ -77,26 +77,29 @@ void child_source::start(tools::source_events events) {
         return;
     }
     bind_egress();
-    if (cfg_.on_demand) {
-        std::size_t listed = listed_before_start() ? tool_count() : 0;
-        if (listed == 0 && events_.pinned) {
-            auto defs = events_.pinned(*this);
-            for (auto& d : defs)
-                if (auto it = cfg_.timeout_ms.find(d.name); it != cfg_.timeout_ms.end())
-                    d.timeout_ms = it->second;
-            listed = defs.size();
-            if (listed > 0 && events_.registered) {
-                if (auto err = events_.registered(*this, std::move(defs))) {
-                    proc_.fail_permanently(std::move(*err));
-                    settle();
-                    return;
-                }
+    // What is known of it is listed at once (docs/protocol.md §1 "Startup order"): its pinned
+    // definitions, or the one tool its config declares. A call waits for its process as for
+    // any start; the listing the process gives replaces this one.
+    std::size_t listed = listed_before_start() ? tool_count() : 0;
+    if (listed == 0 && events_.pinned) {
+        auto defs = events_.pinned(*this);
+        for (auto& d : defs)
+            if (auto it = cfg_.timeout_ms.find(d.name); it != cfg_.timeout_ms.end())
+                d.timeout_ms = it->second;
+        listed = defs.size();
+        if (listed > 0 && events_.registered) {
+            if (auto err = events_.registered(*this, std::move(defs))) {
+                proc_.fail_permanently(std::move(*err));
+                settle();
+                return;
             }
         }
+    }
+    listed_tools_ = listed;
+    if (cfg_.on_demand) {
         if (listed > 0) {
             // Nothing runs until a call needs it (docs/configuration.md "Starting on demand").
             idle_ = true;
-            listed_tools_ = listed;
             spdlog::info("{} starts on demand: {} tool(s) listed from {}", label_, listed,
                          listed_before_start() ? "its config" : "their pinned definitions");
             settle();
@@ -105,6 +108,11 @@ void child_source::start(tools::source_events events) {
         spdlog::info("{} starts on demand, but no listing of it is pinned yet: it starts now to "
                      "list its tools, and stops after {} ms without calls",
                      label_, cfg_.idle_stop_ms);
+    } else if (listed > 0) {
+        wait_note_ = fmt::format("waiting for {} to start (its tools were listed from their "
+                                 "pins; up to {} ms)",
+                                 label_, cfg_.start_timeout_ms);
+        settle(); // meithd need not wait for it to be ready
     }
     proc_.start();
 }
@@ -124,7 +132,9 @@ void child_source::touch() {
 
 void child_source::wake() {
     idle_ = false;
-    waking_ = true;
+    wait_note_ = fmt::format("starting {} on demand (its first call since it was idle; up to "
+                             "{} ms)",
+                             label_, cfg_.start_timeout_ms);
     idle_timer_.cancel();
     if (events_.lifecycle) {
         std::string fields;
@@ -214,16 +224,13 @@ void child_source::execute(const tools::call_ptr& c, const tools::tool& t) {
     case tools::source_state::starting:
     case tools::source_state::restarting:
         // Wait for the child within the call's own timeout (§7).
-        if (waking_) {
+        if (!wait_note_.empty()) {
             // The caller hears why it waits (meith mcp sends it as progress).
-            std::string event;
-            protocol::json_members m(event.append("{"));
-            m.string("type", "progress")
+            std::string event = "{";
+            protocol::json_members(event)
+                .string("type", "progress")
                 .number("progress", 0)
-                .string("message",
-                        fmt::format("starting {} on demand (its first call since it was idle; "
-                                    "up to {} ms)",
-                                    label_, cfg_.start_timeout_ms));
+                .string("message", wait_note_);
             event += '}';
             c->emit(event);
         }
@@ -286,7 +293,7 @@ std::string child_source::status_json() const {
 void child_source::became_ready() {
     proc_.mark_ready();
     settle();
-    waking_ = false;
+    wait_note_.clear();
     last_use_ = std::chrono::steady_clock::now();
     arm_idle();
     auto waiting = std::move(waiting_);

@@ -152,7 +152,9 @@ class child_source : public tools::tool_source {
     bool idle_ = false;
     bool idle_stopping_ = false; ///< an idle stop waits for the child's exit
     bool wake_pending_ = false;  ///< a call came during that stop: start when it ends
-    bool waking_ = false;        ///< started by a call: its callers hear so until ready
+    /// Why a call waits for this start, told to its caller as progress until ready: a wake
+    /// on demand, or a start behind its pinned listing. Empty: no note (a restart).
+    std::string wait_note_;
     std::size_t listed_tools_ = 0; ///< what it listed while idle, for its status
     std::chrono::steady_clock::time_point last_use_ = std::chrono::steady_clock::now();
     asio::steady_timer idle_timer_;

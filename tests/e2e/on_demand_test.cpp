@@ -175,3 +175,35 @@ TEST_CASE("start = on-demand: a call that arrives while its source stops for idl
     CHECK(c.call("h_t_echo", json::object())["result"]["error"]["code"] == "UNKNOWN_TOOL");
     CHECK(eventually([&] { return children_of(d.pid()).empty(); }, 5s));
 }
+
+TEST_CASE("an eager source whose tools are pinned is listed at once and meithd does not wait for "
+          "it: a call waits for its start and hears why",
+          "[e2e][on-demand]") {
+    temp_dir scratch;
+    const fs::path hold = scratch.path / "hold";
+    // The first start lists and pins its tools; the next one is held at init until `hold` goes.
+    daemon_process d(host_source_toml(
+        "slow", {"--name-prefix=s_", "--hold-init-while=" + hold.string()}, "sandbox = \"off\"\n"));
+    {
+        client c(d.socket());
+        CHECK(c.call("s_t_echo", {{"x", 1}})["result"]["ok"] == true);
+    }
+    d.stop();
+    std::ofstream(hold) << "";
+    d.restart(); // ready although the host cannot be
+    client c(d.socket());
+    CHECK(state_of(c, "slow") == "starting");
+    CHECK(has_tool(c, "s_t_echo"));
+    c.send({{"type", "tool_call"}, {"requestId", "w"}, {"toolName", "s_t_echo"},
+            {"arguments", {{"x", 2}}}});
+    const json event = c.read();
+    REQUIRE(event["type"] == "tool_event");
+    CHECK(event["event"]["type"] == "progress");
+    CHECK_THAT(event["event"].value("message", ""),
+               Catch::Contains("waiting for tool host 'slow' to start (its tools were listed from "
+                               "their pins"));
+    fs::remove(hold);
+    const json r = c.wait_result("w");
+    CHECK(r["result"]["ok"] == true);
+    CHECK(state_of(c, "slow") == "ready");
+}

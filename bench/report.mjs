@@ -194,6 +194,9 @@ const i = one('i', 'idle_rss');
 // (l) what a person waits for (bench/waits.cpp).
 const lRun = (srv) => runs.find((r) => r.scenario === 'l' && r.server === srv && (r.status === 'ok' || r.status === 'disturbed_kept'));
 const lCall = lRun('call'), lMcp = lRun('mcp'), lDaemon = lRun('daemon'), lMany = lRun('mcp-many');
+// (m) eight sources, eager and on demand (bench/waits.cpp --mode daemon --mcp --rss).
+const mRun = (srv) => runs.find((r) => r.scenario === 'm' && r.server === srv && (r.status === 'ok' || r.status === 'disturbed_kept'));
+const mEager = mRun('eager'), mOnDemand = mRun('on-demand'), mCold = mRun('cold-call'), mWarm = mRun('warm-call');
 // (k) the kernel sandbox's cost: start-up of the (h) sources confined and not.
 const kStart = (v) => runs.find((r) => r.scenario === 'k' && r.server === `startup-${v}` && r.mode === 'startup' &&
     (r.status === 'ok' || r.status === 'disturbed_kept'));
@@ -314,6 +317,14 @@ const target = (name, value, shown, limit, pass) =>
     const v = lMany?.tools_list_p50_ms;
     target('(l) first `tools/list` through `meith mcp` with 10,000 tools ≤ 100 ms p50', v, `${fx(v, 1)} ms`, '≤ 100 ms', v <= 100);
 }
+{
+    const v = mOnDemand?.mcp_list_p50_ms;
+    target('(m) meithd\'s start to a first `tools/list` through `meith mcp`, 8 on-demand sources ≤ 50 ms p50', v, `${fx(v, 1)} ms`, '≤ 50 ms', v <= 50);
+}
+{
+    const v = mOnDemand?.processes;
+    target('(m) processes at rest with 8 on-demand sources: meithd alone', v, `${v}`, '1', v === 1);
+}
 
 // ------------------------------------------------------------------------------------------
 // Formatting
@@ -392,6 +403,10 @@ const otherBody = [
         lDaemon ? `median of ${lDaemon.iterations}: ${lDaemon.samples_ms.map((x) => fx(x, 1)).join(', ')} ms to every one of its ${lDaemon.sources} sources ready (list_sources polled every 1 ms) and \`list_tools\` answered (${lDaemon.tools} tools); first hello answered at ${fx(lDaemon.hello_p50_ms, 1)} ms. PATH=/usr/local/bin:/usr/bin:/bin, as a systemd user manager gives its services` : 'not run'],
     ['l', 'first `tools/list` through `meith mcp --all`, 10,000 tools', lMany ? `${fx(lMany.tools_list_p50_ms, 1)} ms` : '—',
         lMany ? `median of ${lMany.iterations} \`meith mcp --all\` starts against the (f) daemon, from exec to the first page (${lMany.tools} tools, ${int(lMany.tools_list_bytes)} bytes; min ${fx(lMany.tools_list_min_ms, 1)}, max ${fx(lMany.tools_list_max_ms, 1)} ms); \`initialize\` answered at ${fx(lMany.p50_ms, 2)} ms` : 'not run'],
+    ...[['eager', mEager], ['on-demand', mOnDemand]].map(([way, r]) => ['m', `8 sources, \`start = "${way}"\`: meithd's exec to a first \`tools/list\` through \`meith mcp\``, r ? `${fx(r.mcp_list_p50_ms, 1)} ms` : '—',
+        r ? `median of ${r.iterations} starts (${r.mcp_list_samples_ms.map((x) => fx(x, 1)).join(', ')} ms; ${r.mcp_tools} tools listed); at rest 2 s later: ${r.processes} process${r.processes === 1 ? '' : 'es'}, ${fx(r.rss_kib / 1024, 1)} MiB RSS in all (meithd and every descendant); all ${r.sources} sources settled at ${fx(r.p50_ms, 1)} ms` : 'not run']),
+    ['m', 'a `meith call` that starts its idle on-demand source / the same call while it runs', mCold && mWarm ? `${fx(mCold.p50_ms, 1)} / ${fx(mWarm.p50_ms, 2)} ms` : '—',
+        mCold && mWarm ? `server-everything's echo, \`idle_stop_ms = 150\`: median of ${mCold.iterations} calls 800 ms apart (each starts it: spawn, sandbox, Node.js start, \`initialize\`, \`tools/list\`, the call; min ${fx(mCold.min_ms, 1)}, max ${fx(mCold.max_ms, 1)} ms), against ${mWarm.iterations} back to back (min ${fx(mWarm.min_ms, 2)} ms)` : 'not run'],
     ['i', 'idle RSS, examples/meithd.toml', i ? `${fx(i.rss_kib / 1024, 1)} MiB` : '—',
         i ? `meithd only, 2 s after ready (anon ${fx(i.rss_anon_kib / 1024, 1)} MiB, peak ${fx(i.hwm_kib / 1024, 1)} MiB); its ${i.children} child processes add ${fx(i.children_rss_kib / 1024, 1)} MiB` : 'not run'],
 ];

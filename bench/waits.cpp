@@ -11,9 +11,15 @@
 //       PROGRAM (`meith mcp …`) started N times; time to the answer of `initialize` written at
 //       once to its stdin; with --tools-list, then `notifications/initialized` + `tools/list`
 //       and the time from start to the complete tools/list answer (its tools counted).
-//   waits --mode daemon --iterations N --socket PATH -- PROGRAM ARGS...
+//   waits --mode daemon --iterations N --socket PATH [--mcp "MEITH ARGS"] [--rss] -- PROGRAM ARGS...
 //       PROGRAM (`meithd …`) started N times; time to the first hello answered on PATH, and to
-//       every source ready (list_sources polled every 1 ms) and all tools listed (list_tools).
+//       every source settled (ready, or idle for an on-demand one: list_sources polled every
+//       1 ms) and all tools listed (list_tools). With --mcp, that command (split at spaces:
+//       `meith --socket PATH mcp`) is started once hello is answered and timed from PROGRAM's
+//       start to its complete tools/list answer (`mcp_list_`). With --rss, after the last
+//       start settled and 2 s passed, the summed VmRSS of PROGRAM and every descendant and
+//       their count (`rss_kib`, `processes`).
+//   --pause-ms N (command mode): sleep N ms between runs (an on-demand source stops when idle).
 //
 // Prints ONE JSON line: {"mode":M,"iterations":N,"p50_ms":..,"min_ms":..,"max_ms":..,
 // "samples_ms":[..], ...mode fields}. Exit status: 0 when every sample worked, 1 otherwise, 2 on
@@ -31,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -76,6 +83,9 @@ struct options {
     bool tools_list = false;
     std::string socket_path;
     double timeout = 30;
+    std::vector<std::string> mcp; ///< --mcp, split at spaces
+    bool rss = false;
+    int pause_ms = 0;
     std::vector<std::string> argv;
 };
 
@@ -104,6 +114,18 @@ options parse_args(int argc, char** argv) {
             o.socket_path = value();
         else if (a == "--timeout")
             o.timeout = std::atof(value().c_str());
+        else if (a == "--mcp") {
+            const std::string cmd = value();
+            std::size_t from = 0;
+            while (from < cmd.size()) {
+                const auto to = std::min(cmd.find(' ', from), cmd.size());
+                if (to > from) o.mcp.push_back(cmd.substr(from, to - from));
+                from = to + 1;
+            }
+        } else if (a == "--rss")
+            o.rss = true;
+        else if (a == "--pause-ms")
+            o.pause_ms = std::atoi(value().c_str());
         else
             usage("unknown argument " + std::string(a));
     }
@@ -237,9 +259,67 @@ int run_command(const options& o) {
         if (out.find(o.expect) == std::string::npos)
             die("`" + head(o.argv) + "` printed " + out.substr(0, 300) + ", not " + o.expect);
         t.ns.push_back(dt);
+        if (o.pause_ms > 0 && i + 1 < o.iterations) usleep(static_cast<useconds_t>(o.pause_ms) * 1000);
     }
     std::printf("{\"mode\":\"command\",\"iterations\":%d%s}\n", o.iterations, t.json("").c_str());
     return 0;
+}
+
+/// `meith mcp` (argv) started, initialized and asked tools/list; returns the answer's tool
+/// count. Dies on a wrong or missing answer.
+std::size_t mcp_tools_list(const std::vector<std::string>& argv, int64_t deadline) {
+    static constexpr std::string_view exchange =
+        R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench-waits","version":"1"}}})"
+        "\n"
+        R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+        "\n"
+        R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})"
+        "\n";
+    child c = start(argv, true);
+    if (!write_all(c.in_fd, exchange)) die("cannot write to `" + head(argv) + "`");
+    std::string out;
+    if (!read_until(c.out_fd, out, deadline, [](const std::string& b) {
+            const auto at = b.find(R"("id":2,)");
+            return at != std::string::npos && b.find('\n', at) != std::string::npos;
+        }))
+        die("no tools/list answer from `" + head(argv) + "`: " + out.substr(0, 300));
+    const std::size_t tools = count(out, "\"inputSchema\"");
+    finish(c, false);
+    return tools;
+}
+
+/// VmRSS (KiB) of `pid` and every process under it, and how many processes that is.
+std::pair<std::uint64_t, std::size_t> tree_rss(pid_t root) {
+    std::vector<std::pair<pid_t, pid_t>> procs; // pid, parent
+    std::vector<std::pair<pid_t, std::uint64_t>> rss;
+    if (DIR* d = opendir("/proc")) {
+        while (const dirent* e = readdir(d)) {
+            const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+            if (pid <= 0) continue;
+            const std::string base = std::string("/proc/") + e->d_name;
+            FILE* f = std::fopen((base + "/status").c_str(), "r");
+            if (f == nullptr) continue;
+            char line[256];
+            pid_t parent = 0;
+            std::uint64_t kib = 0;
+            while (std::fgets(line, sizeof line, f)) {
+                if (std::strncmp(line, "PPid:", 5) == 0) parent = std::atoi(line + 5);
+                if (std::strncmp(line, "VmRSS:", 6) == 0) kib = std::strtoull(line + 6, nullptr, 10);
+            }
+            std::fclose(f);
+            procs.emplace_back(pid, parent);
+            rss.emplace_back(pid, kib);
+        }
+        closedir(d);
+    }
+    std::vector<pid_t> tree{root};
+    for (std::size_t i = 0; i < tree.size(); ++i)
+        for (const auto& [pid, parent] : procs)
+            if (parent == tree[i]) tree.push_back(pid);
+    std::uint64_t total = 0;
+    for (const auto& [pid, kib] : rss)
+        if (std::find(tree.begin(), tree.end(), pid) != tree.end()) total += kib;
+    return {total, tree.size()};
 }
 
 int run_mcp(const options& o) {
@@ -318,8 +398,9 @@ bool ask(int fd, std::string_view frame, std::string& buf, std::string& line, in
 int run_daemon(const options& o) {
     if (o.socket_path.empty()) usage("--mode daemon needs --socket");
     std::signal(SIGPIPE, SIG_IGN);
-    samples hello, listed;
-    std::size_t tools = 0, sources = 0;
+    samples hello, listed, mcp_listed;
+    std::size_t tools = 0, sources = 0, mcp_tools = 0;
+    std::pair<std::uint64_t, std::size_t> rest{0, 0};
     for (int i = 0; i < o.iterations; ++i) {
         unlink(o.socket_path.c_str());
         const int64_t t0 = now_ns(), deadline = t0 + static_cast<int64_t>(o.timeout * 1e9);
@@ -338,11 +419,18 @@ int run_daemon(const options& o) {
             line.find("hello_result") == std::string::npos)
             die("no hello_result: " + line.substr(0, 300));
         hello.ns.push_back(now_ns() - t0);
+        if (!o.mcp.empty()) {
+            mcp_tools = mcp_tools_list(o.mcp, deadline);
+            mcp_listed.ns.push_back(now_ns() - t0);
+            running_child = c.pid;
+        }
         for (;;) {
             if (!ask(fd, "{\"type\":\"list_sources\",\"requestId\":\"s\"}\n", buf, line, deadline))
                 die("no sources_list; last: " + line.substr(0, 300));
             sources = count(line, "\"state\":");
-            if (count(line, "\"state\":\"ready\"") == sources) break;
+            if (count(line, "\"state\":\"ready\"") + count(line, "\"state\":\"idle\"") ==
+                sources)
+                break;
             if (const auto bad = line.find("\"state\":\"failed\""); bad != std::string::npos) {
                 const auto from = line.rfind("{\"name\":", bad);
                 die("a source failed: " + line.substr(from == std::string::npos ? 0 : from, 1200));
@@ -354,12 +442,22 @@ int run_daemon(const options& o) {
             die("no tools_list: " + line.substr(0, 300));
         listed.ns.push_back(now_ns() - t0);
         tools = count(line, "\"inputSchema\"");
+        if (o.rss && i + 1 == o.iterations) {
+            sleep(2); // at rest: first allocations done, nothing in flight
+            rest = tree_rss(c.pid);
+        }
         close(fd);
         finish(c, true);
     }
-    std::printf("{\"mode\":\"daemon\",\"iterations\":%d%s%s,\"sources\":%zu,\"tools\":%zu}\n",
+    std::string extra;
+    if (!o.mcp.empty())
+        extra += mcp_listed.json("mcp_list_") + ",\"mcp_tools\":" + std::to_string(mcp_tools);
+    if (o.rss)
+        extra += ",\"rss_kib\":" + std::to_string(rest.first) +
+                 ",\"processes\":" + std::to_string(rest.second);
+    std::printf("{\"mode\":\"daemon\",\"iterations\":%d%s%s,\"sources\":%zu,\"tools\":%zu%s}\n",
                 o.iterations, listed.json("").c_str(), hello.json("hello_").c_str(), sources,
-                tools);
+                tools, extra.c_str());
     return 0;
 }
 

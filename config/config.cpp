@@ -35,6 +35,7 @@ using namespace std::string_view_literals;
 constexpr std::array source_kind_names{"host"sv, "exec"sv, "mcp"sv};
 constexpr std::array exec_mode_names{"oneshot"sv, "server"sv};
 constexpr std::array start_mode_names{"eager"sv, "on-demand"sv};
+constexpr std::array instance_mode_names{"shared"sv, "per-client"sv, "per-session"sv};
 constexpr std::array hook_kind_names{"filter"sv, "observe"sv};
 constexpr std::array filter_phases{"before_execution"sv, "after_execution"sv};
 constexpr std::array observe_phases{"session_start"sv, "session_end"sv, "before_execution"sv,
@@ -356,6 +357,32 @@ void parse_start(checker& c, const toml::table& t, const scope& s, source_config
     assign(src.idle_stop_ms, c.read_uint(s, "idle_stop_ms", 1, 24 * max_grace_ms)); // a day
 }
 
+/// `instances`, `max_instances`, `instance_grace_ms` (docs/configuration.md "Instances").
+void parse_instances(checker& c, const toml::table& t, const scope& s,
+                     std::optional<source_kind> kind, source_config& src) {
+    if (auto i = c.read_enum(s, "instances", instance_mode_names))
+        src.instances = static_cast<instance_mode>(*i);
+    const auto* mode = t.get("instances");
+    if (mode != nullptr && src.instances != instance_mode::shared &&
+        (kind == source_kind::exec || t.get("url") != nullptr)) {
+        c.fail(mode->source(),
+               fmt::format("'instances' in {} is for tool hosts and MCP servers over stdio; {} "
+                           "runs no process of its own per client",
+                           s.name, kind == source_kind::exec ? "an exec tool" : "a remote server"));
+        return;
+    }
+    for (const char* key : {"max_instances", "instance_grace_ms"})
+        if (const auto* v = t.get(key); v != nullptr && src.instances == instance_mode::shared) {
+            c.fail(v->source(),
+                   fmt::format("'{}' in {} applies to instances = \"per-client\" or "
+                               "\"per-session\"; add one or remove it",
+                               key, s.name));
+            return;
+        }
+    assign(src.max_instances, c.read_uint(s, "max_instances", 1, 256));
+    assign(src.instance_grace_ms, c.read_uint(s, "instance_grace_ms", 0, max_grace_ms));
+}
+
 void parse_sources(checker& c, const scope& root, std::vector<source_config>& out) {
     std::map<std::string, std::string> first_seen; // name -> where
     for (const auto* t : c.read_table_array(root, "sources")) {
@@ -388,7 +415,10 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
                          "profile",
                          "enabled",
                          "start",
-                         "idle_stop_ms"});
+                         "idle_stop_ms",
+                         "instances",
+                         "max_instances",
+                         "instance_grace_ms"});
         parse_sandbox(c, s, src.sandbox, src.sandbox_paths);
         parse_profile(c, s, src.sandbox_paths);
         src.sandbox_paths.state_dir = source_state_dir(src.name);
@@ -424,6 +454,7 @@ void parse_sources(checker& c, const scope& root, std::vector<source_config>& ou
         assign(src.start_timeout_ms, c.read_uint(s, "start_timeout_ms", 1, max_grace_ms));
         assign(src.enabled, c.read_bool(s, "enabled"));
         parse_start(c, *t, s, src);
+        parse_instances(c, *t, s, kind, src);
 
         parse_exec_tool_table(c, *t, s, kind, src);
         out.push_back(std::move(src));

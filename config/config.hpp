@@ -195,6 +195,11 @@ struct sandbox_paths_config {
     bool operator==(const sandbox_paths_config&) const = default;
 };
 
+/// `instances` (docs/configuration.md "Instances"): one process for every client (`shared`),
+/// one per client profile or MCP client name (`per_client`), one per connection
+/// (`per_session`).
+enum class instance_mode { shared, per_client, per_session };
+
 struct source_config {
     std::string name;
     source_kind kind = source_kind::host;
@@ -228,6 +233,12 @@ struct source_config {
     bool on_demand = false;
     /// on-demand only: milliseconds without a call in flight after which its process stops.
     std::uint64_t idle_stop_ms = 300000;
+    /// host and stdio mcp: who shares one process (sources/instance_pool.hpp).
+    instance_mode instances = instance_mode::shared;
+    /// per-client / per-session only: at most this many instances run at once.
+    std::uint64_t max_instances = 8;
+    /// per-client / per-session only: how long an instance outlives its last session.
+    std::uint64_t instance_grace_ms = 10000;
     /// mcp only: a remote server's Streamable HTTP endpoint (docs/protocol.md §18); such a
     /// source has no `command` (meithd runs its bridge, meith-remote).
     std::string url;

@@ -218,10 +218,13 @@ class registry final : public tools::call_owner {
     void set_rate_limits(const std::vector<config::rate_limit_config>& rates) {
         rates_.configure(rates);
     }
-    /// A session ended: its grants and its per-session rate buckets go.
+    /// A session ended: its grants, its per-session rate buckets and (after their grace) the
+    /// source instances only it used go.
     void end_session(std::string_view session) {
         approvals_.end_session(session);
         rates_.end_session(session);
+        for (const auto& s : sources_)
+            s->session_ended(session); // an instance of it may stop (instance_pool.hpp)
     }
     /// Replaces the client profiles (`[clients.NAME]`, docs/protocol.md §23); a connection
     /// looks its profile up by name for each frame, so the next frame uses the new one.

@@ -125,6 +125,16 @@ void child_source::restart() {
     proc_.restart();
 }
 
+tools::call_ptr child_source::waiting_call_of_one_session() const {
+    tools::call_ptr newest;
+    for (const auto& [c, t] : waiting_) {
+        if (c->resolved()) continue;
+        if (newest && c->session_id != newest->session_id) return nullptr;
+        newest = c;
+    }
+    return newest;
+}
+
 void child_source::touch() {
     last_use_ = std::chrono::steady_clock::now();
     if (idle_) wake();

@@ -106,6 +106,10 @@ class child_source : public tools::tool_source {
                                          const std::string& how) const;
     /// Fails every waiting call: "LABEL: why".
     void fail_waiting(const std::string& why);
+    /// The newest call waiting for the child's start when every waiting call is one
+    /// session's (a server's request during its start is that client's: roots asked at
+    /// `initialized`), else null.
+    tools::call_ptr waiting_call_of_one_session() const;
     /// The source is used now (a call, an MCP request): an on-demand source's idle period
     /// starts again. An idle one is started (the caller waits for it as for any start).
     void touch();

@@ -1,6 +1,8 @@
 // source_factory: the table of source kinds (see source_factory.hpp).
 #include "sources/factory.hpp"
 
+#include "sources/instance_pool.hpp"
+
 #include <array>
 #include <stdexcept>
 
@@ -52,7 +54,13 @@ std::shared_ptr<tools::tool_source> make_source(std::string_view kind, const sou
 
 std::shared_ptr<tools::tool_source> make_source(const source_context& ctx,
                                                 const config::source_config& cfg) {
-    return make_source(config::to_string(cfg.kind), ctx, cfg);
+    if (cfg.instances == config::instance_mode::shared)
+        return make_source(config::to_string(cfg.kind), ctx, cfg);
+    // One process per session or client: the pool makes them from this same entry.
+    return std::make_shared<instance_pool>(
+        ctx.ex, cfg, std::chrono::milliseconds(ctx.whole.tools.kill_grace_ms), [ctx, cfg] {
+        return make_source(config::to_string(cfg.kind), ctx, cfg);
+    });
 }
 
 } // namespace meith::sources

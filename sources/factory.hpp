@@ -48,7 +48,8 @@ std::string known_source_kinds();
 std::shared_ptr<tools::tool_source> make_source(std::string_view kind, const source_context& ctx,
                                                 const config::source_config& cfg = {});
 
-/// Makes the source `cfg` describes (`[[sources]]`, kind config::to_string(cfg.kind)).
+/// Makes the source `cfg` describes (`[[sources]]`, kind config::to_string(cfg.kind)); with
+/// `instances` other than shared, a pool of them (instance_pool.hpp).
 std::shared_ptr<tools::tool_source> make_source(const source_context& ctx,
                                                 const config::source_config& cfg);
 

@@ -232,7 +232,10 @@ tools::call_ptr mcp_source::owning_call(std::string& why) const {
             newest_token = token;
         }
     }
-    if (!newest) why = "no call is in flight on this server";
+    if (newest) return newest;
+    // During its start the calls waiting for it are in flight too: the request is theirs.
+    if ((newest = waiting_call_of_one_session())) return newest;
+    why = "no call is in flight on this server";
     return newest;
 }
 

@@ -151,6 +151,10 @@ class tool_source : public std::enable_shared_from_this<tool_source> {
     /// "Learned profiles") and restarts in it. False for a source that runs no process.
     virtual bool confine_again() { return false; }
 
+    /// A client's session (connection) ended: a source run per session or per client stops
+    /// what was that session's (sources/instance_pool.hpp). Others ignore it.
+    virtual void session_ended(std::string_view session) { (void)session; }
+
     /// The registry took the source's tools back (a source earlier in the config lists one of
     /// their names): stop it and stay `failed` with `why` as its last error until restart().
     virtual void fail(std::string why) { (void)why; }

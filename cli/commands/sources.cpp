@@ -42,6 +42,12 @@ std::vector<std::string> stderr_lines(const json& src) {
     return out;
 }
 
+/// "on demand, stops after N ms without calls" for an on-demand source, else "".
+std::string start_text(const json& src) {
+    if (text(src, "start", "") != "on-demand") return "";
+    return fmt::format("on demand, stops after {} ms without calls", count_text(src, "idleStopMs"));
+}
+
 bool settled(const std::string& state) {
     return state == "ready" || state == "failed" || state == "stopped" || state == "idle";
 }
@@ -78,6 +84,21 @@ int describe_source(const options& opts, const json& sources, const std::string&
     fmt::print("  pid:         {}\n", count_text(*src, "pid"));
     fmt::print("  restarts:    {}\n", count_text(*src, "restarts"));
     fmt::print("  tools:       {}\n", count_text(*src, "tools"));
+    if (const json* mode = get_field(*src, "instancesMode"); mode != nullptr && mode->is_string()) {
+        // One process per session or client (docs/configuration.md "Instances").
+        const json* list = get_field(*src, "instances");
+        const std::size_t n = list != nullptr && list->is_array() ? list->size() : 0;
+        fmt::print("  instances:   {}, {} running of at most {}\n",
+                   sanitize(mode->get<std::string>(), false), n, count_text(*src, "maxInstances"));
+        for (std::size_t i = 0; i < n; ++i) {
+            const json& inst = (*list)[i];
+            const std::string agent = text(inst, "agent", "");
+            fmt::print("    {}: {}, pid {}{}\n", text(inst, "key"), text(inst, "state"),
+                       count_text(inst, "pid"),
+                       agent.empty() ? "" : fmt::format(", agent {}", agent));
+        }
+    }
+    if (start_text(*src) != "") fmt::print("  start:       {}\n", start_text(*src));
     if (text(*src, "kind") == "mcp") // the MCP revision negotiated with this server (§17)
         fmt::print("  protocol:    MCP {}\n",
                    get_string(*src, "protocolVersion").value_or("(not negotiated yet)"));

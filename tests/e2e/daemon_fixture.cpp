@@ -206,10 +206,15 @@ daemon_process::daemon_process(const std::string& config_toml, std::vector<std::
     spawn_and_wait();
 }
 
-void daemon_process::restart() {
+void daemon_process::restart(bool wait_started) {
     if (!exited_) stop(SIGTERM);
     exited_ = false;
     spawn_and_wait();
+    if (!wait_started) return;
+    // A source whose tools are pinned (every one that listed before) no longer holds meithd's
+    // readiness (docs/protocol.md §1): wait for the starts, as the first start's readiness did.
+    client c(socket_);
+    (void)wait_sources_settled(c, ready_within_);
 }
 
 void daemon_process::spawn_and_wait() {

@@ -87,8 +87,10 @@ class daemon_process {
     /// Waits for the process to exit on its own; returns its exit status or -1 on timeout.
     int wait_exit(std::chrono::milliseconds timeout);
     bool running();
-    /// Starts the daemon again on the same home and socket after it exited (or was killed).
-    void restart();
+    /// Starts the daemon again on the same home and socket after it exited (or was killed),
+    /// then waits (within ready_within) until no source is starting or restarting, unless
+    /// `wait_started` is false: sources listed from their pins make meithd ready before that.
+    void restart(bool wait_started = true);
     /// The audit log's lines, parsed.
     std::vector<json> audit() const;
     /// Audit lines with "event" == `event`.

@@ -344,6 +344,52 @@ TEST_CASE("profiles: Playwright runs in the browser profile, its tools declared 
     CHECK(fs::exists(state.path / "meith" / "sources" / "pw" / "cache" / "ms-playwright-mcp"));
 }
 
+TEST_CASE("instances: Playwright per session gives two SDK clients a browser each, one's "
+          "browser_close leaves the other's page, and a client's browser is gone after it leaves",
+          "[e2e][instances][slow]") {
+    if (!fs::exists("/usr/bin/chromium"))
+        SKIP_TEST("Debian's chromium is not installed (scripts/install-deps installs it)");
+    temp_dir state;
+    env_override state_home("XDG_STATE_HOME", state.path.string());
+    const served_page page_a("<html><head><title>Page of A</title></head><body><p>alpha "
+                             "content</p></body></html>\n");
+    const served_page page_b("<html><head><title>Page of B</title></head><body><p>bravo "
+                             "content</p></body></html>\n");
+    const std::string cli = mcp_dir() + "/node_modules/@playwright/mcp/cli.js";
+    daemon_process d("[[sources]]\nname = \"pw\"\nkind = \"mcp\"\ncommand = [\"node\", " +
+                         json(cli).dump() +
+                         ", \"--headless\", \"--executable-path\", \"/usr/bin/chromium\"]\n"
+                         "prefix = \"pw_\"\nprofile = \"browser\"\n"
+                         "capabilities = { \"browser_*\" = [\"controls-browser\"] }\n"
+                         "instances = \"per-session\"\ninstance_grace_ms = 1000\n"
+                         "[permissions.callers.plugin]\nallow = [\"read-only\", "
+                         "\"controls-browser\"]\n",
+                     {}, {}, 60s);
+    const json out = run_json_command("MEITH_NO_AUTOSTART=1 node '" + mcp_dir() +
+                                      "/bridge_client.mjs' pair '" + MEITH_CLI + "' '" +
+                                      d.home().string() + "' '" + page_a.url() + "' '" +
+                                      page_b.url() + "'");
+    INFO(out.dump(2) << "\n" << d.log());
+    CHECK(out["navA"]["isError"] == false);
+    CHECK(out["navB"]["isError"] == false);
+    // Each client's snapshot shows its own page, though they navigated at the same time.
+    CHECK_THAT(out["snapA"]["text"].get<std::string>(), Catch::Contains("alpha content"));
+    CHECK_THAT(out["snapA"]["text"].get<std::string>(), !Catch::Contains("bravo"));
+    CHECK_THAT(out["snapB"]["text"].get<std::string>(), Catch::Contains("bravo content"));
+    CHECK_THAT(out["snapB"]["text"].get<std::string>(), !Catch::Contains("alpha"));
+    // A's browser_close closed A's page only.
+    CHECK(out["closeA"]["isError"] == false);
+    CHECK_THAT(out["snapBAfterClose"]["text"].get<std::string>(), Catch::Contains("bravo content"));
+    CHECK(out["navAAgain"]["isError"] == false);
+    REQUIRE(out["instances"].size() == 2);
+    // A disconnected: after the grace, nothing of its instance runs (the server and its
+    // browser), while B's goes on.
+    CHECK(out["processesUnderA"].get<int>() >= 3); // at least the server, chromium, a renderer
+    CHECK(out["aliveUnderAAfterGrace"] == 0);
+    CHECK(out["instancesAfter"] == json::array({"agent-b"}));
+    CHECK_THAT(out["snapBLast"]["text"].get<std::string>(), Catch::Contains("bravo content"));
+}
+
 TEST_CASE("profiles: chrome-devtools-mcp, named as its package, starts Debian's chromium in the "
           "browser profile on a runtime folder longer than /run/user/1000",
           "[e2e][profiles][slow]") {

@@ -374,3 +374,21 @@ TEST_CASE("mcp families: a client profile reaches the resources, prompts and com
     client plain(d.socket());
     CHECK(mcp_request(plain, "rr4", "resources/read", {{"uri", doc}})["type"] == "mcp_result");
 }
+
+TEST_CASE("instances: server-everything per session with forward_roots shows each SDK client its "
+          "own roots in get-roots-list",
+          "[e2e][mcp][instances]") {
+    daemon_process d("[[sources]]\nname = \"everything\"\nkind = \"mcp\"\ncommand = [\"node\", " +
+                     json(everything_js()).dump() +
+                     ", \"stdio\"]\nprefix = \"ev_\"\nforward_roots = true\n"
+                     "trust_annotations = true\ninstances = \"per-session\"\n");
+    const json out = run_json_command("MEITH_NO_AUTOSTART=1 node '" + mcp_dir() +
+                                      "/bridge_client.mjs' roots '" + MEITH_CLI + "' '" +
+                                      d.home().string() + "'");
+    INFO(out.dump(2) << "\n" << d.log());
+    CHECK_THAT(out["a"].get<std::string>(), Catch::Contains("file:///roots/a"));
+    CHECK_THAT(out["a"].get<std::string>(), !Catch::Contains("file:///roots/b"));
+    CHECK_THAT(out["b"].get<std::string>(), Catch::Contains("file:///roots/b"));
+    CHECK_THAT(out["b"].get<std::string>(), !Catch::Contains("file:///roots/a"));
+    CHECK_THAT(out["aAgain"].get<std::string>(), Catch::Contains("file:///roots/a"));
+}

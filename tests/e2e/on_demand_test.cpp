@@ -190,7 +190,7 @@ TEST_CASE("an eager source whose tools are pinned is listed at once and meithd d
     }
     d.stop();
     std::ofstream(hold) << "";
-    d.restart(); // ready although the host cannot be
+    d.restart(false); // ready although the host cannot be
     client c(d.socket());
     CHECK(state_of(c, "slow") == "starting");
     CHECK(has_tool(c, "s_t_echo"));

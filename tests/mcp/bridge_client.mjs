@@ -22,17 +22,21 @@
 //       search_tools for $QUERY and call_tool of each name in $VIA_CALL_TOOL.
 //   node bridge_client.mjs calls MEITH HOME             the SDK's Client over `meith mcp`: tools/list,
 //       then each call of $CALLS_JSON ([{name, arguments}]) in turn: isError and its text.
+//   node bridge_client.mjs pair MEITH HOME URL_A URL_B  two SDK clients on a per-session Playwright
+//       source: their pages, a browser_close of one, and what is left of it after it disconnects.
+//   node bridge_client.mjs roots MEITH HOME             two SDK clients with roots of their own call
+//       server-everything's get-roots-list on a per-session source: what each was shown.
 //   node bridge_client.mjs pages MEITH HOME ARGS...     the SDK's Client over `meith mcp ARGS...`
 //       lists every tool page by page (nextCursor); the names go one a line to $NAMES_FILE.
 //
 // Prints one JSON object with what it saw; the C++ test asserts on it.
 import { spawn, execFileSync } from 'node:child_process';
-import { copyFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ListRootsRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const [mode, meith, ...rest] = process.argv.slice(2);
 const withTimeout = (p, ms, what) =>
@@ -280,7 +284,93 @@ async function oversized(args) {
     return out;
 }
 
+// Two SDK clients ("agent-a", "agent-b") through two `meith mcp` processes on a per-session
+// Playwright source (prefix pw_): both navigate at once (A to URL_A, B to URL_B) and snapshot;
+// A closes its browser; B snapshots again; A navigates again. Then A disconnects; the processes under A's instance
+// (from `meith sources pw --json`) are polled until gone (up to 20 s) while B stays connected,
+// and B snapshots once more.
+async function pair(home, urlA, urlB) {
+    const connect = async (name) => {
+        const transport = new StdioClientTransport({ command: meith, args: ['mcp', '--home', home], stderr: 'inherit' });
+        const client = new Client({ name, version: '1.0.0' });
+        await client.connect(transport);
+        return client;
+    };
+    const text = (r) => (r.content ?? []).map((c) => c.text ?? '').join('');
+    const call = async (client, name, args = {}) => {
+        const r = await withTimeout(client.callTool({ name, arguments: args }), 90000, name);
+        return { isError: r.isError ?? false, text: text(r) };
+    };
+    const [a, b] = await Promise.all([connect('agent-a'), connect('agent-b')]);
+    const out = {};
+    [out.navA, out.navB] = await Promise.all([call(a, 'pw_browser_navigate', { url: urlA }),
+        call(b, 'pw_browser_navigate', { url: urlB })]);
+    [out.snapA, out.snapB] = await Promise.all([call(a, 'pw_browser_snapshot'), call(b, 'pw_browser_snapshot')]);
+    out.closeA = await call(a, 'pw_browser_close');
+    out.snapBAfterClose = await call(b, 'pw_browser_snapshot');
+    out.navAAgain = await call(a, 'pw_browser_navigate', { url: urlA }); // a browser again
+    const status = () => JSON.parse(execFileSync(meith, ['sources', 'pw', '--json', '--home', home]).toString());
+    const instances = status().instances ?? [];
+    out.instances = instances.map((i) => ({ agent: i.agent, state: i.state, key: i.key }));
+    const pidA = instances.find((i) => i.agent === 'agent-a')?.pid;
+    // Every process under A's instance now (its browser and the server itself).
+    const parents = () => {
+        const map = new Map();
+        for (const entry of readdirSync('/proc')) {
+            if (!/^\d+$/.test(entry)) continue;
+            try {
+                const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+                const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+                if (fields[0] !== 'Z') map.set(Number(entry), Number(fields[1]));
+            } catch { /* gone */ }
+        }
+        return map;
+    };
+    const tree = (root) => {
+        const map = parents(), found = [root];
+        for (let i = 0; i < found.length; i++)
+            for (const [pid, parent] of map) if (parent === found[i]) found.push(pid);
+        return found;
+    };
+    const underA = pidA ? tree(pidA) : [];
+    out.processesUnderA = underA.length;
+    await a.close();
+    const alive = (pid) => parents().has(pid);
+    const deadline = Date.now() + 20000;
+    while (Date.now() < deadline && underA.some(alive)) await new Promise((r) => setTimeout(r, 100));
+    out.aliveUnderAAfterGrace = underA.filter(alive).length;
+    out.instancesAfter = (status().instances ?? []).map((i) => i.agent);
+    out.snapBLast = await call(b, 'pw_browser_snapshot');
+    await b.close();
+    return out;
+}
+
+// Two SDK clients ("roots-a", "roots-b"), each declaring `roots` with a root of its own
+// (file:///roots/a, file:///roots/b), call server-everything's get-roots-list (prefix ev_) one
+// after the other: what each was shown.
+async function rootsPair(home) {
+    const connect = async (name, uri) => {
+        const transport = new StdioClientTransport({ command: meith, args: ['mcp', '--home', home], stderr: 'inherit' });
+        const client = new Client({ name, version: '1.0.0' }, { capabilities: { roots: { listChanged: true } } });
+        client.setRequestHandler(ListRootsRequestSchema, () => ({ roots: [{ uri, name }] }));
+        await client.connect(transport);
+        return client;
+    };
+    const text = (r) => (r.content ?? []).map((c) => c.text ?? '').join('');
+    const a = await connect('roots-a', 'file:///roots/a');
+    const b = await connect('roots-b', 'file:///roots/b');
+    const out = {};
+    out.a = text(await withTimeout(a.callTool({ name: 'ev_get-roots-list', arguments: {} }), 30000, 'a'));
+    out.b = text(await withTimeout(b.callTool({ name: 'ev_get-roots-list', arguments: {} }), 30000, 'b'));
+    out.aAgain = text(await withTimeout(a.callTool({ name: 'ev_get-roots-list', arguments: {} }), 30000, 'a2'));
+    await a.close();
+    await b.close();
+    return out;
+}
+
 const modes = { sdk: () => sdk(rest[0], rest[1]), raw: () => raw(rest), typed: () => typed(rest),
+    roots: () => rootsPair(rest[0]),
+    pair: () => pair(rest[0], rest[1], rest[2]),
     oversized: () => oversized(rest),
     held: () => held(rest[0]), search: () => search(rest[0]),
     profile: () => profile(rest[0], rest[1], rest.slice(2)), pages: () => pages(rest[0], rest.slice(1)),

@@ -1242,3 +1242,29 @@ TEST_CASE("a source's `start` is eager or on-demand, and `idle_stop_ms` belongs 
     CHECK_THAT(parse_err(source + "start = \"on-demand\"\nidle_stop_ms = 0\n").message,
                Catch::Contains("idle_stop_ms"));
 }
+
+TEST_CASE("a source's `instances` is shared, per-client or per-session, for hosts and stdio MCP "
+          "servers, with max_instances and instance_grace_ms beside it",
+          "[config]") {
+    const std::string host = "[[sources]]\nname = \"h\"\nkind = \"host\"\ncommand = [\"x\"]\n";
+    CHECK(parse_ok(host).sources.at(0).instances == meith::config::instance_mode::shared);
+    const auto c = parse_ok(host + "instances = \"per-session\"\nmax_instances = 3\n"
+                                   "instance_grace_ms = 0\n");
+    CHECK(c.sources.at(0).instances == meith::config::instance_mode::per_session);
+    CHECK(c.sources.at(0).max_instances == 3);
+    CHECK(c.sources.at(0).instance_grace_ms == 0);
+    CHECK(parse_ok(host + "instances = \"per-client\"\n").sources.at(0).instances ==
+          meith::config::instance_mode::per_client);
+    CHECK_THAT(parse_err(host + "instances = \"per-agent\"\n").message,
+               Catch::Contains("'instances'") && Catch::Contains("per-session"));
+    CHECK_THAT(parse_err(host + "max_instances = 3\n").message,
+               Catch::Contains("'max_instances' in source 'h' applies to instances = "
+                               "\"per-client\" or \"per-session\""));
+    CHECK_THAT(parse_err(host + "instances = \"per-session\"\nmax_instances = 0\n").message,
+               Catch::Contains("max_instances"));
+    const std::string exec = "[[sources]]\nname = \"e\"\nkind = \"exec\"\ncommand = [\"x\"]\n"
+                             "tool = { name = \"t\" }\ninstances = \"per-session\"\n";
+    CHECK_THAT(parse_err(exec).message,
+               Catch::Contains("'instances' in source 'e' is for tool hosts and MCP servers over "
+                               "stdio"));
+}

@@ -11,7 +11,8 @@
 //       PROGRAM (`meith mcp …`) started N times; time to the answer of `initialize` written at
 //       once to its stdin; with --tools-list, then `notifications/initialized` + `tools/list`
 //       and the time from start to the complete tools/list answer (its tools counted).
-//   waits --mode daemon --iterations N --socket PATH [--mcp "MEITH ARGS"] [--rss] -- PROGRAM ARGS...
+//   waits --mode daemon --iterations N --socket PATH [--mcp "MEITH ARGS"] [--rss] -- PROGRAM
+//   ARGS...
 //       PROGRAM (`meithd …`) started N times; time to the first hello answered on PATH, and to
 //       every source settled (ready, or idle for an on-demand one: list_sources polled every
 //       1 ms) and all tools listed (list_tools). With --mcp, that command (split at spaces:
@@ -259,7 +260,8 @@ int run_command(const options& o) {
         if (out.find(o.expect) == std::string::npos)
             die("`" + head(o.argv) + "` printed " + out.substr(0, 300) + ", not " + o.expect);
         t.ns.push_back(dt);
-        if (o.pause_ms > 0 && i + 1 < o.iterations) usleep(static_cast<useconds_t>(o.pause_ms) * 1000);
+        if (o.pause_ms > 0 && i + 1 < o.iterations)
+            usleep(static_cast<useconds_t>(o.pause_ms) * 1000);
     }
     std::printf("{\"mode\":\"command\",\"iterations\":%d%s}\n", o.iterations, t.json("").c_str());
     return 0;
@@ -304,7 +306,8 @@ std::pair<std::uint64_t, std::size_t> tree_rss(pid_t root) {
             std::uint64_t kib = 0;
             while (std::fgets(line, sizeof line, f)) {
                 if (std::strncmp(line, "PPid:", 5) == 0) parent = std::atoi(line + 5);
-                if (std::strncmp(line, "VmRSS:", 6) == 0) kib = std::strtoull(line + 6, nullptr, 10);
+                if (std::strncmp(line, "VmRSS:", 6) == 0)
+                    kib = std::strtoull(line + 6, nullptr, 10);
             }
             std::fclose(f);
             procs.emplace_back(pid, parent);
@@ -428,8 +431,7 @@ int run_daemon(const options& o) {
             if (!ask(fd, "{\"type\":\"list_sources\",\"requestId\":\"s\"}\n", buf, line, deadline))
                 die("no sources_list; last: " + line.substr(0, 300));
             sources = count(line, "\"state\":");
-            if (count(line, "\"state\":\"ready\"") + count(line, "\"state\":\"idle\"") ==
-                sources)
+            if (count(line, "\"state\":\"ready\"") + count(line, "\"state\":\"idle\"") == sources)
                 break;
             if (const auto bad = line.find("\"state\":\"failed\""); bad != std::string::npos) {
                 const auto from = line.rfind("{\"name\":", bad);
@@ -456,8 +458,8 @@ int run_daemon(const options& o) {
         extra += ",\"rss_kib\":" + std::to_string(rest.first) +
                  ",\"processes\":" + std::to_string(rest.second);
     std::printf("{\"mode\":\"daemon\",\"iterations\":%d%s%s,\"sources\":%zu,\"tools\":%zu%s}\n",
-                o.iterations, listed.json("").c_str(), hello.json("hello_").c_str(), sources,
-                tools, extra.c_str());
+                o.iterations, listed.json("").c_str(), hello.json("hello_").c_str(), sources, tools,
+                extra.c_str());
     return 0;
 }
 

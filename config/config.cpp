@@ -373,10 +373,9 @@ void parse_instances(checker& c, const toml::table& t, const scope& s,
     }
     for (const char* key : {"max_instances", "instance_grace_ms"})
         if (const auto* v = t.get(key); v != nullptr && src.instances == instance_mode::shared) {
-            c.fail(v->source(),
-                   fmt::format("'{}' in {} applies to instances = \"per-client\" or "
-                               "\"per-session\"; add one or remove it",
-                               key, s.name));
+            c.fail(v->source(), fmt::format("'{}' in {} applies to instances = \"per-client\" or "
+                                            "\"per-session\"; add one or remove it",
+                                            key, s.name));
             return;
         }
     assign(src.max_instances, c.read_uint(s, "max_instances", 1, 256));

@@ -28,6 +28,7 @@ struct record {
     std::string_view agent;          ///< "": null
     std::string_view client;         ///< the client profile (§23); written only when set
     std::string_view traceparent;    ///< W3C trace context; written only when set
+    std::string_view instance;       ///< the source instance that ran it; written only when set
     std::optional<std::string_view> tool_name;
     const tools::tool* target = nullptr; ///< source and capabilities
     std::optional<bool> allow;           ///< the decision
@@ -80,6 +81,10 @@ void write_record(audit::audit_trail& trail, const record& r) {
     }
     l.append(R"(,"toolName":)"sv);
     append_redacted_or_null(l, r.tool_name);
+    if (!r.instance.empty()) {
+        l.append(R"(,"instance":)"sv);
+        append_redacted_json_string(l, r.instance); // holds an agent's name
+    }
     l.append(R"(,"source":)"sv);
     if (r.target)
         append_json_string(l, r.target->source->name());
@@ -206,6 +211,7 @@ void write_call_audit(audit::audit_trail& trail, const call& c, const protocol::
     rec.agent = c.agent;
     if (c.profile) rec.client = c.profile->name();
     rec.traceparent = c.traceparent;
+    rec.instance = c.instance;
     rec.tool_name = c.tool_name;
     rec.target = c.target.get();
     if (c.decided) {

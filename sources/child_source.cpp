@@ -318,10 +318,10 @@ void child_source::became_ready() {
         // (or on a restart) gets what the server offers, or the refusal a fresh call would.
         auto now = events_.current(*t);
         if (!now) {
-            c->resolve(tool_result::failure(
-                error_code::unknown_tool,
-                fmt::format("{} no longer lists tool '{}' since it started", label_,
-                            t->remote_name)));
+            c->resolve(
+                tool_result::failure(error_code::unknown_tool,
+                                     fmt::format("{} no longer lists tool '{}' since it started",
+                                                 label_, t->remote_name)));
         } else if (now->quarantined) {
             c->resolve(tool_result::failure(
                 error_code::permission_denied,

@@ -353,7 +353,7 @@ class exec_server_source final : public child_source {
     }
 
     bool listed_before_start() const override { return true; } // its one declared tool
-    void on_spawn() override { became_ready(); } // JSON-RPC exec has no handshake
+    void on_spawn() override { became_ready(); }               // JSON-RPC exec has no handshake
     std::size_t tool_count() const override { return 1; }
 
     void send_execute(const tools::call_ptr& c, const tools::tool&) override {

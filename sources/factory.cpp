@@ -58,9 +58,8 @@ std::shared_ptr<tools::tool_source> make_source(const source_context& ctx,
         return make_source(config::to_string(cfg.kind), ctx, cfg);
     // One process per session or client: the pool makes them from this same entry.
     return std::make_shared<instance_pool>(
-        ctx.ex, cfg, std::chrono::milliseconds(ctx.whole.tools.kill_grace_ms), [ctx, cfg] {
-        return make_source(config::to_string(cfg.kind), ctx, cfg);
-    });
+        ctx.ex, cfg, std::chrono::milliseconds(ctx.whole.tools.kill_grace_ms),
+        [ctx, cfg] { return make_source(config::to_string(cfg.kind), ctx, cfg); });
 }
 
 } // namespace meith::sources

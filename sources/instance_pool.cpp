@@ -54,9 +54,9 @@ tools::source_state instance_pool::state() const {
 tools::source_events instance_pool::instance_events(const std::string& key) {
     tools::source_events e;
     std::weak_ptr<bool> alive = alive_;
-    e.registered = [this, alive, key](tools::tool_source&,
-                                      std::vector<tools::tool_definition> defs)
-        -> std::optional<std::string> {
+    e.registered = [this, alive,
+                    key](tools::tool_source&,
+                         std::vector<tools::tool_definition> defs) -> std::optional<std::string> {
         if (alive.expired() || stopped_) return std::nullopt;
         if (key.empty())
             // The lister has done its job once its listing is in: stopped after this turn.
@@ -119,18 +119,17 @@ void instance_pool::start(tools::source_events events) {
             if (auto it = cfg_.timeout_ms.find(d.name); it != cfg_.timeout_ms.end())
                 d.timeout_ms = it->second;
         std::string text = listing_text(defs);
-        if (auto err = events_.registered ? events_.registered(*this, std::move(defs))
-                                          : std::nullopt) {
+        if (auto err =
+                events_.registered ? events_.registered(*this, std::move(defs)) : std::nullopt) {
             failed_ = std::move(*err);
         } else {
             listed_ = std::move(text);
             listed_once_ = true;
         }
-        spdlog::info("source '{}' runs an instance {}; {} tool(s) listed from their pins",
-                     cfg_.name,
-                     cfg_.instances == config::instance_mode::per_session ? "per session"
-                                                                          : "per client",
-                     listed_once_ ? std::count(listed_.begin(), listed_.end(), '\n') : 0);
+        spdlog::info(
+            "source '{}' runs an instance {}; {} tool(s) listed from their pins", cfg_.name,
+            cfg_.instances == config::instance_mode::per_session ? "per session" : "per client",
+            listed_once_ ? std::count(listed_.begin(), listed_.end(), '\n') : 0);
         settled_ = true;
         if (events_.settled) events_.settled(*this);
         return;
@@ -167,8 +166,9 @@ instance_pool::instance& instance_pool::make_instance(const std::string& key,
 
 void instance_pool::execute(const tools::call_ptr& c, const tools::tool& t) {
     if (failed_) {
-        c->resolve(tool_result::failure(
-            error_code::tool_failed, fmt::format("source '{}' is failed: {}", cfg_.name, *failed_)));
+        c->resolve(
+            tool_result::failure(error_code::tool_failed,
+                                 fmt::format("source '{}' is failed: {}", cfg_.name, *failed_)));
         return;
     }
     if (stopped_) {
@@ -198,6 +198,7 @@ void instance_pool::execute(const tools::call_ptr& c, const tools::tool& t) {
         inst.grace->cancel(); // its client came back within the grace
         inst.grace.reset();
     }
+    c->instance = inst.key;
     inst.source->execute(c, t);
 }
 
@@ -239,13 +240,12 @@ void instance_pool::retire(const std::string& key) {
 
 void instance_pool::stop_retired(std::shared_ptr<tools::tool_source> src) {
     retiring_.push_back(src);
-    src->stop(kill_grace_,
-              [this, alive = std::weak_ptr<bool>(alive_), raw = src.get()] {
-                  asio::post(ex_, [this, alive, raw] {
-                      if (alive.expired()) return;
-                      std::erase_if(retiring_, [raw](const auto& s) { return s.get() == raw; });
-                  });
-              });
+    src->stop(kill_grace_, [this, alive = std::weak_ptr<bool>(alive_), raw = src.get()] {
+        asio::post(ex_, [this, alive, raw] {
+            if (alive.expired()) return;
+            std::erase_if(retiring_, [raw](const auto& s) { return s.get() == raw; });
+        });
+    });
 }
 
 void instance_pool::stop(std::chrono::milliseconds kill_grace, std::function<void()> done) {
@@ -294,9 +294,8 @@ std::string instance_pool::status_json() const {
     m.number("tools", listed_once_ ? static_cast<std::uint64_t>(
                                          std::count(listed_.begin(), listed_.end(), '\n'))
                                    : 0);
-    m.string("instancesMode", cfg_.instances == config::instance_mode::per_session
-                                  ? "per-session"
-                                  : "per-client")
+    m.string("instancesMode",
+             cfg_.instances == config::instance_mode::per_session ? "per-session" : "per-client")
         .number("maxInstances", cfg_.max_instances)
         .number("instanceGraceMs", cfg_.instance_grace_ms);
     std::string& list = m.key("instances");
@@ -309,8 +308,9 @@ std::string instance_pool::status_json() const {
         std::string own = inst.source->status_json();
         list += '{';
         protocol::json_members im(list);
-        im.string("key", key).string("agent", inst.agent).number(
-            "sessions", static_cast<std::uint64_t>(inst.sessions.size()));
+        im.string("key", key)
+            .string("agent", inst.agent)
+            .number("sessions", static_cast<std::uint64_t>(inst.sessions.size()));
         if (own.size() > 2) (list += ',') += std::string_view(own).substr(1, own.size() - 2);
         list += '}';
     }

@@ -133,6 +133,9 @@ class call : public std::enable_shared_from_this<call> {
     /// W3C trace context (`traceparent`, 55 characters) the client passed: audited and given
     /// to an MCP source in the call's _meta (docs/protocol.md §17). "" when none.
     std::string traceparent;
+    /// The instance of a source run per session or per client that ran it (`session:ID`,
+    /// `agent:NAME`, …; sources/instance_pool.hpp), audited; "" for any other source.
+    std::string instance;
     std::string tool_name;              ///< as requested
     std::string args_json;              ///< the arguments object, minified JSON text
     std::string args_summary;           ///< its redacted audit summary, made at dispatch

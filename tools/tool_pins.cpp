@@ -209,8 +209,7 @@ std::vector<tool_definition> tool_pins::definitions_of(std::string_view source) 
                 if (c.is_string()) t.capabilities.push_back(c.get<std::string>());
         if (!d.extra_json.empty()) {
             const auto extra = nlohmann::json::parse("{" + d.extra_json + "}", nullptr, false);
-            if (extra.is_object() && extra.contains("execution") &&
-                extra["execution"].is_object())
+            if (extra.is_object() && extra.contains("execution") && extra["execution"].is_object())
                 t.task_required = extra["execution"].value("taskSupport", "") == "required";
         }
         out.push_back(std::move(t));

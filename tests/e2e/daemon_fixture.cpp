@@ -556,6 +556,26 @@ json source_status(client& c, const std::string& name) {
     return nullptr;
 }
 
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(50ms);
+    }
+    return pred();
+}
+
+bool has_tool(client& c, const std::string& name) {
+    c.send({{"type", "list_tools"}, {"requestId", "lt"}, {"clientInfo", {{"caller", "cli"}}}});
+    for (;;) {
+        json f = c.read();
+        if (f.value("requestId", "") != "lt") continue;
+        for (const auto& t : f["tools"])
+            if (t["name"] == name) return true;
+        return false;
+    }
+}
+
 bool wait_sources_settled(client& c, std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {

@@ -164,6 +164,12 @@ class client {
     int terminal_hold_ = -1;                  ///< its end closes when the client goes
 };
 
+/// Polls `pred` every 50 ms until it holds; false when it still does not after `timeout`.
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 15s);
+
+/// Whether list_tools (as the cli caller) lists tool `name` now.
+bool has_tool(client& c, const std::string& name);
+
 /// list_sources' entry of source `name` (pid, state, sandbox, ...); null when there is none.
 json source_status(client& c, const std::string& name);
 /// Waits until no source is starting or restarting (each ready, failed or stopped): a first

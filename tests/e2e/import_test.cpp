@@ -66,6 +66,18 @@ json run_bridge_calls(const fs::path& home, const json& calls) {
                             "' '" + home.string() + "'");
 }
 
+/// Playwright (tests/mcp's pinned @playwright/mcp) as source "pw" (prefix pw_) with Debian's
+/// chromium, written as a person writes it by hand: the process's needs in `profile`, the
+/// tools' in a glob; plugins may use controls-browser. `extra`: more keys of the entry.
+std::string playwright_toml(const std::string& extra = "") {
+    const std::string cli = mcp_dir() + "/node_modules/@playwright/mcp/cli.js";
+    return "[[sources]]\nname = \"pw\"\nkind = \"mcp\"\ncommand = [\"node\", " + json(cli).dump() +
+           ", \"--headless\", \"--executable-path\", \"/usr/bin/chromium\"]\n"
+           "prefix = \"pw_\"\nprofile = \"browser\"\n"
+           "capabilities = { \"browser_*\" = [\"controls-browser\"] }\n" +
+           extra + "[permissions.callers.plugin]\nallow = [\"read-only\", \"controls-browser\"]\n";
+}
+
 } // namespace
 
 TEST_CASE("import: a .mcp.json of npx servers comes in with one command, its secrets kept "
@@ -310,16 +322,7 @@ TEST_CASE("profiles: Playwright runs in the browser profile, its tools declared 
     const served_page page(
         "<html><head><title>Profile page</title></head><body><button>Press me</button></body>"
         "</html>\n");
-    // As a person writes it by hand: the process's needs in `profile`, the tools' in a glob.
-    const std::string cli = mcp_dir() + "/node_modules/@playwright/mcp/cli.js";
-    daemon_process d("[[sources]]\nname = \"pw\"\nkind = \"mcp\"\ncommand = [\"node\", " +
-                         json(cli).dump() +
-                         ", \"--headless\", \"--executable-path\", \"/usr/bin/chromium\"]\n"
-                         "prefix = \"pw_\"\nprofile = \"browser\"\n"
-                         "capabilities = { \"browser_*\" = [\"controls-browser\"] }\n"
-                         "[permissions.callers.plugin]\nallow = [\"read-only\", "
-                         "\"controls-browser\"]\n",
-                     {}, {}, 60s);
+    daemon_process d(playwright_toml(), {}, {}, 60s);
     client c(d.socket());
     const json s = source_status(c, "pw");
     CHECK(s["sandbox"]["profile"] == "browser");
@@ -355,20 +358,11 @@ TEST_CASE("instances: Playwright per session gives two SDK clients a browser eac
                              "content</p></body></html>\n");
     const served_page page_b("<html><head><title>Page of B</title></head><body><p>bravo "
                              "content</p></body></html>\n");
-    const std::string cli = mcp_dir() + "/node_modules/@playwright/mcp/cli.js";
-    daemon_process d("[[sources]]\nname = \"pw\"\nkind = \"mcp\"\ncommand = [\"node\", " +
-                         json(cli).dump() +
-                         ", \"--headless\", \"--executable-path\", \"/usr/bin/chromium\"]\n"
-                         "prefix = \"pw_\"\nprofile = \"browser\"\n"
-                         "capabilities = { \"browser_*\" = [\"controls-browser\"] }\n"
-                         "instances = \"per-session\"\ninstance_grace_ms = 1000\n"
-                         "[permissions.callers.plugin]\nallow = [\"read-only\", "
-                         "\"controls-browser\"]\n",
-                     {}, {}, 60s);
-    const json out = run_json_command("MEITH_NO_AUTOSTART=1 node '" + mcp_dir() +
-                                      "/bridge_client.mjs' pair '" + MEITH_CLI + "' '" +
-                                      d.home().string() + "' '" + page_a.url() + "' '" +
-                                      page_b.url() + "'");
+    daemon_process d(playwright_toml("instances = \"per-session\"\ninstance_grace_ms = 1000\n"), {},
+                     {}, 60s);
+    const json out = run_json_command(
+        "MEITH_NO_AUTOSTART=1 node '" + mcp_dir() + "/bridge_client.mjs' pair '" + MEITH_CLI +
+        "' '" + d.home().string() + "' '" + page_a.url() + "' '" + page_b.url() + "'");
     INFO(out.dump(2) << "\n" << d.log());
     CHECK(out["navA"]["isError"] == false);
     CHECK(out["navB"]["isError"] == false);

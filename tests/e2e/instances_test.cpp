@@ -13,15 +13,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 15s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(50ms);
-    }
-    return pred();
-}
-
 int pid_of_call(client& c, const json& extra = json::object()) {
     const json r = c.call("t_pid", json::object(), extra);
     REQUIRE(r["result"]["ok"] == true);
@@ -77,7 +68,10 @@ TEST_CASE("instances = per-session: each connection's calls run in a process of 
     CHECK(instance_count(watcher) == 2);
     const auto listed = run_cli({"sources", "h"}, d.home());
     CHECK_THAT(listed.out, Catch::Contains("instances:   per-session, 2 running of at most 2"));
-    // Audit lines name the instance.
+    // Audit lines name the instance: its process's, and each call's.
+    const auto calls = d.audit_events("tool_call");
+    REQUIRE_FALSE(calls.empty());
+    CHECK(calls.back()["instance"].get<std::string>().rfind("session:", 0) == 0);
     const auto starts = d.audit_events("source_start");
     REQUIRE(starts.size() >= 3);
     CHECK(starts.back()["source"] == "h");

@@ -382,9 +382,9 @@ TEST_CASE("instances: server-everything per session with forward_roots shows eac
                      json(everything_js()).dump() +
                      ", \"stdio\"]\nprefix = \"ev_\"\nforward_roots = true\n"
                      "trust_annotations = true\ninstances = \"per-session\"\n");
-    const json out = run_json_command("MEITH_NO_AUTOSTART=1 node '" + mcp_dir() +
-                                      "/bridge_client.mjs' roots '" + MEITH_CLI + "' '" +
-                                      d.home().string() + "'");
+    const json out =
+        run_json_command("MEITH_NO_AUTOSTART=1 node '" + mcp_dir() + "/bridge_client.mjs' roots '" +
+                         MEITH_CLI + "' '" + d.home().string() + "'");
     INFO(out.dump(2) << "\n" << d.log());
     CHECK_THAT(out["a"].get<std::string>(), Catch::Contains("file:///roots/a"));
     CHECK_THAT(out["a"].get<std::string>(), !Catch::Contains("file:///roots/b"));

@@ -65,27 +65,6 @@ std::string state_of(client& c, const std::string& name) {
     return source_status(c, name).value("state", "");
 }
 
-/// Polls until `pred` holds (false after `timeout`).
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 15s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(50ms);
-    }
-    return pred();
-}
-
-bool has_tool(client& c, const std::string& name) {
-    c.send({{"type", "list_tools"}, {"requestId", "lt"}, {"clientInfo", {{"caller", "cli"}}}});
-    for (;;) {
-        json f = c.read();
-        if (f.value("requestId", "") != "lt") continue;
-        for (const auto& t : f["tools"])
-            if (t["name"] == name) return true;
-        return false;
-    }
-}
-
 bool all_idle(client& c) {
     for (const auto& n : names)
         if (state_of(c, n) != "idle") return false;
@@ -159,8 +138,8 @@ TEST_CASE("start = on-demand: eight sources listed from their pins with nothing 
 TEST_CASE("start = on-demand: a call that arrives while its source stops for idleness waits and "
           "runs, and a source stopped by a reload is not started by a late call",
           "[e2e][on-demand]") {
-    daemon_process d(host_source_toml("h", {"--name-prefix=h_"},
-                                      "start = \"on-demand\"\nidle_stop_ms = 200\n"));
+    daemon_process d(
+        host_source_toml("h", {"--name-prefix=h_"}, "start = \"on-demand\"\nidle_stop_ms = 200\n"));
     client c(d.socket());
     REQUIRE(eventually([&] { return state_of(c, "h") == "idle"; }));
     // Many short calls across several idle stops: every one is answered.
@@ -194,7 +173,9 @@ TEST_CASE("an eager source whose tools are pinned is listed at once and meithd d
     client c(d.socket());
     CHECK(state_of(c, "slow") == "starting");
     CHECK(has_tool(c, "s_t_echo"));
-    c.send({{"type", "tool_call"}, {"requestId", "w"}, {"toolName", "s_t_echo"},
+    c.send({{"type", "tool_call"},
+            {"requestId", "w"},
+            {"toolName", "s_t_echo"},
             {"arguments", {{"x", 2}}}});
     const json event = c.read();
     REQUIRE(event["type"] == "tool_event");

@@ -33,17 +33,6 @@ json reload(client& c, const std::string& caller = "cli") {
     }
 }
 
-bool has_tool(client& c, const std::string& name) {
-    c.send({{"type", "list_tools"}, {"requestId", "lt"}, {"clientInfo", {{"caller", "cli"}}}});
-    for (;;) {
-        json f = c.read();
-        if (f.value("requestId", "") != "lt") continue;
-        for (const auto& t : f["tools"])
-            if (t["name"] == name) return true;
-        return false;
-    }
-}
-
 /// Polls list_tools until `name` is there (or not, with `present` false).
 bool wait_tool(client& c, const std::string& name, bool present = true,
                std::chrono::milliseconds timeout = 10s) {

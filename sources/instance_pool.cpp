@@ -203,6 +203,7 @@ void instance_pool::execute(const tools::call_ptr& c, const tools::tool& t) {
 }
 
 void instance_pool::session_ended(std::string_view session) {
+    if (stopped_) return; // stopping them all already (a second stop would lose the first's end)
     for (auto& [key, inst] : instances_) {
         const auto found = inst.sessions.find(session);
         if (found == inst.sessions.end()) continue;
@@ -212,7 +213,7 @@ void instance_pool::session_ended(std::string_view session) {
         inst.grace->expires_after(std::chrono::milliseconds(cfg_.instance_grace_ms));
         inst.grace->async_wait(
             [this, alive = std::weak_ptr<bool>(alive_), key = key](const std::error_code& ec) {
-                if (ec || alive.expired()) return;
+                if (ec || alive.expired() || stopped_) return;
                 auto found = instances_.find(key);
                 if (found == instances_.end() || !found->second.sessions.empty()) return;
                 spdlog::info("source '{}': instance {} stops, its last session ended {} ms ago",

@@ -422,6 +422,7 @@ std::string source_toml(const source_plan& p) {
             body += (i ? ", " : "") + toml_string(p.profile[i]);
         body += "]\n";
     }
+    if (p.per_session) body += "instances = \"per-session\"\n";
     if (p.off_reason.empty()) return out + body;
     out += "# Not imported to run: " + p.off_reason + "\n";
     for (std::size_t i = 0; i < body.size();) {

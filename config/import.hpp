@@ -94,6 +94,9 @@ struct source_plan {
     /// The sandbox profile its process needs (docs/protocol.md §15 "Profiles"), when its
     /// package is one known to need more than its tools declare (profile_for_package).
     std::vector<std::string> profile;
+    /// `instances = "per-session"`: a server whose state is its client's (a browser), as the
+    /// client that starts its own servers had it (docs/configuration.md "Instances").
+    bool per_session = false;
     std::vector<std::string> comments; ///< lines above the entry (where it came from, pins)
     std::string off_reason;            ///< non-empty: written commented out, with the reason
 };

@@ -15,10 +15,10 @@ namespace meith::config::detail {
 namespace {
 
 /// `url`: https://, or plain http:// to a server of the user's own network.
-void parse_url(checker& c, const scope& s, const toml::table& t, std::string url,
+void parse_url(checker& c, const scope& s, const toml::table& t, const std::string& url,
                source_config& src) {
     if (url.starts_with("https://")) {
-        src.url = std::move(url);
+        src.url = url;
     } else if (url.starts_with("http://")) {
         if (!src.allow_private_network)
             c.fail(t.get("url")->source(),
@@ -27,7 +27,7 @@ void parse_url(checker& c, const scope& s, const toml::table& t, std::string url
                                "`allow_private_network = true`",
                                s.name));
         else
-            src.url = std::move(url);
+            src.url = url;
     } else {
         c.fail(t.get("url")->source(), fmt::format("the url of {} must be an https:// URL (e.g. "
                                                    "\"https://mcp.example.com/mcp\")",
@@ -120,7 +120,8 @@ void parse_oauth(checker& c, const scope& s, const toml::table& table, source_co
 
 void parse_remote(checker& c, const scope& s, const toml::table& t, source_config& src) {
     assign(src.allow_private_network, c.read_bool(s, "allow_private_network"));
-    if (auto url = c.read_string(s, "url", true)) parse_url(c, s, t, std::move(*url), src);
+    // By reference: GCC 12 at -O2 took a string moved out of the optional for uninitialized.
+    if (const auto url = c.read_string(s, "url", true)) parse_url(c, s, t, *url, src);
     if (const auto* env = t.get("env"); env != nullptr && t.get("url") != nullptr)
         c.fail(env->source(), fmt::format("'env' in {} has no process to reach: a remote MCP "
                                           "server gets `headers` (secrets as \"${{secret:NAME}}\")",

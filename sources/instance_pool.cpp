@@ -4,6 +4,7 @@
 
 #include <asio/post.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -295,6 +296,9 @@ std::string instance_pool::status_json() const {
     m.number("tools", listed_once_ ? static_cast<std::uint64_t>(
                                          std::count(listed_.begin(), listed_.end(), '\n'))
                                    : 0);
+    // The sandbox every instance runs in (the template's: each is made from the same entry).
+    const auto own = nlohmann::json::parse(template_->status_json(), nullptr, false);
+    if (own.is_object() && own.contains("sandbox")) m.key("sandbox") += own["sandbox"].dump();
     m.string("instancesMode",
              cfg_.instances == config::instance_mode::per_session ? "per-session" : "per-client")
         .number("maxInstances", cfg_.max_instances)

@@ -100,6 +100,9 @@ planned plan_entry(const im::server_entry& e, const std::string& origin) {
             }
             const std::string name = im::package_name(run->package);
             p.profile = im::profile_for_package(name);
+            // A browser is its agent's: one per session, as each client started its own.
+            p.per_session =
+                std::find(p.profile.begin(), p.profile.end(), "browser") != p.profile.end();
             out.package = name + "@" + info->version;
             out.package_dir = package_dir(p.name);
             const fs::path bin = out.package_dir / "node_modules" / name / info->bin;

@@ -176,10 +176,12 @@ TEST_CASE("import: a .mcp.json of npx servers comes in with one command, its sec
     // Every source runs confined: none of them says "unconfined".
     const auto sources = run_cli({"sources"}, d.home());
     INFO(sources.out);
-    for (const char* name :
-         {"memory", "everything", "filesystem", "thinking", "postgres", "shots", "playwright"})
+    for (const char* name : {"memory", "everything", "filesystem", "thinking", "postgres", "shots"})
         CHECK_THAT(sources.out, Catch::Matches("(.|\n)*\n" + std::string(name) +
                                                " +mcp +ready .* confined(.|\n)*"));
+    // Playwright runs a browser per agent (`instances = "per-session"`): none before a call.
+    CHECK_THAT(sources.out, Catch::Matches("(.|\n)*\nplaywright +mcp +idle .* confined(.|\n)*"));
+    CHECK_THAT(imported, Catch::Contains("instances = \"per-session\""));
     // Playwright's process runs Chromium: the import named the profile that lets it.
     CHECK_THAT(imported, Catch::Contains("profile = [\"browser\"]"));
     const auto detail = run_cli({"sources", "playwright"}, d.home());

@@ -131,6 +131,18 @@ TEST_CASE("import: an entry is written as TOML meith reads, and replaced in plac
     CHECK(src.env.at("API_KEY") == "${secret:memory.API_KEY}");
     CHECK(src.prefix == "memory_");
     CHECK(src.trust_annotations);
+    CHECK(src.instances == meith::config::instance_mode::shared);
+    // A browser server's entry: one instance per session, as each client ran its own.
+    source_plan browser = p;
+    browser.profile = {"browser"};
+    browser.per_session = true;
+    const std::string browser_entry = source_toml(browser);
+    CHECK_THAT(browser_entry,
+               Catch::Contains("profile = [\"browser\"]\ninstances = \"per-session\"\n"));
+    const auto browser_loaded = meith::config::parse_config(browser_entry, "meithd.toml", "/etc");
+    REQUIRE(browser_loaded.value);
+    CHECK(browser_loaded.value->sources.at(0).instances ==
+          meith::config::instance_mode::per_session);
 
     // Written into a file that has other entries: appended, then replaced in place, the other
     // entries and comments kept byte for byte.

@@ -509,6 +509,15 @@ schema_validator::compile_result schema_validator::compile(std::string_view sche
     return out;
 }
 
+std::optional<std::string> lazy_validator::validate(simdjson::dom::element args) const {
+    std::call_once(once_, [this] { compiled_ = schema_validator::compile(json_); });
+    if (compiled_.error)
+        return "the tool's inputSchema cannot be used: " + *compiled_.error +
+               "; the tool takes no calls until its source lists a valid one";
+    if (!compiled_.validator) return std::nullopt;
+    return compiled_.validator->validate(args);
+}
+
 std::optional<std::string> schema_validator::validate(simdjson::dom::element args,
                                                       std::string_view head) const {
     std::size_t nodes = 0;

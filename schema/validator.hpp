@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,30 @@ class schema_validator {
 
   private:
     std::unique_ptr<compiled> compiled_;
+};
+
+/// A tool's inputSchema as its calls check it: compiled at the tool's first call when the
+/// definition came from its pin (an on-demand source lists dozens of tools at meithd's start,
+/// most never called; docs/configuration.md "Starting on demand"), or already compiled when a
+/// running source listed it (a schema that does not compile skips that tool at its listing).
+/// Shared by a tool's copies; thread-safe; compiles at most once.
+class lazy_validator {
+  public:
+    /// Compiles `schema_json` at the first `validate`.
+    explicit lazy_validator(std::string schema_json) : json_(std::move(schema_json)) {}
+    /// Already compiled; null accepts every object.
+    explicit lazy_validator(std::shared_ptr<const schema_validator> v) {
+        std::call_once(once_, [&] { compiled_.validator = std::move(v); });
+    }
+    /// As schema_validator::validate. A pinned schema that does not compile (a pins file
+    /// edited by hand) refuses every call: "the tool's inputSchema cannot be used: …; the tool
+    /// takes no calls until its source lists a valid one".
+    std::optional<std::string> validate(simdjson::dom::element args) const;
+
+  private:
+    std::string json_;
+    mutable std::once_flag once_;
+    mutable schema_validator::compile_result compiled_;
 };
 
 } // namespace meith::schema

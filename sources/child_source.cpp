@@ -19,9 +19,13 @@ child_source::child_source(asio::any_io_executor ex, process::child_reaper& reap
                            std::string confine_config_json, permissions::capability_set start_caps,
                            process::rpc_dialect dialect, process::supervised_process::policy pol)
     : cfg_(cfg), whole_(whole), label_(std::move(label)), kind_(kind),
-      confine_config_json_(std::move(confine_config_json)),
-      conf_(sandbox::confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, start_caps, cfg.command,
-                             cfg.cwd, confine_config_json_)),
+      confine_config_json_(std::move(confine_config_json)), start_caps_(start_caps),
+      // An on-demand source is confined at its first start (or when `meith sources` shows it):
+      // its cgroup, TMPDIR, seccomp filter and paths cost nothing at meithd's start.
+      conf_(cfg.on_demand ? sandbox::confinement{}
+                          : sandbox::confine(cfg.name, cfg.sandbox, cfg.sandbox_paths, start_caps,
+                                             cfg.command, cfg.cwd, confine_config_json_)),
+      confined_(!cfg.on_demand), spec_confined_(!cfg.on_demand),
       peer_(ex, reaper,
             process::confined_spec(label_, cfg.command, cfg.cwd, whole.tools.env_allow, cfg.env,
                                    &conf_),
@@ -70,13 +74,13 @@ void child_source::start(tools::source_events events) {
         settle();
         return;
     }
-    if (conf_.refusal) {
-        spdlog::error("{} not started: {}", label_, *conf_.refusal);
-        proc_.fail_permanently(*conf_.refusal);
-        settle();
-        return;
+    if (confined_) { // else at its first start (an on-demand source)
+        if (!confine_spec()) {
+            settle();
+            return;
+        }
+        bind_egress();
     }
-    bind_egress();
     // What is known of it is listed at once (docs/protocol.md §1 "Startup order"): its pinned
     // definitions, or the one tool its config declares. A call waits for its process as for
     // any start; the listing the process gives replaces this one.
@@ -108,6 +112,10 @@ void child_source::start(tools::source_events events) {
         spdlog::info("{} starts on demand, but no listing of it is pinned yet: it starts now to "
                      "list its tools, and stops after {} ms without calls",
                      label_, cfg_.idle_stop_ms);
+        if (!confine_spec()) {
+            settle();
+            return;
+        }
     } else if (listed > 0) {
         wait_note_ = fmt::format("waiting for {} to start (its tools were listed from their "
                                  "pins; up to {} ms)",
@@ -122,7 +130,32 @@ void child_source::restart() {
         wake();
         return;
     }
+    if (!confine_spec()) return;
     proc_.restart();
+}
+
+const sandbox::confinement& child_source::confinement() const {
+    if (!confined_) {
+        conf_ = sandbox::confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, start_caps_,
+                                 cfg_.command, cfg_.cwd, confine_config_json_);
+        confined_ = true;
+    }
+    return conf_;
+}
+
+bool child_source::confine_spec() {
+    const auto& conf = confinement();
+    if (conf.refusal) {
+        spdlog::error("{} not started: {}", label_, *conf.refusal);
+        proc_.fail_permanently(*conf.refusal); // fails the calls that wait, saying why
+        return false;
+    }
+    if (std::exchange(spec_confined_, true)) return true;
+    auto env = proc_.spec().env;
+    sandbox::apply_env(conf, env, cfg_.env);
+    proc_.respawn_confined(conf.plan, std::move(env), conf.egress); // nothing runs yet: sets it
+    bind_egress();
+    return true;
 }
 
 tools::call_ptr child_source::waiting_call_of_one_session() const {
@@ -142,6 +175,7 @@ void child_source::touch() {
 
 void child_source::wake() {
     idle_ = false;
+    if (!confine_spec()) return;
     wait_note_ = fmt::format("starting {} on demand (its first call since it was idle; up to "
                              "{} ms)",
                              label_, cfg_.start_timeout_ms);
@@ -221,11 +255,11 @@ tools::call_ptr child_source::sole_call_in_flight() {
 }
 
 void child_source::execute(const tools::call_ptr& c, const tools::tool& t) {
+    touch(); // an idle on-demand source starts now (and is confined)
     if (conf_.egress) {
         (void)sole_call_in_flight(); // prunes the finished
         egress_calls_.push_back(c);
     }
-    touch(); // an idle on-demand source starts now
     switch (state()) {
     case tools::source_state::ready:
         send_execute(c, t);
@@ -283,7 +317,7 @@ std::string child_source::status_json() const {
     m.number("tools", idle_ ? listed_tools_ : tool_count());
     if (cfg_.on_demand) m.string("start", "on-demand").number("idleStopMs", cfg_.idle_stop_ms);
     m.key("sandbox").push_back('{');
-    out += conf_.status_members;
+    out += confinement().status_members;
     out += '}';
     protocol::append_json_string_array(m.key("stderr"), proc_.stderr_tail());
     // A start its sandbox may have refused (EROFS, EACCES, a name lookup without the network):
@@ -292,7 +326,7 @@ std::string child_source::status_json() const {
         std::string said = proc_.last_error();
         for (const auto& line : proc_.stderr_tail())
             (said += '\n') += line;
-        if (const std::string hint = sandbox::sandbox_hint(conf_, said); !hint.empty())
+        if (const std::string hint = sandbox::sandbox_hint(confinement(), said); !hint.empty())
             m.string("sandboxHint", hint);
     }
     append_status(out);
@@ -363,8 +397,10 @@ void child_source::fail_waiting(const std::string& why) {
 bool child_source::confine_again() {
     idle_ = false; // it starts in its new sandbox now
     idle_timer_.cancel();
-    conf_ = sandbox::confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths, conf_.capabilities,
-                             cfg_.command, cfg_.cwd, confine_config_json_);
+    conf_ = sandbox::confine(cfg_.name, cfg_.sandbox, cfg_.sandbox_paths,
+                             confined_ ? conf_.capabilities : start_caps_, cfg_.command, cfg_.cwd,
+                             confine_config_json_);
+    confined_ = spec_confined_ = true;
     if (conf_.refusal) {
         proc_.fail_permanently(*conf_.refusal);
         return true;

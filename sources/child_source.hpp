@@ -49,7 +49,7 @@ class child_source : public tools::tool_source {
     /// own members (append_status).
     std::string status_json() const final;
     std::string sandbox_hint(std::string_view error_text) const override {
-        return sandbox::sandbox_hint(conf_, error_text);
+        return sandbox::sandbox_hint(confinement(), error_text);
     }
 
   protected:
@@ -126,10 +126,22 @@ class child_source : public tools::tool_source {
   private:
     process::rpc_peer::handlers make_handlers();
 
+    /// Its sandbox, worked out now if it was not yet (an on-demand source's before its first
+    /// start).
+    const sandbox::confinement& confinement() const;
+    /// Its spawn spec runs in confinement() from now on. False (the source failed with the
+    /// refusal) when its sandbox cannot be had.
+    bool confine_spec();
+
     std::string kind_;
     std::string confine_config_json_;
-    sandbox::confinement conf_; ///< the sandbox it runs in (before peer_: its spec is made from it)
-    bool reconfined_ = false;   ///< started again in its tools' sandbox, not yet settled
+    permissions::capability_set start_caps_; ///< what its first sandbox grants
+    /// The sandbox it runs in (before peer_: its spec is made from it); worked out lazily for an
+    /// on-demand source (confinement()), so it is mutable.
+    mutable sandbox::confinement conf_;
+    mutable bool confined_;   ///< conf_ is worked out
+    bool spec_confined_;      ///< the child's spawn spec has conf_'s plan and environment
+    bool reconfined_ = false; ///< started again in its tools' sandbox, not yet settled
 
   protected:
     process::rpc_peer peer_;

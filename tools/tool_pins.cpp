@@ -20,7 +20,10 @@ namespace {
 std::string hex_sha256(std::string_view text) {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
-    if (EVP_Digest(text.data(), text.size(), md, &n, EVP_sha256(), nullptr) != 1) return {};
+    // Fetched once: OpenSSL 3 looks EVP_sha256() up in its provider at every digest, which
+    // costs more than hashing a definition (meithd hashes each pinned tool at its start).
+    static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    if (!sha256 || EVP_Digest(text.data(), text.size(), md, &n, sha256, nullptr) != 1) return {};
     static constexpr char digits[] = "0123456789abcdef";
     std::string out;
     out.reserve(2 * n);
@@ -203,6 +206,7 @@ std::vector<tool_definition> tool_pins::definitions_of(std::string_view source) 
         t.extra_descriptor_json = d.extra_json;
         t.payload_kind = d.payload_kind;
         t.payload_format_json = d.payload_format_json;
+        t.from_pin = true;
         const auto caps = nlohmann::json::parse(d.capabilities, nullptr, false);
         if (caps.is_array())
             for (const auto& c : caps)

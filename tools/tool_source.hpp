@@ -16,7 +16,7 @@
 #include <vector>
 
 namespace meith::schema {
-class schema_validator; // schema/validator.hpp
+class lazy_validator; // schema/validator.hpp
 } // namespace meith::schema
 
 namespace meith::tools {
@@ -48,7 +48,9 @@ struct tool {
     /// `[tools] quarantine_new`): listed, never callable (docs/protocol.md §22).
     bool quarantined = false;
     std::shared_ptr<tool_source> source;
-    std::shared_ptr<const schema::schema_validator> validator; ///< null: accepts any object
+    /// Checks a call's arguments (compiled at the first call for a definition from its pin);
+    /// null: accepts any object.
+    std::shared_ptr<const schema::lazy_validator> validator;
 };
 
 /// How long an optional host method may take before its fallback is used.
@@ -70,6 +72,9 @@ struct tool_definition {
     std::string payload_kind;        ///< see `tool`
     std::string payload_format_json; ///< see `tool`
     bool task_required = false;      ///< see `tool`
+    /// From its pin (tool_pins::definitions_of): its schema compiled when its source listed it,
+    /// so it is compiled again only at its first call, not as it registers.
+    bool from_pin = false;
 };
 
 /// Callbacks from a source to the registry.

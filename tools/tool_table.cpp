@@ -50,14 +50,20 @@ tool_table::registration tool_table::register_source(tool_source& src,
         t->payload_format_json = std::move(d.payload_format_json);
         t->task_required = d.task_required;
         t->source = src.shared_from_this();
-        if (!t->input_schema_json.empty()) {
+        if (t->input_schema_json.empty()) {
+            // No schema (a text-payload tool): nothing to check beyond its argument's type.
+        } else if (d.from_pin) {
+            t->validator = std::make_shared<schema::lazy_validator>(t->input_schema_json);
+        } else {
             auto compiled = schema::schema_validator::compile(t->input_schema_json);
             if (compiled.error) {
                 spdlog::error("source '{}': tool '{}' skipped: {}", src.name(), t->name,
                               *compiled.error);
                 continue;
             }
-            t->validator = std::move(compiled.validator);
+            if (compiled.validator)
+                t->validator =
+                    std::make_shared<schema::lazy_validator>(std::move(compiled.validator));
         }
         auto it = tools_.find(t->name);
         if (it != tools_.end() && it->second->source.get() != &src) {

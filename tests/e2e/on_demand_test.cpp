@@ -100,6 +100,15 @@ TEST_CASE("start = on-demand: eight sources listed from their pins with nothing 
     const auto listed = run_cli({"sources"}, d.home());
     CHECK_THAT(listed.out, Catch::Contains("idle"));
 
+    // A tool listed from its pin checks arguments against its pinned schema (compiled at this
+    // first call, not as meithd started), and a call it refuses starts nothing.
+    const json refused = c2.call("m2_echo", {{"text", 42}});
+    CHECK(refused["result"]["ok"] == false);
+    CHECK(refused["result"]["error"]["code"] == "VALIDATION_ERROR");
+    CHECK_THAT(refused["result"]["error"]["message"].get<std::string>(), Catch::Contains("/text"));
+    CHECK(state_of(c2, "m2") == "idle");
+    CHECK(children_of(d.pid()).empty());
+
     // A call starts its source alone; the caller hears why it waits.
     std::vector<json> events;
     const json r = c2.call("m2_echo", {{"text", "wake"}}, json::object(), &events);
@@ -153,6 +162,34 @@ TEST_CASE("start = on-demand: a call that arrives while its source stops for idl
     CHECK(c.read()["type"] == "config_reloaded");
     CHECK(c.call("h_t_echo", json::object())["result"]["error"]["code"] == "UNKNOWN_TOOL");
     CHECK(eventually([&] { return children_of(d.pid()).empty(); }, 5s));
+}
+
+TEST_CASE("start = on-demand: a source is confined at its first start, and a sandbox it cannot "
+          "have fails that call saying why",
+          "[e2e][on-demand]") {
+    const std::string on_demand = "start = \"on-demand\"\nidle_stop_ms = 60000\n";
+    daemon_process d(host_source_toml("h", {"--name-prefix=h_"}, on_demand));
+    {
+        client c(d.socket()); // never seen: it starts to list (and pin) its tools
+        REQUIRE(eventually([&] { return state_of(c, "h") == "ready"; }));
+    }
+    d.stop();
+    // Its program is gone by the next start: listed from its pins all the same (its sandbox,
+    // which needs the program's path, is not worked out before a call needs it)...
+    std::string toml = host_source_toml("h", {"--name-prefix=h_"}, on_demand);
+    toml.replace(toml.find("[\"node\""), 7, "[\"no-such-node-here\"");
+    std::ofstream(d.home() / "meithd.toml") << toml;
+    d.restart();
+    client c(d.socket());
+    CHECK(state_of(c, "h") == "idle");
+    CHECK(has_tool(c, "h_t_echo"));
+    // ...and the call that starts it fails with the refusal; nothing ran.
+    const json r = c.call("h_t_echo", {{"x", 1}});
+    CHECK(r["result"]["ok"] == false);
+    CHECK_THAT(r["result"]["error"]["message"].get<std::string>(),
+               Catch::Contains("cannot start: program 'no-such-node-here' not found"));
+    CHECK(state_of(c, "h") == "failed");
+    CHECK(children_of(d.pid()).empty());
 }
 
 TEST_CASE("an eager source whose tools are pinned is listed at once and meithd does not wait for "

@@ -379,35 +379,3 @@ TEST_CASE("check_policy explains the decision for a tool and caller", "[e2e][aud
     CHECK(unknown["known"] == false);
     CHECK(unknown["decision"] == "deny");
 }
-
-TEST_CASE("a client that never reads is cut off while the daemon's memory stays bounded",
-          "[e2e][audit]") {
-    daemon_process d("[limits]\nmax_result_bytes = 1048576\nmax_outbound_bytes = "
-                     "2097152\nwrite_stall_ms = 300\n");
-    client c(d.socket());
-    const std::string payload(500000, 'q');
-    for (int i = 0; i < 200; ++i) {
-        try {
-            c.send({{"type", "tool_call"},
-                    {"requestId", "m" + std::to_string(i)},
-                    {"toolName", "echo"},
-                    {"arguments", {{"p", payload}}}});
-        } catch (const std::exception&) {
-            break;
-        }
-    }
-    d.wait_audit([](const json& l) {
-        return l.value("event", "") == "connection_close" &&
-               l["reason"].get<std::string>().find("max_outbound_bytes") != std::string::npos;
-    });
-    std::ifstream status("/proc/" + std::to_string(d.pid()) + "/status");
-    std::string line;
-    long hwm_kb = 0;
-    while (std::getline(status, line))
-        if (line.rfind("VmHWM:", 0) == 0) hwm_kb = std::stol(line.substr(6));
-#if defined(__SANITIZE_ADDRESS__)
-    WARN("AddressSanitizer build: peak RSS " << hwm_kb << " KiB, not checked");
-#else
-    CHECK(hwm_kb < 64 * 1024); // 100 MB were sent; a few MiB of buffers at most are kept
-#endif
-}

@@ -565,6 +565,14 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds tim
     return pred();
 }
 
+std::size_t open_fds(pid_t pid) {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e :
+         fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd"))
+        ++n;
+    return n;
+}
+
 bool has_tool(client& c, const std::string& name) {
     c.send({{"type", "list_tools"}, {"requestId", "lt"}, {"clientInfo", {{"caller", "cli"}}}});
     for (;;) {

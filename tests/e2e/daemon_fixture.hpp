@@ -170,6 +170,9 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds tim
 /// Whether list_tools (as the cli caller) lists tool `name` now.
 bool has_tool(client& c, const std::string& name);
 
+/// How many descriptors process `pid` has open (entries of /proc/PID/fd).
+std::size_t open_fds(pid_t pid);
+
 /// list_sources' entry of source `name` (pid, state, sandbox, ...); null when there is none.
 json source_status(client& c, const std::string& name);
 /// Waits until no source is starting or restarting (each ready, failed or stopped): a first

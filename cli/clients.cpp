@@ -24,14 +24,14 @@ constexpr std::array<client_info, 7> clients{{
     {"windsurf", "Windsurf", client_format::mcp_servers, false},
 }};
 
-fs::path user_home() {
+fs::path home_or_root() {
     const char* h = std::getenv("HOME");
     return h && *h ? fs::path(h) : fs::path("/");
 }
 
 fs::path config_home() {
     if (const char* v = std::getenv("XDG_CONFIG_HOME"); v && *v == '/') return v;
-    return user_home() / ".config";
+    return home_or_root() / ".config";
 }
 
 } // namespace
@@ -50,7 +50,7 @@ const client_info& client_named(std::string_view name) {
 }
 
 std::vector<fs::path> client_files(const client_info& c) {
-    const fs::path home = user_home();
+    const fs::path home = home_or_root();
     std::error_code ec;
     fs::path here = fs::current_path(ec);
     if (ec) here = home;

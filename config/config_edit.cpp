@@ -37,7 +37,7 @@ std::size_t offset_of(std::string_view text, const toml::source_position& pos) {
 }
 
 /// `s` as a TOML basic string: "…", with '"', '\\' and control characters escaped.
-std::string toml_string(std::string_view s) {
+std::string toml_basic_string(std::string_view s) {
     std::string out = "\"";
     for (const char ch : s) {
         if (ch == '"' || ch == '\\') {
@@ -103,7 +103,7 @@ std::optional<std::string> with_network_allow_rule(std::string_view text, std::s
     }
     const toml::table& net = *network->as_table();
     std::string out(text);
-    const std::string quoted = toml_string(rule);
+    const std::string quoted = toml_basic_string(rule);
     if (const toml::node* allow = net.get("allow")) {
         // Right after the array's '[': `"rule", ` is valid before any element and before
         // the ']' of an empty array (TOML 1.0 allows a trailing comma in arrays).

@@ -2,6 +2,7 @@
 #include "remote/credentials.hpp"
 
 #include "protocol/json_writer.hpp"
+#include "remote/oauth_internal.hpp"
 
 #include <simdjson.h>
 
@@ -11,15 +12,7 @@ namespace meith::remote {
 
 using protocol::append_json_string;
 
-namespace {
-
-std::string string_member(simdjson::dom::object o, std::string_view key) {
-    std::string_view v;
-    if (o[key].get_string().get(v) != simdjson::SUCCESS) return {};
-    return std::string(v);
-}
-
-} // namespace
+using detail::string_member;
 
 std::string to_json(const credentials& c) {
     std::string out = "{";

@@ -55,6 +55,10 @@ std::string string_member(simdjson::dom::object o, std::string_view key) {
     return std::string(v);
 }
 
+bool listed(const std::vector<std::string>& list, std::string_view v) {
+    return std::find(list.begin(), list.end(), v) != list.end();
+}
+
 bool parse_object(simdjson::dom::parser& parser, std::string_view body, simdjson::dom::object& o) {
     return parser.parse(body.data(), body.size()).get_object().get(o) == simdjson::SUCCESS;
 }
@@ -268,10 +272,6 @@ std::vector<std::string> string_list(simdjson::dom::object o, std::string_view k
         if (e.get_string().get(v) == simdjson::SUCCESS) out.emplace_back(v);
     }
     return out;
-}
-
-bool listed(const std::vector<std::string>& list, std::string_view v) {
-    return std::find(list.begin(), list.end(), v) != list.end();
 }
 
 /// RFC 8414 §2 members of an authorization server's metadata into `auth`. False, with `why`,

@@ -24,6 +24,9 @@ std::string base64url(const unsigned char* data, std::size_t n);
 /// The string member `key` of `o`, or "".
 std::string string_member(simdjson::dom::object o, std::string_view key);
 
+/// Whether `list` holds `v`.
+bool listed(const std::vector<std::string>& list, std::string_view v);
+
 /// Parses `body` as a JSON object into `parser`'s document.
 bool parse_object(simdjson::dom::parser& parser, std::string_view body, simdjson::dom::object& o);
 

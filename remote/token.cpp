@@ -24,14 +24,6 @@ namespace meith::remote {
 using namespace detail;
 using protocol::append_json_string;
 
-namespace {
-
-bool listed(const std::vector<std::string>& list, std::string_view v) {
-    return std::find(list.begin(), list.end(), v) != list.end();
-}
-
-} // namespace
-
 bool apply_token_response(credentials& c, long status, std::string_view body, std::int64_t now,
                           std::string& why, bool& invalid_grant) {
     invalid_grant = false;

@@ -18,7 +18,7 @@ std::map<std::string, fs::path>& learning() {
     return m;
 }
 
-bool within(const fs::path& p, const fs::path& dir) {
+bool inside_dir(const fs::path& p, const fs::path& dir) {
     if (dir.empty()) return false;
     auto [d, q] = std::mismatch(dir.begin(), dir.end(), p.begin(), p.end());
     return d == dir.end() || (std::next(d) == dir.end() && d->empty());
@@ -34,8 +34,8 @@ fs::path canonical_or_same(const fs::path& p) {
 /// already lets it write.
 bool not_proposed(const fs::path& p, const learn_context& ctx) {
     for (const char* dir : {"/proc", "/dev", "/sys", "/run"})
-        if (within(p, dir)) return true;
-    return within(p, ctx.state_dir) || within(p, ctx.tmp_root);
+        if (inside_dir(p, dir)) return true;
+    return inside_dir(p, ctx.state_dir) || inside_dir(p, ctx.tmp_root);
 }
 
 /// The TOML array of `items`: ["a", "b"].
@@ -58,7 +58,7 @@ std::vector<std::string> write_roots(const std::set<fs::path>& written,
     for (const auto& p : written) {
         const auto next = written.upper_bound(p);
         std::error_code ec;
-        if (next != written.end() && within(*next, p) && fs::is_directory(p, ec)) continue;
+        if (next != written.end() && inside_dir(*next, p) && fs::is_directory(p, ec)) continue;
         const fs::path dir = p.parent_path();
         const bool broad = dir == ctx.home || std::distance(dir.begin(), dir.end()) <= 2;
         roots.insert(broad ? p : dir);
@@ -66,7 +66,7 @@ std::vector<std::string> write_roots(const std::set<fs::path>& written,
     std::vector<std::string> out;
     for (const auto& r : roots)
         if (std::none_of(roots.begin(), roots.end(),
-                         [&](const fs::path& other) { return other != r && within(r, other); }))
+                         [&](const fs::path& other) { return other != r && inside_dir(r, other); }))
             out.push_back(r.string());
     return out;
 }
@@ -137,7 +137,7 @@ learned_profile summarize(std::string_view record, const learn_context& ctx) {
             if (!p.is_absolute() || not_proposed(p, ctx)) continue;
             if (const auto it =
                     std::find_if(ctx.protected_paths.begin(), ctx.protected_paths.end(),
-                                 [&](const fs::path& guarded) { return within(p, guarded); });
+                                 [&](const fs::path& guarded) { return inside_dir(p, guarded); });
                 it != ctx.protected_paths.end()) {
                 notes.insert("it tried to write in " + it->string() +
                              ", which stays read-only (a protected path)");
@@ -159,7 +159,7 @@ learned_profile summarize(std::string_view record, const learn_context& ctx) {
             if (value.starts_with("@"))
                 notes.insert("it connected to the abstract socket " + value +
                              ", which no profile opens (Landlock scopes them out)");
-            else if (!within(fs::path(value), ctx.tmp_root))
+            else if (!inside_dir(fs::path(value), ctx.tmp_root))
                 sockets.insert(fs::path(value).lexically_normal().string());
             break;
         case 'n':

@@ -54,6 +54,8 @@ process::supervised_process::policy mcp_source::make_policy(const config::source
 
 void mcp_source::on_spawn() {
     ++spawns_;
+    probing_ = false;
+    probe_ping_.reset(); // the peer forgot the last child's requests
     server_caps_ = {};
     modern_ = false;
     listen_id_.reset();
@@ -89,19 +91,60 @@ void mcp_source::send_discover() {
     const auto id =
         peer_.request("server/discover", mcp::discover_params(envelope_), std::move(cb));
     if (!id) return proc_.fail_start("could not send server/discover");
-    probe_timer_.expires_after(discover_timeout);
+    probing_ = true;
+    ping_answered_ = false;
+    arm_probe(remote() ? discover_timeout : ping_after, *id);
+}
+
+void mcp_source::send_probe_ping(std::uint64_t discover_id) {
+    // Answered (a result or an error) while the probe is not: the server read the probe and
+    // ignored it. Servers answer in order; discover_after_ping covers one whose handlers do
+    // not. A server that answers the probe at once never sees the ping.
+    process::rpc_peer::callbacks ping;
+    ping.on_message = [this, gen = spawns_, discover_id](simdjson::dom::object, bool) {
+        if (gen != spawns_ || !probing_) return;
+        ping_answered_ = true;
+        arm_probe(discover_after_ping, discover_id);
+    };
+    ping.on_failure = [](process::rpc_failure, const std::string&) {};
+    // With the probe's envelope: a 2026-07-28 server serves an unenveloped request in an older
+    // revision, and one slow to read would take the connection for a legacy one.
+    probe_ping_ = peer_.request("ping", mcp::with_envelope("{}", envelope_), std::move(ping));
+}
+
+void mcp_source::end_probe() {
+    probing_ = false;
+    probe_timer_.cancel();
+    // A ping the server ignores must not stay in flight: it would keep an idle stop away.
+    if (const auto ping = std::exchange(probe_ping_, std::nullopt)) peer_.abandon(*ping);
+}
+
+void mcp_source::arm_probe(std::chrono::milliseconds after, std::uint64_t id) {
+    probe_timer_.expires_after(after); // cancels a wait armed before
     probe_timer_.async_wait(
-        [this, gen, id = *id, alive = std::weak_ptr<bool>(alive_)](const std::error_code& ec) {
-            if (ec || !alive.lock() || gen != spawns_ || !revision_.empty()) return;
+        [this, gen = spawns_, id, alive = std::weak_ptr<bool>(alive_)](const std::error_code& ec) {
+            if (ec || !alive.lock() || gen != spawns_ || !probing_) return;
+            if (!remote() && !probe_ping_) {
+                // Not answered within ping_after: is the server there at all? A ping says.
+                send_probe_ping(id);
+                arm_probe(discover_timeout - ping_after, id);
+                return;
+            }
+            end_probe();
             peer_.abandon(id);
-            spdlog::info("{}: no answer to server/discover within {} ms; using initialize", label_,
-                         discover_timeout.count());
+            if (ping_answered_)
+                spdlog::info("{}: answered a ping but not server/discover, sent before it; using "
+                             "initialize",
+                             label_);
+            else
+                spdlog::info("{}: no answer to server/discover within {} ms; using initialize",
+                             label_, discover_timeout.count());
             send_initialize();
         });
 }
 
 void mcp_source::on_discovered(simdjson::dom::object msg) {
-    probe_timer_.cancel();
+    end_probe();
     simdjson::dom::element result;
     if (msg["result"].get(result) != simdjson::SUCCESS || !mcp::offers_modern(result))
         return send_initialize();

@@ -95,13 +95,29 @@ class mcp_source final : public child_source, public tools::mcp_peer {
 
     // ---- start: server/discover (2026-07-28), else initialize; then tools/list ---------------
 
-    /// How long a server may take to answer server/discover before meithd falls back to
-    /// initialize (a server that ignores unknown methods before initialize).
+    /// How long a server that answers nothing may take to answer server/discover before
+    /// meithd falls back to initialize (a server slow to start, or one that ignores both the
+    /// probe and the ping after it).
     static constexpr std::chrono::milliseconds discover_timeout{3000};
+    /// A stdio server that has not answered server/discover after this long is sent a `ping`
+    /// (the one request allowed before initialize, MCP basic/lifecycle).
+    static constexpr std::chrono::milliseconds ping_after{250};
+    /// How long server/discover's answer may trail the answer to that ping (a server whose
+    /// handlers answer out of order) before meithd takes the probe as ignored.
+    static constexpr std::chrono::milliseconds discover_after_ping{100};
 
     /// Asks `server/discover` first (docs/protocol.md §17): a server offering 2026-07-28 is
-    /// spoken to in it; an error, another answer or silence falls back to `initialize`.
+    /// spoken to in it; an error, another answer or silence falls back to `initialize`. A
+    /// stdio server silent for ping_after is pinged: one that answers the ping but not the
+    /// probe ignored the probe, and initialize follows within discover_after_ping instead of
+    /// after discover_timeout.
     void send_discover();
+    /// Sends the probe's ping (see send_discover).
+    void send_probe_ping(std::uint64_t discover_id);
+    /// (Re)arms the probe's deadline: `after` from now, server/discover request `id`.
+    void arm_probe(std::chrono::milliseconds after, std::uint64_t id);
+    /// The probe is over (answered or given up): its deadline and its ping are dropped.
+    void end_probe();
 
     void on_discovered(simdjson::dom::object msg);
 
@@ -230,8 +246,11 @@ class mcp_source final : public child_source, public tools::mcp_peer {
     bool modern_ = false;            ///< this child speaks 2026-07-28 (server/discover offered it)
     std::string envelope_;           ///< the 2026-07-28 `_meta` members, made once
     asio::steady_timer probe_timer_; ///< server/discover's answer deadline
-    std::optional<std::uint64_t> listen_id_; ///< the open subscriptions/listen (2026-07-28)
-    std::set<std::string> listen_uris_;      ///< resources subscribed to on it
+    bool probing_ = false;           ///< server/discover sent, neither answered nor given up
+    std::optional<std::uint64_t> probe_ping_; ///< the ping sent after it, until the probe ends
+    bool ping_answered_ = false;              ///< the server answered that ping, not the probe
+    std::optional<std::uint64_t> listen_id_;  ///< the open subscriptions/listen (2026-07-28)
+    std::set<std::string> listen_uris_;       ///< resources subscribed to on it
     /// Calls running as tasks on this server, by taskId (2025-11-25 tasks).
     std::unordered_map<std::string, tools::call_ptr> tasks_;
     std::uint64_t next_token_ = 0;

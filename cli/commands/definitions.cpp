@@ -13,7 +13,7 @@ namespace meith::cli {
 namespace {
 
 /// `text` split into lines.
-std::vector<std::string> lines_of(const std::string& text) {
+std::vector<std::string> text_lines(const std::string& text) {
     std::vector<std::string> out;
     std::size_t at = 0;
     while (at <= text.size()) {
@@ -32,7 +32,7 @@ void print_diff(const std::string& label, const std::string& before, const std::
         return;
     }
     fmt::print("  {}:\n", label);
-    const auto a = lines_of(before), b = lines_of(after);
+    const auto a = text_lines(before), b = text_lines(after);
     std::vector<std::vector<std::size_t>> lcs(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
     for (std::size_t i = a.size(); i-- > 0;)
         for (std::size_t j = b.size(); j-- > 0;)

@@ -15,6 +15,8 @@
 
 using namespace meith::test;
 
+namespace e2e_agent_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 json list_in(client& c, const std::string& format, const std::string& caller = "cli") {
@@ -626,3 +628,5 @@ TEST_CASE("meith tools --tag and meith call --display", "[e2e][agent][cli]") {
     CHECK(shown.status == 0);
     CHECK(json::parse(shown.out)["type"] == "markdown");
 }
+
+} // namespace e2e_agent_test

@@ -14,6 +14,8 @@
 
 using namespace meith::test;
 
+namespace e2e_approvals_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// t_write (writes-files) asks for plugin; the built-in echo asks for plugin by a rule.
@@ -561,3 +563,5 @@ TEST_CASE("an approval request's preview is redacted like its args", "[e2e][appr
     approve(*approver, req["approvalId"], "deny");
     CHECK(agent.wait_result("p1")["result"]["ok"] == false);
 }
+
+} // namespace e2e_approvals_test

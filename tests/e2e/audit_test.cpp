@@ -23,6 +23,8 @@
 
 using namespace meith::test;
 
+namespace e2e_audit_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::vector<json> all_audit_lines(const fs::path& dir, const std::string& base = "audit.jsonl") {
@@ -379,3 +381,5 @@ TEST_CASE("check_policy explains the decision for a tool and caller", "[e2e][aud
     CHECK(unknown["known"] == false);
     CHECK(unknown["decision"] == "deny");
 }
+
+} // namespace e2e_audit_test

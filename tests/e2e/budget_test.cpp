@@ -14,6 +14,8 @@
 
 using namespace meith::test;
 
+namespace e2e_budget_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// Allocations and write-family system calls made by one built-in `echo` call in meithd, one
@@ -71,3 +73,5 @@ TEST_CASE("hot path budget: a built-in call costs meithd at most its budget of a
     CHECK(writes <= write_budget);
     WARN("per built-in call: " << allocations << " allocations, " << writes << " writes");
 }
+
+} // namespace e2e_budget_test

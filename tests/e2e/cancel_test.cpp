@@ -14,6 +14,8 @@
 
 using namespace meith::test;
 
+namespace e2e_cancel_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string read_text(const fs::path& p) {
@@ -167,3 +169,5 @@ TEST_CASE("an exec server gets notifications/cancelled for a cancelled or timed-
     CHECK(wait_for_text(b, "stopped:").find("stopped: timeout") != std::string::npos);
     CHECK(stays_still(b));
 }
+
+} // namespace e2e_cancel_test

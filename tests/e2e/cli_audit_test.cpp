@@ -21,6 +21,8 @@
 
 using namespace meith::test;
 
+namespace e2e_cli_audit_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// The first line of `text` containing `needle` ("" when none).
@@ -310,3 +312,5 @@ TEST_CASE("meith audit --follow keeps up with meithd rotating its log", "[e2e][c
     for (int i = 0; i < calls; ++i)
         CHECK(json::parse(lines[i + 1])["requestId"] == "r" + std::to_string(i));
 }
+
+} // namespace e2e_cli_audit_test

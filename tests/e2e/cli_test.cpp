@@ -20,6 +20,8 @@
 
 using namespace meith::test;
 
+namespace e2e_cli_test { // one namespace per file: the tests build as unity batches
+
 TEST_CASE("meith status and tools find the daemon through config.json", "[e2e][cli]") {
     daemon_process d(host_source_toml("th"));
     auto status = run_cli({"status"}, d.home());
@@ -543,3 +545,5 @@ TEST_CASE("meith stop shuts meithd down gracefully, and meith restart starts it 
     const auto help = run_cli({"help"}, d.home());
     CHECK_THAT(help.out, Catch::Contains("  stop ") && Catch::Contains("  restart "));
 }
+
+} // namespace e2e_cli_test

@@ -17,6 +17,8 @@
 
 using namespace meith::test;
 
+namespace e2e_daemon_test { // one namespace per file: the tests build as unity batches
+
 TEST_CASE("hello assigns a server session id and downgrades claimed callers", "[e2e]") {
     daemon_process d;
     client a(d.socket()), b(d.socket());
@@ -490,3 +492,5 @@ TEST_CASE("a home removed under a running meithd is named in the calls' errors a
     }
     CHECK(logged);
 }
+
+} // namespace e2e_daemon_test

@@ -11,6 +11,8 @@
 using namespace meith::test;
 using namespace std::chrono_literals;
 
+namespace e2e_diagnosis_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// A host that writes two stderr lines (one holding a secret) and exits 3, every time.
@@ -384,3 +386,5 @@ TEST_CASE("a start that failed for its own reasons gets no sandbox hint",
     CHECK_THAT(shown, Catch::Contains("Unexpected token"));
     CHECK(shown.find("hint:") == std::string::npos);
 }
+
+} // namespace e2e_diagnosis_test

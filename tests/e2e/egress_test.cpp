@@ -18,6 +18,8 @@
 
 using namespace meith::test;
 
+namespace e2e_egress_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string egress_source(int port) {
@@ -366,3 +368,5 @@ TEST_CASE("egress: with network.ask a target no rule names waits for a person at
     CHECK(reach(again, "connect", "kept.test", port).result["done"] == true);
     CHECK(reach(again, "connect", "session.test", port).result["done"] == false);
 }
+
+} // namespace e2e_egress_test

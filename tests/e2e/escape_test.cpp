@@ -23,6 +23,8 @@
 
 using namespace meith::test;
 
+namespace e2e_escape_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// Waits (bounded) for `path` to appear; its contents as JSON.
@@ -335,3 +337,5 @@ TEST_CASE("the MCP filesystem server, confined, reads neither meithd's home nor 
     CHECK(w["result"]["ok"] == false);
     CHECK_FALSE(fs::exists(elsewhere.path / "x.txt"));
 }
+
+} // namespace e2e_escape_test

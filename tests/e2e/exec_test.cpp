@@ -14,6 +14,8 @@
 
 using namespace meith::test;
 
+namespace e2e_exec_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string code_of(const json& f) {
@@ -355,3 +357,5 @@ TEST_CASE("meith sources shows each source's state", "[e2e][exec][cli]") {
     CHECK(r.status == 0);
     CHECK_THAT(r.out, Catch::Contains("sv") && Catch::Contains("th") && Catch::Contains("ready"));
 }
+
+} // namespace e2e_exec_test

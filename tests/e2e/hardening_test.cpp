@@ -17,6 +17,8 @@
 using namespace meith::test;
 using namespace std::chrono_literals;
 
+namespace e2e_hardening_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string code_of(const json& f) {
@@ -421,3 +423,5 @@ TEST_CASE("a reload during the shutdown grace is refused and starts no child",
         CHECK(::kill(p, 0) != 0);
     }
 }
+
+} // namespace e2e_hardening_test

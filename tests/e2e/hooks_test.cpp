@@ -13,6 +13,8 @@
 
 using namespace meith::test;
 
+namespace e2e_hooks_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string code_of(const json& f) {
@@ -250,3 +252,5 @@ TEST_CASE("a server-mode hook can be restarted by name and its lifecycle is audi
     }
     CHECK(ok);
 }
+
+} // namespace e2e_hooks_test

@@ -12,6 +12,8 @@
 
 using namespace meith::test;
 
+namespace e2e_host_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string cli_can_write() {
@@ -553,3 +555,5 @@ TEST_CASE("a source whose program cannot be started says so once and is not rest
     CHECK(by_name["shwrap"]["state"] == "ready");
     CHECK(c.call("t_echo", json::object())["result"]["ok"] == true);
 }
+
+} // namespace e2e_host_test

@@ -22,6 +22,8 @@
 using namespace meith::test;
 using namespace std::chrono_literals;
 
+namespace e2e_import_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string mcp_dir() {
@@ -449,3 +451,5 @@ TEST_CASE("profiles: a command that still says npx runs in the npx profile: the 
     CHECK(out["calls"][0]["isError"] == false);
     CHECK(fs::is_directory(state.path / "meith" / "sources" / "mem" / "npm-cache"));
 }
+
+} // namespace e2e_import_test

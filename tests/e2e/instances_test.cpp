@@ -11,6 +11,8 @@
 using namespace meith::test;
 using namespace std::chrono_literals;
 
+namespace e2e_instances_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 int pid_of_call(client& c, const json& extra = json::object()) {
@@ -102,3 +104,5 @@ TEST_CASE("instances = per-client: connections of one agent share a process, ano
     // (a session's end after the stop began once left one waiting for a second stop).
     CHECK(d.stop(SIGTERM, 5s) == 0);
 }
+
+} // namespace e2e_instances_test

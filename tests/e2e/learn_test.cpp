@@ -17,6 +17,8 @@
 
 using namespace meith::test;
 
+namespace e2e_learn_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// A TCP server on 127.0.0.1 (a local dev server, a database) that says "hi" to everyone.
@@ -184,3 +186,5 @@ TEST_CASE("meith sources learn refuses what it cannot learn, saying why", "[e2e]
     CHECK(both.status != 0);
     CHECK_THAT(both.err, Catch::Contains("--start takes neither"));
 }
+
+} // namespace e2e_learn_test

@@ -16,6 +16,8 @@
 
 using namespace meith::test;
 
+namespace e2e_limits_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// Starts the hoard in tool `tool` on `c` (not waited for); the request id.
@@ -103,3 +105,5 @@ TEST_CASE("limits (40.13): a tool takes at most 32 inotify instances, not the us
     REQUIRE(r["result"]["ok"] == true);
     CHECK(r["result"]["content"]["code"] == "EMFILE");
 }
+
+} // namespace e2e_limits_test

@@ -15,6 +15,8 @@
 
 using namespace meith::test;
 
+namespace e2e_mcp_bridge_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// Runs `node tests/mcp/bridge_client.mjs ARGS…` and parses the one JSON line it prints.
@@ -328,3 +330,5 @@ TEST_CASE("meith mcp: a call held for approval says so as progress, names the ag
     CHECK(request["caller"] == "plugin");
     CHECK(request["agent"] == "held-agent");
 }
+
+} // namespace e2e_mcp_bridge_test

@@ -13,6 +13,8 @@
 
 using namespace meith::test;
 
+namespace e2e_mcp_families_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string mcp_dir() {
@@ -225,8 +227,8 @@ TEST_CASE("mcp families: a 2.x SDK server (serveStdio) is spoken to in 2026-07-2
     CHECK(modern["heard"][0]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen:0");
 }
 
-TEST_CASE("mcp families: a server that never answers server/discover is spoken to with "
-          "initialize after the probe's deadline, and at meithd's next start at once",
+TEST_CASE("mcp families: a server that ignores server/discover is spoken to with initialize "
+          "once it answers the ping sent after the probe, and at meithd's next start at once",
           "[e2e][mcp][families]") {
     daemon_process d("[[sources]]\nname = \"fk\"\nkind = \"mcp\"\ncommand = [\"node\", " +
                      json(mcp_dir() + "/fake_server.mjs").dump() +
@@ -235,7 +237,10 @@ TEST_CASE("mcp families: a server that never answers server/discover is spoken t
     const json status = source_status(c, "fk");
     CHECK(status["state"] == "ready");
     CHECK(status["protocolVersion"] == "2025-11-25");
-    CHECK_THAT(d.log(), Catch::Contains("no answer to server/discover within 3000 ms"));
+    // Not the probe's 3 s deadline: the ping showed the server had read the probe.
+    CHECK_THAT(d.log(), Catch::Contains("answered a ping but not server/discover, sent before "
+                                        "it; using initialize"));
+    CHECK_THAT(d.log(), !Catch::Contains("no answer to server/discover within"));
     CHECK(c.call("fk_echo", {{"text", "hi"}})["result"]["ok"] == true);
 
     // The revision it negotiated is remembered (HOME/mcp-revisions.json, owner-only): the next
@@ -252,6 +257,18 @@ TEST_CASE("mcp families: a server that never answers server/discover is spoken t
     CHECK_THAT(d.log(), Catch::Contains("fk': opening with initialize, as it negotiated "
                                         "2025-11-25 when it last started"));
     CHECK(again.call("fk_echo", {{"text", "hi"}})["result"]["ok"] == true);
+}
+
+TEST_CASE("mcp families: a server that answers nothing before initialize gets the probe's whole "
+          "deadline, then initialize",
+          "[e2e][mcp][families]") {
+    daemon_process d("[[sources]]\nname = \"mute\"\nkind = \"mcp\"\ncommand = [\"node\", " +
+                     json(mcp_dir() + "/fake_server.mjs").dump() +
+                     ", \"--silent-before-init\"]\nprefix = \"mu_\"\ntrust_annotations = true\n");
+    client c(d.socket());
+    CHECK(source_status(c, "mute")["protocolVersion"] == "2025-11-25");
+    CHECK_THAT(d.log(), Catch::Contains("no answer to server/discover within 3000 ms"));
+    CHECK(c.call("mu_echo", {{"text", "hi"}})["result"]["ok"] == true);
 }
 
 TEST_CASE("mcp families: a URI two sources list is read from the one first in the config, "
@@ -392,3 +409,5 @@ TEST_CASE("instances: server-everything per session with forward_roots shows eac
     CHECK_THAT(out["b"].get<std::string>(), !Catch::Contains("file:///roots/a"));
     CHECK_THAT(out["aAgain"].get<std::string>(), Catch::Contains("file:///roots/a"));
 }
+
+} // namespace e2e_mcp_families_test

@@ -14,6 +14,8 @@
 
 using namespace meith::test;
 
+namespace e2e_mcp_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string mcp_dir() {
@@ -616,3 +618,5 @@ TEST_CASE("mcp: a launcher that hangs at start says why at its first timeout: th
     CHECK(s["lastError"] == "not ready within 1500 ms (start_timeout_ms); its last stderr line: "
                             "npm error network request to https://registry.npmjs.org/x failed");
 }
+
+} // namespace e2e_mcp_test

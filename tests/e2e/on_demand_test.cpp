@@ -15,6 +15,8 @@
 using namespace meith::test;
 using namespace std::chrono_literals;
 
+namespace e2e_on_demand_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string mcp_fixture_toml(const std::string& name, const std::string& extra) {
@@ -225,3 +227,5 @@ TEST_CASE("an eager source whose tools are pinned is listed at once and meithd d
     CHECK(r["result"]["ok"] == true);
     CHECK(state_of(c, "slow") == "ready");
 }
+
+} // namespace e2e_on_demand_test

@@ -12,6 +12,8 @@
 
 using namespace meith::test;
 
+namespace e2e_pins_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string changing_source(const fs::path& description_file) {
@@ -248,3 +250,5 @@ TEST_CASE("pinned tool definitions: the user's own capabilities edit is applied 
     CHECK(changed[0]["oldCapabilities"] == json::array({"read-only"}));
     CHECK(changed[0]["newCapabilities"] == json::array({"read-only", "accesses-network"}));
 }
+
+} // namespace e2e_pins_test

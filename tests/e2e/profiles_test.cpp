@@ -11,6 +11,8 @@
 
 using namespace meith::test;
 
+namespace e2e_profiles_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// The example config as `meith init` writes it, plus two client profiles: `reviewer` reads
@@ -289,3 +291,5 @@ TEST_CASE("meith mcp --client and the MCP client's name: the SDK client sees the
     });
     CHECK(line["agent"] == "finder-agent");
 }
+
+} // namespace e2e_profiles_test

@@ -9,6 +9,8 @@
 
 using namespace meith::test;
 
+namespace e2e_protected_paths_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string probe_source(const std::string& name, const fs::path& cwd,
@@ -168,3 +170,5 @@ TEST_CASE("meithd's --config inside a tool's writable root stays read-only and i
           "ok");
     CHECK(slurp(cfg) == text);
 }
+
+} // namespace e2e_protected_paths_test

@@ -9,6 +9,8 @@
 
 using namespace meith::test;
 
+namespace e2e_rate_limits_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 json echo(client& c, int i) {
@@ -71,3 +73,5 @@ TEST_CASE("rate limits: scope = session keeps a bucket per session", "[e2e][rate
     CHECK(code_of(echo(b, 2)) == "ok");
     CHECK(code_of(echo(b, 3)) == "RATE_LIMITED");
 }
+
+} // namespace e2e_rate_limits_test

@@ -13,6 +13,8 @@
 using namespace meith::test;
 using namespace std::chrono_literals;
 
+namespace e2e_reload_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string error_code(const json& result_frame) {
@@ -304,3 +306,5 @@ TEST_CASE("enabled = false keeps a source configured but off: no process, no too
     });
     CHECK(c.call("b_t_echo", json::object())["result"]["ok"] == true);
 }
+
+} // namespace e2e_reload_test

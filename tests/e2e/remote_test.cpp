@@ -27,6 +27,8 @@
 
 using namespace meith::test;
 
+namespace e2e_remote_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string mcp_dir() {
@@ -656,3 +658,5 @@ TEST_CASE("remote (41): a client credentials grant needs no browser, and meith-r
         d.log() + slurp(d.home() / "audit.jsonl") + login.out + login.err;
     CHECK(everything.find(secret) == std::string::npos);
 }
+
+} // namespace e2e_remote_test

@@ -19,6 +19,8 @@
 
 using namespace meith::test;
 
+namespace e2e_sandbox_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string probe_source(const std::string& name, const std::string& caps,
@@ -366,3 +368,5 @@ TEST_CASE("a browser-profile source may open Unix sockets of its own, and /tmp i
     CHECK(probe(c, "plain", {{"action", "unix"}, {"path", sock.string()}})["done"] == true);
     ::close(fd);
 }
+
+} // namespace e2e_sandbox_test

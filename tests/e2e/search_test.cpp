@@ -13,6 +13,8 @@
 
 using namespace meith::test;
 
+namespace e2e_search_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// The example config as `meith init` writes it (tools by absolute path, confined to
@@ -221,3 +223,5 @@ TEST_CASE("list_tools pages: offset, limit and permitted cut the listing in meit
     through(" --all");
     CHECK(names == every);
 }
+
+} // namespace e2e_search_test

@@ -13,6 +13,8 @@
 
 using namespace meith::test;
 
+namespace e2e_secrets_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 cli_result secret_set(const fs::path& home, const std::string& name, const std::string& value) {
@@ -230,3 +232,5 @@ TEST_CASE("secrets: a confined tool reads neither the store nor its key", "[e2e]
     CHECK(confined["result"]["content"]["key"] == "");
     CHECK(confined["result"]["content"]["store"] == "");
 }
+
+} // namespace e2e_secrets_test

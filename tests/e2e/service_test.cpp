@@ -25,6 +25,8 @@
 
 using namespace meith::test;
 
+namespace e2e_service_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// Starts `argv` with `env` added, stdin /dev/null, stdout+stderr to `log`. Not waited for.
@@ -591,3 +593,5 @@ TEST_CASE("meith service install without a systemd user manager says so and writ
     CHECK_THAT(r.err, Catch::Contains("Nothing was written."));
     CHECK_FALSE(fs::exists(home.path / "config" / "systemd"));
 }
+
+} // namespace e2e_service_test

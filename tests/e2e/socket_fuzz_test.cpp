@@ -28,6 +28,8 @@
 using namespace meith::test;
 using namespace std::chrono_literals;
 
+namespace e2e_socket_fuzz_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 constexpr std::size_t max_frame_bytes = 16 * 1024; // the daemon's limit in this test
@@ -316,3 +318,5 @@ TEST_CASE("socket fuzzing: the daemon survives, every reply parses, every audit 
     CHECK(text.find(R"("password":"hunter2")") == std::string::npos);
     CHECK(d.stop() == 0);
 }
+
+} // namespace e2e_socket_fuzz_test

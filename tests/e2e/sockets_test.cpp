@@ -20,6 +20,8 @@
 
 using namespace meith::test;
 
+namespace e2e_sockets_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// A listening Unix socket at `path` (its folder made), closed and removed at scope exit.
@@ -258,3 +260,5 @@ TEST_CASE("sockets: a source reaches the sockets it declares and no other, and t
     CHECK(source_status(c, "db")["sandbox"]["unix"] == "declared");
     CHECK(source_status(c, "net_only")["sandbox"]["unix"] == "none");
 }
+
+} // namespace e2e_sockets_test

@@ -17,6 +17,8 @@
 using namespace meith::test;
 using namespace std::chrono_literals;
 
+namespace e2e_unsanitized_test { // one namespace per file: the tests build as unity batches
+
 TEST_CASE("oversized frames are discarded, answered, and memory stays bounded", "[e2e]") {
     daemon_process d("[limits]\nmax_frame_bytes = 4096\nmax_result_bytes = 4096\n");
     client c(d.socket());
@@ -105,3 +107,5 @@ TEST_CASE("accept failing for lack of descriptors is logged once, then summarise
         log.find("accepting again after ") + std::string("accepting again after ").size();
     CHECK(std::stoul(log.substr(at)) >= 2);
 }
+
+} // namespace e2e_unsanitized_test

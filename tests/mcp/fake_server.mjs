@@ -12,6 +12,7 @@
 //   --state=FILE         append every message received to FILE (one JSON line each)
 //   --ignore-eof         keep running when stdin closes (until a signal ends it)
 //   --silent-unknown     never answer a request it does not know (server/discover included)
+//   --silent-before-init answer nothing before `initialize` (server/discover and ping included)
 //   --shot               also offer `shot` (below)
 //   --resources=NAME     offer resources: resources/list names fake://shared and fake://NAME
 //                        (after --list-delay=MS), resources/read answers 'read from NAME'
@@ -166,6 +167,7 @@ async function call(id, name, args, token) {
 
 function onRequest(msg) {
   const { id, method, params = {} } = msg;
+  if (flags.has('silent-before-init') && revision === null && method !== 'initialize') return;
   switch (method) {
     case 'initialize':
       if (flags.has('no-init')) return;

@@ -28,6 +28,8 @@ using meith::audit::audit_log;
 using meith::config::audit_config;
 using meith::config::fsync_policy;
 
+namespace unit_audit_log_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 struct temp_dir {
@@ -567,3 +569,5 @@ TEST_CASE("audit_trail::commit_then: the I/O thread does not wait for the write,
     REQUIRE(lines.size() == 70);
     CHECK(nlohmann::json::parse(lines.back()).at("event") == "connection_close");
 }
+
+} // namespace unit_audit_log_test

@@ -7,6 +7,8 @@
 using namespace meith;
 using permissions::client_profile;
 
+namespace unit_client_profile_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 config::client_config profile(std::vector<std::string> tools) {
@@ -63,3 +65,5 @@ TEST_CASE("client profile: the caller it maps to, and a removed profile hides ev
     CHECK_THAT(*gone.hidden("echo"), Catch::Contains("no longer in meithd's config"));
     CHECK(*gone.mapped_caller() == permissions::caller::plugin);
 }
+
+} // namespace unit_client_profile_test

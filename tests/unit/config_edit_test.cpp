@@ -14,6 +14,8 @@
 namespace fs = std::filesystem;
 using namespace meith::config;
 
+namespace unit_config_edit_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::string edited(std::string_view text, std::string_view source, std::string_view rule) {
@@ -172,3 +174,5 @@ TEST_CASE("with_source_keys replaces a key where it stands, adds a new one after
     CHECK_FALSE(with_source_keys(headed, "a", {{"network", "{ allow = [\"z\"] }"}}, why));
     CHECK_THAT(why, Catch::Contains("table of its own"));
 }
+
+} // namespace unit_config_edit_test

@@ -20,6 +20,8 @@
 namespace fs = std::filesystem;
 using namespace meith::config;
 
+namespace unit_config_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 load_result parse(std::string_view text) {
@@ -1268,3 +1270,5 @@ TEST_CASE("a source's `instances` is shared, per-client or per-session, for host
                Catch::Contains("'instances' in source 'e' is for tool hosts and MCP servers over "
                                "stdio"));
 }
+
+} // namespace unit_config_test

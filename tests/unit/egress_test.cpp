@@ -31,6 +31,8 @@
 
 using namespace meith::egress;
 
+namespace unit_egress_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 rule_set rules(std::vector<std::string> allow, std::vector<std::string> deny = {}) {
@@ -807,3 +809,5 @@ TEST_CASE("egress proxy: stopping the proxy (its process exited) closes the tunn
     CHECK(loop.closed[0].bytes_received == 4);
     CHECK_THAT(loop.closed[0].reason, Catch::Contains("exited"));
 }
+
+} // namespace unit_egress_test

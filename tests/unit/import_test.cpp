@@ -7,6 +7,8 @@
 
 using namespace meith::config::import;
 
+namespace unit_import_test { // one namespace per file: the tests build as unity batches
+
 TEST_CASE("import: Claude's mcpServers, VS Code's servers and Codex's TOML are read",
           "[config][import]") {
     std::string why;
@@ -182,3 +184,5 @@ TEST_CASE("import: a package that drives a browser gets the browser profile, and
           std::vector<std::string>{"--chrome-arg=--no-sandbox"});
     CHECK(browser_args_for_package("@playwright/mcp").empty());
 }
+
+} // namespace unit_import_test

@@ -6,6 +6,8 @@
 
 #include <string>
 
+namespace unit_json_minify_test { // one namespace per file: the tests build as unity batches
+
 TEST_CASE("append_minified writes what simdjson::minify writes, for every kind of value") {
     const char* inputs[] = {
         R"({"text":"the hot path","n":42})",
@@ -28,3 +30,5 @@ TEST_CASE("append_minified writes what simdjson::minify writes, for every kind o
         CHECK(out == "prefix:" + simdjson::minify(e));
     }
 }
+
+} // namespace unit_json_minify_test

@@ -15,6 +15,8 @@
 
 using meith::gateway::uri_template_matches;
 
+namespace unit_mcp_routing_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 using nlohmann::json;
@@ -178,3 +180,5 @@ TEST_CASE("mcp routing: a URI an earlier source serves by a template stays with 
     CHECK(read_from({"resources/list"}, "late://own") == "read from late");
     CHECK(read_from({}, "late://own") == "read from late");
 }
+
+} // namespace unit_mcp_routing_test

@@ -14,6 +14,8 @@ using json = nlohmann::json;
 namespace mcp = meith::sources::mcp;
 using meith::protocol::error_code;
 
+namespace unit_mcp_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// Parses `text` with a parser that lives as long as the returned element is used.
@@ -272,3 +274,5 @@ TEST_CASE("mcp: a tools/list item with execution.taskSupport required is called 
     REQUIRE(plain);
     CHECK_FALSE(plain->task_required);
 }
+
+} // namespace unit_mcp_test

@@ -14,6 +14,8 @@ using meith::config::caller_policy_config;
 using meith::config::permission_rule_config;
 using meith::config::permissions_config;
 
+namespace unit_permissions_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 capability_set caps(std::vector<std::string> names) {
@@ -348,3 +350,5 @@ TEST_CASE("grant_store: matching by caller, session, tool glob and capabilities,
     CHECK(store.remove_session("s_q").size() == 1);
     CHECK_FALSE(store.remove("g_3"));
 }
+
+} // namespace unit_permissions_test

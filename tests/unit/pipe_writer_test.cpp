@@ -12,6 +12,8 @@
 
 using meith::protocol::pipe_writer;
 
+namespace unit_pipe_writer_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 struct pipe_pair {
@@ -113,3 +115,5 @@ TEST_CASE("pipe_writer: destroyed with a write in flight, it reports nothing") {
     io.run();
     CHECK(errors == 0);
 }
+
+} // namespace unit_pipe_writer_test

@@ -30,6 +30,8 @@ using namespace std::chrono_literals;
 using status = client_channel::read_status;
 using kind = client_error::kind;
 
+namespace unit_protocol_client_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// Parses `frame` strictly (nlohmann rejects invalid UTF-8) and checks it is one line.
@@ -488,3 +490,5 @@ TEST_CASE("connect: not running, refused, bad paths, and a real listener", "[cli
     CHECK(moved.read_frame(client_channel::clock::now() + 5s).status == status::closed);
     ::close(listener);
 }
+
+} // namespace unit_protocol_client_test

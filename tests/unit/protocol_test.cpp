@@ -21,6 +21,8 @@
 using namespace meith::protocol;
 using json = nlohmann::json;
 
+namespace unit_protocol_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 // ---- line_framer helpers -----------------------------------------------------------------
@@ -1269,3 +1271,5 @@ TEST_CASE("json_members writes an object's members with commas, escapes and nest
     json_members(empty).string("only", "one");
     CHECK(empty == R"("only":"one")");
 }
+
+} // namespace unit_protocol_test

@@ -9,6 +9,8 @@ using permissions::caller;
 using permissions::rate_limiter;
 using namespace std::chrono_literals;
 
+namespace unit_rate_limits_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 config::rate_limit_config rule(std::uint64_t calls, std::uint64_t per_s, std::string tool = "*") {
@@ -116,3 +118,5 @@ TEST_CASE("rate limits: [[limits.rates]] is read with its defaults, bad entries 
                Catch::Contains("\"caller\" or \"session\""));
     CHECK_THAT(error("[[limits.rates]]\ncalls = 1\nburst = 3\n"), Catch::Contains("burst"));
 }
+
+} // namespace unit_rate_limits_test

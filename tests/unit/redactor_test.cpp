@@ -18,6 +18,8 @@ using meith::audit::default_redactor;
 using meith::audit::redaction_limits;
 using meith::audit::redactor;
 
+namespace unit_redactor_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 const std::string redacted = "[REDACTED]";
@@ -702,3 +704,5 @@ TEST_CASE("exact secret values are redacted wherever they occur, short ones are 
     CHECK(checked_parse(summary_of(r, R"({"v":"abc1234"})")) ==
           nlohmann::json::parse(R"({"v":"abc1234"})"));
 }
+
+} // namespace unit_redactor_test

@@ -52,6 +52,8 @@ using meith::tools::tool_definition;
 using meith::tools::tool_source;
 using json = nlohmann::json;
 
+namespace unit_registry_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 // ---- test doubles ------------------------------------------------------------------------
@@ -2100,3 +2102,5 @@ TEST_CASE("tool_pins: a failed write keeps the pins to be written, says why, and
     REQUIRE(fs::exists(file));
     CHECK(json::parse(read_file(file))["pins"].contains("dict/lookup"));
 }
+
+} // namespace unit_registry_test

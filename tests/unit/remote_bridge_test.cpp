@@ -34,6 +34,8 @@
 namespace remote = meith::remote;
 using namespace std::chrono_literals;
 
+namespace unit_remote_bridge_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// One HTTP/1.1 server on 127.0.0.1 that answers each request with `answer(request)` (the raw
@@ -412,3 +414,5 @@ TEST_CASE("meith-remote: a request over its limit is answered with an error nami
     REQUIRE(server.requests().size() == 1);
     CHECK(server.requests()[0].find("tools/list") != std::string::npos);
 }
+
+} // namespace unit_remote_bridge_test

@@ -22,6 +22,8 @@ namespace remote = meith::remote;
 namespace egress = meith::egress;
 using remote::sse_parser;
 
+namespace unit_remote_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// The kind of `text` (an IPv4 or IPv6 literal) as special_address_kind judges it.
@@ -757,3 +759,5 @@ TEST_CASE("oauth: make_client_assertion signs an RFC 7523 JWT with an EC P-256 k
     CHECK(remote::make_client_assertion("c", "a", "not a key", why).empty());
     CHECK(why.find("not a PEM private key") != std::string::npos);
 }
+
+} // namespace unit_remote_test

@@ -21,6 +21,8 @@ namespace fs = std::filesystem;
 using namespace meith::sandbox;
 using meith::permissions::capability_set_from;
 
+namespace unit_sandbox_test { // one namespace per file: the tests build as unity batches
+
 TEST_CASE("resolve_program looks a bare name up in PATH and makes it absolute", "[sandbox]") {
     const auto sh = resolve_program("sh", "/nonexistent:/usr/bin:/bin");
     REQUIRE(sh);
@@ -277,3 +279,5 @@ TEST_CASE("a learned profile covers the record with the fewest entries and keeps
           "{ allow = [\"127.0.0.1:5432\", \"api.example.com\"], allow_private = true }");
     fs::remove_all(tmp);
 }
+
+} // namespace unit_sandbox_test

@@ -14,6 +14,8 @@
 namespace fs = std::filesystem;
 namespace secrets = meith::secrets;
 
+namespace unit_secrets_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 /// A fresh temporary folder, removed with everything in it at the end.
@@ -60,3 +62,5 @@ TEST_CASE("secrets: the first save into a home meithd has not made yet makes it 
     CHECK(back->at("API_TOKEN") == "a value of the test's own");
     ::unsetenv("MEITH_SECRETS_KEY");
 }
+
+} // namespace unit_secrets_test

@@ -9,6 +9,8 @@
 
 using namespace meith::protocol;
 
+namespace unit_server_frames_test { // one namespace per file: the tests build as unity batches
+
 TEST_CASE("server frames: approval_request for a held call, with and without agent and client",
           "[encode]") {
     approval_request_frame f;
@@ -133,3 +135,5 @@ TEST_CASE("server frames: a tools_list frame's tail, with a page's total and a p
     CHECK(out == R"(],"client":"work","hidden":3})"
                  "\n");
 }
+
+} // namespace unit_server_frames_test

@@ -11,6 +11,8 @@
 
 using namespace meith::tools;
 
+namespace unit_tool_search_test { // one namespace per file: the tests build as unity batches
+
 namespace {
 
 std::shared_ptr<tool> make_tool(std::string name, std::string description, std::string schema = "",
@@ -92,3 +94,5 @@ TEST_CASE("tool search: a name beats a description, rarer words weigh more, limi
     index.clear();
     CHECK_FALSE(index.built());
 }
+
+} // namespace unit_tool_search_test

@@ -92,7 +92,7 @@ void mcp_source::send_discover() {
         peer_.request("server/discover", mcp::discover_params(envelope_), std::move(cb));
     if (!id) return proc_.fail_start("could not send server/discover");
     probing_ = true;
-    ping_answered_ = false;
+    pinged_ = ping_answered_ = false;
     arm_probe(remote() ? discover_timeout : ping_after, *id);
 }
 
@@ -124,7 +124,7 @@ void mcp_source::arm_probe(std::chrono::milliseconds after, std::uint64_t id) {
     probe_timer_.async_wait(
         [this, gen = spawns_, id, alive = std::weak_ptr<bool>(alive_)](const std::error_code& ec) {
             if (ec || !alive.lock() || gen != spawns_ || !probing_) return;
-            if (!remote() && !probe_ping_) {
+            if (!remote() && !std::exchange(pinged_, true)) {
                 // Not answered within ping_after: is the server there at all? A ping says.
                 send_probe_ping(id);
                 arm_probe(discover_timeout - ping_after, id);

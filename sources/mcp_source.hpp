@@ -248,6 +248,7 @@ class mcp_source final : public child_source, public tools::mcp_peer {
     asio::steady_timer probe_timer_; ///< server/discover's answer deadline
     bool probing_ = false;           ///< server/discover sent, neither answered nor given up
     std::optional<std::uint64_t> probe_ping_; ///< the ping sent after it, until the probe ends
+    bool pinged_ = false;                     ///< the probe's ping was sent (or tried)
     bool ping_answered_ = false;              ///< the server answered that ping, not the probe
     std::optional<std::uint64_t> listen_id_;  ///< the open subscriptions/listen (2026-07-28)
     std::set<std::string> listen_uris_;       ///< resources subscribed to on it

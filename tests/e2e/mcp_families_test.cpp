@@ -21,6 +21,13 @@ std::string mcp_dir() {
     return std::string(MEITH_SOURCE_DIR) + "/tests/mcp";
 }
 
+/// Source NAME (prefix NAME_): tests/mcp/fake_server.mjs with `flag`.
+std::string fake_source(const std::string& name, const std::string& flag) {
+    return "[[sources]]\nname = \"" + name + "\"\nkind = \"mcp\"\ncommand = [\"node\", " +
+           json(mcp_dir() + "/fake_server.mjs").dump() + ", \"" + flag + "\"]\nprefix = \"" + name +
+           "_\"\ntrust_annotations = true\n";
+}
+
 std::string everything_js() {
     const auto path =
         mcp_dir() + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
@@ -230,9 +237,7 @@ TEST_CASE("mcp families: a 2.x SDK server (serveStdio) is spoken to in 2026-07-2
 TEST_CASE("mcp families: a server that ignores server/discover is spoken to with initialize "
           "once it answers the ping sent after the probe, and at meithd's next start at once",
           "[e2e][mcp][families]") {
-    daemon_process d("[[sources]]\nname = \"fk\"\nkind = \"mcp\"\ncommand = [\"node\", " +
-                     json(mcp_dir() + "/fake_server.mjs").dump() +
-                     ", \"--silent-unknown\"]\nprefix = \"fk_\"\ntrust_annotations = true\n");
+    daemon_process d(fake_source("fk", "--silent-unknown"));
     client c(d.socket());
     const json status = source_status(c, "fk");
     CHECK(status["state"] == "ready");
@@ -262,11 +267,9 @@ TEST_CASE("mcp families: a server that ignores server/discover is spoken to with
 TEST_CASE("mcp families: a server that answers nothing before initialize gets the probe's whole "
           "deadline, then initialize",
           "[e2e][mcp][families]") {
-    daemon_process d("[[sources]]\nname = \"mute\"\nkind = \"mcp\"\ncommand = [\"node\", " +
-                     json(mcp_dir() + "/fake_server.mjs").dump() +
-                     ", \"--silent-before-init\"]\nprefix = \"mu_\"\ntrust_annotations = true\n");
+    daemon_process d(fake_source("mu", "--silent-before-init"));
     client c(d.socket());
-    CHECK(source_status(c, "mute")["protocolVersion"] == "2025-11-25");
+    CHECK(source_status(c, "mu")["protocolVersion"] == "2025-11-25");
     CHECK_THAT(d.log(), Catch::Contains("no answer to server/discover within 3000 ms"));
     CHECK(c.call("mu_echo", {{"text", "hi"}})["result"]["ok"] == true);
 }

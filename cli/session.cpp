@@ -12,22 +12,6 @@
 
 namespace meith::cli {
 
-std::optional<std::string> get_string(const json& obj, std::string_view key) {
-    const json* v = get_field(obj, key);
-    if (v == nullptr || !v->is_string()) return std::nullopt;
-    return v->get<std::string>();
-}
-
-const json* get_field(const json& obj, std::string_view key) {
-    if (!obj.is_object()) return nullptr;
-    auto it = obj.find(key);
-    return it == obj.end() ? nullptr : &*it;
-}
-
-std::string compact(const json& j) {
-    return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 std::string pretty(const json& j) {
     // Indented for a person at a terminal; one line for a pipe or a file (jq, scripts).
     static const bool terminal = ::isatty(STDOUT_FILENO) == 1;

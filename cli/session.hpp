@@ -4,6 +4,7 @@
 // becomes a cli_error.
 #pragma once
 
+#include "bridge/json.hpp"
 #include "cli/discovery.hpp"
 #include "cli/errors.hpp"
 #include "cli/options.hpp"
@@ -20,7 +21,10 @@
 namespace meith::cli {
 
 // ordered: `--json` output keeps the daemon's field order, and our frames read type-first.
-using json = nlohmann::ordered_json;
+using json = bridge::json;
+using bridge::compact;
+using bridge::get_field;
+using bridge::get_string;
 
 /// How long status/tools/hello wait for a reply; tool calls themselves wait without limit.
 inline constexpr std::chrono::seconds reply_timeout{10};
@@ -57,13 +61,8 @@ json await_reply(protocol::client_channel& conn, const std::string& request_id,
                  std::string_view type, std::chrono::milliseconds timeout = reply_timeout,
                  int error_exit = exit_error);
 
-/// Field accessors that tolerate absence and wrong types.
-std::optional<std::string> get_string(const json& obj, std::string_view key);
-const json* get_field(const json& obj, std::string_view key);
-
-/// Compact JSON text, and JSON for stdout: indented when stdout is a terminal, else compact
-/// (one line per value, for scripts). Invalid UTF-8 is replaced rather than thrown on.
-std::string compact(const json& j);
+/// JSON for stdout: indented when stdout is a terminal, else compact (one line per value, for
+/// scripts). Invalid UTF-8 is replaced rather than thrown on.
 std::string pretty(const json& j);
 
 /// Replaces control characters (terminal escapes from tool output) with '?'; keeps `\n` and

@@ -3,6 +3,7 @@
 #include "daemon/coroutine_root.hpp"
 #include "daemon/instance.hpp"
 #include "permissions/secret.hpp"
+#include "platform/fd_passing.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/server_frames.hpp"
 
@@ -34,9 +35,9 @@ constexpr std::size_t read_chunk = 16 * 1024;
 
 connection::connection(asio::local::stream_protocol::socket socket, registry::registry& reg,
                        gateway::mcp_gateway& mcp, peer_identity peer,
-                       std::function<void(connection*)> on_closed)
+                       std::function<void(connection*)> on_closed, adopt_fn adopt)
     : socket_(std::move(socket)), registry_(reg), mcp_(mcp), audit_(reg.audit_trail()), peer_(peer),
-      on_closed_(std::move(on_closed)), session_id_(new_session_id()),
+      on_closed_(std::move(on_closed)), adopt_(std::move(adopt)), session_id_(new_session_id()),
       framer_(reg.cfg().limits.max_frame_bytes, read_chunk), writer_wake_(socket_.get_executor()),
       idle_timer_(socket_.get_executor()), resume_timer_(socket_.get_executor()),
       stall_timer_(socket_.get_executor()) {
@@ -48,7 +49,15 @@ connection::connection(asio::local::stream_protocol::socket socket, registry::re
                            protocol::top_level_scanner::duplicates::last_wins);
 }
 
-connection::~connection() = default;
+connection::~connection() {
+    drop_passed_fds();
+}
+
+void connection::drop_passed_fds() {
+    for (int fd : passed_fds_)
+        ::close(fd);
+    passed_fds_.clear();
+}
 
 void connection::start() {
     std::string fields;
@@ -70,14 +79,15 @@ void connection::start() {
 
 void connection::arm_idle_timer() {
     const auto ms = registry_.cfg().limits.idle_timeout_ms;
-    if (ms == 0) return;
+    if (ms == 0 || internal_) return;
     idle_timer_.expires_after(std::chrono::milliseconds(ms));
     idle_timer_.async_wait([weak = weak_from_this(), ms](const std::error_code& ec) {
         if (ec) return;
         auto self = weak.lock();
         if (!self || self->closed_) return;
         // Waiting for replies, or an approver waiting for held calls, is not idling.
-        if (!self->calls_.empty() || self->async_replies_ > 0 || self->approver_) {
+        if (!self->calls_.empty() || self->async_replies_ > 0 || self->approver_ ||
+            self->handoff_) {
             self->arm_idle_timer();
             return;
         }
@@ -99,7 +109,13 @@ asio::awaitable<void> connection::read_loop() {
             continue;
         }
         auto buf = framer_.prepare();
-        const std::size_t n = socket_.read_some(asio::buffer(buf.data(), buf.size()), ec);
+        // recvmsg: descriptors a client attaches (an mcp_handoff's, §10) come with the bytes
+        // and are ours to take or close; read(2) would have the kernel close them.
+        const ssize_t got = platform::receive_with_fds(socket_.native_handle(), buf, passed_fds_);
+        const std::size_t n = got > 0 ? static_cast<std::size_t>(got) : 0;
+        ec = got > 0    ? std::error_code()
+             : got == 0 ? std::error_code(asio::error::eof)
+                        : std::error_code(errno, asio::error::get_system_category());
         if (ec == asio::error::would_block || ec == asio::error::try_again) {
             // Nothing to read: an idle connection waits without a read buffer.
             framer_.release();
@@ -128,6 +144,8 @@ asio::awaitable<void> connection::read_loop() {
             }
             if (closed_) co_return;
         }
+        // Descriptors stay only with an unfinished frame: the handoff frame takes its own.
+        if (!passed_fds_.empty() && framer_.partial().empty()) drop_passed_fds();
         if (framer_.buffered() == 0) protocol::frame_decoder::shrink_if_large(1024 * 1024);
         flush();
     }
@@ -257,7 +275,7 @@ asio::awaitable<void> connection::write_loop() {
     while (!closed_) {
         if (outbound_.empty()) {
             if (closing_after_flush_) {
-                close("daemon shutting down");
+                close(flush_close_reason_);
                 break;
             }
             writer_ = writer_state::idle;
@@ -351,10 +369,11 @@ void connection::withhold_unaudited_results() {
                  session_id_, withheld);
 }
 
-void connection::close_after_flush() {
+void connection::close_after_flush(std::string_view reason) {
     closing_after_flush_ = true;
+    flush_close_reason_ = reason;
     if (writer_ == writer_state::idle && outbound_.empty())
-        close("daemon shutting down");
+        close(reason);
     else
         flush(); // the writer closes once the queue is drained
 }
@@ -368,6 +387,9 @@ void connection::close(std::string_view reason) {
     writer_wake_.cancel();
     if (tools_changed_token_ != 0) registry_.unsubscribe_tools_changed(tools_changed_token_);
     end_mcp();
+    drop_passed_fds();
+    // `meith mcp` is gone (signalled, killed) or meithd stops: its session ends with it.
+    if (handoff_) std::exchange(handoff_, nullptr)->end();
     const std::size_t cancelled = calls_.size();
     // Calls in flight are cancelled and audited; their replies have nowhere to go.
     auto calls = std::move(calls_);

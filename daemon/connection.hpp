@@ -22,6 +22,7 @@
 #pragma once
 
 #include "audit/audit_trail.hpp"
+#include "daemon/mcp_handoff.hpp"
 #include "gateway/mcp_gateway.hpp"
 #include "platform/peer.hpp"
 #include "protocol/frames.hpp"
@@ -49,9 +50,13 @@ class connection final : public tools::call_sink,
                          public approvals::approver,
                          public std::enable_shared_from_this<connection> {
   public:
+    /// Makes the connection of an MCP session handed over on this one (docs/protocol.md §10
+    /// "Handoff"): the server adopts the socket as a client of this connection's peer.
+    using adopt_fn = std::function<void(asio::local::stream_protocol::socket, peer_identity)>;
+
     connection(asio::local::stream_protocol::socket socket, registry::registry& reg,
                gateway::mcp_gateway& mcp, peer_identity peer,
-               std::function<void(connection*)> on_closed);
+               std::function<void(connection*)> on_closed, adopt_fn adopt = nullptr);
     ~connection() override;
 
     /// Starts reading; the connection keeps itself alive until it closes.
@@ -60,8 +65,12 @@ class connection final : public tools::call_sink,
     /// Closes at once: cancels calls in flight (audited), drops unsent replies.
     void close(std::string_view reason);
 
-    /// Closes once every queued reply has been written (used at shutdown).
-    void close_after_flush();
+    /// Closes once every queued reply has been written (at shutdown; after an MCP session).
+    void close_after_flush(std::string_view reason = "daemon shutting down");
+
+    /// The connection of an MCP session meithd runs itself (mcp_handoff.hpp): it never idles
+    /// out; the session ends it.
+    void mark_internal() { internal_ = true; }
 
     const std::string& session_id() const { return session_id_; }
 
@@ -141,6 +150,13 @@ class connection final : public tools::call_sink,
     /// The `approver_rejected` audit line (PROTOCOL.md §12: every refusal is on file).
     void audit_approver_rejected(std::string_view reason);
     void on_other(const protocol::frame_head& f, std::string& audit_fields);
+    // `meith mcp` hands over its stdio (mcp_routes.cpp, docs/protocol.md §10 "Handoff")
+    void on_mcp_handoff(const protocol::frame_head& f, const protocol::mcp_handoff_frame& body,
+                        std::string& audit_fields);
+    /// The handed-over session ended with `exit_status`: told to `meith mcp`, then closed.
+    void on_mcp_ended(int exit_status);
+    /// Closes the descriptors that came with the bytes read and were not taken.
+    void drop_passed_fds();
     // MCP families beyond tools (mcp_routes.cpp, docs/protocol.md §17)
     void on_mcp_request(const protocol::frame_head& f, const protocol::mcp_request_frame& body,
                         std::string& audit_fields);
@@ -178,6 +194,13 @@ class connection final : public tools::call_sink,
     audit::audit_trail& audit_; ///< the registry's: lines, group commit, waiting replies
     peer_identity peer_;
     std::function<void(connection*)> on_closed_;
+    adopt_fn adopt_;
+    /// Descriptors that came with the bytes being read (SCM_RIGHTS): the next complete frame
+    /// takes them if it is an mcp_handoff, else they are closed.
+    std::vector<int> passed_fds_;
+    std::shared_ptr<mcp_handoff> handoff_; ///< the MCP session handed over here, if any
+    bool internal_ = false;
+    std::string flush_close_reason_;
     std::string session_id_;
     std::string hello_claim_; ///< clientInfo.caller of the hello, if any
     bool has_hello_claim_ = false;

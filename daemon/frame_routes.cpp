@@ -54,7 +54,7 @@ void connection::route_to(connection& c, const protocol::client_frame& f, std::s
 
 const connection::frame_route& connection::route_of(frame_type type) {
     // In frame_type order (checked below), so a route is found by index.
-    static constexpr std::array<frame_route, 19> routes{{
+    static constexpr std::array<frame_route, 20> routes{{
         {frame_type::hello, false, false, {}, &route_to<&connection::on_hello>},
         {frame_type::list_tools, false, true, {}, &route_to<&connection::on_list_tools>},
         {frame_type::tool_call, false, false, {}, &route_to<&connection::on_tool_call>},
@@ -87,6 +87,8 @@ const connection::frame_route& connection::route_of(frame_type type) {
         // MCP families beyond tools (mcp_routes.cpp): the gateway audits each request.
         {frame_type::mcp_request, false, false, {}, &route_to<&connection::on_mcp_request>},
         {frame_type::client_response, false, false, {}, &route_to<&connection::on_client_response>},
+        // `meith mcp` hands over its stdio (mcp_routes.cpp): audited by the route.
+        {frame_type::mcp_handoff, false, false, {}, &route_to<&connection::on_mcp_handoff>},
         {frame_type::other, false, false, {}, &route_to<&connection::on_other>},
     }};
     static_assert([] {

@@ -6,8 +6,13 @@
 
 #include "protocol/json_writer.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 namespace meith::daemon {
 
@@ -165,6 +170,94 @@ void connection::end_mcp() {
     client_requests_.clear();
     for (auto& [id, done] : waiting)
         done(tools::mcp_error(-32603, "the client that was asked disconnected"));
+}
+
+} // namespace meith::daemon
+
+// ---- `meith mcp` hands over its stdio (docs/protocol.md §10 "Handoff") -------------------
+
+namespace meith::daemon {
+
+namespace {
+
+/// Why `fd` cannot be the client's `what` (stdin: read, stdout/stderr: written), or "". A
+/// pipe or a socket only (a terminal is shared with the user's shell, which a non-blocking
+/// flag would disturb; a regular file cannot be polled); stderr may also be a regular file.
+std::string unfit(int fd, std::string_view what, bool reads, bool file_ok) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return fmt::format("its {} cannot be examined", what);
+    const bool kind_ok =
+        S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || (file_ok && S_ISREG(st.st_mode));
+    if (!kind_ok) return fmt::format("its {} is not a pipe or a socket", what);
+    const int mode = ::fcntl(fd, F_GETFL) & O_ACCMODE;
+    if (reads ? mode == O_WRONLY : mode == O_RDONLY)
+        return fmt::format("its {} is not open for {}", what, reads ? "reading" : "writing");
+    return {};
+}
+
+} // namespace
+
+void connection::on_mcp_handoff(const protocol::frame_head& f,
+                                const protocol::mcp_handoff_frame& body, std::string&) {
+    std::vector<int> fds = std::exchange(passed_fds_, {});
+    std::string why;
+    if (handoff_ || internal_)
+        why = "this connection has handed over an MCP session already";
+    else if (fds.size() < 2)
+        why = "mcp_handoff needs the client's stdin and stdout attached to it (SCM_RIGHTS)";
+    else if (!adopt_)
+        why = "this meithd cannot take MCP sessions";
+    if (why.empty()) why = unfit(fds[0], "stdin", true, false);
+    if (why.empty()) why = unfit(fds[1], "stdout", false, false);
+    if (why.empty() && fds.size() > 2 && !unfit(fds[2], "stderr", false, true).empty()) {
+        ::close(fds[2]); // its notes go to meithd's log instead
+        fds.resize(2);
+    }
+    int pair[2] = {-1, -1};
+    if (why.empty() &&
+        ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0)
+        why = fmt::format("no socket pair for the session: {}", std::strerror(errno));
+    std::string fields;
+    protocol::json_members(fields)
+        .string("sessionId", session_id_)
+        .number("pid", static_cast<std::uint64_t>(peer_.pid));
+    if (!why.empty()) {
+        for (int fd : fds)
+            ::close(fd);
+        protocol::append_error_frame(outbound_, f.request_id, "mcp_handoff refused: " + why);
+        protocol::json_members(fields).string("reason", why);
+        audit_.event("mcp_handoff_refused", fields);
+        return;
+    }
+    bridge::settings s;
+    s.caller = permissions::to_string(caller_for(f));
+    s.all = body.all;
+    s.search = body.search;
+    if (!client_name_.empty()) s.client = client_name_;
+    s.when_down = "; meithd ended the session";
+    // The session's own connection: an ordinary client of the same peer.
+    adopt_(asio::local::stream_protocol::socket(socket_.get_executor(),
+                                                asio::local::stream_protocol(), pair[1]),
+           peer_);
+    handoff_ = std::make_shared<mcp_handoff>(
+        socket_.get_executor(), pair[0], fds[0], fds[1], fds.size() > 2 ? fds[2] : -1, std::move(s),
+        "mcp session of " + session_id_, [weak = weak_from_this()](int status) {
+            if (auto self = weak.lock()) self->on_mcp_ended(status);
+        });
+    handoff_->start();
+    outbound_.append(R"({"type":"mcp_handoff_result","protocol":1,"requestId":)");
+    append_json_string(outbound_, *f.request_id);
+    outbound_.append("}\n");
+    audit_.event("mcp_handoff", fields);
+}
+
+void connection::on_mcp_ended(int exit_status) {
+    handoff_.reset();
+    if (closed_) return;
+    outbound_.append(R"({"type":"mcp_ended","protocol":1,"exitCode":)");
+    outbound_.append(std::to_string(exit_status));
+    outbound_.append("}\n");
+    close_after_flush("the handed-over MCP session ended");
 }
 
 } // namespace meith::daemon

@@ -386,13 +386,23 @@ class server {
             close_when_on_file(std::move(sock));
             return;
         }
-        auto conn = std::make_shared<connection>(std::move(sock), registry_, mcp_, *peer,
-                                                 [this](connection* c) {
-                                                     connections_.erase(c);
-                                                     if (shutting_down_ && connections_.empty())
-                                                         maybe_finish();
-                                                     schedule_status();
-                                                 });
+        launch(std::move(sock), *peer, false);
+    }
+
+    /// A connection for an admitted peer; `internal`: the connection of an MCP session meithd
+    /// runs itself, on the peer's behalf (docs/protocol.md §10 "Handoff").
+    void launch(stream_protocol::socket sock, const platform::peer_identity& peer, bool internal) {
+        auto conn = std::make_shared<connection>(
+            std::move(sock), registry_, mcp_, peer,
+            [this](connection* c) {
+                connections_.erase(c);
+                if (shutting_down_ && connections_.empty()) maybe_finish();
+                schedule_status();
+            },
+            [this](stream_protocol::socket s, platform::peer_identity p) {
+                if (!shutting_down_) launch(std::move(s), p, true);
+            });
+        if (internal) conn->mark_internal();
         connections_.emplace(conn.get(), conn);
         conn->start();
         schedule_status();

@@ -30,6 +30,7 @@ frame_type type_from_name(std::string_view name) {
     if (name == "accept_tool") return frame_type::accept_tool;
     if (name == "mcp_request") return frame_type::mcp_request;
     if (name == "client_response") return frame_type::client_response;
+    if (name == "mcp_handoff") return frame_type::mcp_handoff;
     return frame_type::other;
 }
 
@@ -485,6 +486,20 @@ void decode_by_type(simdjson::dom::object obj, const frame_members& m, client_fr
         decode_client_response(m, f);
         if (!f.error) check_optional_request_id(m, f);
         return;
+    case frame_type::mcp_handoff: {
+        auto& b = f.body.emplace<mcp_handoff_frame>();
+        if (!f.request_id) {
+            f.error = "mcp_handoff needs a requestId string of 1-128 characters";
+            return;
+        }
+        for (auto [key, out] : {std::pair{"all", &b.all}, std::pair{"search", &b.search}}) {
+            simdjson::dom::element el;
+            if (obj[key].get(el) == simdjson::SUCCESS &&
+                el.get_bool().get(*out) != simdjson::SUCCESS)
+                f.error = std::string("mcp_handoff: \"") + key + "\" must be true or false";
+        }
+        return;
+    }
     }
 }
 

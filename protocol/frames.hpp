@@ -47,6 +47,7 @@ enum class frame_type {
     // MCP families beyond tools (docs/protocol.md §17)
     mcp_request,
     client_response,
+    mcp_handoff, ///< docs/protocol.md §10 "Handoff": `meith mcp` hands meithd its stdio
     other
 };
 
@@ -155,6 +156,13 @@ struct client_response_frame {
     std::optional<simdjson::dom::object> response_error;
 };
 
+/// mcp_handoff (docs/protocol.md §10 "Handoff"): the descriptors came with it (SCM_RIGHTS);
+/// `all` and `search` are `meith mcp`'s options, false when absent.
+struct mcp_handoff_frame {
+    bool all = false;
+    bool search = false;
+};
+
 // Grants and approvals (docs/protocol.md §14, §22): strings checked when present.
 struct approver_hello_frame {
     std::string_view secret;
@@ -180,7 +188,8 @@ struct accept_tool_frame {
 struct client_frame : frame_head {
     std::variant<std::monostate, hello_frame, list_tools_frame, tool_call_frame,
                  restart_source_frame, learn_source_frame, mcp_request_frame, client_response_frame,
-                 approver_hello_frame, approve_frame, grant_frame, revoke_frame, accept_tool_frame>
+                 mcp_handoff_frame, approver_hello_frame, approve_frame, grant_frame, revoke_frame,
+                 accept_tool_frame>
         body;
 
     /// The members of type T; the frame must be of that type (std::bad_variant_access

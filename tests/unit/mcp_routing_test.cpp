@@ -1,6 +1,6 @@
 // Unit tests: how the gateway matches a URI to a resource template (gateway/mcp_gateway.hpp,
-// docs/protocol.md §17) and the bridge's task table (cli/commands/mcp_tasks.hpp).
-#include "cli/commands/mcp_tasks.hpp"
+// docs/protocol.md §17) and the bridge's task table (bridge/tasks.hpp).
+#include "bridge/tasks.hpp"
 #include "gateway/mcp_gateway.hpp"
 #include "registry/registry.hpp"
 
@@ -133,7 +133,7 @@ TEST_CASE("mcp routing: RFC 6570 expressions stand for the URI's parts between l
 }
 
 TEST_CASE("mcp tasks: created working, ended with the answer, waiting results answered", "[mcp]") {
-    meith::cli::task_table t;
+    meith::bridge::task_table t;
     const auto created = t.create("rid-1", 1000);
     const std::string id = created["task"]["taskId"];
     CHECK(created["task"]["status"] == "working");
@@ -143,7 +143,7 @@ TEST_CASE("mcp tasks: created working, ended with the answer, waiting results an
     CHECK_FALSE(unknown);
     t.working(id, "halfway");
     CHECK((*t.get(id))["statusMessage"] == "halfway");
-    const auto waiting = t.finish(id, {{"content", meith::cli::json::array()}}, false);
+    const auto waiting = t.finish(id, {{"content", meith::bridge::json::array()}}, false);
     REQUIRE(waiting.size() == 1);
     CHECK(waiting[0] == 7);
     CHECK((*t.get(id))["status"] == "completed");
@@ -154,7 +154,7 @@ TEST_CASE("mcp tasks: created working, ended with the answer, waiting results an
 }
 
 TEST_CASE("mcp tasks: a cancelled task stays cancelled when its call ends", "[mcp]") {
-    meith::cli::task_table t;
+    meith::bridge::task_table t;
     const std::string id = t.create("rid-2", 1000)["task"]["taskId"];
     CHECK(t.cancel(id) == "rid-2");
     CHECK_FALSE(t.cancel(id)); // once

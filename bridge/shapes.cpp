@@ -1,7 +1,7 @@
-// mcp_shapes: what `meith mcp` says to an MCP client (see mcp_shapes.hpp).
-#include "cli/commands/mcp_shapes.hpp"
+// shapes: what `meith mcp` says to an MCP client (see mcp_shapes.hpp).
+#include "bridge/shapes.hpp"
 
-namespace meith::cli::mcp_shapes {
+namespace meith::bridge::shapes {
 
 json server_capabilities() {
     return {{"tools", {{"listChanged", true}}},
@@ -111,4 +111,4 @@ void mark_modern(json& result, std::string_view method) {
     meta[std::string(server_info_key)] = server_info();
 }
 
-} // namespace meith::cli::mcp_shapes
+} // namespace meith::bridge::shapes

@@ -1,25 +1,28 @@
-// mcp_bridge: the class of `meith mcp` (docs/protocol.md §10, §17), shared by its files:
-// cli/commands/mcp.cpp (stdin/stdout, the daemon connection, dispatch, tools) and
-// cli/commands/mcp_families.cpp (resources, prompts, completions, logging, the servers'
-// requests, 2026-07-28's envelope, listens and input rounds, tasks). Internal to cli/commands.
+// mcp_session: the registry as an MCP server (docs/protocol.md §10, §17) — one MCP client's
+// session, translated to socket frames for meithd, free of I/O. Two hosts drive it: `meith mcp`
+// (cli/commands/mcp.cpp: stdin/stdout and a socket connection, the fallback) and meithd itself
+// once `meith mcp` has handed it the client's pipes (daemon/mcp_handoff.cpp, §10 "Handoff").
+// Files: mcp_session.cpp (input, the daemon's frames, dispatch), tools.cpp (tools/list,
+// tools/call, search mode), families.cpp (resources, prompts, completions, logging, the
+// servers' requests, 2026-07-28's envelope, listens and input rounds, tasks).
 #pragma once
 
-#include "cli/commands.hpp"
-#include "cli/commands/mcp_shapes.hpp"
-#include "cli/commands/mcp_tasks.hpp"
-#include "cli/session.hpp"
+#include "bridge/json.hpp"
+#include "bridge/shapes.hpp"
+#include "bridge/tasks.hpp"
+#include "protocol/client_frames.hpp"
 #include "protocol/framing.hpp"
 
 #include <chrono>
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
-namespace meith::cli::mcp_bridge {
+namespace meith::bridge {
 
-namespace shapes = mcp_shapes;
 constexpr std::size_t page_size = 500;     ///< items per list page (docs/protocol.md §10)
 constexpr std::size_t max_line = 64 << 20; ///< longest stdin message accepted
 
@@ -30,52 +33,105 @@ constexpr int method_not_found = -32601;
 constexpr int invalid_params = -32602;
 constexpr int internal_error = -32603;
 
-class bridge {
+/// What `meith mcp` was asked for (its options, docs/protocol.md §10); the same in meithd
+/// after a handoff, where they come in the mcp_handoff frame.
+struct settings {
+    std::string caller = "plugin";     ///< --caller
+    bool all = false;                  ///< --all: deny tools listed too
+    bool search = false;               ///< --search: the meta-tools only (§20)
+    std::optional<std::string> client; ///< --client: the client profile (§23)
+    /// Said after "meithd closed the connection" and the like: what happens next.
+    std::string when_down = "; start it again with: meithd";
+};
+
+/// The session's host: its daemon connection and the client's output. Calls come from the
+/// session's own thread; none may call back into the session.
+class link {
   public:
-    explicit bridge(const options& o)
-        : opts_(o), caller_(o.caller_given ? o.caller : "plugin"),
+    virtual ~link() = default;
+    /// True while a connection to meithd is up.
+    virtual bool connected() const = 0;
+    /// Connects and sends `hello` (a compact frame whose requestId is `id`), waiting for its
+    /// hello_result, which it returns; nullopt, with `why` set, when meithd cannot be reached.
+    /// Only called while not connected.
+    virtual std::optional<json> connect(const std::string& hello, const std::string& id,
+                                        std::string& why) = 0;
+    /// Sends one compact frame; false, with `why` set, when the connection failed (it is
+    /// then down: connected() is false).
+    virtual bool send(const std::string& frame, std::string& why) = 0;
+    /// Ends the connection (after daemon_gone).
+    virtual void disconnect() = 0;
+    /// Writes one JSON-RPC message line (with its newline) to the client. May throw to end the
+    /// session when the client is gone.
+    virtual void write_client(std::string_view line) = 0;
+    /// A diagnostic for the person who runs the client (stderr, or meithd's log).
+    virtual void note(std::string_view text) = 0;
+};
+
+class mcp_session {
+  public:
+    mcp_session(settings s, link& l)
+        : settings_(std::move(s)), link_(l),
           ids_(protocol::request_id_generator::process_prefix("mcp")),
-          search_mode_(o.search.has_value()) {
+          search_mode_(settings_.search) {
         in_.scan_oversized({"id"}); // an over-long request is still answered by its id
     }
 
-    int run();
+    // ---- driving it -----------------------------------------------------------------------
 
-  private:
-    // ---- stdin / stdout -------------------------------------------------------------------
-
-    void read_stdin();
-    /// After stdin's EOF: answers the requests still awaited (a cancelled one is not) for at
-    /// most `drain_grace`, or until stdout's reader is gone; then returns exit_ok. A server's
-    /// request for the client, sent before or arriving meanwhile, gets an error.
-    int drain();
-    static constexpr std::chrono::seconds drain_grace{30};
-
-    std::optional<std::string> next_stdin_line();
-
-    static void write_stdout(const json& msg);
-
-    static void send_result(const json& id, json result);
-
-    static void send_error(const json& id, int code, const std::string& message);
-
-    static void notify(std::string_view method, json params);
-
-    // ---- the daemon -----------------------------------------------------------------------
-    // ---- the daemon -----------------------------------------------------------------------
+    /// The client's bytes: written into input_buffer(), then input_commit(n).
+    std::span<char> input_buffer() { return in_.prepare(); }
+    void input_commit(std::size_t n) { in_.commit(n); }
+    /// The client closed its input (`clean`: EOF, not an error): a last message without its
+    /// newline still counts. Then call pump(), begin_drain().
+    void input_ended(bool clean);
+    bool input_over() const { return in_eof_; }
+    /// Handles every complete message read, unless a hello waits for its answer (then the
+    /// messages wait in the buffer, in order).
+    void pump();
 
     /// The hello frame: subscribed to tools_changed and MCP notifications, declaring the
     /// client's capabilities so meithd forwards servers' requests it can answer (§17).
     json hello_frame(const std::string& id) const;
-
-    /// Connects and says hello; false, with down_ set, if not.
+    std::string next_request_id() { return ids_.next(); }
+    /// Connects (through the link) and says hello unless connected; false, with the reason
+    /// kept for the requests it fails, if not.
     bool connect();
+    /// A hello sent for a changed client waits for its answer: input is held meanwhile.
+    bool waiting_hello() const { return !hello_wait_.empty(); }
+    /// The host sent hello `id` on a connection it made itself: the client's messages wait for
+    /// its hello_result (as after hello_now).
+    void expect_hello(std::string id) { hello_wait_ = std::move(id); }
+
+    /// One frame from meithd (one line, no newline).
+    void on_daemon_frame(const std::string& line);
+    /// The connection ended: every request waiting is answered with an error.
+    void daemon_gone(const std::string& why);
+
+    /// After the client's EOF: its servers' requests still waiting are refused to meithd
+    /// (nobody can answer them now).
+    void begin_drain();
+    /// True while an answer is still owed to the client (not a cancelled call's).
+    bool awaited() const;
+    /// How long the drain waits for those answers at most (docs/protocol.md §10).
+    static constexpr std::chrono::seconds drain_grace{30};
+
+  private:
+    std::optional<std::string> next_input_line();
+
+    void write_client(const json& msg);
+
+    void send_result(const json& id, json result);
+
+    void send_error(const json& id, int code, const std::string& message);
+
+    void notify(std::string_view method, json params);
+
+    // ---- the daemon -----------------------------------------------------------------------
 
     /// The client's capabilities changed (initialize, or a 2026-07-28 request's envelope): a
     /// new hello tells meithd (its reply is not waited for).
     void set_client(const json& caps, const json* info);
-
-    void daemon_gone(const std::string& why);
 
     /// Sends `frame`; on failure the daemon is gone and the request answered with an error.
     bool send_to_daemon(const json& frame);
@@ -95,8 +151,6 @@ class bridge {
         std::map<std::string, std::string> asked; ///< key → clientRequestId, asked
         std::optional<json> final;                ///< the answer, while no request waits
     };
-
-    void on_daemon_frame(const std::string& line);
 
     /// What a frame from meithd answers: a result, or a JSON-RPC error's members.
     struct daemon_answer {
@@ -143,6 +197,8 @@ class bridge {
     void handle_message(const std::string& line);
 
     void dispatch_message(const json& msg);
+    /// dispatch_message, a throw answered as an internal error.
+    void dispatch_safely(const json& msg);
 
     /// A 2026-07-28 request carries its version and the client's capabilities in
     /// `_meta` (the envelope): read, taken out of `params`. True for such a request; an
@@ -189,9 +245,9 @@ class bridge {
     /// Takes the hello_result's `client` (the profile meithd applies, docs/protocol.md §23):
     /// its search mode and pinned tools; none: --search alone decides.
     void apply_hello(const json& hello_result);
-    /// Sends a hello (the MCP client's name and capabilities changed) and waits for its
-    /// answer, handing frames that come first to on_daemon_frame: the profile an MCP client's
-    /// name selects is known before its first tools/list is answered.
+    /// Sends a hello (the MCP client's name and capabilities changed); the client's next
+    /// messages wait until its answer (pump): the profile an MCP client's name selects is
+    /// known before its first tools/list is answered.
     void hello_now();
     /// search_tools: a list_tools with `query`, answered as a result listing the matches.
     void search_tools_call(const json& id, const json& args, bool modern);
@@ -215,13 +271,14 @@ class bridge {
         std::set<std::string> uris;
     };
 
-    const options& opts_;
-    std::string caller_;
-    std::string agent_; ///< the MCP client's clientInfo.name, sent as clientInfo.agent
+    settings settings_;
+    link& link_;
+    std::string hello_wait_;   ///< the requestId of a hello not answered yet
+    std::optional<json> held_; ///< the request that sent it, dispatched once it is answered
+    std::string agent_;        ///< the MCP client's clientInfo.name, sent as clientInfo.agent
     json client_caps_ = json::object(); ///< its ClientCapabilities, sent in hello (§17)
     bool modern_ = false;               ///< the client speaks 2026-07-28
     protocol::request_id_generator ids_;
-    std::optional<protocol::client_channel> conn_;
     std::string down_;                   ///< why there is no daemon connection
     protocol::line_framer in_{max_line}; ///< the MCP client's lines (protocol/framing.hpp)
     bool in_eof_ = false;
@@ -234,7 +291,7 @@ class bridge {
     std::map<std::string, std::string> to_daemon_request_;
     std::uint64_t next_client_request_ = 0;
     std::map<std::string, listen_state> listens_; ///< subscriptions/listen by id (JSON text)
-    task_table tasks_;                            ///< task-augmented calls (mcp_tasks.hpp)
+    task_table tasks_;                            ///< task-augmented calls (tasks.hpp)
 };
 
-} // namespace meith::cli::mcp_bridge
+} // namespace meith::bridge

@@ -2,14 +2,14 @@
 // completions and logging as mcp_request frames, the servers' requests to the client (a
 // JSON-RPC request in 2025-11-25, an input_required round in 2026-07-28), 2026-07-28's
 // envelope and subscriptions/listen, and the tasks the bridge runs. The class is in
-// cli/commands/mcp_bridge.hpp.
-#include "cli/commands/mcp_bridge.hpp"
+// bridge/mcp_session.hpp.
+#include "bridge/mcp_session.hpp"
 
 #include <fmt/core.h>
 
-namespace meith::cli::mcp_bridge {
+namespace meith::bridge {
 
-void bridge::list_changed(std::string_view method) {
+void mcp_session::list_changed(std::string_view method) {
     if (!modern_) return notify(method, json::object());
     const std::string_view flag = method == "notifications/tools/list_changed" ? "toolsListChanged"
                                   : method == "notifications/prompts/list_changed"
@@ -20,7 +20,7 @@ void bridge::list_changed(std::string_view method) {
             notify(method, {{"_meta", {{std::string(shapes::subscription_id_key), l.id}}}});
 }
 
-void bridge::on_mcp_notification(const json& f) {
+void mcp_session::on_mcp_notification(const json& f) {
     const std::string method = get_string(f, "method").value_or("");
     json params = f.value("params", json::object());
     if (method == "notifications/resources/list_changed" ||
@@ -37,7 +37,7 @@ void bridge::on_mcp_notification(const json& f) {
         }
 }
 
-void bridge::on_client_request(const json& f) {
+void mcp_session::on_client_request(const json& f) {
     const std::string crid = get_string(f, "clientRequestId").value_or("");
     const std::string method = get_string(f, "method").value_or("");
     json params = f.value("params", json::object());
@@ -55,7 +55,7 @@ void bridge::on_client_request(const json& f) {
     if (!p.modern) {
         const std::string id = fmt::format("meith-{}", ++next_client_request_);
         to_daemon_request_[id] = crid;
-        write_stdout(json{
+        write_client(json{
             {"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}});
         return;
     }
@@ -65,14 +65,14 @@ void bridge::on_client_request(const json& f) {
     if (!p.mcp_id.is_null()) ask_inputs(it->first, p);
 }
 
-bool bridge::refuse_client_request(const std::string& crid, const std::string& message) {
+bool mcp_session::refuse_client_request(const std::string& crid, const std::string& message) {
     return send_to_daemon({{"type", "client_response"},
                            {"protocol", 1},
                            {"clientRequestId", crid},
                            {"error", {{"code", internal_error}, {"message", message}}}});
 }
 
-void bridge::ask_inputs(const std::string& rid, pending& p) {
+void mcp_session::ask_inputs(const std::string& rid, pending& p) {
     json result{
         {"resultType", "input_required"}, {"inputRequests", p.inputs}, {"requestState", rid}};
     shapes::mark_modern(result, "tools/call");
@@ -84,14 +84,14 @@ void bridge::ask_inputs(const std::string& rid, pending& p) {
     p.mcp_id = json();
 }
 
-bool bridge::read_envelope(const json& id, json& params) {
+bool mcp_session::read_envelope(const json& id, json& params) {
     json* meta =
         params.contains("_meta") && params["_meta"].is_object() ? &params["_meta"] : nullptr;
     const std::string vkey(shapes::protocol_version_key);
     if (meta == nullptr || !meta->contains(vkey)) return false;
     const json version = (*meta)[vkey];
     if (!version.is_string() || version.get<std::string>() != shapes::modern_revision) {
-        write_stdout(
+        write_client(
             json{{"jsonrpc", "2.0"},
                  {"id", id},
                  {"error",
@@ -112,7 +112,7 @@ bool bridge::read_envelope(const json& id, json& params) {
     return true;
 }
 
-void bridge::on_client_answer(const json& msg) {
+void mcp_session::on_client_answer(const json& msg) {
     const json& id = msg["id"];
     if (!id.is_string()) return;
     auto it = to_daemon_request_.find(id.get<std::string>());
@@ -124,10 +124,10 @@ void bridge::on_client_answer(const json& msg) {
         frame["error"] =
             msg.value("error", json{{"code", internal_error}, {"message", "no result object"}});
     to_daemon_request_.erase(it);
-    if (conn_) send_to_daemon(frame);
+    if (link_.connected()) send_to_daemon(frame);
 }
 
-std::optional<std::size_t> bridge::cursor_of(const json& params) {
+std::optional<std::size_t> mcp_session::cursor_of(const json& params) {
     if (!params.contains("cursor")) return 0;
     const json& c = params["cursor"];
     try {
@@ -141,7 +141,7 @@ std::optional<std::size_t> bridge::cursor_of(const json& params) {
     }
 }
 
-json bridge::page_of(const std::string& method, json result, std::size_t offset) {
+json mcp_session::page_of(const std::string& method, json result, std::size_t offset) {
     const char* key = method == "resources/list"             ? "resources"
                       : method == "resources/templates/list" ? "resourceTemplates"
                       : method == "prompts/list"             ? "prompts"
@@ -158,7 +158,7 @@ json bridge::page_of(const std::string& method, json result, std::size_t offset)
     return result;
 }
 
-void bridge::mcp_request(const json& id, const std::string& method, json params, bool modern) {
+void mcp_session::mcp_request(const json& id, const std::string& method, json params, bool modern) {
     std::size_t offset = 0;
     if (method.ends_with("/list")) {
         const auto o = cursor_of(params);
@@ -178,10 +178,10 @@ void bridge::mcp_request(const json& id, const std::string& method, json params,
                     {"requestId", rid},
                     {"method", method},
                     {"params", std::move(params)},
-                    {"clientInfo", {{"caller", caller_}}}});
+                    {"clientInfo", {{"caller", settings_.caller}}}});
 }
 
-void bridge::subscribe_uri(const std::string& uri, bool on) {
+void mcp_session::subscribe_uri(const std::string& uri, bool on) {
     if (!connect()) return;
     const std::string method = on ? "resources/subscribe" : "resources/unsubscribe";
     const std::string rid = track(json(), kind::mcp, method, true);
@@ -190,10 +190,10 @@ void bridge::subscribe_uri(const std::string& uri, bool on) {
                     {"requestId", rid},
                     {"method", method},
                     {"params", {{"uri", uri}}},
-                    {"clientInfo", {{"caller", caller_}}}});
+                    {"clientInfo", {{"caller", settings_.caller}}}});
 }
 
-void bridge::listen(const json& id, const json& params) {
+void mcp_session::listen(const json& id, const json& params) {
     const json asked = params.value("notifications", json::object());
     if (!asked.is_object())
         return send_error(id, invalid_params, "\"notifications\" must be an object");
@@ -218,7 +218,7 @@ void bridge::listen(const json& id, const json& params) {
         {{"notifications", honored}, {"_meta", {{std::string(shapes::subscription_id_key), id}}}});
 }
 
-void bridge::task_request(const json& id, const std::string& method, const json& params) {
+void mcp_session::task_request(const json& id, const std::string& method, const json& params) {
     if (method == "tasks/list") return send_result(id, tasks_.list());
     const std::string task_id = get_string(params, "taskId").value_or("");
     if (method == "tasks/result") {
@@ -226,13 +226,13 @@ void bridge::task_request(const json& id, const std::string& method, const json&
         if (auto done = tasks_.result_or_wait(task_id, id, unknown)) {
             json reply{{"jsonrpc", "2.0"}, {"id", id}};
             reply.update(*done);
-            return write_stdout(reply);
+            return write_client(reply);
         }
         if (unknown) return send_error(id, invalid_params, "no task " + task_id);
         return; // answered when the task ends
     }
     if (method == "tasks/cancel") {
-        if (auto rid = tasks_.cancel(task_id); rid && conn_)
+        if (auto rid = tasks_.cancel(task_id); rid && link_.connected())
             send_to_daemon({{"type", "cancel_tool_call"}, {"protocol", 1}, {"requestId", *rid}});
     } else if (method != "tasks/get") {
         return send_error(id, method_not_found, "method not found: " + method);
@@ -241,13 +241,13 @@ void bridge::task_request(const json& id, const std::string& method, const json&
     send_error(id, invalid_params, "no task " + task_id);
 }
 
-void bridge::send_task_result(const json& id, const std::string& task_id) {
+void mcp_session::send_task_result(const json& id, const std::string& task_id) {
     json reply{{"jsonrpc", "2.0"}, {"id", id}};
     reply.update(tasks_.result_of(task_id));
-    write_stdout(reply);
+    write_client(reply);
 }
 
-void bridge::retry_call(const json& id, const json& params) {
+void mcp_session::retry_call(const json& id, const json& params) {
     const json state = params["requestState"];
     auto it = state.is_string() ? pending_.find(state.get<std::string>()) : pending_.end();
     if (it == pending_.end() || !it->second.mcp_id.is_null())
@@ -264,7 +264,7 @@ void bridge::retry_call(const json& id, const json& params) {
                 answer.is_object() ? answer
                                    : json{{"code", invalid_params}, {"message", "no answer"}};
             p.asked.erase(a);
-            if (conn_) send_to_daemon(frame);
+            if (link_.connected()) send_to_daemon(frame);
         }
     p.mcp_id = id;
     by_mcp_id_[id.dump()] = it->first;
@@ -277,4 +277,4 @@ void bridge::retry_call(const json& id, const json& params) {
     if (!p.inputs.empty()) ask_inputs(it->first, p);
 }
 
-} // namespace meith::cli::mcp_bridge
+} // namespace meith::bridge

@@ -1,15 +1,15 @@
 // mcp_tools: `meith mcp`'s tools (docs/protocol.md §10): tools/list paged from list_tools,
 // tools/call as a tool_call, and search mode's meta-tools (§13 "Search"). The class is in
-// cli/commands/mcp_bridge.hpp; the answers come back through bridge::on_daemon_frame.
-#include "cli/commands/mcp_bridge.hpp"
+// bridge/mcp_session.hpp; the answers come back through mcp_session::on_daemon_frame.
+#include "bridge/mcp_session.hpp"
 
 #include <algorithm>
 
 #include <fmt/core.h>
 
-namespace meith::cli::mcp_bridge {
+namespace meith::bridge {
 
-json bridge::search_mode_tools() {
+json mcp_session::search_mode_tools() {
     return json{
         {"tools",
          json::array(
@@ -47,7 +47,7 @@ json bridge::search_mode_tools() {
                  {"required", json::array({"name"})}}}}})}};
 }
 
-json bridge::search_result(const json& descriptors) {
+json mcp_session::search_result(const json& descriptors) {
     json found = json::array();
     for (const json& d : descriptors) {
         if (!d.is_object()) continue;
@@ -66,7 +66,7 @@ json bridge::search_result(const json& descriptors) {
                 {"structuredContent", {{"tools", found}}}};
 }
 
-void bridge::search_tools_call(const json& id, const json& args, bool modern) {
+void mcp_session::search_tools_call(const json& id, const json& args, bool modern) {
     const auto query = get_string(args, "query");
     if (!query || query->empty())
         return send_error(id, invalid_params, "search_tools needs a non-empty string \"query\"");
@@ -85,10 +85,10 @@ void bridge::search_tools_call(const json& id, const json& args, bool modern) {
                     {"requestId", rid},
                     {"query", *query},
                     {"limit", limit},
-                    {"clientInfo", {{"caller", caller_}}}});
+                    {"clientInfo", {{"caller", settings_.caller}}}});
 }
 
-void bridge::tools_list(const json& id, const json& params, bool modern) {
+void mcp_session::tools_list(const json& id, const json& params, bool modern) {
     const auto offset = cursor_of(params);
     if (!offset) return send_error(id, invalid_params, "invalid cursor");
     if (search_mode_ && pinned_.empty()) {
@@ -102,26 +102,26 @@ void bridge::tools_list(const json& id, const json& params, bool modern) {
     json frame{{"type", "list_tools"},
                {"protocol", 1},
                {"requestId", rid},
-               {"clientInfo", {{"caller", caller_}}}};
+               {"clientInfo", {{"caller", settings_.caller}}}};
     if (!search_mode_) {
         // One page, cut by meithd (docs/protocol.md §5 "Pages"): the bridge parses 500
         // descriptors, not every tool (10,000 tools: 4 MiB a page otherwise).
         frame["offset"] = *offset;
         frame["limit"] = page_size;
-        frame["permitted"] = !opts_.all;
+        frame["permitted"] = !settings_.all;
     }
     send_to_daemon(frame);
 }
 
 // A meithd that does not cut pages (older than the `total` member) sent every tool.
-json bridge::tools_page(const json& descriptors, std::size_t offset) {
+json mcp_session::tools_page(const json& descriptors, std::size_t offset) {
     std::vector<const json*> listed;
     for (const json& d : descriptors) {
         if (!d.is_object()) continue;
         if (get_string(d, "payloadKind") == "text")
             text_tools_.insert(get_string(d, "name").value_or(""));
         const std::string permission = get_string(d, "permission").value_or("");
-        if (!opts_.all && permission != "allow" && permission != "ask") continue;
+        if (!settings_.all && permission != "allow" && permission != "ask") continue;
         listed.push_back(&d);
     }
     json tools = json::array();
@@ -133,7 +133,7 @@ json bridge::tools_page(const json& descriptors, std::size_t offset) {
     return result;
 }
 
-json bridge::tools_page_cut(const json& page, std::size_t offset, std::size_t total) {
+json mcp_session::tools_page_cut(const json& page, std::size_t offset, std::size_t total) {
     json tools = json::array();
     for (const json& d : page) {
         if (!d.is_object()) continue;
@@ -146,7 +146,7 @@ json bridge::tools_page_cut(const json& page, std::size_t offset, std::size_t to
     return result;
 }
 
-void bridge::tools_call(const json& id, const json& params, bool modern) {
+void mcp_session::tools_call(const json& id, const json& params, bool modern) {
     if (modern && params.contains("requestState")) return retry_call(id, params);
     if (!params.contains("name") || !params["name"].is_string())
         return send_error(id, invalid_params, "tools/call needs a string \"name\"");
@@ -200,7 +200,7 @@ void bridge::tools_call(const json& id, const json& params, bool modern) {
         by_mcp_id_[id.dump()] = rid;
     }
     pending_.emplace(rid, std::move(p));
-    json client{{"caller", caller_}};
+    json client{{"caller", settings_.caller}};
     if (!agent_.empty()) client["agent"] = agent_;
     // A text-payload tool (listed with one string `input`) gets that string.
     const bool text = text_tools_.count(params["name"].get<std::string>()) > 0;
@@ -210,4 +210,4 @@ void bridge::tools_call(const json& id, const json& params, bool modern) {
     send_to_daemon(frame);
 }
 
-} // namespace meith::cli::mcp_bridge
+} // namespace meith::bridge

@@ -1,14 +1,14 @@
-// mcp_shapes: what `meith mcp` says to an MCP client, free of I/O (docs/protocol.md §10, §17):
+// shapes: what `meith mcp` says to an MCP client, free of I/O (docs/protocol.md §10, §17):
 // the server's capabilities and discover result, tools as MCP Tools, ToolResults as
 // CallToolResults, and the 2026-07-28 revision's per-request envelope.
 #pragma once
 
-#include "cli/session.hpp"
+#include "bridge/json.hpp"
 
 #include <array>
 #include <string_view>
 
-namespace meith::cli::mcp_shapes {
+namespace meith::bridge::shapes {
 
 /// Revisions spoken with `initialize`, newest first (MCP basic/lifecycle).
 inline constexpr std::array<std::string_view, 4> legacy_revisions = {"2025-11-25", "2025-06-18",
@@ -47,4 +47,4 @@ json call_result(const json& tool_result, bool& unknown_tool, std::string& messa
 /// ttlMs 0 and cacheScope "private" (meith's answers change with its sources and policy).
 void mark_modern(json& result, std::string_view method);
 
-} // namespace meith::cli::mcp_shapes
+} // namespace meith::bridge::shapes

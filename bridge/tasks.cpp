@@ -1,12 +1,12 @@
-// mcp_tasks: the tasks `meith mcp` runs for its MCP client (see mcp_tasks.hpp).
-#include "cli/commands/mcp_tasks.hpp"
+// tasks: the tasks `meith mcp` runs for its MCP client (see mcp_tasks.hpp).
+#include "bridge/tasks.hpp"
 
 #include <chrono>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-namespace meith::cli {
+namespace meith::bridge {
 
 namespace {
 std::string now_rfc3339() {
@@ -113,4 +113,4 @@ std::optional<std::string> task_table::task_of(const std::string& request_id) co
     return it->second;
 }
 
-} // namespace meith::cli
+} // namespace meith::bridge

@@ -1,10 +1,10 @@
-// mcp_tasks: the tasks `meith mcp` runs for its MCP client (MCP 2025-11-25
+// tasks: the tasks `meith mcp` runs for its MCP client (MCP 2025-11-25
 // basic/utilities/tasks; docs/protocol.md §17). A task-augmented tools/call is answered at once
 // with a CreateTaskResult while its tool_call runs in meithd; tasks/get, tasks/result,
 // tasks/cancel and tasks/list answer from this table. No I/O: the bridge sends what it returns.
 #pragma once
 
-#include "cli/session.hpp"
+#include "bridge/json.hpp"
 
 #include <cstdint>
 #include <map>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace meith::cli {
+namespace meith::bridge {
 
 class task_table {
   public:
@@ -76,4 +76,4 @@ class task_table {
     std::uint64_t next_ = 0;
 };
 
-} // namespace meith::cli
+} // namespace meith::bridge

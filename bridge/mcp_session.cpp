@@ -178,7 +178,7 @@ bool mcp_session::send_to_daemon(const json& frame) {
     return false;
 }
 
-void mcp_session::on_daemon_frame(const std::string& line) {
+void mcp_session::on_daemon_frame(std::string_view line) {
     const json f = json::parse(line, nullptr, false);
     if (!f.is_object()) return;
     const std::string type = get_string(f, "type").value_or("");

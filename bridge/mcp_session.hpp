@@ -104,7 +104,7 @@ class mcp_session {
     void expect_hello(std::string id) { hello_wait_ = std::move(id); }
 
     /// One frame from meithd (one line, no newline).
-    void on_daemon_frame(const std::string& line);
+    void on_daemon_frame(std::string_view line);
     /// The connection ended: every request waiting is answered with an error.
     void daemon_gone(const std::string& why);
 

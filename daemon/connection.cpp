@@ -13,6 +13,8 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 
+#include <algorithm>
+#include <cstring>
 #include <ctime>
 #include <poll.h>
 #include <simdjson.h>
@@ -71,15 +73,43 @@ void connection::start() {
     const auto on_failure = [weak = weak_from_this()](const std::string& error) {
         if (auto self = weak.lock()) self->close("internal error: " + error);
     };
-    asio::co_spawn(socket_.get_executor(), read_loop(),
-                   coroutine_root("connection " + session_id_ + " reader", on_failure));
+    if (!in_process_) // an in-process client's frames come through take_frames()
+        asio::co_spawn(socket_.get_executor(), read_loop(),
+                       coroutine_root("connection " + session_id_ + " reader", on_failure));
     asio::co_spawn(socket_.get_executor(), write_loop(),
                    coroutine_root("connection " + session_id_ + " writer", on_failure));
 }
 
+void connection::serve_in_process(in_process_client client) {
+    in_process_ = std::move(client);
+}
+
+void connection::take_frames(std::string_view bytes) {
+    // Through the connection's own framer, as read(2) would have filled it: the same limits,
+    // the same answer to an oversized frame.
+    while (!bytes.empty() && !closed_) {
+        auto buf = framer_.prepare();
+        const std::size_t n = std::min(buf.size(), bytes.size());
+        std::memcpy(buf.data(), bytes.data(), n);
+        framer_.commit(n);
+        bytes.remove_prefix(n);
+        for (;;) {
+            const auto st = framer_.next();
+            if (st == protocol::line_framer::status::need_more) break;
+            if (st == protocol::line_framer::status::oversized)
+                handle_oversized();
+            else
+                handle_frame(framer_.line());
+            if (closed_) return;
+        }
+    }
+    if (framer_.buffered() == 0) framer_.release();
+    flush();
+}
+
 void connection::arm_idle_timer() {
     const auto ms = registry_.cfg().limits.idle_timeout_ms;
-    if (ms == 0 || internal_) return;
+    if (ms == 0 || in_process_) return;
     idle_timer_.expires_after(std::chrono::milliseconds(ms));
     idle_timer_.async_wait([weak = weak_from_this(), ms](const std::error_code& ec) {
         if (ec) return;
@@ -312,6 +342,14 @@ asio::awaitable<void> connection::write_loop() {
             marks_.clear();
         writing_.swap(outbound_);
         written_ = 0;
+        if (in_process_) {
+            // The client is in this process: it takes the batch now (it may queue frames
+            // back, which land in outbound_ for the next turn of this loop).
+            progress_ += writing_.size();
+            in_process_->frames(writing_);
+            writing_.clear();
+            continue;
+        }
         auto [ec, n] = co_await asio::async_write(
             socket_, asio::buffer(writing_),
             // Counts the bytes the socket takes, for the stall check.
@@ -417,6 +455,8 @@ void connection::close(std::string_view reason) {
     if (approver_) registry_.approvals().remove_approver(*this);
     registry_.end_session(session_id_);
     spdlog::debug("connection {} closed: {}", session_id_, reason);
+    if (in_process_ && in_process_->closed)
+        asio::post(socket_.get_executor(), std::exchange(in_process_->closed, nullptr));
     outbound_.clear();
     marks_.clear();
     if (on_closed_) std::exchange(on_closed_, nullptr)(this);

@@ -37,6 +37,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -50,9 +51,19 @@ class connection final : public tools::call_sink,
                          public approvals::approver,
                          public std::enable_shared_from_this<connection> {
   public:
+    /// An in-process client's side (mcp_handoff.hpp): the connection's replies, whole frames,
+    /// go to `frames` (after their audit lines, as on a socket); `backlog` is what the client
+    /// has not taken of them yet, counted against limits.max_outbound_bytes; `closed` is
+    /// posted when the connection closes.
+    struct in_process_client {
+        std::function<void(std::string_view frames)> frames;
+        std::function<std::size_t()> backlog;
+        std::function<void()> closed;
+    };
     /// Makes the connection of an MCP session handed over on this one (docs/protocol.md §10
-    /// "Handoff"): the server adopts the socket as a client of this connection's peer.
-    using adopt_fn = std::function<void(asio::local::stream_protocol::socket, peer_identity)>;
+    /// "Handoff"): the server adds an in-process connection of this connection's peer.
+    using adopt_fn =
+        std::function<std::shared_ptr<connection>(const peer_identity&, in_process_client)>;
 
     connection(asio::local::stream_protocol::socket socket, registry::registry& reg,
                gateway::mcp_gateway& mcp, peer_identity peer,
@@ -68,9 +79,12 @@ class connection final : public tools::call_sink,
     /// Closes once every queued reply has been written (at shutdown; after an MCP session).
     void close_after_flush(std::string_view reason = "daemon shutting down");
 
-    /// The connection of an MCP session meithd runs itself (mcp_handoff.hpp): it never idles
-    /// out; the session ends it.
-    void mark_internal() { internal_ = true; }
+    /// Makes this the connection of an MCP session meithd runs itself (mcp_handoff.hpp),
+    /// before start(): no socket; frames come through take_frames(), replies go to `client`. It
+    /// never idles out; the session ends it.
+    void serve_in_process(in_process_client client);
+    /// An in-process client's bytes: whole frames, read as the socket's would be.
+    void take_frames(std::string_view bytes);
 
     const std::string& session_id() const { return session_id_; }
 
@@ -177,7 +191,10 @@ class connection final : public tools::call_sink,
     void withhold_unaudited_results();
     void arm_idle_timer();
     /// Bytes queued or being written that the client has not taken yet.
-    std::size_t unsent() const { return outbound_.size() + writing_.size() - written_; }
+    std::size_t unsent() const {
+        return outbound_.size() + writing_.size() - written_ +
+               (in_process_ ? in_process_->backlog() : 0);
+    }
     bool over_outbound_limit() const;
     /// True when the peer closed (not merely half-closed): POLLHUP on the socket.
     bool peer_gone();
@@ -198,8 +215,8 @@ class connection final : public tools::call_sink,
     /// Descriptors that came with the bytes being read (SCM_RIGHTS): the next complete frame
     /// takes them if it is an mcp_handoff, else they are closed.
     std::vector<int> passed_fds_;
-    std::shared_ptr<mcp_handoff> handoff_; ///< the MCP session handed over here, if any
-    bool internal_ = false;
+    std::shared_ptr<mcp_handoff> handoff_;        ///< the MCP session handed over here, if any
+    std::optional<in_process_client> in_process_; ///< set: the client is in this process
     std::string flush_close_reason_;
     std::string session_id_;
     std::string hello_claim_; ///< clientInfo.caller of the hello, if any

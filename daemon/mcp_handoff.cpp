@@ -1,5 +1,7 @@
 #include "daemon/mcp_handoff.hpp"
 
+#include "daemon/connection.hpp"
+
 #include <asio/post.hpp>
 
 #include <cerrno>
@@ -11,18 +13,16 @@
 namespace meith::daemon {
 
 namespace {
-constexpr std::size_t max_frame = 256 << 20; ///< meithd's own frames: no limit of its own
 constexpr auto watch_every = std::chrono::milliseconds(200);
+constexpr std::string_view gone = "this MCP session's connection in meithd ended";
 } // namespace
 
-mcp_handoff::mcp_handoff(asio::any_io_executor ex, int inner, int in, int out, int err,
-                         bridge::settings s, std::string label, std::function<void(int)> ended)
-    : ex_(ex), inner_(asio::posix::stream_descriptor(ex, inner)), in_(ex, in),
-      out_(asio::posix::stream_descriptor(ex, out)), err_(err), label_(std::move(label)),
-      ended_(std::move(ended)), session_(std::move(s), *this), frames_(max_frame), drain_timer_(ex),
-      watch_timer_(ex) {
+mcp_handoff::mcp_handoff(asio::any_io_executor ex, int in, int out, int err, bridge::settings s,
+                         std::string label, std::function<void(int)> ended)
+    : ex_(ex), in_(ex, in), out_(asio::posix::stream_descriptor(ex, out)), err_(err),
+      label_(std::move(label)), ended_(std::move(ended)), session_(std::move(s), *this),
+      drain_timer_(ex), watch_timer_(ex) {
     std::error_code ignored;
-    inner_.fd.non_blocking(true, ignored);
     in_.non_blocking(true, ignored);
     out_.fd.non_blocking(true, ignored);
 }
@@ -36,7 +36,6 @@ void mcp_handoff::start() {
     std::string why;
     send(bridge::compact(session_.hello_frame(id)), why);
     session_.expect_hello(id); // the client's messages wait for the hello's profile (§23)
-    read_inner();
     read_client();
 }
 
@@ -47,26 +46,68 @@ void mcp_handoff::end() {
 
 std::optional<bridge::json> mcp_handoff::connect(const std::string&, const std::string&,
                                                  std::string& why) {
-    why = "this MCP session's connection in meithd ended";
+    why = gone;
     return std::nullopt;
 }
 
 bool mcp_handoff::send(const std::string& frame, std::string& why) {
     if (!connected()) {
-        why = "this MCP session's connection in meithd ended";
+        why = gone;
         return false;
     }
-    queue(inner_, frame);
-    queue(inner_, "\n");
+    to_conn_.append(frame);
+    to_conn_.push_back('\n');
+    if (!delivery_posted_) {
+        // After this I/O turn: the session's frames of the turn are read as one batch, and
+        // the connection is never entered from inside its own reply.
+        delivery_posted_ = true;
+        asio::post(ex_, [self = shared_from_this()] { self->deliver(); });
+    }
     return true;
 }
 
+void mcp_handoff::deliver() {
+    delivery_posted_ = false;
+    if (done_ || conn_gone_) return;
+    // Swapped out first: the connection's answers may queue more frames meanwhile. The
+    // buffer is kept for the next turn.
+    delivering_.swap(to_conn_);
+    if (auto c = conn_.lock()) c->take_frames(delivering_);
+    delivering_.clear();
+}
+
 void mcp_handoff::disconnect() {
-    inner_gone_ = true;
+    conn_gone_ = true;
+}
+
+void mcp_handoff::on_frames(std::string_view frames) {
+    while (!frames.empty() && !done_) {
+        const auto nl = frames.find('\n');
+        session_.on_daemon_frame(frames.substr(0, nl));
+        if (nl == std::string_view::npos) break;
+        frames.remove_prefix(nl + 1);
+    }
+    if (draining_) check_drained();
+}
+
+void mcp_handoff::on_connection_closed() {
+    if (done_ || conn_gone_) return;
+    // meithd stops, or closed the connection: the requests waiting hear so, and `meith mcp`,
+    // told no verdict, takes the session over (docs/protocol.md §10 "Handoff").
+    session_.daemon_gone("meithd ended this MCP session's connection");
+    finish(no_verdict, true);
 }
 
 void mcp_handoff::write_client(std::string_view line) {
-    if (!done_ && !out_.dead) queue(out_, line);
+    if (done_ || out_.dead) return;
+    out_.buf.append(line);
+    if (out_.scheduled || out_.waiting) return;
+    out_.scheduled = true;
+    // After this I/O turn: every message of the turn leaves in one write.
+    asio::post(ex_, [self = shared_from_this()] {
+        self->out_.scheduled = false;
+        self->flush_out();
+    });
 }
 
 void mcp_handoff::note(std::string_view text) {
@@ -81,57 +122,39 @@ void mcp_handoff::note(std::string_view text) {
     spdlog::info("{}: {}", label_, text);
 }
 
-void mcp_handoff::queue(outbox& box, std::string_view bytes) {
-    if (box.dead || done_) return;
-    box.buf.append(bytes);
-    if (box.scheduled || box.waiting) return;
-    box.scheduled = true;
-    // After this I/O turn: every message of the turn leaves in one write.
-    asio::post(ex_, [self = shared_from_this(), &box] {
-        box.scheduled = false;
-        self->flush(box);
-    });
-}
-
-void mcp_handoff::flush(outbox& box) {
-    while (!done_ && box.unsent() > 0) {
-        const ssize_t n = ::write(box.fd.native_handle(), box.buf.data() + box.sent, box.unsent());
+void mcp_handoff::flush_out() {
+    while (!done_ && out_.unsent() > 0) {
+        const ssize_t n =
+            ::write(out_.fd.native_handle(), out_.buf.data() + out_.sent, out_.unsent());
         if (n > 0) {
-            box.sent += static_cast<std::size_t>(n);
+            out_.sent += static_cast<std::size_t>(n);
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            box.waiting = true;
-            box.fd.async_wait(asio::posix::descriptor_base::wait_write,
-                              [self = shared_from_this(), &box](const std::error_code& ec) {
-                                  box.waiting = false;
-                                  if (!ec) self->flush(box);
-                              });
+            out_.waiting = true;
+            out_.fd.async_wait(asio::posix::descriptor_base::wait_write,
+                               [self = shared_from_this()](const std::error_code& ec) {
+                                   self->out_.waiting = false;
+                                   if (!ec) self->flush_out();
+                               });
             return;
         }
-        // The reader is gone: the client closed its stdout, or the connection ended.
-        box.dead = true;
-        box.buf.clear();
-        box.sent = 0;
-        if (&box == &out_)
-            finish(draining_ ? 0 : 1, false);
-        else
-            inner_gone_ = true;
-        return;
+        // The client closed its stdout: nobody reads the answers.
+        out_.dead = true;
+        out_.buf.clear();
+        out_.sent = 0;
+        return finish(draining_ ? 0 : 1, false);
     }
     if (done_) return;
-    box.buf.clear();
-    box.sent = 0;
-    if (&box != &out_) return;
+    out_.buf.clear();
+    out_.sent = 0;
     if (finishing_) return finish(finish_status_, false);
-    // Under the limit again: read what waited.
-    if (!reading_inner_) read_inner();
-    if (!reading_client_ && !draining_) read_client();
+    if (!reading_client_ && !draining_) read_client(); // under the limit again
 }
 
 void mcp_handoff::read_client() {
-    if (done_ || draining_ || over_limit()) return;
+    if (done_ || draining_ || reading_client_ || over_limit()) return;
     reading_client_ = true;
     in_.async_wait(asio::posix::descriptor_base::wait_read,
                    [self = shared_from_this()](const std::error_code& ec) {
@@ -150,35 +173,6 @@ void mcp_handoff::read_client() {
                        self->session_.pump();
                        self->read_client();
                    });
-}
-
-void mcp_handoff::read_inner() {
-    if (done_ || inner_gone_ || over_limit()) return;
-    reading_inner_ = true;
-    inner_.fd.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this()](
-                                                                      const std::error_code& ec) {
-        self->reading_inner_ = false;
-        if (self->done_) return;
-        auto buf = self->frames_.prepare();
-        const ssize_t n = ec ? -1 : ::read(self->inner_.fd.native_handle(), buf.data(), buf.size());
-        if (n < 0 && !ec && (errno == EINTR || errno == EAGAIN)) return self->read_inner();
-        if (n <= 0) {
-            // The connection closed (meithd shutting down, or it closed a client that
-            // did not read): the session cannot go on.
-            self->session_.daemon_gone("meithd ended this MCP session's connection");
-            return self->finish(1, true);
-        }
-        self->frames_.commit(static_cast<std::size_t>(n));
-        for (;;) {
-            const auto st = self->frames_.next();
-            if (st == protocol::line_framer::status::need_more) break;
-            if (st == protocol::line_framer::status::frame)
-                self->session_.on_daemon_frame(std::string(self->frames_.line()));
-            if (self->done_) return;
-        }
-        if (self->draining_) self->check_drained();
-        self->read_inner();
-    });
 }
 
 void mcp_handoff::begin_drain() {
@@ -212,9 +206,15 @@ void mcp_handoff::check_drained() {
 void mcp_handoff::finish(int exit_status, bool flush_first) {
     if (done_) return;
     if (flush_first && out_.unsent() > 0 && !out_.dead) {
-        // The answers queued leave first; the drain timer still bounds the wait.
+        // The answers queued leave first, for at most the drain's grace.
         finishing_ = true;
         finish_status_ = exit_status;
+        if (!draining_) {
+            drain_timer_.expires_after(bridge::mcp_session::drain_grace);
+            drain_timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+                if (!ec) self->finish(self->finish_status_, false);
+            });
+        }
         return;
     }
     close_all();
@@ -226,9 +226,12 @@ void mcp_handoff::close_all() {
     done_ = true;
     drain_timer_.cancel();
     watch_timer_.cancel();
+    // Closing the session's connection cancels its calls, as for any client that leaves.
+    if (auto c = conn_.lock(); c && !conn_gone_) {
+        conn_gone_ = true;
+        c->close("the handed-over MCP session ended");
+    }
     std::error_code ignored;
-    // Closing our end of the pair ends the session's connection: its calls are cancelled.
-    inner_.fd.close(ignored);
     in_.close(ignored);
     out_.fd.close(ignored);
     if (err_ >= 0) ::close(std::exchange(err_, -1));

@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 
 namespace meith::daemon {
@@ -201,7 +200,7 @@ void connection::on_mcp_handoff(const protocol::frame_head& f,
                                 const protocol::mcp_handoff_frame& body, std::string&) {
     std::vector<int> fds = std::exchange(passed_fds_, {});
     std::string why;
-    if (handoff_ || internal_)
+    if (handoff_ || in_process_)
         why = "this connection has handed over an MCP session already";
     else if (fds.size() < 2)
         why = "mcp_handoff needs the client's stdin and stdout attached to it (SCM_RIGHTS)";
@@ -213,10 +212,6 @@ void connection::on_mcp_handoff(const protocol::frame_head& f,
         ::close(fds[2]); // its notes go to meithd's log instead
         fds.resize(2);
     }
-    int pair[2] = {-1, -1};
-    if (why.empty() &&
-        ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0)
-        why = fmt::format("no socket pair for the session: {}", std::strerror(errno));
     std::string fields;
     protocol::json_members(fields)
         .string("sessionId", session_id_)
@@ -234,16 +229,33 @@ void connection::on_mcp_handoff(const protocol::frame_head& f,
     s.all = body.all;
     s.search = body.search;
     if (!client_name_.empty()) s.client = client_name_;
-    s.when_down = "; meithd ended the session";
-    // The session's own connection: an ordinary client of the same peer.
-    adopt_(asio::local::stream_protocol::socket(socket_.get_executor(),
-                                                asio::local::stream_protocol(), pair[1]),
-           peer_);
-    handoff_ = std::make_shared<mcp_handoff>(
-        socket_.get_executor(), pair[0], fds[0], fds[1], fds.size() > 2 ? fds[2] : -1, std::move(s),
+    s.when_down = "; meith mcp carries on and reconnects for the next request";
+    auto host = std::make_shared<mcp_handoff>(
+        socket_.get_executor(), fds[0], fds[1], fds.size() > 2 ? fds[2] : -1, std::move(s),
         "mcp session of " + session_id_, [weak = weak_from_this()](int status) {
             if (auto self = weak.lock()) self->on_mcp_ended(status);
         });
+    // The session's own connection: an ordinary client of the same peer, in this process.
+    const std::weak_ptr<mcp_handoff> weak_host = host;
+    auto inner = adopt_(peer_, {[weak_host](std::string_view frames) {
+                                    if (auto h = weak_host.lock()) h->on_frames(frames);
+                                },
+                                [weak_host] {
+                                    auto h = weak_host.lock();
+                                    return h ? h->backlog() : std::size_t{0};
+                                },
+                                [weak_host] {
+                                    if (auto h = weak_host.lock()) h->on_connection_closed();
+                                }});
+    if (!inner) {
+        // meithd is stopping: `meith mcp` keeps the session (its own copies of the pipes).
+        host->end();
+        protocol::append_error_frame(outbound_, f.request_id,
+                                     "mcp_handoff refused: meithd is shutting down");
+        return;
+    }
+    host->attach(inner);
+    handoff_ = std::move(host);
     handoff_->start();
     outbound_.append(R"({"type":"mcp_handoff_result","protocol":1,"requestId":)");
     append_json_string(outbound_, *f.request_id);
@@ -254,6 +266,11 @@ void connection::on_mcp_handoff(const protocol::frame_head& f,
 void connection::on_mcp_ended(int exit_status) {
     handoff_.reset();
     if (closed_) return;
+    if (exit_status == mcp_handoff::no_verdict) {
+        // No verdict: `meith mcp` takes the session over on its own copies of the pipes.
+        close_after_flush("the handed-over MCP session's connection ended");
+        return;
+    }
     outbound_.append(R"({"type":"mcp_ended","protocol":1,"exitCode":)");
     outbound_.append(std::to_string(exit_status));
     outbound_.append("}\n");

@@ -386,12 +386,14 @@ class server {
             close_when_on_file(std::move(sock));
             return;
         }
-        launch(std::move(sock), *peer, false);
+        launch(std::move(sock), *peer, std::nullopt);
     }
 
-    /// A connection for an admitted peer; `internal`: the connection of an MCP session meithd
-    /// runs itself, on the peer's behalf (docs/protocol.md §10 "Handoff").
-    void launch(stream_protocol::socket sock, const platform::peer_identity& peer, bool internal) {
+    /// A connection for an admitted peer; `in_process`: the connection of an MCP session
+    /// meithd runs itself on the peer's behalf (docs/protocol.md §10 "Handoff"), no socket.
+    std::shared_ptr<connection> launch(stream_protocol::socket sock,
+                                       const platform::peer_identity& peer,
+                                       std::optional<connection::in_process_client> in_process) {
         auto conn = std::make_shared<connection>(
             std::move(sock), registry_, mcp_, peer,
             [this](connection* c) {
@@ -399,13 +401,15 @@ class server {
                 if (shutting_down_ && connections_.empty()) maybe_finish();
                 schedule_status();
             },
-            [this](stream_protocol::socket s, platform::peer_identity p) {
-                if (!shutting_down_) launch(std::move(s), p, true);
+            [this](const platform::peer_identity& p, connection::in_process_client client) {
+                if (shutting_down_) return std::shared_ptr<connection>();
+                return launch(stream_protocol::socket(ioc_), p, std::move(client));
             });
-        if (internal) conn->mark_internal();
+        if (in_process) conn->serve_in_process(std::move(*in_process));
         connections_.emplace(conn.get(), conn);
         conn->start();
         schedule_status();
+        return conn;
     }
 
     /// "12 tools from 3 sources, 2 connections": sd_notify's STATUS= (§10).

@@ -24,6 +24,12 @@ namespace {
 /// or write per call fails.
 constexpr double allocation_budget = 7.5;
 constexpr double write_budget = 2.5;
+/// The same for one MCP tools/call of `echo` through the pipes `meith mcp` handed to meithd
+/// (docs/protocol.md §10 "Handoff"), measured at the commit that adds it (bench/PROFILE.md):
+/// the session's JSON (nlohmann) and the connection's, and four writes: the frame to the
+/// session's connection, its reply, the audit line, the answer to the client's pipe.
+constexpr double mcp_allocation_budget = 1000;
+constexpr double mcp_write_budget = 100;
 
 struct counts {
     double allocations = 0, writes = 0;
@@ -72,6 +78,57 @@ TEST_CASE("hot path budget: a built-in call costs meithd at most its budget of a
     CHECK(allocations <= allocation_budget);
     CHECK(writes <= write_budget);
     WARN("per built-in call: " << allocations << " allocations, " << writes << " writes");
+}
+
+TEST_CASE("hot path budget: an MCP tools/call through the pipes meith mcp handed over costs "
+          "meithd at most its budget of allocations and writes",
+          "[e2e][budget][handoff]") {
+    // docs/protocol.md §10 "Handoff": meithd reads the client's pipe, the session's frames go
+    // through its in-process socket pair to an ordinary connection, the answer to the pipe.
+    temp_dir t;
+    const fs::path file = t.path / "counts";
+    std::unique_ptr<daemon_process> d;
+    {
+        env_override preload("LD_PRELOAD", MEITH_COUNT_SHIM);
+        env_override where("MEITH_COUNT_FILE", file.string());
+        d = std::make_unique<daemon_process>();
+    }
+    mcp_child m(d->home());
+    m.send({{"jsonrpc", "2.0"},
+            {"id", 1},
+            {"method", "initialize"},
+            {"params",
+             {{"protocolVersion", "2025-11-25"},
+              {"capabilities", json::object()},
+              {"clientInfo", {{"name", "budget"}, {"version", "1"}}}}}});
+    REQUIRE(m.answer(1)["result"]["serverInfo"]["name"] == "meith");
+    REQUIRE(!d->audit_events("mcp_handoff").empty());
+    const auto call = [&](int id) {
+        m.send(
+            {{"jsonrpc", "2.0"},
+             {"id", id},
+             {"method", "tools/call"},
+             {"params", {{"name", "echo"}, {"arguments", {{"text", "the hot path"}, {"n", 42}}}}}});
+        REQUIRE(m.answer(id)["result"]["structuredContent"]["n"] == 42);
+    };
+    // Ids of the same width throughout: 100000.. (their digits are copied per call).
+    int id = 100000;
+    for (int i = 0; i < 300; ++i)
+        call(id++);
+    const counts before = snapshot(d->pid(), file);
+    constexpr int calls = 1000;
+    for (int i = 0; i < calls; ++i)
+        call(id++);
+    const counts after = snapshot(d->pid(), file);
+    const double allocations = (after.allocations - before.allocations) / calls;
+    const double writes = (after.writes - before.writes) / calls;
+    INFO("per MCP call through the handed-over pipes: "
+         << allocations << " allocations (budget " << mcp_allocation_budget << "), " << writes
+         << " writes (budget " << mcp_write_budget << ")");
+    CHECK(allocations <= mcp_allocation_budget);
+    CHECK(writes <= mcp_write_budget);
+    WARN("per MCP call through the handoff: " << allocations << " allocations, " << writes
+                                              << " writes");
 }
 
 } // namespace e2e_budget_test

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <sstream>
 #include <stdexcept>
@@ -563,6 +564,100 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds tim
         std::this_thread::sleep_for(50ms);
     }
     return pred();
+}
+
+mcp_child::mcp_child(const fs::path& home, std::vector<std::string> env) {
+    int in[2], out[2];
+    REQUIRE(::pipe2(in, O_CLOEXEC) == 0);
+    REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+        ::dup2(in[0], 0);
+        ::dup2(out[1], 1);
+        ::setenv("MEITH_NO_AUTOSTART", "1", 1);
+        for (auto& e : env)
+            ::putenv(e.data());
+        const std::string h = home.string();
+        ::execl(MEITH_CLI, MEITH_CLI, "--home", h.c_str(), "mcp", static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    to_ = in[1];
+    from_ = out[0];
+}
+
+mcp_child::~mcp_child() {
+    close_input();
+    if (from_ >= 0) ::close(from_);
+    if (pid_ > 0 && !reaped_) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+    }
+}
+
+void mcp_child::send(const json& msg) {
+    const std::string line = msg.dump() + "\n";
+    REQUIRE(::write(to_, line.data(), line.size()) == static_cast<ssize_t>(line.size()));
+}
+
+std::optional<json> mcp_child::read(std::chrono::milliseconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        if (const auto nl = buf_.find('\n'); nl != std::string::npos) {
+            json msg = json::parse(buf_.substr(0, nl));
+            buf_.erase(0, nl + 1);
+            return msg;
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            until - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return std::nullopt;
+        pollfd p{from_, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return std::nullopt;
+        std::array<char, 4096> chunk{};
+        const ssize_t n = ::read(from_, chunk.data(), chunk.size());
+        if (n <= 0) return std::nullopt;
+        buf_.append(chunk.data(), static_cast<std::size_t>(n));
+    }
+}
+
+json mcp_child::answer(int id) {
+    for (;;) {
+        auto msg = read();
+        REQUIRE(msg.has_value());
+        if (msg->value("id", json()) == id) return *msg;
+    }
+}
+
+void mcp_child::close_input() {
+    if (to_ >= 0) ::close(std::exchange(to_, -1));
+}
+
+int mcp_child::wait(std::chrono::milliseconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+            reaped_ = true;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+        ::usleep(10000);
+    }
+    return -1;
+}
+
+bool mcp_child::eof_within(std::chrono::milliseconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            until - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return false;
+        pollfd p{from_, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+        std::array<char, 4096> chunk{};
+        if (::read(from_, chunk.data(), chunk.size()) <= 0) return true;
+    }
 }
 
 std::size_t open_fds(pid_t pid) {

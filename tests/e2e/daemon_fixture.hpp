@@ -253,6 +253,37 @@ class background_process {
     int status_ = 0;
 };
 
+/// `meith mcp --home HOME` on pipes, as an MCP client runs it (auto-start off; `env` entries
+/// "NAME=value" added): lines written to its stdin, lines read from its stdout. Killed (SIGKILL)
+/// at the end if still running.
+class mcp_child {
+  public:
+    explicit mcp_child(const fs::path& home, std::vector<std::string> env = {});
+    ~mcp_child();
+    mcp_child(const mcp_child&) = delete;
+    mcp_child& operator=(const mcp_child&) = delete;
+
+    pid_t pid() const { return pid_; }
+    /// Writes one message line.
+    void send(const json& msg);
+    /// The next message on stdout; nullopt at EOF or after `timeout`.
+    std::optional<json> read(std::chrono::milliseconds timeout = 10s);
+    /// The answer with `id`, skipping notifications (fails the test at EOF or a timeout).
+    json answer(int id);
+    /// Closes its stdin (EOF).
+    void close_input();
+    /// Its exit status (128+N when killed by signal N), -1 after `timeout`.
+    int wait(std::chrono::milliseconds timeout = 15s);
+    /// True when stdout reaches EOF within `timeout` (messages before are dropped).
+    bool eof_within(std::chrono::milliseconds timeout);
+
+  private:
+    pid_t pid_ = -1;
+    int to_ = -1, from_ = -1;
+    std::string buf_;
+    bool reaped_ = false;
+};
+
 /// Moves this test process (one per test case under ctest) into a network namespace of its
 /// own: lo up, and 203.0.113.5 (TEST-NET-3, an ordinary address to the egress checks) on lo:1.
 /// Empty when done, else why not (it needs root).

@@ -23,113 +23,6 @@ namespace e2e_mcp_handoff_test { // one namespace per file: the tests build as u
 
 namespace {
 
-/// `meith mcp` on pipes, as an MCP client runs it: lines written to its stdin, lines read
-/// from its stdout.
-class mcp_child {
-  public:
-    mcp_child(const fs::path& home, std::vector<std::string> env = {}) {
-        int in[2], out[2];
-        REQUIRE(::pipe2(in, O_CLOEXEC) == 0);
-        REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
-        pid_ = ::fork();
-        REQUIRE(pid_ >= 0);
-        if (pid_ == 0) {
-            ::dup2(in[0], 0);
-            ::dup2(out[1], 1);
-            ::setenv("MEITH_NO_AUTOSTART", "1", 1);
-            for (const auto& e : env)
-                ::putenv(const_cast<char*>(e.c_str()));
-            const std::string h = home.string();
-            ::execl(MEITH_CLI, MEITH_CLI, "--home", h.c_str(), "mcp", static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        ::close(in[0]);
-        ::close(out[1]);
-        to_ = in[1];
-        from_ = out[0];
-    }
-    ~mcp_child() {
-        close_input();
-        if (from_ >= 0) ::close(from_);
-        if (pid_ > 0 && !reaped_) {
-            ::kill(pid_, SIGKILL);
-            ::waitpid(pid_, nullptr, 0);
-        }
-    }
-    mcp_child(const mcp_child&) = delete;
-    mcp_child& operator=(const mcp_child&) = delete;
-
-    pid_t pid() const { return pid_; }
-
-    void send(const json& msg) {
-        const std::string line = msg.dump() + "\n";
-        REQUIRE(::write(to_, line.data(), line.size()) == static_cast<ssize_t>(line.size()));
-    }
-    /// The next message on stdout; nullopt at EOF or after `timeout`.
-    std::optional<json> read(std::chrono::milliseconds timeout = 10s) {
-        const auto until = std::chrono::steady_clock::now() + timeout;
-        for (;;) {
-            if (const auto nl = buf_.find('\n'); nl != std::string::npos) {
-                json msg = json::parse(buf_.substr(0, nl));
-                buf_.erase(0, nl + 1);
-                return msg;
-            }
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                until - std::chrono::steady_clock::now());
-            if (left.count() <= 0) return std::nullopt;
-            pollfd p{from_, POLLIN, 0};
-            if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return std::nullopt;
-            std::array<char, 4096> chunk{};
-            const ssize_t n = ::read(from_, chunk.data(), chunk.size());
-            if (n <= 0) return std::nullopt;
-            buf_.append(chunk.data(), static_cast<std::size_t>(n));
-        }
-    }
-    /// The answer with `id`, skipping notifications.
-    json answer(int id) {
-        for (;;) {
-            auto msg = read();
-            REQUIRE(msg.has_value());
-            if (msg->value("id", json()) == id) return *msg;
-        }
-    }
-    void close_input() {
-        if (to_ >= 0) ::close(std::exchange(to_, -1));
-    }
-    /// Its exit status (128+N when killed by signal N), -1 after `timeout`.
-    int wait(std::chrono::milliseconds timeout = 15s) {
-        const auto until = std::chrono::steady_clock::now() + timeout;
-        while (std::chrono::steady_clock::now() < until) {
-            int status = 0;
-            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-                reaped_ = true;
-                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            }
-            ::usleep(10000);
-        }
-        return -1;
-    }
-    /// True when stdout reaches EOF within `timeout` (messages before are dropped).
-    bool eof_within(std::chrono::milliseconds timeout) {
-        const auto until = std::chrono::steady_clock::now() + timeout;
-        for (;;) {
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                until - std::chrono::steady_clock::now());
-            if (left.count() <= 0) return false;
-            pollfd p{from_, POLLIN, 0};
-            if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
-            std::array<char, 4096> chunk{};
-            if (::read(from_, chunk.data(), chunk.size()) <= 0) return true;
-        }
-    }
-
-  private:
-    pid_t pid_ = -1;
-    int to_ = -1, from_ = -1;
-    std::string buf_;
-    bool reaped_ = false;
-};
-
 json initialize(int id) {
     return {{"jsonrpc", "2.0"},
             {"id", id},
@@ -253,13 +146,16 @@ TEST_CASE("meith mcp killed mid-call: meithd ends the handed-over session and ca
 
 TEST_CASE("meithd gone mid-session: meith mcp takes the session over on the same pipes",
           "[e2e][mcp][handoff]") {
+    // Killed, or stopped as a service stops it (SIGTERM: it closes its connections first).
+    const int sig = GENERATE(SIGKILL, SIGTERM);
+    CAPTURE(sig);
     daemon_process d;
     mcp_child m(d.home());
     m.send(initialize(1));
     m.answer(1);
     m.send(call(2, "echo", {{"n", 1}}));
     CHECK(m.answer(2)["result"]["structuredContent"]["n"] == 1);
-    REQUIRE(d.stop(SIGKILL) != -1);
+    REQUIRE(d.stop(sig) != -1);
     // The bridge answers from here: a ping without meithd, a call with the error that says
     // how to start it; after a restart, calls work again.
     m.send({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "ping"}});

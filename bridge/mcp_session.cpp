@@ -179,7 +179,7 @@ bool mcp_session::send_to_daemon(const json& frame) {
 }
 
 void mcp_session::on_daemon_frame(std::string_view line) {
-    const json f = json::parse(line, nullptr, false);
+    json f = json::parse(line, nullptr, false);
     if (!f.is_object()) return;
     const std::string type = get_string(f, "type").value_or("");
     if (type == "tools_changed") return list_changed("notifications/tools/list_changed");
@@ -204,7 +204,7 @@ void mcp_session::on_daemon_frame(std::string_view line) {
     pending& p = it->second;
     const auto task = tasks_.task_of(it->first);
     if (type == "tool_event") {
-        const json event = f.value("event", json());
+        const json event = shapes::take(f, "event");
         if (task && get_string(event, "type") == "task_status")
             tasks_.working(*task, get_string(event, "message").value_or(""));
         if (!p.cancelled && !p.progress_token.is_null()) on_event(p, event);
@@ -222,11 +222,12 @@ json mcp_session::daemon_answer::error() const {
     return err;
 }
 
-std::optional<mcp_session::daemon_answer>
-mcp_session::answer_of(const json& f, const std::string& type, const pending& p) {
+std::optional<mcp_session::daemon_answer> mcp_session::answer_of(json& f, const std::string& type,
+                                                                 const pending& p) {
     daemon_answer a;
     if (type == "tools_list") {
-        const json tools = f.value("tools", json::array());
+        json tools = shapes::take(f, "tools");
+        if (tools.is_null()) tools = json::array();
         if (p.k == kind::search) {
             a.result = search_result(tools);
         } else if (p.k == kind::pinned) {
@@ -239,7 +240,7 @@ mcp_session::answer_of(const json& f, const std::string& type, const pending& p)
         }
     } else if (type == "tool_result") {
         bool unknown = false;
-        a.result = shapes::call_result(f.value("result", json::object()), unknown, a.message);
+        a.result = shapes::call_result(shapes::take(f, "result"), unknown, a.message);
         if (unknown) a.failed = true, a.code = invalid_params;
     } else if (type == "mcp_result") {
         if (const json* e = get_field(f, "error"); e != nullptr && e->is_object()) {
@@ -248,7 +249,9 @@ mcp_session::answer_of(const json& f, const std::string& type, const pending& p)
             a.message = get_string(*e, "message").value_or("error");
             if (e->contains("data")) a.error_data = (*e)["data"];
         } else {
-            a.result = page_of(p.method, f.value("result", json::object()), p.offset);
+            json result = shapes::take(f, "result");
+            if (result.is_null()) result = json::object();
+            a.result = page_of(p.method, std::move(result), p.offset);
         }
     } else if (type == "error") {
         a.failed = true;

@@ -163,8 +163,7 @@ class mcp_session {
     };
     /// The answer in a tools_list, tool_result, mcp_result or error frame for `p`; nullopt for
     /// another frame type.
-    std::optional<daemon_answer> answer_of(const json& f, const std::string& type,
-                                           const pending& p);
+    std::optional<daemon_answer> answer_of(json& f, const std::string& type, const pending& p);
     /// tools/list in search mode: the meta-tools and the client profile's pinned tools.
     json pinned_listing(const json& tools);
     /// Sends `a` to whoever waits for `it`: the MCP request, a task's waiters, or a 2026-07-28

@@ -70,11 +70,17 @@ bool is_mcp_result(const json& j) {
 }
 } // namespace
 
-json call_result(const json& r, bool& unknown_tool, std::string& message) {
+json take(json& obj, std::string_view key) {
+    if (!obj.is_object()) return json();
+    auto it = obj.find(key);
+    return it == obj.end() ? json() : std::move(*it);
+}
+
+json call_result(json r, bool& unknown_tool, std::string& message) {
     unknown_tool = false;
     const json* ok = get_field(r, "ok");
     if (ok == nullptr || !ok->is_boolean() || !ok->get<bool>()) {
-        const json err = r.value("error", json::object());
+        const json err = take(r, "error");
         const std::string code = get_string(err, "code").value_or("TOOL_FAILED");
         message = get_string(err, "message").value_or("");
         if (code == "UNKNOWN_TOOL") {
@@ -89,8 +95,8 @@ json call_result(const json& r, bool& unknown_tool, std::string& message) {
         return {{"content", {{{"type", "text"}, {"text", code + ": " + message}}}},
                 {"isError", true}};
     }
-    const json c = r.value("content", json());
-    if (is_mcp_result(c)) return c; // an MCP source's result passes through
+    json c = take(r, "content");
+    if (is_mcp_result(c)) return c; // an MCP source's result passes through, moved
     if (c.is_string()) return {{"content", {{{"type", "text"}, {"text", c}}}}};
     json out{{"content", {{{"type", "text"}, {"text", compact(c)}}}}};
     if (c.is_object()) out["structuredContent"] = c;

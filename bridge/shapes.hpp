@@ -40,7 +40,11 @@ json tool_of(const json& descriptor);
 /// A ToolResult as a CallToolResult. An MCP source's result (ok, or isError in the error's
 /// details) passes through unchanged; other results become text (and structuredContent for
 /// an object). `unknown_tool` is set for UNKNOWN_TOOL (a JSON-RPC error instead).
-json call_result(const json& tool_result, bool& unknown_tool, std::string& message);
+/// `tool_result` is taken (its members moved into the answer, not copied).
+json call_result(json tool_result, bool& unknown_tool, std::string& message);
+
+/// Moves member `key` out of `obj` (null when absent or `obj` is no object).
+json take(json& obj, std::string_view key);
 
 /// Adds what every 2026-07-28 result of `method` carries: resultType "complete" (unless set)
 /// and _meta.serverInfo; for the cacheable ones (the lists, resources/read, server/discover)

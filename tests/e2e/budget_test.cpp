@@ -25,11 +25,12 @@ namespace {
 constexpr double allocation_budget = 7.5;
 constexpr double write_budget = 2.5;
 /// The same for one MCP tools/call of `echo` through the pipes `meith mcp` handed to meithd
-/// (docs/protocol.md §10 "Handoff"), measured at the commit that adds it (bench/PROFILE.md):
-/// the session's JSON (nlohmann) and the connection's, and four writes: the frame to the
-/// session's connection, its reply, the audit line, the answer to the client's pipe.
-constexpr double mcp_allocation_budget = 1000;
-constexpr double mcp_write_budget = 100;
+/// (docs/protocol.md §10 "Handoff"), measured 2026-11-29 (bench/PROFILE.md, round four): 221
+/// allocations, nearly all the session's JSON (nlohmann: the client's message, the frame it
+/// becomes, the reply frame and the answer), and two writes — the answer to the client's pipe
+/// and the audit line; the session's frames reach its connection in memory.
+constexpr double mcp_allocation_budget = 221.9;
+constexpr double mcp_write_budget = 2.5;
 
 struct counts {
     double allocations = 0, writes = 0;

@@ -181,6 +181,16 @@ bool mcp_session::send_to_daemon(const json& frame) {
 void mcp_session::on_daemon_frame(std::string_view line) {
     json f = json::parse(line, nullptr, false);
     if (!f.is_object()) return;
+    try {
+        handle_daemon_frame(f);
+    } catch (const json::exception& e) {
+        // A member of an unexpected type (a source's error code that is no number): said,
+        // and the session goes on.
+        link_.note(std::string("meith mcp: a frame from meithd could not be read: ") + e.what());
+    }
+}
+
+void mcp_session::handle_daemon_frame(json& f) {
     const std::string type = get_string(f, "type").value_or("");
     if (type == "tools_changed") return list_changed("notifications/tools/list_changed");
     if (type == "mcp_notification") return on_mcp_notification(f);
@@ -245,7 +255,9 @@ std::optional<mcp_session::daemon_answer> mcp_session::answer_of(json& f, const 
     } else if (type == "mcp_result") {
         if (const json* e = get_field(f, "error"); e != nullptr && e->is_object()) {
             a.failed = true;
-            a.code = e->value("code", internal_error);
+            const json* code = get_field(*e, "code");
+            a.code =
+                code != nullptr && code->is_number_integer() ? code->get<int>() : internal_error;
             a.message = get_string(*e, "message").value_or("error");
             if (e->contains("data")) a.error_data = (*e)["data"];
         } else {

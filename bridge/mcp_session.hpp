@@ -152,6 +152,9 @@ class mcp_session {
         std::optional<json> final;                ///< the answer, while no request waits
     };
 
+    /// on_daemon_frame's work on the parsed frame (its members may be moved out).
+    void handle_daemon_frame(json& f);
+
     /// What a frame from meithd answers: a result, or a JSON-RPC error's members.
     struct daemon_answer {
         json result;

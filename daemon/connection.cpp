@@ -142,6 +142,11 @@ asio::awaitable<void> connection::read_loop() {
         // recvmsg: descriptors a client attaches (an mcp_handoff's, §10) come with the bytes
         // and are ours to take or close; read(2) would have the kernel close them.
         const ssize_t got = platform::receive_with_fds(socket_.native_handle(), buf, passed_fds_);
+        if (passed_fds_.size() > platform::max_passed_fds) {
+            // Descriptors piling up under an unfinished frame: no frame carries more.
+            close("sent more descriptors than one mcp_handoff carries");
+            break;
+        }
         const std::size_t n = got > 0 ? static_cast<std::size_t>(got) : 0;
         ec = got > 0    ? std::error_code()
              : got == 0 ? std::error_code(asio::error::eof)
@@ -408,6 +413,13 @@ void connection::withhold_unaudited_results() {
 }
 
 void connection::close_after_flush(std::string_view reason) {
+    if (handoff_) {
+        // meithd stops: the handed-over session answers what waits and ends first, without a
+        // verdict (`meith mcp` takes it over); on_mcp_ended then closes this connection.
+        const auto session = handoff_;
+        session->stop();
+        return;
+    }
     closing_after_flush_ = true;
     flush_close_reason_ = reason;
     if (writer_ == writer_state::idle && outbound_.empty())
@@ -456,7 +468,8 @@ void connection::close(std::string_view reason) {
     registry_.end_session(session_id_);
     spdlog::debug("connection {} closed: {}", session_id_, reason);
     if (in_process_ && in_process_->closed)
-        asio::post(socket_.get_executor(), std::exchange(in_process_->closed, nullptr));
+        asio::post(socket_.get_executor(), [closed = std::exchange(in_process_->closed, nullptr),
+                                            stopping = closing_after_flush_] { closed(stopping); });
     outbound_.clear();
     marks_.clear();
     if (on_closed_) std::exchange(on_closed_, nullptr)(this);

@@ -58,7 +58,8 @@ class connection final : public tools::call_sink,
     struct in_process_client {
         std::function<void(std::string_view frames)> frames;
         std::function<std::size_t()> backlog;
-        std::function<void()> closed;
+        /// `stopping`: closed by meithd's shutdown (close_after_flush), not for the client.
+        std::function<void(bool stopping)> closed;
     };
     /// Makes the connection of an MCP session handed over on this one (docs/protocol.md §10
     /// "Handoff"): the server adds an in-process connection of this connection's peer.
@@ -85,6 +86,9 @@ class connection final : public tools::call_sink,
     void serve_in_process(in_process_client client);
     /// An in-process client's bytes: whole frames, read as the socket's would be.
     void take_frames(std::string_view bytes);
+    /// More than limits.max_outbound_bytes wait for the client: read no more requests from it
+    /// (a socket's reader pauses by itself; an in-process client asks).
+    bool backed_up() const { return over_outbound_limit(); }
 
     const std::string& session_id() const { return session_id_; }
 

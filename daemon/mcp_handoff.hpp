@@ -41,12 +41,23 @@ class mcp_handoff final : public bridge::link, public std::enable_shared_from_th
     /// verdict and takes the session over.
     static constexpr int no_verdict = -1;
 
-    /// Takes ownership of `in` and `out` (the client's stdin and stdout, pipes or sockets)
-    /// and `err` (its stderr, or -1: notes go to meithd's log). `label` names the session in
-    /// meithd's log.
-    mcp_handoff(asio::any_io_executor ex, int in, int out, int err, bridge::settings s,
-                std::string label, std::function<void(int)> ended);
+    /// One of the client's descriptors, owned from here, as platform::private_nonblocking
+    /// made it: a pipe of its own description (O_NONBLOCK), or a socket used only with
+    /// MSG_DONTWAIT. -1: none.
+    struct client_fd {
+        int fd = -1;
+        bool socket = false;
+    };
+
+    /// Takes ownership of `in` and `out` (the client's stdin and stdout) and `err` (its
+    /// stderr; fd -1: notes go to meithd's log). `label` names the session in meithd's log.
+    /// Nothing here blocks or throws on the descriptors: one epoll refuses leaves `failed()`
+    /// true (the session then never starts).
+    mcp_handoff(asio::any_io_executor ex, client_fd in, client_fd out, client_fd err,
+                bridge::settings s, std::string label, std::function<void(int)> ended);
     ~mcp_handoff() override;
+    /// Why the descriptors could not be watched ("" when they can).
+    const std::string& failed() const { return failed_; }
 
     /// The session's connection (serving this host through connection::serve_in_process).
     void attach(std::weak_ptr<connection> c) { conn_ = std::move(c); }
@@ -54,11 +65,17 @@ class mcp_handoff final : public bridge::link, public std::enable_shared_from_th
     void start();
     /// `meith mcp` is gone: everything is closed now, nothing more is written.
     void end();
+    /// meithd stops: the requests waiting are answered with that, what is queued for the
+    /// client leaves (for at most a second), and the session ends without a verdict, so
+    /// `meith mcp` takes it over.
+    void stop();
 
     // The connection's side: its replies (whole frames), its closing, the bytes the client
     // has not taken yet.
     void on_frames(std::string_view frames);
-    void on_connection_closed();
+    /// `stopping`: meithd shuts down (no verdict: `meith mcp` takes over); otherwise the
+    /// connection closed the client (exit status 1).
+    void on_connection_closed(bool stopping);
     std::size_t backlog() const { return out_.unsent(); }
 
     // bridge::link
@@ -83,9 +100,16 @@ class mcp_handoff final : public bridge::link, public std::enable_shared_from_th
         std::size_t unsent() const { return buf.size() - sent; }
     };
     void flush_out();
-    bool over_limit() const { return out_.unsent() > max_unsent; }
+    /// Whether to stop reading the client: too much unsent to it, or its connection's own
+    /// queue over limits.max_outbound_bytes (resumed when the connection hands frames over).
+    bool over_limit() const;
+    /// Runs `fn`; a throw ends the session (exit status 1) rather than leaving it stuck.
+    template <class Fn>
+    void guarded(Fn&& fn);
 
     void read_client();
+    /// The client's bytes that are there (read_client's wait said so).
+    void read_input();
     /// Hands the frames the session queued this turn to the connection.
     void deliver();
     /// Input over: refuse what the client can no longer answer, wait for what is owed.
@@ -101,8 +125,11 @@ class mcp_handoff final : public bridge::link, public std::enable_shared_from_th
     std::string delivering_; ///< the batch being delivered
     bool delivery_posted_ = false;
     asio::posix::stream_descriptor in_;
+    bool in_socket_ = false;
     outbox out_;
-    int err_ = -1;
+    bool out_socket_ = false;
+    client_fd err_;
+    std::string failed_;
     std::string label_;
     std::function<void(int)> ended_;
     bridge::mcp_session session_;

@@ -4,6 +4,7 @@
 // gateway's notifications.
 #include "daemon/connection.hpp"
 
+#include "platform/fd_passing.hpp"
 #include "protocol/json_writer.hpp"
 
 #include <cerrno>
@@ -179,26 +180,63 @@ namespace meith::daemon {
 
 namespace {
 
-/// Why `fd` cannot be the client's `what` (stdin: read, stdout/stderr: written), or "". A
-/// pipe or a socket only (a terminal is shared with the user's shell, which a non-blocking
-/// flag would disturb; a regular file cannot be polled); stderr may also be a regular file.
-std::string unfit(int fd, std::string_view what, bool reads, bool file_ok) {
+/// Why `fd` cannot be the client's `what` (stdin: read, stdout and stderr: written), or "".
+/// A pipe or a socket only: a terminal is shared with the user's shell and a file may block
+/// (NFS, FUSE), and meithd's one I/O thread must never wait; O_PATH descriptors open nothing.
+std::string unfit(int fd, std::string_view what, bool reads) {
     struct stat st {};
     if (::fstat(fd, &st) != 0) return fmt::format("its {} cannot be examined", what);
-    const bool kind_ok =
-        S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || (file_ok && S_ISREG(st.st_mode));
-    if (!kind_ok) return fmt::format("its {} is not a pipe or a socket", what);
-    const int mode = ::fcntl(fd, F_GETFL) & O_ACCMODE;
+    if (!S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
+        return fmt::format("its {} is not a pipe or a socket", what);
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || (flags & O_PATH) != 0)
+        return fmt::format("its {} is not open for {}", what, reads ? "reading" : "writing");
+    const int mode = flags & O_ACCMODE;
     if (reads ? mode == O_WRONLY : mode == O_RDONLY)
         return fmt::format("its {} is not open for {}", what, reads ? "reading" : "writing");
     return {};
 }
 
+/// The descriptors that came with a frame, closed unless taken.
+struct passed_fds {
+    std::vector<int> fds;
+    ~passed_fds() {
+        for (int fd : fds)
+            if (fd >= 0) ::close(fd);
+    }
+    /// Takes fds[i] as a descriptor of meithd's own (platform::private_nonblocking), or
+    /// sets `why`.
+    mcp_handoff::client_fd take(std::size_t i, bool write, std::string_view what,
+                                std::string& why) {
+        const bool socket = [&] {
+            struct stat st {};
+            return ::fstat(fds[i], &st) == 0 && S_ISSOCK(st.st_mode);
+        }();
+        const int own = platform::private_nonblocking(fds[i], write);
+        if (own < 0) {
+            why = fmt::format("its {} cannot be opened: {}", what, std::strerror(errno));
+            return {};
+        }
+        fds[i] = -1; // closed by private_nonblocking, or kept as `own`
+        return {own, socket};
+    }
+};
+
 } // namespace
 
 void connection::on_mcp_handoff(const protocol::frame_head& f,
                                 const protocol::mcp_handoff_frame& body, std::string&) {
-    std::vector<int> fds = std::exchange(passed_fds_, {});
+    passed_fds passed{std::exchange(passed_fds_, {})};
+    auto& fds = passed.fds;
+    std::string fields;
+    protocol::json_members(fields)
+        .string("sessionId", session_id_)
+        .number("pid", static_cast<std::uint64_t>(peer_.pid));
+    const auto refuse = [&](const std::string& why) {
+        protocol::append_error_frame(outbound_, f.request_id, "mcp_handoff refused: " + why);
+        protocol::json_members(fields).string("reason", why);
+        audit_.event("mcp_handoff_refused", fields);
+    };
     std::string why;
     if (handoff_ || in_process_)
         why = "this connection has handed over an MCP session already";
@@ -206,23 +244,20 @@ void connection::on_mcp_handoff(const protocol::frame_head& f,
         why = "mcp_handoff needs the client's stdin and stdout attached to it (SCM_RIGHTS)";
     else if (!adopt_)
         why = "this meithd cannot take MCP sessions";
-    if (why.empty()) why = unfit(fds[0], "stdin", true, false);
-    if (why.empty()) why = unfit(fds[1], "stdout", false, false);
-    if (why.empty() && fds.size() > 2 && !unfit(fds[2], "stderr", false, true).empty()) {
-        ::close(fds[2]); // its notes go to meithd's log instead
-        fds.resize(2);
-    }
-    std::string fields;
-    protocol::json_members(fields)
-        .string("sessionId", session_id_)
-        .number("pid", static_cast<std::uint64_t>(peer_.pid));
+    if (why.empty()) why = unfit(fds[0], "stdin", true);
+    if (why.empty()) why = unfit(fds[1], "stdout", false);
+    if (!why.empty()) return refuse(why);
+    mcp_handoff::client_fd in = passed.take(0, false, "stdin", why);
+    if (!why.empty()) return refuse(why);
+    mcp_handoff::client_fd out = passed.take(1, true, "stdout", why);
     if (!why.empty()) {
-        for (int fd : fds)
-            ::close(fd);
-        protocol::append_error_frame(outbound_, f.request_id, "mcp_handoff refused: " + why);
-        protocol::json_members(fields).string("reason", why);
-        audit_.event("mcp_handoff_refused", fields);
-        return;
+        ::close(in.fd);
+        return refuse(why);
+    }
+    mcp_handoff::client_fd err;
+    if (fds.size() > 2 && unfit(fds[2], "stderr", false).empty()) {
+        std::string ignored; // an unfit stderr: the session's notes go to meithd's log only
+        err = passed.take(2, true, "stderr", ignored);
     }
     bridge::settings s;
     s.caller = permissions::to_string(caller_for(f));
@@ -230,11 +265,13 @@ void connection::on_mcp_handoff(const protocol::frame_head& f,
     s.search = body.search;
     if (!client_name_.empty()) s.client = client_name_;
     s.when_down = "; meith mcp carries on and reconnects for the next request";
-    auto host = std::make_shared<mcp_handoff>(
-        socket_.get_executor(), fds[0], fds[1], fds.size() > 2 ? fds[2] : -1, std::move(s),
-        "mcp session of " + session_id_, [weak = weak_from_this()](int status) {
-            if (auto self = weak.lock()) self->on_mcp_ended(status);
-        });
+    auto host = std::make_shared<mcp_handoff>(socket_.get_executor(), in, out, err, std::move(s),
+                                              "mcp session of " + session_id_,
+                                              [weak = weak_from_this()](int status) {
+                                                  if (auto self = weak.lock())
+                                                      self->on_mcp_ended(status);
+                                              });
+    if (!host->failed().empty()) return refuse(host->failed());
     // The session's own connection: an ordinary client of the same peer, in this process.
     const std::weak_ptr<mcp_handoff> weak_host = host;
     auto inner = adopt_(peer_, {[weak_host](std::string_view frames) {
@@ -244,23 +281,21 @@ void connection::on_mcp_handoff(const protocol::frame_head& f,
                                     auto h = weak_host.lock();
                                     return h ? h->backlog() : std::size_t{0};
                                 },
-                                [weak_host] {
-                                    if (auto h = weak_host.lock()) h->on_connection_closed();
+                                [weak_host](bool stopping) {
+                                    if (auto h = weak_host.lock())
+                                        h->on_connection_closed(stopping);
                                 }});
     if (!inner) {
-        // meithd is stopping: `meith mcp` keeps the session (its own copies of the pipes).
-        host->end();
-        protocol::append_error_frame(outbound_, f.request_id,
-                                     "mcp_handoff refused: meithd is shutting down");
-        return;
+        host->end(); // `meith mcp` keeps the session, on its own copies of the pipes
+        return refuse("meithd is shutting down");
     }
     host->attach(inner);
     handoff_ = std::move(host);
+    audit_.event("mcp_handoff", fields);
     handoff_->start();
     outbound_.append(R"({"type":"mcp_handoff_result","protocol":1,"requestId":)");
     append_json_string(outbound_, *f.request_id);
     outbound_.append("}\n");
-    audit_.event("mcp_handoff", fields);
 }
 
 void connection::on_mcp_ended(int exit_status) {

@@ -23,4 +23,12 @@ bool send_with_fds(int socket, std::span<const char> data, std::span<const int> 
 /// bytes are still returned. Returns what read(2) would: bytes read, 0 at EOF, -1 with errno.
 ssize_t receive_with_fds(int socket, std::span<char> buf, std::vector<int>& fds);
 
+/// A descriptor meithd may use without blocking, whatever its other holders do with theirs
+/// (O_NONBLOCK belongs to the open file description, which a passed descriptor shares with
+/// the process that sent it): a pipe is opened again through /proc/self/fd (proc(5)) with
+/// O_NONBLOCK, read or write as `write` says, and `fd` closed; a socket is returned as is,
+/// to be used only with MSG_DONTWAIT. -1 with errno set (then `fd` is still open): anything
+/// else, or the reopening failed (ENXIO: a FIFO's other end is gone). Linux.
+int private_nonblocking(int fd, bool write);
+
 } // namespace meith::platform

@@ -2,7 +2,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <string>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace meith::platform {
@@ -67,6 +70,26 @@ ssize_t receive_with_fds(int socket, std::span<char> buf, std::vector<int>& fds)
         fds.resize(before);
     }
     return n;
+}
+
+} // namespace meith::platform
+
+namespace meith::platform {
+
+int private_nonblocking(int fd, bool write) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return -1;
+    if (S_ISSOCK(st.st_mode)) return fd;
+    if (!S_ISFIFO(st.st_mode)) {
+        errno = EINVAL;
+        return -1;
+    }
+    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    const int own =
+        ::open(path.c_str(), (write ? O_WRONLY : O_RDONLY) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (own < 0) return -1;
+    ::close(fd);
+    return own;
 }
 
 } // namespace meith::platform

@@ -14,6 +14,14 @@ using protocol::append_json_string;
 
 using detail::string_member;
 
+// Defined here, with the credentials meithd reads, not in oauth.cpp: meithd links this file
+// and must not pull in the HTTP client (libcurl) with it.
+std::string detail::string_member(simdjson::dom::object o, std::string_view key) {
+    std::string_view v;
+    if (o[key].get_string().get(v) != simdjson::SUCCESS) return {};
+    return std::string(v);
+}
+
 std::string to_json(const credentials& c) {
     std::string out = "{";
     auto member = [&](std::string_view k, const std::string& v) {

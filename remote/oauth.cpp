@@ -49,12 +49,6 @@ std::string base64url(const unsigned char* data, std::size_t n) {
     return out;
 }
 
-std::string string_member(simdjson::dom::object o, std::string_view key) {
-    std::string_view v;
-    if (o[key].get_string().get(v) != simdjson::SUCCESS) return {};
-    return std::string(v);
-}
-
 bool listed(const std::vector<std::string>& list, std::string_view v) {
     return std::find(list.begin(), list.end(), v) != list.end();
 }

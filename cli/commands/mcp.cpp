@@ -190,16 +190,15 @@ std::optional<int> hand_off(const options& opts, const bridge::settings& setting
                                          {"all", settings.all},
                                          {"search", settings.search}});
         frame.push_back('\n');
-        // stderr too when it cannot block meithd (not a terminal): the session's notes go there.
-        struct stat err {};
-        const bool pass_err =
-            ::fstat(STDERR_FILENO, &err) == 0 &&
-            (S_ISFIFO(err.st_mode) || S_ISSOCK(err.st_mode) || S_ISREG(err.st_mode));
+        // stderr too when meithd can write it without blocking (a pipe or a socket): the
+        // session's notes go there.
+        const bool pass_err = pipe_or_socket(STDERR_FILENO);
         const std::array<int, 3> fds{STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO};
         if (!platform::send_with_fds(ch->fd(), frame, std::span(fds.data(), pass_err ? 3 : 2)))
             return std::nullopt;
-        const json taken = await_reply(*ch, id, "mcp_handoff_result");
-        (void)taken;
+        // No short deadline: once meithd has the descriptors, giving up on its answer could
+        // leave both running the session on the same pipes.
+        await_reply(*ch, id, "mcp_handoff_result", std::chrono::hours(24));
     } catch (const protocol::client_error&) {
         return std::nullopt; // meithd is not there: the bridge says so per request
     } catch (const cli_error&) {

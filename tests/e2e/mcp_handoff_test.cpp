@@ -222,6 +222,68 @@ TEST_CASE("descriptors a client attaches to any other frame are closed, and a ha
     CHECK(d.audit_events("mcp_handoff").empty());
     // Still nothing held: the refused descriptors were closed too.
     CHECK(open_fds(d.pid()) <= before + 2);
+
+    // Descriptors piling up under a frame that never ends: one byte and three descriptors,
+    // again and again, without a newline. The connection is closed at the second batch.
+    client piler(d.socket());
+    const int null2 = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    REQUIRE(null2 >= 0);
+    const std::array<int, 3> three{null2, null2, null2};
+    for (int i = 0; i < 2; ++i)
+        meith::platform::send_with_fds(piler.fd(), std::string_view(i == 0 ? "{" : " "), three);
+    CHECK(piler.wait_closed(5s));
+    ::close(null2);
+    CHECK(eventually([&] { return open_fds(d.pid()) <= before + 2; }, 5s));
+}
+
+TEST_CASE("a client that clears O_NONBLOCK on the pipes it handed over and stops reading does "
+          "not stall meithd",
+          "[e2e][handoff][security]") {
+    // O_NONBLOCK belongs to the open file description the client shares with meithd: had
+    // meithd relied on it, the client could clear it and leave meithd's one I/O thread in a
+    // blocking write to a full pipe. Here a client hands over pipes by hand (as meith mcp
+    // does), clears the flag on its own copies, floods requests and never reads.
+    daemon_process d(host_source_toml("th"));
+    int in[2], out[2];
+    REQUIRE(::pipe2(in, O_CLOEXEC) == 0);
+    REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+    client c(d.socket());
+    c.send({{"type", "hello"}, {"requestId", "h"}, {"clientInfo", {{"caller", "plugin"}}}});
+    REQUIRE(c.read()["type"] == "hello_result");
+    const std::string frame = R"({"type":"mcp_handoff","requestId":"ho"})"
+                              "\n";
+    const std::array<int, 2> ends{in[0], out[1]};
+    REQUIRE(meith::platform::send_with_fds(c.fd(), frame, ends));
+    REQUIRE(c.read()["type"] == "mcp_handoff_result");
+    for (int fd : {in[0], in[1], out[0], out[1]})
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    // Big answers until the client's stdout pipe (64 KiB) is long full.
+    const std::string init =
+        R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}})"
+        "\n";
+    REQUIRE(::write(in[1], init.data(), init.size()) == static_cast<ssize_t>(init.size()));
+    const std::string pad(8000, 'x');
+    for (int i = 1; i <= 40; ++i) {
+        const std::string call = json{{"jsonrpc", "2.0"},
+                                      {"id", i},
+                                      {"method", "tools/call"},
+                                      {"params", {{"name", "echo"}, {"arguments", {{"pad", pad}}}}}}
+                                     .dump() +
+                                 "\n";
+        REQUIRE(::write(in[1], call.data(), call.size()) == static_cast<ssize_t>(call.size()));
+    }
+    // meithd still answers everyone else.
+    CHECK(eventually(
+        [&] {
+            pollfd p{out[0], POLLIN, 0};
+            return ::poll(&p, 1, 0) == 1; // answers are waiting in the pipe
+        },
+        5s));
+    client other(d.socket());
+    const json r = other.call("echo", {{"still", "here"}}, json::object(), nullptr, 5s);
+    CHECK(r["result"]["ok"] == true);
+    for (int fd : {in[0], in[1], out[0], out[1]})
+        ::close(fd);
 }
 
 } // namespace e2e_mcp_handoff_test

@@ -11,7 +11,7 @@ _meith_global_opts="--socket --home --caller --no-autostart --help"
 _meith_commands="status tools call preview sources login secret import connect clients reload stop restart policy approve grant grants revoke mcp service audit init help version"
 _meith_audit_events="tool_call tool_call_rejected list_tools cancel_tool_call connection_open
 connection_close connection_rejected frame_refused source_start source_exit source_restart
-source_failed source_restart_requested source_learning_started source_learning_stopped source_waking source_idle_stopped source_tools_changed tool_preview mcp_request client_request approval_request
+source_failed source_restart_requested source_learning_started source_learning_stopped source_waking source_idle_stopped source_tools_changed tool_preview mcp_request client_request mcp_handoff mcp_handoff_refused approval_request
 approval_decision approver_connected approver_rejected grant_created grant_used grant_revoked
 grant_expired daemon_start daemon_stop config_reload audit_repaired egress egress_rule_added
 tool_capabilities_changed tool_definition_changed tool_definition_accepted all"

@@ -60,7 +60,7 @@ bool holds(pid_t pid, const std::string& pipe) {
 
 } // namespace
 
-TEST_CASE("meith mcp hands its pipes to meithd, which answers on them; the exit status is "
+TEST_CASE("meith mcp hands its pipes to meithd, which answers on them, and exits with "
           "meithd's verdict",
           "[e2e][mcp][handoff]") {
     daemon_process d(host_source_toml("th"));

@@ -31,6 +31,10 @@ constexpr double write_budget = 2.5;
 /// and the audit line; the session's frames reach its connection in memory.
 constexpr double mcp_allocation_budget = 221.9;
 constexpr double mcp_write_budget = 2.5;
+/// The same for one call of a confined one-shot exec tool (bench/oneshot.sh), the process
+/// started in the kernel sandbox each time (measured with the test that adds it).
+constexpr double oneshot_allocation_budget = 100000;
+constexpr double oneshot_write_budget = 100000;
 
 struct counts {
     double allocations = 0, writes = 0;
@@ -130,6 +134,44 @@ TEST_CASE("hot path budget: an MCP tools/call through the pipes meith mcp handed
     CHECK(writes <= mcp_write_budget);
     WARN("per MCP call through the handoff: " << allocations << " allocations, " << writes
                                               << " writes");
+}
+
+TEST_CASE("hot path budget: a confined one-shot exec run costs meithd at most its budget of "
+          "allocations and writes",
+          "[e2e][budget][sandbox]") {
+    // Each call of a one-shot exec tool starts a process in the kernel sandbox (docs/protocol.md
+    // §15): namespaces, mounts, Landlock, seccomp, meith-sandbox-init. What meithd itself
+    // spends on it is counted here, so that a cheaper start (issue 46 (k)) shows as fewer
+    // counts and a costlier one fails.
+    REQUIRE_KERNEL_SANDBOX(true);
+    temp_dir t;
+    const fs::path file = t.path / "counts";
+    const std::string toml = "[[sources]]\nname = \"k_on\"\nkind = \"exec\"\ncommand = [\"sh\", \"" +
+                             std::string(MEITH_SOURCE_DIR) +
+                             "/bench/oneshot.sh\"]\ntool = { name = \"k_on\", capabilities = "
+                             "[\"read-only\"] }\n";
+    std::unique_ptr<daemon_process> d;
+    {
+        env_override preload("LD_PRELOAD", MEITH_COUNT_SHIM);
+        env_override where("MEITH_COUNT_FILE", file.string());
+        d = std::make_unique<daemon_process>(toml);
+    }
+    client c(d->socket());
+    for (int i = 0; i < 20; ++i)
+        REQUIRE(c.call("k_on", json::object())["result"]["ok"] == true);
+    const counts before = snapshot(d->pid(), file);
+    constexpr int calls = 200;
+    for (int i = 0; i < calls; ++i)
+        REQUIRE(c.call("k_on", json::object())["result"]["ok"] == true);
+    const counts after = snapshot(d->pid(), file);
+    const double allocations = (after.allocations - before.allocations) / calls;
+    const double writes = (after.writes - before.writes) / calls;
+    INFO("per confined one-shot run: " << allocations << " allocations (budget "
+                                       << oneshot_allocation_budget << "), " << writes
+                                       << " writes (budget " << oneshot_write_budget << ")");
+    CHECK(allocations <= oneshot_allocation_budget);
+    CHECK(writes <= oneshot_write_budget);
+    WARN("per confined one-shot run: " << allocations << " allocations, " << writes << " writes");
 }
 
 } // namespace e2e_budget_test

@@ -1,6 +1,7 @@
 // tasks: the tasks `meith mcp` runs for its MCP client (see mcp_tasks.hpp).
 #include "bridge/tasks.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/chrono.h>
@@ -28,7 +29,27 @@ json task_table::render(const std::string& id, const task& t) const {
     return j;
 }
 
+void task_table::sweep() {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<std::pair<std::chrono::steady_clock::time_point, std::string>> finished;
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+        const task& t = it->second;
+        if (t.done && t.waiting.empty() && now - t.ended >= std::chrono::milliseconds(t.ttl_ms)) {
+            it = tasks_.erase(it);
+            continue;
+        }
+        if (t.done) finished.emplace_back(t.ended, it->first);
+        ++it;
+    }
+    if (finished.size() <= max_finished) return;
+    std::sort(finished.begin(), finished.end());
+    for (std::size_t i = 0; i + max_finished < finished.size(); ++i)
+        tasks_.erase(finished[i].second);
+}
+
 json task_table::create(const std::string& request_id, std::uint64_t ttl_ms) {
+    sweep();
+    ttl_ms = std::min(ttl_ms, max_ttl_ms);
     const std::string id = fmt::format("meith-task-{}", ++next_);
     task t;
     t.request_id = request_id;
@@ -54,6 +75,7 @@ std::vector<json> task_table::finish(const std::string& task_id, json answer, bo
     by_request_.erase(t.request_id);
     if (t.done) return {};
     t.done = true;
+    t.ended = std::chrono::steady_clock::now();
     t.updated_at = now_rfc3339();
     if (t.status != "cancelled") { // a cancelled task keeps its status; result_of says so
         t.failed = failed;
@@ -69,7 +91,8 @@ std::optional<json> task_table::get(const std::string& task_id) const {
     return render(it->first, it->second);
 }
 
-json task_table::list() const {
+json task_table::list() {
+    sweep();
     json tasks = json::array();
     for (const auto& [id, t] : tasks_)
         tasks.push_back(render(id, t));

@@ -6,6 +6,7 @@
 
 #include "bridge/json.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -19,7 +20,14 @@ class task_table {
     /// Poll interval suggested to clients, ms.
     static constexpr std::uint64_t poll_interval_ms = 500;
 
-    /// A new task for the call meithd knows as `request_id`, kept `ttl_ms` after it ends.
+    /// A finished task is kept at most this long, whatever ttl the client asked for, and at
+    /// most this many finished tasks are kept (the oldest go first): the table lives in meithd
+    /// for a handed-over session (docs/protocol.md §10), so a client cannot grow it forever.
+    static constexpr std::uint64_t max_ttl_ms = 3600 * 1000;
+    static constexpr std::size_t max_finished = 1024;
+
+    /// A new task for the call meithd knows as `request_id`, kept `ttl_ms` (at most
+    /// max_ttl_ms) after it ends; finished tasks past their ttl are forgotten first.
     /// Returns the CreateTaskResult `{"task":{taskId,status,ttl,createdAt,...}}`.
     json create(const std::string& request_id, std::uint64_t ttl_ms);
 
@@ -34,7 +42,7 @@ class task_table {
     /// tasks/get: the Task, or nullopt for an unknown id.
     std::optional<json> get(const std::string& task_id) const;
     /// tasks/list: `{"tasks":[…]}`.
-    json list() const;
+    json list();
 
     /// tasks/result: the answer (with _meta related-task) when the task ended; otherwise the
     /// request `mcp_id` waits and nullopt is returned. `unknown` set for an unknown id.
@@ -68,8 +76,11 @@ class task_table {
         json answer;
         bool failed = false;
         bool done = false;
-        std::vector<json> waiting; ///< tasks/result requests waiting for the end
+        std::chrono::steady_clock::time_point ended; ///< when done
+        std::vector<json> waiting;                   ///< tasks/result requests waiting for the end
     };
+    /// Forgets finished tasks past their ttl, then the oldest finished past max_finished.
+    void sweep();
     json render(const std::string& id, const task& t) const;
     std::map<std::string, task> tasks_;
     std::map<std::string, std::string> by_request_;

@@ -153,6 +153,23 @@ TEST_CASE("mcp tasks: created working, ended with the answer, waiting results an
     CHECK(t.list()["tasks"].size() == 1);
 }
 
+TEST_CASE("mcp tasks: a finished task is forgotten after its ttl, and the ttl a client asks "
+          "for is bounded",
+          "[mcp]") {
+    meith::bridge::task_table t;
+    const std::string short_lived = t.create("rid-a", 0)["task"]["taskId"];
+    const auto kept = t.create("rid-b", 1ull << 62);
+    CHECK(kept["task"]["ttl"] == meith::bridge::task_table::max_ttl_ms);
+    const std::string kept_id = kept["task"]["taskId"];
+    t.finish(short_lived, {{"content", meith::bridge::json::array()}}, false);
+    t.finish(kept_id, {{"content", meith::bridge::json::array()}}, false);
+    // The next create (or list) forgets what is past its ttl: the 0 ms one, not the other.
+    t.create("rid-c", 1000);
+    CHECK_FALSE(t.get(short_lived));
+    CHECK(t.get(kept_id));
+    CHECK(t.list()["tasks"].size() == 2);
+}
+
 TEST_CASE("mcp tasks: a cancelled task stays cancelled when its call ends", "[mcp]") {
     meith::bridge::task_table t;
     const std::string id = t.create("rid-2", 1000)["task"]["taskId"];

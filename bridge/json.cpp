@@ -18,4 +18,11 @@ std::string compact(const json& j) {
     return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+void append_compact(std::string& out, const json& j) {
+    // What json::dump does, into `out` (nlohmann's serializer over a string adapter).
+    nlohmann::detail::serializer<json> s(nlohmann::detail::output_adapter<char>(out), ' ',
+                                         json::error_handler_t::replace);
+    s.dump(j, false, false, 0);
+}
+
 } // namespace meith::bridge

@@ -19,5 +19,7 @@ std::optional<std::string> get_string(const json& obj, std::string_view key);
 const json* get_field(const json& obj, std::string_view key);
 /// Compact JSON text; invalid UTF-8 is replaced (U+FFFD) rather than thrown on.
 std::string compact(const json& j);
+/// compact(j) appended to `out`, serialized in place (no string of its own).
+void append_compact(std::string& out, const json& j);
 
 } // namespace meith::bridge

@@ -15,6 +15,8 @@
 // start it, and the session tries again on the next request: it never hangs.
 #include "bridge/mcp_session.hpp"
 
+#include "protocol/json_writer.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <utility>
@@ -93,7 +95,14 @@ void mcp_session::write_client(const json& msg) {
 }
 
 void mcp_session::send_result(const json& id, json result) {
-    write_client(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
+    // Written as text around the result: no object built to wrap it.
+    std::string& text = out_text_;
+    text.assign(R"({"jsonrpc":"2.0","id":)");
+    append_compact(text, id);
+    text.append(R"(,"result":)");
+    append_compact(text, result);
+    text.append("}\n");
+    link_.write_client(text);
 }
 
 void mcp_session::send_error(const json& id, int code, const std::string& message) {
@@ -172,8 +181,12 @@ void mcp_session::daemon_gone(const std::string& why) {
 }
 
 bool mcp_session::send_to_daemon(const json& frame) {
+    return send_frame_text(compact(frame));
+}
+
+bool mcp_session::send_frame_text(const std::string& frame) {
     std::string why;
-    if (link_.send(compact(frame), why)) return true;
+    if (link_.send(frame, why)) return true;
     daemon_gone(why);
     return false;
 }

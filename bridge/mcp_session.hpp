@@ -135,6 +135,8 @@ class mcp_session {
 
     /// Sends `frame`; on failure the daemon is gone and the request answered with an error.
     bool send_to_daemon(const json& frame);
+    /// The same for a frame already written as compact JSON text.
+    bool send_frame_text(const std::string& frame);
 
     enum class kind { list_tools, call, mcp, search, pinned };
     struct pending {
@@ -293,7 +295,9 @@ class mcp_session {
     std::map<std::string, std::string> to_daemon_request_;
     std::uint64_t next_client_request_ = 0;
     std::map<std::string, listen_state> listens_; ///< subscriptions/listen by id (JSON text)
-    task_table tasks_;                            ///< task-augmented calls (tasks.hpp)
+    std::string out_text_;   ///< an answer's text, the buffer reused from call to call
+    std::string frame_text_; ///< a tool_call frame's text, reused likewise
+    task_table tasks_;       ///< task-augmented calls (tasks.hpp)
 };
 
 } // namespace meith::bridge

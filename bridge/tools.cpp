@@ -3,6 +3,8 @@
 // bridge/mcp_session.hpp; the answers come back through mcp_session::on_daemon_frame.
 #include "bridge/mcp_session.hpp"
 
+#include "protocol/json_writer.hpp"
+
 #include <algorithm>
 
 #include <fmt/core.h>
@@ -150,7 +152,9 @@ void mcp_session::tools_call(const json& id, const json& params, bool modern) {
     if (modern && params.contains("requestState")) return retry_call(id, params);
     if (!params.contains("name") || !params["name"].is_string())
         return send_error(id, invalid_params, "tools/call needs a string \"name\"");
-    const json args = params.value("arguments", json::object());
+    static const json no_arguments = json::object();
+    const json* given = get_field(params, "arguments");
+    const json& args = given != nullptr ? *given : no_arguments; // not copied
     if (!args.is_object()) return send_error(id, invalid_params, "\"arguments\" must be an object");
     if (search_mode_ && params["name"] == "search_tools")
         return search_tools_call(id, args, modern);
@@ -182,13 +186,17 @@ void mcp_session::tools_call(const json& id, const json& params, bool modern) {
     p.k = kind::call;
     p.method = "tools/call";
     p.modern = modern;
-    json frame{{"type", "tool_call"}, {"protocol", 1}, {"requestId", rid}};
-    if (params.contains("_meta") && params["_meta"].is_object()) {
-        const json& meta = params["_meta"];
-        p.progress_token = meta.value("progressToken", json());
+    // The frame is written as text: the arguments are serialized once, never copied.
+    std::string& frame = frame_text_;
+    frame.assign(R"({"type":"tool_call","protocol":1,"requestId":)");
+    protocol::append_json_string(frame, rid);
+    if (const json* meta = get_field(params, "_meta"); meta != nullptr && meta->is_object()) {
+        p.progress_token = meta->value("progressToken", json());
         // W3C trace context passes to the source and into the audit line (§17).
-        if (meta.contains("traceparent") && meta["traceparent"].is_string())
-            frame["traceparent"] = meta["traceparent"];
+        if (const auto trace = get_string(*meta, "traceparent")) {
+            frame.append(R"(,"traceparent":)");
+            protocol::append_json_string(frame, *trace);
+        }
     }
     if (!modern && params.contains("task") && params["task"].is_object()) {
         // Task-augmented: answered now with the task; tasks/result gives the result.
@@ -200,14 +208,23 @@ void mcp_session::tools_call(const json& id, const json& params, bool modern) {
         by_mcp_id_[id.dump()] = rid;
     }
     pending_.emplace(rid, std::move(p));
-    json client{{"caller", settings_.caller}};
-    if (!agent_.empty()) client["agent"] = agent_;
+    const std::string& name = params["name"].get_ref<const std::string&>();
+    frame.append(R"(,"toolName":)");
+    protocol::append_json_string(frame, name);
+    frame.append(R"(,"arguments":)");
     // A text-payload tool (listed with one string `input`) gets that string.
-    const bool text = text_tools_.count(params["name"].get<std::string>()) > 0;
-    frame["toolName"] = params["name"];
-    frame["arguments"] = text ? json(get_string(args, "input").value_or("")) : args;
-    frame["clientInfo"] = std::move(client);
-    send_to_daemon(frame);
+    if (text_tools_.count(name) > 0)
+        protocol::append_json_string(frame, get_string(args, "input").value_or(""));
+    else
+        append_compact(frame, args);
+    frame.append(R"(,"clientInfo":{"caller":)");
+    protocol::append_json_string(frame, settings_.caller);
+    if (!agent_.empty()) {
+        frame.append(R"(,"agent":)");
+        protocol::append_json_string(frame, agent_);
+    }
+    frame.append("}}");
+    send_frame_text(frame);
 }
 
 } // namespace meith::bridge

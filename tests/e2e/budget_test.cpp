@@ -25,11 +25,12 @@ namespace {
 constexpr double allocation_budget = 7.5;
 constexpr double write_budget = 2.5;
 /// The same for one MCP tools/call of `echo` through the pipes `meith mcp` handed to meithd
-/// (docs/protocol.md §10 "Handoff"), measured 2026-11-29 (bench/PROFILE.md, round four): 221
-/// allocations, nearly all the session's JSON (nlohmann: the client's message, the frame it
-/// becomes, the reply frame and the answer), and two writes — the answer to the client's pipe
-/// and the audit line; the session's frames reach its connection in memory.
-constexpr double mcp_allocation_budget = 221.9;
+/// (docs/protocol.md §10 "Handoff"), measured 2026-11-29 (bench/PROFILE.md, round four): 149
+/// allocations, most of them the session's JSON (nlohmann: the client's message parsed, the
+/// reply frame parsed; the tool_call frame and the answer are written as text around them),
+/// and two writes — the answer to the client's pipe and the audit line; the session's frames
+/// reach its connection in memory.
+constexpr double mcp_allocation_budget = 149.9;
 constexpr double mcp_write_budget = 2.5;
 /// The same for one call of a confined one-shot exec tool (bench/oneshot.sh), the process
 /// started in the kernel sandbox each time, measured 2026-11-29: 119 allocations and 4 write

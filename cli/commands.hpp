@@ -37,7 +37,8 @@ int run_tools_accept(const options& opts);
 /// `meith preview TOOL [JSON]`: preview_tool_call (call.cpp, docs/protocol.md §13).
 int run_preview(const options& opts);
 int run_audit(const options& opts);
-/// `meith mcp`: an MCP server on stdio bridging to meithd (commands/mcp.cpp, the session in bridge/; docs/protocol.md §10).
+/// `meith mcp`: an MCP server on stdio bridging to meithd (commands/mcp.cpp, the session in
+/// bridge/; docs/protocol.md §10).
 int run_mcp(const options& opts);
 /// `meith service install|uninstall|status` (service.cpp, §10).
 int run_service_install(const options& opts);

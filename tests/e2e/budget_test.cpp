@@ -55,6 +55,15 @@ counts snapshot(pid_t pid, const fs::path& file) {
     return c;
 }
 
+/// meithd on a temporary home with `config_toml`, the counter preloaded into it alone: the
+/// variables are gone before this process starts anything else.
+std::unique_ptr<daemon_process> counted_daemon(const fs::path& file,
+                                               const std::string& config_toml = "") {
+    env_override preload("LD_PRELOAD", MEITH_COUNT_SHIM);
+    env_override where("MEITH_COUNT_FILE", file.string());
+    return std::make_unique<daemon_process>(config_toml);
+}
+
 } // namespace
 
 TEST_CASE("hot path budget: a built-in call costs meithd at most its budget of allocations and "
@@ -62,14 +71,7 @@ TEST_CASE("hot path budget: a built-in call costs meithd at most its budget of a
           "[e2e][budget]") {
     temp_dir t;
     const fs::path file = t.path / "counts";
-    std::unique_ptr<daemon_process> d;
-    {
-        // Only meithd loads the counter: the variables are gone before this process starts
-        // anything else.
-        env_override preload("LD_PRELOAD", MEITH_COUNT_SHIM);
-        env_override where("MEITH_COUNT_FILE", file.string());
-        d = std::make_unique<daemon_process>();
-    }
+    const auto d = counted_daemon(file);
     client c(d->socket());
     const json args = {{"text", "the hot path"}, {"n", 42}};
     for (int i = 0; i < 300; ++i) // warm: caches, buffers and the audit file's first writes
@@ -95,12 +97,7 @@ TEST_CASE("hot path budget: an MCP tools/call through the pipes meith mcp handed
     // through its in-process socket pair to an ordinary connection, the answer to the pipe.
     temp_dir t;
     const fs::path file = t.path / "counts";
-    std::unique_ptr<daemon_process> d;
-    {
-        env_override preload("LD_PRELOAD", MEITH_COUNT_SHIM);
-        env_override where("MEITH_COUNT_FILE", file.string());
-        d = std::make_unique<daemon_process>();
-    }
+    const auto d = counted_daemon(file);
     mcp_child m(d->home());
     m.send({{"jsonrpc", "2.0"},
             {"id", 1},
@@ -154,12 +151,7 @@ TEST_CASE("hot path budget: a confined one-shot exec run costs meithd at most it
         std::string(MEITH_SOURCE_DIR) +
         "/bench/oneshot.sh\"]\ntool = { name = \"k_on\", capabilities = "
         "[\"read-only\"] }\n";
-    std::unique_ptr<daemon_process> d;
-    {
-        env_override preload("LD_PRELOAD", MEITH_COUNT_SHIM);
-        env_override where("MEITH_COUNT_FILE", file.string());
-        d = std::make_unique<daemon_process>(toml);
-    }
+    const auto d = counted_daemon(file, toml);
     client c(d->socket());
     for (int i = 0; i < 20; ++i)
         REQUIRE(c.call("k_on", json::object())["result"]["ok"] == true);

@@ -1,6 +1,8 @@
 #include "process/subprocess.hpp"
 
+#include "process/zygote.hpp"
 #include "sandbox/fd_passing.hpp"
+#include "sandbox/restrict.hpp"
 
 #include <algorithm>
 #include <array>
@@ -17,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <system_error>
@@ -196,6 +199,9 @@ struct confined_child {
     int status; ///< the init program's --status-fd, -1 when none
     int record; ///< the init program's --record-fd, -1 when none
     int egress; ///< where the egress listener goes (a socketpair end), -1 when none
+    /// A zygote (zygote.hpp): its control socket's end and the Landlock ruleset it applies to
+    /// each run are kept open, and CAP_SYS_ADMIN in place of apply(); -1 when not one.
+    int zygote_control;
 };
 
 /// The kernel's struct sigaction for rt_sigaction(2) (not glibc's): SIG_DFL, no flags.
@@ -234,13 +240,17 @@ int confined_child_main(void* arg) {
     if (code == 0 && a.egress >= 0) code = sandbox::open_egress_listener(*a.plan, a.egress);
     // No cwd given: "/", not meithd's own folder (which may be the home, beneath its mask).
     if (code == 0 && ::syscall(SYS_chdir, a.cwd != nullptr ? a.cwd : "/") != 0) code = errno;
-    if (code == 0) code = sandbox::apply(*a.plan);
+    const bool zygote = a.zygote_control >= 0;
+    if (code == 0) code = zygote ? sandbox::keep_namespace_admin() : sandbox::apply(*a.plan);
     if (code == 0) {
         // Nothing of ours past stderr but the report pipe (close-on-exec), the init
-        // program's status pipe and its record file: the gaps between them are closed.
+        // program's status pipe and its record file (a zygote's: its control socket and the
+        // ruleset): the gaps between them are closed.
+        const int second = zygote ? a.zygote_control : a.status;
+        const int third = zygote ? a.plan->ruleset_fd : a.record;
         unsigned keep[3] = {static_cast<unsigned>(a.report),
-                            static_cast<unsigned>(a.status < 0 ? a.report : a.status),
-                            static_cast<unsigned>(a.record < 0 ? a.report : a.record)};
+                            static_cast<unsigned>(second < 0 ? a.report : second),
+                            static_cast<unsigned>(third < 0 ? a.report : third)};
         for (int i = 0; i < 2; ++i) // sorted, without syscalls' help
             for (int j = 0; j < 2 - i; ++j)
                 if (keep[j] > keep[j + 1]) std::swap(keep[j], keep[j + 1]);
@@ -250,8 +260,8 @@ int confined_child_main(void* arg) {
             if (k + 1 > from) from = k + 1;
         }
         ::syscall(SYS_close_range, from, ~0U, 0);
-        if (a.status >= 0) ::syscall(SYS_fcntl, a.status, F_SETFD, 0);
-        if (a.record >= 0) ::syscall(SYS_fcntl, a.record, F_SETFD, 0);
+        for (const int fd : {second, third})
+            if (fd >= 0) ::syscall(SYS_fcntl, fd, F_SETFD, 0);
         ::syscall(SYS_execve, a.program, a.argv, a.envp);
         code = errno;
     }
@@ -259,6 +269,33 @@ int confined_child_main(void* arg) {
     ::syscall(SYS_write, a.report, &c, sizeof c);
     ::syscall(SYS_exit, 127);
     return 127;
+}
+
+/// meith-sandbox-init's zygote command line for `plan` (sandbox/init_zygote.cpp): what each
+/// run applies itself, from the plan meithd's direct start would apply (apply, enter).
+std::vector<std::string> zygote_arguments(const sandbox::plan& plan, int control) {
+    std::vector<std::string> items{plan.init, "--zygote",
+                                   "--control-fd=" + std::to_string(control)};
+    if (plan.ruleset_fd >= 0) items.push_back("--ruleset-fd=" + std::to_string(plan.ruleset_fd));
+    if (!plan.seccomp_bpf.empty()) {
+        std::string hex = "--seccomp=";
+        hex.reserve(hex.size() + plan.seccomp_bpf.size() * 2);
+        for (const unsigned char b : plan.seccomp_bpf) {
+            hex += "0123456789abcdef"[b >> 4];
+            hex += "0123456789abcdef"[b & 15];
+        }
+        items.push_back(std::move(hex));
+    }
+    if (plan.rlimit_nproc != 0)
+        items.push_back("--rlimit-nproc=" + std::to_string(plan.rlimit_nproc));
+    if (plan.rlimit_data != 0) items.push_back("--rlimit-data=" + std::to_string(plan.rlimit_data));
+    if ((plan.clone_flags & CLONE_NEWPID) != 0) items.emplace_back("--proc");
+    if (!plan.tmp_dir.empty()) {
+        items.push_back("--tmp=" + plan.tmp_dir);
+        items.push_back("--tmp-options=" + plan.tmp_options);
+    }
+    if (plan.exec_once) items.emplace_back("--exec-once");
+    return items;
 }
 
 /// Starts a confined child: clone(CLONE_VM | CLONE_VFORK) as posix_spawn does (no copy of the
@@ -277,7 +314,9 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
     if (!program) throw fail(ENOENT);
     const sandbox::plan& plan = *opts.sandbox;
     int status[2] = {-1, -1};
-    if (!plan.init.empty() && ::pipe2(status, O_CLOEXEC | O_NONBLOCK) != 0) throw fail(errno);
+    if (!plan.init.empty() && opts.zygote_control < 0 &&
+        ::pipe2(status, O_CLOEXEC | O_NONBLOCK) != 0)
+        throw fail(errno);
     const auto close_status = [&] {
         for (int fd : status)
             if (fd >= 0) ::close(fd);
@@ -300,8 +339,11 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
         }
     }
     // meith-sandbox-init [--exec-once | --record-fd=N] --status-fd=N -- PROGRAM ARGV...
+    // or, for a zygote: meith-sandbox-init --zygote --control-fd=N ... (init_zygote.cpp)
     std::vector<std::string> items;
-    if (!plan.init.empty()) {
+    if (opts.zygote_control >= 0) {
+        items = zygote_arguments(plan, opts.zygote_control);
+    } else if (!plan.init.empty()) {
         items.push_back(plan.init);
         if (record.fd >= 0)
             items.push_back("--record-fd=" + std::to_string(record.fd));
@@ -311,7 +353,7 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
         items.emplace_back("--");
         items.push_back(program->string());
     }
-    items.insert(items.end(), opts.argv.begin(), opts.argv.end());
+    if (opts.zygote_control < 0) items.insert(items.end(), opts.argv.begin(), opts.argv.end());
     const std::string& program_path = plan.init.empty() ? program->string() : plan.init;
     const auto argv = c_strings(plan.init.empty() ? opts.argv : items);
     const auto envp = c_strings(opts.env);
@@ -345,7 +387,8 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
                         report[1],
                         status[1],
                         record.fd,
-                        egress[1]};
+                        egress[1],
+                        opts.zygote_control};
     constexpr std::size_t stack_size = 64 * 1024;
     void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -400,8 +443,12 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
 
 } // namespace
 
+child_process::child_process(asio::any_io_executor ex)
+    : stdin_(ex), stdout_(ex), stderr_(ex), channel_(ex) {
+}
+
 child_process::child_process(asio::any_io_executor ex, const options& opts)
-    : stdin_(ex), stdout_(ex), stderr_(ex) {
+    : stdin_(ex), stdout_(ex), stderr_(ex), channel_(ex) {
     if (opts.argv.empty())
         throw std::system_error(EINVAL, std::generic_category(), "empty command");
     check_scripts(opts);
@@ -488,6 +535,37 @@ child_process::child_process(asio::any_io_executor ex, const options& opts)
     adopt_pipes();
 }
 
+std::unique_ptr<child_process> child_process::from_zygote(asio::any_io_executor ex,
+                                                          const options& opts, zygote& z) {
+    if (opts.argv.empty())
+        throw std::system_error(EINVAL, std::generic_category(), "empty command");
+    check_scripts(opts);
+    // What the direct start would refuse, refused the same way (the run's init reports only a
+    // status): a program not found, a working folder that is not one.
+    const auto program =
+        sandbox::resolve_program(opts.argv[0], sandbox::program_search_path(), opts.cwd);
+    if (!program) throw start_error(opts, ENOENT);
+    if (!opts.cwd.empty()) {
+        struct stat st {};
+        if (::stat(opts.cwd.c_str(), &st) != 0) throw start_error(opts, errno);
+        if (!S_ISDIR(st.st_mode)) throw start_error(opts, ENOTDIR);
+    }
+    pipe_pair in, out, err;
+    auto lease = z.lease();
+    const int channel =
+        z.send_run(program->string(), opts.cwd, opts.argv, opts.env, in.read, out.write, err.write);
+    if (channel < 0) return nullptr;
+    std::unique_ptr<child_process> c(new child_process(ex));
+    c->channel_.assign(channel);
+    c->lease_ = std::move(lease);
+    for (int fd : {in.write, out.read, err.read})
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    c->stdin_.assign(in.release_write());
+    c->stdout_.assign(out.release_read());
+    c->stderr_.assign(err.release_read());
+    return c;
+}
+
 child_process::~child_process() {
     // The owner stops children before dropping them; this is the last line of defence.
     if (!exited_ && pid_ > 0) ::kill(-pid_, SIGKILL);
@@ -504,7 +582,15 @@ int child_process::exit_status(int wait_status) {
 }
 
 void child_process::signal_group(int sig) {
-    if (!exited_ && pid_ > 0) ::kill(-pid_, sig);
+    if (exited_) return;
+    if (from_zygote()) {
+        // The run's init signals its process group (it is PID 1 of the run's namespace).
+        char msg[1 + sizeof sig] = {'K'};
+        std::memcpy(msg + 1, &sig, sizeof sig);
+        ::send(channel_.native_handle(), msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        return;
+    }
+    if (pid_ > 0) ::kill(-pid_, sig);
 }
 
 void child_process::close_stdin() {

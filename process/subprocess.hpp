@@ -28,22 +28,30 @@
 
 namespace meith::process {
 
+class zygote_pool;
+
 /// Calls a handler when a child exits. One per io_context; listens to SIGCHLD and reaps only
 /// the pids registered with it (waitpid per pid), and any other child that has exited: the
 /// orphans a subreaper adopts (meithd has no other code that waits for its children).
 class child_reaper {
   public:
     explicit child_reaper(asio::any_io_executor ex);
+    ~child_reaper();
+    child_reaper(const child_reaper&) = delete;
+    child_reaper& operator=(const child_reaper&) = delete;
     /// `on_exit(wait_status)` runs on the I/O thread once the child `pid` has been reaped —
     /// never from inside watch() itself, even for a child that has exited already.
     void watch(pid_t pid, std::function<void(int wait_status)> on_exit);
     /// Reaps whatever has exited now (also called on each SIGCHLD).
     void poll();
     std::size_t watched() const { return handlers_.size(); }
+    /// The one-shot runs' zygotes of this daemon (zygote.hpp), made at first use.
+    zygote_pool& zygotes();
 
   private:
     void arm();
     asio::signal_set signals_;
+    std::unique_ptr<zygote_pool> zygotes_;
     std::unordered_map<pid_t, std::function<void(int)>> handlers_;
     std::shared_ptr<char> alive_ = std::make_shared<char>(); ///< guards posted polls
 };
@@ -69,17 +77,30 @@ class child_process {
         /// With a plan that has an egress port: the proxy that serves it (docs/protocol.md
         /// §19), started for this child and stopped when it is reaped.
         std::shared_ptr<const egress::proxy_options> egress;
+        /// >= 0: start the plan's zygote (meith-sandbox-init --zygote, zygote.hpp) with this
+        /// end of its control socket instead of `argv`; `argv` names it in messages.
+        int zygote_control = -1;
     };
 
     /// Starts the child. Throws std::system_error naming the command when it cannot start
     /// (missing program, bad cwd, no pipes), and ENOENT when an argument after the program
     /// names a script by its extension (.mjs, .py, .sh, ...) that does not exist from `cwd`.
     child_process(asio::any_io_executor ex, const options& opts);
+    /// Starts `opts` as a run of `z` (zygote.hpp): the same checks and errors as the
+    /// constructor; null when the zygote cannot take the run now (start it directly then).
+    static std::unique_ptr<child_process> from_zygote(asio::any_io_executor ex, const options& opts,
+                                                      class zygote& z);
     ~child_process();
     child_process(const child_process&) = delete;
     child_process& operator=(const child_process&) = delete;
 
+    /// Its pid; -1 for a zygote's run (not meithd's child: see wait_run_exit).
     pid_t pid() const { return pid_; }
+    bool from_zygote() const { return channel_.is_open(); }
+    /// A zygote's run: `on_exit(wait_status)` runs on the I/O thread once the run's init
+    /// reports the tool's status on its channel, or the channel ends without one (the zygote
+    /// or the run's init was killed: then as if by SIGKILL).
+    void wait_run_exit(std::function<void(int wait_status)> on_exit);
     /// The program's own wait status, given the one the reaper got for pid(): a confined
     /// child runs under the sandbox's init program, which reports the program's status
     /// through a pipe (read once; `wait_status` when there is none).
@@ -109,6 +130,7 @@ class child_process {
     void close_output();
 
   private:
+    explicit child_process(asio::any_io_executor ex);
     pid_t pid_ = -1;
     int status_fd_ = -1; ///< the sandbox init program's status pipe (read end), -1 when none
     std::shared_ptr<egress::proxy> egress_; ///< serving the child's egress listener, if any
@@ -117,6 +139,10 @@ class child_process {
     asio::posix::stream_descriptor stdin_;
     asio::posix::stream_descriptor stdout_;
     asio::posix::stream_descriptor stderr_;
+    /// A zygote's run: its channel (SOCK_SEQPACKET) to the run's init, and the zygote's count
+    /// of runs in flight, held until this object goes.
+    asio::posix::stream_descriptor channel_;
+    std::shared_ptr<void> lease_;
 };
 
 } // namespace meith::process

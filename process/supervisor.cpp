@@ -1,5 +1,7 @@
 #include "process/supervisor.hpp"
 
+#include "process/zygote.hpp"
+
 #include "audit/redactor.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/pipe_writer.hpp"
@@ -423,7 +425,11 @@ std::shared_ptr<oneshot_run> oneshot_run::start(asio::any_io_executor ex, child_
         if (spec.resolve_secrets)
             if (auto why = spec.resolve_secrets(opts.argv, opts.env))
                 throw std::runtime_error(*why);
-        run->child_ = std::make_unique<child_process>(ex, std::move(opts));
+        // A confined run starts from its sandbox's zygote where there is one (zygote.hpp).
+        if (spec.sandbox)
+            if (auto z = reaper.zygotes().for_plan(spec.name, spec.sandbox))
+                run->child_ = child_process::from_zygote(ex, opts, *z);
+        if (!run->child_) run->child_ = std::make_unique<child_process>(ex, std::move(opts));
     } catch (const std::exception& e) {
         run->outcome_.spawn_error = e.what();
         run->exited_ = run->out_eof_ = run->err_eof_ = true;
@@ -431,7 +437,7 @@ std::shared_ptr<oneshot_run> oneshot_run::start(asio::any_io_executor ex, child_
         asio::post(ex, [run] { run->maybe_done(); });
         return run;
     }
-    reaper.watch(run->child_->pid(), [run](int wait_status) {
+    auto on_exit = [run](int wait_status) {
         run->outcome_.wait_status = run->child_->exit_status(wait_status);
         run->child_->mark_exited();
         run->exited_ = true;
@@ -447,7 +453,11 @@ std::shared_ptr<oneshot_run> oneshot_run::start(asio::any_io_executor ex, child_
             });
         }
         run->maybe_done();
-    });
+    };
+    if (run->child_->from_zygote())
+        run->child_->wait_run_exit(std::move(on_exit));
+    else
+        reaper.watch(run->child_->pid(), std::move(on_exit));
     run->input_ = std::move(input);
     asio::async_write(run->child_->stdin_pipe(), asio::buffer(run->input_),
                       [run](const std::error_code&, std::size_t) {
@@ -460,7 +470,7 @@ std::shared_ptr<oneshot_run> oneshot_run::start(asio::any_io_executor ex, child_
 }
 
 std::optional<pid_t> oneshot_run::pid() const {
-    if (child_ && !child_->exited()) return child_->pid();
+    if (child_ && !child_->exited() && child_->pid() > 0) return child_->pid();
     return std::nullopt;
 }
 

@@ -19,8 +19,14 @@
 // --record-fd=N: a learning run (`meith sources learn`, sandbox/init_record.hpp): the tool's
 // writes, programs, connections and name lookups are let through and recorded to fd N.
 // Errors go to stderr (meithd logs a tool's stderr), prefixed "meith-sandbox-init: ".
+//
+//   meith-sandbox-init --zygote --control-fd=N [options]
+//
+// A source's zygote (docs/protocol.md §15 "Zygote", sandbox/init_run.hpp): prepared once,
+// it starts each one-shot run meithd sends it in fresh PID, IPC and mount namespaces.
 #include "sandbox/fd_passing.hpp"
 #include "sandbox/init_record.hpp"
+#include "sandbox/init_run.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -42,10 +48,7 @@
 
 extern char** environ;
 
-namespace {
-
-/// The signals a tool's process group gets from meithd (stop, cancel, reload).
-constexpr int group_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE};
+namespace meith::sandbox::init {
 
 [[noreturn]] void die(const char* what) {
     std::fprintf(stderr, "meith-sandbox-init: %s: %s\n", what, std::strerror(errno));
@@ -82,45 +85,30 @@ void answer_exec(int listener, pid_t tool, bool& started) {
     ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); // ENOENT: the caller is gone
 }
 
-} // namespace
+/// A zygote run's request from meithd on its channel: 'K' and a signal number (native int):
+/// sent to the run's process group. False when meithd has gone (EOF): end the run.
+bool serve_channel(int channel) {
+    char msg[1 + sizeof(int)];
+    const ssize_t n = ::recv(channel, msg, sizeof msg, MSG_DONTWAIT);
+    if (n == 0) return false;
+    if (n < 0) return errno == EAGAIN || errno == EINTR;
+    if (n == static_cast<ssize_t>(sizeof msg) && msg[0] == 'K') {
+        int sig;
+        std::memcpy(&sig, msg + 1, sizeof sig);
+        if (sig > 0 && sig < 65) ::kill(0, sig); // the group; this process ignores it
+    }
+    return true;
+}
 
-// Stays whole (~105 lines): the init program's life in order (subreaper, fork the tool, seccomp
+// Stays whole (~95 lines): the init program's life in order (fork the tool, seccomp
 // notifications, reap, exit with the tool's status); each step uses the state of the last.
-int main(int argc, char** argv) {
-    bool exec_once = false;
-    int status_fd = -1;
-    int record_fd = -1;
-    int i = 1;
-    for (; i < argc; ++i) {
-        const std::string_view a = argv[i];
-        if (a == "--") {
-            ++i;
-            break;
-        }
-        if (a == "--exec-once")
-            exec_once = true;
-        else if (a.starts_with("--status-fd="))
-            status_fd = std::atoi(argv[i] + 12);
-        else if (a.starts_with("--record-fd="))
-            record_fd = std::atoi(argv[i] + 12);
-        else {
-            std::fprintf(stderr, "meith-sandbox-init: unknown option '%s'\n", argv[i]);
-            return 127;
-        }
-    }
-    if (argc - i < 2) {
-        std::fprintf(stderr, "usage: meith-sandbox-init [--exec-once | --record-fd=N] "
-                             "[--status-fd=N] -- "
-                             "PROGRAM ARGV0 [ARGS...]\n");
-        return 127;
-    }
-    const char* program = argv[i];
-    char** tool_argv = argv + i + 1;
-    if (status_fd >= 0) ::fcntl(status_fd, F_SETFD, FD_CLOEXEC);
-    if (record_fd >= 0) {
-        ::fcntl(record_fd, F_SETFD, FD_CLOEXEC);
-        exec_once = false; // a learning run lets every program through, and records it
-    }
+[[noreturn]] void run_tool(const run_options& o) {
+    bool exec_once = o.exec_once;
+    const int record_fd = o.record_fd;
+    const int status_fd = o.status_fd;
+    const char* program = o.program;
+    char** tool_argv = o.argv;
+    if (record_fd >= 0) exec_once = false; // a learning run lets every program through
     const bool filtered = exec_once || record_fd >= 0;
 
     // Outside a PID namespace (the kernel had none), orphans come here rather than to meithd.
@@ -149,7 +137,7 @@ int main(int argc, char** argv) {
         if (::getpid() != 1) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (exec_once) install_exec_filter(pair[1]);
         if (record_fd >= 0) meith::sandbox::install_record_filter(pair[1]);
-        ::execve(program, tool_argv, environ);
+        ::execve(program, tool_argv, o.envp);
         const int e = errno;
         std::fprintf(stderr, "meith-sandbox-init: cannot run %s: %s\n", program, std::strerror(e));
         std::_Exit(e == ENOENT ? 127 : 126);
@@ -173,8 +161,9 @@ int main(int argc, char** argv) {
         ::close(pair[0]);
     }
     for (;;) {
-        pollfd fds[2] = {{sigfd, POLLIN, 0}, {listener, POLLIN, 0}};
-        const int n = ::poll(fds, listener >= 0 ? 2 : 1, -1);
+        // The channel last: poll skips a negative descriptor, and the listener may be -1.
+        pollfd fds[3] = {{sigfd, POLLIN, 0}, {listener, POLLIN, 0}, {o.channel, POLLIN, 0}};
+        const int n = ::poll(fds, 3, -1);
         if (n < 0) {
             if (errno == EINTR) continue;
             die("poll");
@@ -189,6 +178,8 @@ int main(int argc, char** argv) {
             ::close(listener); // every filtered process is gone
             listener = -1;
         }
+        // meithd gone, or the run dropped: this process's end ends every process of the run.
+        if (o.channel >= 0 && fds[2].revents != 0 && !serve_channel(o.channel)) std::_Exit(137);
         if ((fds[0].revents & POLLIN) == 0) continue;
         signalfd_siginfo info;
         while (::read(sigfd, &info, sizeof info) > 0) {
@@ -200,9 +191,51 @@ int main(int argc, char** argv) {
             if (status_fd >= 0)
                 while (::write(status_fd, &status, sizeof status) < 0 && errno == EINTR) {
                 }
+            if (o.channel >= 0) {
+                char msg[1 + sizeof status] = {'X'};
+                std::memcpy(msg + 1, &status, sizeof status);
+                ::send(o.channel, msg, sizeof msg, MSG_NOSIGNAL);
+            }
             // _Exit: no atexit handlers (a sanitizer's leak check would ptrace, which the
             // sandbox refuses), and the status is already with meithd.
             std::_Exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
         }
     }
+}
+} // namespace meith::sandbox::init
+
+int main(int argc, char** argv) {
+    using namespace meith::sandbox::init;
+    if (argc > 1 && std::string_view(argv[1]) == "--zygote") return zygote_main(argc, argv);
+    run_options o;
+    o.envp = environ;
+    int i = 1;
+    for (; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--") {
+            ++i;
+            break;
+        }
+        if (a == "--exec-once")
+            o.exec_once = true;
+        else if (a.starts_with("--status-fd="))
+            o.status_fd = std::atoi(argv[i] + 12);
+        else if (a.starts_with("--record-fd="))
+            o.record_fd = std::atoi(argv[i] + 12);
+        else {
+            std::fprintf(stderr, "meith-sandbox-init: unknown option '%s'\n", argv[i]);
+            return 127;
+        }
+    }
+    if (argc - i < 2) {
+        std::fprintf(stderr, "usage: meith-sandbox-init [--exec-once | --record-fd=N] "
+                             "[--status-fd=N] -- PROGRAM ARGV0 [ARGS...]\n"
+                             "       meith-sandbox-init --zygote --control-fd=N [OPTIONS]\n");
+        return 127;
+    }
+    o.program = argv[i];
+    o.argv = argv + i + 1;
+    if (o.status_fd >= 0) ::fcntl(o.status_fd, F_SETFD, FD_CLOEXEC);
+    if (o.record_fd >= 0) ::fcntl(o.record_fd, F_SETFD, FD_CLOEXEC);
+    run_tool(o);
 }

@@ -2,6 +2,7 @@
 
 #include "sandbox/fd_passing.hpp"
 #include "sandbox/internal.hpp"
+#include "sandbox/restrict.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -424,38 +425,13 @@ int open_egress_listener(const plan& p, int channel) noexcept {
 
 int apply(const plan& p) noexcept {
     // Raw system calls only: this runs in a child sharing the daemon's address space.
-    // No capability survives the exec, whoever runs meithd (root included): the bounding set
-    // is emptied where we may (root, or a user namespace's owner), then every set.
-    for (int cap = 0; cap <= 63; ++cap)
-        ::syscall(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
-    ::syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct none[2] = {};
-    if (::syscall(SYS_capset, &header, none) != 0) return errno;
-    if (::syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
-    for (auto [resource, value] :
-         {std::pair{RLIMIT_NPROC, p.rlimit_nproc}, std::pair{RLIMIT_DATA, p.rlimit_data}}) {
-        if (value == 0) continue;
-        rlimit64 l{value, value};
-        rlimit64 old{};
-        // Never raised past what meithd has (a hard limit only root may raise).
-        if (::syscall(SYS_prlimit64, 0, resource, nullptr, &old) == 0) {
-            if (old.rlim_max < l.rlim_max) l.rlim_max = old.rlim_max;
-            if (l.rlim_cur > l.rlim_max) l.rlim_cur = l.rlim_max;
-        }
-        if (::syscall(SYS_prlimit64, 0, resource, &l, nullptr) != 0) return errno;
-    }
-    if (p.ruleset_fd >= 0 && ::syscall(SYS_landlock_restrict_self, p.ruleset_fd, 0) != 0)
-        return errno;
-    if (!p.seccomp_bpf.empty()) {
-        sock_fprog prog{};
-        prog.len = static_cast<unsigned short>(p.seccomp_bpf.size() / sizeof(sock_filter));
-        prog.filter =
-            reinterpret_cast<sock_filter*>(const_cast<unsigned char*>(p.seccomp_bpf.data()));
-        if (::syscall(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0)
-            return errno;
-    }
-    return 0;
+    restriction r;
+    r.ruleset_fd = p.ruleset_fd;
+    r.bpf = p.seccomp_bpf.data();
+    r.bpf_bytes = p.seccomp_bpf.size();
+    r.rlimit_nproc = p.rlimit_nproc;
+    r.rlimit_data = p.rlimit_data;
+    return restrict_self(r);
 }
 
 } // namespace meith::sandbox

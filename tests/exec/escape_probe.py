@@ -34,6 +34,12 @@
 #                                            holds them until D/release exists (30 s at most)
 #   {"action":"detached","then":A,"out":F}   a daemonised grandchild does A after this tool
 #                                            exits and writes its answer to F
+#   {"action":"leave","key":K,"token":T,"hold_s":S}
+#                                            leaves what a run could leave for the next: a file
+#                                            in $TMPDIR, a SysV shared memory segment and message
+#                                            queue under key K, a daemonised process named T
+#                                            (comm); then holds S seconds itself, named T too
+#   {"action":"find_left","key":K,"token":T} what of a `leave` this run finds, and its pid count
 # Answers {"result":{"done":true,...}} or
 # {"result":{"done":false,"code":"EACCES"|"EOF"|...,"message":...}}.
 
@@ -453,13 +459,60 @@ def detached(args):
     return {"done": True, "detached": True}
 
 
+IPC_CREAT = 0o1000
+
+
+def set_comm(name):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(15, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)  # PR_SET_NAME
+
+
+def leave(args):
+    """What one run could leave for the next one of its source (docs/protocol.md §15 "Zygote")."""
+    import time
+    key, token = int(args["key"]), args["token"]
+    libc = ctypes.CDLL(None, use_errno=True)
+    with open(os.path.join(os.environ["TMPDIR"], "left-behind"), "w") as f:
+        f.write("from an earlier run")
+    shm = libc.shmget(key, 4096, IPC_CREAT | 0o600)
+    msq = libc.msgget(key, IPC_CREAT | 0o600)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            set_comm(token)
+            time.sleep(30)
+        os._exit(0)
+    os.wait()
+    result = {"done": True, "shm": shm >= 0, "msq": msq >= 0}
+    if float(args.get("hold_s", 0)) > 0:
+        set_comm(token)
+        time.sleep(float(args["hold_s"]))
+    return result
+
+
+def find_left(args):
+    key, token = int(args["key"]), args["token"]
+    libc = ctypes.CDLL(None, use_errno=True)
+    comms = []
+    for path in glob.glob("/proc/[0-9]*/comm"):
+        try:
+            with open(path) as f:
+                comms.append(f.read().strip())
+        except OSError:
+            pass
+    return {"done": True,
+            "tmp_file": os.path.exists(os.path.join(os.environ["TMPDIR"], "left-behind")),
+            "shm": libc.shmget(key, 0, 0) >= 0, "msq": libc.msgget(key, 0) >= 0,
+            "token_seen": token[:15] in comms, "pids": len(comms)}
+
+
 ACTIONS = {
     "read": read, "call_daemon": call_daemon, "approver": approver, "chmod": chmod,
     "utime": utime, "setxattr": setxattr, "chown": chown, "loader": loader,
     "memfd_exec": memfd_exec, "socket": open_socket, "environ": environ, "fill_tmp": fill_tmp,
     "tmpdir": tmpdir, "write": write, "ptrace": ptrace, "pids": pids, "caps": caps,
     "detached": detached, "steal_listener": steal_listener, "nested_userns": nested_userns,
-    "unix": unix, "unix_list": unix_list, "hoard": hoard,
+    "unix": unix, "unix_list": unix_list, "hoard": hoard, "leave": leave, "find_left": find_left,
 }
 
 

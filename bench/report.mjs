@@ -280,6 +280,16 @@ const target = (name, value, shown, limit, pass) =>
     target('(k) one-shot exec tool calls/s, sandboxed / sandbox off ≥ 0.9', v, fxx(v), '≥ 0.9×', v >= 0.9);
 }
 {
+    // Issue 46's: the latency of a confined one-shot call under load (4 in flight), and with a
+    // `network` table (a network namespace and the egress proxy per run).
+    const v = ratio(row('k', 'oneshot-sandbox')?.p50_us, row('k', 'oneshot-nosandbox')?.p50_us);
+    target('(k) one-shot exec tool p50, sandboxed / sandbox off ≤ 2', v, fxx(v), '≤ 2×', v <= 2);
+}
+{
+    const v = ratio(row('k', 'oneshot-egress-proxy')?.p50_us, row('k', 'oneshot-nosandbox')?.p50_us);
+    target('(k) one-shot exec tool p50 with a `network` table / sandbox off ≤ 3', v, fxx(v), '≤ 3×', v <= 3);
+}
+{
     const v = f?.p50_ms;
     target('(f) list_tools with 10,000 tools ≤ 10 ms (median of 20)', v, `${fx(v, 1)} ms`, '≤ 10 ms', v <= 10);
 }

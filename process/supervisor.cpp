@@ -426,9 +426,14 @@ std::shared_ptr<oneshot_run> oneshot_run::start(asio::any_io_executor ex, child_
             if (auto why = spec.resolve_secrets(opts.argv, opts.env))
                 throw std::runtime_error(*why);
         // A confined run starts from its sandbox's zygote where there is one (zygote.hpp).
-        if (spec.sandbox)
-            if (auto z = reaper.zygotes().for_plan(spec.name, spec.sandbox))
-                run->child_ = child_process::from_zygote(ex, opts, *z);
+        // One that has just died (its socket refuses the run) is replaced at once; one that
+        // is busy (its socket full) leaves the run to a direct start.
+        for (int attempt = 0; spec.sandbox && attempt < 2 && !run->child_; ++attempt) {
+            const auto z = reaper.zygotes().for_plan(spec.name, spec.sandbox);
+            if (!z) break;
+            run->child_ = child_process::from_zygote(ex, opts, *z);
+            if (!run->child_ && z->running()) break;
+        }
         if (!run->child_) run->child_ = std::make_unique<child_process>(ex, std::move(opts));
     } catch (const std::exception& e) {
         run->outcome_.spawn_error = e.what();

@@ -139,9 +139,12 @@ int zygote::send_run(const std::string& program, const std::filesystem::path& cw
     do
         sent = ::sendmsg(control_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     while (sent < 0 && errno == EINTR);
+    const int send_errno = errno;
     ::close(channel[1]);
     if (sent != static_cast<ssize_t>(request_.size())) {
         ::close(channel[0]);
+        // Gone (EPIPE, ECONNRESET): no more runs for it; the pool starts another.
+        if (sent < 0 && send_errno != EAGAIN && send_errno != ENOBUFS) stop();
         return -1;
     }
     return channel[0];

@@ -47,7 +47,8 @@ class zygote : public std::enable_shared_from_this<zygote> {
     /// Sends one run: `program` (absolute) with `argv` and `env` in `cwd` (empty: /), its
     /// stdio on `in`, `out`, `err` (meithd keeps its own copies). Returns meithd's end of the
     /// run's channel, or -1 when the zygote cannot take the run now (stopped, its socket
-    /// full, a request over 192 KiB): start it directly then.
+    /// full, a request over 192 KiB): start it directly then. A zygote whose socket refuses
+    /// the run (it has died) is stopped: running() is false from then on.
     int send_run(const std::string& program, const std::filesystem::path& cwd,
                  const std::vector<std::string>& argv, const std::vector<std::string>& env, int in,
                  int out, int err);

@@ -112,6 +112,20 @@ TEST_CASE("zygote: one sandbox serves every run, and nothing a run leaves is the
     CHECK(zygotes_of(d.pid()) == first);
 }
 
+TEST_CASE("zygote: a one-shot hook runs from a zygote too", "[e2e][sandbox][zygote][hooks]") {
+    REQUIRE_KERNEL_SANDBOX(true);
+    // A tool host (a long-running child, never a zygote's) and a one-shot filter hook, confined
+    // since it declares capabilities.
+    daemon_process d(host_source_toml("th") +
+                     hook_toml("only-echo", "filter", "oneshot", "before_execution",
+                               {"--deny=no echo"},
+                               "tools = [\"t_ec*\"]\ncapabilities = [\"read-only\"]\n"));
+    client c(d.socket());
+    for (int call = 0; call < 3; ++call)
+        CHECK(code_of(c.call("t_echo", json::object())) == "PERMISSION_DENIED");
+    CHECK(zygotes_of(d.pid()).size() == 1);
+}
+
 TEST_CASE("zygote: runs in flight at once do not see each other's processes",
           "[e2e][sandbox][zygote]") {
     REQUIRE_KERNEL_SANDBOX(true);

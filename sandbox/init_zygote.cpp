@@ -120,6 +120,7 @@ bool parse_request(char* buf, std::size_t n, run_request& q) {
         run_failed(channel, "cannot mount its temporary folder", errno);
     if (::chdir(q.cwd) != 0) run_failed(channel, "cannot enter its working folder", errno);
     restriction r = z.limits;
+    r.bounding = zygote_bounding; // all the zygote kept (the test of §15 attack 5 reads CapBnd)
     r.bpf = z.bpf.data();
     r.bpf_bytes = z.bpf.size();
     if (const int e = restrict_self(r)) run_failed(channel, "cannot confine the run", e);

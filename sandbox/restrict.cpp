@@ -17,7 +17,7 @@ int restrict_self(const restriction& r) noexcept {
     // No capability survives the exec, whoever runs meithd (root included): the bounding set
     // is emptied where we may (root, or a user namespace's owner), then every set.
     for (int cap = 0; cap <= 63; ++cap)
-        ::syscall(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
+        if ((r.bounding >> cap) & 1u) ::syscall(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
     ::syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct none[2] = {};
@@ -47,10 +47,13 @@ int restrict_self(const restriction& r) noexcept {
     return 0;
 }
 
+static_assert(zygote_bounding ==
+              ((std::uint64_t{1} << CAP_SYS_ADMIN) | (std::uint64_t{1} << CAP_SETPCAP)));
+
 int keep_namespace_admin() noexcept {
     // CAP_SYS_ADMIN makes the namespaces and mounts; CAP_SETPCAP lets each run empty its
     // bounding set again (PR_CAPBSET_DROP) before restrict_self clears every set.
-    constexpr int kept[] = {CAP_SYS_ADMIN, CAP_SETPCAP};
+    constexpr int kept[] = {CAP_SYS_ADMIN, CAP_SETPCAP}; // zygote_bounding (restrict.hpp)
     for (int cap = 0; cap <= 63; ++cap)
         if (cap != kept[0] && cap != kept[1]) ::syscall(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};

@@ -295,6 +295,13 @@ std::vector<std::string> zygote_arguments(const sandbox::plan& plan, int control
         items.push_back("--tmp-options=" + plan.tmp_options);
     }
     if (plan.exec_once) items.emplace_back("--exec-once");
+    if (plan.egress_port != 0) {
+        // Each run in a network namespace of its own with its listeners (docs/protocol.md §19).
+        items.emplace_back("--net");
+        items.push_back("--listen=" + std::to_string(plan.egress_port));
+        for (const auto port : plan.forward_ports)
+            items.push_back("--listen=" + std::to_string(port));
+    }
     return items;
 }
 
@@ -365,7 +372,9 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
         throw fail(e);
     }
     int egress[2] = {-1, -1};
-    if (plan.egress_port != 0 && ::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, egress) != 0) {
+    // A zygote opens no listener of its own: each of its runs does.
+    if (plan.egress_port != 0 && opts.zygote_control < 0 &&
+        ::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, egress) != 0) {
         const int e = errno;
         ::close(report[0]);
         ::close(report[1]);
@@ -558,6 +567,8 @@ std::unique_ptr<child_process> child_process::from_zygote(asio::any_io_executor 
     std::unique_ptr<child_process> c(new child_process(ex));
     c->channel_.assign(channel);
     c->lease_ = std::move(lease);
+    c->run_egress_ = opts.egress;
+    c->run_forward_ports_ = opts.sandbox->forward_ports;
     for (int fd : {in.write, out.read, err.read})
         ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
     c->stdin_.assign(in.release_write());

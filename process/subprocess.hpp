@@ -143,6 +143,12 @@ class child_process {
     /// of runs in flight, held until this object goes.
     asio::posix::stream_descriptor channel_;
     std::shared_ptr<void> lease_;
+    /// A zygote's run with a `network` table: the listeners it sends on its channel are served
+    /// as a direct start's are (the proxy's, then each of `run_forward_ports_`).
+    void adopt_run_listener(int fd);
+    std::shared_ptr<const egress::proxy_options> run_egress_;
+    std::vector<std::uint16_t> run_forward_ports_;
+    std::size_t run_listeners_ = 0;
 };
 
 } // namespace meith::process

@@ -38,7 +38,7 @@ bool zygote::suits(const sandbox::plan& p) {
     const char* off = std::getenv("MEITH_ZYGOTE");
     if (off != nullptr && std::string_view(off) == "0") return false;
     return !p.init.empty() && (p.clone_flags & CLONE_NEWUSER) != 0 &&
-           (p.clone_flags & CLONE_NEWPID) != 0 && p.egress_port == 0 && p.record.empty();
+           (p.clone_flags & CLONE_NEWPID) != 0 && p.record.empty();
 }
 
 zygote::zygote(asio::any_io_executor ex, std::string name,
@@ -219,14 +219,30 @@ void child_process::wait_run_exit(std::function<void(int)> on_exit) {
     channel_.async_wait(asio::posix::stream_descriptor::wait_read,
                         [this, on_exit = std::move(on_exit)](const std::error_code& ec) mutable {
                             if (ec == asio::error::operation_aborted) return; // this object is gone
-                            char msg[1 + sizeof(int)];
                             for (;;) {
-                                const ssize_t n =
-                                    ::recv(channel_.native_handle(), msg, sizeof msg, MSG_DONTWAIT);
+                                char msg[1 + sizeof(int)];
+                                iovec iov{msg, sizeof msg};
+                                alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+                                msghdr m{};
+                                m.msg_iov = &iov;
+                                m.msg_iovlen = 1;
+                                m.msg_control = control;
+                                m.msg_controllen = sizeof control;
+                                const ssize_t n = ::recvmsg(channel_.native_handle(), &m,
+                                                            MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
                                 if (n < 0 && errno == EINTR) continue;
                                 if (n < 0 && errno == EAGAIN) {
                                     wait_run_exit(std::move(on_exit));
                                     return;
+                                }
+                                int fd = -1;
+                                if (const cmsghdr* c = n > 0 ? CMSG_FIRSTHDR(&m) : nullptr;
+                                    c != nullptr && c->cmsg_type == SCM_RIGHTS &&
+                                    c->cmsg_len == CMSG_LEN(sizeof(int)))
+                                    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+                                if (fd >= 0) {
+                                    adopt_run_listener(fd);
+                                    continue;
                                 }
                                 if (n == static_cast<ssize_t>(sizeof msg) && msg[0] == 'X') {
                                     int status;
@@ -242,6 +258,23 @@ void child_process::wait_run_exit(std::function<void(int)> on_exit) {
                                 }
                             }
                         });
+}
+
+void child_process::adopt_run_listener(int fd) {
+    // In the order the run opened them: the egress proxy's, then each forwarded port's (§19).
+    const std::size_t at = run_listeners_++;
+    if (!run_egress_ || exited_ || at > run_forward_ports_.size()) {
+        ::close(fd);
+        return;
+    }
+    const auto ex = channel_.get_executor();
+    if (at == 0) {
+        egress_ = egress::proxy::start(ex, fd, *run_egress_);
+        return;
+    }
+    auto fwd = *run_egress_;
+    fwd.forward_port = run_forward_ports_[at - 1];
+    forwards_.push_back(egress::proxy::start(ex, fd, std::move(fwd)));
 }
 
 } // namespace meith::process

@@ -32,8 +32,9 @@ namespace meith::process {
 class zygote : public std::enable_shared_from_this<zygote> {
   public:
     /// Whether runs under `p` can start from a zygote: an init program, user and PID
-    /// namespaces, no egress listener per run (a `network` table) and not a learning run; and
-    /// MEITH_ZYGOTE is not "0" (the switch for A/B measurements).
+    /// namespaces, and not a learning run (its record is per start); and MEITH_ZYGOTE is not
+    /// "0" (the switch for A/B measurements). A `network` table's runs each get a network
+    /// namespace and listeners of their own from the zygote (init_zygote.cpp --net).
     static bool suits(const sandbox::plan& p);
 
     zygote(asio::any_io_executor ex, std::string name, std::shared_ptr<const sandbox::plan> plan);

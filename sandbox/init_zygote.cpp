@@ -6,7 +6,7 @@
 //
 //   meith-sandbox-init --zygote --control-fd=N [--ruleset-fd=N] [--seccomp=HEX]
 //       [--rlimit-nproc=N] [--rlimit-data=N] [--proc] [--tmp=PATH --tmp-options=OPTS]
-//       [--exec-once]
+//       [--exec-once] [--net --listen=PORT...]
 //
 // It is the PID 1 of its PID namespace, not dumpable, and runs nothing of a tool's. On the
 // control socket (SOCK_SEQPACKET) each message asks for one run: four descriptors (the run's
@@ -16,11 +16,14 @@
 // prepared tree: no mount of it is made again), which mounts a /proc of its own and a fresh
 // tmpfs at --tmp (the run's TMPDIR), takes the run's descriptors as 0-2, enters a session of
 // its own, drops every capability and applies the rlimits, the Landlock ruleset and the
-// seccomp filter (the same restrict_self as meithd's direct start), and then is the run's
-// init (run_tool: exec-once, reaping, the status on the channel). When it exits the kernel
+// seccomp filter (the same restrict_self as meithd's direct start) — with --net, in a network
+// namespace of its own too, loopback up and a listener on 127.0.0.1:PORT for each --listen (the
+// egress proxy's, then the forwarded ports), each sent to meithd on the channel — and then is the
+// run's init (run_tool: exec-once, reaping, the status on the channel). When it exits the kernel
 // ends every process of the run, and its namespaces go with it: nothing of one run is left
 // for the next. EOF on the control socket (meithd stopped it, or is gone) ends the zygote and
 // with it every run.
+#include "sandbox/fd_passing.hpp"
 #include "sandbox/init_run.hpp"
 #include "sandbox/restrict.hpp"
 
@@ -32,9 +35,13 @@
 #include <string_view>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -55,6 +62,8 @@ struct zygote_options {
     const char* tmp = nullptr;
     const char* tmp_options = "";
     bool exec_once = false;
+    bool net = false;                   ///< a network namespace per run
+    std::vector<unsigned short> listen; ///< its listeners' ports, in order
 };
 
 /// One run's request, parsed in place: the pointers are into the message buffer.
@@ -98,6 +107,35 @@ bool parse_request(char* buf, std::size_t n, run_request& q) {
     std::_Exit(127);
 }
 
+/// In the run's own network namespace: loopback up, and a listener on 127.0.0.1:PORT for each
+/// of `ports`, each sent over `channel` (one byte and the descriptor, fd_passing.hpp) to
+/// meithd, which serves them (docs/protocol.md §19). 0, or the errno.
+int open_listeners(const std::vector<unsigned short>& ports, int channel) {
+    const int probe = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (probe < 0) return errno;
+    ifreq lo{};
+    std::strcpy(lo.ifr_name, "lo");
+    int code = ::ioctl(probe, SIOCGIFFLAGS, &lo) != 0 ? errno : 0;
+    lo.ifr_flags = static_cast<short>(lo.ifr_flags | IFF_UP);
+    if (code == 0 && ::ioctl(probe, SIOCSIFFLAGS, &lo) != 0) code = errno;
+    ::close(probe);
+    for (std::size_t i = 0; code == 0 && i < ports.size(); ++i) {
+        const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (s < 0) return errno;
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(ports[i]);
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+            ::listen(s, 128) != 0)
+            code = errno;
+        else
+            code = send_fd(channel, s);
+        ::close(s);
+    }
+    return code;
+}
+
 /// The run init, PID 1 of the run's fresh namespaces (a clone of the zygote): see the top.
 [[noreturn]] void start_run(const zygote_options& z, run_request& q, int sigfd) {
     ::close(z.control);
@@ -118,6 +156,9 @@ bool parse_request(char* buf, std::size_t n, run_request& q) {
     if (z.tmp != nullptr &&
         ::mount("none", z.tmp, "tmpfs", MS_NOSUID | MS_NODEV, z.tmp_options) != 0)
         run_failed(channel, "cannot mount its temporary folder", errno);
+    if (z.net)
+        if (const int e = open_listeners(z.listen, channel))
+            run_failed(channel, "cannot open its egress listener", e);
     if (::chdir(q.cwd) != 0) run_failed(channel, "cannot enter its working folder", errno);
     restriction r = z.limits;
     r.bounding = zygote_bounding; // all the zygote kept (the test of §15 attack 5 reads CapBnd)
@@ -165,8 +206,8 @@ bool serve_control(const zygote_options& z, int sigfd) {
     if (whole && parse_request(buf, static_cast<std::size_t>(n), q)) {
         // A fork into new PID, IPC and mount namespaces (raw clone: glibc's wrapper wants a
         // stack, and nothing in the child relies on glibc's cached thread id).
-        const long pid = ::syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS | SIGCHLD,
-                                   nullptr, nullptr, nullptr, nullptr);
+        const long flags = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNS | (z.net ? CLONE_NEWNET : 0);
+        const long pid = ::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
         if (pid == 0) start_run(z, q, sigfd);
         if (pid < 0) {
             const int e = errno;
@@ -219,6 +260,10 @@ int zygote_main(int argc, char** argv) {
             z.tmp_options = value("--tmp-options=");
         else if (a == "--exec-once")
             z.exec_once = true;
+        else if (a == "--net")
+            z.net = true;
+        else if (a.starts_with("--listen="))
+            z.listen.push_back(static_cast<unsigned short>(std::atoi(value("--listen="))));
         else {
             std::fprintf(stderr, "meith-sandbox-init: unknown zygote option '%s'\n", argv[i]);
             return 127;

@@ -48,14 +48,22 @@ int restrict_self(const restriction& r) noexcept {
 }
 
 static_assert(zygote_bounding ==
-              ((std::uint64_t{1} << CAP_SYS_ADMIN) | (std::uint64_t{1} << CAP_SETPCAP)));
+              ((std::uint64_t{1} << CAP_SYS_ADMIN) | (std::uint64_t{1} << CAP_SETPCAP) |
+               (std::uint64_t{1} << CAP_NET_ADMIN) | (std::uint64_t{1} << CAP_NET_BIND_SERVICE)));
 
 int keep_namespace_admin() noexcept {
     // CAP_SYS_ADMIN makes the namespaces and mounts; CAP_SETPCAP lets each run empty its
-    // bounding set again (PR_CAPBSET_DROP) before restrict_self clears every set.
-    constexpr int kept[] = {CAP_SYS_ADMIN, CAP_SETPCAP}; // zygote_bounding (restrict.hpp)
+    // bounding set again (PR_CAPBSET_DROP) before restrict_self clears every set; with a
+    // `network` table, CAP_NET_ADMIN brings each run's loopback up and CAP_NET_BIND_SERVICE
+    // lets it listen on a forwarded port under 1024, as a direct start may.
+    constexpr int kept[] = {CAP_SYS_ADMIN, CAP_SETPCAP, CAP_NET_ADMIN, CAP_NET_BIND_SERVICE};
+    const auto is_kept = [&](int cap) {
+        for (const int k : kept)
+            if (k == cap) return true;
+        return false;
+    };
     for (int cap = 0; cap <= 63; ++cap)
-        if (cap != kept[0] && cap != kept[1]) ::syscall(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
+        if (!is_kept(cap)) ::syscall(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct sets[2] = {};
     for (const int cap : kept) {

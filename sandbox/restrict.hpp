@@ -27,12 +27,15 @@ struct restriction {
 int restrict_self(const restriction& r) noexcept;
 
 /// In a zygote's clone child before its exec (docs/protocol.md §15 "Zygote"): keeps only
-/// CAP_SYS_ADMIN and CAP_SETPCAP of the capabilities its new user namespace gave it, in the
+/// the capabilities of zygote_bounding of those its new user namespace gave it, in the
 /// bounding and the ambient set, so that meith-sandbox-init keeps it across execve to make each
 /// run's PID, IPC and mount namespaces (capabilities(7) "Ambient capability set"). 0, or the errno.
 int keep_namespace_admin() noexcept;
 
-/// The bounding set keep_namespace_admin leaves: CAP_SYS_ADMIN (21) and CAP_SETPCAP (8).
-inline constexpr std::uint64_t zygote_bounding = (std::uint64_t{1} << 21) | (std::uint64_t{1} << 8);
+/// The bounding set keep_namespace_admin leaves: CAP_SYS_ADMIN (21), CAP_SETPCAP (8),
+/// CAP_NET_ADMIN (12) and CAP_NET_BIND_SERVICE (10).
+inline constexpr std::uint64_t zygote_bounding =
+    (std::uint64_t{1} << 21) | (std::uint64_t{1} << 8) | (std::uint64_t{1} << 12) |
+    (std::uint64_t{1} << 10);
 
 } // namespace meith::sandbox

@@ -10,7 +10,8 @@
 // back on it, signals for the run's process group go out on it.
 //
 // A zygote runs only while its source has runs: it is stopped after `idle` without one
-// (MEITH_ZYGOTE_IDLE_MS, default 10 s), when its plan is gone, and with meithd. I/O-thread only.
+// (MEITH_ZYGOTE_IDLE_MS, default 10 s; a plan a reload replaced gets no more runs), and with
+// meithd (EOF on its control socket). I/O-thread only.
 #pragma once
 
 #include "process/subprocess.hpp"

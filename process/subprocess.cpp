@@ -295,13 +295,25 @@ std::vector<std::string> zygote_arguments(const sandbox::plan& plan, int control
         items.push_back("--tmp-options=" + plan.tmp_options);
     }
     if (plan.exec_once) items.emplace_back("--exec-once");
-    if (plan.egress_port != 0) {
-        // Each run in a network namespace of its own with its listeners (docs/protocol.md §19).
+    if ((plan.clone_flags & CLONE_NEWNET) != 0) {
+        // Each run in a network namespace of its own, with its listeners (§19) if any.
         items.emplace_back("--net");
-        items.push_back("--listen=" + std::to_string(plan.egress_port));
-        for (const auto port : plan.forward_ports)
-            items.push_back("--listen=" + std::to_string(port));
+        if (plan.egress_port != 0) {
+            items.push_back("--listen=" + std::to_string(plan.egress_port));
+            for (const auto port : plan.forward_ports)
+                items.push_back("--listen=" + std::to_string(port));
+        }
     }
+    // The single-path steps of enter(), checked again by each run (sandbox/mount_steps.hpp).
+    for (const auto& path : plan.pinned)
+        items.push_back("--pin=" + path);
+    for (const auto& path : plan.read_only)
+        items.push_back("--protect=" + path);
+    for (const auto& path : plan.hidden_dirs)
+        items.push_back("--hide-dir=" + path);
+    for (const auto& path : plan.hidden_files)
+        items.push_back("--hide-file=" + path);
+    if (!plan.hidden_files.empty()) items.push_back("--empty-file=" + plan.empty_file);
     return items;
 }
 

@@ -12,7 +12,11 @@
 #include <system_error>
 #include <utility>
 
+#include <algorithm>
+#include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
+#include <stdexcept>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -67,9 +71,25 @@ void zygote::start(child_reaper& reaper, std::function<void()> on_exit) {
     }
     ::close(pair[1]);
     control_ = pair[0];
-    // Room for a whole request (its environment may hold secrets of some size).
-    const int bytes = 2 * static_cast<int>(max_request);
+    // Room for a whole request (its environment may hold secrets of some size); where the
+    // system caps the buffer lower (net.core.wmem_max), requests are kept under what it got.
+    int bytes = 2 * static_cast<int>(max_request);
     ::setsockopt(control_, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+    socklen_t len = sizeof bytes;
+    if (::getsockopt(control_, SOL_SOCKET, SO_SNDBUF, &bytes, &len) == 0)
+        request_limit_ = std::min<std::size_t>(max_request, static_cast<std::size_t>(bytes) / 2);
+    // Its first word is 'R', once it is set up: a zygote that dies at start (a broken or older
+    // init program) is found now, and the plan's runs start directly (zygote_pool).
+    pollfd ready{control_, POLLIN, 0};
+    char word = 0;
+    if (::poll(&ready, 1, 10000) != 1 || ::recv(control_, &word, 1, MSG_DONTWAIT) != 1 ||
+        word != 'R') {
+        ::close(std::exchange(control_, -1));
+        process_->signal_group(SIGKILL);
+        reaper.watch(process_->pid(),
+                     [self = shared_from_this()](int) { self->process_->mark_exited(); });
+        throw std::runtime_error("meith-sandbox-init --zygote did not start (see the log)");
+    }
     process_->close_stdin();
     read_stderr();
     reaper.watch(process_->pid(),
@@ -83,6 +103,10 @@ void zygote::start(child_reaper& reaper, std::function<void()> on_exit) {
                      on_exit();
                  });
     spdlog::debug("[{}] zygote started (pid {})", name_, process_->pid());
+    // Idle from the start: a zygote whose first run never came (its start failed in meithd)
+    // stops like one whose runs have ended.
+    ++in_flight_;
+    release();
 }
 
 void zygote::read_stderr() {
@@ -118,10 +142,11 @@ int zygote::send_run(const std::string& program, const std::filesystem::path& cw
         add(a);
     for (const auto& e : env)
         add(e);
-    if (request_.size() > max_request) return -1;
+    if (request_.size() > request_limit_) return -1;
     int channel[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, channel) != 0)
-        return -1;
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) return -1;
+    // Non-blocking on meithd's side only: the run's init writes its status blocking.
+    ::fcntl(channel[0], F_SETFL, ::fcntl(channel[0], F_GETFL) | O_NONBLOCK);
     const int fds[4] = {in, out, err, channel[1]};
     iovec iov{request_.data(), request_.size()};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
@@ -143,8 +168,10 @@ int zygote::send_run(const std::string& program, const std::filesystem::path& cw
     ::close(channel[1]);
     if (sent != static_cast<ssize_t>(request_.size())) {
         ::close(channel[0]);
-        // Gone (EPIPE, ECONNRESET): no more runs for it; the pool starts another.
-        if (sent < 0 && send_errno != EAGAIN && send_errno != ENOBUFS) stop();
+        // Gone: no more runs for it; the pool starts another. Anything else (its socket
+        // full, no memory now) leaves it running, and this run starts directly.
+        if (sent < 0 && (send_errno == EPIPE || send_errno == ECONNRESET || send_errno == ENOTCONN))
+            stop();
         return -1;
     }
     return channel[0];

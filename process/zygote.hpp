@@ -43,8 +43,9 @@ class zygote : public std::enable_shared_from_this<zygote> {
     zygote(const zygote&) = delete;
     zygote& operator=(const zygote&) = delete;
 
-    /// Starts the zygote process (as a confined child: blocks as long as one start does).
-    /// `on_exit` runs once it has exited. Throws std::system_error when it cannot start.
+    /// Starts the zygote process (as a confined child), and waits until it says it is ready
+    /// (blocks as long as one confined start does; at most 10 s). `on_exit` runs once it has
+    /// exited. Throws std::system_error / std::runtime_error when it cannot start.
     void start(child_reaper& reaper, std::function<void()> on_exit);
     /// Sends one run: `program` (absolute) with `argv` and `env` in `cwd` (empty: /), its
     /// stdio on `in`, `out`, `err` (meithd keeps its own copies). Returns meithd's end of the
@@ -70,7 +71,8 @@ class zygote : public std::enable_shared_from_this<zygote> {
     int control_ = -1; ///< meithd's end of the control socket
     std::size_t in_flight_ = 0;
     asio::steady_timer idle_;
-    std::string request_; ///< the last request's bytes (reused)
+    std::string request_;                    ///< the last request's bytes (reused)
+    std::size_t request_limit_ = 192 * 1024; ///< the largest request its socket takes
     char err_buf_[1024];
 };
 

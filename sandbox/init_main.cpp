@@ -50,8 +50,20 @@ extern char** environ;
 
 namespace meith::sandbox::init {
 
+namespace {
+/// A zygote run's channel (run_options::channel), for die(): -1 outside one.
+int run_channel = -1;
+} // namespace
+
 [[noreturn]] void die(const char* what) {
     std::fprintf(stderr, "meith-sandbox-init: %s: %s\n", what, std::strerror(errno));
+    if (run_channel >= 0) {
+        // As waitpid would report exit(127): meithd says the run could not be started.
+        const int status = 127 << 8;
+        char msg[1 + sizeof status] = {'X'};
+        std::memcpy(msg + 1, &status, sizeof status);
+        ::send(run_channel, msg, sizeof msg, MSG_NOSIGNAL);
+    }
     std::_Exit(127);
 }
 
@@ -86,7 +98,8 @@ void answer_exec(int listener, pid_t tool, bool& started) {
 }
 
 /// A zygote run's request from meithd on its channel: 'K' and a signal number (native int):
-/// sent to the run's process group. False when meithd has gone (EOF): end the run.
+/// sent to the run's process group. False when the run must end now: meithd has gone (EOF)
+/// or sent SIGKILL.
 bool serve_channel(int channel) {
     char msg[1 + sizeof(int)];
     const ssize_t n = ::recv(channel, msg, sizeof msg, MSG_DONTWAIT);
@@ -95,6 +108,10 @@ bool serve_channel(int channel) {
     if (n == static_cast<ssize_t>(sizeof msg) && msg[0] == 'K') {
         int sig;
         std::memcpy(&sig, msg + 1, sizeof sig);
+        // SIGKILL ends the run whatever left the group (setsid): this process is the run's
+        // PID 1, whose exit ends every process of its namespace — as a direct start's init is
+        // ended by meithd's SIGKILL. Any other signal goes to the group, as meithd's would.
+        if (sig == SIGKILL) return false;
         if (sig > 0 && sig < 65) ::kill(0, sig); // the group; this process ignores it
     }
     return true;
@@ -103,6 +120,7 @@ bool serve_channel(int channel) {
 // Stays whole (~95 lines): the init program's life in order (fork the tool, seccomp
 // notifications, reap, exit with the tool's status); each step uses the state of the last.
 [[noreturn]] void run_tool(const run_options& o) {
+    run_channel = o.channel;
     bool exec_once = o.exec_once;
     const int record_fd = o.record_fd;
     const int status_fd = o.status_fd;

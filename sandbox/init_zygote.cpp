@@ -6,7 +6,8 @@
 //
 //   meith-sandbox-init --zygote --control-fd=N [--ruleset-fd=N] [--seccomp=HEX]
 //       [--rlimit-nproc=N] [--rlimit-data=N] [--proc] [--tmp=PATH --tmp-options=OPTS]
-//       [--exec-once] [--net --listen=PORT...]
+//       [--exec-once] [--net [--listen=PORT...]] [--pin=PATH...] [--protect=PATH...]
+//       [--hide-dir=PATH...] [--hide-file=PATH... --empty-file=PATH]
 //
 // It is the PID 1 of its PID namespace, not dumpable, and runs nothing of a tool's. On the
 // control socket (SOCK_SEQPACKET) each message asks for one run: four descriptors (the run's
@@ -14,7 +15,9 @@
 //   u32 argc, u32 envc, then NUL-terminated: PROGRAM (absolute), CWD ("" for /), argv..., env...
 // For each it clones a run init into fresh PID, IPC and mount namespaces (a copy of the
 // prepared tree: no mount of it is made again), which mounts a /proc of its own and a fresh
-// tmpfs at --tmp (the run's TMPDIR), takes the run's descriptors as 0-2, enters a session of
+// tmpfs at --tmp (the run's TMPDIR), mounts again each pinned, protected or hidden path whose
+// mount the host detached since (mount_steps.hpp: a file replaced by rename), takes the run's
+// descriptors as 0-2, enters a session of
 // its own, drops every capability and applies the rlimits, the Landlock ruleset and the
 // seccomp filter (the same restrict_self as meithd's direct start) — with --net, in a network
 // namespace of its own too, loopback up and a listener on 127.0.0.1:PORT for each --listen (the
@@ -25,6 +28,7 @@
 // with it every run.
 #include "sandbox/fd_passing.hpp"
 #include "sandbox/init_run.hpp"
+#include "sandbox/mount_steps.hpp"
 #include "sandbox/restrict.hpp"
 
 #include <cerrno>
@@ -64,6 +68,10 @@ struct zygote_options {
     bool exec_once = false;
     bool net = false;                   ///< a network namespace per run
     std::vector<unsigned short> listen; ///< its listeners' ports, in order
+    /// The plan's pinned folders, protected paths and hidden folders and files (enter()'s
+    /// steps), checked again for every run; the empty file bound over hidden files.
+    std::vector<const char*> pin, protect, hide_dir, hide_file;
+    const char* empty_file = "";
 };
 
 /// One run's request, parsed in place: the pointers are into the message buffer.
@@ -156,7 +164,24 @@ int open_listeners(const std::vector<unsigned short>& ports, int channel) {
     if (z.tmp != nullptr &&
         ::mount("none", z.tmp, "tmpfs", MS_NOSUID | MS_NODEV, z.tmp_options) != 0)
         run_failed(channel, "cannot mount its temporary folder", errno);
-    if (z.net)
+    // What enter() mounted over single paths, again where the host's rename or unlink has
+    // detached it since the zygote was made (in this run's copy of the tree only).
+    for (const char* path : z.pin)
+        if (!is_mount_root(path))
+            if (const int e = remount_over_itself(path, false))
+                run_failed(channel, "cannot pin a folder", e);
+    for (const char* path : z.protect)
+        if (!is_mount_root(path))
+            if (const int e = remount_over_itself(path, true))
+                run_failed(channel, "cannot keep a protected path read-only", e);
+    for (const char* path : z.hide_dir)
+        if (!is_mount_root(path))
+            if (const int e = hide_folder(path)) run_failed(channel, "cannot hide a folder", e);
+    for (const char* path : z.hide_file)
+        if (!is_mount_root(path))
+            if (const int e = hide_file(path, z.empty_file))
+                run_failed(channel, "cannot hide a file", e);
+    if (z.net && !z.listen.empty())
         if (const int e = open_listeners(z.listen, channel))
             run_failed(channel, "cannot open its egress listener", e);
     if (::chdir(q.cwd) != 0) run_failed(channel, "cannot enter its working folder", errno);
@@ -218,6 +243,8 @@ bool serve_control(const zygote_options& z, int sigfd) {
     }
     for (int fd : q.fds)
         if (fd >= 0) ::close(fd); // the run has its own copies; a dropped run sees EOF
+    // Nothing of this run's request (its environment: secrets) stays for a later run's copy.
+    std::memset(buf, 0, static_cast<std::size_t>(n));
     return true;
 }
 
@@ -264,6 +291,16 @@ int zygote_main(int argc, char** argv) {
             z.net = true;
         else if (a.starts_with("--listen="))
             z.listen.push_back(static_cast<unsigned short>(std::atoi(value("--listen="))));
+        else if (a.starts_with("--pin="))
+            z.pin.push_back(value("--pin="));
+        else if (a.starts_with("--protect="))
+            z.protect.push_back(value("--protect="));
+        else if (a.starts_with("--hide-dir="))
+            z.hide_dir.push_back(value("--hide-dir="));
+        else if (a.starts_with("--hide-file="))
+            z.hide_file.push_back(value("--hide-file="));
+        else if (a.starts_with("--empty-file="))
+            z.empty_file = value("--empty-file=");
         else {
             std::fprintf(stderr, "meith-sandbox-init: unknown zygote option '%s'\n", argv[i]);
             return 127;
@@ -286,6 +323,9 @@ int zygote_main(int argc, char** argv) {
     if (sigfd < 0) die("signalfd");
     for (int sig : group_signals)
         ::signal(sig, SIG_IGN);
+    // Ready: meithd sends runs only to a zygote that said so (a broken one is given up on).
+    const char ready = 'R';
+    if (::send(z.control, &ready, 1, MSG_NOSIGNAL) != 1) die("cannot say it is ready");
     for (;;) {
         pollfd fds[2] = {{z.control, POLLIN, 0}, {sigfd, POLLIN, 0}};
         if (::poll(fds, 2, -1) < 0) {

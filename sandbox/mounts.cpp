@@ -1,5 +1,6 @@
 // mounts: a confined child's mount namespace: the steps planned in the daemon, and enter().
 #include "sandbox/internal.hpp"
+#include "sandbox/mount_steps.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -206,28 +207,6 @@ long sys_mount(const char* source, const char* target, const char* type, unsigne
     return ::syscall(SYS_mount, source, target, type, flags, data);
 }
 
-/// Mounts a clone of `path` (a file or a folder with what is mounted beneath it) over itself,
-/// read-only when asked. Raw system calls only. 0, or the errno; a path gone since the plan was
-/// made is no failure.
-int remount_over_itself(const char* path, bool read_only) noexcept {
-    const long fd = ::syscall(SYS_open_tree, AT_FDCWD, path,
-                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-    if (fd < 0) return errno == ENOENT ? 0 : errno;
-    int code = 0;
-    if (read_only) {
-        mount_attr ro{};
-        ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
-        if (::syscall(SYS_mount_setattr, static_cast<int>(fd), "", AT_EMPTY_PATH | AT_RECURSIVE,
-                      &ro, sizeof ro) != 0)
-            code = errno;
-    }
-    if (code == 0 && ::syscall(SYS_move_mount, static_cast<int>(fd), "", AT_FDCWD, path,
-                               MOVE_MOUNT_F_EMPTY_PATH) != 0)
-        code = errno;
-    ::syscall(SYS_close, static_cast<int>(fd));
-    return code;
-}
-
 /// Mounts an empty tmpfs over `s.path`, makes the mount points of the binds it keeps, and
 /// turns it read-only. Raw system calls only. 0, or the errno.
 int mask_place(const mount_step& s) noexcept {
@@ -326,18 +305,9 @@ int enter(const plan& p) noexcept {
     // Hidden after the writable roots are back, so a hidden path inside one stays hidden.
     // A path gone since the plan was made has nothing left to hide (ENOENT is no failure).
     for (const auto& d : p.hidden_dirs)
-        if (sys_mount("none", d.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                      "size=4k,mode=0500") != 0 &&
-            errno != ENOENT)
-            return errno;
-    for (const auto& f : p.hidden_files) {
-        if (sys_mount(p.empty_file.c_str(), f.c_str(), nullptr, MS_BIND, nullptr) != 0) {
-            if (errno == ENOENT) continue;
-            return errno;
-        }
-        if (sys_mount(nullptr, f.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
-            return errno;
-    }
+        if (int e = hide_folder(d.c_str())) return e;
+    for (const auto& f : p.hidden_files)
+        if (int e = hide_file(f.c_str(), p.empty_file.c_str())) return e;
     // A /proc of this PID namespace only: no other process's environ, cmdline or fds.
     if ((p.clone_flags & CLONE_NEWPID) != 0 &&
         sys_mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)

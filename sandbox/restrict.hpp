@@ -16,8 +16,8 @@ struct restriction {
     std::size_t bpf_bytes = 0;
     std::uint64_t rlimit_nproc = 0, rlimit_data = 0; ///< never raised past the hard limit
     /// The capabilities that may be in the bounding set (bit N: capability N), each dropped:
-    /// all by default; a zygote's run has only the two its zygote kept (64 prctl calls cost
-    /// 2 % of a one-shot call's CPU in bench (k)).
+    /// all by default; a zygote's run has only the four its zygote kept (zygote_bounding;
+    /// 64 prctl calls cost 2 % of a one-shot call's CPU in bench (k)).
     std::uint64_t bounding = ~std::uint64_t{0};
 };
 

@@ -75,6 +75,11 @@ std::string code_of(const json& f) {
     return f["result"]["error"].value("code", "");
 }
 
+void write_file(const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+}
+
 /// A SysV key of this test process's own (two test binaries may run at once).
 int sysv_key(int salt) {
     return 0x4d000000 + ((static_cast<int>(::getpid()) & 0xffff) << 4) + salt;
@@ -155,22 +160,69 @@ TEST_CASE("zygote: runs in flight at once do not see each other's processes",
     CHECK(r["result"]["content"]["held"] == 3);
 }
 
-TEST_CASE("zygote: a run that times out is ended with everything it started",
+TEST_CASE("zygote: a run that times out is ended with everything it started, even a tool that "
+          "left its process group",
           "[e2e][sandbox][zygote]") {
     REQUIRE_KERNEL_SANDBOX(true);
     daemon_process d(probe_source("ro", "[\"read-only\"]") + policy +
                      "[tools]\nkill_grace_ms = 300\n");
     client c(d.socket());
     const std::string token = "mz-hold-" + std::to_string(::getpid() % 100000);
-    const json r =
-        c.call("ro", {{"action", "leave"}, {"key", sysv_key(2)}, {"token", token}, {"hold_s", 30}},
-               {{"timeoutMs", 1500}, {"clientInfo", {{"caller", "cli"}}}});
+    const json r = c.call("ro",
+                          {{"action", "leave"},
+                           {"key", sysv_key(2)},
+                           {"token", token},
+                           {"hold_s", 30},
+                           {"setsid", true}},
+                          {{"timeoutMs", 1500}, {"clientInfo", {{"caller", "cli"}}}});
     INFO(r.dump());
     CHECK(code_of(r) == "TIMEOUT");
     CHECK(eventually([&] { return !comm_running(token); }));
     // The zygote is still there for the next run.
     CHECK(zygotes_of(d.pid()).size() == 1);
     CHECK(probe(c, "ro", {{"action", "tmpdir"}})["done"] == true);
+}
+
+TEST_CASE("zygote: a protected or hidden file the host replaces by rename stays so in the next "
+          "run",
+          "[e2e][sandbox][zygote][protected]") {
+    REQUIRE_KERNEL_SANDBOX(true);
+    // git rewrites .git/config, and credential stores their file, by writing a new file and
+    // renaming it over the old: the kernel then detaches the mounts on the old one in every
+    // other mount namespace — the zygote's prepared tree too.
+    temp_dir work;
+    temp_dir user_home(fs::current_path()); // not in /tmp, which is private in a tool's view
+    write_file(work.path / ".git/config", "[core]\n");
+    write_file(user_home.path / ".git-credentials", "https://me:tok-old-1234567@example.com\n");
+    std::unique_ptr<daemon_process> d;
+    {
+        env_override home("HOME", user_home.path.string());
+        d = std::make_unique<daemon_process>(
+            probe_source("w", "[\"writes-files\"]", "cwd = " + json(work.path.string()).dump()) +
+            policy);
+    }
+    client c(d->socket());
+    const auto attempt = [&](const json& args) {
+        const json r = probe(c, "w", args);
+        INFO(r.dump());
+        return r;
+    };
+    const std::string cfg = (work.path / ".git/config").string();
+    const std::string creds = (user_home.path / ".git-credentials").string();
+    const auto replace = [](const fs::path& p, const std::string& text) {
+        write_file(p.string() + ".lock", text);
+        fs::rename(p.string() + ".lock", p);
+    };
+    for (int round = 0; round < 2; ++round) {
+        INFO("round " << round);
+        CHECK(attempt({{"action", "write"}, {"path", cfg}})["code"] == "EROFS");
+        const json read = attempt({{"action", "read"}, {"path", creds}});
+        CHECK(read.value("text", "x").find("tok-") == std::string::npos);
+        replace(work.path / ".git/config", "[core]\n\tbare = false\n");
+        replace(user_home.path / ".git-credentials", "https://me:tok-new-7654321@example.com\n");
+    }
+    CHECK(slurp(work.path / ".git/config") == "[core]\n\tbare = false\n");
+    CHECK(zygotes_of(d->pid()).size() == 1); // the same zygote served every run
 }
 
 TEST_CASE("zygote: killed, its run in flight fails and the next run gets a new one",

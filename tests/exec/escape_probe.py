@@ -34,11 +34,12 @@
 #                                            holds them until D/release exists (30 s at most)
 #   {"action":"detached","then":A,"out":F}   a daemonised grandchild does A after this tool
 #                                            exits and writes its answer to F
-#   {"action":"leave","key":K,"token":T,"hold_s":S}
+#   {"action":"leave","key":K,"token":T,"hold_s":S,"setsid":B}
 #                                            leaves what a run could leave for the next: a file
 #                                            in $TMPDIR, a SysV shared memory segment and message
 #                                            queue under key K, a daemonised process named T
 #                                            (comm); then holds S seconds itself, named T too
+#                                            (in a session of its own with "setsid":true)
 #   {"action":"find_left","key":K,"token":T} what of a `leave` this run finds, and its pid count
 # Answers {"result":{"done":true,...}} or
 # {"result":{"done":false,"code":"EACCES"|"EOF"|...,"message":...}}.
@@ -484,6 +485,8 @@ def leave(args):
         os._exit(0)
     os.wait()
     result = {"done": True, "shm": shm >= 0, "msq": msq >= 0}
+    if args.get("setsid"):
+        os.setsid()  # out of the run's process group, as a daemon would go
     if float(args.get("hold_s", 0)) > 0:
         set_comm(token)
         time.sleep(float(args["hold_s"]))

@@ -85,10 +85,17 @@ void zygote::start(child_reaper& reaper, std::function<void()> on_exit) {
     if (::poll(&ready, 1, 10000) != 1 || ::recv(control_, &word, 1, MSG_DONTWAIT) != 1 ||
         word != 'R') {
         ::close(std::exchange(control_, -1));
+        // What it said on its way out, if anything (an older init program: "unknown option").
+        char said[512];
+        const ssize_t n = ::read(process_->stderr_pipe().native_handle(), said, sizeof said);
+        std::string_view why = n > 0 ? std::string_view(said, static_cast<std::size_t>(n))
+                                     : std::string_view("it exited or did not answer in 10 s");
+        while (!why.empty() && (why.back() == '\n' || why.back() == '\r'))
+            why.remove_suffix(1);
         process_->signal_group(SIGKILL);
         reaper.watch(process_->pid(),
                      [self = shared_from_this()](int) { self->process_->mark_exited(); });
-        throw std::runtime_error("meith-sandbox-init --zygote did not start (see the log)");
+        throw std::runtime_error("meith-sandbox-init --zygote did not start: " + std::string(why));
     }
     process_->close_stdin();
     read_stderr();

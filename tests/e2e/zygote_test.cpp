@@ -257,6 +257,32 @@ TEST_CASE("zygote: killed, its run in flight fails and the next run gets a new o
     CHECK(now[0] != zygotes[0]);
 }
 
+TEST_CASE("zygote: one that does not start leaves its plan's runs to direct starts, and the log "
+          "says why",
+          "[e2e][sandbox][zygote]") {
+    REQUIRE_KERNEL_SANDBOX(true);
+    // An init program that knows no zygote (an older install), else the real one.
+    temp_dir bin;
+    const fs::path fake = bin.path / "meith-sandbox-init";
+    const std::string real =
+        fs::canonical(fs::path(MEITH_CLI).parent_path() / "meith-sandbox-init");
+    std::ofstream(fake)
+        << "#!/bin/sh\nif [ \"$1\" = --zygote ]; then\n"
+           "  echo \"meith-sandbox-init: unknown option '--zygote'\" >&2; exit 127\n"
+           "fi\nexec "
+        << real << " \"$@\"\n";
+    fs::permissions(fake, fs::perms::owner_all);
+    env_override init("MEITH_SANDBOX_INIT", fake.string());
+    // starts-process: the fake init (a script) may run the real one.
+    daemon_process d(probe_source("sp", "[\"read-only\", \"starts-process\"]") + policy);
+    client c(d.socket());
+    for (int run = 0; run < 2; ++run)
+        CHECK(probe(c, "sp", {{"action", "tmpdir"}})["done"] == true);
+    CHECK(zygotes_of(d.pid()).empty());
+    CHECK_THAT(d.log(), Catch::Contains("did not start: meith-sandbox-init: unknown option"));
+    CHECK_THAT(d.log(), Catch::Contains("each run is started on its own"));
+}
+
 TEST_CASE("zygote: an idle zygote is stopped, and MEITH_ZYGOTE=0 starts runs without one",
           "[e2e][sandbox][zygote]") {
     REQUIRE_KERNEL_SANDBOX(true);

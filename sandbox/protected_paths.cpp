@@ -1,5 +1,8 @@
 #include "sandbox/protected_paths.hpp"
 
+#include "platform/self.hpp"
+#include "sandbox/sandbox.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -13,6 +16,23 @@
 namespace meith::sandbox {
 
 namespace fs = std::filesystem;
+
+namespace {
+/// The running executable and the sandbox's init program, canonical; those that exist.
+const std::vector<fs::path>& own_programs() {
+    static const std::vector<fs::path> programs = [] {
+        std::vector<fs::path> out;
+        for (const fs::path& p : {platform::executable_path(), init_program()}) {
+            std::error_code ec;
+            if (p.empty()) continue;
+            const fs::path c = fs::canonical(p, ec);
+            if (!ec) out.push_back(c);
+        }
+        return out;
+    }();
+    return programs;
+}
+} // namespace
 
 namespace {
 
@@ -137,6 +157,11 @@ protected_set protected_in_roots(const std::vector<fs::path>& roots,
         if (!config_file.empty() && path_within(config_file, root) &&
             (home_c.empty() || !path_within(config_file, home_c)))
             protect(config_file);
+        // meithd's own programs (a build tree in the project a tool may write): the running
+        // meithd, and meith-sandbox-init, which a zygote runs with CAP_SYS_ADMIN in the
+        // sandbox's user namespace before any run is confined (docs/protocol.md §15 "Zygote").
+        for (const fs::path& program : own_programs())
+            if (path_within(program, root)) protect(program);
     }
     protected_set out;
     out.read_only.assign(read_only.begin(), read_only.end());

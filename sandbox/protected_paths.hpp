@@ -27,7 +27,8 @@ struct protected_set {
 /// root holding a git repository (`.git` a folder), its hooks folder — `.git/hooks`, made empty
 /// (0755, as `git init` makes it) when it is missing and protected by name, and the folder its
 /// `core.hooksPath` names when that lies inside the root and exists; `config_file` (meithd's
-/// `--config`) when a root holds it outside `home`, whatever `paths.write` says; and the folders
+/// `--config`) when a root holds it outside `home`, and meithd's own executable and
+/// meith-sandbox-init when a root holds them, whatever `paths.write` says; and the folders
 /// between a root and each of these, and `home`, to pin. `home` and `config_file` may be empty.
 protected_set protected_in_roots(const std::vector<std::filesystem::path>& roots,
                                  const config::sandbox_paths_config& paths,

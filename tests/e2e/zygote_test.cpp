@@ -225,6 +225,30 @@ TEST_CASE("zygote: a protected or hidden file the host replaces by rename stays 
     CHECK(zygotes_of(d->pid()).size() == 1); // the same zygote served every run
 }
 
+TEST_CASE("zygote: meith-sandbox-init in a tool's writable root stays read-only, so no tool "
+          "rewrites what the next zygote runs",
+          "[e2e][sandbox][zygote][protected]") {
+    REQUIRE_KERNEL_SANDBOX(true);
+    // A build tree in the project an agent works on: the init program a zygote runs, with
+    // CAP_SYS_ADMIN in the sandbox's user namespace, before anything of it is confined.
+    temp_dir work;
+    const fs::path init = work.path / "build/bin/meith-sandbox-init";
+    fs::create_directories(init.parent_path());
+    fs::copy_file(fs::canonical(fs::path(MEITH_CLI).parent_path() / "meith-sandbox-init"), init);
+    env_override use("MEITH_SANDBOX_INIT", init.string());
+    daemon_process d(
+        probe_source("w", "[\"writes-files\"]", "cwd = " + json(work.path.string()).dump()) +
+        policy);
+    client c(d.socket());
+    const json rewrite = probe(c, "w", {{"action", "write"}, {"path", init.string()}});
+    INFO(rewrite.dump());
+    CHECK(rewrite.value("code", "") == "EROFS");
+    const json beside =
+        probe(c, "w", {{"action", "write"}, {"path", (work.path / "build/other").string()}});
+    CHECK(beside["done"] == true);
+    CHECK(zygotes_of(d.pid()).size() == 1); // and the zygote ran from it
+}
+
 TEST_CASE("zygote: killed, its run in flight fails and the next run gets a new one",
           "[e2e][sandbox][zygote]") {
     REQUIRE_KERNEL_SANDBOX(true);

@@ -271,52 +271,6 @@ int confined_child_main(void* arg) {
     return 127;
 }
 
-/// meith-sandbox-init's zygote command line for `plan` (sandbox/init_zygote.cpp): what each
-/// run applies itself, from the plan meithd's direct start would apply (apply, enter).
-std::vector<std::string> zygote_arguments(const sandbox::plan& plan, int control) {
-    std::vector<std::string> items{plan.init, "--zygote",
-                                   "--control-fd=" + std::to_string(control)};
-    if (plan.ruleset_fd >= 0) items.push_back("--ruleset-fd=" + std::to_string(plan.ruleset_fd));
-    if (!plan.seccomp_bpf.empty()) {
-        std::string hex = "--seccomp=";
-        hex.reserve(hex.size() + plan.seccomp_bpf.size() * 2);
-        for (const unsigned char b : plan.seccomp_bpf) {
-            hex += "0123456789abcdef"[b >> 4];
-            hex += "0123456789abcdef"[b & 15];
-        }
-        items.push_back(std::move(hex));
-    }
-    if (plan.rlimit_nproc != 0)
-        items.push_back("--rlimit-nproc=" + std::to_string(plan.rlimit_nproc));
-    if (plan.rlimit_data != 0) items.push_back("--rlimit-data=" + std::to_string(plan.rlimit_data));
-    if ((plan.clone_flags & CLONE_NEWPID) != 0) items.emplace_back("--proc");
-    if (!plan.tmp_dir.empty()) {
-        items.push_back("--tmp=" + plan.tmp_dir);
-        items.push_back("--tmp-options=" + plan.tmp_options);
-    }
-    if (plan.exec_once) items.emplace_back("--exec-once");
-    if ((plan.clone_flags & CLONE_NEWNET) != 0) {
-        // Each run in a network namespace of its own, with its listeners (§19) if any.
-        items.emplace_back("--net");
-        if (plan.egress_port != 0) {
-            items.push_back("--listen=" + std::to_string(plan.egress_port));
-            for (const auto port : plan.forward_ports)
-                items.push_back("--listen=" + std::to_string(port));
-        }
-    }
-    // The single-path steps of enter(), checked again by each run (sandbox/mount_steps.hpp).
-    for (const auto& path : plan.pinned)
-        items.push_back("--pin=" + path);
-    for (const auto& path : plan.read_only)
-        items.push_back("--protect=" + path);
-    for (const auto& path : plan.hidden_dirs)
-        items.push_back("--hide-dir=" + path);
-    for (const auto& path : plan.hidden_files)
-        items.push_back("--hide-file=" + path);
-    if (!plan.hidden_files.empty()) items.push_back("--empty-file=" + plan.empty_file);
-    return items;
-}
-
 /// Starts a confined child: clone(CLONE_VM | CLONE_VFORK) as posix_spawn does (no copy of the
 /// daemon's page tables, which fork() would make: bench/PROFILE.md (k)), into the plan's
 /// namespaces, with the sandbox applied between clone and exec; the program runs under the
@@ -361,7 +315,7 @@ pid_t spawn_confined(const child_process::options& opts, int in, int out, int er
     // or, for a zygote: meith-sandbox-init --zygote --control-fd=N ... (init_zygote.cpp)
     std::vector<std::string> items;
     if (opts.zygote_control >= 0) {
-        items = zygote_arguments(plan, opts.zygote_control);
+        items = zygote::arguments(plan, opts.zygote_control);
     } else if (!plan.init.empty()) {
         items.push_back(plan.init);
         if (record.fd >= 0)

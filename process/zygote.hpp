@@ -37,6 +37,10 @@ class zygote : public std::enable_shared_from_this<zygote> {
     /// "0" (the switch for A/B measurements). A `network` table's runs each get a network
     /// namespace and listeners of their own from the zygote (init_zygote.cpp --net).
     static bool suits(const sandbox::plan& p);
+    /// meith-sandbox-init's zygote command line for `p` with its control socket at `control`
+    /// (sandbox/init_zygote.cpp): what each run applies itself, taken from what a direct start
+    /// would apply (apply(), enter()).
+    static std::vector<std::string> arguments(const sandbox::plan& p, int control);
 
     zygote(asio::any_io_executor ex, std::string name, std::shared_ptr<const sandbox::plan> plan);
     ~zygote();

@@ -97,6 +97,18 @@ void answer_exec(int listener, pid_t tool, bool& started) {
     ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); // ENOENT: the caller is gone
 }
 
+int reaper_signals() {
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    ::sigprocmask(SIG_BLOCK, &chld, nullptr);
+    const int sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sigfd < 0) die("signalfd");
+    for (int sig : group_signals)
+        ::signal(sig, SIG_IGN);
+    return sigfd;
+}
+
 /// A zygote run's request from meithd on its channel: 'K' and a signal number (native int):
 /// sent to the run's process group. False when the run must end now: meithd has gone (EOF)
 /// or sent SIGKILL.
@@ -131,14 +143,7 @@ bool serve_channel(int channel) {
 
     // Outside a PID namespace (the kernel had none), orphans come here rather than to meithd.
     if (::getpid() != 1) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    ::sigprocmask(SIG_BLOCK, &chld, nullptr);
-    const int sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sigfd < 0) die("signalfd");
-    for (int sig : group_signals)
-        ::signal(sig, SIG_IGN);
+    const int sigfd = reaper_signals();
 
     int pair[2] = {-1, -1};
     if (filtered && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)

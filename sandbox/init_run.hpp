@@ -32,6 +32,11 @@ struct run_options {
 /// "meith-sandbox-init: WHAT: strerror(errno)" on stderr, exit 127.
 [[noreturn]] void die(const char* what);
 
+/// What every init process of the program does first: SIGCHLD blocked and read from the
+/// returned signalfd (non-blocking, close-on-exec), the group's signals ignored. Dies when the
+/// kernel gives no signalfd.
+int reaper_signals();
+
 /// The zygote mode's main (init_zygote.cpp).
 int zygote_main(int argc, char** argv);
 

@@ -315,14 +315,7 @@ int zygote_main(int argc, char** argv) {
     ::prctl(PR_SET_DUMPABLE, 0);
     ::fcntl(z.control, F_SETFD, FD_CLOEXEC);
     if (z.limits.ruleset_fd >= 0) ::fcntl(z.limits.ruleset_fd, F_SETFD, FD_CLOEXEC);
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    ::sigprocmask(SIG_BLOCK, &chld, nullptr);
-    const int sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sigfd < 0) die("signalfd");
-    for (int sig : group_signals)
-        ::signal(sig, SIG_IGN);
+    const int sigfd = reaper_signals();
     // Ready: meithd sends runs only to a zygote that said so (a broken one is given up on).
     const char ready = 'R';
     if (::send(z.control, &ready, 1, MSG_NOSIGNAL) != 1) die("cannot say it is ready");

@@ -80,6 +80,20 @@ void write_file(const fs::path& p, const std::string& text) {
     std::ofstream(p) << text;
 }
 
+/// Starts the probe `holder` taking `max` processes and holding them until `dir`/release
+/// appears (request id "hold", not waited for), and waits until it holds them.
+void start_hold(client& c, const fs::path& dir, int max) {
+    c.send({{"type", "tool_call"},
+            {"protocol", 1},
+            {"requestId", "hold"},
+            {"toolName", "holder"},
+            {"clientInfo", {{"caller", "cli"}}},
+            {"timeoutMs", 60000},
+            {"arguments",
+             {{"action", "hoard"}, {"what", "processes"}, {"dir", dir.string()}, {"max", max}}}});
+    REQUIRE(eventually([&] { return fs::exists(dir / "at_limit"); }, 30s));
+}
+
 /// A SysV key of this test process's own (two test binaries may run at once).
 int sysv_key(int salt) {
     return 0x4d000000 + ((static_cast<int>(::getpid()) & 0xffff) << 4) + salt;
@@ -139,16 +153,7 @@ TEST_CASE("zygote: runs in flight at once do not see each other's processes",
         probe_source("holder", "[\"writes-files\"]", "cwd = " + json(work.path.string()).dump()) +
         probe_source("ro", "[\"read-only\"]") + policy);
     client a(d.socket());
-    a.send(
-        {{"type", "tool_call"},
-         {"protocol", 1},
-         {"requestId", "hold"},
-         {"toolName", "holder"},
-         {"clientInfo", {{"caller", "cli"}}},
-         {"timeoutMs", 60000},
-         {"arguments",
-          {{"action", "hoard"}, {"what", "processes"}, {"dir", work.path.string()}, {"max", 3}}}});
-    REQUIRE(eventually([&] { return fs::exists(work.path / "at_limit"); }, 30s));
+    start_hold(a, work.path, 3);
     client b(d.socket());
     const json seen = probe(b, "ro", {{"action", "pids"}, {"pid", 3}});
     INFO(seen.dump());
@@ -257,16 +262,7 @@ TEST_CASE("zygote: killed, its run in flight fails and the next run gets a new o
         probe_source("holder", "[\"writes-files\"]", "cwd = " + json(work.path.string()).dump()) +
         policy);
     client c(d.socket());
-    c.send(
-        {{"type", "tool_call"},
-         {"protocol", 1},
-         {"requestId", "hold"},
-         {"toolName", "holder"},
-         {"clientInfo", {{"caller", "cli"}}},
-         {"timeoutMs", 60000},
-         {"arguments",
-          {{"action", "hoard"}, {"what", "processes"}, {"dir", work.path.string()}, {"max", 1}}}});
-    REQUIRE(eventually([&] { return fs::exists(work.path / "at_limit"); }, 30s));
+    start_hold(c, work.path, 1);
     const auto zygotes = zygotes_of(d.pid());
     REQUIRE(zygotes.size() == 1);
     ::kill(zygotes[0], SIGKILL);

@@ -148,10 +148,7 @@ std::string now_rfc3339() {
 
 namespace {
 
-constexpr char segment_raw = 'R';
-constexpr char segment_summary = 'S';
-constexpr char line_end = 'E';
-constexpr std::size_t no_segment = static_cast<std::size_t>(-1);
+constexpr std::size_t no_line = static_cast<std::size_t>(-1);
 /// Lines waiting for the writer beyond which submit() blocks (back-pressure).
 constexpr std::size_t max_queued_bytes = 16u << 20;
 /// Batch buffers larger than this are freed rather than recycled.
@@ -161,7 +158,7 @@ constexpr std::size_t max_recycled_capacity = 1u << 20;
 
 audit_log::audit_log(std::filesystem::path path, const config::audit_config& cfg,
                      const redactor& redactor)
-    : path_(std::move(path)), cfg_(cfg), redactor_(redactor), segment_start_(no_segment) {
+    : path_(std::move(path)), cfg_(cfg), redactor_(redactor), line_start_(no_line) {
     fd_ = open_log(path_);
     if (fd_ < 0) throw std::runtime_error(open_error(path_, errno));
     struct stat st {};
@@ -217,41 +214,48 @@ audit_log::~audit_log() {
 
 // ---- Building ---------------------------------------------------------------------------
 
-void audit_log::open_segment(char kind) {
-    pending_.push_back(kind);
-    segment_start_ = pending_.size();
-    pending_.append(sizeof(std::uint32_t), '\0');
-}
-
-void audit_log::close_segment() {
-    if (segment_start_ == no_segment) return;
-    const auto len =
-        static_cast<std::uint32_t>(pending_.size() - segment_start_ - sizeof(std::uint32_t));
-    std::memcpy(pending_.data() + segment_start_, &len, sizeof len);
-    segment_start_ = no_segment;
-}
-
 std::string& audit_log::begin_line() {
-    close_segment(); // a line left open by mistake is ended by the next one's start
-    open_segment(segment_raw);
+    end_line(); // a line left open by mistake is ended by the next one's start
+    line_start_ = pending_.size();
     return pending_;
 }
 
 std::string& audit_log::begin_summary() {
-    close_segment();
-    open_segment(segment_summary);
-    return pending_;
+    summary_.clear();
+    in_summary_ = true;
+    return summary_;
 }
 
 std::string& audit_log::end_summary() {
-    close_segment();
-    open_segment(segment_raw);
+    if (!in_summary_) return pending_;
+    in_summary_ = false;
+    // The summary is made here, once, straight into the line: the JSON text in summary_ is
+    // read in place (padded for simdjson's DOM fallback) and never copied again.
+    const std::size_t n = summary_.size();
+    summary_.append(simdjson::SIMDJSON_PADDING, ' ');
+    redactor_.append_summary_json(pending_, std::string_view(summary_.data(), n), /*padded=*/true);
+    if (summary_.capacity() > max_recycled_capacity) std::string().swap(summary_);
     return pending_;
 }
 
 void audit_log::end_line() {
-    close_segment();
-    pending_.push_back(line_end);
+    if (line_start_ == no_line) return;
+    end_summary();
+    std::size_t len = pending_.size() - line_start_;
+    if (len + 1 > max_line_bytes) {
+        std::string cut = cut_line(std::string_view(pending_.data() + line_start_, len));
+        pending_.resize(line_start_);
+        pending_ += cut;
+        len = cut.size();
+    }
+    // A raw newline (only possible as whitespace between tokens) would split the record.
+    char* first = pending_.data() + line_start_;
+    char* last = first + len;
+    for (char c : {'\n', '\r'})
+        for (char* p = first; (p = static_cast<char*>(std::memchr(p, c, last - p)));)
+            *p++ = ' ';
+    pending_.push_back('\n');
+    line_start_ = no_line;
     ++pending_lines_;
 }
 
@@ -263,12 +267,10 @@ void audit_log::append_deferred(std::string_view json_object) {
 // ---- Committing -------------------------------------------------------------------------
 
 std::uint64_t audit_log::submit() {
+    end_line();
     if (pending_lines_ == 0) return submitted_;
-    close_segment();
     batch b;
     b.size = pending_.size();
-    // simdjson reads up to SIMDJSON_PADDING bytes past a summary's end: they are ours.
-    pending_.append(simdjson::SIMDJSON_PADDING, ' ');
     b.bytes = std::move(pending_);
     b.seq = ++submitted_;
     pending_lines_ = 0;
@@ -413,43 +415,7 @@ void audit_log::writer_main() {
 // ---- Writing (under file_mu_) ------------------------------------------------------------
 
 bool audit_log::write_batch(const batch& b) {
-    out_.clear();
-    std::size_t line_start = 0;
-    const char* data = b.bytes.data();
-    std::size_t i = 0;
-    while (i < b.size) {
-        const char kind = data[i++];
-        if (kind == line_end) {
-            std::size_t len = out_.size() - line_start;
-            if (len + 1 > max_line_bytes) {
-                std::string cut = cut_line(std::string_view(out_.data() + line_start, len));
-                out_.resize(line_start);
-                out_ += cut;
-                len = cut.size();
-            }
-            // A raw newline (only possible as whitespace between tokens) would split the record.
-            char* first = out_.data() + line_start;
-            char* last = first + len;
-            for (char c : {'\n', '\r'})
-                for (char* p = first; (p = static_cast<char*>(std::memchr(p, c, last - p)));)
-                    *p++ = ' ';
-            out_ += '\n';
-            line_start = out_.size();
-            continue;
-        }
-        std::uint32_t len;
-        std::memcpy(&len, data + i, sizeof len);
-        i += sizeof len;
-        const std::string_view segment(data + i, len);
-        i += len;
-        if (kind == segment_raw)
-            out_.append(segment);
-        else
-            redactor_.append_summary_json(out_, segment, /*padded=*/true);
-    }
-    const bool ok = write_all(out_);
-    if (out_.capacity() > max_recycled_capacity) std::string().swap(out_);
-    return ok;
+    return write_all(std::string_view(b.bytes.data(), b.size));
 }
 
 void audit_log::report_failure(const char* what, int err) {

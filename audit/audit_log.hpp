@@ -1,17 +1,20 @@
 // audit_log: the append-only audit trail `audit.jsonl` (docs/protocol.md §6).
 //
-// Lines are built by one producer thread (the daemon's I/O thread) into a pending batch and
-// handed over with `submit()`, which returns a sequence number; the producer sends the replies
-// those lines describe only once `committed()` has reached it ("the line is in the file before
-// its tool_result is sent"). One writer at a time (under a mutex) turns the batch into lines —
-// redacting the summaries — and appends them, whole lines only, to an O_APPEND descriptor with
-// one write(2) per batch (group commit), so lines never tear or interleave.
+// Lines are built by one producer thread (the daemon's I/O thread) into a pending batch —
+// finished where they are built: each summary redacted and bounded straight into its line, the
+// line cut or its raw newlines blanked at end_line() — and handed over with `submit()`, which
+// returns a sequence number; the producer sends the replies those lines describe only once
+// `committed()` has reached it ("the line is in the file before its tool_result is sent"). One
+// writer at a time (under a mutex) appends a batch, whole lines only, to an O_APPEND descriptor
+// with one write(2) (group commit), so lines never tear or interleave; the batch is written
+// from the buffer it was built in, never copied.
 //
 // Who writes: with audit.fsync = "never" the batch is written inside submit(), on the I/O
 // thread. Handing it to another thread was measured slower (docs/benchmarks.md (e)): every
 // batch then costs two cross-core wake-ups, and the replies wait for both. With "always" and
 // "interval" the writer thread ("meithd-audit") writes and syncs, so the I/O thread keeps
-// reading and dispatching while the disk syncs, and batches grow with the load. The writer
+// reading and dispatching while the disk syncs, and batches grow with the load. Summaries are
+// made on the I/O thread in every mode (a summary's work is bounded: redactor.hpp). The writer
 // thread also deletes the oldest rotated file, off the reply path.
 #pragma once
 
@@ -66,14 +69,16 @@ class audit_log {
     //   log.begin_summary() += args_json;   // replaced by its redacted summary (§6)
     //   log.end_summary() += "}";
     //   log.end_line();
-    // The buffers returned are the pending batch: append only, and only between the calls.
+    // begin_line() and end_summary() return the pending batch, begin_summary() a scratch
+    // buffer: append only, and only until the next call.
 
     /// Starts a line; returns the buffer to append verbatim JSON text to.
     std::string& begin_line();
-    /// JSON text appended after this is replaced, when the line is written, by its redacted
-    /// and bounded summary (redactor::append_summary_json); invalid JSON becomes a note.
+    /// Returns a scratch buffer for JSON text that end_summary() replaces by its redacted and
+    /// bounded summary (redactor::append_summary_json) in the line; invalid JSON becomes a note.
     std::string& begin_summary();
-    /// Back to verbatim text after a summary.
+    /// Summarises the text given since begin_summary() into the line; returns the line's
+    /// buffer to go on with verbatim text.
     std::string& end_summary();
     /// Ends the line. Lines over 16 KiB are replaced by a shorter line that keeps "ts",
     /// "event" and "requestId" and notes the cut; raw newlines become spaces.
@@ -119,15 +124,13 @@ class audit_log {
 
   private:
     struct batch {
-        std::string bytes;    ///< records, followed by simdjson padding
-        std::size_t size = 0; ///< record bytes (without the padding)
+        std::string bytes;    ///< whole lines, each ending in '\n'
+        std::size_t size = 0; ///< bytes.size(), kept for the queue's accounting
         std::uint64_t seq = 0;
     };
 
-    void open_segment(char kind);
-    void close_segment();
     void writer_main();
-    /// Turns a batch's records into lines and writes them; under file_mu_.
+    /// Appends a batch's lines; under file_mu_.
     bool write_batch(const batch& b);
     void finish_batch(const batch& b, bool ok);
     bool write_all(std::string_view bytes);
@@ -145,9 +148,11 @@ class audit_log {
     std::uint64_t repaired_bytes_ = 0;
 
     // Producer side (one thread).
-    std::string pending_; ///< records of the batch being built
+    std::string pending_; ///< finished lines of the batch being built, then the open one
     std::size_t pending_lines_ = 0;
-    std::size_t segment_start_ = 0; ///< offset of the open segment's header, npos if none
+    std::size_t line_start_ = 0; ///< offset of the open line in pending_, npos if none
+    std::string summary_;        ///< JSON text of the summary being built (reused)
+    bool in_summary_ = false;
     std::uint64_t submitted_ = 0;
     std::vector<std::string> spare_; ///< recycled batch buffers (under mu_)
 
@@ -170,7 +175,6 @@ class audit_log {
 
     // File side (writer thread, or the producer writing inline; under file_mu_).
     std::mutex file_mu_;
-    std::string out_; ///< assembled lines of one batch
     int fd_ = -1;
     std::uint64_t size_ = 0;
     bool regular_ = true; ///< false for devices (/dev/full, ...): no rotation, repair or fsync

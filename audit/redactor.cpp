@@ -69,6 +69,14 @@ constexpr auto key_value_trigger = [] {
     return t;
 }();
 
+// summary.cpp's copier relies on this: text without a value_rule_trigger byte has none of
+// these either.
+static_assert([] {
+    for (std::size_t c = 0; c < key_value_trigger.size(); ++c)
+        if (key_value_trigger[c] && !detail::value_rule_trigger[c]) return false;
+    return true;
+}());
+
 /// The shortest text a token-format rule matches: a Slack "xoxb-" or "xapp-" prefix and 10
 /// more characters. Shorter text can only match through key_value_trigger's bytes.
 constexpr std::size_t min_token_match = 15;

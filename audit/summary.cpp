@@ -311,7 +311,11 @@ class plain_copier {
         text = s_.substr(start, i_ - start);
         ++i_;
         if (text.size() > limits_.max_string_chars) return false;
-        if ((trigger || detail::may_match(text)) && owner_.redact_text(text) != text) return false;
+        // Without a trigger byte no value rule can match (key_value_trigger's bytes are among
+        // value_rule_trigger's): only an exact secret could, so the text is not scanned again.
+        if ((trigger ? detail::may_match(text) : holds_exact_secret(text)) &&
+            owner_.redact_text(text) != text)
+            return false;
         out_.push_back('"');
         out_.append(text);
         out_.push_back('"');

@@ -134,7 +134,7 @@ void write_record(audit::audit_trail& trail, const record& r) {
     l.append(R"(","hooks":[)"sv);
     l.append(r.hooks_json);
     l.append(R"(],"args":)"sv);
-    // `l` stays the pending batch: summaries are segments of it, ended before text goes on.
+    // `l` stays the pending batch: each summary is made into it at end_summary().
     if (!r.args_summary.empty()) {
         l.append(r.args_summary);
     } else if (!r.args_json.empty()) {

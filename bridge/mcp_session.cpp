@@ -66,11 +66,11 @@ bool mcp_session::awaited() const {
                                  }));
 }
 
-std::optional<std::string> mcp_session::next_input_line() {
+std::optional<std::string_view> mcp_session::next_input_line() {
     for (;;) {
         const auto st = in_.next();
         if (st == protocol::line_framer::status::need_more) return std::nullopt;
-        if (st == protocol::line_framer::status::frame) return std::string(in_.line());
+        if (st == protocol::line_framer::status::frame) return in_.line();
         // Over the limit: dropped as it streamed in, never read in part as a message of its
         // own; its request is answered (with its id when one came before the limit) so the
         // client's call fails now.
@@ -192,6 +192,7 @@ bool mcp_session::send_frame_text(const std::string& frame) {
 }
 
 void mcp_session::on_daemon_frame(std::string_view line) {
+    if (fast_tool_result(line)) return;
     json f = json::parse(line, nullptr, false);
     if (!f.is_object()) return;
     try {
@@ -302,7 +303,7 @@ json mcp_session::pinned_listing(const json& tools) {
     return answer;
 }
 
-void mcp_session::deliver(std::map<std::string, pending>::iterator it,
+void mcp_session::deliver(std::map<std::string, pending, std::less<>>::iterator it,
                           const std::optional<std::string>& task, daemon_answer a) {
     pending& p = it->second;
     if (task) {
@@ -351,7 +352,8 @@ void mcp_session::on_event(pending& p, const json& event) {
     notify("notifications/progress", std::move(params));
 }
 
-void mcp_session::handle_message(const std::string& line) {
+void mcp_session::handle_message(std::string_view line) {
+    if (fast_tools_call(line)) return;
     const json msg = json::parse(line, nullptr, false);
     if (msg.is_discarded()) return send_error(nullptr, parse_error, "parse error: not JSON");
     dispatch_safely(msg);

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -70,12 +71,10 @@ class link {
 
 class mcp_session {
   public:
-    mcp_session(settings s, link& l)
-        : settings_(std::move(s)), link_(l),
-          ids_(protocol::request_id_generator::process_prefix("mcp")),
-          search_mode_(settings_.search) {
-        in_.scan_oversized({"id"}); // an over-long request is still answered by its id
-    }
+    mcp_session(settings s, link& l);
+    ~mcp_session();
+    mcp_session(const mcp_session&) = delete;
+    mcp_session& operator=(const mcp_session&) = delete;
 
     // ---- driving it -----------------------------------------------------------------------
 
@@ -113,11 +112,16 @@ class mcp_session {
     void begin_drain();
     /// True while an answer is still owed to the client (not a cancelled call's).
     bool awaited() const;
+    /// Calls sent and answers written by the fast path (fast_path.cpp), for tests and
+    /// benchmarks: the rest took the general path.
+    std::uint64_t fast_calls() const { return fast_calls_; }
+    std::uint64_t fast_answers() const { return fast_answers_; }
     /// How long the drain waits for those answers at most (docs/protocol.md §10).
     static constexpr std::chrono::seconds drain_grace{30};
 
   private:
-    std::optional<std::string> next_input_line();
+    /// The next complete message (valid until the next call), answering over-long ones.
+    std::optional<std::string_view> next_input_line();
 
     void write_client(const json& msg);
 
@@ -173,7 +177,7 @@ class mcp_session {
     json pinned_listing(const json& tools);
     /// Sends `a` to whoever waits for `it`: the MCP request, a task's waiters, or a 2026-07-28
     /// call's retry; forgets `it`.
-    void deliver(std::map<std::string, pending>::iterator it,
+    void deliver(std::map<std::string, pending, std::less<>>::iterator it,
                  const std::optional<std::string>& task, daemon_answer a);
 
     /// A list_changed for the client: as is (2025-11-25), or on each listen that asked for it.
@@ -198,7 +202,7 @@ class mcp_session {
     /// One message from the client. Every member is read by its type (get_string, is_*), so
     /// a member of an unexpected type gets its JSON-RPC error; a slip that still throws is
     /// answered as an internal error and the session goes on (no message ends the bridge).
-    void handle_message(const std::string& line);
+    void handle_message(std::string_view line);
 
     void dispatch_message(const json& msg);
     /// dispatch_message, a throw answered as an internal error.
@@ -259,6 +263,26 @@ class mcp_session {
     json search_result(const json& descriptors);
 
     void tools_call(const json& id, const json& params, bool modern);
+    /// The tool_call frame's requestId for MCP request id `id_text` (a string id's text, an
+    /// integer's digits): unique, at most 128 bytes, cut on a character boundary (§10).
+    std::string call_request_id(std::string_view id_text);
+    /// Ends a tool_call frame's text: its clientInfo and closing brace.
+    void end_call_frame(std::string& frame) const;
+
+    // ---- the fast path (fast_path.cpp) ------------------------------------------------------
+    // The common call, `{"jsonrpc":"2.0","id":…,"method":"tools/call","params":{"name":…,
+    // "arguments":{…}}}`, and its successful answer are read with simdjson and written as
+    // text, without building nlohmann values; anything else (another shape, a member more, a
+    // repeated member, a 2026-07-28 envelope, search mode's meta-tools, a task, an error)
+    // takes the general path, which answers exactly as before.
+
+    /// Handles `line` when it is such a call; false (nothing done) otherwise.
+    bool fast_tools_call(std::string_view line);
+    /// Answers the client when `line` is a successful tool_result for such a call whose
+    /// content is text or an MCP CallToolResult (passed through as meithd sent it); false
+    /// (nothing done) otherwise.
+    bool fast_tool_result(std::string_view line);
+    struct fast_parsers; ///< simdjson's parsers and a padded buffer, reused
 
     /// tasks/get, tasks/result, tasks/cancel, tasks/list (2025-11-25 basic/utilities/tasks).
     void task_request(const json& id, const std::string& method, const json& params);
@@ -286,17 +310,20 @@ class mcp_session {
     std::string down_;                   ///< why there is no daemon connection
     protocol::line_framer in_{max_line}; ///< the MCP client's lines (protocol/framing.hpp)
     bool in_eof_ = false;
-    std::map<std::string, pending> pending_;       ///< by daemon requestId
-    std::map<std::string, std::string> by_mcp_id_; ///< MCP id (JSON text) → requestId
+    std::map<std::string, pending, std::less<>> pending_;       ///< by daemon requestId
+    std::map<std::string, std::string, std::less<>> by_mcp_id_; ///< MCP id (JSON text) → rid
     bool search_mode_ = false;
-    std::vector<std::string> pinned_;  ///< the profile's pinned tools (search mode), shown names
-    std::set<std::string> text_tools_; ///< text-payload tools seen in tools/list (§13)
+    std::vector<std::string> pinned_; ///< the profile's pinned tools (search mode), shown names
+    std::set<std::string, std::less<>> text_tools_; ///< text-payload tools in tools/list (§13)
     /// Servers' requests sent to the client (2025-11-25): our JSON-RPC id → clientRequestId.
     std::map<std::string, std::string> to_daemon_request_;
     std::uint64_t next_client_request_ = 0;
     std::map<std::string, listen_state> listens_; ///< subscriptions/listen by id (JSON text)
     std::string out_text_;   ///< an answer's text, the buffer reused from call to call
     std::string frame_text_; ///< a tool_call frame's text, reused likewise
+    std::unique_ptr<fast_parsers> fast_;
+    std::uint64_t fast_calls_ = 0;
+    std::uint64_t fast_answers_ = 0;
     task_table tasks_;       ///< task-augmented calls (tasks.hpp)
 };
 

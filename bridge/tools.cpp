@@ -171,16 +171,8 @@ void mcp_session::tools_call(const json& id, const json& params, bool modern) {
     if (by_mcp_id_.count(id.dump()))
         return send_error(id, invalid_request, "a request with this id is in flight");
     if (!connect()) return send_error(id, internal_error, down_);
-    // The MCP request id is part of the requestId (docs/protocol.md §10), kept within 128 bytes
-    // and cut on a UTF-8 character boundary (a split character would not come back as sent).
-    // The generator's prefix keeps it unique however much of the MCP id is cut.
-    std::string rid = ids_.next() + ":" + (id.is_string() ? id.get<std::string>() : id.dump());
-    if (rid.size() > 128) {
-        std::size_t cut = 128;
-        while (cut > 0 && (static_cast<unsigned char>(rid[cut]) & 0xC0) == 0x80)
-            --cut;
-        rid.resize(cut);
-    }
+    std::string rid =
+        call_request_id(id.is_string() ? id.get_ref<const std::string&>() : id.dump());
     pending p;
     p.mcp_id = id;
     p.k = kind::call;
@@ -217,6 +209,27 @@ void mcp_session::tools_call(const json& id, const json& params, bool modern) {
         protocol::append_json_string(frame, get_string(args, "input").value_or(""));
     else
         append_compact(frame, args);
+    end_call_frame(frame);
+    send_frame_text(frame);
+}
+
+std::string mcp_session::call_request_id(std::string_view id_text) {
+    // The MCP request id is part of the requestId (docs/protocol.md §10), kept within 128 bytes
+    // and cut on a UTF-8 character boundary (a split character would not come back as sent).
+    // The generator's prefix keeps it unique however much of the MCP id is cut.
+    std::string rid = ids_.next();
+    rid += ':';
+    rid += id_text;
+    if (rid.size() > 128) {
+        std::size_t cut = 128;
+        while (cut > 0 && (static_cast<unsigned char>(rid[cut]) & 0xC0) == 0x80)
+            --cut;
+        rid.resize(cut);
+    }
+    return rid;
+}
+
+void mcp_session::end_call_frame(std::string& frame) const {
     frame.append(R"(,"clientInfo":{"caller":)");
     protocol::append_json_string(frame, settings_.caller);
     if (!agent_.empty()) {
@@ -224,7 +237,6 @@ void mcp_session::tools_call(const json& id, const json& params, bool modern) {
         protocol::append_json_string(frame, agent_);
     }
     frame.append("}}");
-    send_frame_text(frame);
 }
 
 } // namespace meith::bridge

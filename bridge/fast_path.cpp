@@ -1,0 +1,194 @@
+// fast_path: the common tools/call and its answer without nlohmann (see mcp_session.hpp "the
+// fast path"). Reading the client's message into its frame and the reply frame into its answer
+// were the two largest costs of a call through the gateway (bench/PROFILE.md round four, (j)):
+// here the call is read by simdjson's DOM (validated whole, so the frame meithd gets is valid
+// JSON) and its answer by simdjson On-Demand, its content passed through as the bytes meithd
+// wrote. Whatever this path does not take, it leaves untouched for the general one.
+#include "bridge/mcp_session.hpp"
+
+#include "protocol/json_writer.hpp"
+
+#include <simdjson.h>
+
+namespace meith::bridge {
+
+namespace {
+
+/// Messages and frames longer than this take the general path: the parsers keep the capacity
+/// of the largest document they read, so a screenshot would leave megabytes behind.
+constexpr std::size_t fast_max_bytes = 256 << 10;
+
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+std::string_view trim_right(std::string_view s) {
+    while (!s.empty() && is_space(s.back()))
+        s.remove_suffix(1);
+    return s;
+}
+
+} // namespace
+
+struct mcp_session::fast_parsers {
+    simdjson::dom::parser dom;
+    simdjson::ondemand::parser on_demand;
+    std::string padded; ///< a frame with simdjson's padding after it
+};
+
+mcp_session::mcp_session(settings s, link& l)
+    : settings_(std::move(s)), link_(l),
+      ids_(protocol::request_id_generator::process_prefix("mcp")), search_mode_(settings_.search),
+      fast_(std::make_unique<fast_parsers>()) {
+    in_.scan_oversized({"id"}); // an over-long request is still answered by its id
+}
+
+mcp_session::~mcp_session() = default;
+
+bool mcp_session::fast_tools_call(std::string_view line) {
+    if (line.size() > fast_max_bytes || !hello_wait_.empty() || held_ || !link_.connected())
+        return false;
+    simdjson::dom::object msg;
+    if (fast_->dom.parse(line.data(), line.size()).get_object().get(msg) != simdjson::SUCCESS)
+        return false;
+    // Exactly these four members, each once.
+    std::string_view jsonrpc, method;
+    simdjson::dom::element id, params;
+    unsigned seen = 0;
+    for (auto [key, value] : msg) {
+        const unsigned bit = key == "jsonrpc"  ? 1u
+                             : key == "id"     ? 2u
+                             : key == "method" ? 4u
+                             : key == "params" ? 8u
+                                               : 0u;
+        if (bit == 0 || (seen & bit) != 0) return false;
+        seen |= bit;
+        if (bit == 1 && value.get_string().get(jsonrpc) != simdjson::SUCCESS) return false;
+        if (bit == 2) id = value;
+        if (bit == 4 && value.get_string().get(method) != simdjson::SUCCESS) return false;
+        if (bit == 8) params = value;
+    }
+    if (seen != 15 || jsonrpc != "2.0" || method != "tools/call") return false;
+    // The id as the general path reads it: a string or an integer.
+    json mcp_id;
+    std::string id_text;
+    std::string_view id_string;
+    std::int64_t id_signed = 0;
+    std::uint64_t id_unsigned = 0;
+    if (id.get_string().get(id_string) == simdjson::SUCCESS) {
+        mcp_id = std::string(id_string);
+        id_text = id_string;
+    } else if (id.get_int64().get(id_signed) == simdjson::SUCCESS) {
+        mcp_id = id_signed;
+        id_text = std::to_string(id_signed);
+    } else if (id.get_uint64().get(id_unsigned) == simdjson::SUCCESS) {
+        mcp_id = id_unsigned;
+        id_text = std::to_string(id_unsigned);
+    } else {
+        return false;
+    }
+    // params: a string "name" and, if present, an object "arguments"; nothing else.
+    simdjson::dom::object p;
+    if (params.get_object().get(p) != simdjson::SUCCESS) return false;
+    std::string_view name;
+    simdjson::dom::element args;
+    unsigned pseen = 0;
+    for (auto [key, value] : p) {
+        const unsigned bit = key == "name" ? 1u : key == "arguments" ? 2u : 0u;
+        if (bit == 0 || (pseen & bit) != 0) return false;
+        pseen |= bit;
+        if (bit == 1 && value.get_string().get(name) != simdjson::SUCCESS) return false;
+        if (bit == 2 && !value.is_object()) return false;
+        if (bit == 2) args = value;
+    }
+    if ((pseen & 1) == 0) return false;
+    if (search_mode_ && (name == "search_tools" || name == "call_tool")) return false;
+    if (text_tools_.find(name) != text_tools_.end()) return false;
+    std::string key = mcp_id.dump();
+    if (by_mcp_id_.find(key) != by_mcp_id_.end()) return false;
+
+    std::string rid = call_request_id(id_text);
+    std::string& frame = frame_text_;
+    frame.assign(R"({"type":"tool_call","protocol":1,"requestId":)");
+    protocol::append_json_string(frame, rid);
+    frame.append(R"(,"toolName":)");
+    protocol::append_json_string(frame, name);
+    frame.append(R"(,"arguments":)");
+    if ((pseen & 2) != 0)
+        frame.append(simdjson::minify(args));
+    else
+        frame.append("{}");
+    end_call_frame(frame);
+    pending call;
+    call.mcp_id = std::move(mcp_id);
+    call.k = kind::call;
+    call.method = "tools/call";
+    by_mcp_id_.emplace(std::move(key), rid);
+    pending_.emplace(std::move(rid), std::move(call));
+    ++fast_calls_;
+    send_frame_text(frame);
+    return true;
+}
+
+bool mcp_session::fast_tool_result(std::string_view line) {
+    constexpr std::string_view head = R"({"type":"tool_result",)";
+    if (line.size() > fast_max_bytes || !line.starts_with(head)) return false;
+    std::string& buf = fast_->padded;
+    buf.assign(line);
+    buf.append(simdjson::SIMDJSON_PADDING, ' ');
+    namespace od = simdjson::ondemand;
+    od::document doc;
+    if (fast_->on_demand.iterate(simdjson::padded_string_view(buf.data(), line.size(), buf.size()))
+            .get(doc) != simdjson::SUCCESS)
+        return false;
+    // meithd writes the members in this order (protocol/server_frames.cpp); find_field only
+    // looks forward, so another order takes the general path.
+    std::string_view rid;
+    if (doc.find_field("requestId").get_string().get(rid) != simdjson::SUCCESS) return false;
+    auto it = pending_.find(rid);
+    if (it == pending_.end()) return false;
+    const pending& p = it->second;
+    if (p.k != kind::call || p.modern || p.cancelled || p.mcp_id.is_null()) return false;
+    od::object result;
+    bool ok = false;
+    if (doc.find_field("result").get_object().get(result) != simdjson::SUCCESS ||
+        result.find_field("ok").get_bool().get(ok) != simdjson::SUCCESS || !ok)
+        return false;
+    od::value content;
+    od::json_type type;
+    if (result.find_field("content").get(content) != simdjson::SUCCESS ||
+        content.type().get(type) != simdjson::SUCCESS)
+        return false;
+    std::string& out = out_text_;
+    out.assign(R"({"jsonrpc":"2.0","id":)");
+    append_compact(out, p.mcp_id);
+    out.append(R"(,"result":)");
+    if (type == od::json_type::string) {
+        out.append(R"({"content":[{"type":"text","text":)");
+        out.append(trim_right(content.raw_json_token()));
+        out.append("}]}");
+    } else if (type == od::json_type::object) {
+        // An MCP source's CallToolResult (an object with a `content` array) passes through.
+        od::object call_result;
+        od::value inner;
+        od::json_type inner_type;
+        std::string_view raw;
+        if (content.get_object().get(call_result) != simdjson::SUCCESS ||
+            call_result.find_field_unordered("content").get(inner) != simdjson::SUCCESS ||
+            inner.type().get(inner_type) != simdjson::SUCCESS ||
+            inner_type != od::json_type::array || call_result.reset().error() ||
+            call_result.raw_json().get(raw) != simdjson::SUCCESS)
+            return false;
+        out.append(trim_right(raw));
+    } else {
+        return false;
+    }
+    out.append("}\n");
+    by_mcp_id_.erase(p.mcp_id.dump());
+    pending_.erase(it);
+    ++fast_answers_;
+    link_.write_client(out);
+    return true;
+}
+
+} // namespace meith::bridge

@@ -168,18 +168,27 @@ bool mcp_session::fast_tool_result(std::string_view line) {
         out.append(trim_right(content.raw_json_token()));
         out.append("}]}");
     } else if (type == od::json_type::object) {
-        // An MCP source's CallToolResult (an object with a `content` array) passes through.
-        od::object call_result;
+        // An MCP source's CallToolResult (an object with a `content` array) passes through;
+        // any other object is the text of its JSON and the structuredContent.
+        od::object object;
         od::value inner;
         od::json_type inner_type;
         std::string_view raw;
-        if (content.get_object().get(call_result) != simdjson::SUCCESS ||
-            call_result.find_field_unordered("content").get(inner) != simdjson::SUCCESS ||
-            inner.type().get(inner_type) != simdjson::SUCCESS ||
-            inner_type != od::json_type::array || call_result.reset().error() ||
-            call_result.raw_json().get(raw) != simdjson::SUCCESS)
-            return false;
-        out.append(trim_right(raw));
+        if (content.get_object().get(object) != simdjson::SUCCESS) return false;
+        const bool call_result =
+            object.find_field_unordered("content").get(inner) == simdjson::SUCCESS &&
+            inner.type().get(inner_type) == simdjson::SUCCESS && inner_type == od::json_type::array;
+        if (object.reset().error() || object.raw_json().get(raw) != simdjson::SUCCESS) return false;
+        raw = trim_right(raw);
+        if (call_result) {
+            out.append(raw);
+        } else {
+            out.append(R"({"content":[{"type":"text","text":)");
+            protocol::append_json_string(out, raw);
+            out.append(R"(}],"structuredContent":)");
+            out.append(raw);
+            out.push_back('}');
+        }
     } else {
         return false;
     }

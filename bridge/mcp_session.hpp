@@ -279,8 +279,9 @@ class mcp_session {
     /// Handles `line` when it is such a call; false (nothing done) otherwise.
     bool fast_tools_call(std::string_view line);
     /// Answers the client when `line` is a successful tool_result for such a call whose
-    /// content is text or an MCP CallToolResult (passed through as meithd sent it); false
-    /// (nothing done) otherwise.
+    /// content is text or an object: an MCP CallToolResult passed through as meithd sent it,
+    /// another object as the text of its JSON (meithd's compact text) and its
+    /// structuredContent; false (nothing done) otherwise.
     bool fast_tool_result(std::string_view line);
     struct fast_parsers; ///< simdjson's parsers and a padded buffer, reused
 
@@ -324,7 +325,7 @@ class mcp_session {
     std::unique_ptr<fast_parsers> fast_;
     std::uint64_t fast_calls_ = 0;
     std::uint64_t fast_answers_ = 0;
-    task_table tasks_;       ///< task-augmented calls (tasks.hpp)
+    task_table tasks_; ///< task-augmented calls (tasks.hpp)
 };
 
 } // namespace meith::bridge

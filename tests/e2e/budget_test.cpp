@@ -25,12 +25,12 @@ namespace {
 constexpr double allocation_budget = 7.5;
 constexpr double write_budget = 2.5;
 /// The same for one MCP tools/call of `echo` through the pipes `meith mcp` handed to meithd
-/// (docs/protocol.md §10 "Handoff"), measured 2026-11-29 (bench/PROFILE.md, round four): 149
-/// allocations, most of them the session's JSON (nlohmann: the client's message parsed, the
-/// reply frame parsed; the tool_call frame and the answer are written as text around them),
-/// and two writes — the answer to the client's pipe and the audit line; the session's frames
-/// reach its connection in memory.
-constexpr double mcp_allocation_budget = 149.9;
+/// (docs/protocol.md §10 "Handoff"), measured 2026-11-30 (bench/PROFILE.md, round six): 33
+/// allocations — 149 while the session read the client's message and the reply frame with
+/// nlohmann; its fast path (bridge/fast_path.cpp) reads both with simdjson and writes the frame
+/// and the answer as text — and two writes: the answer to the client's pipe and the audit
+/// line; the session's frames reach its connection in memory.
+constexpr double mcp_allocation_budget = 33.5;
 constexpr double mcp_write_budget = 2.5;
 /// The same for one call of a confined one-shot exec tool (bench/oneshot.sh), each run started
 /// by its source's zygote (process/zygote.hpp), measured 2026-11-29: 108 allocations and 4

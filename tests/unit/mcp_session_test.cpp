@@ -130,11 +130,15 @@ TEST_CASE("mcp_session: answers the fast path does not take are the general path
           "[bridge][mcp]") {
     const std::string call =
         R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","arguments":{}}})";
-    SECTION("an object that is no CallToolResult: text and structuredContent") {
-        const auto [frame, answer] =
-            round_trip(call, path::fast, R"({"ok":true,"content":{"a":1}})", path::general);
-        CHECK(answer["result"] == json::parse(R"({"content":[{"type":"text","text":"{\"a\":1}"}],
-                                                 "structuredContent":{"a":1}})"));
+    SECTION("an object that is no CallToolResult: text and structuredContent, either path") {
+        const std::string object = R"({"ok":true,"content":{"a":1,"b":["x\"y",null,true]}})";
+        const auto [frame, answer] = round_trip(call, path::fast, object, path::fast);
+        const auto [g_frame, g_answer] = round_trip(call, path::fast, object, path::general);
+        CHECK(answer == g_answer);
+        CHECK(answer["result"] ==
+              json::parse(
+                  R"({"content":[{"type":"text","text":"{\"a\":1,\"b\":[\"x\\\"y\",null,true]}"}],
+                              "structuredContent":{"a":1,"b":["x\"y",null,true]}})"));
     }
     SECTION("a failure: an isError result naming the code") {
         const auto [frame, answer] = round_trip(

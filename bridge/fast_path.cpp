@@ -46,7 +46,8 @@ mcp_session::mcp_session(settings s, link& l)
 mcp_session::~mcp_session() = default;
 
 bool mcp_session::fast_tools_call(std::string_view line) {
-    if (line.size() > fast_max_bytes || !hello_wait_.empty() || held_ || !link_.connected())
+    if (!settings_.fast_path || line.size() > fast_max_bytes || !hello_wait_.empty() || held_ ||
+        !link_.connected())
         return false;
     simdjson::dom::object msg;
     if (fast_->dom.parse(line.data(), line.size()).get_object().get(msg) != simdjson::SUCCESS)
@@ -132,7 +133,8 @@ bool mcp_session::fast_tools_call(std::string_view line) {
 
 bool mcp_session::fast_tool_result(std::string_view line) {
     constexpr std::string_view head = R"({"type":"tool_result",)";
-    if (line.size() > fast_max_bytes || !line.starts_with(head)) return false;
+    if (!settings_.fast_path || line.size() > fast_max_bytes || !line.starts_with(head))
+        return false;
     std::string& buf = fast_->padded;
     buf.assign(line);
     buf.append(simdjson::SIMDJSON_PADDING, ' ');

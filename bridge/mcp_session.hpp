@@ -41,6 +41,9 @@ struct settings {
     bool all = false;                  ///< --all: deny tools listed too
     bool search = false;               ///< --search: the meta-tools only (§20)
     std::optional<std::string> client; ///< --client: the client profile (§23)
+    /// The fast path of tools/call (fast_path.cpp); false: every message takes the general
+    /// path (for A/B runs and the differential fuzzer, tests/fuzz/fuzz_mcp_session.cpp).
+    bool fast_path = true;
     /// Said after "meithd closed the connection" and the like: what happens next.
     std::string when_down = "; start it again with: meithd";
 };

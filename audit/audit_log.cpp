@@ -215,7 +215,8 @@ audit_log::~audit_log() {
 // ---- Building ---------------------------------------------------------------------------
 
 std::string& audit_log::begin_line() {
-    end_line(); // a line left open by mistake is ended by the next one's start
+    end_line();          // a line left open by mistake is ended by the next one's start
+    in_summary_ = false; // and a summary begun outside a line is dropped
     line_start_ = pending_.size();
     return pending_;
 }

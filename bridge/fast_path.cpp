@@ -10,6 +10,9 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace meith::bridge {
 
 namespace {
@@ -26,6 +29,38 @@ std::string_view trim_right(std::string_view s) {
     while (!s.empty() && is_space(s.back()))
         s.remove_suffix(1);
     return s;
+}
+
+/// True when an object in `e`, at any depth, has a member name twice. nlohmann keeps the last
+/// of them, simdjson both: such JSON takes the general path, so that meithd, its hooks and the
+/// tool never see a value the general path would have dropped.
+bool has_repeated_member(simdjson::dom::element e) {
+    if (e.is_array()) {
+        const simdjson::dom::array items =
+            e.get_array().value_unsafe(); // a copy, not the temporary's
+        for (simdjson::dom::element item : items)
+            if (has_repeated_member(item)) return true;
+        return false;
+    }
+    if (!e.is_object()) return false;
+    const simdjson::dom::object obj = e.get_object().value_unsafe();
+    thread_local std::vector<std::string_view> names;
+    const std::size_t base = names.size(); // the outer objects' names stay below
+    bool repeated = false;
+    for (auto [key, value] : obj) {
+        names.push_back(key);
+        if (has_repeated_member(value)) {
+            repeated = true;
+            break;
+        }
+    }
+    if (!repeated && names.size() - base > 1) {
+        std::sort(names.begin() + static_cast<std::ptrdiff_t>(base), names.end());
+        repeated = std::adjacent_find(names.begin() + static_cast<std::ptrdiff_t>(base),
+                                      names.end()) != names.end();
+    }
+    names.resize(base);
+    return repeated;
 }
 
 } // namespace
@@ -99,7 +134,7 @@ bool mcp_session::fast_tools_call(std::string_view line) {
         if (bit == 0 || (pseen & bit) != 0) return false;
         pseen |= bit;
         if (bit == 1 && value.get_string().get(name) != simdjson::SUCCESS) return false;
-        if (bit == 2 && !value.is_object()) return false;
+        if (bit == 2 && (!value.is_object() || has_repeated_member(value))) return false;
         if (bit == 2) args = value;
     }
     if ((pseen & 1) == 0) return false;
@@ -161,38 +196,44 @@ bool mcp_session::fast_tool_result(std::string_view line) {
     if (result.find_field("content").get(content) != simdjson::SUCCESS ||
         content.type().get(type) != simdjson::SUCCESS)
         return false;
+    // What the answer's result is made of: a string's JSON token, or an object's JSON text
+    // (checked with the DOM, reading it in place: the frame's padding follows it).
+    std::string_view raw;
+    bool call_result = false;
+    if (type == od::json_type::string) {
+        raw = trim_right(content.raw_json_token());
+    } else if (type == od::json_type::object) {
+        od::object object;
+        simdjson::dom::element e, inner;
+        if (content.get_object().get(object) != simdjson::SUCCESS ||
+            object.raw_json().get(raw) != simdjson::SUCCESS)
+            return false;
+        raw = trim_right(raw);
+        if (fast_->dom.parse(raw.data(), raw.size(), false).get(e) != simdjson::SUCCESS ||
+            has_repeated_member(e))
+            return false;
+        // An MCP source's CallToolResult (an object with a `content` array) passes through as
+        // meithd sent it; any other object is the text of its JSON and its structuredContent.
+        call_result = e["content"].get(inner) == simdjson::SUCCESS && inner.is_array();
+    } else {
+        return false;
+    }
     std::string& out = out_text_;
     out.assign(R"({"jsonrpc":"2.0","id":)");
     append_compact(out, p.mcp_id);
     out.append(R"(,"result":)");
     if (type == od::json_type::string) {
         out.append(R"({"content":[{"type":"text","text":)");
-        out.append(trim_right(content.raw_json_token()));
+        out.append(raw);
         out.append("}]}");
-    } else if (type == od::json_type::object) {
-        // An MCP source's CallToolResult (an object with a `content` array) passes through;
-        // any other object is the text of its JSON and the structuredContent.
-        od::object object;
-        od::value inner;
-        od::json_type inner_type;
-        std::string_view raw;
-        if (content.get_object().get(object) != simdjson::SUCCESS) return false;
-        const bool call_result =
-            object.find_field_unordered("content").get(inner) == simdjson::SUCCESS &&
-            inner.type().get(inner_type) == simdjson::SUCCESS && inner_type == od::json_type::array;
-        if (object.reset().error() || object.raw_json().get(raw) != simdjson::SUCCESS) return false;
-        raw = trim_right(raw);
-        if (call_result) {
-            out.append(raw);
-        } else {
-            out.append(R"({"content":[{"type":"text","text":)");
-            protocol::append_json_string(out, raw);
-            out.append(R"(}],"structuredContent":)");
-            out.append(raw);
-            out.push_back('}');
-        }
+    } else if (call_result) {
+        out.append(raw);
     } else {
-        return false;
+        out.append(R"({"content":[{"type":"text","text":)");
+        protocol::append_json_string(out, raw);
+        out.append(R"(}],"structuredContent":)");
+        out.append(raw);
+        out.push_back('}');
     }
     out.append("}\n");
     by_mcp_id_.erase(p.mcp_id.dump());

@@ -12,6 +12,7 @@
 
 #include "bridge/mcp_session.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,35 @@ struct side {
     meith::bridge::mcp_session s;
 };
 
+/// True when an object in `e` has a member name twice (nlohmann would keep only the last).
+bool has_repeated_member(simdjson::dom::element e) {
+    if (e.is_array()) {
+        const simdjson::dom::array items =
+            e.get_array().value_unsafe(); // a copy, not the temporary's
+        for (simdjson::dom::element item : items)
+            if (has_repeated_member(item)) return true;
+        return false;
+    }
+    if (!e.is_object()) return false;
+    std::vector<std::string_view> names;
+    const simdjson::dom::object obj = e.get_object().value_unsafe();
+    for (auto [key, value] : obj) {
+        if (has_repeated_member(value)) return true;
+        names.push_back(key);
+    }
+    std::sort(names.begin(), names.end());
+    return std::adjacent_find(names.begin(), names.end()) != names.end();
+}
+
+/// Checks that `text` repeats no member anywhere: the general path's frames and answers never
+/// do (nlohmann keeps one of each), so neither may the fast path's.
+void check_no_repeats(const std::string& text, const char* what) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element e;
+    check(parser.parse(text).get(e) == simdjson::SUCCESS, "not JSON for simdjson", text);
+    check(!has_repeated_member(e), what, text);
+}
+
 json parse(std::string_view text, const char* what) {
     json j = json::parse(text, nullptr, false);
     check(!j.is_discarded(), what, text);
@@ -92,6 +122,10 @@ json answer_value(const std::string& answer) {
 }
 
 void compare(const side& fast, const side& general) {
+    for (const auto& f : fast.link.frames)
+        check_no_repeats(f, "a frame repeats a member");
+    for (const auto& a : fast.link.answers)
+        check_no_repeats(a, "an answer repeats a member");
     check(fast.link.frames.size() == general.link.frames.size(), "frame counts differ");
     for (std::size_t i = 0; i < fast.link.frames.size(); ++i)
         check(frame_shape(fast.link.frames[i]) == frame_shape(general.link.frames[i]),

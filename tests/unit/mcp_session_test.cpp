@@ -179,3 +179,19 @@ TEST_CASE("mcp_session: a call the fast path sent can be cancelled, and its id r
     REQUIRE(t.link.answers.size() == 2);
     CHECK(t.link.answers[1]["result"]["content"][0]["text"] == "done");
 }
+
+TEST_CASE("mcp_session: JSON with a member named twice takes the general path, which keeps the "
+          "last",
+          "[bridge][mcp]") {
+    // Arguments: meithd, its hooks and the tool must not see a value the general path drops.
+    const auto [frame, answer] = round_trip(
+        R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":[{"p":"/ok","p":"/etc/x"}]}}})",
+        path::general, R"({"ok":true,"content":"x"})", path::fast);
+    CHECK(frame["arguments"] == json::parse(R"({"a":[{"p":"/etc/x"}]})"));
+    // A result whose `content` is named twice: its last decides what it is (here: no
+    // CallToolResult, so text and structuredContent).
+    const auto [f2, a2] = round_trip(
+        R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t"}})", path::fast,
+        R"({"ok":true,"content":{"content":[],"content":"x"}})", path::general);
+    CHECK(a2["result"]["structuredContent"] == json::parse(R"({"content":"x"})"));
+}

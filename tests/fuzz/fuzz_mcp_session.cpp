@@ -10,6 +10,7 @@
 // line of valid JSON — a result's text that is JSON compared as the value it reads.
 #include "fuzz_common.hpp"
 
+#include "../support/recording_link.hpp"
 #include "bridge/mcp_session.hpp"
 
 #include <algorithm>
@@ -20,28 +21,6 @@ using meith::bridge::json;
 using meith::fuzz::check;
 
 namespace {
-
-class recording_link : public meith::bridge::link {
-  public:
-    bool connected() const override { return true; }
-    std::optional<json> connect(const std::string&, const std::string&, std::string&) override {
-        return std::nullopt;
-    }
-    bool send(const std::string& frame, std::string&) override {
-        frames.push_back(frame);
-        return true;
-    }
-    void disconnect() override {}
-    void write_client(std::string_view line) override {
-        check(!line.empty() && line.back() == '\n' && line.find('\n') == line.size() - 1,
-              "an answer is not one line", line);
-        answers.emplace_back(line);
-    }
-    void note(std::string_view) override {}
-
-    std::vector<std::string> frames;
-    std::vector<std::string> answers;
-};
 
 struct side {
     explicit side(bool fast) : s(settings(fast), link) {}
@@ -62,28 +41,32 @@ struct side {
             s.pump();
         }
     }
-    recording_link link;
+    meith::test::recording_link link;
     meith::bridge::mcp_session s;
 };
 
-/// True when an object in `e` has a member name twice (nlohmann would keep only the last).
-bool has_repeated_member(simdjson::dom::element e) {
+/// Members of every object in `e`, counted by simdjson (which keeps a member named twice).
+std::size_t members(simdjson::dom::element e) {
+    std::size_t n = 0;
     if (e.is_array()) {
-        const simdjson::dom::array items =
-            e.get_array().value_unsafe(); // a copy, not the temporary's
+        const simdjson::dom::array items = e.get_array().value_unsafe();
         for (simdjson::dom::element item : items)
-            if (has_repeated_member(item)) return true;
-        return false;
+            n += members(item);
+    } else if (e.is_object()) {
+        const simdjson::dom::object obj = e.get_object().value_unsafe();
+        for (auto [key, value] : obj)
+            n += 1 + members(value);
     }
-    if (!e.is_object()) return false;
-    std::vector<std::string_view> names;
-    const simdjson::dom::object obj = e.get_object().value_unsafe();
-    for (auto [key, value] : obj) {
-        if (has_repeated_member(value)) return true;
-        names.push_back(key);
-    }
-    std::sort(names.begin(), names.end());
-    return std::adjacent_find(names.begin(), names.end()) != names.end();
+    return n;
+}
+
+/// The same counted by nlohmann (which keeps one of them).
+std::size_t members(const json& j) {
+    std::size_t n = 0;
+    if (j.is_array() || j.is_object())
+        for (const auto& item : j)
+            n += (j.is_object() ? 1 : 0) + members(item);
+    return n;
 }
 
 /// Checks that `text` repeats no member anywhere: the general path's frames and answers never
@@ -92,7 +75,9 @@ void check_no_repeats(const std::string& text, const char* what) {
     simdjson::dom::parser parser;
     simdjson::dom::element e;
     check(parser.parse(text).get(e) == simdjson::SUCCESS, "not JSON for simdjson", text);
-    check(!has_repeated_member(e), what, text);
+    const json j = json::parse(text, nullptr, false);
+    check(!j.is_discarded(), "not JSON for nlohmann", text);
+    check(members(e) == members(j), what, text);
 }
 
 json parse(std::string_view text, const char* what) {
@@ -126,6 +111,8 @@ void compare(const side& fast, const side& general) {
         check_no_repeats(f, "a frame repeats a member");
     for (const auto& a : fast.link.answers)
         check_no_repeats(a, "an answer repeats a member");
+    check(fast.link.not_one_line == 0 && general.link.not_one_line == 0,
+          "an answer is not one line");
     check(fast.link.frames.size() == general.link.frames.size(), "frame counts differ");
     for (std::size_t i = 0; i < fast.link.frames.size(); ++i)
         check(frame_shape(fast.link.frames[i]) == frame_shape(general.link.frames[i]),

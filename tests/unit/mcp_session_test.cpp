@@ -1,6 +1,7 @@
 // mcp_session's fast path (bridge/fast_path.cpp) against its general path: the same MCP
 // messages in the plain shape and in shapes only the general path takes must give the same
 // frames to meithd and the same answers to the client. A recording link stands in for both.
+#include "../support/recording_link.hpp"
 #include "bridge/mcp_session.hpp"
 
 #include <catch2/catch.hpp>
@@ -13,31 +14,8 @@ using meith::bridge::mcp_session;
 
 namespace {
 
-class recording_link : public meith::bridge::link {
-  public:
-    bool connected() const override { return true; }
-    std::optional<json> connect(const std::string&, const std::string&, std::string&) override {
-        return std::nullopt;
-    }
-    bool send(const std::string& frame, std::string&) override {
-        frames.push_back(json::parse(frame));
-        return true;
-    }
-    void disconnect() override {}
-    void write_client(std::string_view line) override {
-        REQUIRE(!line.empty());
-        REQUIRE(line.back() == '\n');
-        REQUIRE(line.find('\n') == line.size() - 1);
-        answers.push_back(json::parse(line));
-    }
-    void note(std::string_view) override {}
-
-    std::vector<json> frames;
-    std::vector<json> answers;
-};
-
 struct session {
-    recording_link link;
+    meith::test::recording_link link;
     mcp_session s{meith::bridge::settings{}, link};
 
     void client(const std::string& line) {
@@ -51,11 +29,18 @@ struct session {
     /// The last frame sent, without its requestId (which differs from call to call).
     json last_frame() {
         REQUIRE(!link.frames.empty());
-        json f = link.frames.back();
+        json f = json::parse(link.frames.back());
         f.erase("requestId");
         return f;
     }
-    std::string last_rid() { return link.frames.back()["requestId"].get<std::string>(); }
+    std::string last_rid() {
+        return json::parse(link.frames.back())["requestId"].get<std::string>();
+    }
+    json frame(std::size_t i) const { return json::parse(link.frames.at(i)); }
+    json answer(std::size_t i) const {
+        CHECK(link.not_one_line == 0);
+        return json::parse(link.answers.at(i));
+    }
     /// meithd's tool_result for the last call, with `result` (a ToolResult) as text; written
     /// with "result" before "requestId" it takes the general path.
     void result(const std::string& result_json, bool result_first = false) {
@@ -79,7 +64,7 @@ std::pair<json, json> round_trip(const std::string& line, path call, const std::
     t.result(result_json, answer == path::general);
     CHECK(t.s.fast_answers() == (answer == path::fast ? 1u : 0u));
     REQUIRE(t.link.answers.size() == 1);
-    return {frame, t.link.answers.back()};
+    return {frame, t.answer(0)};
 }
 
 } // namespace
@@ -163,11 +148,11 @@ TEST_CASE("mcp_session: a call the fast path sent can be cancelled, and its id r
     // The same id again while it is in flight: refused by the general path.
     t.client(R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow"}})");
     REQUIRE(t.link.answers.size() == 1);
-    CHECK(t.link.answers[0]["error"]["code"] == -32600);
+    CHECK(t.answer(0)["error"]["code"] == -32600);
     t.client(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}})");
     REQUIRE(t.link.frames.size() == 2);
-    CHECK(t.link.frames[1]["type"] == "cancel_tool_call");
-    CHECK(t.link.frames[1]["requestId"] == rid);
+    CHECK(t.frame(1)["type"] == "cancel_tool_call");
+    CHECK(t.frame(1)["requestId"] == rid);
     // The cancelled call's answer is not sent (MCP: cancelled requests get no response).
     t.s.on_daemon_frame(R"({"type":"tool_result","requestId":")" + rid +
                         R"(","result":{"ok":true,"content":"late"}})");
@@ -177,7 +162,7 @@ TEST_CASE("mcp_session: a call the fast path sent can be cancelled, and its id r
     CHECK(t.link.frames.size() == 3);
     t.result(R"({"ok":true,"content":"done"})");
     REQUIRE(t.link.answers.size() == 2);
-    CHECK(t.link.answers[1]["result"]["content"][0]["text"] == "done");
+    CHECK(t.answer(1)["result"]["content"][0]["text"] == "done");
 }
 
 TEST_CASE("mcp_session: JSON with a member named twice takes the general path, which keeps the "

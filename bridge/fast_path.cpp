@@ -63,29 +63,29 @@ bool has_repeated_member(simdjson::dom::element e) {
     return repeated;
 }
 
-} // namespace
-
-struct mcp_session::fast_parsers {
+/// simdjson's parsers and a padded copy of a frame, one set per thread: a parser keeps the
+/// capacity of the largest document it read (at most fast_max_bytes here), so one set serves
+/// every session of the thread — meithd's I/O thread runs them all — instead of one each. Not
+/// reentrant: nothing read from them is used after the session calls its link.
+struct fast_parsers {
     simdjson::dom::parser dom;
     simdjson::ondemand::parser on_demand;
-    std::string padded; ///< a frame with simdjson's padding after it
+    std::string padded;
 };
 
-mcp_session::mcp_session(settings s, link& l)
-    : settings_(std::move(s)), link_(l),
-      ids_(protocol::request_id_generator::process_prefix("mcp")), search_mode_(settings_.search),
-      fast_(std::make_unique<fast_parsers>()) {
-    in_.scan_oversized({"id"}); // an over-long request is still answered by its id
+fast_parsers& parsers() {
+    thread_local fast_parsers p;
+    return p;
 }
 
-mcp_session::~mcp_session() = default;
+} // namespace
 
 bool mcp_session::fast_tools_call(std::string_view line) {
     if (!settings_.fast_path || line.size() > fast_max_bytes || !hello_wait_.empty() || held_ ||
         !link_.connected())
         return false;
     simdjson::dom::object msg;
-    if (fast_->dom.parse(line.data(), line.size()).get_object().get(msg) != simdjson::SUCCESS)
+    if (parsers().dom.parse(line.data(), line.size()).get_object().get(msg) != simdjson::SUCCESS)
         return false;
     // Exactly these four members, each once.
     std::string_view jsonrpc, method;
@@ -170,12 +170,13 @@ bool mcp_session::fast_tool_result(std::string_view line) {
     constexpr std::string_view head = R"({"type":"tool_result",)";
     if (!settings_.fast_path || line.size() > fast_max_bytes || !line.starts_with(head))
         return false;
-    std::string& buf = fast_->padded;
+    std::string& buf = parsers().padded;
     buf.assign(line);
     buf.append(simdjson::SIMDJSON_PADDING, ' ');
     namespace od = simdjson::ondemand;
     od::document doc;
-    if (fast_->on_demand.iterate(simdjson::padded_string_view(buf.data(), line.size(), buf.size()))
+    if (parsers()
+            .on_demand.iterate(simdjson::padded_string_view(buf.data(), line.size(), buf.size()))
             .get(doc) != simdjson::SUCCESS)
         return false;
     // meithd writes the members in this order (protocol/server_frames.cpp); find_field only
@@ -209,7 +210,7 @@ bool mcp_session::fast_tool_result(std::string_view line) {
             object.raw_json().get(raw) != simdjson::SUCCESS)
             return false;
         raw = trim_right(raw);
-        if (fast_->dom.parse(raw.data(), raw.size(), false).get(e) != simdjson::SUCCESS ||
+        if (parsers().dom.parse(raw.data(), raw.size(), false).get(e) != simdjson::SUCCESS ||
             has_repeated_member(e))
             return false;
         // An MCP source's CallToolResult (an object with a `content` array) passes through as

@@ -15,7 +15,6 @@
 
 #include <chrono>
 #include <map>
-#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -74,10 +73,12 @@ class link {
 
 class mcp_session {
   public:
-    mcp_session(settings s, link& l);
-    ~mcp_session();
-    mcp_session(const mcp_session&) = delete;
-    mcp_session& operator=(const mcp_session&) = delete;
+    mcp_session(settings s, link& l)
+        : settings_(std::move(s)), link_(l),
+          ids_(protocol::request_id_generator::process_prefix("mcp")),
+          search_mode_(settings_.search) {
+        in_.scan_oversized({"id"}); // an over-long request is still answered by its id
+    }
 
     // ---- driving it -----------------------------------------------------------------------
 
@@ -286,7 +287,6 @@ class mcp_session {
     /// another object as the text of its JSON (meithd's compact text) and its
     /// structuredContent; false (nothing done) otherwise.
     bool fast_tool_result(std::string_view line);
-    struct fast_parsers; ///< simdjson's parsers and a padded buffer, reused
 
     /// tasks/get, tasks/result, tasks/cancel, tasks/list (2025-11-25 basic/utilities/tasks).
     void task_request(const json& id, const std::string& method, const json& params);
@@ -325,7 +325,6 @@ class mcp_session {
     std::map<std::string, listen_state> listens_; ///< subscriptions/listen by id (JSON text)
     std::string out_text_;   ///< an answer's text, the buffer reused from call to call
     std::string frame_text_; ///< a tool_call frame's text, reused likewise
-    std::unique_ptr<fast_parsers> fast_;
     std::uint64_t fast_calls_ = 0;
     std::uint64_t fast_answers_ = 0;
     task_table tasks_; ///< task-augmented calls (tasks.hpp)

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace meith::audit::detail {
@@ -39,7 +40,13 @@ std::size_t utf8_lead_bytes(std::string_view s);
 /// Number of bytes of the UTF-8 sequence starting at s[i], or 1 for an invalid byte.
 std::size_t utf8_sequence_length(std::string_view s, std::size_t i);
 
-/// False when no value rule can match `text` (no trigger byte): most strings skip RE2.
+/// False when no value rule can match `text` (redactor.cpp tells how it decides without the
+/// automaton): most strings skip RE2.
 bool may_match(std::string_view text);
+
+/// `text` with the exact secrets and then every value rule applied in order, none skipped (no
+/// may_match, no automaton, no key-word test): what may_match's false promises changes
+/// nothing. For tests and the fuzzer; compiles its own rules at the first call.
+std::string redact_by_every_rule(std::string_view text);
 
 } // namespace meith::audit::detail

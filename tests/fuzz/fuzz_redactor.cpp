@@ -4,12 +4,14 @@
 // is, so also wrapped as a JSON string and as the value of a fuzz-chosen key), and as lines
 // of a child's stderr (pem_block_filter). Invariants: every summary is valid JSON under
 // max_summary_bytes; the copy fast path, the padded parse and the DOM walk give the same
-// bytes; a value under a secret key is redacted; redact_text keeps valid UTF-8 valid; a PEM
-// BEGIN line is always withheld. Summaries use the default limits or small ones (cuts),
-// chosen by the input's last bit.
+// bytes; a value under a secret key is redacted; redact_text keeps valid UTF-8 valid; where
+// the prefilter (detail::may_match) says no rule can match, every rule run in full changes
+// nothing; a PEM BEGIN line is always withheld. Summaries use the default limits or small
+// ones (cuts), chosen by the input's last bit.
 #include "fuzz_common.hpp"
 
 #include "audit/redactor.hpp"
+#include "audit/redactor_detail.hpp"
 #include "protocol/json_writer.hpp"
 
 #include <fuzzer/FuzzedDataProvider.h>
@@ -92,6 +94,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string redacted = r.redact_text(text);
     if (proto::is_valid_utf8(text))
         check(proto::is_valid_utf8(redacted), "redact_text broke valid UTF-8", redacted);
+    // Where the prefilter says no rule can match, none does: every rule, nothing skipped.
+    if (!meith::audit::detail::may_match(text))
+        check(meith::audit::detail::redact_by_every_rule(text) == text,
+              "may_match said no rule matches, but a rule changes the text", text);
 
     // Summaries cost ~100 µs a string here (each is taken four ways): the input's last bit
     // picks the limits instead of running both.

@@ -2,6 +2,7 @@
 // that must survive, plus the cutting rules and the validity of every summary.
 #include "audit/redacting_sink.hpp"
 #include "audit/redactor.hpp"
+#include "audit/redactor_detail.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -648,6 +649,46 @@ TEST_CASE("short strings skip the rules only where no rule can match them", "[re
     // Identifiers of every day stay as they are.
     for (const std::string s : {"t_echo", "req-17", "read_file", "xoxb-12345678", "c0-000123"})
         CHECK(r.redact_text(s) == s);
+}
+
+TEST_CASE("text with only separators and spaces skips the automaton unless a rule's word or a "
+          "secret key is there",
+          "[redactor]") {
+    // may_match decides without RE2 for text whose only trigger bytes are ':', '=', spaces and
+    // tabs: the auth-scheme and AWS-secret rules need their words, the key=value rule a secret
+    // key before a separator. Every case is also run through every rule with nothing skipped.
+    namespace detail = meith::audit::detail;
+    const auto& r = default_redactor();
+    for (const std::string s :
+         {"Echo: 12:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "the build finished: status=ok, 42 files",
+          "tokens=100 maxtokens: 42", "author: bob", R"("user" : "bob")", "\"passw\\ord\": x",
+          "a = b = c", "x:y:z=1", ": = :"}) {
+        INFO(s);
+        CHECK_FALSE(detail::may_match(s));
+        CHECK(detail::redact_by_every_rule(s) == s);
+        CHECK(r.redact_text(s) == s);
+    }
+    struct text_case {
+        const char* input;
+        const char* expected;
+    };
+    const std::vector<text_case> caught = {
+        {"my.password : hunter2xyz", "my.password : [REDACTED]"},
+        {"Echo: token=hunter2xyz", "Echo: token=[REDACTED]"},
+        {R"(note "db pass": "hunter2xyz")", R"(note "db pass": "[REDACTED]")"},
+        {"note 'api key'\t=\thunter2xyz", "note 'api key'\t=\t[REDACTED]"},
+        {"ab:cd:password=hunter2xyz", "ab:cd:password=[REDACTED]"},
+        {"authorization: Bearer abc123def", "authorization: Bearer [REDACTED]"},
+        {"header: BASIC dXNlcjpwYXNz", "header: BASIC [REDACTED]"},
+        {"aws secret key = abcdefghij0123456789ABCDEFGHIJ0123456789",
+         "aws secret key = [REDACTED]"},
+    };
+    for (const auto& c : caught) {
+        INFO(c.input);
+        CHECK(detail::may_match(c.input));
+        CHECK(r.redact_text(c.input) == c.expected);
+        CHECK(detail::redact_by_every_rule(c.input) == c.expected);
+    }
 }
 
 TEST_CASE("remembered answers for short texts are the right ones, collisions included",

@@ -538,8 +538,9 @@ struct redactor::impl {
     ///    key_value_trigger (most ids and names: "t_echo", "req-17");
     ///  * or no token rule can match (its bytes absent, or too short) and no '@' (URL
     ///    credentials), so only the auth-scheme, AWS-secret and key=value rules are left: the
-    ///    first two need their words ("bearer", "basic", "aws"), the last a secret key before
-    ///    one of its separators (secret_key_before_separator). Most prose and messages
+    ///    first two need their words ("bearer", "basic", "aws"; looked for in ASCII text
+    ///    only), the last a secret key before one of its separators
+    ///    (secret_key_before_separator). Most prose and messages
     ///    ("Echo: 12:ab", "status=ok") end here; it costs a pass over the text, the automaton
     ///    ~10 ns a byte and a copy (docs/benchmarks.md (e)).
     /// tests/fuzz/fuzz_redactor checks that every rule, run without this test, changes nothing
@@ -548,13 +549,17 @@ struct redactor::impl {
         if (holds_exact(text)) return true;
         bool separator_or_space = false; // key_value_trigger
         bool token = false;              // value_rule_trigger's other bytes
+        bool non_ascii = false;
         for (unsigned char c : text) {
             separator_or_space |= key_value_trigger[c];
             token |= value_rule_trigger[c] && !key_value_trigger[c];
+            non_ascii |= c >= 0x80;
         }
         if (!separator_or_space) return token && text.size() >= min_token_match;
         if (token && (text.size() >= min_token_match || text.find('@') != text.npos)) return true;
-        return names_auth_scheme_or_aws(text) || secret_key_before_separator(text);
+        // RE2 folds case by Unicode: (?i:basic) also matches "baſic" (U+017F), so the words
+        // are looked for in ASCII text only.
+        return non_ascii || names_auth_scheme_or_aws(text) || secret_key_before_separator(text);
     }
 
     std::string redact(std::string_view text) const {

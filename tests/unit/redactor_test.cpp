@@ -680,6 +680,8 @@ TEST_CASE("text with only separators and spaces skips the automaton unless a rul
         {"ab:cd:password=hunter2xyz", "ab:cd:password=[REDACTED]"},
         {"authorization: Bearer abc123def", "authorization: Bearer [REDACTED]"},
         {"header: BASIC dXNlcjpwYXNz", "header: BASIC [REDACTED]"},
+        // RE2 folds case by Unicode: a long s (U+017F) is an 's' to (?i:basic).
+        {"header: ba\u017Fic dXNlcjpwYXNz", "header: ba\u017Fic [REDACTED]"},
         {"aws secret key = abcdefghij0123456789ABCDEFGHIJ0123456789",
          "aws secret key = [REDACTED]"},
     };

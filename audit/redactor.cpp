@@ -106,8 +106,9 @@ bool names_auth_scheme_or_aws(std::string_view text) {
 /// whose key is secret (secret_key), and the key before a separator (':' or '=', after
 /// optional spaces or tabs) is fixed by its last byte — a quoted key ("…" or '…', at most 64
 /// bytes without a backslash or newline) when that is a quote, else the run of key bytes
-/// ([A-Za-z0-9_.-], ending in a letter or digit) before it. The rule's search never starts
-/// inside such a run (it resumes after a word), so each key it can take is one of these.
+/// ([A-Za-z0-9_.-], ending in a letter or digit) before it. Until the rule first changes the
+/// text its search never starts inside such a run (it resumes after a word), so each key it
+/// can take before that is one of these.
 bool secret_key_before_separator(std::string_view text) {
     for (std::size_t i = 0; i < text.size(); ++i) {
         if (text[i] != ':' && text[i] != '=') continue;

@@ -682,6 +682,7 @@ TEST_CASE("text with only separators and spaces skips the automaton unless a rul
         {"header: BASIC dXNlcjpwYXNz", "header: BASIC [REDACTED]"},
         // RE2 folds case by Unicode: a long s (U+017F) is an 's' to (?i:basic).
         {"header: ba\u017Fic dXNlcjpwYXNz", "header: ba\u017Fic [REDACTED]"},
+        {"aw\u017F key 0123456789abcdefghij0123456789abcdefghij", "aw\u017F key [REDACTED]"},
         {"aws secret key = abcdefghij0123456789ABCDEFGHIJ0123456789",
          "aws secret key = [REDACTED]"},
     };

@@ -85,6 +85,58 @@ bool is_alnum(char c) {
     return is_lower(c) || is_upper(c) || is_digit(c);
 }
 
+/// Whether a token-format rule (PEM, JWT, AWS ids, GitHub, GitLab, Slack, OpenAI, Anthropic,
+/// Google, Stripe: impl() lists them; none folds case) could match `text`: each begins with a
+/// literal this looks for — "-----BEGIN", "eyJ", an 'A' and 19 more of [0-9A-Z] (AWS ids),
+/// "AIza", "gh[pousr]_", "github_pat_", "glpat-", "xox", "xapp-", "sk-", "sk_", "rk_", "pk_".
+/// A new token rule must add its literal here: tests/fuzz/fuzz_redactor runs every rule where
+/// this says none can match.
+bool may_hold_token(std::string_view text) {
+    auto at = [&](std::size_t i, std::string_view literal) {
+        return text.compare(i, literal.size(), literal) == 0;
+    };
+    auto upper_or_digit = [](char c) { return is_upper(c) || is_digit(c); };
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        switch (text[i]) {
+        case '-':
+            if (at(i, "-----BEGIN")) return true;
+            break;
+        case 'e':
+            if (at(i, "eyJ")) return true;
+            break;
+        case 'A':
+            if (at(i, "AIza")) return true;
+            if (text.size() - i >= 20 &&
+                std::all_of(text.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                            text.begin() + static_cast<std::ptrdiff_t>(i) + 20, upper_or_digit))
+                return true;
+            break;
+        case 'g':
+            if (text.size() - i >= 4 && text[i + 1] == 'h' &&
+                std::string_view("pousr").find(text[i + 2]) != std::string_view::npos &&
+                text[i + 3] == '_')
+                return true;
+            if (at(i, "github_pat_") || at(i, "glpat-")) return true;
+            break;
+        case 'x':
+            if (at(i, "xox") || at(i, "xapp-")) return true;
+            break;
+        case 's':
+            if (at(i, "sk-") || at(i, "sk_")) return true;
+            break;
+        case 'r':
+            if (at(i, "rk_")) return true;
+            break;
+        case 'p':
+            if (at(i, "pk_")) return true;
+            break;
+        default:
+            break;
+        }
+    }
+    return false;
+}
+
 /// Whether `text` holds, in any case, "bearer" or "basic" (the auth-scheme rules) or "aws"
 /// (the AWS-secret rule): each of those rules needs its word.
 bool names_auth_scheme_or_aws(std::string_view text) {
@@ -537,10 +589,10 @@ struct redactor::impl {
     /// False when no rule can match `text`, decided without the automaton:
     ///  * no byte of value_rule_trigger, or shorter than `min_token_match` without a byte of
     ///    key_value_trigger (most ids and names: "t_echo", "req-17");
-    ///  * or no token rule can match (its bytes absent, or too short) and no '@' (URL
-    ///    credentials), so only the auth-scheme, AWS-secret and key=value rules are left: the
-    ///    first two need their words ("bearer", "basic", "aws"; looked for in ASCII text
-    ///    only), the last a secret key before one of its separators
+    ///  * or no token rule can match (its bytes absent, too short, or no token's literal:
+    ///    may_hold_token) and no '@' (URL credentials), so only the auth-scheme, AWS-secret and
+    ///    key=value rules are left: the first two need their words ("bearer", "basic", "aws";
+    ///    looked for in ASCII text only), the last a secret key before one of its separators
     ///    (secret_key_before_separator). Most prose and messages
     ///    ("Echo: 12:ab", "status=ok") end here; it costs a pass over the text, the automaton
     ///    ~10 ns a byte and a copy (docs/benchmarks.md (e)).
@@ -556,8 +608,9 @@ struct redactor::impl {
             token |= value_rule_trigger[c] && !key_value_trigger[c];
             non_ascii |= c >= 0x80;
         }
-        if (!separator_or_space) return token && text.size() >= min_token_match;
-        if (token && (text.size() >= min_token_match || text.find('@') != text.npos)) return true;
+        if (token && text.size() >= min_token_match && may_hold_token(text)) return true;
+        if (!separator_or_space) return false;
+        if (token && text.find('@') != text.npos) return true; // URL credentials
         // RE2 folds case by Unicode: (?i:basic) also matches "baſic" (U+017F), so the words
         // are looked for in ASCII text only.
         return non_ascii || names_auth_scheme_or_aws(text) || secret_key_before_separator(text);

@@ -113,6 +113,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto end = text.find('\n', start);
         if (end == std::string_view::npos) end = text.size();
         const auto line = text.substr(start, end - start);
+        if (!meith::audit::detail::may_match(line))
+            check(meith::audit::detail::redact_by_every_rule(line) == line,
+                  "may_match said no rule matches a line, but a rule changes it", line);
         const auto shown = pem.filter(line);
         const auto begin = line.find("-----BEGIN ");
         if (begin != std::string_view::npos &&

@@ -651,18 +651,21 @@ TEST_CASE("short strings skip the rules only where no rule can match them", "[re
         CHECK(r.redact_text(s) == s);
 }
 
-TEST_CASE("text with only separators and spaces skips the automaton unless a rule's word or a "
-          "secret key is there",
+TEST_CASE("text skips the automaton unless a token's literal, a rule's word or a secret key "
+          "before a separator is there",
           "[redactor]") {
-    // may_match decides without RE2 for text whose only trigger bytes are ':', '=', spaces and
-    // tabs: the auth-scheme and AWS-secret rules need their words, the key=value rule a secret
-    // key before a separator. Every case is also run through every rule with nothing skipped.
+    // may_match decides without RE2: the token rules need their literals ("ghp_", "sk-", …),
+    // the auth-scheme and AWS-secret rules their words, the key=value rule a secret key before
+    // a separator. Every case is also run through every rule with nothing skipped.
     namespace detail = meith::audit::detail;
     const auto& r = default_redactor();
     for (const std::string s :
          {"Echo: 12:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "the build finished: status=ok, 42 files",
           "tokens=100 maxtokens: 42", "author: bob", R"("user" : "bob")", "\"passw\\ord\": x",
-          "a = b = c", "x:y:z=1", ": = :"}) {
+          "a = b = c", "x:y:z=1", ": = :",
+          // '-' and '_' without a token's literal: ids, paths, UUIDs
+          "mcp_27736_101299:101297", "/home/u/my-project/src_dir/file-name.txt",
+          "123e4567-e89b-12d3-a456-426614174000", "ABCDEFGHIJKLMNOPQRS-AKIA_IOSFODNN7EXAMP"}) {
         INFO(s);
         CHECK_FALSE(detail::may_match(s));
         CHECK(detail::redact_by_every_rule(s) == s);
@@ -686,6 +689,33 @@ TEST_CASE("text with only separators and spaces skips the automaton unless a rul
         {"aws secret key = abcdefghij0123456789ABCDEFGHIJ0123456789",
          "aws secret key = [REDACTED]"},
     };
+    // Every token format, alone, is seen by the prefilter.
+    for (const auto& token : {aws_key_id,
+                              aws_session_key_id,
+                              gh_pat,
+                              gh_oauth,
+                              gh_user,
+                              gh_server,
+                              gh_refresh,
+                              gh_fine,
+                              gitlab,
+                              slack_bot,
+                              slack_user,
+                              slack_app,
+                              openai,
+                              openai_proj,
+                              anthropic,
+                              google,
+                              stripe_secret,
+                              stripe_test,
+                              stripe_restricted,
+                              stripe_publishable,
+                              jwt,
+                              pem}) {
+        INFO(token);
+        CHECK(detail::may_match(token));
+        CHECK(r.redact_text(token) != token);
+    }
     for (const auto& c : caught) {
         INFO(c.input);
         CHECK(detail::may_match(c.input));

@@ -14,9 +14,11 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace meith::schema {
@@ -121,6 +123,109 @@ bool accepts_any_object(const nlohmann::json& schema) {
     }
     return true;
 }
+
+// ---- the flat shape -----------------------------------------------------------------------
+
+/// The inputSchema most tools have — an object whose properties each name one primitive type
+/// (or none), some required, additional ones allowed or not — as a list checked straight on
+/// the arguments. It only ever accepts: anything it does not find plainly valid (a missing
+/// property, a type that differs, 1.0 for an integer) is left to valijson, which decides and
+/// explains. tests/fuzz/fuzz_schema holds it to valijson.
+struct flat_shape {
+    enum class kind : std::uint8_t { any, string, integer, number, boolean, null };
+    std::vector<std::pair<std::string, kind>> properties;
+    std::vector<std::string> required;
+    bool closed = false; ///< additionalProperties: false
+
+    /// The schema's flat shape; nullopt for any keyword outside it (a `default`, a `format`,
+    /// a nested object, a `$ref`, …).
+    static std::optional<flat_shape> of(const json& schema) {
+        flat_shape shape;
+        for (const auto& [key, value] : schema.items()) {
+            if (key == "description" || key == "title" || key == "$schema" || key == "$id" ||
+                key == "examples")
+                continue;
+            if (key == "type" && value == "object") continue;
+            if (key == "additionalProperties" && value.is_boolean()) {
+                shape.closed = !value.get<bool>();
+                continue;
+            }
+            if (key == "required" && value.is_array()) {
+                for (const auto& name : value) {
+                    if (!name.is_string()) return std::nullopt;
+                    shape.required.push_back(name.get<std::string>());
+                }
+                continue;
+            }
+            if (key == "properties" && value.is_object()) {
+                for (const auto& [name, sub] : value.items()) {
+                    const auto k = property_kind(sub);
+                    if (!k) return std::nullopt;
+                    shape.properties.emplace_back(name, *k);
+                }
+                continue;
+            }
+            return std::nullopt;
+        }
+        return shape;
+    }
+
+    static std::optional<kind> property_kind(const json& sub) {
+        if (!sub.is_object()) return std::nullopt; // `true`/`false` subschemas: valijson's
+        kind k = kind::any;
+        for (const auto& [key, value] : sub.items()) {
+            if (key == "description" || key == "title" || key == "examples") continue;
+            if (key != "type" || !value.is_string()) return std::nullopt;
+            const auto& t = value.get_ref<const std::string&>();
+            if (t == "string")
+                k = kind::string;
+            else if (t == "integer")
+                k = kind::integer;
+            else if (t == "number")
+                k = kind::number;
+            else if (t == "boolean")
+                k = kind::boolean;
+            else if (t == "null")
+                k = kind::null;
+            else
+                return std::nullopt;
+        }
+        return k;
+    }
+
+    static bool has(kind k, simdjson::dom::element v) {
+        using t = simdjson::dom::element_type;
+        switch (k) {
+        case kind::any:
+            return true;
+        case kind::string:
+            return v.type() == t::STRING;
+        case kind::integer:
+            return v.type() == t::INT64 || v.type() == t::UINT64;
+        case kind::number:
+            return v.type() == t::INT64 || v.type() == t::UINT64 || v.type() == t::DOUBLE;
+        case kind::boolean:
+            return v.type() == t::BOOL;
+        case kind::null:
+            return v.type() == t::NULL_VALUE;
+        }
+        return false;
+    }
+
+    /// True when `args` is plainly valid; false leaves the decision to valijson.
+    bool accepts(simdjson::dom::element args) const {
+        simdjson::dom::object obj;
+        if (args.get_object().get(obj) != simdjson::SUCCESS) return false;
+        for (auto field : obj) {
+            const auto p = std::find_if(properties.begin(), properties.end(),
+                                        [&](const auto& e) { return e.first == field.key; });
+            if (p == properties.end() ? closed : !has(p->second, field.value)) return false;
+        }
+        for (const auto& name : required)
+            if (obj.at_key(name).error() != simdjson::SUCCESS) return false;
+        return true;
+    }
+};
 
 // ---- compile-time checks and the rewrite --------------------------------------------------
 
@@ -333,6 +438,8 @@ struct schema_validator::compiled {
     json document; // valijson's schema keeps references into it
     valijson::Schema schema;
     extras x;
+    /// The top-level schema's flat shape, when it has one: checked before valijson.
+    std::optional<flat_shape> flat;
     /// The top-level `properties` that have a `default`, with it: filled into the arguments
     /// before they are validated when they are missing, as the servers' own validators do
     /// (docs/protocol.md §3 "Defaults").
@@ -495,6 +602,7 @@ schema_validator::compile_result schema_validator::compile(std::string_view sche
         const json original = c->document;
         compile_context ctx{original, c->subschemas, {}, 0};
         c->build(ctx);
+        c->flat = flat_shape::of(original);
         if (const auto props = original.find("properties");
             props != original.end() && props->is_object())
             for (const auto& [name, sub] : props->items())
@@ -520,6 +628,16 @@ std::optional<std::string> lazy_validator::validate(simdjson::dom::element args)
 
 std::optional<std::string> schema_validator::validate(simdjson::dom::element args,
                                                       std::string_view head) const {
+    if (compiled_->flat && compiled_->flat->accepts(args)) return std::nullopt;
+    return validate_fully(args, head);
+}
+
+bool schema_validator::has_flat_shape() const {
+    return compiled_->flat.has_value();
+}
+
+std::optional<std::string> schema_validator::validate_fully(simdjson::dom::element args,
+                                                            std::string_view head) const {
     std::size_t nodes = 0;
     json target = to_nlohmann(args, nodes);
     if (target.is_object())

@@ -6,7 +6,8 @@
 // validated. Invariants: neither throws nor crashes (this target found unbounded recursion
 // with {"$ref":"#"} and std::regex patterns, hence the rewrite to RE2 and the guard); a
 // failure message says what it is about and stays small (the explaining second run and the
-// quoting of argument text are fuzzed too).
+// quoting of argument text are fuzzed too); a schema of the flat shape that validate checks
+// without valijson decides as valijson does.
 #include "fuzz_common.hpp"
 
 #include "schema/validator.hpp"
@@ -45,6 +46,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (...) {
         check(false, "schema_validator::validate threw", input);
     }
+    // The flat shape's shortcut accepts only what valijson accepts.
+    if (compiled.validator->has_flat_shape())
+        check(message.has_value() == compiled.validator->validate_fully(args).has_value(),
+              "the flat shape and valijson disagree", input);
     if (message) {
         check(message->rfind("arguments ", 0) == 0, "a validation message of another kind",
               *message);

@@ -1193,6 +1193,52 @@ TEST_CASE("schema_validator: schemas accepting every object compile to no valida
     }
 }
 
+TEST_CASE("schema_validator: a flat schema accepts plain arguments without valijson and leaves "
+          "every doubt to it",
+          "[schema][validate]") {
+    // The shape zod and most servers give their tools: primitive-typed properties, some
+    // required, additionalProperties false. Each case is decided as valijson decides it.
+    auto res = schema_validator::compile(
+        R"({"type":"object","properties":{"message":{"type":"string","description":"m"},)"
+        R"("n":{"type":"integer"},"x":{"type":"number"},"b":{"type":"boolean"},"any":{}},)"
+        R"("required":["message"],"additionalProperties":false,)"
+        R"("$schema":"http://json-schema.org/draft-07/schema#"})");
+    REQUIRE(res.validator);
+    CHECK(res.validator->has_flat_shape());
+    simdjson::dom::parser parser;
+    auto check = [&](std::string_view args) {
+        simdjson::padded_string padded(args);
+        simdjson::dom::element el;
+        REQUIRE(parser.parse(padded).get(el) == simdjson::SUCCESS);
+        const auto fast = res.validator->validate(el);
+        CHECK(fast == res.validator->validate_fully(el));
+        return fast;
+    };
+    CHECK_FALSE(check(R"({"message":"hi"})"));
+    CHECK_FALSE(check(R"({"message":"hi","n":-3,"x":2.5,"b":false,"any":[{}]})"));
+    CHECK_FALSE(check(R"({"message":"hi","x":7})"));
+    const auto missing = check(R"({"n":1})");
+    REQUIRE(missing);
+    CHECK(missing->find("missing required property 'message'") != std::string::npos);
+    CHECK(check(R"({"message":"hi","n":1.5})"));
+    CHECK(check(R"({"message":"hi","n":1.0})")); // valijson: 1.0 is not an integer
+    CHECK(check(R"({"message":3})"));
+    CHECK(check(R"({"message":"hi","other":1})"));
+    CHECK(check(R"(["message"])"));
+    // Anything outside the shape is valijson's alone.
+    for (const std::string schema :
+         {R"({"type":"object","properties":{"s":{"type":"string","minLength":1}}})",
+          R"({"type":"object","properties":{"s":{"type":"string","default":"a"}}})",
+          R"({"type":"object","properties":{"o":{"type":"object"}}})",
+          R"({"type":"object","properties":{"s":{"type":["string","null"]}}})",
+          R"({"type":"object","properties":{"s":{"type":"string"}},"additionalProperties":{}})"}) {
+        CAPTURE(schema);
+        auto other = schema_validator::compile(schema);
+        REQUIRE(other.validator);
+        CHECK_FALSE(other.validator->has_flat_shape());
+    }
+}
+
 TEST_CASE("schema_validator: a required property with a default may be left out, as the "
           "server's own validator fills it",
           "[schema][validate]") {

@@ -616,39 +616,62 @@ struct redactor::impl {
         return non_ascii || names_auth_scheme_or_aws(text) || secret_key_before_separator(text);
     }
 
-    std::string redact(std::string_view text) const {
-        if (!may_match(text)) return std::string(text);
-        if (text.size() > max_memo_text) return redact_uncached(text);
-        return memo_of(text);
+    /// The first, cheapest test of may_match: an exact secret, or a byte some rule needs
+    /// (value_rule_trigger; key_value_trigger's only, under min_token_match bytes).
+    static bool has_trigger(std::string_view text) {
+        if (holds_exact(text)) return true;
+        const auto& trigger =
+            text.size() < min_token_match ? key_value_trigger : detail::value_rule_trigger;
+        for (unsigned char c : text)
+            if (trigger[c]) return true;
+        return false;
     }
 
-    /// The redaction of `text` (may_match, at most max_memo_text bytes), remembered.
-    const std::string& memo_of(std::string_view text) const {
+    std::string redact(std::string_view text) const {
+        if (!has_trigger(text)) return std::string(text);
+        if (text.size() > max_memo_text)
+            return may_match(text) ? redact_uncached(text) : std::string(text);
+        const std::string* changed = memo_of(text);
+        return changed ? *changed : std::string(text);
+    }
+
+    /// The redaction of `text` (has_trigger, at most max_memo_text bytes), remembered;
+    /// nullptr when no rule changes it.
+    const std::string* memo_of(std::string_view text) const {
         // The same short texts come back call after call (a policy's reason, an agent's name,
-        // a hook's verdict): each thread remembers the last answers, direct-mapped by hash.
-        // Every impl has the same rules, so an answer holds for all of them.
+        // a hook's verdict): each thread remembers the last answers, direct-mapped by hash, so
+        // a text seen before costs a hash and a compare, not may_match's passes. Every impl
+        // has the same rules, so an answer holds for all of them.
         struct memo_entry {
             std::string in, out;
             std::uint64_t generation = 0; ///< of the exact secrets it was made with
             bool used = false;
+            bool changed = false; ///< `out` is the redaction; else `in` is its own
         };
         thread_local std::array<memo_entry, 64> memo;
         memo_entry& e = memo[std::hash<std::string_view>{}(text) % memo.size()];
         const auto generation = exacts().generation.load(std::memory_order_acquire);
         if (!e.used || e.in != text || e.generation != generation) {
-            e.out = redact_uncached(text);
             e.in.assign(text);
             e.generation = generation;
             e.used = true;
+            e.changed = false;
+            if (may_match(text)) {
+                e.out = redact_uncached(text);
+                e.changed = e.out != text;
+            }
         }
-        return e.out;
+        return e.changed ? &e.out : nullptr;
     }
 
     void append_redacted_json(std::string& out, std::string_view text) const {
-        if (!may_match(text)) return protocol::append_json_string(out, text);
-        if (text.size() > max_memo_text)
+        if (!has_trigger(text)) return protocol::append_json_string(out, text);
+        if (text.size() > max_memo_text) {
+            if (!may_match(text)) return protocol::append_json_string(out, text);
             return protocol::append_json_string(out, redact_uncached(text));
-        protocol::append_json_string(out, memo_of(text));
+        }
+        const std::string* changed = memo_of(text);
+        protocol::append_json_string(out, changed ? std::string_view(*changed) : text);
     }
 
     /// Texts up to this long are remembered by `redact`.

@@ -652,14 +652,16 @@ struct redactor::impl {
         memo_entry& e = memo[std::hash<std::string_view>{}(text) % memo.size()];
         const auto generation = exacts().generation.load(std::memory_order_acquire);
         if (!e.used || e.in != text || e.generation != generation) {
+            // Made before the entry is touched: a throw (out of memory) leaves no entry that
+            // would later pass a text unredacted.
+            std::string redacted;
+            const bool changed = may_match(text) && (redacted = redact_uncached(text)) != text;
+            e.used = false;
             e.in.assign(text);
+            if (changed) e.out = std::move(redacted);
+            e.changed = changed;
             e.generation = generation;
             e.used = true;
-            e.changed = false;
-            if (may_match(text)) {
-                e.out = redact_uncached(text);
-                e.changed = e.out != text;
-            }
         }
         return e.changed ? &e.out : nullptr;
     }
